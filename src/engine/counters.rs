@@ -1,0 +1,61 @@
+//! The copy's running totals, shared with the reporter thread.
+//!
+//! The engine is the only writer, so it bumps each counter with a plain
+//! load and store (no locked read-modify-write in the hot loop); readers on
+//! other threads see a value at most one operation old, which is all a
+//! progress line or an interrupted copy's statistics need.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub records_in_full: AtomicU64,
+    pub records_in_partial: AtomicU64,
+    pub records_out_full: AtomicU64,
+    pub records_out_partial: AtomicU64,
+    pub records_truncated: AtomicU64,
+    pub bytes_out: AtomicU64,
+}
+
+/// A consistent-enough copy of the counters for printing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Snapshot {
+    pub records_in_full: u64,
+    pub records_in_partial: u64,
+    pub records_out_full: u64,
+    pub records_out_partial: u64,
+    pub records_truncated: u64,
+    pub bytes_out: u64,
+}
+
+impl Counters {
+    pub fn snapshot(&self) -> Snapshot {
+        // Release stores in `bump`/`add` pair with these acquire loads, so
+        // bytes_out is never behind the records counted before it.
+        Snapshot {
+            bytes_out: self.bytes_out.load(Ordering::Acquire),
+            records_in_full: self.records_in_full.load(Ordering::Acquire),
+            records_in_partial: self.records_in_partial.load(Ordering::Acquire),
+            records_out_full: self.records_out_full.load(Ordering::Acquire),
+            records_out_partial: self.records_out_partial.load(Ordering::Acquire),
+            records_truncated: self.records_truncated.load(Ordering::Acquire),
+        }
+    }
+
+    /// Records read so far, full and partial.
+    pub fn records_in(&self) -> u64 {
+        self.records_in_full.load(Ordering::Relaxed)
+            + self.records_in_partial.load(Ordering::Relaxed)
+    }
+}
+
+/// Single-writer increment: see the module comment.
+#[inline]
+pub fn bump(counter: &AtomicU64) {
+    add(counter, 1);
+}
+
+#[inline]
+pub fn add(counter: &AtomicU64, n: u64) {
+    counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Release);
+}

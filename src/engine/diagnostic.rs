@@ -1,0 +1,227 @@
+//! What the engine has to say: GNU dd's warnings and errors as values.
+//!
+//! The engine prints nothing; it hands these to an [`Events`] sink, whose
+//! owner decides where they go. `Display` gives GNU's exact text (without
+//! the program name), so stderr stays identical to dd's.
+
+use std::fmt;
+
+use crate::quote::{quote_file, quote_file_if_needed};
+use crate::sys::{errno_text, Errno};
+
+/// Which buffer could not be allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BufferKind {
+    Input,
+    Output,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Diagnostic {
+    OpenFailed {
+        file: Vec<u8>,
+        errno: Errno,
+    },
+    SettingFlags {
+        file: Vec<u8>,
+        errno: Errno,
+    },
+    ReadError {
+        file: Vec<u8>,
+        errno: Errno,
+    },
+    /// A short write in the final or per-record write.
+    ErrorWriting {
+        file: Vec<u8>,
+        errno: Errno,
+    },
+    /// A short write of a full output block (GNU words it differently).
+    WritingTo {
+        file: Vec<u8>,
+        errno: Errno,
+    },
+    CannotSkip {
+        file: Vec<u8>,
+        errno: Errno,
+    },
+    CannotSeek {
+        file: Vec<u8>,
+        errno: Errno,
+    },
+    SkipShort {
+        file: Vec<u8>,
+    },
+    PartialRead {
+        bytes: u64,
+    },
+    CannotFstat {
+        file: Vec<u8>,
+        errno: Errno,
+    },
+    TruncateFailed {
+        length: i64,
+        file: Vec<u8>,
+        errno: Errno,
+    },
+    FdatasyncFailed {
+        file: Vec<u8>,
+        errno: Errno,
+    },
+    FsyncFailed {
+        file: Vec<u8>,
+        errno: Errno,
+    },
+    ClosingInput {
+        file: Vec<u8>,
+        errno: Errno,
+    },
+    ClosingOutput {
+        file: Vec<u8>,
+        errno: Errno,
+    },
+    DiscardCacheFailed {
+        file: Vec<u8>,
+        errno: Errno,
+    },
+    DirectOffFailed {
+        file: Vec<u8>,
+        errno: Errno,
+    },
+    OffsetOverflow {
+        file: Vec<u8>,
+    },
+    InvalidOffsetAfterRead,
+    KernelBug,
+    NoMemory {
+        buffer: BufferKind,
+        size: usize,
+    },
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use Diagnostic::*;
+        let with_errno = |f: &mut fmt::Formatter<'_>, errno: &Errno| -> fmt::Result {
+            write!(f, ": {}", errno_text(*errno))
+        };
+        match self {
+            OpenFailed { file, errno } => {
+                write!(f, "failed to open {}", quote_file(file))?;
+                with_errno(f, errno)
+            }
+            SettingFlags { file, errno } => {
+                write!(f, "setting flags for {}", quote_file(file))?;
+                with_errno(f, errno)
+            }
+            ReadError { file, errno } => {
+                write!(f, "error reading {}", quote_file(file))?;
+                with_errno(f, errno)
+            }
+            ErrorWriting { file, errno } => {
+                write!(f, "error writing {}", quote_file(file))?;
+                with_errno(f, errno)
+            }
+            WritingTo { file, errno } => {
+                write!(f, "writing to {}", quote_file(file))?;
+                with_errno(f, errno)
+            }
+            CannotSkip { file, errno } => {
+                write!(f, "{}: cannot skip", quote_file_if_needed(file))?;
+                with_errno(f, errno)
+            }
+            CannotSeek { file, errno } => {
+                write!(f, "{}: cannot seek", quote_file_if_needed(file))?;
+                with_errno(f, errno)
+            }
+            SkipShort { file } => write!(
+                f,
+                "{}: cannot skip to specified offset",
+                quote_file_if_needed(file)
+            ),
+            PartialRead { bytes } => write!(
+                f,
+                "warning: partial read ({bytes} byte{}); suggest iflag=fullblock",
+                if *bytes == 1 { "" } else { "s" }
+            ),
+            CannotFstat { file, errno } => {
+                write!(f, "cannot fstat {}", quote_file(file))?;
+                with_errno(f, errno)
+            }
+            TruncateFailed {
+                length,
+                file,
+                errno,
+            } => {
+                write!(
+                    f,
+                    "failed to truncate to {length} bytes in output file {}",
+                    quote_file(file)
+                )?;
+                with_errno(f, errno)
+            }
+            FdatasyncFailed { file, errno } => {
+                write!(f, "fdatasync failed for {}", quote_file(file))?;
+                with_errno(f, errno)
+            }
+            FsyncFailed { file, errno } => {
+                write!(f, "fsync failed for {}", quote_file(file))?;
+                with_errno(f, errno)
+            }
+            ClosingInput { file, errno } => {
+                write!(f, "closing input file {}", quote_file(file))?;
+                with_errno(f, errno)
+            }
+            ClosingOutput { file, errno } => {
+                write!(f, "closing output file {}", quote_file(file))?;
+                with_errno(f, errno)
+            }
+            DiscardCacheFailed { file, errno } => {
+                write!(
+                    f,
+                    "failed to discard cache for: {}",
+                    quote_file_if_needed(file)
+                )?;
+                with_errno(f, errno)
+            }
+            DirectOffFailed { file, errno } => {
+                write!(
+                    f,
+                    "failed to turn off O_DIRECT: {}",
+                    quote_file_if_needed(file)
+                )?;
+                with_errno(f, errno)
+            }
+            OffsetOverflow { file } => {
+                write!(f, "offset overflow while reading file {}", quote_file(file))
+            }
+            InvalidOffsetAfterRead => f.write_str("warning: invalid file offset after failed read"),
+            KernelBug => f.write_str("cannot work around kernel bug after all"),
+            NoMemory { buffer, size } => {
+                let which = match buffer {
+                    BufferKind::Input => "input",
+                    BufferKind::Output => "output",
+                };
+                let human = crate::progress::human::human(
+                    *size as u64,
+                    crate::progress::human::Base::Iec,
+                    1,
+                    1,
+                );
+                write!(
+                    f,
+                    "memory exhausted by {which} buffer of size {size} bytes ({human})"
+                )
+            }
+        }
+    }
+}
+
+/// Where the engine's diagnostics go, and its request for interim
+/// statistics (conv=noerror prints them after each read error).
+pub trait Events {
+    fn diagnostic(&self, diagnostic: Diagnostic);
+    fn statistics(&self);
+    /// About to fdatasync/fsync, which can take long (GNU prints a last
+    /// progress line first).
+    fn before_sync(&self);
+}

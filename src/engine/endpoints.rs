@@ -1,0 +1,163 @@
+//! Opening the two ends of a copy, in GNU dd's order and with its flags.
+//!
+//! Input first (so a missing input never truncates the output), then the
+//! output: O_CREAT unless nocreat, O_EXCL with excl, O_TRUNC unless notrunc
+//! or a whole-record seek, read access when a seek may need to read, and an
+//! ftruncate to the seek offset.
+
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use crate::engine::diagnostic::Diagnostic;
+use crate::operands::{Conv, CopyPlan};
+use crate::sys::file::{self, Handle, OutputOpen};
+use crate::sys::Errno;
+
+/// The input side: where it is, and GNU's notion of its offset.
+#[derive(Debug)]
+pub struct Input {
+    pub handle: Handle,
+    /// The name used in messages ("standard input" or the path).
+    pub name: Vec<u8>,
+    pub seekable: bool,
+    /// The error of the initial lseek when not seekable.
+    pub seek_errno: Option<Errno>,
+    /// Bytes consumed from the start of the file; negative after overflow.
+    pub offset: i64,
+}
+
+#[derive(Debug)]
+pub struct Output {
+    pub handle: Handle,
+    pub name: Vec<u8>,
+}
+
+/// Both ends, opened; `warnings` are errors GNU reports without stopping
+/// (a failed ftruncate of a seek).
+#[derive(Debug)]
+pub struct Endpoints {
+    pub input: Input,
+    pub output: Output,
+    pub warnings: Vec<Diagnostic>,
+}
+
+fn path_name(path: &Path) -> Vec<u8> {
+    path.as_os_str().as_bytes().to_vec()
+}
+
+pub fn open(plan: &CopyPlan) -> Result<Endpoints, Diagnostic> {
+    let input = open_input(plan)?;
+    let mut warnings = Vec::new();
+    let output = open_output(plan, &mut warnings)?;
+    Ok(Endpoints {
+        input,
+        output,
+        warnings,
+    })
+}
+
+fn open_input(plan: &CopyPlan) -> Result<Input, Diagnostic> {
+    let (handle, name) = match &plan.input {
+        None => {
+            let name = b"standard input".to_vec();
+            let stdin = std::io::stdin();
+            file::add_fd_flags(stdin.as_fd(), plan.input_flags).map_err(|errno| {
+                Diagnostic::SettingFlags {
+                    file: name.clone(),
+                    errno,
+                }
+            })?;
+            (Handle::Stdin(stdin), name)
+        }
+        Some(path) => {
+            let fd = file::open_input(path, plan.input_flags).map_err(|errno| {
+                Diagnostic::OpenFailed {
+                    file: path_name(path),
+                    errno,
+                }
+            })?;
+            (Handle::Owned(fd), path_name(path))
+        }
+    };
+    let (seekable, seek_errno, offset) = match file::current_offset(handle.as_fd()) {
+        Ok(offset) => (true, None, offset.max(0)),
+        Err(errno) => (false, Some(errno), 0),
+    };
+    Ok(Input {
+        handle,
+        name,
+        seekable,
+        seek_errno,
+        offset,
+    })
+}
+
+fn open_output(plan: &CopyPlan, warnings: &mut Vec<Diagnostic>) -> Result<Output, Diagnostic> {
+    let Some(path) = &plan.output else {
+        let name = b"standard output".to_vec();
+        let stdout = std::io::stdout();
+        file::add_fd_flags(stdout.as_fd(), plan.output_flags).map_err(|errno| {
+            Diagnostic::SettingFlags {
+                file: name.clone(),
+                errno,
+            }
+        })?;
+        return Ok(Output {
+            handle: Handle::Stdout(stdout),
+            name,
+        });
+    };
+    let name = path_name(path);
+    let mut how = OutputOpen {
+        flags: plan.output_flags,
+        create: !plan.conv.contains(Conv::NOCREAT),
+        exclusive: plan.conv.contains(Conv::EXCL),
+        truncate: plan.truncates_output_on_open(),
+        read_write: plan.seek.records != 0,
+    };
+    // Read access only helps an unseekable seek; go on without it.
+    let fd = match file::open_output(path, how) {
+        Err(_) if how.read_write => {
+            how.read_write = false;
+            file::open_output(path, how)
+        }
+        other => other,
+    }
+    .map_err(|errno| Diagnostic::OpenFailed {
+        file: name.clone(),
+        errno,
+    })?;
+
+    if plan.seek.records != 0 && !plan.conv.contains(Conv::NOTRUNC) {
+        let length = plan
+            .seek
+            .total_bytes(plan.output_block_size)
+            .expect("the operand check bounds seek without notrunc");
+        if let Err(errno) = file::truncate(fd.as_fd(), length) {
+            // POSIX defines ftruncate only for regular files (and a few
+            // others): a device refusing it is not an error.
+            match file::file_type(fd.as_fd()) {
+                Err(fstat_errno) => warnings.push(Diagnostic::CannotFstat {
+                    file: name.clone(),
+                    errno: fstat_errno,
+                }),
+                Ok(t)
+                    if t == rustix::fs::FileType::RegularFile
+                        || t == rustix::fs::FileType::Directory =>
+                {
+                    warnings.push(Diagnostic::TruncateFailed {
+                        length: length as i64,
+                        file: name.clone(),
+                        errno,
+                    })
+                }
+                Ok(_) => {}
+            }
+        }
+    }
+    Ok(Output {
+        handle: Handle::Owned(fd),
+        name,
+    })
+}

@@ -1,0 +1,372 @@
+//! GNU dd's number grammar, reproduced exactly as coreutils 9.1 reads it.
+//!
+//! dd reads numbers with gnulib's `xstrtoumax` and the suffix set
+//! `bcEGkKMPTwYZ0`, then adds two dd-specific rules: a trailing `B` makes a
+//! count/skip/seek a byte count, and one `AxB` product. The quirks matter
+//! for scripts (`K` alone means 1024, leading blanks and `+` are accepted,
+//! `2x3x4` is rejected, `0x5` is zero with a warning), so the grammar is
+//! written out here by hand: no crate parses this dialect.
+
+/// Why a value was rejected, mirroring gnulib's `strtol_error` bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NumberError {
+    /// Not a number of this grammar.
+    Invalid,
+    /// A number of this grammar, but too large for dd (`Value too large ...`).
+    Overflow,
+}
+
+/// A successfully parsed value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Number {
+    pub value: u64,
+    /// The text contained a `B`: for count/skip/seek this means bytes.
+    pub has_b: bool,
+}
+
+/// The outcome of parsing one value: the number (or why not) and whether
+/// GNU's "'0x' is a zero multiplier" warning applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parsed {
+    pub result: Result<Number, NumberError>,
+    pub zero_multiplier_warning: bool,
+}
+
+const INTMAX_MAX: u64 = i64::MAX as u64;
+
+/// gnulib's status bits; kept as bits because dd combines and masks them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Status {
+    overflow: bool,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Ok,
+    Invalid,
+    InvalidSuffixChar,
+}
+
+impl Status {
+    fn ok() -> Self {
+        Status {
+            overflow: false,
+            kind: Kind::Ok,
+        }
+    }
+}
+
+/// `xstrtoumax (s, &end, 10, &val, "bcEGkKMPTwYZ0")`: returns the value,
+/// the status and the index where parsing stopped.
+fn xstrtoumax(s: &[u8]) -> (u64, Status, usize) {
+    const VALID_SUFFIXES: &[u8] = b"bcEGkKMPTwYZ0";
+    let mut status = Status::ok();
+
+    // Negative numbers are rejected before strtoumax would wrap them.
+    let first_non_blank = s.iter().position(|c| !is_c_space(*c)).unwrap_or(s.len());
+    if s.get(first_non_blank) == Some(&b'-') {
+        return (
+            0,
+            Status {
+                overflow: false,
+                kind: Kind::Invalid,
+            },
+            0,
+        );
+    }
+
+    // strtoumax: blanks, an optional '+', decimal digits.
+    let mut i = first_non_blank;
+    if s.get(i) == Some(&b'+') {
+        i += 1;
+    }
+    let digits_start = i;
+    let mut value: u64 = 0;
+    while let Some(d) = s.get(i).filter(|c| c.is_ascii_digit()) {
+        match value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(d - b'0')))
+        {
+            Some(v) => value = v,
+            None => {
+                value = u64::MAX;
+                status.overflow = true;
+            }
+        }
+        i += 1;
+    }
+    let mut end = if i == digits_start { 0 } else { i };
+
+    if end == 0 {
+        // No digits: a lone valid suffix stands for 1 ("K" is 1024).
+        match s.first() {
+            Some(c) if VALID_SUFFIXES.contains(c) => value = 1,
+            _ => {
+                return (
+                    0,
+                    Status {
+                        overflow: false,
+                        kind: Kind::Invalid,
+                    },
+                    0,
+                )
+            }
+        }
+    }
+
+    let Some(&suffix) = s.get(end) else {
+        return (value, status, end);
+    };
+    if !VALID_SUFFIXES.contains(&suffix) {
+        status.kind = Kind::InvalidSuffixChar;
+        return (value, status, end);
+    }
+
+    let mut base: u64 = 1024;
+    let mut suffix_len = 1;
+    if b"EGkKMPTYZ".contains(&suffix) {
+        match s.get(end + 1) {
+            Some(b'i') if s.get(end + 2) == Some(&b'B') => suffix_len += 2,
+            Some(b'B') | Some(b'D') => {
+                base = 1000;
+                suffix_len += 1;
+            }
+            _ => {}
+        }
+    }
+    let scaled = match suffix {
+        b'b' => scale(value, 512, 1),
+        b'c' => Some(value),
+        b'w' => scale(value, 2, 1),
+        b'k' | b'K' => scale(value, base, 1),
+        b'M' => scale(value, base, 2),
+        b'G' => scale(value, base, 3),
+        b'T' => scale(value, base, 4),
+        b'P' => scale(value, base, 5),
+        b'E' => scale(value, base, 6),
+        b'Z' => scale(value, base, 7),
+        b'Y' => scale(value, base, 8),
+        _ => {
+            // '0' only flags the optional second suffix; it is no unit.
+            status.kind = Kind::InvalidSuffixChar;
+            return (value, status, end);
+        }
+    };
+    match scaled {
+        Some(v) => value = v,
+        None => {
+            value = u64::MAX;
+            status.overflow = true;
+        }
+    }
+    end += suffix_len;
+    if end < s.len() {
+        status.kind = Kind::InvalidSuffixChar;
+    }
+    (value, status, end)
+}
+
+fn scale(value: u64, base: u64, power: u32) -> Option<u64> {
+    (0..power).try_fold(value, |v, _| v.checked_mul(base))
+}
+
+fn is_c_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// Parse a dd operand value as coreutils 9.1's `parse_integer` does.
+pub fn parse(text: &[u8]) -> Parsed {
+    let s = text;
+    let has_b = s.contains(&b'B');
+    let (n, mut e, mut suffix) = xstrtoumax(s);
+    let mut zero_multiplier_warning = false;
+
+    // A 'B' after a number (not after "KiB" or "kB") means "bytes".
+    if e.kind == Kind::InvalidSuffixChar
+        && suffix > 0
+        && s[suffix - 1] != b'B'
+        && s.get(suffix) == Some(&b'B')
+    {
+        suffix += 1;
+        if suffix == s.len() {
+            e.kind = Kind::Ok;
+        }
+    }
+
+    let result: Result<u64, NumberError>;
+    let after_b_rule_is_x = e.kind == Kind::InvalidSuffixChar && s.get(suffix) == Some(&b'x');
+    let b_on_both_sides = || suffix > 0 && s[suffix - 1] == b'B' && s[suffix + 1..].contains(&b'B');
+    if after_b_rule_is_x && !b_on_both_sides() {
+        let (o, f, _) = xstrtoumax(&s[suffix + 1..]);
+        if f.kind != Kind::Ok {
+            result = Err(NumberError::Invalid);
+        } else {
+            let product = u128::from(n) * u128::from(o);
+            let any_overflow = e.overflow || f.overflow;
+            if product > u128::from(INTMAX_MAX) || (product != 0 && any_overflow) {
+                result = Err(NumberError::Overflow);
+            } else {
+                if product == 0 && text.starts_with(b"0x") {
+                    zero_multiplier_warning = true;
+                }
+                result = Ok(product as u64);
+            }
+        }
+    } else {
+        result = match (e.kind, e.overflow) {
+            (Kind::Ok, false) if n <= INTMAX_MAX => Ok(n),
+            (Kind::Ok, _) => Err(NumberError::Overflow),
+            _ => Err(NumberError::Invalid),
+        };
+    }
+
+    Parsed {
+        result: result.map(|value| Number { value, has_b }),
+        zero_multiplier_warning,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn value(s: &str) -> Result<u64, NumberError> {
+        parse(s.as_bytes()).result.map(|n| n.value)
+    }
+
+    #[test]
+    fn plain_and_suffixed_numbers() {
+        assert_eq!(value("0"), Ok(0));
+        assert_eq!(value("17"), Ok(17));
+        assert_eq!(value("1c"), Ok(1));
+        assert_eq!(value("3w"), Ok(6));
+        assert_eq!(value("2b"), Ok(1024));
+        assert_eq!(value("1k"), Ok(1024));
+        assert_eq!(value("1K"), Ok(1024));
+        assert_eq!(value("1kB"), Ok(1000));
+        assert_eq!(value("1KB"), Ok(1000));
+        assert_eq!(value("1kD"), Ok(1000));
+        assert_eq!(value("1KiB"), Ok(1024));
+        assert_eq!(value("1MB"), Ok(1_000_000));
+        assert_eq!(value("1M"), Ok(1 << 20));
+        assert_eq!(value("1MiB"), Ok(1 << 20));
+        assert_eq!(value("1G"), Ok(1 << 30));
+        assert_eq!(value("1T"), Ok(1 << 40));
+        assert_eq!(value("1P"), Ok(1 << 50));
+        assert_eq!(value("1E"), Ok(1 << 60));
+        assert_eq!(value("7E"), Ok(7 << 60));
+    }
+
+    #[test]
+    fn gnu_quirks() {
+        assert_eq!(value("K"), Ok(1024), "a lone suffix counts as 1");
+        assert_eq!(value(" 5"), Ok(5));
+        assert_eq!(value("+5"), Ok(5));
+        assert_eq!(value("-5"), Err(NumberError::Invalid));
+        assert_eq!(value(" -0"), Err(NumberError::Invalid));
+        assert_eq!(value(""), Err(NumberError::Invalid));
+        assert_eq!(value("1e"), Err(NumberError::Invalid));
+        assert_eq!(value("1Ki"), Err(NumberError::Invalid));
+        assert_eq!(value("1KiBB"), Err(NumberError::Invalid));
+        assert_eq!(
+            value("1m"),
+            Err(NumberError::Invalid),
+            "lowercase m is not in dd's set"
+        );
+        assert_eq!(value("1Q"), Err(NumberError::Invalid), "9.1 knows no Q");
+        assert_eq!(value("1Y"), Err(NumberError::Overflow));
+        assert_eq!(value("8E"), Err(NumberError::Overflow));
+        assert_eq!(value("99999999999999999999"), Err(NumberError::Overflow));
+        assert_eq!(value("99999999999999999999e"), Err(NumberError::Invalid));
+    }
+
+    #[test]
+    fn bytes_suffix() {
+        assert_eq!(
+            parse(b"100B").result,
+            Ok(Number {
+                value: 100,
+                has_b: true
+            })
+        );
+        assert_eq!(
+            parse(b"1kB").result,
+            Ok(Number {
+                value: 1000,
+                has_b: true
+            })
+        );
+        assert_eq!(
+            parse(b"5").result,
+            Ok(Number {
+                value: 5,
+                has_b: false
+            })
+        );
+        assert_eq!(value("B"), Err(NumberError::Invalid));
+    }
+
+    #[test]
+    fn products() {
+        assert_eq!(value("2x3"), Ok(6));
+        assert_eq!(value("2Kx3"), Ok(6144));
+        assert_eq!(value("1xM"), Ok(1 << 20));
+        assert_eq!(value("2Bx3"), Ok(6));
+        assert_eq!(value("1kBx2"), Ok(2000));
+        assert_eq!(value("2x3B"), Err(NumberError::Invalid));
+        assert_eq!(
+            value("2x3x4"),
+            Err(NumberError::Invalid),
+            "9.1 takes one product"
+        );
+        assert_eq!(value("1x"), Err(NumberError::Invalid));
+        assert_eq!(value("xM"), Err(NumberError::Invalid));
+        assert_eq!(value("4Ex4"), Err(NumberError::Overflow));
+        assert_eq!(value("99999999999999999999x0"), Ok(0));
+    }
+
+    #[test]
+    fn zero_multiplier_warning() {
+        let p = parse(b"0x5");
+        assert_eq!(p.result.map(|n| n.value), Ok(0));
+        assert!(p.zero_multiplier_warning);
+        assert!(!parse(b"00x5").zero_multiplier_warning);
+        assert!(!parse(b"5x0").zero_multiplier_warning);
+    }
+
+    proptest! {
+        #[test]
+        fn decimal_round_trips(n in 0u64..=INTMAX_MAX) {
+            prop_assert_eq!(value(&n.to_string()), Ok(n));
+        }
+
+        #[test]
+        fn products_multiply(a in 0u64..1_000_000, b in 0u64..1_000_000) {
+            prop_assert_eq!(value(&format!("{a}x{b}")), Ok(a * b));
+        }
+
+        #[test]
+        fn binary_and_decimal_prefixes(n in 0u64..1000, p in 0usize..6) {
+            let letters = ["K", "M", "G", "T", "P", "E"];
+            let power = p as u32 + 1;
+            let bin = n.checked_mul(1024u64.pow(power)).filter(|v| *v <= INTMAX_MAX);
+            let dec = n.checked_mul(1000u64.pow(power)).filter(|v| *v <= INTMAX_MAX);
+            let l = letters[p];
+            prop_assert_eq!(value(&format!("{n}{l}")).ok(), bin);
+            prop_assert_eq!(value(&format!("{n}{l}iB")).ok(), bin);
+            prop_assert_eq!(value(&format!("{n}{l}B")).ok(), dec);
+        }
+
+        #[test]
+        fn never_panics(s in "\\PC{0,12}") {
+            let _ = parse(s.as_bytes());
+        }
+
+        #[test]
+        fn trailing_garbage_is_rejected(n in 0u64..1_000_000, junk in "[a-jl-zA-Z&&[^bcwxBEGKMPTYZ]]") {
+            prop_assert_eq!(value(&format!("{n}{junk}")), Err(NumberError::Invalid));
+        }
+    }
+}

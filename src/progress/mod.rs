@@ -1,0 +1,10 @@
+//! What the user sees while and after copying: GNU's statistics and
+//! progress lines, printed by a reporter that the copy loop never waits on.
+
+pub mod human;
+pub mod reporter;
+pub mod stats;
+pub mod ticker;
+
+pub use reporter::Reporter;
+pub use ticker::Ticker;

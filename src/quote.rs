@@ -1,0 +1,117 @@
+//! GNU's quoting of names and values in messages, in the C locale.
+//!
+//! dd's messages quote operand values with `quote` (C-style escapes inside
+//! '...'), file names with `quoteaf` (always shell-quoted) and, before a
+//! colon, with `quotef` (shell-quoted only when needed). Scripts and tests
+//! compare these messages, so the three styles are reproduced here.
+
+use std::fmt::Write;
+
+/// `quote()`: '...' with C escapes for the quote, backslash and non-printables.
+pub fn quote(value: &[u8]) -> String {
+    let mut out = String::from("'");
+    for &c in value {
+        match c {
+            b'\'' => out.push_str("\\'"),
+            b'\\' => out.push_str("\\\\"),
+            0x07 => out.push_str("\\a"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x0b => out.push_str("\\v"),
+            0x20..=0x7e => out.push(c as char),
+            _ => {
+                let _ = write!(out, "\\{c:03o}");
+            }
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// `quoteaf()`: always shell-quoted, as in "failed to open 'x'".
+pub fn quote_file(name: &[u8]) -> String {
+    shell_quote(name, true)
+}
+
+/// `quotef()`: shell-quoted only when the name needs it, as in "x: cannot skip".
+pub fn quote_file_if_needed(name: &[u8]) -> String {
+    shell_quote(name, false)
+}
+
+fn needs_shell_quoting(name: &[u8]) -> bool {
+    if name.is_empty() {
+        return true;
+    }
+    name.iter().enumerate().any(|(i, &c)| match c {
+        b'#' | b'~' => i == 0,
+        b'{' | b'}' => name.len() == 1,
+        b' ' | b'!' | b'"' | b'$' | b'&' | b'(' | b')' | b'*' | b';' | b'<' | b'=' | b'>'
+        | b'[' | b'^' | b'`' | b'|' | b'\\' | b'\'' | b'?' => true,
+        0x21..=0x7e => false,
+        _ => true,
+    })
+}
+
+fn shell_quote(name: &[u8], always: bool) -> String {
+    if !always && !needs_shell_quoting(name) {
+        return String::from_utf8_lossy(name).into_owned();
+    }
+    let mut out = String::from("'");
+    let mut in_quotes = true;
+    for &c in name {
+        let printable = (0x20..=0x7e).contains(&c);
+        if printable {
+            if !in_quotes {
+                out.push('\'');
+                in_quotes = true;
+            }
+            if c == b'\'' {
+                out.push_str("'\\''");
+            } else {
+                out.push(c as char);
+            }
+        } else {
+            if in_quotes {
+                out.push('\'');
+                in_quotes = false;
+            }
+            let escaped = match c {
+                b'\n' => "\\n".to_owned(),
+                b'\t' => "\\t".to_owned(),
+                b'\r' => "\\r".to_owned(),
+                _ => format!("\\{c:03o}"),
+            };
+            let _ = write!(out, "$'{escaped}'");
+        }
+    }
+    if in_quotes {
+        out.push('\'');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quote_values() {
+        assert_eq!(quote(b"abc"), "'abc'");
+        assert_eq!(quote(b""), "''");
+        assert_eq!(quote(b"a'b"), "'a\\'b'");
+        assert_eq!(quote(b"a\nb"), "'a\\nb'");
+    }
+
+    #[test]
+    fn quote_files() {
+        assert_eq!(quote_file(b"out"), "'out'");
+        assert_eq!(quote_file(b"standard input"), "'standard input'");
+        assert_eq!(quote_file(b"it's"), "'it'\\''s'");
+        assert_eq!(quote_file_if_needed(b"/dev/null"), "/dev/null");
+        assert_eq!(quote_file_if_needed(b"a b"), "'a b'");
+        assert_eq!(quote_file_if_needed(b"standard input"), "'standard input'");
+    }
+}

@@ -1,0 +1,211 @@
+//! File descriptors and the system calls the copy makes on them.
+//!
+//! Every call returns `Errno` unchanged (EINTR included): the caller decides
+//! whether to retry, because dd's semantics depend on it.
+
+use std::os::fd::{AsFd, BorrowedFd, IntoRawFd, OwnedFd};
+use std::path::Path;
+
+use rustix::fs::{FileType, Mode, OFlags, SeekFrom};
+use rustix::io::Errno;
+
+use crate::operands::IoFlags;
+
+/// An open end of the copy: a file we opened, or an inherited stdin/stdout.
+#[derive(Debug)]
+pub enum Handle {
+    Owned(OwnedFd),
+    Stdin(std::io::Stdin),
+    Stdout(std::io::Stdout),
+}
+
+impl AsFd for Handle {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Handle::Owned(fd) => fd.as_fd(),
+            Handle::Stdin(s) => s.as_fd(),
+            Handle::Stdout(s) => s.as_fd(),
+        }
+    }
+}
+
+impl Handle {
+    /// Close explicitly so that a deferred write error (NFS, quota) is
+    /// reported, as GNU dd does for both ends, stdin/stdout included.
+    pub fn close(self) -> Result<(), Errno> {
+        let raw = match self {
+            Handle::Owned(fd) => fd.into_raw_fd(),
+            Handle::Stdin(_) => 0,
+            Handle::Stdout(_) => 1,
+        };
+        // SAFETY: `raw` is a descriptor this process owns: either taken out
+        // of an OwnedFd (so nothing else will close it) or fd 0/1, which
+        // nothing reads or writes after the copy has finished.
+        let rc = unsafe { libc::close(raw) };
+        if rc == 0 {
+            return Ok(());
+        }
+        match Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+        {
+            // POSIX leaves the descriptor's state unspecified after EINTR;
+            // Linux has closed it already.
+            Errno::INTR => Ok(()),
+            e => Err(e),
+        }
+    }
+}
+
+/// open(2) flags for dd's iflag/oflag symbols (the private ones map to nothing).
+pub fn open_flags(flags: IoFlags) -> OFlags {
+    let table = [
+        (IoFlags::APPEND, OFlags::APPEND),
+        (IoFlags::DIRECT, OFlags::DIRECT),
+        (IoFlags::DIRECTORY, OFlags::DIRECTORY),
+        (IoFlags::DSYNC, OFlags::DSYNC),
+        (IoFlags::SYNC, OFlags::SYNC),
+        (IoFlags::NONBLOCK, OFlags::NONBLOCK),
+        (IoFlags::NOATIME, OFlags::NOATIME),
+        (IoFlags::NOCTTY, OFlags::NOCTTY),
+        (IoFlags::NOFOLLOW, OFlags::NOFOLLOW),
+    ];
+    table
+        .iter()
+        .filter(|(dd, _)| flags.contains(*dd))
+        .fold(OFlags::empty(), |acc, (_, o)| acc | *o)
+}
+
+/// How to open the output.
+#[derive(Debug, Clone, Copy)]
+pub struct OutputOpen {
+    pub flags: IoFlags,
+    pub create: bool,
+    pub exclusive: bool,
+    pub truncate: bool,
+    /// Also ask for read access (dd may read to skip on unseekable outputs).
+    pub read_write: bool,
+}
+
+pub fn open_input(path: &Path, flags: IoFlags) -> Result<OwnedFd, Errno> {
+    let mut o = OFlags::RDONLY | OFlags::CLOEXEC | open_flags(flags);
+    if flags.intersects(IoFlags::DSYNC | IoFlags::SYNC) {
+        o |= OFlags::RSYNC;
+    }
+    retry_eintr(|| rustix::fs::open(path, o, Mode::empty()))
+}
+
+pub fn open_output(path: &Path, how: OutputOpen) -> Result<OwnedFd, Errno> {
+    let mut o = OFlags::CLOEXEC | open_flags(how.flags);
+    o |= if how.read_write {
+        OFlags::RDWR
+    } else {
+        OFlags::WRONLY
+    };
+    if how.create {
+        o |= OFlags::CREATE;
+    }
+    if how.exclusive {
+        o |= OFlags::EXCL;
+    }
+    if how.truncate {
+        o |= OFlags::TRUNC;
+    }
+    retry_eintr(|| rustix::fs::open(path, o, Mode::from_raw_mode(0o666)))
+}
+
+/// Add dd's flags to an inherited descriptor (stdin/stdout), as GNU does
+/// with fcntl: creation-only flags are checked by hand or ignored.
+pub fn add_fd_flags(fd: BorrowedFd<'_>, flags: IoFlags) -> Result<(), Errno> {
+    let add = open_flags(flags) - (OFlags::NOCTTY | OFlags::NOFOLLOW);
+    if add.is_empty() {
+        return Ok(());
+    }
+    let old = rustix::fs::fcntl_getfl(fd)?;
+    let mut new = old | add;
+    if new == old {
+        return Ok(());
+    }
+    if new.contains(OFlags::DIRECTORY) {
+        if file_type(fd)? != FileType::Directory {
+            return Err(Errno::NOTDIR);
+        }
+        new.remove(OFlags::DIRECTORY);
+    }
+    if new != old {
+        rustix::fs::fcntl_setfl(fd, new)?;
+    }
+    Ok(())
+}
+
+/// Turn O_DIRECT off (for an unaligned final block).
+pub fn clear_direct(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    let old = rustix::fs::fcntl_getfl(fd)?;
+    rustix::fs::fcntl_setfl(fd, old - OFlags::DIRECT)
+}
+
+pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
+    rustix::io::read(fd, buf)
+}
+
+pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+    rustix::io::write(fd, buf)
+}
+
+/// lseek(fd, delta, SEEK_CUR), with GNU's signed offsets.
+pub fn seek_relative(fd: BorrowedFd<'_>, delta: i64) -> Result<i64, Errno> {
+    rustix::fs::seek(fd, SeekFrom::Current(delta)).map(|p| p as i64)
+}
+
+pub fn seek_to_end(fd: BorrowedFd<'_>) -> Result<i64, Errno> {
+    rustix::fs::seek(fd, SeekFrom::End(0)).map(|p| p as i64)
+}
+
+pub fn current_offset(fd: BorrowedFd<'_>) -> Result<i64, Errno> {
+    seek_relative(fd, 0)
+}
+
+pub fn file_type(fd: BorrowedFd<'_>) -> Result<FileType, Errno> {
+    retry_eintr(|| rustix::fs::fstat(fd)).map(|st| FileType::from_raw_mode(st.st_mode))
+}
+
+/// The size when st_size means the data size (regular files; GNU's
+/// usable_st_size), else None.
+pub fn usable_size(fd: BorrowedFd<'_>) -> Result<Option<i64>, Errno> {
+    let st = retry_eintr(|| rustix::fs::fstat(fd))?;
+    Ok((FileType::from_raw_mode(st.st_mode) == FileType::RegularFile).then_some(st.st_size))
+}
+
+/// The size and whether ftruncate semantics apply (regular file).
+pub fn regular_file_size(fd: BorrowedFd<'_>) -> Result<Option<i64>, Errno> {
+    usable_size(fd)
+}
+
+pub fn truncate(fd: BorrowedFd<'_>, len: u64) -> Result<(), Errno> {
+    retry_eintr(|| rustix::fs::ftruncate(fd, len))
+}
+
+pub fn fdatasync(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    retry_eintr(|| rustix::fs::fdatasync(fd))
+}
+
+pub fn fsync(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    retry_eintr(|| rustix::fs::fsync(fd))
+}
+
+/// posix_fadvise(DONTNEED) on a range; len 0 means "to the end".
+pub fn drop_cache(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Result<(), Errno> {
+    rustix::fs::fadvise(
+        fd,
+        offset,
+        std::num::NonZeroU64::new(len),
+        rustix::fs::Advice::DontNeed,
+    )
+}
+
+fn retry_eintr<T>(mut f: impl FnMut() -> Result<T, Errno>) -> Result<T, Errno> {
+    loop {
+        match f() {
+            Err(Errno::INTR) => continue,
+            other => return other,
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! The thin platform layer: file descriptors, open flags, positional and
+//! sequential I/O, sizes, cache advice, aligned buffers and signals.
+//!
+//! It holds no policy: callers decide what to open and when; this module
+//! only makes the system calls and reports their errors as `Errno`.
+
+pub mod buffer;
+pub mod file;
+pub mod signals;
+
+pub use rustix::io::Errno;
+
+/// The C library's text for an errno value, as `strerror` gives it
+/// ("No such file or directory"), for GNU-identical messages.
+pub fn errno_text(errno: Errno) -> String {
+    let text = std::io::Error::from_raw_os_error(errno.raw_os_error()).to_string();
+    match text.rfind(" (os error ") {
+        Some(cut) => text[..cut].to_owned(),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errno_text_is_strerror() {
+        assert_eq!(errno_text(Errno::NOENT), "No such file or directory");
+        assert_eq!(
+            errno_text(Errno::OVERFLOW),
+            "Value too large for defined data type"
+        );
+    }
+}

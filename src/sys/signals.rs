@@ -1,0 +1,80 @@
+//! The signals dd reacts to: SIGUSR1 (print statistics and go on) and
+//! SIGINT (print statistics and die of the signal).
+//!
+//! Handlers only write a byte to a pipe (async-signal-safe); a reporter
+//! thread polls the pipes and does the printing, so the copy loop never
+//! checks anything. They must be installed first thing in main: SIGUSR1's
+//! default action kills the process, and scripts send it right after start.
+
+use std::os::fd::OwnedFd;
+
+use rustix::pipe::{pipe_with, PipeFlags};
+
+/// Read ends of the self-pipes, one per caught signal.
+#[derive(Debug, Default)]
+pub struct SignalPipes {
+    /// Readable after SIGUSR1 (absent under POSIXLY_CORRECT, as in GNU).
+    pub info: Option<OwnedFd>,
+    /// Readable after SIGINT (absent if SIGINT was ignored at startup).
+    pub interrupt: Option<OwnedFd>,
+}
+
+/// Install dd's handlers and restore SIGPIPE's default action (Rust ignores
+/// it; dd dies of it when its reader goes away, like any filter).
+pub fn install() -> SignalPipes {
+    restore_default_sigpipe();
+    let mut pipes = SignalPipes::default();
+    if std::env::var_os("POSIXLY_CORRECT").is_none() {
+        pipes.info = watch(libc::SIGUSR1);
+    }
+    if !is_ignored(libc::SIGINT) {
+        pipes.interrupt = watch(libc::SIGINT);
+    }
+    pipes
+}
+
+fn watch(signal: libc::c_int) -> Option<OwnedFd> {
+    let (read_end, write_end) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK).ok()?;
+    signal_hook::low_level::pipe::register(signal, write_end).ok()?;
+    Some(read_end)
+}
+
+/// Whether `signal` is ignored (a background job's SIGINT is; GNU leaves
+/// it ignored).
+fn is_ignored(signal: libc::c_int) -> bool {
+    // SAFETY: sigaction with a null new action only reads the current
+    // disposition into `old`, a properly sized, zero-initialised struct.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
+fn restore_default_sigpipe() {
+    // SAFETY: setting SIGPIPE to SIG_DFL installs no handler code; it only
+    // changes the disposition back to the one a C program starts with.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// Die of `signal` as if its default action had run (after printing).
+pub fn die_of(signal: libc::c_int) -> ! {
+    let _ = signal_hook::low_level::emulate_default_handler(signal);
+    // Unreachable for SIGINT (its default terminates), but be sure.
+    std::process::exit(128 + signal);
+}
+
+/// Drain a signal pipe; returns how many signals arrived (one byte each).
+pub fn drain(pipe: &OwnedFd) -> usize {
+    let mut buf = [0u8; 64];
+    let mut count = 0;
+    while let Ok(n) = rustix::io::read(pipe, &mut buf) {
+        if n == 0 {
+            break;
+        }
+        count += n;
+    }
+    count
+}
