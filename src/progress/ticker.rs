@@ -59,6 +59,7 @@ impl Drop for Ticker {
 }
 
 fn run(reporter: &Reporter, signals: &SignalPipes, stop: &OwnedFd, progress: bool) {
+    crate::sys::threads::detach_fd_table();
     let tick = Duration::from_secs(1);
     let mut next_tick = Instant::now() + tick;
     loop {
