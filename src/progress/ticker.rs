@@ -20,6 +20,7 @@ pub struct Ticker {
 
 impl Ticker {
     /// Start watching signals, and ticking once a second if `progress`.
+    /// From then on the calling thread no longer receives those signals.
     pub fn start(reporter: Arc<Reporter>, signals: SignalPipes, progress: bool) -> Ticker {
         let Ok((stop_read, stop_write)) = pipe_with(PipeFlags::CLOEXEC) else {
             return Ticker {
@@ -31,6 +32,9 @@ impl Ticker {
             .name("ddx-reporter".into())
             .spawn(move || run(&reporter, &signals, &stop_read, progress))
             .ok();
+        if thread.is_some() {
+            crate::sys::signals::block_in_this_thread();
+        }
         Ticker {
             stop: Some(stop_write),
             thread,

@@ -78,3 +78,19 @@ pub fn drain(pipe: &OwnedFd) -> usize {
     }
     count
 }
+
+/// Keep SIGUSR1 and SIGINT away from the calling (copy) thread once the
+/// reporter thread watches them: a signal landing on the copy thread cuts
+/// a read short (a spurious partial record), one landing on the reporter
+/// costs nothing.
+pub fn block_in_this_thread() {
+    // SAFETY: the sigset is initialised by sigemptyset before use, and
+    // pthread_sigmask only changes the calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGUSR1);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
