@@ -1,5 +1,15 @@
-//! The `ddx` binary: signals first (a SIGUSR1 sent right after start must
-//! not kill us), then the library does everything else.
+//! The `ddx` binary: standard descriptors and signals first (a SIGUSR1 sent
+//! right after start must not kill us), then the library does the rest.
+
+/// Runs before Rust's runtime, which would otherwise fill a closed 0/1/2
+/// with a read-write /dev/null and so hide a closed stderr (GNU dd exits 1
+/// when its statistics cannot be written).
+// SAFETY: the constructor runs before main, single-threaded; it only makes
+// fcntl/open system calls through rustix, touching no Rust runtime state.
+#[ctor::ctor(unsafe)]
+fn guard_standard_descriptors() {
+    ddx::sys::stdio::guard_standard_descriptors();
+}
 
 fn main() {
     let signals = ddx::sys::signals::install();

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use crate::engine::{self, Counters, Events, RunResult, SyncCopy};
 use crate::operands::{self, StatusLevel};
+use crate::progress::reporter::{emit, stderr_failed};
 use crate::progress::{Reporter, Ticker};
 use crate::sys::signals::SignalPipes;
 
@@ -26,32 +27,27 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     let words = &args[args.len().min(1)..];
     let operand_words = match options::scan(words) {
         options::Scan::Operands(words) => words,
-        options::Scan::Help => {
-            print!("{}", help_text(&program));
-            return 0;
-        }
-        options::Scan::Version => {
-            print!("{}", version_text());
-            return 0;
-        }
+        options::Scan::Help => return print_stdout(&program, &help_text(&program)),
+        options::Scan::Version => return print_stdout(&program, &version_text()),
         options::Scan::Error(message) => {
-            eprintln!("{program}: {message}");
-            eprintln!("Try '{program} --help' for more information.");
+            emit(format!("{program}: {message}\n{}", try_help(&program)).as_bytes());
             return EXIT_FAILURE;
         }
     };
 
     let parsed = operands::parse(&operand_words);
     for warning in &parsed.warnings {
-        eprintln!("{program}: {warning}");
+        emit(format!("{program}: {warning}\n").as_bytes());
     }
     let plan = match parsed.plan {
         Ok(plan) => plan,
         Err(error) => {
-            eprintln!("{program}: {error}");
-            if error.suggests_help() {
-                eprintln!("Try '{program} --help' for more information.");
-            }
+            let hint = if error.suggests_help() {
+                try_help(&program)
+            } else {
+                String::new()
+            };
+            emit(format!("{program}: {error}\n{hint}").as_bytes());
             return EXIT_FAILURE;
         }
     };
@@ -105,10 +101,32 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         return EXIT_FAILURE;
     }
     reporter.statistics();
-    if failed {
+    if failed || stderr_failed() {
         EXIT_FAILURE
     } else {
         0
+    }
+}
+
+fn try_help(program: &str) -> String {
+    format!("Try '{program} --help' for more information.\n")
+}
+
+/// --help/--version output; a failed write is an error, as in GNU.
+fn print_stdout(program: &str, text: &str) -> i32 {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => 0,
+        Err(e) => {
+            let errno = e.raw_os_error().map(crate::sys::Errno::from_raw_os_error);
+            let reason = errno.map_or_else(|| e.to_string(), crate::sys::errno_text);
+            emit(format!("{program}: write error: {reason}\n").as_bytes());
+            EXIT_FAILURE
+        }
     }
 }
 

@@ -74,7 +74,8 @@ pub fn scan(words: &[OsString]) -> Scan {
 
 pub fn version_text() -> String {
     format!(
-        "ddx {}\nA byte-exact GNU dd replacement for today's disks.\n",
+        "ddx {} (GNU coreutils dd 9.1 compatible)\n\
+         dd rebuilt for today's disks: a byte-exact drop-in for GNU dd.\n",
         env!("CARGO_PKG_VERSION")
     )
 }

@@ -5,10 +5,14 @@
 //! other threads see a value at most one operation old, which is all a
 //! progress line or an interrupted copy's statistics need.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 #[derive(Debug, Default)]
 pub struct Counters {
+    /// Set by the reporter once a second under status=progress; the copy
+    /// loop then asks for a progress line between two records, as GNU dd
+    /// prints it (never while blocked, always with fresh counts).
+    pub progress_due: AtomicBool,
     pub records_in_full: AtomicU64,
     pub records_in_partial: AtomicU64,
     pub records_out_full: AtomicU64,
@@ -46,6 +50,17 @@ impl Counters {
     pub fn records_in(&self) -> u64 {
         self.records_in_full.load(Ordering::Relaxed)
             + self.records_in_partial.load(Ordering::Relaxed)
+    }
+}
+
+impl Counters {
+    /// True once per tick: the caller should emit a progress line now.
+    #[inline]
+    pub fn take_progress_due(&self) -> bool {
+        // A plain load first: the flag is almost always false, and a swap
+        // would be a locked instruction on every record.
+        self.progress_due.load(Ordering::Relaxed)
+            && self.progress_due.swap(false, Ordering::Relaxed)
     }
 }
 

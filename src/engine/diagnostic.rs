@@ -221,6 +221,8 @@ impl fmt::Display for Diagnostic {
 pub trait Events {
     fn diagnostic(&self, diagnostic: Diagnostic);
     fn statistics(&self);
+    /// status=progress: a tick has passed; print the progress line.
+    fn progress(&self);
     /// About to fdatasync/fsync, which can take long (GNU prints a last
     /// progress line first).
     fn before_sync(&self);

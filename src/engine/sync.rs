@@ -442,6 +442,9 @@ impl<'a> SyncCopy<'a> {
         let mut unblocker = Unblocker::new(plan.conversion_block_size);
 
         loop {
+            if self.counters.take_progress_due() {
+                self.events.progress();
+            }
             let records_in = self.counters.records_in();
             if records_in >= max_records.saturating_add(u64::from(max_bytes != 0)) {
                 break;

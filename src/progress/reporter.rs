@@ -4,7 +4,8 @@
 //! after a progress line first ends that line (as GNU's `nl_error` does).
 
 use std::fmt::Display;
-use std::io::Write;
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -90,6 +91,13 @@ impl Reporter {
         emit(&out);
     }
 
+    /// A second has passed: let the copy loop print the next progress line.
+    pub fn request_progress(&self) {
+        self.counters
+            .progress_due
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// status=progress: rewrite the progress line in place.
     pub fn progress(&self) {
         let mut state = self.lock();
@@ -125,6 +133,10 @@ impl Events for Reporter {
         Reporter::statistics(self);
     }
 
+    fn progress(&self) {
+        Reporter::progress(self);
+    }
+
     fn before_sync(&self) {
         let state = self.lock();
         let bytes = self.counters.snapshot().bytes_out;
@@ -139,7 +151,30 @@ fn elapsed_ns(start: Instant) -> u64 {
     u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// One write per line or group of lines; stderr errors are not reportable.
-fn emit(bytes: &[u8]) {
-    let _ = std::io::stderr().lock().write_all(bytes);
+/// Set when a write to stderr failed: like GNU dd, ddx then exits 1 even
+/// if the copy succeeded (its statistics were lost).
+static STDERR_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// One write per line or group of lines, so lines never interleave.
+///
+/// Straight to fd 2: std's stderr handle reports success on EBADF, which
+/// would hide a closed stderr.
+pub fn emit(mut bytes: &[u8]) {
+    let stderr = std::io::stderr();
+    let fd = stderr.as_fd();
+    while !bytes.is_empty() {
+        match rustix::io::write(fd, bytes) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => {
+                STDERR_FAILED.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+}
+
+/// Whether any message or statistics could not be written.
+pub fn stderr_failed() -> bool {
+    STDERR_FAILED.load(Ordering::Relaxed)
 }

@@ -1,5 +1,6 @@
-//! The reporter thread: wakes once a second for status=progress, or when a
-//! signal arrives, and prints from the shared counters. The copy loop never
+//! The reporter thread: wakes when a signal arrives and prints from the
+//! shared counters, and once a second under status=progress raises the flag
+//! that makes the copy loop ask for a progress line. The copy loop never
 //! reads the clock or looks for signals.
 
 use std::os::fd::OwnedFd;
@@ -85,7 +86,7 @@ fn run(reporter: &Reporter, signals: &SignalPipes, stop: &OwnedFd, progress: boo
             return;
         }
         if progress && Instant::now() >= next_tick {
-            reporter.progress();
+            reporter.request_progress();
             next_tick += tick;
         }
     }

@@ -7,6 +7,7 @@
 pub mod buffer;
 pub mod file;
 pub mod signals;
+pub mod stdio;
 pub mod threads;
 
 pub use rustix::io::Errno;
