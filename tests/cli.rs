@@ -151,10 +151,10 @@ fn bad_operands_touch_no_file() {
 
 #[test]
 fn errors_name_the_operand_in_one_line() {
-    let (code, err) = stderr_of(&mut ddx().arg("bs=12q"));
+    let (code, err) = stderr_of(ddx().arg("bs=12q"));
     assert_eq!(code, Some(1));
     assert_eq!(err, "ddx: invalid number: '12q'\n");
-    let (code, err) = stderr_of(&mut ddx().arg("conv=lcase,nope"));
+    let (code, err) = stderr_of(ddx().arg("conv=lcase,nope"));
     assert_eq!(code, Some(1));
     assert_eq!(
         err,
