@@ -44,9 +44,10 @@ pub enum Diagnostic {
         file: Vec<u8>,
         errno: Errno,
     },
+    /// No errno when the seek was never attempted (offset too large).
     CannotSeek {
         file: Vec<u8>,
-        errno: Errno,
+        errno: Option<Errno>,
     },
     SkipShort {
         file: Vec<u8>,
@@ -131,7 +132,10 @@ impl fmt::Display for Diagnostic {
             }
             CannotSeek { file, errno } => {
                 write!(f, "{}: cannot seek", quote_file_if_needed(file))?;
-                with_errno(f, errno)
+                match errno {
+                    Some(errno) => with_errno(f, errno),
+                    None => Ok(()),
+                }
             }
             SkipShort { file } => write!(
                 f,

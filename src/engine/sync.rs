@@ -317,10 +317,11 @@ impl<'a> SyncCopy<'a> {
                 let cache_failed = self.drop_caches_at_end();
                 RunResult::Finished(outcome(failed || sync_failed || cache_failed, &self))
             }
-            Err(Stop::Quit) => {
-                self.synchronize();
-                RunResult::Quit(outcome(true, &self))
-            }
+            // GNU's quit(): a failed sync there exits before the statistics.
+            Err(Stop::Quit) => match self.synchronize() {
+                true => RunResult::Died,
+                false => RunResult::Quit(outcome(true, &self)),
+            },
             Err(Stop::Die) => RunResult::Died,
         }
     }
@@ -831,11 +832,10 @@ impl<'a> SyncCopy<'a> {
         if file::seek_to_end(fd).is_ok() {
             self.diag(Diagnostic::CannotSeek {
                 file: self.output.name.clone(),
-                errno: lseek_errno.unwrap_or(Errno::OVERFLOW),
+                errno: Some(lseek_errno.unwrap_or(Errno::OVERFLOW)),
             });
             return Err(Stop::Quit);
         }
-        let lseek_errno = lseek_errno.unwrap_or(Errno::SPIPE);
 
         self.alloc_output()?;
         let mut records = plan.seek.records;
@@ -923,7 +923,7 @@ impl<'a> SyncCopy<'a> {
             let errno = self.input.seek_errno.unwrap_or(Errno::SPIPE);
             self.diag(Diagnostic::CannotSeek {
                 file: self.input.name.clone(),
-                errno,
+                errno: Some(errno),
             });
             return false;
         }
@@ -950,7 +950,7 @@ impl<'a> SyncCopy<'a> {
                     Err(errno) => {
                         self.diag(Diagnostic::CannotSeek {
                             file: self.input.name.clone(),
-                            errno,
+                            errno: Some(errno),
                         });
                         false
                     }
@@ -959,7 +959,7 @@ impl<'a> SyncCopy<'a> {
             Err(errno) => {
                 self.diag(Diagnostic::CannotSeek {
                     file: self.input.name.clone(),
-                    errno,
+                    errno: Some(errno),
                 });
                 false
             }

@@ -148,6 +148,8 @@ impl fmt::Display for SymbolKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OperandWarning {
     ZeroMultiplier,
+    /// oflag=append without conv=notrunc truncates first.
+    AppendWithoutNotrunc,
 }
 
 impl fmt::Display for OperandWarning {
@@ -155,6 +157,9 @@ impl fmt::Display for OperandWarning {
         match self {
             OperandWarning::ZeroMultiplier => {
                 f.write_str("warning: '0x' is a zero multiplier; use '00x' if that is intended")
+            }
+            OperandWarning::AppendWithoutNotrunc => {
+                f.write_str("you probably want conv=notrunc with oflag=append")
             }
         }
     }
@@ -364,6 +369,10 @@ fn parse_into<S: AsRef<OsStr>>(
     let direct_and_nocache = IoFlags::DIRECT | IoFlags::NOCACHE;
     if input_flags.contains(direct_and_nocache) || output_flags.contains(direct_and_nocache) {
         return Err(OperandError::Conflict("direct and nocache"));
+    }
+
+    if output_flags.contains(IoFlags::APPEND) && !conv.contains(Conv::NOTRUNC) {
+        warnings.push(OperandWarning::AppendWithoutNotrunc);
     }
 
     let input_nocache = input_flags.contains(IoFlags::NOCACHE);

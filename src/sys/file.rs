@@ -38,6 +38,9 @@ impl Handle {
             Handle::Stdin(_) => 0,
             Handle::Stdout(_) => 1,
         };
+        if crate::sys::stdio::was_closed_at_start(raw) {
+            return Err(Errno::BADF);
+        }
         // SAFETY: `raw` is a descriptor this process owns: either taken out
         // of an OwnedFd (so nothing else will close it) or fd 0/1, which
         // nothing reads or writes after the copy has finished.

@@ -9,8 +9,19 @@
 //! makes its normal use fail with EBADF, exactly as the closed descriptor
 //! would have: dd's status still reports the failure.
 
+use std::sync::atomic::{AtomicU8, Ordering};
+
 use rustix::fs::{Mode, OFlags};
 use rustix::io::{fcntl_getfd, Errno};
+
+/// Bit n set: descriptor n was closed at startup and holds a placeholder.
+static PLACEHOLDERS: AtomicU8 = AtomicU8::new(0);
+
+/// Whether standard descriptor `fd` was closed when ddx started (closing
+/// it must then fail with EBADF, as it would have).
+pub fn was_closed_at_start(fd: i32) -> bool {
+    (0..3).contains(&fd) && PLACEHOLDERS.load(Ordering::Relaxed) & (1 << fd) != 0
+}
 
 pub fn guard_standard_descriptors() {
     for fd in 0..3 {
@@ -30,6 +41,7 @@ pub fn guard_standard_descriptors() {
             // The lowest free number is `fd`, since lower ones are open;
             // keep it open for the life of the process.
             std::mem::forget(placeholder);
+            PLACEHOLDERS.fetch_or(1 << fd, Ordering::Relaxed);
         }
     }
 }
