@@ -10,7 +10,7 @@ mod options;
 use std::ffi::OsString;
 use std::sync::Arc;
 
-use crate::engine::{self, Counters, Events, RunResult, SyncCopy};
+use crate::engine::{self, Backend, Counters, Events, RunResult};
 use crate::operands::{self, StatusLevel};
 use crate::progress::reporter::{emit, stderr_failed};
 use crate::progress::{Reporter, Ticker};
@@ -25,8 +25,8 @@ pub const EXIT_FAILURE: i32 = 1;
 pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     let program = program_name(args.first());
     let words = &args[args.len().min(1)..];
-    let operand_words = match options::scan(words) {
-        options::Scan::Operands(words) => words,
+    let (operand_words, settings) = match options::scan(words) {
+        options::Scan::Operands(words, settings) => (words, settings),
         options::Scan::Help => return print_stdout(&program, &help_text(&program)),
         options::Scan::Version => return print_stdout(&program, &version_text()),
         options::Scan::Error(message) => {
@@ -69,7 +69,7 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         }
     };
     let engine::Endpoints {
-        mut input,
+        input,
         mut output,
         warnings,
     } = endpoints;
@@ -78,20 +78,31 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     }
     reporter.start_clock();
 
-    let result = SyncCopy::new(&plan, &mut input, &mut output, &counters, reporter.as_ref()).run();
+    let backend = choose_backend(&settings);
+    let plan = Arc::new(plan);
+    let (result, input) = engine::backend::run(
+        backend,
+        plan,
+        input,
+        &mut output,
+        &counters,
+        reporter.as_ref(),
+    );
     ticker.stop();
     let failed = match result {
         RunResult::Died => return EXIT_FAILURE,
-        RunResult::Finished(outcome) | RunResult::Quit(outcome) => outcome.failed,
+        RunResult::Finished(outcome) => outcome.failed,
     };
 
     // GNU closes both ends before the statistics; a close error ends it there.
-    if let Err(errno) = input.handle.close() {
-        reporter.diagnostic(engine::Diagnostic::ClosingInput {
-            file: input.name,
-            errno,
-        });
-        return EXIT_FAILURE;
+    if let Some(input) = input {
+        if let Err(errno) = input.handle.close() {
+            reporter.diagnostic(engine::Diagnostic::ClosingInput {
+                file: input.name,
+                errno,
+            });
+            return EXIT_FAILURE;
+        }
     }
     if let Err(errno) = output.handle.close() {
         reporter.diagnostic(engine::Diagnostic::ClosingOutput {
@@ -105,6 +116,17 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         EXIT_FAILURE
     } else {
         0
+    }
+}
+
+/// `--backend=auto` is the reference loop for now: the threads backend
+/// overlaps I/O but pays a hand-off per record, which only pays where the
+/// devices, not the CPU, are the limit.
+fn choose_backend(settings: &options::Settings) -> Backend {
+    let queue_depth = settings.queue_depth.unwrap_or(engine::DEFAULT_QUEUE_DEPTH);
+    match settings.backend {
+        Some(options::BackendChoice::Threads) => Backend::Threads { queue_depth },
+        Some(options::BackendChoice::Sync) | None => Backend::Sync,
     }
 }
 

@@ -5,10 +5,25 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
+/// ddx's own settings, from its `--options`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Settings {
+    /// `--backend=`; None is auto.
+    pub backend: Option<BackendChoice>,
+    /// `--queue-depth=N`.
+    pub queue_depth: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendChoice {
+    Sync,
+    Threads,
+}
+
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Scan {
-    Operands(Vec<OsString>),
+    Operands(Vec<OsString>, Settings),
     Help,
     Version,
     /// A getopt-style message ("unrecognized option '--x'").
@@ -16,12 +31,17 @@ pub enum Scan {
 }
 
 /// Long options ddx knows; unique prefixes are accepted, as with getopt.
-const LONG_OPTIONS: &[&str] = &["help", "version"];
+const LONG_OPTIONS: &[&str] = &["backend", "help", "queue-depth", "version"];
+
+/// Options that take a value (`--name=value` or `--name value`).
+const WITH_VALUE: &[&str] = &["backend", "queue-depth"];
 
 pub fn scan(words: &[OsString]) -> Scan {
     let mut operands = Vec::with_capacity(words.len());
+    let mut settings = Settings::default();
     let mut options_ended = false;
-    for word in words {
+    let mut words = words.iter();
+    while let Some(word) = words.next() {
         let bytes = word.as_bytes();
         if options_ended || bytes.len() < 2 || bytes[0] != b'-' {
             operands.push(word.clone());
@@ -33,9 +53,9 @@ pub fn scan(words: &[OsString]) -> Scan {
         }
         if let Some(long) = bytes.strip_prefix(b"--") {
             let text = String::from_utf8_lossy(long);
-            let (name, has_value) = match text.split_once('=') {
-                Some((name, _)) => (name.to_owned(), true),
-                None => (text.clone().into_owned(), false),
+            let (name, inline_value) = match text.split_once('=') {
+                Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
+                None => (text.clone().into_owned(), None),
             };
             let matches: Vec<&str> = LONG_OPTIONS
                 .iter()
@@ -43,12 +63,12 @@ pub fn scan(words: &[OsString]) -> Scan {
                 .filter(|o| o.starts_with(name.as_str()))
                 .collect();
             let chosen = match matches.as_slice() {
-                [one] => *one,
                 _ if LONG_OPTIONS.contains(&name.as_str()) => LONG_OPTIONS
                     .iter()
                     .copied()
                     .find(|o| *o == name)
                     .unwrap_or_default(),
+                [one] => *one,
                 [] => return Scan::Error(format!("unrecognized option '--{text}'")),
                 several => {
                     let list: Vec<String> = several.iter().map(|o| format!("'--{o}'")).collect();
@@ -58,18 +78,60 @@ pub fn scan(words: &[OsString]) -> Scan {
                     ));
                 }
             };
-            if has_value {
-                return Scan::Error(format!("option '--{chosen}' doesn't allow an argument"));
+            if !WITH_VALUE.contains(&chosen) {
+                if inline_value.is_some() {
+                    return Scan::Error(format!("option '--{chosen}' doesn't allow an argument"));
+                }
+                return match chosen {
+                    "help" => Scan::Help,
+                    _ => Scan::Version,
+                };
             }
-            return match chosen {
-                "help" => Scan::Help,
-                _ => Scan::Version,
+            let value = match inline_value {
+                Some(v) => v,
+                None => match words.next() {
+                    Some(v) => v.to_string_lossy().into_owned(),
+                    None => {
+                        return Scan::Error(format!("option '--{chosen}' requires an argument"))
+                    }
+                },
             };
+            if let Err(message) = apply(&mut settings, chosen, &value) {
+                return Scan::Error(message);
+            }
+            continue;
         }
         let letter = String::from_utf8_lossy(&bytes[1..2]).into_owned();
         return Scan::Error(format!("invalid option -- '{letter}'"));
     }
-    Scan::Operands(operands)
+    Scan::Operands(operands, settings)
+}
+
+fn apply(settings: &mut Settings, option: &str, value: &str) -> Result<(), String> {
+    match option {
+        "backend" => {
+            settings.backend = match value {
+                "auto" => None,
+                "sync" => Some(BackendChoice::Sync),
+                "threads" => Some(BackendChoice::Threads),
+                _ => {
+                    return Err(format!(
+                        "invalid argument '{value}' for '--backend'; valid arguments are 'auto', 'sync', 'threads'"
+                    ))
+                }
+            }
+        }
+        "queue-depth" => match value.parse::<usize>() {
+            Ok(n) if (1..=4096).contains(&n) => settings.queue_depth = Some(n),
+            _ => {
+                return Err(format!(
+                    "invalid argument '{value}' for '--queue-depth': a number from 1 to 4096"
+                ))
+            }
+        },
+        _ => unreachable!("every option with a value is handled"),
+    }
+    Ok(())
 }
 
 pub fn version_text() -> String {
@@ -145,9 +207,13 @@ FLAG symbols:
 Sending SIGUSR1 to a running {program} prints I/O statistics to standard
 error; the copy goes on. SIGINT prints them and stops.
 
-Options:
-      --help     display this help and exit
-      --version  output version information and exit
+ddx options (GNU operands stay key=value; these never collide with them):
+      --backend=NAME    how reads and writes overlap: 'auto' (default),
+                        'sync' (read, then write, as GNU dd), 'threads'
+                        (a reader thread runs ahead of the writer)
+      --queue-depth=N   records in flight with an overlapped backend
+      --help            display this help and exit
+      --version         output version information and exit
 "
     )
 }
@@ -164,11 +230,11 @@ mod tests {
     fn operands_pass_through_in_order() {
         assert_eq!(
             scan(&words(&["if=a", "-", "of=b"])),
-            Scan::Operands(words(&["if=a", "-", "of=b"]))
+            Scan::Operands(words(&["if=a", "-", "of=b"]), Settings::default())
         );
         assert_eq!(
             scan(&words(&["if=a", "--", "--help"])),
-            Scan::Operands(words(&["if=a", "--help"]))
+            Scan::Operands(words(&["if=a", "--help"]), Settings::default())
         );
     }
 
@@ -193,5 +259,35 @@ mod tests {
             scan(&words(&["--help=1"])),
             Scan::Error("option '--help' doesn't allow an argument".into())
         );
+    }
+}
+
+#[cfg(test)]
+mod settings_tests {
+    use super::*;
+
+    #[test]
+    fn backend_and_queue_depth() {
+        let words: Vec<OsString> = ["if=a", "--backend=threads", "--queue-depth", "4", "of=b"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let Scan::Operands(operands, settings) = scan(&words) else {
+            panic!("expected operands");
+        };
+        assert_eq!(
+            operands,
+            vec![OsString::from("if=a"), OsString::from("of=b")]
+        );
+        assert_eq!(settings.backend, Some(BackendChoice::Threads));
+        assert_eq!(settings.queue_depth, Some(4));
+        assert!(matches!(
+            scan(&[OsString::from("--backend=fast")]),
+            Scan::Error(_)
+        ));
+        assert!(matches!(
+            scan(&[OsString::from("--queue-depth=0")]),
+            Scan::Error(_)
+        ));
     }
 }

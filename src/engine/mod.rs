@@ -1,12 +1,20 @@
 //! Moving bytes: open the ends, run a backend, report through counters and
 //! diagnostics. The engine prints nothing.
+//!
+//! A copy is a reader (skip=, reads, padding: [`reader`]) feeding a writer
+//! (seek=, conversions, writes, sync: [`writer`]) through a stream of
+//! events; a [`backend`] decides whether the two run in turn or at once.
 
+pub mod backend;
+pub mod cache;
 pub mod counters;
 pub mod diagnostic;
 pub mod endpoints;
-pub mod sync;
+pub mod reader;
+pub mod writer;
 
+pub use backend::{Backend, DEFAULT_QUEUE_DEPTH};
 pub use counters::{Counters, Snapshot};
 pub use diagnostic::{Diagnostic, Events};
 pub use endpoints::{Endpoints, Input, Output};
-pub use sync::{Outcome, RunResult, SyncCopy};
+pub use writer::{Outcome, RunResult};

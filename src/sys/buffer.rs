@@ -19,6 +19,12 @@ pub struct AlignedBuf {
 // other handle to the memory exists, so moving it across threads is sound.
 unsafe impl Send for AlignedBuf {}
 
+impl std::fmt::Debug for AlignedBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AlignedBuf({} bytes)", self.len)
+    }
+}
+
 impl AlignedBuf {
     /// Map `len` bytes (at least one), or fail with the mapping's error.
     pub fn new(len: usize) -> rustix::io::Result<AlignedBuf> {

@@ -1,0 +1,179 @@
+//! Backends: how the reader's event stream reaches the writer.
+//!
+//! `sync` runs both halves in one thread, one record at a time: GNU dd's
+//! behaviour, the reference. `threads` runs the reader in its own thread,
+//! up to the queue depth of records ahead of the writer, so a read and a
+//! write are in flight at the same time and a copy between two devices
+//! takes the slower one's time rather than the sum. Both produce the same
+//! requests, bytes and statistics; only the overlap differs.
+
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::sync::Arc;
+
+use crate::engine::counters::Counters;
+use crate::engine::diagnostic::Events;
+use crate::engine::endpoints::{Input, Output};
+use crate::engine::reader::{Closed, Event, Reader, Sink, Stop};
+use crate::engine::writer::{Handled, RunResult, Writer};
+use crate::operands::CopyPlan;
+use crate::sys::buffer::AlignedBuf;
+
+/// Which backend runs a copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// One thread, read then write (GNU dd's way).
+    Sync,
+    /// A reader thread feeding the writer through a pool of buffers.
+    Threads { queue_depth: usize },
+}
+
+/// The default number of records in flight for the threads backend.
+pub const DEFAULT_QUEUE_DEPTH: usize = 8;
+
+/// Run the copy; returns the result and the input (for closing), which is
+/// absent if the reader thread could not be taken back.
+pub fn run(
+    backend: Backend,
+    plan: Arc<CopyPlan>,
+    input: Input,
+    output: &mut Output,
+    counters: &Counters,
+    events: &dyn Events,
+) -> (RunResult, Option<Input>) {
+    let reader = Reader::new(Arc::clone(&plan), input);
+    let mut writer = Writer::new(plan, output, counters, events);
+    match backend {
+        Backend::Sync => {
+            let mut sink = InlineSink {
+                writer: &mut writer,
+                spare: None,
+                end: None,
+            };
+            let input = reader.run(&mut sink);
+            let end = sink.end.take().unwrap_or(Err(Stop::Quit));
+            (writer.conclude(end), Some(input))
+        }
+        Backend::Threads { queue_depth } => run_threads(reader, &mut writer, queue_depth.max(1)),
+    }
+}
+
+/// The sync backend's sink: every event is handled as soon as it is sent.
+struct InlineSink<'w, 'a> {
+    writer: &'w mut Writer<'a>,
+    /// The one buffer, back from the writer.
+    spare: Option<AlignedBuf>,
+    /// How the stream ended, once it has.
+    end: Option<Result<(bool, Option<crate::engine::Diagnostic>), Stop>>,
+}
+
+impl Sink for InlineSink<'_, '_> {
+    fn send(&mut self, event: Event) -> Result<(), Closed> {
+        if self.end.is_some() {
+            return Err(Closed);
+        }
+        match self.writer.handle(event) {
+            Ok(Handled::Continue(buf)) => {
+                if buf.is_some() {
+                    self.spare = buf;
+                }
+                Ok(())
+            }
+            Ok(Handled::Done { failed, late }) => {
+                self.end = Some(Ok((failed, late)));
+                Err(Closed)
+            }
+            Err(stop) => {
+                self.end = Some(Err(stop));
+                Err(Closed)
+            }
+        }
+    }
+
+    fn buffer(&mut self, len: usize) -> Result<AlignedBuf, Option<Closed>> {
+        match self.spare.take() {
+            Some(buf) if buf.len() >= len => Ok(buf),
+            _ => AlignedBuf::new(len).map_err(|_| None),
+        }
+    }
+}
+
+/// The threads backend's sink, on the reader thread.
+struct ChannelSink {
+    events: SyncSender<Event>,
+    free: Receiver<AlignedBuf>,
+    allocated: usize,
+    queue_depth: usize,
+}
+
+impl Sink for ChannelSink {
+    fn send(&mut self, event: Event) -> Result<(), Closed> {
+        self.events.send(event).map_err(|_| Closed)
+    }
+
+    fn buffer(&mut self, len: usize) -> Result<AlignedBuf, Option<Closed>> {
+        if let Ok(buf) = self.free.try_recv() {
+            return Ok(buf);
+        }
+        if self.allocated < self.queue_depth {
+            self.allocated += 1;
+            return AlignedBuf::new(len).map_err(|_| None);
+        }
+        self.free.recv().map_err(|_| Some(Closed))
+    }
+}
+
+fn run_threads(
+    reader: Reader,
+    writer: &mut Writer<'_>,
+    queue_depth: usize,
+) -> (RunResult, Option<Input>) {
+    let (event_tx, event_rx) = sync_channel::<Event>(queue_depth);
+    let (free_tx, free_rx): (Sender<AlignedBuf>, Receiver<AlignedBuf>) = channel();
+    let thread = std::thread::Builder::new()
+        .name("ddx-reader".into())
+        .spawn(move || {
+            // The reader only uses its input, which its private copy of the
+            // descriptor table keeps; the writer's syscalls stay fast.
+            crate::sys::threads::detach_fd_table();
+            let mut sink = ChannelSink {
+                events: event_tx,
+                free: free_rx,
+                allocated: 0,
+                queue_depth,
+            };
+            reader.run(&mut sink)
+        });
+    let thread = match thread {
+        Ok(thread) => thread,
+        Err(_) => return (RunResult::Died, None),
+    };
+
+    let mut end = Err(Stop::Quit);
+    for event in event_rx.iter() {
+        match writer.handle(event) {
+            Ok(Handled::Continue(Some(buf))) => {
+                let _ = free_tx.send(buf);
+            }
+            Ok(Handled::Continue(None)) => {}
+            Ok(Handled::Done { failed, late }) => {
+                end = Ok((failed, late));
+                break;
+            }
+            Err(stop) => {
+                end = Err(stop);
+                break;
+            }
+        }
+    }
+    // Unblock a reader waiting to send or for a buffer, then take it back
+    // if it is done; one stuck in a read(2) on a pipe is left behind (the
+    // process exits soon), as GNU dd would not have read further either.
+    drop(event_rx);
+    drop(free_tx);
+    let input = if thread.is_finished() || end.is_ok() {
+        thread.join().ok()
+    } else {
+        None
+    };
+    (writer.conclude(end), input)
+}

@@ -1,0 +1,471 @@
+//! The reading half of a copy: skip=, then one read per record, exactly as
+//! GNU dd reads (sizes, fullblock, count=, noerror and conv=sync padding).
+//!
+//! The reader prints nothing and writes nothing: it turns what happens into
+//! a stream of [`Event`]s for the writing half. Backends differ only in how
+//! the stream travels (a direct call, or a channel between two threads),
+//! so every backend reads the same bytes in the same requests.
+//!
+//! Buffer ownership: a buffer handed out by the [`Sink`] belongs to the
+//! reader until it is sent inside an `Event::Record`; from then on it
+//! belongs to the writer, which gives it back to the sink when done.
+
+use std::os::fd::AsFd;
+use std::sync::Arc;
+
+use crate::engine::cache::CacheDropper;
+use crate::engine::diagnostic::{BufferKind, Diagnostic};
+use crate::engine::endpoints::Input;
+use crate::operands::{Conv, CopyPlan, IoFlags, StatusLevel};
+use crate::sys::buffer::AlignedBuf;
+use crate::sys::file;
+use crate::sys::Errno;
+
+/// A fatal stop: dd's `quit(EXIT_FAILURE)` or `die`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Print the statistics and exit 1.
+    Quit,
+    /// Exit 1 without statistics (dd's `die`, e.g. no memory).
+    Die,
+}
+
+/// One record as read (after conv=sync padding).
+#[derive(Debug)]
+pub struct Record {
+    pub buf: AlignedBuf,
+    /// Bytes of `buf` to pass on.
+    pub len: usize,
+    /// A full ibs-sized read (GNU's "N" in "N+M records in").
+    pub full: bool,
+}
+
+/// What the reader tells the writer, in the order it must be acted upon.
+#[derive(Debug)]
+pub enum Event {
+    /// skip= is done: the writer may now apply seek=.
+    Skipped,
+    /// A message to print at this point of the stream.
+    Diagnostic(Diagnostic),
+    /// conv=noerror: print the statistics now.
+    Statistics,
+    Record(Record),
+    /// Input finished. `failed`: a read error ended it (without noerror).
+    /// `late`: a message to print after the output is synchronised.
+    End {
+        failed: bool,
+        late: Option<Diagnostic>,
+    },
+    Stop(Stop),
+}
+
+/// The writer has gone away: the reader stops.
+#[derive(Debug)]
+pub struct Closed;
+
+/// Where the reader's events go, and where its buffers come from.
+pub trait Sink {
+    fn send(&mut self, event: Event) -> Result<(), Closed>;
+    /// A free buffer of `len` bytes: a recycled one, or a new one while the
+    /// backend's queue depth allows. Err(None) when allocation failed.
+    fn buffer(&mut self, len: usize) -> Result<AlignedBuf, Option<Closed>>;
+}
+
+pub struct Reader {
+    plan: Arc<CopyPlan>,
+    input: Input,
+    fullblock: bool,
+    direct: bool,
+    warn_partial_read: bool,
+    quiet: bool,
+    /// The previous read's result (GNU's prev_nread): -1 error, else bytes.
+    previous: isize,
+    cache: CacheDropper,
+    records_read: u64,
+}
+
+impl Reader {
+    pub fn new(plan: Arc<CopyPlan>, input: Input) -> Self {
+        Reader {
+            fullblock: plan.input_flags.contains(IoFlags::FULLBLOCK),
+            direct: plan.input_flags.contains(IoFlags::DIRECT),
+            warn_partial_read: plan.warn_partial_read,
+            quiet: plan.status == StatusLevel::None,
+            previous: 0,
+            cache: CacheDropper::new(
+                plan.input_nocache,
+                plan.input_nocache && plan.copies_nothing(),
+            ),
+            records_read: 0,
+            input,
+            plan,
+        }
+    }
+
+    /// Read everything, sending events to `sink`; gives the input back.
+    pub fn run(mut self, sink: &mut dyn Sink) -> Input {
+        let _ = self.run_inner(sink);
+        self.input
+    }
+
+    fn run_inner(&mut self, sink: &mut dyn Sink) -> Result<(), Closed> {
+        let mut scratch = None;
+        if !self.plan.skip.is_zero() {
+            if let Err(stop) = self.skip(sink, &mut scratch)? {
+                return sink.send(Event::Stop(stop));
+            }
+        }
+        sink.send(Event::Skipped)?;
+        if self.plan.copies_nothing() {
+            let late = self.finish_cache();
+            return sink.send(Event::End {
+                failed: false,
+                late,
+            });
+        }
+
+        let ibs = self.plan.input_block_size;
+        let buffer_len = ibs + usize::from(self.plan.conv.contains(Conv::SWAB));
+        let max_records = self.plan.count.records;
+        let max_bytes = self.plan.count.bytes;
+        let sync = self.plan.conv.contains(Conv::SYNC);
+        let noerror = self.plan.conv.contains(Conv::NOERROR);
+        let pad = if self.plan.conv.intersects(Conv::BLOCK | Conv::UNBLOCK) {
+            b' '
+        } else {
+            0
+        };
+        let mut partial_read = 0usize;
+        let mut failed = false;
+        let mut next_buffer = scratch;
+
+        loop {
+            if self.records_read >= max_records.saturating_add(u64::from(max_bytes != 0)) {
+                break;
+            }
+            let mut buf = match next_buffer.take() {
+                Some(buf) => buf,
+                None => match sink.buffer(buffer_len) {
+                    Ok(buf) => buf,
+                    Err(Some(closed)) => return Err(closed),
+                    Err(None) => return self.no_memory(sink, ibs),
+                },
+            };
+            if sync && noerror {
+                buf.as_mut_slice()[..ibs].fill(pad);
+            }
+            let want = if self.records_read >= max_records {
+                max_bytes as usize
+            } else {
+                ibs
+            };
+            let (result, warning) = self.read(&mut buf.as_mut_slice()[..want]);
+            if let Some(w) = warning {
+                sink.send(Event::Diagnostic(w))?;
+            }
+            let mut len = match result {
+                Ok(0) => {
+                    self.cache.to_eof |= self.cache.enabled;
+                    break;
+                }
+                Ok(n) => {
+                    advance_offset(&mut self.input.offset, n as u64);
+                    let offset = self.input.offset;
+                    self.cache
+                        .after_io(self.input.handle.as_fd(), offset, n as u64);
+                    n
+                }
+                Err(errno) => {
+                    if !noerror || !self.quiet {
+                        sink.send(Event::Diagnostic(Diagnostic::ReadError {
+                            file: self.input.name.clone(),
+                            errno,
+                        }))?;
+                    }
+                    if !noerror {
+                        let late = self.finish_cache();
+                        return sink.send(Event::End { failed: true, late });
+                    }
+                    sink.send(Event::Statistics)?;
+                    let bad_portion = (ibs - partial_read) as u64;
+                    let (recovered, diagnostics) = self.advance_after_read_error(bad_portion);
+                    for diagnostic in diagnostics {
+                        sink.send(Event::Diagnostic(diagnostic))?;
+                    }
+                    if !recovered {
+                        // Reported as a failure at the end; no more seeking.
+                        failed = true;
+                        self.input.seekable = false;
+                        self.input.seek_errno = Some(Errno::SPIPE);
+                    }
+                    if sync && partial_read == 0 {
+                        // The lost block becomes a full block of padding.
+                        0
+                    } else {
+                        next_buffer = Some(buf);
+                        continue;
+                    }
+                }
+            };
+
+            let full = len >= ibs;
+            if full {
+                partial_read = 0;
+            } else {
+                partial_read = len;
+                if sync {
+                    if !noerror {
+                        buf.as_mut_slice()[len..ibs].fill(pad);
+                    }
+                    len = ibs;
+                }
+            }
+            self.records_read += 1;
+            sink.send(Event::Record(Record { buf, len, full }))?;
+        }
+        let late = self.finish_cache();
+        sink.send(Event::End { failed, late })
+    }
+
+    /// After a read error under noerror, put the input offset just past the
+    /// bad block, whatever the kernel did with it. Returns whether that
+    /// worked, and the messages to print (in order).
+    fn advance_after_read_error(&mut self, bad_bytes: u64) -> (bool, Vec<Diagnostic>) {
+        let name = || self.input.name.clone();
+        let mut said = Vec::new();
+        if !self.input.seekable {
+            if self.input.seek_errno == Some(Errno::SPIPE) {
+                return (true, said);
+            }
+            said.push(Diagnostic::CannotSeek {
+                file: name(),
+                errno: self.input.seek_errno,
+            });
+            return (false, said);
+        }
+        advance_offset(&mut self.input.offset, bad_bytes);
+        if self.input.offset < 0 {
+            said.push(Diagnostic::OffsetOverflow { file: name() });
+            return (false, said);
+        }
+        let fd = self.input.handle.as_fd();
+        match file::current_offset(fd) {
+            Ok(offset) if offset == self.input.offset => (true, said),
+            Ok(offset) => {
+                let diff = self.input.offset - offset;
+                let plausible = (0..=bad_bytes as i64).contains(&diff);
+                if !plausible && !self.quiet {
+                    said.push(Diagnostic::InvalidOffsetAfterRead);
+                }
+                match file::seek_relative(fd, diff) {
+                    Ok(_) => (true, said),
+                    Err(errno) => {
+                        said.push(Diagnostic::CannotSeek {
+                            file: name(),
+                            errno: Some(errno),
+                        });
+                        (false, said)
+                    }
+                }
+            }
+            Err(errno) => {
+                said.push(Diagnostic::CannotSeek {
+                    file: name(),
+                    errno: Some(errno),
+                });
+                (false, said)
+            }
+        }
+    }
+
+    fn no_memory(&mut self, sink: &mut dyn Sink, size: usize) -> Result<(), Closed> {
+        sink.send(Event::Diagnostic(Diagnostic::NoMemory {
+            buffer: BufferKind::Input,
+            size,
+        }))?;
+        sink.send(Event::Stop(Stop::Die))
+    }
+
+    /// End-of-input cache advice; an error matters only for count=0, where
+    /// GNU reports it (after the output is synchronised).
+    fn finish_cache(&mut self) -> Option<Diagnostic> {
+        let offset = self.input.seekable.then_some(self.input.offset);
+        let result = self.cache.finish(self.input.handle.as_fd(), offset);
+        match result {
+            Err(errno) if self.plan.copies_nothing() => Some(Diagnostic::DiscardCacheFailed {
+                file: self.input.name.clone(),
+                errno,
+            }),
+            _ => None,
+        }
+    }
+
+    /// One `iread`, with the partial-read warning GNU gives once.
+    fn read_once(&mut self, buf: &mut [u8]) -> (Result<usize, Errno>, Option<Diagnostic>) {
+        let fd = self.input.handle.as_fd();
+        let size = buf.len() as isize;
+        let result = loop {
+            match file::read(fd, buf) {
+                Err(Errno::INTR) => continue,
+                // O_DIRECT's last read of a file not a multiple of the
+                // block size fails with EINVAL: that is end of file.
+                Err(Errno::INVAL) if self.direct && 0 < self.previous && self.previous < size => {
+                    break Ok(0)
+                }
+                other => break other,
+            }
+        };
+        let n = result.map_or(-1, |n| n as isize);
+        let mut warning = None;
+        if 0 < n && self.warn_partial_read && 0 < self.previous && self.previous < size {
+            if !self.quiet {
+                warning = Some(Diagnostic::PartialRead {
+                    bytes: self.previous as u64,
+                });
+            }
+            self.warn_partial_read = false;
+        }
+        self.previous = n;
+        (result, warning)
+    }
+
+    /// dd's `iread_fnc`: one read, or reads until full with fullblock.
+    fn read(&mut self, buf: &mut [u8]) -> (Result<usize, Errno>, Option<Diagnostic>) {
+        if !self.fullblock {
+            return self.read_once(buf);
+        }
+        let mut total = 0;
+        let mut first_warning = None;
+        while total < buf.len() {
+            let (result, warning) = self.read_once(&mut buf[total..]);
+            first_warning = first_warning.or(warning);
+            match result {
+                Err(e) => return (Err(e), first_warning),
+                Ok(0) => break,
+                Ok(n) => total += n,
+            }
+        }
+        (Ok(total), first_warning)
+    }
+
+    /// skip=: lseek when possible, else read and discard. The outer Err is
+    /// a closed sink; the inner one a fatal stop.
+    fn skip(
+        &mut self,
+        sink: &mut dyn Sink,
+        scratch: &mut Option<AlignedBuf>,
+    ) -> Result<Result<(), Stop>, Closed> {
+        let ibs = self.plan.input_block_size;
+        let requested = self.plan.skip.total_bytes(ibs);
+        let offset_before = self.input.offset;
+        let mut records = self.plan.skip.records;
+        let mut bytes = self.plan.skip.bytes;
+        let fd = self.input.handle.as_fd();
+
+        // Err(None): the offset does not fit an off_t, so no lseek was tried.
+        let seek_result: Result<(), Option<Errno>> = match requested {
+            Some(offset) => match file::seek_relative(fd, offset as i64) {
+                Ok(_) => {
+                    let mut advance = offset as i64;
+                    records = 0;
+                    let size = match file::usable_size(fd) {
+                        Ok(size) => size,
+                        Err(errno) => {
+                            let name = self.input.name.clone();
+                            sink.send(Event::Diagnostic(Diagnostic::CannotFstat {
+                                file: name,
+                                errno,
+                            }))?;
+                            return Ok(Err(Stop::Die));
+                        }
+                    };
+                    if let Some(size) = size {
+                        if self.input.offset >= 0 && size - self.input.offset < advance {
+                            // Past end of file: report the whole records not skipped.
+                            records = ((advance - size) / ibs as i64) as u64;
+                            advance = size - self.input.offset;
+                        }
+                    }
+                    advance_offset(&mut self.input.offset, advance as u64);
+                    Ok(())
+                }
+                Err(errno) => Err(Some(errno)),
+            },
+            None => Err(None),
+        };
+
+        if let Err(lseek_errno) = seek_result {
+            if file::seek_to_end(fd).is_ok() {
+                // Seekable, but not to there: GNU gives up.
+                sink.send(Event::Diagnostic(Diagnostic::CannotSkip {
+                    file: self.input.name.clone(),
+                    errno: lseek_errno.unwrap_or(Errno::OVERFLOW),
+                }))?;
+                return Ok(Err(Stop::Quit));
+            }
+            let buffer_len = ibs + usize::from(self.plan.conv.contains(Conv::SWAB));
+            let mut buf = match sink.buffer(buffer_len) {
+                Ok(buf) => buf,
+                Err(Some(closed)) => return Err(closed),
+                Err(None) => {
+                    self.no_memory(sink, ibs)?;
+                    return Ok(Err(Stop::Die));
+                }
+            };
+            let result = loop {
+                let want = if records != 0 { ibs } else { bytes as usize };
+                let (result, warning) = self.read(&mut buf.as_mut_slice()[..want]);
+                if let Some(w) = warning {
+                    sink.send(Event::Diagnostic(w))?;
+                }
+                match result {
+                    Err(errno) => break Err(errno),
+                    Ok(0) => break Ok(()),
+                    Ok(n) => advance_offset(&mut self.input.offset, n as u64),
+                }
+                if records != 0 {
+                    records -= 1;
+                } else {
+                    bytes = 0;
+                }
+                if records == 0 && bytes == 0 {
+                    break Ok(());
+                }
+            };
+            *scratch = Some(buf);
+            if let Err(errno) = result {
+                sink.send(Event::Diagnostic(Diagnostic::ReadError {
+                    file: self.input.name.clone(),
+                    errno,
+                }))?;
+                if self.plan.conv.contains(Conv::NOERROR) {
+                    sink.send(Event::Statistics)?;
+                }
+                return Ok(Err(Stop::Quit));
+            }
+        }
+
+        let skipped_short = records != 0
+            || (self.input.offset >= 0
+                && match requested {
+                    None => true,
+                    Some(r) => r as i64 != self.input.offset - offset_before,
+                });
+        if skipped_short && !self.quiet {
+            sink.send(Event::Diagnostic(Diagnostic::SkipShort {
+                file: self.input.name.clone(),
+            }))?;
+        }
+        Ok(Ok(()))
+    }
+}
+
+/// Add to GNU's input offset, which turns negative for good on overflow.
+pub fn advance_offset(offset: &mut i64, n: u64) {
+    if *offset >= 0 {
+        *offset = i64::try_from(n)
+            .ok()
+            .and_then(|n| offset.checked_add(n))
+            .unwrap_or(-1);
+    }
+}

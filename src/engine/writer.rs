@@ -1,0 +1,625 @@
+//! The writing half of a copy: seek=, then each record as GNU dd writes it:
+//! straight through (one write per read, with `bs=` and no conversion) or
+//! converted and re-blocked into obs-sized writes; sparse seeks, the
+//! O_DIRECT tail, the final ftruncate, fdatasync/fsync.
+//!
+//! It consumes the reader's [`Event`]s in order and is the only place that
+//! updates the statistics counters, so statistics printed at any point of
+//! the stream are those GNU dd would print there.
+
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Arc;
+
+use crate::engine::cache::CacheDropper;
+use crate::engine::counters::{add, bump, Counters};
+use crate::engine::diagnostic::{BufferKind, Diagnostic, Events};
+use crate::engine::endpoints::Output;
+use crate::engine::reader::{Event, Stop};
+use crate::operands::{Conv, CopyPlan, IoFlags, StatusLevel};
+use crate::sys::buffer::AlignedBuf;
+use crate::sys::file;
+use crate::sys::Errno;
+use crate::transform::{is_all_zero, Blocker, Swab, Translation, Unblocker};
+
+/// How a finished copy went, for the exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub failed: bool,
+}
+
+/// The result of a run, as the caller acts on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunResult {
+    /// Print the statistics; exit 1 if `failed`.
+    Finished(Outcome),
+    /// Exit 1 without statistics (GNU's die).
+    Died,
+}
+
+/// What handling one event led to.
+pub enum Handled {
+    /// Keep going; a record's buffer comes back for reuse.
+    Continue(Option<AlignedBuf>),
+    /// The input has ended and the output is complete.
+    Done {
+        failed: bool,
+        late: Option<Diagnostic>,
+    },
+}
+
+/// Low-level output: dd's `iwrite`, with sparse seeks and the O_DIRECT tail.
+struct OutputIo {
+    output_block_size: usize,
+    direct: bool,
+    sparse: bool,
+    quiet: bool,
+    final_op_was_seek: bool,
+    fsync_required: bool,
+    cache: CacheDropper,
+    /// Output offset for cache advice; -1 when unknown.
+    offset: i64,
+}
+
+impl OutputIo {
+    /// Write all of `buf`; returns the bytes written and, if short, why.
+    fn write(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        name: &[u8],
+        buf: &[u8],
+        events: &dyn Events,
+    ) -> (usize, Option<Errno>) {
+        if self.direct && buf.len() < self.output_block_size {
+            if let Err(errno) = file::clear_direct(fd) {
+                if !self.quiet {
+                    events.diagnostic(Diagnostic::DirectOffFailed {
+                        file: name.to_vec(),
+                        errno,
+                    });
+                }
+            }
+            // The tail goes through the cache: make it durable and drop it.
+            self.cache.enabled = true;
+            self.cache.to_eof = true;
+            self.fsync_required = true;
+        }
+        let mut written = 0;
+        let mut error = None;
+        while written < buf.len() {
+            self.final_op_was_seek = false;
+            if self.sparse && is_all_zero(buf) {
+                match file::seek_relative(fd, buf.len() as i64) {
+                    Ok(_) => {
+                        self.final_op_was_seek = true;
+                        written = buf.len();
+                        break;
+                    }
+                    // Not seekable: sparse is only advice, write instead.
+                    Err(_) => self.sparse = false,
+                }
+            }
+            match file::write(fd, &buf[written..]) {
+                Ok(0) => {
+                    // Some drivers say 0 at the end of the device.
+                    error = Some(Errno::NOSPC);
+                    break;
+                }
+                Ok(n) => written += n,
+                Err(Errno::INTR) => {}
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        if written > 0 && self.offset >= 0 {
+            self.offset += written as i64;
+            self.cache.after_io(fd, self.offset, written as u64);
+        }
+        (written, error)
+    }
+}
+
+pub struct Writer<'a> {
+    plan: Arc<CopyPlan>,
+    output: &'a mut Output,
+    counters: &'a Counters,
+    events: &'a dyn Events,
+    conv: Conv,
+    io: OutputIo,
+    output_buffer: Option<AlignedBuf>,
+    output_fill: usize,
+    translation: Option<Translation>,
+    newline: u8,
+    space: u8,
+    swab: Swab,
+    blocker: Blocker,
+    unblocker: Unblocker,
+}
+
+impl<'a> Writer<'a> {
+    pub fn new(
+        plan: Arc<CopyPlan>,
+        output: &'a mut Output,
+        counters: &'a Counters,
+        events: &'a dyn Events,
+    ) -> Self {
+        let translation = Translation::for_conversions(plan.conv);
+        let (newline, space) = translation
+            .as_ref()
+            .map_or((b'\n', b' '), |t| (t.newline, t.space));
+        let offset = file::current_offset(output.handle.as_fd()).unwrap_or(-1);
+        Writer {
+            conv: plan.conv,
+            io: OutputIo {
+                output_block_size: plan.output_block_size,
+                direct: plan.output_flags.contains(IoFlags::DIRECT),
+                sparse: plan.conv.contains(Conv::SPARSE),
+                quiet: plan.status == StatusLevel::None,
+                final_op_was_seek: false,
+                fsync_required: false,
+                cache: CacheDropper::new(
+                    plan.output_nocache,
+                    plan.output_nocache && plan.copies_nothing(),
+                ),
+                offset,
+            },
+            output_buffer: None,
+            output_fill: 0,
+            translation,
+            newline,
+            space,
+            swab: Swab::default(),
+            blocker: Blocker::new(plan.conversion_block_size),
+            unblocker: Unblocker::new(plan.conversion_block_size),
+            plan,
+            output,
+            counters,
+            events,
+        }
+    }
+
+    /// Act on one event of the reader's stream.
+    pub fn handle(&mut self, event: Event) -> Result<Handled, Stop> {
+        match event {
+            Event::Skipped => {
+                self.seek_output()?;
+                if !self.plan.copies_nothing() && self.plan.two_buffers {
+                    self.alloc_output()?;
+                }
+            }
+            Event::Diagnostic(d) => self.events.diagnostic(d),
+            Event::Statistics => self.events.statistics(),
+            Event::Record(record) => {
+                if self.counters.take_progress_due() {
+                    self.events.progress();
+                }
+                return self.record(record.buf, record.len, record.full);
+            }
+            Event::End { failed, late } => {
+                if self.counters.take_progress_due() {
+                    self.events.progress();
+                }
+                if !self.plan.copies_nothing() {
+                    let failed = self.finish_output()? || failed;
+                    return Ok(Handled::Done { failed, late });
+                }
+                return Ok(Handled::Done { failed, late });
+            }
+            Event::Stop(stop) => return Err(stop),
+        }
+        Ok(Handled::Continue(None))
+    }
+
+    /// After the stream: conv=fdatasync/fsync and cache advice, in GNU's
+    /// order, then the run's result. `stopped` is a fatal stop, if any.
+    pub fn conclude(&mut self, end: Result<(bool, Option<Diagnostic>), Stop>) -> RunResult {
+        match end {
+            Ok((failed, late)) => {
+                if self.conv.intersects(Conv::FDATASYNC | Conv::FSYNC) {
+                    self.events.before_sync();
+                }
+                let sync_failed = self.synchronize();
+                let mut cache_failed = false;
+                if let Some(late) = late {
+                    self.events.diagnostic(late);
+                    cache_failed = true;
+                }
+                cache_failed |= self.drop_cache_at_end();
+                RunResult::Finished(Outcome {
+                    failed: failed || sync_failed || cache_failed,
+                })
+            }
+            // GNU's quit(): a failed sync there exits before the statistics.
+            Err(Stop::Quit) => {
+                if self.synchronize() {
+                    RunResult::Died
+                } else {
+                    RunResult::Finished(Outcome { failed: true })
+                }
+            }
+            Err(Stop::Die) => RunResult::Died,
+        }
+    }
+
+    fn diag(&self, d: Diagnostic) {
+        self.events.diagnostic(d);
+    }
+
+    fn alloc_output(&mut self) -> Result<(), Stop> {
+        if self.output_buffer.is_none() {
+            let size = self.plan.output_block_size;
+            let buf = AlignedBuf::new(size).map_err(|_| {
+                self.diag(Diagnostic::NoMemory {
+                    buffer: BufferKind::Output,
+                    size,
+                });
+                Stop::Die
+            })?;
+            self.output_buffer = Some(buf);
+        }
+        Ok(())
+    }
+
+    /// One record: write it as is, or convert and re-block it.
+    fn record(&mut self, mut buf: AlignedBuf, len: usize, full: bool) -> Result<Handled, Stop> {
+        if full {
+            bump(&self.counters.records_in_full);
+        } else {
+            bump(&self.counters.records_in_partial);
+        }
+        if !self.plan.two_buffers {
+            let fd = self.output.handle.as_fd();
+            let (written, error) =
+                self.io
+                    .write(fd, &self.output.name, &buf.as_slice()[..len], self.events);
+            add(&self.counters.bytes_out, written as u64);
+            if written != len {
+                self.diag(Diagnostic::ErrorWriting {
+                    file: self.output.name.clone(),
+                    errno: error.unwrap_or(Errno::IO),
+                });
+                // GNU returns from the copy here (no quit): the output is
+                // still synchronised and the statistics printed.
+                return Ok(Handled::Done {
+                    failed: true,
+                    late: None,
+                });
+            }
+            if len == self.plan.input_block_size {
+                bump(&self.counters.records_out_full);
+            } else {
+                bump(&self.counters.records_out_partial);
+            }
+            return Ok(Handled::Continue(Some(buf)));
+        }
+
+        if let Some(t) = &self.translation {
+            t.apply(&mut buf.as_mut_slice()[..len]);
+        }
+        let range = if self.conv.contains(Conv::SWAB) {
+            self.swab.apply(buf.as_mut_slice(), len)
+        } else {
+            0..len
+        };
+        self.convert(&buf.as_slice()[range])?;
+        Ok(Handled::Continue(Some(buf)))
+    }
+
+    /// block/unblock or plain copy into the output buffer.
+    fn convert(&mut self, data: &[u8]) -> Result<(), Stop> {
+        let (newline, space) = (self.newline, self.space);
+        if self.conv.contains(Conv::BLOCK) {
+            let mut blocker = std::mem::replace(&mut self.blocker, Blocker::new(0));
+            let result = blocker.push(data, newline, space, &mut |c| self.output_byte(c));
+            self.counters
+                .records_truncated
+                .store(blocker.truncated, std::sync::atomic::Ordering::Release);
+            self.blocker = blocker;
+            result
+        } else if self.conv.contains(Conv::UNBLOCK) {
+            let mut unblocker = std::mem::replace(&mut self.unblocker, Unblocker::new(0));
+            let result = unblocker.push(data, newline, space, &mut |c| self.output_byte(c));
+            self.unblocker = unblocker;
+            result
+        } else {
+            self.output_slice(data)
+        }
+    }
+
+    /// End of input: the swab byte, block padding, the final partial block,
+    /// and the size of a sparse file. Ok(true) when it failed.
+    fn finish_output(&mut self) -> Result<bool, Stop> {
+        if self.plan.two_buffers {
+            if let Some(saved) = self.swab.take_saved() {
+                self.convert(&[saved])?;
+            }
+            if self.conv.contains(Conv::BLOCK) {
+                let space = self.space;
+                let mut blocker = std::mem::replace(&mut self.blocker, Blocker::new(0));
+                let result = blocker.finish(space, &mut |c| self.output_byte(c));
+                self.blocker = blocker;
+                result?;
+            }
+            if self.conv.contains(Conv::UNBLOCK) {
+                let newline = self.newline;
+                let mut unblocker = std::mem::replace(&mut self.unblocker, Unblocker::new(0));
+                let result = unblocker.finish(newline, &mut |c| self.output_byte(c));
+                self.unblocker = unblocker;
+                result?;
+            }
+        }
+
+        if self.output_fill != 0 {
+            let obuf = self.output_buffer.take().expect("output buffer allocated");
+            let fill = self.output_fill;
+            let fd = self.output.handle.as_fd();
+            let (written, error) =
+                self.io
+                    .write(fd, &self.output.name, &obuf.as_slice()[..fill], self.events);
+            self.output_buffer = Some(obuf);
+            add(&self.counters.bytes_out, written as u64);
+            if written != 0 {
+                bump(&self.counters.records_out_partial);
+            }
+            if written != fill {
+                self.diag(Diagnostic::ErrorWriting {
+                    file: self.output.name.clone(),
+                    errno: error.unwrap_or(Errno::IO),
+                });
+                return Ok(true);
+            }
+        }
+
+        if self.io.final_op_was_seek && self.extend_after_final_seek().is_err() {
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Sparse output may end in a hole: extend the file to its full size.
+    fn extend_after_final_seek(&mut self) -> Result<(), ()> {
+        let fd = self.output.handle.as_fd();
+        let size = match file::usable_size(fd) {
+            Err(errno) => {
+                self.diag(Diagnostic::CannotFstat {
+                    file: self.output.name.clone(),
+                    errno,
+                });
+                return Err(());
+            }
+            Ok(None) => return Ok(()),
+            Ok(Some(size)) => size,
+        };
+        if let Ok(offset) = file::current_offset(fd) {
+            if size < offset {
+                if let Err(errno) = file::truncate(fd, offset as u64) {
+                    self.diag(Diagnostic::TruncateFailed {
+                        length: offset,
+                        file: self.output.name.clone(),
+                        errno,
+                    });
+                    return Err(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Append one byte to the output buffer, writing it when full.
+    fn output_byte(&mut self, c: u8) -> Result<(), Stop> {
+        let obuf = self
+            .output_buffer
+            .as_mut()
+            .expect("output buffer allocated");
+        obuf.as_mut_slice()[self.output_fill] = c;
+        self.output_fill += 1;
+        if self.output_fill >= self.plan.output_block_size {
+            self.write_output_block()?;
+        }
+        Ok(())
+    }
+
+    /// Append bytes to the output buffer, writing each block as it fills.
+    fn output_slice(&mut self, mut data: &[u8]) -> Result<(), Stop> {
+        let obs = self.plan.output_block_size;
+        loop {
+            let room = obs - self.output_fill;
+            let take = room.min(data.len());
+            let obuf = self
+                .output_buffer
+                .as_mut()
+                .expect("output buffer allocated");
+            obuf.as_mut_slice()[self.output_fill..self.output_fill + take]
+                .copy_from_slice(&data[..take]);
+            self.output_fill += take;
+            data = &data[take..];
+            if self.output_fill >= obs {
+                self.write_output_block()?;
+            }
+            if data.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// dd's `write_output`: one full obs block, or quit.
+    fn write_output_block(&mut self) -> Result<(), Stop> {
+        let obs = self.plan.output_block_size;
+        let obuf = self.output_buffer.take().expect("output buffer allocated");
+        let fd = self.output.handle.as_fd();
+        let (written, error) =
+            self.io
+                .write(fd, &self.output.name, &obuf.as_slice()[..obs], self.events);
+        self.output_buffer = Some(obuf);
+        add(&self.counters.bytes_out, written as u64);
+        if written != obs {
+            self.diag(Diagnostic::WritingTo {
+                file: self.output.name.clone(),
+                errno: error.unwrap_or(Errno::IO),
+            });
+            if written != 0 {
+                bump(&self.counters.records_out_partial);
+            }
+            return Err(Stop::Quit);
+        }
+        bump(&self.counters.records_out_full);
+        self.output_fill = 0;
+        Ok(())
+    }
+
+    /// seek=: lseek when possible; on an unseekable output, read over what
+    /// is there and write zeros for the rest.
+    fn seek_output(&mut self) -> Result<(), Stop> {
+        if self.plan.seek.is_zero() {
+            return Ok(());
+        }
+        let obs = self.plan.output_block_size;
+        let fd = self.output.handle.as_fd();
+        let requested = self.plan.seek.total_bytes(obs);
+        let lseek_errno = match requested {
+            Some(offset) => match file::seek_relative(fd, offset as i64) {
+                Ok(_) => {
+                    if self.io.offset >= 0 {
+                        self.io.offset += offset as i64;
+                    }
+                    return Ok(());
+                }
+                Err(errno) => Some(errno),
+            },
+            None => None,
+        };
+        if file::seek_to_end(fd).is_ok() {
+            self.diag(Diagnostic::CannotSeek {
+                file: self.output.name.clone(),
+                errno: Some(lseek_errno.unwrap_or(Errno::OVERFLOW)),
+            });
+            return Err(Stop::Quit);
+        }
+
+        let mut buf = AlignedBuf::new(obs).map_err(|_| {
+            self.diag(Diagnostic::NoMemory {
+                buffer: BufferKind::Output,
+                size: obs,
+            });
+            Stop::Die
+        })?;
+        let fullblock = self.plan.input_flags.contains(IoFlags::FULLBLOCK);
+        let mut records = self.plan.seek.records;
+        let mut bytes = self.plan.seek.bytes;
+        let read_over = loop {
+            let want = if records != 0 { obs } else { bytes as usize };
+            match read_block(fd, &mut buf.as_mut_slice()[..want], fullblock) {
+                Err(_) => break Err(()),
+                Ok(0) => break Ok(()),
+                Ok(_) => {}
+            }
+            if records != 0 {
+                records -= 1;
+            } else {
+                bytes = 0;
+            }
+            if records == 0 && bytes == 0 {
+                break Ok(());
+            }
+        };
+        if read_over.is_err() {
+            self.diag(Diagnostic::CannotSeek {
+                file: self.output.name.clone(),
+                errno: lseek_errno,
+            });
+            return Err(Stop::Quit);
+        }
+
+        // What could not be read over is written as zeros.
+        while records != 0 || bytes != 0 {
+            let size = if records != 0 { obs } else { bytes as usize };
+            buf.as_mut_slice()[..size].fill(0);
+            let fd = self.output.handle.as_fd();
+            let (written, error) =
+                self.io
+                    .write(fd, &self.output.name, &buf.as_slice()[..size], self.events);
+            if written != size {
+                self.diag(Diagnostic::WritingTo {
+                    file: self.output.name.clone(),
+                    errno: error.unwrap_or(Errno::IO),
+                });
+                return Err(Stop::Quit);
+            }
+            if records != 0 {
+                records -= 1;
+            } else {
+                bytes = 0;
+            }
+        }
+        Ok(())
+    }
+
+    /// conv=fdatasync/fsync (and the fsync an O_DIRECT tail requires);
+    /// true if it failed. A failed fdatasync falls back to fsync.
+    fn synchronize(&mut self) -> bool {
+        let fd = self.output.handle.as_fd();
+        let mut failed = false;
+        let mut fsync = self.conv.contains(Conv::FSYNC) || self.io.fsync_required;
+        if self.conv.contains(Conv::FDATASYNC) {
+            if let Err(errno) = file::fdatasync(fd) {
+                if errno != Errno::NOSYS && errno != Errno::INVAL {
+                    self.diag(Diagnostic::FdatasyncFailed {
+                        file: self.output.name.clone(),
+                        errno,
+                    });
+                    failed = true;
+                }
+                fsync = true;
+            }
+        }
+        if fsync {
+            if let Err(errno) = file::fsync(fd) {
+                self.diag(Diagnostic::FsyncFailed {
+                    file: self.output.name.clone(),
+                    errno,
+                });
+                failed = true;
+            }
+        }
+        self.conv.remove(Conv::FDATASYNC | Conv::FSYNC);
+        self.io.fsync_required = false;
+        failed
+    }
+
+    /// End-of-copy cache advice for oflag=nocache; true if it failed where
+    /// GNU reports it (count=0 asks to drop a whole file's cache).
+    fn drop_cache_at_end(&mut self) -> bool {
+        let fd = self.output.handle.as_fd();
+        let offset = file::current_offset(fd).ok();
+        match self.io.cache.finish(fd, offset) {
+            Err(errno) if self.plan.copies_nothing() => {
+                self.diag(Diagnostic::DiscardCacheFailed {
+                    file: self.output.name.clone(),
+                    errno,
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A read for seek= over an unseekable output (GNU reads with the input's
+/// fullblock setting here).
+fn read_block(fd: BorrowedFd<'_>, buf: &mut [u8], fullblock: bool) -> Result<usize, Errno> {
+    let mut total = 0;
+    loop {
+        match file::read(fd, &mut buf[total..]) {
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e),
+            Ok(0) => return Ok(total),
+            Ok(n) => {
+                total += n;
+                if !fullblock || total == buf.len() {
+                    return Ok(total);
+                }
+            }
+        }
+    }
+}
