@@ -78,10 +78,14 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     }
     reporter.start_clock();
 
-    let backend = choose_backend(&settings);
+    let bulk = engine::shape::bulk_shape(&plan, &input, &output);
+    let backend = choose_backend(&settings, bulk.is_some());
+    // The reference backend keeps GNU's requests too, not only its results.
+    let bulk = bulk.filter(|_| backend != Backend::Sync);
     let plan = Arc::new(plan);
     let (result, input) = engine::backend::run(
         backend,
+        bulk,
         plan,
         input,
         &mut output,
@@ -119,14 +123,17 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     }
 }
 
-/// `--backend=auto` is the reference loop for now: the threads backend
-/// overlaps I/O but pays a hand-off per record, which only pays where the
-/// devices, not the CPU, are the limit.
-fn choose_backend(settings: &options::Settings) -> Backend {
+/// `--backend=auto`: overlapped bulk requests where records can be
+/// decoupled from requests (files and block devices, see `shape`); else the
+/// reference loop, since a hand-off per small record costs more than the
+/// overlap gains on pipes and character devices.
+fn choose_backend(settings: &options::Settings, bulk: bool) -> Backend {
     let queue_depth = settings.queue_depth.unwrap_or(engine::DEFAULT_QUEUE_DEPTH);
     match settings.backend {
         Some(options::BackendChoice::Threads) => Backend::Threads { queue_depth },
-        Some(options::BackendChoice::Sync) | None => Backend::Sync,
+        Some(options::BackendChoice::Sync) => Backend::Sync,
+        None if bulk => Backend::Threads { queue_depth },
+        None => Backend::Sync,
     }
 }
 

@@ -14,6 +14,7 @@ use crate::engine::counters::Counters;
 use crate::engine::diagnostic::Events;
 use crate::engine::endpoints::{Input, Output};
 use crate::engine::reader::{Closed, Event, Reader, Sink, Stop};
+use crate::engine::shape::BulkShape;
 use crate::engine::writer::{Handled, RunResult, Writer};
 use crate::operands::CopyPlan;
 use crate::sys::buffer::AlignedBuf;
@@ -34,13 +35,14 @@ pub const DEFAULT_QUEUE_DEPTH: usize = 8;
 /// absent if the reader thread could not be taken back.
 pub fn run(
     backend: Backend,
+    bulk: Option<BulkShape>,
     plan: Arc<CopyPlan>,
     input: Input,
     output: &mut Output,
     counters: &Counters,
     events: &dyn Events,
 ) -> (RunResult, Option<Input>) {
-    let reader = Reader::new(Arc::clone(&plan), input);
+    let reader = Reader::new(Arc::clone(&plan), input).with_bulk(bulk);
     let mut writer = Writer::new(plan, output, counters, events);
     match backend {
         Backend::Sync => {

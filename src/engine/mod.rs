@@ -11,6 +11,7 @@ pub mod counters;
 pub mod diagnostic;
 pub mod endpoints;
 pub mod reader;
+pub mod shape;
 pub mod writer;
 
 pub use backend::{Backend, DEFAULT_QUEUE_DEPTH};

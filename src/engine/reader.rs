@@ -16,6 +16,7 @@ use std::sync::Arc;
 use crate::engine::cache::CacheDropper;
 use crate::engine::diagnostic::{BufferKind, Diagnostic};
 use crate::engine::endpoints::Input;
+use crate::engine::shape::BulkShape;
 use crate::operands::{Conv, CopyPlan, IoFlags, StatusLevel};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
@@ -50,6 +51,11 @@ pub enum Event {
     /// conv=noerror: print the statistics now.
     Statistics,
     Record(Record),
+    /// Bulk mode: `len` bytes of whole records, as one request.
+    Bulk {
+        buf: AlignedBuf,
+        len: usize,
+    },
     /// Input finished. `failed`: a read error ended it (without noerror).
     /// `late`: a message to print after the output is synchronised.
     End {
@@ -82,6 +88,7 @@ pub struct Reader {
     previous: isize,
     cache: CacheDropper,
     records_read: u64,
+    bulk: Option<BulkShape>,
 }
 
 impl Reader {
@@ -97,9 +104,17 @@ impl Reader {
                 plan.input_nocache && plan.copies_nothing(),
             ),
             records_read: 0,
+            bulk: None,
             input,
             plan,
         }
+    }
+
+    /// Read in large requests (see `shape`); records are then counted by
+    /// the writer from the bytes.
+    pub fn with_bulk(mut self, shape: Option<BulkShape>) -> Self {
+        self.bulk = shape;
+        self
     }
 
     /// Read everything, sending events to `sink`; gives the input back.
@@ -124,6 +139,18 @@ impl Reader {
             });
         }
 
+        match self.bulk {
+            Some(shape) => self.run_bulk(sink, shape, scratch),
+            None => self.run_records(sink, scratch),
+        }
+    }
+
+    /// GNU's loop: one read per record.
+    fn run_records(
+        &mut self,
+        sink: &mut dyn Sink,
+        scratch: Option<AlignedBuf>,
+    ) -> Result<(), Closed> {
         let ibs = self.plan.input_block_size;
         let buffer_len = ibs + usize::from(self.plan.conv.contains(Conv::SWAB));
         let max_records = self.plan.count.records;
@@ -225,6 +252,89 @@ impl Reader {
         }
         let late = self.finish_cache();
         sink.send(Event::End { failed, late })
+    }
+
+    /// Bulk reads: whole chunks up to count= (in bytes), then End.
+    fn run_bulk(
+        &mut self,
+        sink: &mut dyn Sink,
+        shape: BulkShape,
+        scratch: Option<AlignedBuf>,
+    ) -> Result<(), Closed> {
+        let ibs = self.plan.input_block_size as u64;
+        let mut remaining = if self.plan.has_count() {
+            self.plan
+                .count
+                .records
+                .saturating_mul(ibs)
+                .saturating_add(self.plan.count.bytes)
+        } else {
+            u64::MAX
+        };
+        let mut next_buffer = scratch.filter(|b| b.len() >= shape.chunk);
+        let mut copied = 0u64;
+        while remaining > 0 {
+            let mut buf = match next_buffer.take() {
+                Some(buf) => buf,
+                None => match sink.buffer(shape.chunk) {
+                    Ok(buf) => buf,
+                    Err(Some(closed)) => return Err(closed),
+                    Err(None) => return self.no_memory(sink, shape.chunk),
+                },
+            };
+            let want = (shape.chunk as u64).min(remaining) as usize;
+            let mut len = 0;
+            let mut error = None;
+            // A regular file returns short only at end of file; loop anyway
+            // so that a signal-shortened read changes nothing.
+            while len < want {
+                match file::read(
+                    self.input.handle.as_fd(),
+                    &mut buf.as_mut_slice()[len..want],
+                ) {
+                    Ok(0) => break,
+                    Ok(n) => len += n,
+                    Err(Errno::INTR) => {}
+                    Err(e) => {
+                        error = Some(e);
+                        break;
+                    }
+                }
+            }
+            if error.is_some() {
+                // Hand over to the per-record loop at the record that
+                // failed, so that the error is met exactly as GNU meets it.
+                let good = len / ibs as usize * ibs as usize;
+                let rewind = (len - good) as i64;
+                if rewind > 0 && file::seek_relative(self.input.handle.as_fd(), -rewind).is_err() {
+                    return sink.send(Event::End {
+                        failed: true,
+                        late: None,
+                    });
+                }
+                advance_offset(&mut self.input.offset, good as u64);
+                copied += good as u64;
+                if good > 0 {
+                    sink.send(Event::Bulk { buf, len: good })?;
+                }
+                self.records_read = copied / ibs;
+                return self.run_records(sink, None);
+            }
+            advance_offset(&mut self.input.offset, len as u64);
+            remaining -= len as u64;
+            copied += len as u64;
+            if len > 0 {
+                sink.send(Event::Bulk { buf, len })?;
+            }
+            if len < want {
+                break;
+            }
+        }
+        let late = self.finish_cache();
+        sink.send(Event::End {
+            failed: false,
+            late,
+        })
     }
 
     /// After a read error under noerror, put the input offset just past the

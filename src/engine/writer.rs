@@ -196,6 +196,12 @@ impl<'a> Writer<'a> {
                 }
                 return self.record(record.buf, record.len, record.full);
             }
+            Event::Bulk { buf, len } => {
+                if self.counters.take_progress_due() {
+                    self.events.progress();
+                }
+                return self.bulk(buf, len);
+            }
             Event::End { failed, late } => {
                 if self.counters.take_progress_due() {
                     self.events.progress();
@@ -304,6 +310,104 @@ impl<'a> Writer<'a> {
         };
         self.convert(&buf.as_slice()[range])?;
         Ok(Handled::Continue(Some(buf)))
+    }
+
+    /// Bulk mode: whole records in one request. Counts are those of the
+    /// records GNU dd would have read and written one by one.
+    fn bulk(&mut self, buf: AlignedBuf, len: usize) -> Result<Handled, Stop> {
+        let ibs = self.plan.input_block_size;
+        add(&self.counters.records_in_full, (len / ibs) as u64);
+        if len % ibs != 0 {
+            bump(&self.counters.records_in_partial);
+        }
+        let data = &buf.as_slice()[..len];
+        if self.plan.two_buffers {
+            // Top up a partly filled output block first, as GNU would.
+            let obs = self.plan.output_block_size;
+            let mut data = data;
+            if self.output_fill > 0 {
+                let take = (obs - self.output_fill).min(data.len());
+                self.output_slice(&data[..take])?;
+                data = &data[take..];
+            }
+            let whole = data.len() / obs * obs;
+            if whole > 0 {
+                let (written, error) = self.write_blocks(&data[..whole], obs);
+                add(&self.counters.records_out_full, (written / obs) as u64);
+                if written != whole {
+                    if written % obs != 0 {
+                        bump(&self.counters.records_out_partial);
+                    }
+                    self.diag(Diagnostic::WritingTo {
+                        file: self.output.name.clone(),
+                        errno: error.unwrap_or(Errno::IO),
+                    });
+                    return Err(Stop::Quit);
+                }
+            }
+            self.output_slice(&data[whole..])?;
+            return Ok(Handled::Continue(Some(buf)));
+        }
+        let (written, error) = self.write_blocks(data, ibs);
+        add(&self.counters.records_out_full, (written / ibs) as u64);
+        if written != len {
+            self.diag(Diagnostic::ErrorWriting {
+                file: self.output.name.clone(),
+                errno: error.unwrap_or(Errno::IO),
+            });
+            return Ok(Handled::Done {
+                failed: true,
+                late: None,
+            });
+        }
+        if len % ibs != 0 {
+            bump(&self.counters.records_out_partial);
+        }
+        Ok(Handled::Continue(Some(buf)))
+    }
+
+    /// Write whole `block`-sized pieces (the last may be short) in as few
+    /// requests as possible; under conv=sparse, all-zero pieces become
+    /// seeks, as GNU makes them one block at a time.
+    fn write_blocks(&mut self, data: &[u8], block: usize) -> (usize, Option<Errno>) {
+        let fd = self.output.handle.as_fd();
+        let mut done = 0;
+        while done < data.len() {
+            let mut end = data.len();
+            if self.io.sparse {
+                // The run of pieces that are all zero, or all not.
+                let piece = |at: usize| &data[at..(at + block).min(data.len())];
+                let zero = is_all_zero(piece(done));
+                end = done;
+                while end < data.len() && is_all_zero(piece(end)) == zero {
+                    end = (end + block).min(data.len());
+                }
+                if zero {
+                    match file::seek_relative(fd, (end - done) as i64) {
+                        Ok(_) => {
+                            self.io.final_op_was_seek = true;
+                            if self.io.offset >= 0 {
+                                self.io.offset += (end - done) as i64;
+                            }
+                            add(&self.counters.bytes_out, (end - done) as u64);
+                            done = end;
+                            continue;
+                        }
+                        Err(_) => self.io.sparse = false,
+                    }
+                }
+            }
+            let want = end - done;
+            let (written, error) =
+                self.io
+                    .write(fd, &self.output.name, &data[done..end], self.events);
+            add(&self.counters.bytes_out, written as u64);
+            done += written;
+            if written != want {
+                return (done, error);
+            }
+        }
+        (done, None)
     }
 
     /// block/unblock or plain copy into the output buffer.
