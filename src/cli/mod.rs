@@ -79,13 +79,27 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     reporter.start_clock();
 
     let bulk = engine::shape::bulk_shape(&plan, &input, &output);
-    let backend = choose_backend(&settings, bulk.is_some());
+    let storage_end = (engine::shape::is_storage(&input.handle)
+        || engine::shape::is_storage(&output.handle))
+        && !engine::shape::same_file(&input, &output);
+    let backend = choose_backend(
+        &settings,
+        bulk.is_some(),
+        storage_end,
+        plan.input_block_size,
+    );
     // The reference backend keeps GNU's requests too, not only its results.
-    let bulk = bulk.filter(|_| backend != Backend::Sync);
+    let shaping = match backend {
+        Backend::Sync => engine::Shaping::default(),
+        Backend::Threads { .. } => engine::Shaping {
+            bulk,
+            offload_unit: engine::shape::offload_unit(&plan, &input, &output),
+        },
+    };
     let plan = Arc::new(plan);
     let (result, input) = engine::backend::run(
         backend,
-        bulk,
+        shaping,
         plan,
         input,
         &mut output,
@@ -123,16 +137,25 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     }
 }
 
-/// `--backend=auto`: overlapped bulk requests where records can be
-/// decoupled from requests (files and block devices, see `shape`); else the
-/// reference loop, since a hand-off per small record costs more than the
-/// overlap gains on pipes and character devices.
-fn choose_backend(settings: &options::Settings, bulk: bool) -> Backend {
+/// `--backend=auto`: overlapped where a device may be slow, that is where
+/// either end is a regular file or a block device: in bulk requests when
+/// records can be decoupled (see `shape`), else record by record if records
+/// are large enough for the hand-off between threads to be cheap. Pipes and
+/// character devices keep the reference loop.
+fn choose_backend(
+    settings: &options::Settings,
+    bulk: bool,
+    storage_end: bool,
+    record_size: usize,
+) -> Backend {
+    const OVERLAP_MIN_RECORD: usize = 16 * 1024;
     let queue_depth = settings.queue_depth.unwrap_or(engine::DEFAULT_QUEUE_DEPTH);
     match settings.backend {
         Some(options::BackendChoice::Threads) => Backend::Threads { queue_depth },
         Some(options::BackendChoice::Sync) => Backend::Sync,
-        None if bulk => Backend::Threads { queue_depth },
+        None if bulk || (storage_end && record_size >= OVERLAP_MIN_RECORD) => {
+            Backend::Threads { queue_depth }
+        }
         None => Backend::Sync,
     }
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::engine::counters::Counters;
 use crate::engine::diagnostic::Events;
 use crate::engine::endpoints::{Input, Output};
+use crate::engine::offload::Offloaded;
 use crate::engine::reader::{Closed, Event, Reader, Sink, Stop};
 use crate::engine::shape::BulkShape;
 use crate::engine::writer::{Handled, RunResult, Writer};
@@ -33,17 +34,33 @@ pub const DEFAULT_QUEUE_DEPTH: usize = 8;
 
 /// Run the copy; returns the result and the input (for closing), which is
 /// absent if the reader thread could not be taken back.
+/// How a copy is shaped, beyond the backend: bulk requests, and kernel
+/// offload first (with the unit its requests keep to).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shaping {
+    pub bulk: Option<BulkShape>,
+    pub offload_unit: Option<usize>,
+}
+
+/// Offload requests: large, since the kernel does the work.
+const OFFLOAD_REQUEST: u64 = 64 << 20;
+
 pub fn run(
     backend: Backend,
-    bulk: Option<BulkShape>,
+    shaping: Shaping,
     plan: Arc<CopyPlan>,
     input: Input,
     output: &mut Output,
     counters: &Counters,
     events: &dyn Events,
 ) -> (RunResult, Option<Input>) {
-    let reader = Reader::new(Arc::clone(&plan), input).with_bulk(bulk);
-    let mut writer = Writer::new(plan, output, counters, events);
+    let mut reader = Reader::new(Arc::clone(&plan), input).with_bulk(shaping.bulk);
+    let mut writer = Writer::new(Arc::clone(&plan), output, counters, events);
+    if let Some(unit) = shaping.offload_unit {
+        if let Some(done) = try_offload(&plan, unit, &mut reader, &mut writer) {
+            return (writer.conclude(done), Some(reader.into_input()));
+        }
+    }
     match backend {
         Backend::Sync => {
             let mut sink = InlineSink {
@@ -56,6 +73,63 @@ pub fn run(
             (writer.conclude(end), Some(input))
         }
         Backend::Threads { queue_depth } => run_threads(reader, &mut writer, queue_depth.max(1)),
+    }
+}
+
+/// Run skip/seek, then copy_file_range. Some(end) when the copy is over
+/// (done, or stopped by skip/seek); None to go on the ordinary way from
+/// where offload stopped.
+fn try_offload(
+    plan: &CopyPlan,
+    unit: usize,
+    reader: &mut Reader,
+    writer: &mut Writer<'_>,
+) -> Option<Result<(bool, Option<crate::engine::Diagnostic>), Stop>> {
+    let mut sink = InlineSink {
+        writer,
+        spare: None,
+        end: None,
+    };
+    match reader.skip_phase(&mut sink) {
+        Ok(true) => {}
+        _ => return Some(sink.end.take().unwrap_or(Err(Stop::Quit))),
+    }
+    let limit = if plan.has_count() {
+        plan.count
+            .records
+            .saturating_mul(plan.input_block_size as u64)
+            .saturating_add(plan.count.bytes)
+    } else {
+        u64::MAX
+    };
+    let chunk = (OFFLOAD_REQUEST / unit as u64).max(1) as usize * unit;
+    let writer = sink.writer;
+    let outcome = crate::engine::offload::copy_range(
+        reader.input_fd(),
+        writer.output_fd(),
+        limit,
+        chunk,
+        unit,
+        &mut |total| writer.offloaded(total),
+    );
+    match outcome {
+        Offloaded::Complete { bytes } => {
+            writer.offloaded_end(bytes);
+            let late = reader.end_of_offload();
+            match writer.handle(Event::End {
+                failed: false,
+                late,
+            }) {
+                Ok(Handled::Done { failed, late }) => Some(Ok((failed, late))),
+                Ok(Handled::Continue(_)) => Some(Ok((false, None))),
+                Err(stop) => Some(Err(stop)),
+            }
+        }
+        Offloaded::Stopped { bytes } => {
+            reader.resume_after_offload(bytes);
+            None
+        }
+        Offloaded::Unsupported => None,
     }
 }
 

@@ -10,11 +10,12 @@ pub mod cache;
 pub mod counters;
 pub mod diagnostic;
 pub mod endpoints;
+pub mod offload;
 pub mod reader;
 pub mod shape;
 pub mod writer;
 
-pub use backend::{Backend, DEFAULT_QUEUE_DEPTH};
+pub use backend::{Backend, Shaping, DEFAULT_QUEUE_DEPTH};
 pub use counters::{Counters, Snapshot};
 pub use diagnostic::{Diagnostic, Events};
 pub use endpoints::{Endpoints, Input, Output};

@@ -89,6 +89,11 @@ pub struct Reader {
     cache: CacheDropper,
     records_read: u64,
     bulk: Option<BulkShape>,
+    /// Bytes already copied by offload before bulk reading took over.
+    bulk_done: u64,
+    skipped: bool,
+    /// The buffer skip= read into, reused for the first record.
+    scratch: Option<AlignedBuf>,
 }
 
 impl Reader {
@@ -105,6 +110,9 @@ impl Reader {
             ),
             records_read: 0,
             bulk: None,
+            bulk_done: 0,
+            skipped: false,
+            scratch: None,
             input,
             plan,
         }
@@ -119,30 +127,74 @@ impl Reader {
 
     /// Read everything, sending events to `sink`; gives the input back.
     pub fn run(mut self, sink: &mut dyn Sink) -> Input {
-        let _ = self.run_inner(sink);
+        if self.skip_phase(sink).unwrap_or(false) {
+            let _ = self.copy_phase(sink);
+        }
         self.input
     }
 
-    fn run_inner(&mut self, sink: &mut dyn Sink) -> Result<(), Closed> {
-        let mut scratch = None;
+    /// skip=, then `Event::Skipped`. Returns whether copying goes on
+    /// (false after a fatal stop, a closed sink, or count=0, whose End has
+    /// then been sent). Does nothing the second time.
+    pub fn skip_phase(&mut self, sink: &mut dyn Sink) -> Result<bool, Closed> {
+        if self.skipped {
+            return Ok(!self.plan.copies_nothing());
+        }
+        self.skipped = true;
         if !self.plan.skip.is_zero() {
-            if let Err(stop) = self.skip(sink, &mut scratch)? {
-                return sink.send(Event::Stop(stop));
+            let mut scratch = self.scratch_slot();
+            let skipped = self.skip(sink, &mut scratch)?;
+            self.scratch = scratch;
+            if let Err(stop) = skipped {
+                sink.send(Event::Stop(stop))?;
+                return Ok(false);
             }
         }
         sink.send(Event::Skipped)?;
         if self.plan.copies_nothing() {
             let late = self.finish_cache();
-            return sink.send(Event::End {
+            sink.send(Event::End {
                 failed: false,
                 late,
-            });
+            })?;
+            return Ok(false);
         }
+        Ok(true)
+    }
 
+    fn scratch_slot(&mut self) -> Option<AlignedBuf> {
+        self.scratch.take()
+    }
+
+    /// The reads after skip=, in bulk or one per record.
+    pub fn copy_phase(&mut self, sink: &mut dyn Sink) -> Result<(), Closed> {
+        let scratch = self.scratch.take();
         match self.bulk {
             Some(shape) => self.run_bulk(sink, shape, scratch),
             None => self.run_records(sink, scratch),
         }
+    }
+
+    /// The input's descriptor (for kernel offload between the two ends).
+    pub fn input_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.input.handle.as_fd()
+    }
+
+    /// Offload copied `bytes` (whole records) from the input's position:
+    /// account for them so that reading goes on from there.
+    pub fn resume_after_offload(&mut self, bytes: u64) {
+        advance_offset(&mut self.input.offset, bytes);
+        self.records_read = bytes / self.plan.input_block_size as u64;
+        self.bulk_done = bytes;
+    }
+
+    pub fn into_input(self) -> Input {
+        self.input
+    }
+
+    /// End-of-input messages for an offloaded copy (cache advice).
+    pub fn end_of_offload(&mut self) -> Option<Diagnostic> {
+        self.finish_cache()
     }
 
     /// GNU's loop: one read per record.
@@ -268,11 +320,12 @@ impl Reader {
                 .records
                 .saturating_mul(ibs)
                 .saturating_add(self.plan.count.bytes)
+                .saturating_sub(self.bulk_done)
         } else {
             u64::MAX
         };
         let mut next_buffer = scratch.filter(|b| b.len() >= shape.chunk);
-        let mut copied = 0u64;
+        let mut copied = self.bulk_done;
         while remaining > 0 {
             let mut buf = match next_buffer.take() {
                 Some(buf) => buf,

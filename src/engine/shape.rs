@@ -42,6 +42,31 @@ const PER_REQUEST_FLAGS: IoFlags = IoFlags::DIRECT
     .union(IoFlags::APPEND)
     .union(IoFlags::NONBLOCK);
 
+/// A regular file or block device: storage that may be slow, where
+/// overlapping reads and writes pays.
+pub fn is_storage(fd: &impl AsFd) -> bool {
+    matches!(
+        file::file_type(fd.as_fd()),
+        Ok(FileType::RegularFile | FileType::BlockDevice)
+    )
+}
+
+/// Both ends are the same file or device: what is read may be what was
+/// just written, so only GNU's exact order of requests gives GNU's result.
+pub fn same_file(input: &Input, output: &Output) -> bool {
+    let id = |fd: std::os::fd::BorrowedFd<'_>| {
+        rustix::fs::fstat(fd).ok().map(|st| {
+            if FileType::from_raw_mode(st.st_mode) == FileType::BlockDevice {
+                (0, st.st_rdev, 0)
+            } else {
+                (1, st.st_dev, st.st_ino)
+            }
+        })
+    };
+    let a = id(input.handle.as_fd());
+    a.is_some() && a == id(output.handle.as_fd())
+}
+
 /// Whether a copy may be shaped into bulk requests, and how.
 pub fn bulk_shape(plan: &CopyPlan, input: &Input, output: &Output) -> Option<BulkShape> {
     if !NEUTRAL_CONVERSIONS.contains(plan.conv)
@@ -50,6 +75,9 @@ pub fn bulk_shape(plan: &CopyPlan, input: &Input, output: &Output) -> Option<Bul
         || plan.input_nocache
         || plan.output_nocache
     {
+        return None;
+    }
+    if same_file(input, output) {
         return None;
     }
     let full_reads = |t| t == FileType::RegularFile || t == FileType::BlockDevice;
@@ -67,4 +95,47 @@ pub fn bulk_shape(plan: &CopyPlan, input: &Input, output: &Output) -> Option<Bul
         BULK_REQUEST / ibs * ibs
     };
     Some(BulkShape { chunk })
+}
+
+/// Whether kernel offload (copy_file_range) may do a bulk copy, and the
+/// unit its requests must be whole multiples of: both ends regular files,
+/// no sparse (offload would write the zeros), and a unit in which whole
+/// input records and whole output blocks coincide, so that stopping at any
+/// unit boundary leaves GNU's counts exact.
+pub fn offload_unit(plan: &CopyPlan, input: &Input, output: &Output) -> Option<usize> {
+    bulk_shape(plan, input, output)?;
+    let regular = |fd| file::file_type(fd).ok() == Some(FileType::RegularFile);
+    if plan.conv.contains(Conv::SPARSE)
+        || !regular(input.handle.as_fd())
+        || !regular(output.handle.as_fd())
+    {
+        return None;
+    }
+    let ibs = plan.input_block_size;
+    if !plan.two_buffers {
+        return Some(ibs);
+    }
+    let obs = plan.output_block_size;
+    let unit = ibs / gcd(ibs, obs) * obs;
+    (unit <= 64 << 20).then_some(unit)
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gcd;
+
+    #[test]
+    fn gcd_of_block_sizes() {
+        assert_eq!(gcd(512, 4096), 512);
+        assert_eq!(gcd(100_000, 1536), 32);
+        assert_eq!(gcd(7, 5), 1);
+    }
 }

@@ -248,6 +248,46 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// The output's descriptor (for kernel offload between the two ends).
+    pub fn output_fd(&self) -> BorrowedFd<'_> {
+        self.output.handle.as_fd()
+    }
+
+    /// Offload has copied `total` bytes so far (whole units): the counts
+    /// GNU would show after writing them.
+    pub fn offloaded(&self, total: u64) {
+        use std::sync::atomic::Ordering::Release;
+        let ibs = self.plan.input_block_size as u64;
+        let write_block = if self.plan.two_buffers {
+            self.plan.output_block_size as u64
+        } else {
+            ibs
+        };
+        self.counters.records_in_full.store(total / ibs, Release);
+        self.counters
+            .records_out_full
+            .store(total / write_block, Release);
+        self.counters.bytes_out.store(total, Release);
+    }
+
+    /// Offload copied everything: `total` bytes, the last record partial
+    /// if the input ended inside one.
+    pub fn offloaded_end(&self, total: u64) {
+        self.offloaded(total);
+        let ibs = self.plan.input_block_size as u64;
+        let write_block = if self.plan.two_buffers {
+            self.plan.output_block_size as u64
+        } else {
+            ibs
+        };
+        if total % ibs != 0 {
+            bump(&self.counters.records_in_partial);
+        }
+        if total % write_block != 0 {
+            bump(&self.counters.records_out_partial);
+        }
+    }
+
     fn diag(&self, d: Diagnostic) {
         self.events.diagnostic(d);
     }
