@@ -94,6 +94,7 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         Backend::Threads { .. } => engine::Shaping {
             bulk,
             offload_unit: engine::shape::offload_unit(&plan, &input, &output),
+            drop_behind: !settings.keep_cache,
         },
     };
     let plan = Arc::new(plan);

@@ -12,6 +12,8 @@ pub struct Settings {
     pub backend: Option<BackendChoice>,
     /// `--queue-depth=N`.
     pub queue_depth: Option<usize>,
+    /// `--keep-cache`: leave a large copy's pages in the page cache.
+    pub keep_cache: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,7 +33,7 @@ pub enum Scan {
 }
 
 /// Long options ddx knows; unique prefixes are accepted, as with getopt.
-const LONG_OPTIONS: &[&str] = &["backend", "help", "queue-depth", "version"];
+const LONG_OPTIONS: &[&str] = &["backend", "help", "keep-cache", "queue-depth", "version"];
 
 /// Options that take a value (`--name=value` or `--name value`).
 const WITH_VALUE: &[&str] = &["backend", "queue-depth"];
@@ -81,6 +83,10 @@ pub fn scan(words: &[OsString]) -> Scan {
             if !WITH_VALUE.contains(&chosen) {
                 if inline_value.is_some() {
                     return Scan::Error(format!("option '--{chosen}' doesn't allow an argument"));
+                }
+                if chosen == "keep-cache" {
+                    settings.keep_cache = true;
+                    continue;
                 }
                 return match chosen {
                     "help" => Scan::Help,
@@ -212,6 +218,10 @@ ddx options (GNU operands stay key=value; these never collide with them):
                         'sync' (read, then write, as GNU dd), 'threads'
                         (a reader thread runs ahead of the writer)
       --queue-depth=N   records in flight with an overlapped backend
+      --keep-cache      leave a large copy's data in the page cache (by
+                        default ddx drops what it streamed through once a
+                        copy passes 64 MiB, so it does not evict the
+                        machine's working set)
       --help            display this help and exit
       --version         output version information and exit
 "

@@ -7,9 +7,11 @@
 //! takes the slower one's time rather than the sum. Both produce the same
 //! requests, bytes and statistics; only the overlap differs.
 
+use std::os::fd::AsFd;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 
+use crate::engine::cache::DropBehind;
 use crate::engine::counters::Counters;
 use crate::engine::diagnostic::Events;
 use crate::engine::endpoints::{Input, Output};
@@ -40,6 +42,8 @@ pub const DEFAULT_QUEUE_DEPTH: usize = 8;
 pub struct Shaping {
     pub bulk: Option<BulkShape>,
     pub offload_unit: Option<usize>,
+    /// Drop both files' pages behind a large bulk copy (not --keep-cache).
+    pub drop_behind: bool,
 }
 
 /// Offload requests: large, since the kernel does the work.
@@ -54,8 +58,10 @@ pub fn run(
     counters: &Counters,
     events: &dyn Events,
 ) -> (RunResult, Option<Input>) {
-    let mut reader = Reader::new(Arc::clone(&plan), input).with_bulk(shaping.bulk);
-    let mut writer = Writer::new(Arc::clone(&plan), output, counters, events);
+    let drop_behind = shaping.drop_behind && shaping.bulk.is_some();
+    let mut reader = Reader::new(Arc::clone(&plan), input).with_bulk(shaping.bulk, drop_behind);
+    let mut writer =
+        Writer::new(Arc::clone(&plan), output, counters, events).with_drop_behind(drop_behind);
     if let Some(unit) = shaping.offload_unit {
         if let Some(done) = try_offload(&plan, unit, &mut reader, &mut writer) {
             return (writer.conclude(done), Some(reader.into_input()));
@@ -104,14 +110,33 @@ fn try_offload(
     };
     let chunk = (OFFLOAD_REQUEST / unit as u64).max(1) as usize * unit;
     let writer = sink.writer;
+    let mut input_behind = writer.drop_behind_enabled().then(|| {
+        let start = crate::sys::file::current_offset(reader.input_fd()).unwrap_or(0);
+        DropBehind::new(start.max(0) as u64, false)
+    });
+    let mut last = 0;
+    // A second descriptor for the same open output (same offset), so that
+    // the writer can count and drop pages while the kernel copies.
+    let Ok(output_fd) = writer.output_fd().try_clone_to_owned() else {
+        return None;
+    };
     let outcome = crate::engine::offload::copy_range(
         reader.input_fd(),
-        writer.output_fd(),
+        output_fd.as_fd(),
         limit,
         chunk,
         unit,
-        &mut |total| writer.offloaded(total),
+        &mut |total| {
+            writer.offloaded(total);
+            if let Some(behind) = &mut input_behind {
+                behind.advance(reader.input_fd(), total - last);
+            }
+            last = total;
+        },
     );
+    if let Some(behind) = &mut input_behind {
+        behind.finish(reader.input_fd());
+    }
     match outcome {
         Offloaded::Complete { bytes } => {
             writer.offloaded_end(bytes);

@@ -1,8 +1,14 @@
-//! posix_fadvise(DONTNEED) bookkeeping for iflag=nocache / oflag=nocache.
+//! Page-cache hygiene.
 //!
-//! Advice is given in 128 KiB steps, as GNU dd does, to keep the number of
-//! system calls low; the end of the copy drops what is left, or the whole
-//! rest of the file when dd's rules ask for it.
+//! [`CacheDropper`]: posix_fadvise(DONTNEED) bookkeeping for GNU's
+//! iflag=nocache / oflag=nocache, in 128 KiB steps as GNU gives it.
+//!
+//! [`DropBehind`]: ddx's default for large copies. A copy streamed through
+//! the page cache evicts everything the machine had cached (the "system
+//! lethargy" of the seeds) and piles up dirty pages. Past a threshold, ddx
+//! starts writeback of what it wrote at once, waits for it a window later,
+//! and drops both files' pages behind it, so a copy of any size leaves at
+//! most about a window of its data in the cache.
 
 use std::os::fd::BorrowedFd;
 
@@ -63,5 +69,70 @@ impl CacheDropper {
         };
         self.pending = 0;
         result
+    }
+}
+
+/// Bytes copied before drop-behind starts: small copies stay cached (they
+/// are often read again right away).
+pub const DROP_BEHIND_THRESHOLD: u64 = 64 << 20;
+/// How far behind the copy writeback is waited for and pages dropped.
+const WINDOW: u64 = 32 << 20;
+
+/// Drop-behind state for one end: `done` bytes processed since `start`.
+#[derive(Debug)]
+pub struct DropBehind {
+    start: u64,
+    done: u64,
+    /// Bytes from `start` already dropped.
+    dropped: u64,
+    /// Bytes from `start` whose writeback was started.
+    flushing: u64,
+    writes: bool,
+}
+
+impl DropBehind {
+    /// For an end at file offset `start`; `writes` for the output.
+    pub fn new(start: u64, writes: bool) -> Self {
+        DropBehind {
+            start,
+            done: 0,
+            dropped: 0,
+            flushing: 0,
+            writes,
+        }
+    }
+
+    /// `len` more bytes were read or written, in order.
+    pub fn advance(&mut self, fd: BorrowedFd<'_>, len: u64) {
+        self.done += len;
+        if self.done < DROP_BEHIND_THRESHOLD {
+            return;
+        }
+        if self.writes && self.done - self.flushing >= WINDOW / 4 {
+            let _ =
+                file::start_writeback(fd, self.start + self.flushing, self.done - self.flushing);
+            self.flushing = self.done;
+        }
+        if self.done - self.dropped >= 2 * WINDOW {
+            let upto = self.done - WINDOW;
+            self.drop_range(fd, upto);
+        }
+    }
+
+    /// End of the copy: drop what is left (waiting for its writeback).
+    pub fn finish(&mut self, fd: BorrowedFd<'_>) {
+        if self.done >= DROP_BEHIND_THRESHOLD {
+            let done = self.done;
+            self.drop_range(fd, done);
+        }
+    }
+
+    fn drop_range(&mut self, fd: BorrowedFd<'_>, upto: u64) {
+        let (offset, len) = (self.start + self.dropped, upto - self.dropped);
+        if self.writes {
+            let _ = file::wait_writeback(fd, offset, len);
+        }
+        let _ = file::drop_cache(fd, offset, len);
+        self.dropped = upto;
     }
 }

@@ -13,7 +13,7 @@
 use std::os::fd::AsFd;
 use std::sync::Arc;
 
-use crate::engine::cache::CacheDropper;
+use crate::engine::cache::{CacheDropper, DropBehind};
 use crate::engine::diagnostic::{BufferKind, Diagnostic};
 use crate::engine::endpoints::Input;
 use crate::engine::shape::BulkShape;
@@ -94,6 +94,8 @@ pub struct Reader {
     skipped: bool,
     /// The buffer skip= read into, reused for the first record.
     scratch: Option<AlignedBuf>,
+    /// Drop the input's pages behind bulk reads (large copies).
+    drop_behind: bool,
 }
 
 impl Reader {
@@ -113,6 +115,7 @@ impl Reader {
             bulk_done: 0,
             skipped: false,
             scratch: None,
+            drop_behind: false,
             input,
             plan,
         }
@@ -120,8 +123,9 @@ impl Reader {
 
     /// Read in large requests (see `shape`); records are then counted by
     /// the writer from the bytes.
-    pub fn with_bulk(mut self, shape: Option<BulkShape>) -> Self {
+    pub fn with_bulk(mut self, shape: Option<BulkShape>, drop_behind: bool) -> Self {
         self.bulk = shape;
+        self.drop_behind = drop_behind;
         self
     }
 
@@ -326,16 +330,53 @@ impl Reader {
         };
         let mut next_buffer = scratch.filter(|b| b.len() >= shape.chunk);
         let mut copied = self.bulk_done;
-        while remaining > 0 {
+        let mut behind = self
+            .drop_behind
+            .then(|| DropBehind::new(self.input.offset.max(0) as u64, false));
+        let result = self.bulk_loop(
+            sink,
+            shape,
+            &mut remaining,
+            &mut copied,
+            &mut next_buffer,
+            &mut behind,
+        );
+        if let Some(behind) = &mut behind {
+            behind.finish(self.input.handle.as_fd());
+        }
+        match result {
+            Ok(true) => {}
+            other => return other.map(|_| ()),
+        }
+        let late = self.finish_cache();
+        sink.send(Event::End {
+            failed: false,
+            late,
+        })
+    }
+
+    /// The bulk reads; Ok(false) when the stream has been handed over or
+    /// ended already.
+    fn bulk_loop(
+        &mut self,
+        sink: &mut dyn Sink,
+        shape: BulkShape,
+        remaining: &mut u64,
+        copied: &mut u64,
+        next_buffer: &mut Option<AlignedBuf>,
+        behind: &mut Option<DropBehind>,
+    ) -> Result<bool, Closed> {
+        let ibs = self.plan.input_block_size as u64;
+        while *remaining > 0 {
             let mut buf = match next_buffer.take() {
                 Some(buf) => buf,
                 None => match sink.buffer(shape.chunk) {
                     Ok(buf) => buf,
                     Err(Some(closed)) => return Err(closed),
-                    Err(None) => return self.no_memory(sink, shape.chunk),
+                    Err(None) => return self.no_memory(sink, shape.chunk).map(|()| false),
                 },
             };
-            let want = (shape.chunk as u64).min(remaining) as usize;
+            let want = (shape.chunk as u64).min(*remaining) as usize;
             let mut len = 0;
             let mut error = None;
             // A regular file returns short only at end of file; loop anyway
@@ -360,22 +401,27 @@ impl Reader {
                 let good = len / ibs as usize * ibs as usize;
                 let rewind = (len - good) as i64;
                 if rewind > 0 && file::seek_relative(self.input.handle.as_fd(), -rewind).is_err() {
-                    return sink.send(Event::End {
+                    sink.send(Event::End {
                         failed: true,
                         late: None,
-                    });
+                    })?;
+                    return Ok(false);
                 }
                 advance_offset(&mut self.input.offset, good as u64);
-                copied += good as u64;
+                *copied += good as u64;
                 if good > 0 {
                     sink.send(Event::Bulk { buf, len: good })?;
                 }
-                self.records_read = copied / ibs;
-                return self.run_records(sink, None);
+                self.records_read = *copied / ibs;
+                self.run_records(sink, None)?;
+                return Ok(false);
             }
             advance_offset(&mut self.input.offset, len as u64);
-            remaining -= len as u64;
-            copied += len as u64;
+            *remaining -= len as u64;
+            *copied += len as u64;
+            if let Some(behind) = behind.as_mut() {
+                behind.advance(self.input.handle.as_fd(), len as u64);
+            }
             if len > 0 {
                 sink.send(Event::Bulk { buf, len })?;
             }
@@ -383,11 +429,7 @@ impl Reader {
                 break;
             }
         }
-        let late = self.finish_cache();
-        sink.send(Event::End {
-            failed: false,
-            late,
-        })
+        Ok(true)
     }
 
     /// After a read error under noerror, put the input offset just past the

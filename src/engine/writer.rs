@@ -10,7 +10,7 @@
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 
-use crate::engine::cache::CacheDropper;
+use crate::engine::cache::{CacheDropper, DropBehind};
 use crate::engine::counters::{add, bump, Counters};
 use crate::engine::diagnostic::{BufferKind, Diagnostic, Events};
 use crate::engine::endpoints::Output;
@@ -135,6 +135,9 @@ pub struct Writer<'a> {
     swab: Swab,
     blocker: Blocker,
     unblocker: Unblocker,
+    /// Writeback and drop-behind for large bulk copies; created at the
+    /// first bulk write when enabled.
+    drop_behind: Option<Option<DropBehind>>,
 }
 
 impl<'a> Writer<'a> {
@@ -172,11 +175,33 @@ impl<'a> Writer<'a> {
             swab: Swab::default(),
             blocker: Blocker::new(plan.conversion_block_size),
             unblocker: Unblocker::new(plan.conversion_block_size),
+            drop_behind: None,
             plan,
             output,
             counters,
             events,
         }
+    }
+
+    /// Keep large bulk copies out of the page cache (see `cache`).
+    pub fn with_drop_behind(mut self, enabled: bool) -> Self {
+        self.drop_behind = enabled.then_some(None);
+        self
+    }
+
+    pub fn drop_behind_enabled(&self) -> bool {
+        self.drop_behind.is_some()
+    }
+
+    /// `len` more bytes went to the output in bulk.
+    fn behind(&mut self, len: u64) {
+        let Some(slot) = &mut self.drop_behind else {
+            return;
+        };
+        let fd = self.output.handle.as_fd();
+        let start = self.io.offset.max(0) as u64;
+        slot.get_or_insert_with(|| DropBehind::new(start.saturating_sub(len), true))
+            .advance(fd, len);
     }
 
     /// Act on one event of the reader's stream.
@@ -220,6 +245,9 @@ impl<'a> Writer<'a> {
     /// After the stream: conv=fdatasync/fsync and cache advice, in GNU's
     /// order, then the run's result. `stopped` is a fatal stop, if any.
     pub fn conclude(&mut self, end: Result<(bool, Option<Diagnostic>), Stop>) -> RunResult {
+        if let Some(Some(behind)) = &mut self.drop_behind {
+            behind.finish(self.output.handle.as_fd());
+        }
         match end {
             Ok((failed, late)) => {
                 if self.conv.intersects(Conv::FDATASYNC | Conv::FSYNC) {
@@ -255,8 +283,16 @@ impl<'a> Writer<'a> {
 
     /// Offload has copied `total` bytes so far (whole units): the counts
     /// GNU would show after writing them.
-    pub fn offloaded(&self, total: u64) {
+    pub fn offloaded(&mut self, total: u64) {
         use std::sync::atomic::Ordering::Release;
+        let before = self
+            .counters
+            .bytes_out
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if self.io.offset >= 0 {
+            self.io.offset += (total - before) as i64;
+        }
+        self.behind(total - before);
         let ibs = self.plan.input_block_size as u64;
         let write_block = if self.plan.two_buffers {
             self.plan.output_block_size as u64
@@ -272,7 +308,7 @@ impl<'a> Writer<'a> {
 
     /// Offload copied everything: `total` bytes, the last record partial
     /// if the input ended inside one.
-    pub fn offloaded_end(&self, total: u64) {
+    pub fn offloaded_end(&mut self, total: u64) {
         self.offloaded(total);
         let ibs = self.plan.input_block_size as u64;
         let write_block = if self.plan.two_buffers {
@@ -410,7 +446,6 @@ impl<'a> Writer<'a> {
     /// requests as possible; under conv=sparse, all-zero pieces become
     /// seeks, as GNU makes them one block at a time.
     fn write_blocks(&mut self, data: &[u8], block: usize) -> (usize, Option<Errno>) {
-        let fd = self.output.handle.as_fd();
         let mut done = 0;
         while done < data.len() {
             let mut end = data.len();
@@ -423,7 +458,7 @@ impl<'a> Writer<'a> {
                     end = (end + block).min(data.len());
                 }
                 if zero {
-                    match file::seek_relative(fd, (end - done) as i64) {
+                    match file::seek_relative(self.output.handle.as_fd(), (end - done) as i64) {
                         Ok(_) => {
                             self.io.final_op_was_seek = true;
                             if self.io.offset >= 0 {
@@ -438,10 +473,14 @@ impl<'a> Writer<'a> {
                 }
             }
             let want = end - done;
-            let (written, error) =
-                self.io
-                    .write(fd, &self.output.name, &data[done..end], self.events);
+            let (written, error) = self.io.write(
+                self.output.handle.as_fd(),
+                &self.output.name,
+                &data[done..end],
+                self.events,
+            );
             add(&self.counters.bytes_out, written as u64);
+            self.behind(written as u64);
             done += written;
             if written != want {
                 return (done, error);

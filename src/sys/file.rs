@@ -212,3 +212,38 @@ fn retry_eintr<T>(mut f: impl FnMut() -> Result<T, Errno>) -> Result<T, Errno> {
         }
     }
 }
+
+/// Start writeback of a range (SYNC_FILE_RANGE_WRITE), without waiting.
+pub fn start_writeback(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Result<(), Errno> {
+    sync_file_range(fd, offset, len, libc::SYNC_FILE_RANGE_WRITE)
+}
+
+/// Wait until a range is on the device (its pages can then be dropped).
+pub fn wait_writeback(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Result<(), Errno> {
+    sync_file_range(
+        fd,
+        offset,
+        len,
+        libc::SYNC_FILE_RANGE_WAIT_BEFORE
+            | libc::SYNC_FILE_RANGE_WRITE
+            | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+    )
+}
+
+fn sync_file_range(
+    fd: BorrowedFd<'_>,
+    offset: u64,
+    len: u64,
+    flags: libc::c_uint,
+) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    // rustix has no wrapper for sync_file_range(2).
+    // SAFETY: plain integer arguments; the descriptor is borrowed and open
+    // for the duration of the call.
+    let rc = unsafe { libc::sync_file_range(fd.as_raw_fd(), offset as i64, len as i64, flags) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Errno::from_io_error(&std::io::Error::last_os_error()).unwrap_or(Errno::IO))
+    }
+}
