@@ -8,9 +8,11 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::CommandCargoExt;
 
+/// ddx invoked as plain "ddx" (messages name the program by argv[0]).
 fn ddx() -> Command {
+    use std::os::unix::process::CommandExt;
     let mut cmd = Command::cargo_bin("ddx").expect("ddx binary");
-    cmd.env("LC_ALL", "C");
+    cmd.arg0("ddx").env("LC_ALL", "C");
     cmd
 }
 
@@ -159,6 +161,24 @@ fn errors_name_the_operand_in_one_line() {
     assert_eq!(
         err,
         "ddx: invalid conversion: 'nope'\nTry 'ddx --help' for more information.\n"
+    );
+}
+
+#[test]
+fn messages_name_the_program_as_invoked() {
+    let path = assert_cmd::cargo::cargo_bin("ddx");
+    let out = Command::new(&path)
+        .arg("foo=1")
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "{}: unrecognized operand 'foo=1'\n",
+            path.display()
+        )),
+        "{err}"
     );
 }
 

@@ -79,15 +79,19 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     reporter.start_clock();
 
     let bulk = engine::shape::bulk_shape(&plan, &input, &output);
+    let same_file = engine::shape::same_file(&input, &output);
     let storage_end = (engine::shape::is_storage(&input.handle)
         || engine::shape::is_storage(&output.handle))
-        && !engine::shape::same_file(&input, &output);
+        && !same_file;
     let backend = choose_backend(
         &settings,
         bulk.is_some(),
         storage_end,
         plan.input_block_size,
     );
+    // Reading ahead of the writer changes what a copy of a file onto itself
+    // reads back, whatever backend was asked for.
+    let backend = if same_file { Backend::Sync } else { backend };
     // The reference backend keeps GNU's requests too, not only its results.
     let shaping = match backend {
         Backend::Sync => engine::Shaping::default(),
@@ -183,10 +187,10 @@ fn print_stdout(program: &str, text: &str) -> i32 {
     }
 }
 
-/// GNU names itself after argv[0]'s last component in messages.
+/// GNU names itself in messages by argv[0] exactly as it was invoked
+/// ("/usr/bin/dd: ..."), so ddx does the same.
 fn program_name(arg0: Option<&OsString>) -> String {
-    arg0.map(std::path::Path::new)
-        .and_then(|p| p.file_name())
-        .map(|n| n.to_string_lossy().into_owned())
+    arg0.map(|a| a.to_string_lossy().into_owned())
+        .filter(|a| !a.is_empty())
         .unwrap_or_else(|| "ddx".to_owned())
 }

@@ -110,33 +110,33 @@ fn try_offload(
     };
     let chunk = (OFFLOAD_REQUEST / unit as u64).max(1) as usize * unit;
     let writer = sink.writer;
-    let mut input_behind = writer.drop_behind_enabled().then(|| {
-        let start = crate::sys::file::current_offset(reader.input_fd()).unwrap_or(0);
-        DropBehind::new(start.max(0) as u64, false)
-    });
-    let mut last = 0;
     // A second descriptor for the same open output (same offset), so that
     // the writer can count and drop pages while the kernel copies.
     let Ok(output_fd) = writer.output_fd().try_clone_to_owned() else {
         return None;
     };
+    let input_fd = reader.input_fd().try_clone_to_owned().ok()?;
+    let input_start = crate::sys::file::current_offset(input_fd.as_fd())
+        .unwrap_or(0)
+        .max(0) as u64;
+    let mut observer = OffloadObserver {
+        input_behind: writer.drop_behind_enabled().then(|| DropBehind::new(false)),
+        input_fd: input_fd.as_fd(),
+        input_start,
+        writer,
+    };
     let outcome = crate::engine::offload::copy_range(
-        reader.input_fd(),
+        input_fd.as_fd(),
         output_fd.as_fd(),
         limit,
         chunk,
         unit,
-        &mut |total| {
-            writer.offloaded(total);
-            if let Some(behind) = &mut input_behind {
-                behind.advance(reader.input_fd(), total - last);
-            }
-            last = total;
-        },
+        &mut observer,
     );
-    if let Some(behind) = &mut input_behind {
-        behind.finish(reader.input_fd());
+    if let Some(behind) = &mut observer.input_behind {
+        behind.finish(input_fd.as_fd());
     }
+    let writer = observer.writer;
     match outcome {
         Offloaded::Complete { bytes } => {
             writer.offloaded_end(bytes);
@@ -155,6 +155,31 @@ fn try_offload(
             None
         }
         Offloaded::Unsupported => None,
+    }
+}
+
+/// Counts and drop-behind while the kernel copies.
+struct OffloadObserver<'w, 'a, 'f> {
+    writer: &'w mut Writer<'a>,
+    input_fd: std::os::fd::BorrowedFd<'f>,
+    input_start: u64,
+    input_behind: Option<DropBehind>,
+}
+
+impl crate::engine::offload::Observer for OffloadObserver<'_, '_, '_> {
+    fn before(&mut self, copied: u64, want: u64) {
+        if let Some(behind) = &mut self.input_behind {
+            behind.before(self.input_fd, self.input_start + copied, want);
+        }
+        self.writer.offload_before(want);
+    }
+
+    fn after(&mut self, copied: u64) {
+        let before = self.writer.bytes_out();
+        if let Some(behind) = &mut self.input_behind {
+            behind.after(self.input_fd, copied - before);
+        }
+        self.writer.offloaded(copied);
     }
 }
 

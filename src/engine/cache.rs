@@ -10,6 +10,7 @@
 //! and drops both files' pages behind it, so a copy of any size leaves at
 //! most about a window of its data in the cache.
 
+use std::collections::VecDeque;
 use std::os::fd::BorrowedFd;
 
 use crate::sys::file;
@@ -78,61 +79,87 @@ pub const DROP_BEHIND_THRESHOLD: u64 = 64 << 20;
 /// How far behind the copy writeback is waited for and pages dropped.
 const WINDOW: u64 = 32 << 20;
 
-/// Drop-behind state for one end: `done` bytes processed since `start`.
+/// Drop-behind state for one end: what ddx streamed through, in order,
+/// and which of it ddx brought into the cache (pages that were cached
+/// before ddx touched them, a hot file, are left alone).
 #[derive(Debug)]
 pub struct DropBehind {
-    start: u64,
-    done: u64,
-    /// Bytes from `start` already dropped.
-    dropped: u64,
-    /// Bytes from `start` whose writeback was started.
-    flushing: u64,
     writes: bool,
+    /// Bytes processed so far.
+    done: u64,
+    /// Ranges not yet dropped: (offset, len, brought in by ddx).
+    pending: VecDeque<(u64, u64, bool)>,
+    pending_bytes: u64,
+    /// Bytes written since writeback was last started.
+    unflushed: u64,
 }
 
 impl DropBehind {
-    /// For an end at file offset `start`; `writes` for the output.
-    pub fn new(start: u64, writes: bool) -> Self {
+    pub fn new(writes: bool) -> Self {
         DropBehind {
-            start,
-            done: 0,
-            dropped: 0,
-            flushing: 0,
             writes,
+            done: 0,
+            pending: VecDeque::new(),
+            pending_bytes: 0,
+            unflushed: 0,
         }
     }
 
-    /// `len` more bytes were read or written, in order.
-    pub fn advance(&mut self, fd: BorrowedFd<'_>, len: u64) {
+    /// Call before reading or writing `[offset, offset + len)`: notes
+    /// whether ddx is bringing it into the cache.
+    pub fn before(&mut self, fd: BorrowedFd<'_>, offset: u64, len: u64) {
+        let pages = len.div_ceil(PAGE);
+        let already_cached = file::cached_pages(fd, offset, len).is_some_and(|c| c >= pages);
+        self.pending.push_back((offset, len, !already_cached));
+        self.pending_bytes += len;
+    }
+
+    /// After the range noted last has been read or written.
+    pub fn after(&mut self, fd: BorrowedFd<'_>, len: u64) {
         self.done += len;
         if self.done < DROP_BEHIND_THRESHOLD {
             return;
         }
-        if self.writes && self.done - self.flushing >= WINDOW / 4 {
-            let _ =
-                file::start_writeback(fd, self.start + self.flushing, self.done - self.flushing);
-            self.flushing = self.done;
+        if self.writes {
+            // Start writeback early, without waiting, so that the wait a
+            // window later finds it done.
+            self.unflushed += len;
+            if self.unflushed >= WINDOW / 4 {
+                if let Some(&(offset, _, true)) = self.pending.back() {
+                    let end = offset + len;
+                    let begin = end.saturating_sub(self.unflushed);
+                    let _ = file::start_writeback(fd, begin, end - begin);
+                }
+                self.unflushed = 0;
+            }
         }
-        if self.done - self.dropped >= 2 * WINDOW {
-            let upto = self.done - WINDOW;
-            self.drop_range(fd, upto);
+        while self.pending_bytes > WINDOW {
+            let Some((offset, len, ours)) = self.pending.pop_front() else {
+                break;
+            };
+            self.pending_bytes -= len;
+            self.drop_range(fd, offset, len, ours);
         }
     }
 
     /// End of the copy: drop what is left (waiting for its writeback).
     pub fn finish(&mut self, fd: BorrowedFd<'_>) {
-        if self.done >= DROP_BEHIND_THRESHOLD {
-            let done = self.done;
-            self.drop_range(fd, done);
+        if self.done < DROP_BEHIND_THRESHOLD {
+            return;
         }
+        while let Some((offset, len, ours)) = self.pending.pop_front() {
+            self.drop_range(fd, offset, len, ours);
+        }
+        self.pending_bytes = 0;
     }
 
-    fn drop_range(&mut self, fd: BorrowedFd<'_>, upto: u64) {
-        let (offset, len) = (self.start + self.dropped, upto - self.dropped);
+    fn drop_range(&self, fd: BorrowedFd<'_>, offset: u64, len: u64, ours: bool) {
+        if !ours {
+            return;
+        }
         if self.writes {
             let _ = file::wait_writeback(fd, offset, len);
         }
         let _ = file::drop_cache(fd, offset, len);
-        self.dropped = upto;
     }
 }

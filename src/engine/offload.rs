@@ -30,25 +30,33 @@ fn means_unsupported(errno: Errno) -> bool {
     )
 }
 
+/// Told about each request: before it (bytes copied so far, bytes asked
+/// for) and after it (the running total).
+pub trait Observer {
+    fn before(&mut self, copied: u64, want: u64);
+    fn after(&mut self, copied: u64);
+}
+
 /// Copy up to `limit` bytes from the inputs's offset to the output's (both
 /// advance, as with read/write), in requests of `chunk` bytes that are whole
-/// `record`s; `progress` is told the running total after each request.
+/// `record`s.
 pub fn copy_range(
     input: BorrowedFd<'_>,
     output: BorrowedFd<'_>,
     limit: u64,
     chunk: usize,
     record: usize,
-    progress: &mut dyn FnMut(u64),
+    observer: &mut dyn Observer,
 ) -> Offloaded {
     let mut copied = 0u64;
     while copied < limit {
         let want = (chunk as u64).min(limit - copied) as usize;
+        observer.before(copied, want as u64);
         match rustix::fs::copy_file_range(input, None, output, None, want) {
             Ok(0) => return Offloaded::Complete { bytes: copied },
             Ok(n) => {
                 copied += n as u64;
-                progress(copied);
+                observer.after(copied);
             }
             Err(Errno::INTR) => {}
             Err(errno) if copied == 0 && means_unsupported(errno) => return Offloaded::Unsupported,

@@ -330,9 +330,7 @@ impl Reader {
         };
         let mut next_buffer = scratch.filter(|b| b.len() >= shape.chunk);
         let mut copied = self.bulk_done;
-        let mut behind = self
-            .drop_behind
-            .then(|| DropBehind::new(self.input.offset.max(0) as u64, false));
+        let mut behind = self.drop_behind.then(|| DropBehind::new(false));
         let result = self.bulk_loop(
             sink,
             shape,
@@ -377,6 +375,10 @@ impl Reader {
                 },
             };
             let want = (shape.chunk as u64).min(*remaining) as usize;
+            if let Some(behind) = behind.as_mut() {
+                let offset = self.input.offset.max(0) as u64;
+                behind.before(self.input.handle.as_fd(), offset, want as u64);
+            }
             let mut len = 0;
             let mut error = None;
             // A regular file returns short only at end of file; loop anyway
@@ -420,7 +422,7 @@ impl Reader {
             *remaining -= len as u64;
             *copied += len as u64;
             if let Some(behind) = behind.as_mut() {
-                behind.advance(self.input.handle.as_fd(), len as u64);
+                behind.after(self.input.handle.as_fd(), len as u64);
             }
             if len > 0 {
                 sink.send(Event::Bulk { buf, len })?;

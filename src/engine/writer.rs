@@ -193,15 +193,34 @@ impl<'a> Writer<'a> {
         self.drop_behind.is_some()
     }
 
-    /// `len` more bytes went to the output in bulk.
-    fn behind(&mut self, len: u64) {
+    /// About to write `len` bytes in bulk at the output's offset.
+    fn behind_before(&mut self, len: u64) {
         let Some(slot) = &mut self.drop_behind else {
             return;
         };
         let fd = self.output.handle.as_fd();
-        let start = self.io.offset.max(0) as u64;
-        slot.get_or_insert_with(|| DropBehind::new(start.saturating_sub(len), true))
-            .advance(fd, len);
+        let offset = self.io.offset.max(0) as u64;
+        slot.get_or_insert_with(|| DropBehind::new(true))
+            .before(fd, offset, len);
+    }
+
+    /// `len` bytes were written in bulk.
+    fn behind_after(&mut self, len: u64) {
+        if let Some(Some(behind)) = &mut self.drop_behind {
+            behind.after(self.output.handle.as_fd(), len);
+        }
+    }
+
+    /// Offload is about to copy `len` bytes to the output.
+    pub fn offload_before(&mut self, len: u64) {
+        self.behind_before(len);
+    }
+
+    /// Bytes written so far.
+    pub fn bytes_out(&self) -> u64 {
+        self.counters
+            .bytes_out
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Act on one event of the reader's stream.
@@ -289,10 +308,10 @@ impl<'a> Writer<'a> {
             .counters
             .bytes_out
             .load(std::sync::atomic::Ordering::Relaxed);
+        self.behind_after(total - before);
         if self.io.offset >= 0 {
             self.io.offset += (total - before) as i64;
         }
-        self.behind(total - before);
         let ibs = self.plan.input_block_size as u64;
         let write_block = if self.plan.two_buffers {
             self.plan.output_block_size as u64
@@ -473,6 +492,7 @@ impl<'a> Writer<'a> {
                 }
             }
             let want = end - done;
+            self.behind_before(want as u64);
             let (written, error) = self.io.write(
                 self.output.handle.as_fd(),
                 &self.output.name,
@@ -480,7 +500,7 @@ impl<'a> Writer<'a> {
                 self.events,
             );
             add(&self.counters.bytes_out, written as u64);
-            self.behind(written as u64);
+            self.behind_after(written as u64);
             done += written;
             if written != want {
                 return (done, error);

@@ -247,3 +247,40 @@ fn sync_file_range(
         Err(Errno::from_io_error(&std::io::Error::last_os_error()).unwrap_or(Errno::IO))
     }
 }
+
+/// Pages of `[offset, offset + len)` in the page cache, by cachestat(2)
+/// (Linux 6.5); None where the kernel lacks it.
+pub fn cached_pages(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    // cachestat is syscall 451 on every Linux architecture (new syscalls
+    // share one number), but the libc crate does not name it on x86_64.
+    const SYS_CACHESTAT: libc::c_long = 451;
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct CacheStat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    let range = Range { off: offset, len };
+    let mut stat = CacheStat::default();
+    // SAFETY: both pointers refer to live, properly laid out #[repr(C)]
+    // structs of the kernel's ABI; the kernel only writes into `stat`.
+    let rc = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd.as_raw_fd(),
+            &range as *const Range,
+            &mut stat as *mut CacheStat,
+            0,
+        )
+    };
+    (rc == 0).then_some(stat.nr_cache)
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# File-to-file copies on the local filesystem, same work, one run:
+#  1. overwrite a cached file in place (conv=notrunc): ddx vs dd bs=1M
+#  2. copy to a new file: ddx vs dd bs=1M vs cp
+#  3. page cache left behind after a copy (fincore): ddx vs dd
+# Times are medians of RUNS runs (hyperfine); ratios are against dd.
+#
+# usage: bench/file-copy.sh [SIZE_MiB] (default 1024); DIR=... picks the
+# directory (default: a temp dir under /var/tmp, i.e. a real filesystem).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+size_mib=${1:-1024}
+ddx=$(realpath "${DDX:-target/release/ddx}")
+[ -x "$ddx" ] || cargo build --release -q
+command -v hyperfine >/dev/null || { echo "hyperfine is needed (apt-get install hyperfine)"; exit 1; }
+dir=$(mktemp -d "${DIR:-/var/tmp}/ddx-bench.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+src=$dir/src dst=$dir/dst
+head -c "$((size_mib << 20))" /dev/urandom > "$src"
+cp "$src" "$dst"
+runs=${RUNS:-5}
+echo "file copies of $size_mib MiB in $dir ($(df -T "$dir" | awk 'NR==2 {print $2}')); $(nproc) CPUs; ddx $("$ddx" --version | head -n1 | cut -d' ' -f2)"
+
+report() {
+  python3 - "$1" <<'PY'
+import json, sys
+results = json.load(open(sys.argv[1]))["results"]
+base = results[0]["median"]
+for r in results:
+    print(f"  {r['command'][:60]:60s} median {r['median']:.3f} s  time/first = {r['median']/base:.2f}")
+PY
+}
+
+echo "1. overwrite a cached file in place"
+hyperfine --warmup 1 --runs "$runs" --export-json "$dir/1.json" \
+  "dd if=$src of=$dst bs=1M conv=notrunc status=none" \
+  "$ddx if=$src of=$dst bs=1M conv=notrunc status=none" >/dev/null 2>&1
+report "$dir/1.json"
+
+echo "2. copy to a new file"
+hyperfine --warmup 1 --runs "$runs" --prepare "rm -f $dst" --export-json "$dir/2.json" \
+  "dd if=$src of=$dst bs=1M status=none" \
+  "$ddx if=$src of=$dst bs=1M status=none" \
+  "$ddx if=$src of=$dst status=none" \
+  "cp $src $dst" >/dev/null 2>&1
+report "$dir/2.json"
+
+echo "3. page cache left behind (fincore after copying from a cold cache)"
+for tool in dd "$ddx"; do
+  rm -f "$dst"; sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true
+  "$tool" if="$src" of="$dst" bs=1M status=none
+  cached=$(fincore -nb -o RES "$src" "$dst" | awk '{s += $1} END {print s}')
+  total=$(( 2 * (size_mib << 20) ))
+  printf '  %-40s %5.1f%% of both files cached\n' "$(basename "$tool") bs=1M" "$(python3 -c "print(100*$cached/$total)")"
+done
+cmp "$src" "$dst" && echo "  (ddx's copy is byte-identical)"
