@@ -70,6 +70,39 @@ fn generated_cases_match_gnu_dd() {
     );
 }
 
+/// Generated cases per backend column; the default column above runs the
+/// full set, these hold every explicit backend to the same oracle.
+const MATRIX_CASES: usize = 2_000;
+
+/// One case table, every backend: adding a backend adds a column here.
+const BACKENDS: &[(&str, &[&str])] = &[
+    ("sync", &["--backend=sync"]),
+    ("threads-qd1", &["--backend=threads", "--queue-depth=1"]),
+    ("threads-qd8", &["--backend=threads", "--queue-depth=8"]),
+];
+
+#[test]
+fn every_backend_matches_gnu_dd() {
+    // A different stretch of the same seed than the default column's.
+    let seed = seed() ^ 0xbacc_e4d5;
+    let cases = env_number("DDX_DIFF_MATRIX_CASES").unwrap_or(MATRIX_CASES);
+    for (name, args) in BACKENDS {
+        let driver = Driver::new(&format!("backend-{name}")).with_ddx_args(args);
+        driver.check_all(
+            &format!("backend {name} (seed {seed:#x})"),
+            (0..cases).collect(),
+            |index| generate::case(seed, index as u64),
+        );
+        let fixed = fixed::cases();
+        let driver = Driver::new(&format!("backend-{name}-fixed")).with_ddx_args(args);
+        driver.check_all(
+            &format!("backend {name}, fixed cases"),
+            (0..fixed.len()).collect(),
+            |index| fixed[index].clone(),
+        );
+    }
+}
+
 #[test]
 fn fixed_cases_match_gnu_dd() {
     let table = fixed::cases();

@@ -100,6 +100,15 @@ impl Driver {
         }
     }
 
+    /// Put `args` before ddx's operands (a backend column of the matrix),
+    /// in addition to any from DDX_DIFF_ARGS.
+    pub fn with_ddx_args(mut self, args: &[&str]) -> Driver {
+        self.ours
+            .leading_args
+            .extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
     /// Run `cases` (keyed by their index or table position) and panic with a
     /// full report if any differ.
     pub fn check_all(&self, what: &str, keys: Vec<usize>, make: impl Fn(usize) -> Case + Sync) {
