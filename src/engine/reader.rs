@@ -56,6 +56,11 @@ pub enum Event {
         buf: AlignedBuf,
         len: usize,
     },
+    /// Bulk mode: `len` bytes of a hole in the input (zeros, never read),
+    /// starting and ending on write-block boundaries of the stream.
+    Hole {
+        len: u64,
+    },
     /// Input finished. `failed`: a read error ended it (without noerror).
     /// `late`: a message to print after the output is synchronised.
     End {
@@ -374,6 +379,15 @@ impl Reader {
                     Err(None) => return self.no_memory(sink, shape.chunk).map(|()| false),
                 },
             };
+            if let Some(hole) = self.whole_pieces_of_hole(shape, *copied, *remaining) {
+                advance_offset(&mut self.input.offset, hole);
+                *remaining -= hole;
+                *copied += hole;
+                // The buffer goes round again: it belongs to the pool.
+                *next_buffer = Some(buf);
+                sink.send(Event::Hole { len: hole })?;
+                continue;
+            }
             let want = (shape.chunk as u64).min(*remaining) as usize;
             if let Some(behind) = behind.as_mut() {
                 let offset = self.input.offset.max(0) as u64;
@@ -432,6 +446,47 @@ impl Reader {
             }
         }
         Ok(true)
+    }
+
+    /// If the input's next bytes are a hole (SEEK_DATA) spanning whole write
+    /// blocks of the stream, skip over them and return their length: they
+    /// need not be read (nor written, under conv=sparse). Bytes of the hole
+    /// before the first block boundary are read as usual.
+    fn whole_pieces_of_hole(
+        &mut self,
+        shape: BulkShape,
+        copied: u64,
+        remaining: u64,
+    ) -> Option<u64> {
+        const MAX_HOLE_EVENT: u64 = 1 << 30;
+        if !shape.sparse_input || self.input.offset < 0 {
+            return None;
+        }
+        let fd = self.input.handle.as_fd();
+        let offset = self.input.offset as u64;
+        let data = match file::next_data(fd, offset) {
+            Ok(Some(data)) => data,
+            Ok(None) => file::usable_size(fd)
+                .ok()
+                .flatten()
+                .map_or(offset, |s| s.max(0) as u64),
+            Err(_) => offset,
+        };
+        let piece = shape.write_block as u64;
+        let hole = (data.saturating_sub(offset))
+            .min(remaining)
+            .min(MAX_HOLE_EVENT);
+        // Whole pieces only, counted from the stream's start.
+        let whole = if copied % piece == 0 {
+            hole / piece * piece
+        } else {
+            0
+        };
+        let resume_at = offset + whole;
+        if file::seek_to(fd, resume_at).is_err() {
+            return None;
+        }
+        (whole > 0).then_some(whole)
     }
 
     /// After a read error under noerror, put the input offset just past the

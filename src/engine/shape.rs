@@ -25,6 +25,11 @@ pub const BULK_REQUEST: usize = 1 << 20;
 pub struct BulkShape {
     /// Bytes per request: a whole number of input records.
     pub chunk: usize,
+    /// The block GNU writes (obs when re-blocking, else ibs): holes are
+    /// passed on in whole blocks of it.
+    pub write_block: usize,
+    /// The input is a regular file whose holes can be found (SEEK_DATA).
+    pub sparse_input: bool,
 }
 
 /// The conv= symbols that leave the data and the record pattern alone.
@@ -94,7 +99,16 @@ pub fn bulk_shape(plan: &CopyPlan, input: &Input, output: &Output) -> Option<Bul
     } else {
         BULK_REQUEST / ibs * ibs
     };
-    Some(BulkShape { chunk })
+    let write_block = if plan.two_buffers {
+        plan.output_block_size
+    } else {
+        ibs
+    };
+    Some(BulkShape {
+        chunk,
+        write_block,
+        sparse_input: input_type == FileType::RegularFile,
+    })
 }
 
 /// Whether kernel offload (copy_file_range) may do a bulk copy, and the

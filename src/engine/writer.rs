@@ -21,6 +21,9 @@ use crate::sys::file;
 use crate::sys::Errno;
 use crate::transform::{is_all_zero, Blocker, Swab, Translation, Unblocker};
 
+/// Zeros written per request for a hole without conv=sparse.
+const HOLE_WRITE: usize = 1 << 20;
+
 /// How a finished copy went, for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome {
@@ -135,6 +138,10 @@ pub struct Writer<'a> {
     swab: Swab,
     blocker: Blocker,
     unblocker: Unblocker,
+    /// Bytes read in bulk (records in are counted from it).
+    bulk_in: u64,
+    /// Zeros to write for holes without conv=sparse.
+    zeros: Option<AlignedBuf>,
     /// Writeback and drop-behind for large bulk copies; created at the
     /// first bulk write when enabled.
     drop_behind: Option<Option<DropBehind>>,
@@ -176,6 +183,8 @@ impl<'a> Writer<'a> {
             blocker: Blocker::new(plan.conversion_block_size),
             unblocker: Unblocker::new(plan.conversion_block_size),
             drop_behind: None,
+            bulk_in: 0,
+            zeros: None,
             plan,
             output,
             counters,
@@ -246,9 +255,18 @@ impl<'a> Writer<'a> {
                 }
                 return self.bulk(buf, len);
             }
+            Event::Hole { len } => {
+                if self.counters.take_progress_due() {
+                    self.events.progress();
+                }
+                return self.hole(len);
+            }
             Event::End { failed, late } => {
                 if self.counters.take_progress_due() {
                     self.events.progress();
+                }
+                if self.bulk_in % self.plan.input_block_size as u64 != 0 {
+                    bump(&self.counters.records_in_partial);
                 }
                 if !self.plan.copies_nothing() {
                     let failed = self.finish_output()? || failed;
@@ -411,10 +429,7 @@ impl<'a> Writer<'a> {
     /// records GNU dd would have read and written one by one.
     fn bulk(&mut self, buf: AlignedBuf, len: usize) -> Result<Handled, Stop> {
         let ibs = self.plan.input_block_size;
-        add(&self.counters.records_in_full, (len / ibs) as u64);
-        if len % ibs != 0 {
-            bump(&self.counters.records_in_partial);
-        }
+        self.count_bulk_input(len as u64);
         let data = &buf.as_slice()[..len];
         if self.plan.two_buffers {
             // Top up a partly filled output block first, as GNU would.
@@ -459,6 +474,69 @@ impl<'a> Writer<'a> {
             bump(&self.counters.records_out_partial);
         }
         Ok(Handled::Continue(Some(buf)))
+    }
+
+    /// Records in, from the bytes read in bulk so far: whole records as
+    /// they complete (a hole may end inside one), a partial one at the end.
+    fn count_bulk_input(&mut self, len: u64) {
+        let ibs = self.plan.input_block_size as u64;
+        self.bulk_in += len;
+        self.counters
+            .records_in_full
+            .store(self.bulk_in / ibs, std::sync::atomic::Ordering::Release);
+    }
+
+    /// A hole of the input: whole write blocks of zeros, sought over under
+    /// conv=sparse (as GNU seeks over each all-zero block), else written.
+    fn hole(&mut self, len: u64) -> Result<Handled, Stop> {
+        self.count_bulk_input(len);
+        let block = if self.plan.two_buffers {
+            self.plan.output_block_size
+        } else {
+            self.plan.input_block_size
+        };
+        debug_assert_eq!(self.output_fill, 0, "holes start on block boundaries");
+        let fd = self.output.handle.as_fd();
+        if self.io.sparse && file::seek_relative(fd, len as i64).is_ok() {
+            self.io.final_op_was_seek = true;
+            if self.io.offset >= 0 {
+                self.io.offset += len as i64;
+            }
+            add(&self.counters.bytes_out, len);
+            add(&self.counters.records_out_full, len / block as u64);
+            return Ok(Handled::Continue(None));
+        }
+        let zeros = match self.zeros.take() {
+            Some(z) => z,
+            None => AlignedBuf::new(HOLE_WRITE.max(block)).map_err(|_| Stop::Die)?,
+        };
+        let step = zeros.len() / block * block;
+        let mut left = len as usize;
+        while left > 0 {
+            let n = left.min(step);
+            let (written, error) = self.write_blocks(&zeros.as_slice()[..n], block);
+            add(&self.counters.records_out_full, (written / block) as u64);
+            if written != n {
+                self.zeros = Some(zeros);
+                let file = self.output.name.clone();
+                let errno = error.unwrap_or(Errno::IO);
+                if self.plan.two_buffers {
+                    if written % block != 0 {
+                        bump(&self.counters.records_out_partial);
+                    }
+                    self.diag(Diagnostic::WritingTo { file, errno });
+                    return Err(Stop::Quit);
+                }
+                self.diag(Diagnostic::ErrorWriting { file, errno });
+                return Ok(Handled::Done {
+                    failed: true,
+                    late: None,
+                });
+            }
+            left -= n;
+        }
+        self.zeros = Some(zeros);
+        Ok(Handled::Continue(None))
     }
 
     /// Write whole `block`-sized pieces (the last may be short) in as few

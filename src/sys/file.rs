@@ -284,3 +284,17 @@ pub fn cached_pages(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Option<u64> {
     };
     (rc == 0).then_some(stat.nr_cache)
 }
+
+/// Where the data at or after `offset` starts (SEEK_DATA): Ok(None) when
+/// only a hole is left up to end of file. Moves the file offset.
+pub fn next_data(fd: BorrowedFd<'_>, offset: u64) -> Result<Option<u64>, Errno> {
+    match rustix::fs::seek(fd, SeekFrom::Data(offset)) {
+        Ok(at) => Ok(Some(at)),
+        Err(Errno::NXIO) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+pub fn seek_to(fd: BorrowedFd<'_>, offset: u64) -> Result<(), Errno> {
+    rustix::fs::seek(fd, SeekFrom::Start(offset)).map(|_| ())
+}
