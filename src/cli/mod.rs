@@ -92,10 +92,27 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     // Reading ahead of the writer changes what a copy of a file onto itself
     // reads back, whatever backend was asked for.
     let backend = if same_file { Backend::Sync } else { backend };
+    // Within one disk, overlapping reads and writes makes it seek between
+    // the two places: copy in turn, in large requests (auto only).
+    let same_disk =
+        settings.backend.is_none() && bulk.is_some() && engine::shape::same_disk(&input, &output);
+    let backend = if same_disk {
+        Backend::Sequential
+    } else {
+        backend
+    };
+    let bulk = match (bulk, same_disk) {
+        (Some(shape), true) => Some(engine::shape::with_request_size(
+            shape,
+            engine::shape::SAME_DISK_REQUEST,
+            plan.input_block_size,
+        )),
+        (shape, _) => shape,
+    };
     // The reference backend keeps GNU's requests too, not only its results.
     let shaping = match backend {
         Backend::Sync => engine::Shaping::default(),
-        Backend::Threads { .. } => engine::Shaping {
+        Backend::Threads { .. } | Backend::Sequential => engine::Shaping {
             bulk,
             offload_unit: engine::shape::offload_unit(&plan, &input, &output),
             drop_behind: !settings.keep_cache,

@@ -27,6 +27,9 @@ use crate::sys::buffer::AlignedBuf;
 pub enum Backend {
     /// One thread, read then write (GNU dd's way).
     Sync,
+    /// One thread, read then write, in large requests: for two ends on
+    /// one disk, where overlapping would make it seek back and forth.
+    Sequential,
     /// A reader thread feeding the writer through a pool of buffers.
     Threads { queue_depth: usize },
 }
@@ -68,7 +71,7 @@ pub fn run(
         }
     }
     match backend {
-        Backend::Sync => {
+        Backend::Sync | Backend::Sequential => {
             let mut sink = InlineSink {
                 writer: &mut writer,
                 spare: None,

@@ -72,6 +72,26 @@ pub fn same_file(input: &Input, output: &Output) -> bool {
     a.is_some() && a == id(output.handle.as_fd())
 }
 
+/// Both ends on one disk (different files or ranges of it).
+pub fn same_disk(input: &Input, output: &Output) -> bool {
+    let disk = crate::sys::device::disk_of(input.handle.as_fd());
+    disk.is_some() && disk == crate::sys::device::disk_of(output.handle.as_fd())
+}
+
+/// Requests for a sequential copy within one disk: large, so that the
+/// head moves (or the queue switches) between reading and writing rarely.
+pub const SAME_DISK_REQUEST: usize = 8 << 20;
+
+/// The bulk shape with requests of about `size` bytes instead.
+pub fn with_request_size(shape: BulkShape, size: usize, input_block_size: usize) -> BulkShape {
+    let chunk = if input_block_size >= size {
+        input_block_size
+    } else {
+        size / input_block_size * input_block_size
+    };
+    BulkShape { chunk, ..shape }
+}
+
 /// Whether a copy may be shaped into bulk requests, and how.
 pub fn bulk_shape(plan: &CopyPlan, input: &Input, output: &Output) -> Option<BulkShape> {
     if !NEUTRAL_CONVERSIONS.contains(plan.conv)

@@ -5,6 +5,7 @@
 //! only makes the system calls and reports their errors as `Errno`.
 
 pub mod buffer;
+pub mod device;
 pub mod file;
 pub mod signals;
 pub mod stdio;
