@@ -47,7 +47,8 @@ pub enum Event {
     /// skip= is done: the writer may now apply seek=.
     Skipped,
     /// A message to print at this point of the stream.
-    Diagnostic(Diagnostic),
+    /// (Boxed: messages are rare, records are not, and every event moves.)
+    Diagnostic(Box<Diagnostic>),
     /// conv=noerror: print the statistics now.
     Statistics,
     Record(Record),
@@ -265,10 +266,10 @@ impl Reader {
                 }
                 Err(errno) => {
                     if !noerror || !self.quiet {
-                        sink.send(Event::Diagnostic(Diagnostic::ReadError {
+                        sink.send(Event::Diagnostic(Box::new(Diagnostic::ReadError {
                             file: self.input.name.clone(),
                             errno,
-                        }))?;
+                        })))?;
                     }
                     if !noerror {
                         let late = self.finish_cache();
@@ -278,7 +279,7 @@ impl Reader {
                     let bad_portion = (ibs - partial_read) as u64;
                     let (recovered, diagnostics) = self.advance_after_read_error(bad_portion);
                     for diagnostic in diagnostics {
-                        sink.send(Event::Diagnostic(diagnostic))?;
+                        sink.send(Event::Diagnostic(Box::new(diagnostic)))?;
                     }
                     if !recovered {
                         // Reported as a failure at the end; no more seeking.
@@ -541,10 +542,10 @@ impl Reader {
     }
 
     fn no_memory(&mut self, sink: &mut dyn Sink, size: usize) -> Result<(), Closed> {
-        sink.send(Event::Diagnostic(Diagnostic::NoMemory {
+        sink.send(Event::Diagnostic(Box::new(Diagnostic::NoMemory {
             buffer: BufferKind::Input,
             size,
-        }))?;
+        })))?;
         sink.send(Event::Stop(Stop::Die))
     }
 
@@ -563,7 +564,7 @@ impl Reader {
     }
 
     /// One `iread`, with the partial-read warning GNU gives once.
-    fn read_once(&mut self, buf: &mut [u8]) -> (Result<usize, Errno>, Option<Diagnostic>) {
+    fn read_once(&mut self, buf: &mut [u8]) -> (Result<usize, Errno>, Option<Box<Diagnostic>>) {
         let fd = self.input.handle.as_fd();
         let size = buf.len() as isize;
         let result = loop {
@@ -581,9 +582,9 @@ impl Reader {
         let mut warning = None;
         if 0 < n && self.warn_partial_read && 0 < self.previous && self.previous < size {
             if !self.quiet {
-                warning = Some(Diagnostic::PartialRead {
+                warning = Some(Box::new(Diagnostic::PartialRead {
                     bytes: self.previous as u64,
-                });
+                }));
             }
             self.warn_partial_read = false;
         }
@@ -592,7 +593,7 @@ impl Reader {
     }
 
     /// dd's `iread_fnc`: one read, or reads until full with fullblock.
-    fn read(&mut self, buf: &mut [u8]) -> (Result<usize, Errno>, Option<Diagnostic>) {
+    fn read(&mut self, buf: &mut [u8]) -> (Result<usize, Errno>, Option<Box<Diagnostic>>) {
         if !self.fullblock {
             return self.read_once(buf);
         }
@@ -634,10 +635,10 @@ impl Reader {
                         Ok(size) => size,
                         Err(errno) => {
                             let name = self.input.name.clone();
-                            sink.send(Event::Diagnostic(Diagnostic::CannotFstat {
+                            sink.send(Event::Diagnostic(Box::new(Diagnostic::CannotFstat {
                                 file: name,
                                 errno,
-                            }))?;
+                            })))?;
                             return Ok(Err(Stop::Die));
                         }
                     };
@@ -659,10 +660,10 @@ impl Reader {
         if let Err(lseek_errno) = seek_result {
             if file::seek_to_end(fd).is_ok() {
                 // Seekable, but not to there: GNU gives up.
-                sink.send(Event::Diagnostic(Diagnostic::CannotSkip {
+                sink.send(Event::Diagnostic(Box::new(Diagnostic::CannotSkip {
                     file: self.input.name.clone(),
                     errno: lseek_errno.unwrap_or(Errno::OVERFLOW),
-                }))?;
+                })))?;
                 return Ok(Err(Stop::Quit));
             }
             let buffer_len = ibs + usize::from(self.plan.conv.contains(Conv::SWAB));
@@ -696,10 +697,10 @@ impl Reader {
             };
             *scratch = Some(buf);
             if let Err(errno) = result {
-                sink.send(Event::Diagnostic(Diagnostic::ReadError {
+                sink.send(Event::Diagnostic(Box::new(Diagnostic::ReadError {
                     file: self.input.name.clone(),
                     errno,
-                }))?;
+                })))?;
                 if self.plan.conv.contains(Conv::NOERROR) {
                     sink.send(Event::Statistics)?;
                 }
@@ -714,9 +715,9 @@ impl Reader {
                     Some(r) => r as i64 != self.input.offset - offset_before,
                 });
         if skipped_short && !self.quiet {
-            sink.send(Event::Diagnostic(Diagnostic::SkipShort {
+            sink.send(Event::Diagnostic(Box::new(Diagnostic::SkipShort {
                 file: self.input.name.clone(),
-            }))?;
+            })))?;
         }
         Ok(Ok(()))
     }

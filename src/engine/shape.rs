@@ -132,16 +132,21 @@ pub fn bulk_shape(plan: &CopyPlan, input: &Input, output: &Output) -> Option<Bul
 }
 
 /// Whether kernel offload (copy_file_range) may do a bulk copy, and the
-/// unit its requests must be whole multiples of: both ends regular files,
-/// no sparse (offload would write the zeros), and a unit in which whole
+/// unit its requests must be whole multiples of: both ends regular files
+/// on one filesystem, no sparse (offload would write the zeros), and a unit in which whole
 /// input records and whole output blocks coincide, so that stopping at any
 /// unit boundary leaves GNU's counts exact.
 pub fn offload_unit(plan: &CopyPlan, input: &Input, output: &Output) -> Option<usize> {
     bulk_shape(plan, input, output)?;
     let regular = |fd| file::file_type(fd).ok() == Some(FileType::RegularFile);
+    let filesystem = |fd| rustix::fs::fstat(fd).ok().map(|st| st.st_dev);
+    // Across filesystems the kernel copies by splicing, read then write in
+    // one thread: the threads backend overlaps them instead. Within one,
+    // it can share extents or copy on the server.
     if plan.conv.contains(Conv::SPARSE)
         || !regular(input.handle.as_fd())
         || !regular(output.handle.as_fd())
+        || filesystem(input.handle.as_fd()) != filesystem(output.handle.as_fd())
     {
         return None;
     }

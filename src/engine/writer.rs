@@ -241,7 +241,7 @@ impl<'a> Writer<'a> {
                     self.alloc_output()?;
                 }
             }
-            Event::Diagnostic(d) => self.events.diagnostic(d),
+            Event::Diagnostic(d) => self.events.diagnostic(*d),
             Event::Statistics => self.events.statistics(),
             Event::Record(record) => {
                 if self.counters.take_progress_due() {
