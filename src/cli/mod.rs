@@ -88,10 +88,16 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         bulk.is_some(),
         storage_end,
         plan.input_block_size,
+        plan.input_nocache || plan.output_nocache,
     );
     // Reading ahead of the writer changes what a copy of a file onto itself
-    // reads back, whatever backend was asked for.
-    let backend = if same_file { Backend::Sync } else { backend };
+    // reads back, whatever backend was asked for; count=0 copies nothing
+    // and needs no thread.
+    let backend = if same_file || plan.copies_nothing() {
+        Backend::Sync
+    } else {
+        backend
+    };
     // Within one disk, overlapping reads and writes makes it seek between
     // the two places: copy in turn, in large requests (auto only).
     let same_disk =
@@ -163,19 +169,21 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
 /// either end is a regular file or a block device: in bulk requests when
 /// records can be decoupled (see `shape`), else record by record if records
 /// are large enough for the hand-off between threads to be cheap. Pipes and
-/// character devices keep the reference loop.
+/// character devices keep the reference loop, and so does nocache, whose
+/// cache advice GNU gives (and tools trace) from the one copying thread.
 fn choose_backend(
     settings: &options::Settings,
     bulk: bool,
     storage_end: bool,
     record_size: usize,
+    nocache: bool,
 ) -> Backend {
     const OVERLAP_MIN_RECORD: usize = 16 * 1024;
     let queue_depth = settings.queue_depth.unwrap_or(engine::DEFAULT_QUEUE_DEPTH);
     match settings.backend {
         Some(options::BackendChoice::Threads) => Backend::Threads { queue_depth },
         Some(options::BackendChoice::Sync) => Backend::Sync,
-        None if bulk || (storage_end && record_size >= OVERLAP_MIN_RECORD) => {
+        None if bulk || (storage_end && record_size >= OVERLAP_MIN_RECORD && !nocache) => {
             Backend::Threads { queue_depth }
         }
         None => Backend::Sync,

@@ -49,6 +49,10 @@ pub struct Shaping {
     pub drop_behind: bool,
 }
 
+/// The reader thread's stack: it keeps no large data on it, and a small
+/// stack keeps ddx within tight virtual-memory limits.
+const READER_STACK: usize = 256 * 1024;
+
 /// Offload requests: large, since the kernel does the work.
 const OFFLOAD_REQUEST: u64 = 64 << 20;
 
@@ -258,23 +262,42 @@ fn run_threads(
 ) -> (RunResult, Option<Input>) {
     let (event_tx, event_rx) = sync_channel::<Event>(queue_depth);
     let (free_tx, free_rx): (Sender<AlignedBuf>, Receiver<AlignedBuf>) = channel();
+    // The reader waits in a slot so that it can be taken back if no thread
+    // can be made (a tight `ulimit -v`): the copy then runs in turn.
+    let slot = Arc::new(std::sync::Mutex::new(Some(reader)));
+    let thread_slot = Arc::clone(&slot);
     let thread = std::thread::Builder::new()
         .name("ddx-reader".into())
+        .stack_size(READER_STACK)
         .spawn(move || {
             // The reader only uses its input, which its private copy of the
             // descriptor table keeps; the writer's syscalls stay fast.
             crate::sys::threads::detach_fd_table();
+            let reader = thread_slot.lock().ok().and_then(|mut r| r.take())?;
             let mut sink = ChannelSink {
                 events: event_tx,
                 free: free_rx,
                 allocated: 0,
                 queue_depth,
             };
-            reader.run(&mut sink)
+            Some(reader.run(&mut sink))
         });
     let thread = match thread {
         Ok(thread) => thread,
-        Err(_) => return (RunResult::Died, None),
+        Err(_) => {
+            let reader = slot.lock().ok().and_then(|mut r| r.take());
+            let Some(reader) = reader else {
+                return (RunResult::Died, None);
+            };
+            let mut sink = InlineSink {
+                writer,
+                spare: None,
+                end: None,
+            };
+            let input = reader.run(&mut sink);
+            let end = sink.end.take().unwrap_or(Err(Stop::Quit));
+            return (writer.conclude(end), Some(input));
+        }
     };
 
     let mut end = Err(Stop::Quit);
@@ -300,7 +323,7 @@ fn run_threads(
     drop(event_rx);
     drop(free_tx);
     let input = if thread.is_finished() || end.is_ok() {
-        thread.join().ok()
+        thread.join().ok().flatten()
     } else {
         None
     };

@@ -69,6 +69,9 @@ pub enum Event {
         late: Option<Diagnostic>,
     },
     Stop(Stop),
+    /// A read met end of file (GNU then advises the output's cache to
+    /// end of file too, under oflag=nocache without notrunc).
+    InputEof,
 }
 
 /// The writer has gone away: the reader stops.
@@ -255,6 +258,7 @@ impl Reader {
             let mut len = match result {
                 Ok(0) => {
                     self.cache.to_eof |= self.cache.enabled;
+                    sink.send(Event::InputEof)?;
                     break;
                 }
                 Ok(n) => {

@@ -232,6 +232,14 @@ impl<'a> Writer<'a> {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// status=progress: GNU prints its line between records, after a write
+    /// (so a line shows what has been written, never while blocked).
+    fn progress_if_due(&self) {
+        if self.counters.take_progress_due() {
+            self.events.progress();
+        }
+    }
+
     /// Act on one event of the reader's stream.
     pub fn handle(&mut self, event: Event) -> Result<Handled, Stop> {
         match event {
@@ -244,27 +252,21 @@ impl<'a> Writer<'a> {
             Event::Diagnostic(d) => self.events.diagnostic(*d),
             Event::Statistics => self.events.statistics(),
             Event::Record(record) => {
-                if self.counters.take_progress_due() {
-                    self.events.progress();
-                }
-                return self.record(record.buf, record.len, record.full);
+                let handled = self.record(record.buf, record.len, record.full);
+                self.progress_if_due();
+                return handled;
             }
             Event::Bulk { buf, len } => {
-                if self.counters.take_progress_due() {
-                    self.events.progress();
-                }
-                return self.bulk(buf, len);
+                let handled = self.bulk(buf, len);
+                self.progress_if_due();
+                return handled;
             }
             Event::Hole { len } => {
-                if self.counters.take_progress_due() {
-                    self.events.progress();
-                }
-                return self.hole(len);
+                let handled = self.hole(len);
+                self.progress_if_due();
+                return handled;
             }
             Event::End { failed, late } => {
-                if self.counters.take_progress_due() {
-                    self.events.progress();
-                }
                 if self.bulk_in % self.plan.input_block_size as u64 != 0 {
                     bump(&self.counters.records_in_partial);
                 }
@@ -275,6 +277,11 @@ impl<'a> Writer<'a> {
                 return Ok(Handled::Done { failed, late });
             }
             Event::Stop(stop) => return Err(stop),
+            Event::InputEof => {
+                if !self.conv.contains(Conv::NOTRUNC) {
+                    self.io.cache.to_eof |= self.io.cache.enabled;
+                }
+            }
         }
         Ok(Handled::Continue(None))
     }

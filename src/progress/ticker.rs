@@ -31,6 +31,7 @@ impl Ticker {
         };
         let thread = std::thread::Builder::new()
             .name("ddx-reporter".into())
+            .stack_size(128 * 1024)
             .spawn(move || run(&reporter, &signals, &stop_read, progress))
             .ok();
         if thread.is_some() {
