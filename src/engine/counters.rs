@@ -45,12 +45,6 @@ impl Counters {
             records_truncated: self.records_truncated.load(Ordering::Acquire),
         }
     }
-
-    /// Records read so far, full and partial.
-    pub fn records_in(&self) -> u64 {
-        self.records_in_full.load(Ordering::Relaxed)
-            + self.records_in_partial.load(Ordering::Relaxed)
-    }
 }
 
 impl Counters {

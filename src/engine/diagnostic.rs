@@ -92,7 +92,6 @@ pub enum Diagnostic {
         file: Vec<u8>,
     },
     InvalidOffsetAfterRead,
-    KernelBug,
     NoMemory {
         buffer: BufferKind,
         size: usize,
@@ -199,7 +198,6 @@ impl fmt::Display for Diagnostic {
                 write!(f, "offset overflow while reading file {}", quote_file(file))
             }
             InvalidOffsetAfterRead => f.write_str("warning: invalid file offset after failed read"),
-            KernelBug => f.write_str("cannot work around kernel bug after all"),
             NoMemory { buffer, size } => {
                 let which = match buffer {
                     BufferKind::Input => "input",

@@ -401,16 +401,7 @@ impl<'a> Writer<'a> {
                     .write(fd, &self.output.name, &buf.as_slice()[..len], self.events);
             add(&self.counters.bytes_out, written as u64);
             if written != len {
-                self.diag(Diagnostic::ErrorWriting {
-                    file: self.output.name.clone(),
-                    errno: error.unwrap_or(Errno::IO),
-                });
-                // GNU returns from the copy here (no quit): the output is
-                // still synchronised and the statistics printed.
-                return Ok(Handled::Done {
-                    failed: true,
-                    late: None,
-                });
+                return self.short_write(error, false);
             }
             if len == self.plan.input_block_size {
                 bump(&self.counters.records_out_full);
@@ -452,14 +443,7 @@ impl<'a> Writer<'a> {
                 let (written, error) = self.write_blocks(&data[..whole], obs);
                 add(&self.counters.records_out_full, (written / obs) as u64);
                 if written != whole {
-                    if written % obs != 0 {
-                        bump(&self.counters.records_out_partial);
-                    }
-                    self.diag(Diagnostic::WritingTo {
-                        file: self.output.name.clone(),
-                        errno: error.unwrap_or(Errno::IO),
-                    });
-                    return Err(Stop::Quit);
+                    return self.short_write(error, written % obs != 0);
                 }
             }
             self.output_slice(&data[whole..])?;
@@ -468,14 +452,7 @@ impl<'a> Writer<'a> {
         let (written, error) = self.write_blocks(data, ibs);
         add(&self.counters.records_out_full, (written / ibs) as u64);
         if written != len {
-            self.diag(Diagnostic::ErrorWriting {
-                file: self.output.name.clone(),
-                errno: error.unwrap_or(Errno::IO),
-            });
-            return Ok(Handled::Done {
-                failed: true,
-                late: None,
-            });
+            return self.short_write(error, false);
         }
         if len % ibs != 0 {
             bump(&self.counters.records_out_partial);
@@ -525,20 +502,7 @@ impl<'a> Writer<'a> {
             add(&self.counters.records_out_full, (written / block) as u64);
             if written != n {
                 self.zeros = Some(zeros);
-                let file = self.output.name.clone();
-                let errno = error.unwrap_or(Errno::IO);
-                if self.plan.two_buffers {
-                    if written % block != 0 {
-                        bump(&self.counters.records_out_partial);
-                    }
-                    self.diag(Diagnostic::WritingTo { file, errno });
-                    return Err(Stop::Quit);
-                }
-                self.diag(Diagnostic::ErrorWriting { file, errno });
-                return Ok(Handled::Done {
-                    failed: true,
-                    late: None,
-                });
+                return self.short_write(error, written % block != 0);
             }
             left -= n;
         }
@@ -592,6 +556,28 @@ impl<'a> Writer<'a> {
             }
         }
         (done, None)
+    }
+
+    /// A short write of whole records: GNU says "error writing" and ends
+    /// the copy normally (one write per read), or "writing to" and quits
+    /// (re-blocked output); `partial` counts a partly written block.
+    fn short_write(&self, error: Option<Errno>, partial: bool) -> Result<Handled, Stop> {
+        let file = self.output.name.clone();
+        let errno = error.unwrap_or(Errno::IO);
+        if self.plan.two_buffers {
+            if partial {
+                bump(&self.counters.records_out_partial);
+            }
+            self.diag(Diagnostic::WritingTo { file, errno });
+            return Err(Stop::Quit);
+        }
+        self.diag(Diagnostic::ErrorWriting { file, errno });
+        // GNU returns from the copy here (no quit): the output is still
+        // synchronised and the statistics printed.
+        Ok(Handled::Done {
+            failed: true,
+            late: None,
+        })
     }
 
     /// block/unblock or plain copy into the output buffer.

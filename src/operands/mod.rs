@@ -8,7 +8,7 @@
 pub mod number;
 pub mod symbols;
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::fmt;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
@@ -432,11 +432,6 @@ fn split_amount(value: u64, in_bytes: bool, block_size: usize) -> RecordsAndByte
             bytes: 0,
         }
     }
-}
-
-/// Convenience for callers holding `OsString`s.
-pub fn parse_os(operands: &[OsString]) -> Parsed {
-    parse(operands)
 }
 
 #[cfg(test)]

@@ -177,11 +177,6 @@ pub fn usable_size(fd: BorrowedFd<'_>) -> Result<Option<i64>, Errno> {
     Ok((FileType::from_raw_mode(st.st_mode) == FileType::RegularFile).then_some(st.st_size))
 }
 
-/// The size and whether ftruncate semantics apply (regular file).
-pub fn regular_file_size(fd: BorrowedFd<'_>) -> Result<Option<i64>, Errno> {
-    usable_size(fd)
-}
-
 pub fn truncate(fd: BorrowedFd<'_>, len: u64) -> Result<(), Errno> {
     retry_eintr(|| rustix::fs::ftruncate(fd, len))
 }
