@@ -4,8 +4,10 @@
 //! behaviour, the reference. `threads` runs the reader in its own thread,
 //! up to the queue depth of records ahead of the writer, so a read and a
 //! write are in flight at the same time and a copy between two devices
-//! takes the slower one's time rather than the sum. Both produce the same
-//! requests, bytes and statistics; only the overlap differs.
+//! takes the slower one's time rather than the sum. `sequential` is one
+//! thread again, for two ends on one disk. Whatever the backend, the bytes
+//! and the statistics are the reference's; the requests are too, unless
+//! the copy is shaped (bulk requests, kernel offload: see `shape`).
 
 use std::os::fd::AsFd;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
@@ -37,8 +39,6 @@ pub enum Backend {
 /// The default number of records in flight for the threads backend.
 pub const DEFAULT_QUEUE_DEPTH: usize = 8;
 
-/// Run the copy; returns the result and the input (for closing), which is
-/// absent if the reader thread could not be taken back.
 /// How a copy is shaped, beyond the backend: bulk requests, and kernel
 /// offload first (with the unit its requests keep to).
 #[derive(Debug, Clone, Copy, Default)]
@@ -56,6 +56,8 @@ const READER_STACK: usize = 256 * 1024;
 /// Offload requests: large, since the kernel does the work.
 const OFFLOAD_REQUEST: u64 = 64 << 20;
 
+/// Run the copy; returns the result and the input (for closing), which is
+/// absent if the reader thread could not be taken back.
 pub fn run(
     backend: Backend,
     shaping: Shaping,
