@@ -17,7 +17,7 @@ use crate::engine::cache::{CacheDropper, DropBehind};
 use crate::engine::diagnostic::{BufferKind, Diagnostic};
 use crate::engine::endpoints::Input;
 use crate::engine::shape::BulkShape;
-use crate::operands::{Conv, CopyPlan, IoFlags, StatusLevel};
+use crate::operands::{Conv, CopyPlan, IoFlags, RecordsAndBytes, StatusLevel};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
 use crate::sys::Errno;
@@ -626,7 +626,7 @@ impl Reader {
         let requested = self.plan.skip.total_bytes(ibs);
         let offset_before = self.input.offset;
         let mut records = self.plan.skip.records;
-        let mut bytes = self.plan.skip.bytes;
+        let bytes = self.plan.skip.bytes;
         let fd = self.input.handle.as_fd();
 
         // Err(None): the offset does not fit an off_t, so no lseek was tried.
@@ -679,8 +679,9 @@ impl Reader {
                     return Ok(Err(Stop::Die));
                 }
             };
+            let mut left = RecordsAndBytes { records, bytes };
             let result = loop {
-                let want = if records != 0 { ibs } else { bytes as usize };
+                let want = left.next_request(ibs);
                 let (result, warning) = self.read(&mut buf.as_mut_slice()[..want]);
                 if let Some(w) = warning {
                     sink.send(Event::Diagnostic(w))?;
@@ -690,15 +691,11 @@ impl Reader {
                     Ok(0) => break Ok(()),
                     Ok(n) => advance_offset(&mut self.input.offset, n as u64),
                 }
-                if records != 0 {
-                    records -= 1;
-                } else {
-                    bytes = 0;
-                }
-                if records == 0 && bytes == 0 {
+                if left.complete_request() {
                     break Ok(());
                 }
             };
+            records = left.records;
             *scratch = Some(buf);
             if let Err(errno) = result {
                 sink.send(Event::Diagnostic(Box::new(Diagnostic::ReadError {

@@ -779,21 +779,15 @@ impl<'a> Writer<'a> {
             Stop::Die
         })?;
         let fullblock = self.plan.input_flags.contains(IoFlags::FULLBLOCK);
-        let mut records = self.plan.seek.records;
-        let mut bytes = self.plan.seek.bytes;
+        let mut left = self.plan.seek;
         let read_over = loop {
-            let want = if records != 0 { obs } else { bytes as usize };
+            let want = left.next_request(obs);
             match read_block(fd, &mut buf.as_mut_slice()[..want], fullblock) {
                 Err(_) => break Err(()),
                 Ok(0) => break Ok(()),
                 Ok(_) => {}
             }
-            if records != 0 {
-                records -= 1;
-            } else {
-                bytes = 0;
-            }
-            if records == 0 && bytes == 0 {
+            if left.complete_request() {
                 break Ok(());
             }
         };
@@ -806,8 +800,8 @@ impl<'a> Writer<'a> {
         }
 
         // What could not be read over is written as zeros.
-        while records != 0 || bytes != 0 {
-            let size = if records != 0 { obs } else { bytes as usize };
+        while !left.is_zero() {
+            let size = left.next_request(obs);
             buf.as_mut_slice()[..size].fill(0);
             let fd = self.output.handle.as_fd();
             let (written, error) =
@@ -820,11 +814,7 @@ impl<'a> Writer<'a> {
                 });
                 return Err(Stop::Quit);
             }
-            if records != 0 {
-                records -= 1;
-            } else {
-                bytes = 0;
-            }
+            left.complete_request();
         }
         Ok(())
     }

@@ -40,6 +40,26 @@ impl RecordsAndBytes {
         self.records == 0 && self.bytes == 0
     }
 
+    /// GNU's skip/seek by reading or writing: the size of the next request
+    /// (a whole block while records remain, then the extra bytes).
+    pub fn next_request(&self, block_size: usize) -> usize {
+        if self.records != 0 {
+            block_size
+        } else {
+            self.bytes as usize
+        }
+    }
+
+    /// The request from `next_request` is done; true when nothing is left.
+    pub fn complete_request(&mut self) -> bool {
+        if self.records != 0 {
+            self.records -= 1;
+        } else {
+            self.bytes = 0;
+        }
+        self.is_zero()
+    }
+
     /// Total bytes for a block size, or None if it does not fit an off_t.
     pub fn total_bytes(&self, block_size: usize) -> Option<u64> {
         self.records
