@@ -527,6 +527,22 @@ mod tests {
     }
 
     #[test]
+    fn countdown_takes_blocks_then_bytes() {
+        let mut left = RecordsAndBytes {
+            records: 2,
+            bytes: 5,
+        };
+        let mut sizes = Vec::new();
+        loop {
+            sizes.push(left.next_request(10));
+            if left.complete_request() {
+                break;
+            }
+        }
+        assert_eq!(sizes, vec![10, 10, 5]);
+    }
+
+    #[test]
     fn iseek_and_oseek_are_aliases() {
         let p = plan(&["iseek=2", "oseek=3"]);
         assert_eq!((p.skip.records, p.seek.records), (2, 3));
