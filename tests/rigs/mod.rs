@@ -1,0 +1,353 @@
+//! Test rigs for failing devices, built from user-space tools over temp
+//! files so that no real disk is ever touched: a source with unreadable
+//! byte ranges (nbdkit's ddrescue filter over a file, exposed as a file by
+//! nbdfuse), a slow source (nbdkit's delay filter), a small tmpfs for
+//! ENOSPC and a qemu-storage-daemon FUSE export whose writes fail at a
+//! chosen offset. Each rig tears itself down in Drop, whatever the test
+//! did; a rig whose tools or privileges are missing is `None`, with the
+//! reason printed, so the test can skip rather than fail.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Why a rig cannot be built here, printed by the skipping test.
+pub fn skip(test: &str, reason: &str) {
+    eprintln!("SKIPPED {test}: {reason}");
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn wait_for(mut ready: impl FnMut() -> bool, what: &str) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if ready() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!("{what} did not come up"))
+}
+
+fn is_mountpoint(path: &Path) -> bool {
+    Command::new("findmnt")
+        .args(["-rn", "--mountpoint"])
+        .arg(path)
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn read_pid(path: &Path) -> Option<i32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+fn stop_pid(pid: Option<i32>) {
+    let Some(pid) = pid else { return };
+    // SAFETY: kill(2) on a pid our rig started; no memory is involved.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline && Path::new(&format!("/proc/{pid}")).exists() {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if state.split_whitespace().nth(2) == Some("Z") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A GNU ddrescue mapfile for a `size`-byte device whose `bad` ranges
+/// (offset, length) fail to read; everything else is finished ('+').
+pub fn mapfile(size: u64, bad: &[(u64, u64)]) -> String {
+    let mut text =
+        String::from("# Mapfile. Created by hand\n# current_pos  current_status  current_pass\n");
+    text.push_str("0x00000000     +               1\n#      pos        size  status\n");
+    let mut at = 0;
+    for &(offset, len) in bad {
+        if offset > at {
+            text.push_str(&format!("0x{at:08X}  0x{:08X}  +\n", offset - at));
+        }
+        text.push_str(&format!("0x{offset:08X}  0x{len:08X}  -\n"));
+        at = offset + len;
+    }
+    if at < size {
+        text.push_str(&format!("0x{at:08X}  0x{:08X}  +\n", size - at));
+    }
+    text
+}
+
+/// An nbdkit chain exposed as a regular file through nbdfuse.
+pub struct NbdDevice {
+    pub dir: tempfile::TempDir,
+    /// The device, as a file (read it like a disk).
+    pub path: PathBuf,
+    /// The bytes behind it (the device's contents where readable).
+    pub image: PathBuf,
+    nbdkit_pid: Option<i32>,
+}
+
+impl NbdDevice {
+    /// A device over `contents` whose `bad` byte ranges fail with EIO.
+    pub fn with_bad_ranges(contents: &[u8], bad: &[(u64, u64)]) -> Result<Self, String> {
+        let map = mapfile(contents.len() as u64, bad);
+        Self::start(contents, |dir, image| {
+            let map_path = dir.join("bad.map");
+            std::fs::write(&map_path, &map).map_err(|e| e.to_string())?;
+            Ok(vec![
+                "--filter=ddrescue".into(),
+                "file".into(),
+                format!("file={}", image.display()),
+                format!("ddrescue-mapfile={}", map_path.display()),
+            ])
+        })
+    }
+
+    /// A device over `contents` where every read request takes `delay_ms`.
+    pub fn slow(contents: &[u8], delay_ms: u32) -> Result<Self, String> {
+        Self::start(contents, |_, image| {
+            Ok(vec![
+                "--filter=delay".into(),
+                "file".into(),
+                format!("file={}", image.display()),
+                format!("delay-read={delay_ms}ms"),
+            ])
+        })
+    }
+
+    fn start(
+        contents: &[u8],
+        args: impl FnOnce(&Path, &Path) -> Result<Vec<String>, String>,
+    ) -> Result<Self, String> {
+        for tool in ["nbdkit", "nbdfuse", "fusermount3"] {
+            if !have(tool) {
+                return Err(format!(
+                    "{tool} is not installed (packages nbdkit, libnbd-bin, fuse3)"
+                ));
+            }
+        }
+        if !Path::new("/dev/fuse").exists() {
+            return Err("/dev/fuse is missing".into());
+        }
+        if !is_root() {
+            return Err("FUSE mounts here need root".into());
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("ddx-rig-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let image = dir.path().join("image");
+        std::fs::write(&image, contents).map_err(|e| e.to_string())?;
+        let socket = dir.path().join("sock");
+        let nbd_pid_file = dir.path().join("nbdkit.pid");
+        let status = Command::new("nbdkit")
+            .arg("--unix")
+            .arg(&socket)
+            .arg("--pidfile")
+            .arg(&nbd_pid_file)
+            .args(args(dir.path(), &image)?)
+            .stderr(Stdio::null())
+            .status()
+            .map_err(|e| format!("nbdkit: {e}"))?;
+        let mut device = NbdDevice {
+            path: dir.path().join("dev"),
+            image,
+            nbdkit_pid: None,
+            dir,
+        };
+        if !status.success() {
+            return Err("nbdkit failed to start (ddrescue/delay filter missing?)".into());
+        }
+        wait_for(|| read_pid(&nbd_pid_file).is_some(), "nbdkit")?;
+        device.nbdkit_pid = read_pid(&nbd_pid_file);
+        std::fs::write(&device.path, b"").map_err(|e| e.to_string())?;
+        let fuse_pid_file = device.dir.path().join("fuse.pid");
+        Command::new("setsid")
+            .arg("nbdfuse")
+            .arg("--pidfile")
+            .arg(&fuse_pid_file)
+            .arg(&device.path)
+            .arg("--unix")
+            .arg(&socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("nbdfuse: {e}"))?;
+        let path = device.path.clone();
+        let size = contents.len() as u64;
+        wait_for(
+            || is_mountpoint(&path) && std::fs::metadata(&path).is_ok_and(|m| m.len() == size),
+            "nbdfuse",
+        )?;
+        Ok(device)
+    }
+}
+
+impl Drop for NbdDevice {
+    fn drop(&mut self) {
+        let fuse_pid = read_pid(&self.dir.path().join("fuse.pid"));
+        if is_mountpoint(&self.path) {
+            let _ = Command::new("fusermount3")
+                .arg("-u")
+                .arg(&self.path)
+                .stderr(Stdio::null())
+                .status();
+            if is_mountpoint(&self.path) {
+                let _ = Command::new("fusermount3")
+                    .arg("-uz")
+                    .arg(&self.path)
+                    .stderr(Stdio::null())
+                    .status();
+            }
+        }
+        stop_pid(fuse_pid);
+        stop_pid(self.nbdkit_pid.take());
+    }
+}
+
+/// A small tmpfs (for ENOSPC), unmounted on Drop.
+pub struct SmallTmpfs {
+    pub dir: tempfile::TempDir,
+}
+
+impl SmallTmpfs {
+    pub fn new(bytes: u64) -> Result<Self, String> {
+        if !is_root() {
+            return Err("mounting a tmpfs needs root".into());
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("ddx-tmpfs-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "ddx-test"])
+            .arg(dir.path())
+            .stderr(Stdio::null())
+            .status()
+            .map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err("mount -t tmpfs failed".into());
+        }
+        Ok(SmallTmpfs { dir })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for SmallTmpfs {
+    fn drop(&mut self) {
+        if is_mountpoint(self.dir.path()) {
+            let _ = Command::new("umount").arg(self.dir.path()).status();
+        }
+    }
+}
+
+/// A qemu-storage-daemon FUSE export of a raw image whose writes from
+/// `offset` on fail with EIO (blkdebug inject-error), unmounted on Drop.
+pub struct FailingWrites {
+    pub dir: tempfile::TempDir,
+    /// The export, as a file (write to it with conv=notrunc).
+    pub path: PathBuf,
+    pub image: PathBuf,
+    child: Option<std::process::Child>,
+}
+
+impl FailingWrites {
+    pub fn new(size: u64, fail_sector: u64) -> Result<Self, String> {
+        if !have("qemu-storage-daemon") {
+            return Err("qemu-storage-daemon is not installed (package qemu-utils)".into());
+        }
+        if !is_root() || !Path::new("/dev/fuse").exists() {
+            return Err("a FUSE export needs root and /dev/fuse".into());
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("ddx-qsd-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let image = dir.path().join("image.raw");
+        std::fs::File::create(&image)
+            .and_then(|f| f.set_len(size))
+            .map_err(|e| e.to_string())?;
+        let config = dir.path().join("blkdebug.conf");
+        std::fs::write(
+            &config,
+            format!(
+                "[inject-error]\nevent = \"pwritev\"\nerrno = \"5\"\nsector = \"{fail_sector}\"\nonce = \"off\"\nimmediately = \"on\"\n"
+            ),
+        )
+        .map_err(|e| e.to_string())?;
+        let path = dir.path().join("export");
+        std::fs::write(&path, b"").map_err(|e| e.to_string())?;
+        let child = Command::new("qemu-storage-daemon")
+            .arg("--blockdev")
+            .arg(format!(
+                "driver=file,node-name=file0,filename={}",
+                image.display()
+            ))
+            .arg("--blockdev")
+            .arg(format!(
+                "driver=blkdebug,node-name=dbg0,image=file0,config={}",
+                config.display()
+            ))
+            .arg("--blockdev")
+            .arg("driver=raw,node-name=raw0,file=dbg0")
+            .arg("--export")
+            .arg(format!(
+                "type=fuse,id=exp0,node-name=raw0,mountpoint={},writable=on",
+                path.display()
+            ))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("qemu-storage-daemon: {e}"))?;
+        let mut rig = FailingWrites {
+            dir,
+            path,
+            image,
+            child: Some(child),
+        };
+        let path = rig.path.clone();
+        if let Err(e) = wait_for(
+            || is_mountpoint(&path) && std::fs::metadata(&path).is_ok_and(|m| m.len() == size),
+            "qemu-storage-daemon FUSE export",
+        ) {
+            let mut child = rig.child.take().expect("child");
+            let _ = child.kill();
+            let out = child.wait_with_output().map(|o| o.stderr).unwrap_or_default();
+            return Err(format!("{e}: {}", String::from_utf8_lossy(&out).trim()));
+        }
+        Ok(rig)
+    }
+}
+
+impl Drop for FailingWrites {
+    fn drop(&mut self) {
+        if is_mountpoint(&self.path) {
+            let _ = Command::new("fusermount3")
+                .arg("-uz")
+                .arg(&self.path)
+                .stderr(Stdio::null())
+                .status();
+        }
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
