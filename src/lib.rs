@@ -6,8 +6,10 @@
 
 pub mod cli;
 pub mod engine;
+pub mod integrity;
 pub mod operands;
 pub mod progress;
 pub mod quote;
+pub mod rescue;
 pub mod sys;
 pub mod transform;

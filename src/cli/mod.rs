@@ -5,6 +5,7 @@
 //! are `key=value` words that must reach the operand grammar untouched and
 //! in order, and because option errors must read exactly as GNU getopt's.
 
+mod extras;
 mod options;
 
 use std::ffi::OsString;
@@ -39,7 +40,7 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     for warning in &parsed.warnings {
         emit(format!("{program}: {warning}\n").as_bytes());
     }
-    let plan = match parsed.plan {
+    let mut plan = match parsed.plan {
         Ok(plan) => plan,
         Err(error) => {
             let hint = if error.suggests_help() {
@@ -48,6 +49,15 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
                 String::new()
             };
             emit(format!("{program}: {error}\n{hint}").as_bytes());
+            return EXIT_FAILURE;
+        }
+    };
+
+    // ddx's own options, checked before anything is opened.
+    let extras = match extras::prepare(&mut plan, &settings) {
+        Ok(extras) => extras,
+        Err(message) => {
+            emit(format!("{program}: {message}\n").as_bytes());
             return EXIT_FAILURE;
         }
     };
@@ -68,15 +78,32 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
             return EXIT_FAILURE;
         }
     };
-    let engine::Endpoints {
-        input,
-        mut output,
-        warnings,
-    } = endpoints;
-    for warning in warnings {
-        reporter.diagnostic(warning);
+    for warning in &endpoints.warnings {
+        reporter.diagnostic(warning.clone());
     }
     reporter.start_clock();
+    if extras.positional() {
+        let command_line = args
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let status = extras.run_positional(&plan, endpoints, &counters, &reporter, command_line);
+        ticker.stop();
+        return status;
+    }
+    let engine::Endpoints {
+        input, mut output, ..
+    } = endpoints;
+    let (tap, hash_job) = match extras.start_hashing() {
+        Ok(Some((tap, job))) => (Some(tap), Some(job)),
+        Ok(None) => (None, None),
+        Err(message) => {
+            ticker.stop();
+            reporter.message(message);
+            return EXIT_FAILURE;
+        }
+    };
 
     let bulk = engine::shape::bulk_shape(&plan, &input, &output);
     let same_file = engine::shape::same_file(&input, &output);
@@ -116,19 +143,25 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         (shape, _) => shape,
     };
     // The reference backend keeps GNU's requests too, not only its results.
-    let shaping = match backend {
+    let mut shaping = match backend {
         Backend::Sync => engine::Shaping::default(),
         Backend::Threads { .. } | Backend::Sequential => engine::Shaping {
             bulk,
             offload_unit: engine::shape::offload_unit(&plan, &input, &output),
             drop_behind: !settings.keep_cache,
+            ..engine::Shaping::default()
         },
     };
+    if tap.is_some() {
+        // Hashing needs the bytes: no kernel offload.
+        shaping.offload_unit = None;
+        shaping.tap = tap;
+    }
     let plan = Arc::new(plan);
     let (result, input) = engine::backend::run(
         backend,
         shaping,
-        plan,
+        Arc::clone(&plan),
         input,
         &mut output,
         &counters,
@@ -158,6 +191,7 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         return EXIT_FAILURE;
     }
     reporter.statistics();
+    let failed = extras.finish(hash_job, &plan, &reporter) || failed;
     if failed || stderr_failed() {
         EXIT_FAILURE
     } else {

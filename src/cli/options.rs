@@ -14,6 +14,18 @@ pub struct Settings {
     pub queue_depth: Option<usize>,
     /// `--keep-cache`: leave a large copy's pages in the page cache.
     pub keep_cache: bool,
+    /// `--rescue`: retry failed reads sector by sector.
+    pub rescue: bool,
+    /// `--map=FILE`: keep a GNU ddrescue mapfile.
+    pub map: Option<std::path::PathBuf>,
+    /// `--resume`: continue from the map (or OF.ddx-map).
+    pub resume: bool,
+    /// `--sector-size=N`: the retry unit of --rescue.
+    pub sector_size: Option<usize>,
+    /// `--hash=ALG[,ALG]`.
+    pub hash: Vec<crate::integrity::Algorithm>,
+    /// `--verify`: read the output back and compare.
+    pub verify: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +111,39 @@ pub const OPTIONS: &[OptionSpec] = &[
         "leave a large copy's data in the page cache (by default ddx drops what it \
          streamed through once a copy passes 64 MiB, so it does not evict the \
          machine's working set)",
+    ),
+    OptionSpec::switch(
+        "rescue",
+        "on a read error, retry the failed part one logical sector at a time so that \
+         only unreadable sectors are lost (written as zeros); report every bad range",
+    ),
+    OptionSpec::valued(
+        "map",
+        "FILE",
+        "keep a GNU ddrescue mapfile of what is copied and what is bad, saved every \
+         second and at the end (implies copying by position, as --rescue)",
+    ),
+    OptionSpec::switch(
+        "resume",
+        "continue an interrupted copy from its map (--map=FILE, else OF.ddx-map, \
+         which ddx keeps and removes once the copy is complete); copy only what is \
+         not done",
+    ),
+    OptionSpec::valued(
+        "sector-size",
+        "N",
+        "the retry unit of --rescue (default: the input's logical sector, else 512)",
+    ),
+    OptionSpec::valued(
+        "hash",
+        "ALG[,ALG]",
+        "digest what is copied, alongside the copy, and print it with the \
+         statistics: sha256, blake3, xxh3",
+    ),
+    OptionSpec::switch(
+        "verify",
+        "after the copy, read the output back, bypassing the cache, and report the \
+         first offset that differs from what was written (exit status 1)",
     ),
     OptionSpec::switch("help", "display this help and exit"),
     OptionSpec::switch("version", "output version information and exit"),
@@ -186,6 +231,9 @@ pub fn scan(words: &[OsString]) -> Scan {
 fn apply_switch(settings: &mut Settings, option: &str) {
     match option {
         "keep-cache" => settings.keep_cache = true,
+        "rescue" => settings.rescue = true,
+        "resume" => settings.resume = true,
+        "verify" => settings.verify = true,
         _ => unreachable!("every switch in OPTIONS is handled: --{option}"),
     }
 }
@@ -218,6 +266,24 @@ fn apply_value(settings: &mut Settings, spec: &OptionSpec, value: &str) -> Resul
                 ))
             }
         },
+        "map" => {
+            if value.is_empty() {
+                return Err("invalid argument '' for '--map': a file name".into());
+            }
+            settings.map = Some(value.into());
+        }
+        "sector-size" => match value.parse::<usize>() {
+            Ok(n) if (512..=65536).contains(&n) && n.is_power_of_two() => {
+                settings.sector_size = Some(n)
+            }
+            _ => {
+                return Err(format!(
+                    "invalid argument '{value}' for '--sector-size': a power of two \
+                     from 512 to 65536"
+                ))
+            }
+        },
+        "hash" => settings.hash = crate::integrity::Algorithm::parse_list(value)?,
         other => unreachable!("every option with a value in OPTIONS is handled: --{other}"),
     }
     Ok(())

@@ -41,12 +41,14 @@ pub const DEFAULT_QUEUE_DEPTH: usize = 8;
 
 /// How a copy is shaped, beyond the backend: bulk requests, and kernel
 /// offload first (with the unit its requests keep to).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Default)]
 pub struct Shaping {
     pub bulk: Option<BulkShape>,
     pub offload_unit: Option<usize>,
     /// Drop both files' pages behind a large bulk copy (not --keep-cache).
     pub drop_behind: bool,
+    /// `--hash`/`--verify`: the writer hands the hasher what it is given.
+    pub tap: Option<crate::integrity::Tap>,
 }
 
 /// The reader thread's stack: it keeps no large data on it, and a small
@@ -69,8 +71,9 @@ pub fn run(
 ) -> (RunResult, Option<Input>) {
     let drop_behind = shaping.drop_behind && shaping.bulk.is_some();
     let mut reader = Reader::new(Arc::clone(&plan), input).with_bulk(shaping.bulk, drop_behind);
-    let mut writer =
-        Writer::new(Arc::clone(&plan), output, counters, events).with_drop_behind(drop_behind);
+    let mut writer = Writer::new(Arc::clone(&plan), output, counters, events)
+        .with_drop_behind(drop_behind)
+        .with_tap(shaping.tap);
     if let Some(unit) = shaping.offload_unit {
         if let Some(done) = try_offload(&plan, unit, &mut reader, &mut writer) {
             return (writer.conclude(done), Some(reader.into_input()));

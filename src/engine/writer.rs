@@ -145,6 +145,8 @@ pub struct Writer<'a> {
     /// Writeback and drop-behind for large bulk copies; created at the
     /// first bulk write when enabled.
     drop_behind: Option<Option<DropBehind>>,
+    /// `--hash`/`--verify`: every byte passed on, before conversion.
+    tap: Option<crate::integrity::Tap>,
 }
 
 impl<'a> Writer<'a> {
@@ -183,6 +185,7 @@ impl<'a> Writer<'a> {
             blocker: Blocker::new(plan.conversion_block_size),
             unblocker: Unblocker::new(plan.conversion_block_size),
             drop_behind: None,
+            tap: None,
             bulk_in: 0,
             zeros: None,
             plan,
@@ -195,6 +198,12 @@ impl<'a> Writer<'a> {
     /// Keep large bulk copies out of the page cache (see `cache`).
     pub fn with_drop_behind(mut self, enabled: bool) -> Self {
         self.drop_behind = enabled.then_some(None);
+        self
+    }
+
+    /// Feed the hasher thread (`--hash`, `--verify`).
+    pub fn with_tap(mut self, tap: Option<crate::integrity::Tap>) -> Self {
+        self.tap = tap;
         self
     }
 
@@ -252,16 +261,25 @@ impl<'a> Writer<'a> {
             Event::Diagnostic(d) => self.events.diagnostic(*d),
             Event::Statistics => self.events.statistics(),
             Event::Record(record) => {
+                if let Some(tap) = &mut self.tap {
+                    tap.feed(&record.buf.as_slice()[..record.len]);
+                }
                 let handled = self.record(record.buf, record.len, record.full);
                 self.progress_if_due();
                 return handled;
             }
             Event::Bulk { buf, len } => {
+                if let Some(tap) = &mut self.tap {
+                    tap.feed(&buf.as_slice()[..len]);
+                }
                 let handled = self.bulk(buf, len);
                 self.progress_if_due();
                 return handled;
             }
             Event::Hole { len } => {
+                if let Some(tap) = &mut self.tap {
+                    tap.zeros(len);
+                }
                 let handled = self.hole(len);
                 self.progress_if_due();
                 return handled;

@@ -329,7 +329,10 @@ impl FailingWrites {
         ) {
             let mut child = rig.child.take().expect("child");
             let _ = child.kill();
-            let out = child.wait_with_output().map(|o| o.stderr).unwrap_or_default();
+            let out = child
+                .wait_with_output()
+                .map(|o| o.stderr)
+                .unwrap_or_default();
             return Err(format!("{e}: {}", String::from_utf8_lossy(&out).trim()));
         }
         Ok(rig)

@@ -1,0 +1,355 @@
+//! The command-line side of ddx's copies that go beyond dd: positional
+//! copies (`--rescue`, `--map`, `--resume`) and integrity (`--hash`,
+//! `--verify`). It checks these options against the operands before any
+//! file is opened, runs the positional copy, and prints what they add
+//! after GNU's statistics. With none of them, nothing here runs, so dd's
+//! output stays GNU's.
+
+use std::os::fd::AsFd;
+use std::path::Path;
+
+use crate::cli::options::Settings;
+use crate::engine::{Counters, Diagnostic, Endpoints, Events};
+use crate::integrity::verify::{self, Reference, Verdict};
+use crate::integrity::{Algorithm, HashJob, Tap};
+use crate::operands::{Conv, CopyPlan, IoFlags};
+use crate::progress::reporter::emit;
+use crate::progress::Reporter;
+use crate::quote::quote_file;
+use crate::rescue::{self, mapfile::Map, Ended, Job, Request};
+
+/// What ddx's own options ask for, checked.
+#[derive(Debug, Default)]
+pub struct Extras {
+    positional: Option<Request>,
+    resuming: bool,
+    hash: Vec<Algorithm>,
+    verify: bool,
+}
+
+/// Conversions after which the output is not the bytes read.
+const CHANGING_CONV: &[(Conv, &str)] = &[
+    (Conv::ASCII, "ascii"),
+    (Conv::EBCDIC, "ebcdic"),
+    (Conv::IBM, "ibm"),
+    (Conv::BLOCK, "block"),
+    (Conv::UNBLOCK, "unblock"),
+    (Conv::LCASE, "lcase"),
+    (Conv::UCASE, "ucase"),
+    (Conv::SWAB, "swab"),
+];
+
+/// Check ddx's options against the plan; a resumed copy keeps its output
+/// (conv=notrunc is added). Err is the one line to print.
+pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, String> {
+    let mut extras = Extras {
+        hash: settings.hash.clone(),
+        verify: settings.verify,
+        ..Extras::default()
+    };
+    if settings.rescue || settings.map.is_some() || settings.resume {
+        let request = rescue::check(
+            plan,
+            settings.rescue,
+            settings.map.as_deref(),
+            settings.resume,
+            settings.sector_size,
+        )?;
+        extras.resuming = rescue::resuming(&request, plan)?;
+        if extras.resuming {
+            plan.conv |= Conv::NOTRUNC;
+        }
+        extras.positional = Some(request);
+    } else if settings.sector_size.is_some() {
+        return Err("--sector-size is the retry unit of --rescue: add --rescue".into());
+    }
+    if extras.resuming && (extras.verify || !extras.hash.is_empty()) {
+        return Err(
+            "--hash and --verify cannot be combined with resuming a copy: they would see \
+             only the part copied now"
+                .into(),
+        );
+    }
+    if extras.verify {
+        if plan.output.is_none() {
+            return Err("--verify needs of=FILE: it reads the output back".into());
+        }
+        if plan.output_flags.contains(IoFlags::APPEND) {
+            return Err("--verify cannot be combined with oflag=append".into());
+        }
+    }
+    if extras.verify || !extras.hash.is_empty() {
+        for (flag, name) in CHANGING_CONV {
+            if plan.conv.contains(*flag) && extras.verify {
+                return Err(format!(
+                    "--verify cannot be combined with conv={name}: the output is not the \
+                     bytes read"
+                ));
+            }
+        }
+    }
+    Ok(extras)
+}
+
+impl Extras {
+    pub fn positional(&self) -> bool {
+        self.positional.is_some()
+    }
+
+    /// The hasher thread, if hashing or verifying.
+    pub fn start_hashing(&self) -> Result<Option<(Tap, HashJob)>, String> {
+        if self.hash.is_empty() && !self.verify {
+            return Ok(None);
+        }
+        crate::integrity::start(&self.hash, self.verify)
+            .map(Some)
+            .ok_or_else(|| "--hash/--verify: cannot start the hashing thread".to_owned())
+    }
+
+    /// After the statistics: the digests, then the read-back. Returns
+    /// whether the verify failed.
+    pub fn finish(&self, job: Option<HashJob>, plan: &CopyPlan, reporter: &Reporter) -> bool {
+        let Some(job) = job else {
+            return false;
+        };
+        let (digests, chunks) = job.finish();
+        let name = match &plan.input {
+            Some(path) => path.display().to_string(),
+            None => "-".to_owned(),
+        };
+        let mut text = String::new();
+        for digest in &digests {
+            text.push_str(&format!(
+                "{}: {}  {name}\n",
+                digest.algorithm.name(),
+                digest.hex
+            ));
+        }
+        emit(text.as_bytes());
+        let (Some(chunks), Some(output)) = (chunks, &plan.output) else {
+            return false;
+        };
+        let output_start = plan.seek.total_bytes(plan.output_block_size).unwrap_or(0);
+        let reference = plan.input.as_deref().map(|path| Reference {
+            path,
+            start: plan.skip.total_bytes(plan.input_block_size).unwrap_or(0),
+        });
+        let quoted = quote_file(output.as_os_str().as_encoded_bytes());
+        match verify::verify(output, output_start, &chunks, reference) {
+            Ok(Verdict::Identical { bytes }) => {
+                reporter.message(format!(
+                    "verify: {bytes} bytes of {quoted} read back, identical to what was written"
+                ));
+                false
+            }
+            Ok(Verdict::Differs { offset, exact }) => {
+                if exact {
+                    reporter.message(format!(
+                        "verify: {quoted} differs from what was written at offset {offset}"
+                    ));
+                } else {
+                    reporter.message(format!(
+                        "verify: {quoted} differs from what was written in the MiB at \
+                         offset {offset}"
+                    ));
+                }
+                true
+            }
+            Err(errno) => {
+                reporter.message(format!(
+                    "verify: cannot read {quoted} back: {}",
+                    crate::sys::errno_text(errno)
+                ));
+                true
+            }
+        }
+    }
+
+    /// Run the positional copy on the opened ends; returns the exit status.
+    pub fn run_positional(
+        &self,
+        plan: &CopyPlan,
+        endpoints: Endpoints,
+        counters: &Counters,
+        reporter: &Reporter,
+        command_line: String,
+    ) -> i32 {
+        let request = self.positional.as_ref().expect("a positional copy");
+        let Endpoints { input, output, .. } = endpoints;
+        let input_path = plan.input.as_deref().unwrap_or(Path::new(""));
+        let size = match rescue::input_size(input.handle.as_fd()) {
+            Ok(size) => size,
+            Err(errno) => {
+                reporter.diagnostic(Diagnostic::CannotFstat {
+                    file: input.name.clone(),
+                    errno,
+                });
+                return super::EXIT_FAILURE;
+            }
+        };
+        let start = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
+        let mut end = size.max(start);
+        if plan.has_count() {
+            let count = plan
+                .count
+                .records
+                .saturating_mul(plan.input_block_size as u64)
+                .saturating_add(plan.count.bytes);
+            end = end.min(start.saturating_add(count));
+        }
+        let map = match (&request.map_path, self.resuming) {
+            (Some(path), true) => {
+                let parsed = std::fs::read_to_string(path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|text| Map::parse(&text, start, end).map_err(|e| e.to_string()));
+                match parsed {
+                    Ok(map) => map,
+                    Err(why) => {
+                        reporter.message(format!("--resume: map '{}': {why}", path.display()));
+                        return super::EXIT_FAILURE;
+                    }
+                }
+            }
+            _ => Map::new(start, end),
+        };
+        let hashing = match self.start_hashing() {
+            Ok(hashing) => hashing,
+            Err(message) => {
+                reporter.message(message);
+                return super::EXIT_FAILURE;
+            }
+        };
+        let (tap, hash_job) = match hashing {
+            Some((tap, job)) => (Some(tap), Some(job)),
+            None => (None, None),
+        };
+        let job = Job {
+            input: input.handle.as_fd(),
+            input_path,
+            output: output.handle.as_fd(),
+            start,
+            end,
+            output_start: plan.seek.total_bytes(plan.output_block_size).unwrap_or(0),
+            chunk: plan.input_block_size,
+            sector: request
+                .sector
+                .unwrap_or_else(|| rescue::logical_sector(input.handle.as_fd())),
+            rescue: request.rescue,
+            pad_failed_chunks: plan.conv.contains(Conv::NOERROR),
+            map,
+            map_path: request.map_path.clone(),
+            command_line,
+            tap,
+        };
+        let report = match rescue::run(job, counters) {
+            Ok(report) => report,
+            Err(_) => {
+                reporter.diagnostic(Diagnostic::NoMemory {
+                    buffer: crate::engine::diagnostic::BufferKind::Input,
+                    size: plan.input_block_size,
+                });
+                return super::EXIT_FAILURE;
+            }
+        };
+        let mut failed = false;
+        match report.ended {
+            Ended::Complete => {}
+            Ended::ReadError { offset, errno } => {
+                reporter.diagnostic(Diagnostic::ReadError {
+                    file: input.name.clone(),
+                    errno,
+                });
+                reporter.message(format!(
+                    "stopped at input offset {offset}; continue with --resume{}",
+                    if request.map_path.is_some() {
+                        ""
+                    } else {
+                        " (and --map=FILE next time)"
+                    }
+                ));
+                failed = true;
+            }
+            Ended::WriteError { offset, errno } => {
+                reporter.diagnostic(Diagnostic::ErrorWriting {
+                    file: output.name.clone(),
+                    errno,
+                });
+                reporter.message(format!(
+                    "{}: stopped at offset {offset}; everything before it is written",
+                    quote_file(&output.name)
+                ));
+                failed = true;
+            }
+        }
+        if plan.conv.intersects(Conv::FSYNC | Conv::FDATASYNC) {
+            let fd = output.handle.as_fd();
+            let synced = if plan.conv.contains(Conv::FSYNC) {
+                crate::sys::file::fsync(fd)
+            } else {
+                crate::sys::file::fdatasync(fd)
+            };
+            if let Err(errno) = synced {
+                reporter.diagnostic(Diagnostic::FsyncFailed {
+                    file: output.name.clone(),
+                    errno,
+                });
+                failed = true;
+            }
+        }
+        if let Err(errno) = input.handle.close() {
+            reporter.diagnostic(Diagnostic::ClosingInput {
+                file: input.name.clone(),
+                errno,
+            });
+            return super::EXIT_FAILURE;
+        }
+        if let Err(errno) = output.handle.close() {
+            reporter.diagnostic(Diagnostic::ClosingOutput {
+                file: output.name.clone(),
+                errno,
+            });
+            return super::EXIT_FAILURE;
+        }
+        reporter.statistics();
+        let bad = report.map.bad();
+        for block in &bad {
+            reporter.message(format!(
+                "{}: bad range at offset {}, {} bytes (zeros in the output)",
+                quote_file(&input.name),
+                block.pos,
+                block.size
+            ));
+        }
+        if !bad.is_empty() {
+            let lost: u64 = bad.iter().map(|b| b.size).sum();
+            reporter.message(format!(
+                "{}: {} bad range{}, {lost} bytes unreadable{}",
+                quote_file(&input.name),
+                bad.len(),
+                if bad.len() == 1 { "" } else { "s" },
+                if report.newly_bad < lost {
+                    " (some found by an earlier run)"
+                } else {
+                    ""
+                }
+            ));
+            failed = true;
+        }
+        if let Some((path, why)) = &report.map_error {
+            reporter.message(format!("cannot save the map '{}': {why}", path.display()));
+            failed = true;
+        }
+        let complete = matches!(report.ended, Ended::Complete);
+        if complete && bad.is_empty() && request.map_is_checkpoint && report.map_error.is_none() {
+            if let Some(path) = &request.map_path {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        failed |= self.finish(hash_job, plan, reporter);
+        if failed || crate::progress::reporter::stderr_failed() {
+            super::EXIT_FAILURE
+        } else {
+            0
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! GNU ddrescue's mapfile: which byte ranges of the input are finished,
+//! bad or not tried yet. ddx keeps one in memory during a rescue or a
+//! resumable copy and saves it in ddrescue's format, so the map of a ddx
+//! rescue can be continued by ddrescue (and the other way round), read by
+//! ddrescuelog, or fed to nbdkit's ddrescue filter.
+//!
+//! Format (ddrescue manual, "Mapfile structure"): `#` comment lines; one
+//! status line `current_pos current_status current_pass`; then one line
+//! per block, `pos size status`, positions and sizes in hexadecimal with a
+//! 0x prefix, blocks sorted and contiguous. Block status characters:
+//! `?` non-tried, `*` non-trimmed, `/` non-scraped, `-` bad sector,
+//! `+` finished.
+
+use std::io::Write;
+use std::path::Path;
+
+/// The status of one block of the map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    NonTried,
+    NonTrimmed,
+    NonScraped,
+    BadSector,
+    Finished,
+}
+
+impl Status {
+    pub fn symbol(self) -> char {
+        match self {
+            Status::NonTried => '?',
+            Status::NonTrimmed => '*',
+            Status::NonScraped => '/',
+            Status::BadSector => '-',
+            Status::Finished => '+',
+        }
+    }
+
+    fn from_symbol(c: char) -> Option<Self> {
+        Some(match c {
+            '?' => Status::NonTried,
+            '*' => Status::NonTrimmed,
+            '/' => Status::NonScraped,
+            '-' => Status::BadSector,
+            '+' => Status::Finished,
+            _ => return None,
+        })
+    }
+}
+
+/// One contiguous block of equal status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    pub pos: u64,
+    pub size: u64,
+    pub status: Status,
+}
+
+impl Block {
+    pub fn end(&self) -> u64 {
+        self.pos + self.size
+    }
+}
+
+/// A map of the input positions `[start, end)`: sorted, contiguous blocks
+/// with no two neighbours of the same status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Map {
+    blocks: Vec<Block>,
+    /// The header's current position and pass (informative only).
+    pub current_pos: u64,
+    /// The header's status: '?' copying, '/' scraping, '+' finished.
+    pub current_status: char,
+    pub current_pass: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MapError {
+    #[error("line {line}: {what}")]
+    Syntax { line: usize, what: &'static str },
+}
+
+impl Map {
+    /// Nothing tried yet over `[start, end)`.
+    pub fn new(start: u64, end: u64) -> Self {
+        let mut blocks = Vec::new();
+        if end > start {
+            blocks.push(Block {
+                pos: start,
+                size: end - start,
+                status: Status::NonTried,
+            });
+        }
+        Map {
+            blocks,
+            current_pos: start,
+            current_status: '?',
+            current_pass: 1,
+        }
+    }
+
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    /// Parse a mapfile, then fit it to `[start, end)`: what the file does
+    /// not cover is non-tried, what lies outside is dropped.
+    pub fn parse(text: &str, start: u64, end: u64) -> Result<Self, MapError> {
+        let mut map = Map::new(start, end);
+        let mut header = None;
+        for (index, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let line_number = index + 1;
+            let syntax = |what| MapError::Syntax {
+                line: line_number,
+                what,
+            };
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if header.is_none() {
+                if fields.len() < 2 {
+                    return Err(syntax("expected 'current_pos current_status [pass]'"));
+                }
+                let pos = parse_number(fields[0]).ok_or(syntax("bad current_pos"))?;
+                let status = fields[1]
+                    .chars()
+                    .next()
+                    .ok_or(syntax("bad current_status"))?;
+                let pass = match fields.get(2) {
+                    Some(p) => p.parse().map_err(|_| syntax("bad current_pass"))?,
+                    None => 1,
+                };
+                header = Some((pos, status, pass));
+                continue;
+            }
+            if fields.len() != 3 {
+                return Err(syntax("expected 'pos size status'"));
+            }
+            let pos = parse_number(fields[0]).ok_or(syntax("bad pos"))?;
+            let size = parse_number(fields[1]).ok_or(syntax("bad size"))?;
+            let mut chars = fields[2].chars();
+            let status = chars
+                .next()
+                .and_then(Status::from_symbol)
+                .filter(|_| chars.next().is_none())
+                .ok_or(syntax("bad status (one of ?*/-+)"))?;
+            let block_end = pos
+                .checked_add(size)
+                .ok_or(syntax("pos + size overflows"))?;
+            let (from, to) = (pos.max(start), block_end.min(end));
+            if from < to {
+                map.mark(from, to - from, status);
+            }
+        }
+        let (pos, status, pass) = header.ok_or(MapError::Syntax {
+            line: 0,
+            what: "no status line",
+        })?;
+        map.current_pos = pos;
+        map.current_status = status;
+        map.current_pass = pass;
+        Ok(map)
+    }
+
+    /// Set `[pos, pos+size)` to `status`, merging equal neighbours. The
+    /// range must lie within the map.
+    pub fn mark(&mut self, pos: u64, size: u64, status: Status) {
+        if size == 0 {
+            return;
+        }
+        let end = pos + size;
+        let mut out = Vec::with_capacity(self.blocks.len() + 2);
+        let mut placed = false;
+        for block in self.blocks.drain(..) {
+            if block.end() <= pos || block.pos >= end {
+                if block.pos >= end && !placed {
+                    out.push(Block { pos, size, status });
+                    placed = true;
+                }
+                out.push(block);
+                continue;
+            }
+            if block.pos < pos {
+                out.push(Block {
+                    pos: block.pos,
+                    size: pos - block.pos,
+                    status: block.status,
+                });
+            }
+            if !placed {
+                out.push(Block { pos, size, status });
+                placed = true;
+            }
+            if block.end() > end {
+                out.push(Block {
+                    pos: end,
+                    size: block.end() - end,
+                    status: block.status,
+                });
+            }
+        }
+        if !placed {
+            out.push(Block { pos, size, status });
+        }
+        // Merge neighbours of equal status.
+        let mut merged: Vec<Block> = Vec::with_capacity(out.len());
+        for block in out {
+            match merged.last_mut() {
+                Some(last) if last.status == block.status && last.end() == block.pos => {
+                    last.size += block.size;
+                }
+                _ => merged.push(block),
+            }
+        }
+        self.blocks = merged;
+    }
+
+    /// The blocks still to be read (not finished and not bad), in order.
+    pub fn pending(&self) -> Vec<Block> {
+        self.blocks
+            .iter()
+            .filter(|b| !matches!(b.status, Status::Finished | Status::BadSector))
+            .copied()
+            .collect()
+    }
+
+    /// The bad blocks, in order.
+    pub fn bad(&self) -> Vec<Block> {
+        self.blocks
+            .iter()
+            .filter(|b| b.status == Status::BadSector)
+            .copied()
+            .collect()
+    }
+
+    /// Bytes with `status`.
+    pub fn bytes_with(&self, status: Status) -> u64 {
+        self.blocks
+            .iter()
+            .filter(|b| b.status == status)
+            .map(|b| b.size)
+            .sum()
+    }
+
+    /// The mapfile's text, as ddrescue writes it.
+    pub fn render(&self, command_line: &str) -> String {
+        let mut text = String::new();
+        text.push_str(&format!(
+            "# Mapfile. Created by ddx version {}\n",
+            env!("CARGO_PKG_VERSION")
+        ));
+        text.push_str(&format!("# Command line: {command_line}\n"));
+        if self.current_status == '+' {
+            text.push_str("# Finished\n");
+        }
+        text.push_str("# current_pos  current_status  current_pass\n");
+        text.push_str(&format!(
+            "0x{:08X}     {}               {}\n",
+            self.current_pos, self.current_status, self.current_pass
+        ));
+        text.push_str("#      pos        size  status\n");
+        for block in &self.blocks {
+            text.push_str(&format!(
+                "0x{:08X}  0x{:08X}  {}\n",
+                block.pos,
+                block.size,
+                block.status.symbol()
+            ));
+        }
+        text
+    }
+
+    /// Save to `path` so that a crash at any moment leaves either the old
+    /// map or the new one: write a temporary file beside it, sync it, and
+    /// rename it over the old one.
+    pub fn save(&self, path: &Path, command_line: &str) -> std::io::Result<()> {
+        let mut temporary = path.as_os_str().to_owned();
+        temporary.push(".tmp");
+        let temporary = std::path::PathBuf::from(temporary);
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(self.render(command_line).as_bytes())?;
+        file.sync_data()?;
+        drop(file);
+        std::fs::rename(&temporary, path)
+    }
+}
+
+/// ddrescue's numbers: 0x-hex, 0-octal or decimal.
+fn parse_number(text: &str) -> Option<u64> {
+    if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16).ok()
+    } else if text.len() > 1 && text.starts_with('0') {
+        u64::from_str_radix(&text[1..], 8).ok()
+    } else {
+        text.parse().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_split_and_merge() {
+        let mut map = Map::new(0, 100);
+        map.mark(10, 20, Status::Finished);
+        map.mark(40, 5, Status::BadSector);
+        map.mark(30, 10, Status::Finished);
+        let shape: Vec<(u64, u64, char)> = map
+            .blocks()
+            .iter()
+            .map(|b| (b.pos, b.size, b.status.symbol()))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![(0, 10, '?'), (10, 30, '+'), (40, 5, '-'), (45, 55, '?')]
+        );
+        assert_eq!(map.pending().len(), 2);
+        assert_eq!(map.bytes_with(Status::Finished), 30);
+    }
+
+    #[test]
+    fn round_trips_through_text() {
+        let mut map = Map::new(0, 0x100000);
+        map.mark(0, 0x19000, Status::Finished);
+        map.mark(0x19000, 0x400, Status::BadSector);
+        map.current_pos = 0x19400;
+        let text = map.render("ddx --rescue");
+        assert!(text.contains("0x00019000  0x00000400  -\n"), "{text}");
+        assert_eq!(Map::parse(&text, 0, 0x100000).unwrap(), map);
+    }
+
+    #[test]
+    fn parses_ddrescue_output_and_fits_the_domain() {
+        let text = "# Mapfile. Created by GNU ddrescue version 1.27\n\
+                    # current_pos  current_status  current_pass\n\
+                    0x0004AC00     +               1\n\
+                    #      pos        size  status\n\
+                    0x00000000  0x00019000  +\n\
+                    0x00019000  0x00001000  -\n\
+                    0x0001A000  0x000E6000  +\n";
+        let map = Map::parse(text, 0x1000, 0x20000).unwrap();
+        assert_eq!(map.bad().len(), 1);
+        assert_eq!(map.bytes_with(Status::Finished), 0x20000 - 0x1000 - 0x1000);
+        assert!(Map::parse("0x0 + 1\n0x0 0x10 x\n", 0, 16).is_err());
+        assert!(Map::parse("", 0, 16).is_err());
+    }
+
+    #[test]
+    fn what_the_file_leaves_out_is_non_tried() {
+        let map = Map::parse("0 ? 1\n0x0 0x10 +\n", 0, 32).unwrap();
+        assert_eq!(
+            map.pending(),
+            vec![Block {
+                pos: 16,
+                size: 16,
+                status: Status::NonTried
+            }]
+        );
+    }
+}
