@@ -115,3 +115,119 @@ fn read_errors_match_gnu_dd_on_every_backend() {
         compare_with_gnu(test, &device.path, operands, scratch.path());
     }
 }
+
+/// The '-' blocks of a mapfile, as (pos, size).
+fn bad_blocks(map: &str) -> Vec<(u64, u64)> {
+    let mut lines = map
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'));
+    lines.next(); // the status line
+    lines
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&"-")).then(|| {
+                let n = |t: &str| u64::from_str_radix(t.trim_start_matches("0x"), 16).unwrap();
+                (n(f[0]), n(f[1]))
+            })
+        })
+        .collect()
+}
+
+fn have_tool(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn rescue_recovers_what_gnu_ddrescue_recovers() {
+    let test = "rescue_recovers_what_gnu_ddrescue_recovers";
+    if !have_tool("ddrescue") {
+        return rigs::skip(test, "ddrescue is not installed (package gddrescue)");
+    }
+    let size = 1 << 20;
+    let contents = pattern(size);
+    let bad = [
+        (0x19000, 0x400),
+        (0x4A000, 0x200),
+        (0x8FE00, 0x600),
+        (0xFFE00, 0x200),
+    ];
+    let device = match rigs::NbdDevice::with_bad_ranges(&contents, &bad) {
+        Ok(device) => device,
+        Err(reason) => return rigs::skip(test, &reason),
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let theirs = scratch.path().join("ddrescue.img");
+    let their_map = scratch.path().join("ddrescue.map");
+    let status = Command::new("ddrescue")
+        .args(["-q", "-d", "-b512"])
+        .arg(&device.path)
+        .arg(&theirs)
+        .arg(&their_map)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut expected = contents.clone();
+    for &(pos, len) in &bad {
+        expected[pos as usize..(pos + len) as usize].fill(0);
+    }
+    // ddrescue leaves a bad last sector unwritten: the image is shorter.
+    let mut their_bytes = std::fs::read(&theirs).unwrap();
+    their_bytes.resize(size, 0);
+    assert!(
+        their_bytes == expected,
+        "ddrescue itself read the rig wrong"
+    );
+    assert_eq!(
+        bad_blocks(&std::fs::read_to_string(&their_map).unwrap()),
+        bad
+    );
+
+    for bs in ["bs=4096", "bs=64k", "bs=1M", "bs=512", "ibs=3000"] {
+        let ours = scratch.path().join("ddx.img");
+        let our_map = scratch.path().join("ddx.map");
+        let _ = std::fs::remove_file(&our_map);
+        let out = ddx()
+            .arg("--rescue")
+            .arg(format!("--map={}", our_map.display()))
+            .arg(format!("if={}", device.path.display()))
+            .arg(format!("of={}", ours.display()))
+            .arg(bs)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{bs}: bad sectors exit 1");
+        assert!(std::fs::read(&ours).unwrap() == expected, "{bs}: output");
+        assert_eq!(
+            bad_blocks(&std::fs::read_to_string(&our_map).unwrap()),
+            bad,
+            "{bs}: map"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let reported: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("bad range at offset"))
+            .collect();
+        let wanted: Vec<String> = bad
+            .iter()
+            .map(|(pos, len)| {
+                format!(
+                    "dd: '{}': bad range at offset {pos}, {len} bytes (zeros in the output)",
+                    device.path.display()
+                )
+            })
+            .collect();
+        assert_eq!(reported, wanted, "{bs}: report");
+        // ddrescue can continue from our map: nothing left but bad sectors.
+        let status = Command::new("ddrescue")
+            .args(["-q", "-d", "-b512"])
+            .arg(&device.path)
+            .arg(&ours)
+            .arg(&our_map)
+            .status()
+            .unwrap();
+        assert!(status.success(), "{bs}: ddrescue reads our map");
+    }
+}

@@ -446,14 +446,19 @@ impl<'a> Writer<'a> {
     fn bulk(&mut self, buf: AlignedBuf, len: usize) -> Result<Handled, Stop> {
         let ibs = self.plan.input_block_size;
         self.count_bulk_input(len as u64);
+        let start = self.bulk_in - len as u64;
         let data = &buf.as_slice()[..len];
         if self.plan.two_buffers {
             // Top up a partly filled output block first, as GNU would.
             let obs = self.plan.output_block_size;
             let mut data = data;
+            let mut take = 0;
             if self.output_fill > 0 {
-                let take = (obs - self.output_fill).min(data.len());
-                self.output_slice(&data[..take])?;
+                take = (obs - self.output_fill).min(data.len());
+                if let Err(stop) = self.output_slice(&data[..take]) {
+                    self.records_in_at_failed_write(start + take as u64);
+                    return Err(stop);
+                }
                 data = &data[take..];
             }
             let whole = data.len() / obs * obs;
@@ -461,6 +466,8 @@ impl<'a> Writer<'a> {
                 let (written, error) = self.write_blocks(&data[..whole], obs);
                 add(&self.counters.records_out_full, (written / obs) as u64);
                 if written != whole {
+                    let failed_end = start + (take + written / obs * obs + obs) as u64;
+                    self.records_in_at_failed_write(failed_end);
                     return self.short_write(error, written % obs != 0);
                 }
             }
@@ -470,12 +477,32 @@ impl<'a> Writer<'a> {
         let (written, error) = self.write_blocks(data, ibs);
         add(&self.counters.records_out_full, (written / ibs) as u64);
         if written != len {
+            self.records_in_at_failed_write(start + (written / ibs * ibs + ibs) as u64);
             return self.short_write(error, false);
         }
         if len % ibs != 0 {
             bump(&self.counters.records_out_partial);
         }
         Ok(Handled::Continue(Some(buf)))
+    }
+
+    /// A write of bulk data failed in the block ending at stream offset
+    /// `failed_end`: GNU, reading record by record, had read only the
+    /// records up to that block's end (the last one perhaps partial), not
+    /// all that bulk mode read ahead.
+    fn records_in_at_failed_write(&mut self, failed_end: u64) {
+        let ibs = self.plan.input_block_size as u64;
+        let end = failed_end
+            .div_ceil(ibs)
+            .saturating_mul(ibs)
+            .min(self.bulk_in);
+        self.counters
+            .records_in_full
+            .store(end / ibs, std::sync::atomic::Ordering::Release);
+        if end % ibs != 0 {
+            bump(&self.counters.records_in_partial);
+        }
+        // The End event, which would count the partial record, never comes.
     }
 
     /// Records in, from the bytes read in bulk so far: whole records as
@@ -514,12 +541,15 @@ impl<'a> Writer<'a> {
         };
         let step = zeros.len() / block * block;
         let mut left = len as usize;
+        let start = self.bulk_in - len;
         while left > 0 {
             let n = left.min(step);
             let (written, error) = self.write_blocks(&zeros.as_slice()[..n], block);
             add(&self.counters.records_out_full, (written / block) as u64);
             if written != n {
                 self.zeros = Some(zeros);
+                let done = (len as usize - left + written / block * block + block) as u64;
+                self.records_in_at_failed_write(start + done);
                 return self.short_write(error, written % block != 0);
             }
             left -= n;
@@ -570,6 +600,39 @@ impl<'a> Writer<'a> {
             self.behind_after(written as u64);
             done += written;
             if written != want {
+                if want - written > block && written % block == 0 && error.is_some() {
+                    // A device may refuse a large request for one bad
+                    // block: write on block by block to fail where GNU,
+                    // writing one block at a time, would have.
+                    match self.write_piecewise(&data[done..end], block) {
+                        (n, None) => {
+                            done += n;
+                            continue;
+                        }
+                        (n, error) => return (done + n, error),
+                    }
+                }
+                return (done, error);
+            }
+        }
+        (done, None)
+    }
+
+    /// Write `data` one `block` at a time, stopping at the first failure.
+    fn write_piecewise(&mut self, data: &[u8], block: usize) -> (usize, Option<Errno>) {
+        let mut done = 0;
+        while done < data.len() {
+            let piece = &data[done..(done + block).min(data.len())];
+            let (written, error) = self.io.write(
+                self.output.handle.as_fd(),
+                &self.output.name,
+                piece,
+                self.events,
+            );
+            add(&self.counters.bytes_out, written as u64);
+            self.behind_after(written as u64);
+            done += written;
+            if written != piece.len() {
                 return (done, error);
             }
         }

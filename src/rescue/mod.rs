@@ -400,19 +400,27 @@ impl Copier<'_, '_> {
         Ok(())
     }
 
+    /// Read `len` bytes at `pos`, all within one sector, into the front of
+    /// the sector buffer. Through O_DIRECT the whole sector is read (a
+    /// direct read must be aligned) and the wanted part moved to the front:
+    /// a read through the cache would fail for the whole page.
     fn read_sector(&mut self, pos: u64, len: usize) -> Result<usize, Errno> {
-        let sector = self.job.sector;
+        let sector = self.job.sector as u64;
         if let Some(direct) = &self.direct {
-            if pos % sector as u64 == 0 {
-                let buf = &mut self.sector_buf.as_mut_slice()[..sector];
-                loop {
-                    match rustix::io::pread(direct, &mut *buf, pos) {
-                        Err(Errno::INTR) => continue,
-                        // Not alignable here after all: read through the cache.
-                        Err(Errno::INVAL) => break,
-                        Ok(n) => return Ok(n.min(len)),
-                        Err(e) => return Err(e),
+            let sector_start = pos / sector * sector;
+            let skip = (pos - sector_start) as usize;
+            let buf = &mut self.sector_buf.as_mut_slice()[..sector as usize];
+            loop {
+                match rustix::io::pread(direct, &mut *buf, sector_start) {
+                    Err(Errno::INTR) => continue,
+                    // Not alignable here after all: read through the cache.
+                    Err(Errno::INVAL) => break,
+                    Ok(n) => {
+                        let n = n.saturating_sub(skip).min(len);
+                        buf.copy_within(skip..skip + n, 0);
+                        return Ok(n);
                     }
+                    Err(e) => return Err(e),
                 }
             }
         }

@@ -127,6 +127,29 @@ impl NbdDevice {
         })
     }
 
+    /// A writable device over `contents` that stores every write but
+    /// silently sets the byte at `flip_at` to 0x01 whenever a write covers
+    /// it: a disk that corrupts data on its way down.
+    pub fn flipping_writes(contents: &[u8], flip_at: u64) -> Result<Self, String> {
+        Self::start(contents, |_, image| {
+            let image = image.display();
+            Ok(vec![
+                "eval".into(),
+                format!("get_size=stat -c %s {image}"),
+                format!(
+                    "pread=dd if={image} skip=$4 count=$3 iflag=skip_bytes,count_bytes status=none"
+                ),
+                format!(
+                    "pwrite=dd of={image} seek=$4 oflag=seek_bytes conv=notrunc iflag=fullblock \
+                     status=none; if [ $4 -le {flip_at} ] && [ $(($4 + $3)) -gt {flip_at} ]; \
+                     then printf '\\001' | dd of={image} bs=1 seek={flip_at} conv=notrunc \
+                     status=none; fi"
+                ),
+                "can_write=exit 0".into(),
+            ])
+        })
+    }
+
     fn start(
         contents: &[u8],
         args: impl FnOnce(&Path, &Path) -> Result<Vec<String>, String>,
