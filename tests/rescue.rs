@@ -231,3 +231,90 @@ fn rescue_recovers_what_gnu_ddrescue_recovers() {
         assert!(status.success(), "{bs}: ddrescue reads our map");
     }
 }
+
+/// A small xorshift, seeded from the clock (the seed is printed).
+struct Random(u64);
+
+impl Random {
+    fn new() -> Self {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+            | 1;
+        eprintln!("random seed {seed}");
+        Random(seed)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+#[test]
+fn resume_after_sigkill_gives_the_uninterrupted_copy() {
+    let test = "resume_after_sigkill_gives_the_uninterrupted_copy";
+    let size = 2 << 20;
+    let contents = pattern(size);
+    // About 21 ms per 16 KiB request: a whole copy takes ~2.7 s.
+    let device = match rigs::NbdDevice::slow(&contents, 20) {
+        Ok(device) => device,
+        Err(reason) => return rigs::skip(test, &reason),
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let output = scratch.path().join("copy.img");
+    let checkpoint = scratch.path().join("copy.img.ddx-map");
+    let run = || {
+        ddx()
+            .arg("--resume")
+            .arg(format!("if={}", device.path.display()))
+            .arg(format!("of={}", output.display()))
+            .args(["bs=16k", "iflag=direct", "status=none"])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut random = Random::new();
+    let (mut kills, mut resumed_from_partial_map, mut completed) = (0, 0, 0);
+    while kills < 20 {
+        let had_map = checkpoint.exists();
+        let mut child = run();
+        std::thread::sleep(std::time::Duration::from_millis(20 + random.below(1500)));
+        if child.try_wait().unwrap().is_some() {
+            // Finished before the kill: the checkpoint is gone; go again
+            // (a fresh copy over the finished one).
+            completed += 1;
+            assert!(
+                !checkpoint.exists(),
+                "a complete copy removes its checkpoint"
+            );
+            assert!(std::fs::read(&output).unwrap() == contents);
+            continue;
+        }
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
+        child.wait().unwrap();
+        kills += 1;
+        if had_map {
+            resumed_from_partial_map += 1;
+        }
+    }
+    let status = run().wait().unwrap();
+    assert!(status.success(), "the last resume completes");
+    assert!(
+        std::fs::read(&output).unwrap() == contents,
+        "resumed output equals the input"
+    );
+    assert!(!checkpoint.exists());
+    eprintln!(
+        "{kills} kills, {resumed_from_partial_map} runs resumed a checkpoint, \
+         {completed} completed before their kill"
+    );
+    assert!(
+        resumed_from_partial_map >= 5,
+        "too few kills landed after a checkpoint was saved"
+    );
+}

@@ -120,7 +120,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::valued(
         "map",
         "FILE",
-        "keep a GNU ddrescue mapfile of what is copied and what is bad, saved every \
+        "keep a GNU ddrescue mapfile of what is copied and what is bad, saved twice a second \
          second and at the end (implies copying by position, as --rescue)",
     ),
     OptionSpec::switch(

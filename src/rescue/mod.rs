@@ -32,7 +32,7 @@ use crate::sys::Errno;
 use mapfile::{Map, Status};
 
 /// How often the map is saved during a copy.
-const SAVE_EVERY: Duration = Duration::from_secs(1);
+const SAVE_EVERY: Duration = Duration::from_millis(500);
 
 /// The sector size when the input does not tell (a file).
 pub const DEFAULT_SECTOR: usize = 512;
