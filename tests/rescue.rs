@@ -318,3 +318,425 @@ fn resume_after_sigkill_gives_the_uninterrupted_copy() {
         "too few kills landed after a checkpoint was saved"
     );
 }
+
+/// The digest printed by a checksum tool for `path` (its first hex word).
+fn tool_digest(tool: &str, args: &[&str], path: &Path) -> Option<String> {
+    if !have_tool(tool) {
+        return None;
+    }
+    let out = Command::new(tool).args(args).arg(path).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    // "HEX  file" (sha256sum, b3sum) or "XXH3 (file) = HEX" (xxhsum -H3).
+    let word = if text.contains(" = ") {
+        text.rsplit(" = ").next()?.trim().to_owned()
+    } else {
+        text.split_whitespace().next()?.to_owned()
+    };
+    Some(word)
+}
+
+fn printed_digest(stderr: &str, algorithm: &str) -> String {
+    let prefix = format!("{algorithm}: ");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no {algorithm} line in {stderr}"));
+    line[prefix.len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn hashes_equal_the_checksum_tools() {
+    let scratch = tempfile::tempdir().unwrap();
+    // Data, a 3 MiB hole, data, and an odd tail: bulk reads, hole events
+    // and a partial last record all pass through the tap.
+    let input = scratch.path().join("input");
+    let mut contents = pattern(1 << 20);
+    contents.resize(4 << 20, 0);
+    contents.extend_from_slice(&pattern(123_457));
+    {
+        use std::io::{Seek, Write};
+        let mut file = std::fs::File::create(&input).unwrap();
+        file.write_all(&contents[..1 << 20]).unwrap();
+        file.seek(std::io::SeekFrom::Start(4 << 20)).unwrap();
+        file.write_all(&contents[4 << 20..]).unwrap();
+    }
+    let tools: [(&str, &str, &[&str]); 3] = [
+        ("sha256", "sha256sum", &[]),
+        ("blake3", "b3sum", &[]),
+        ("xxh3", "xxhsum", &["-H3"]),
+    ];
+    let mut expected = Vec::new();
+    for (algorithm, tool, args) in tools {
+        match tool_digest(tool, args, &input) {
+            Some(digest) => expected.push((algorithm, digest)),
+            None => rigs::skip(
+                &format!("hashes_equal_the_checksum_tools ({algorithm})"),
+                &format!("{tool} is not installed"),
+            ),
+        }
+    }
+    let output = scratch.path().join("output");
+    let mut cases: Vec<Vec<&str>> = Vec::new();
+    for backend in BACKENDS {
+        for bs in ["bs=64k", "bs=4096", "ibs=1000 obs=3000", "bs=1M"] {
+            let mut case: Vec<&str> = backend.to_vec();
+            case.extend(bs.split(' '));
+            cases.push(case);
+        }
+    }
+    cases.push(vec!["--rescue", "bs=64k"]);
+    cases.push(vec!["--map=/dev/null/x", "bs=64k"]);
+    for case in &cases {
+        let _ = std::fs::remove_file(&output);
+        let out = ddx()
+            .arg("--hash=sha256,blake3,xxh3")
+            .arg(format!("if={}", input.display()))
+            .arg(format!("of={}", output.display()))
+            .args(case)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if case[0].starts_with("--map") {
+            // An unsavable map is reported, and the digests are still right.
+            assert!(stderr.contains("cannot save the map"), "{stderr}");
+        } else {
+            assert!(out.status.success(), "{case:?}: {stderr}");
+        }
+        assert!(std::fs::read(&output).unwrap() == contents, "{case:?}");
+        for (algorithm, digest) in &expected {
+            assert_eq!(
+                &printed_digest(&stderr, algorithm),
+                digest,
+                "{algorithm} {case:?}"
+            );
+        }
+    }
+    // From a pipe, with skip= and count=: the digest of what was copied.
+    let out = ddx()
+        .args([
+            "--hash=sha256",
+            "bs=1000",
+            "skip=3",
+            "count=700",
+            "status=none",
+        ])
+        .arg(format!("of={}", output.display()))
+        .stdin(std::fs::File::open(&input).unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if let Some(digest) = tool_digest("sha256sum", &[], &output) {
+        assert_eq!(printed_digest(&stderr, "sha256"), digest);
+        assert!(stderr.ends_with(&format!("{digest}  -\n")), "{stderr}");
+    }
+}
+
+#[test]
+fn verify_passes_a_good_copy_and_catches_a_flipped_byte() {
+    let test = "verify_passes_a_good_copy_and_catches_a_flipped_byte";
+    let scratch = tempfile::tempdir().unwrap();
+    let size = 3 << 20;
+    let mut contents = pattern(size);
+    let flip_at = 1_234_567u64;
+    contents[flip_at as usize] = 0x80;
+    let input = scratch.path().join("input");
+    std::fs::write(&input, &contents).unwrap();
+    let output = scratch.path().join("output");
+    for extra in [
+        &["bs=64k"][..],
+        &["bs=512", "--backend=sync"],
+        &["--rescue"],
+    ] {
+        let out = ddx()
+            .arg("--verify")
+            .arg(format!("if={}", input.display()))
+            .arg(format!("of={}", output.display()))
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "verify: {size} bytes of '{}' read back, identical",
+                output.display()
+            )),
+            "{stderr}"
+        );
+    }
+
+    // A device that corrupts one byte on its way down: the copy itself
+    // succeeds, and only reading back from the device shows it.
+    let device = match rigs::NbdDevice::flipping_writes(&vec![0; size], flip_at) {
+        Ok(device) => device,
+        Err(reason) => return rigs::skip(test, &reason),
+    };
+    for extra in [
+        &["bs=64k"][..],
+        &["bs=4096", "--backend=sync"],
+        &["--rescue"],
+    ] {
+        let out = ddx()
+            .arg("--verify")
+            .arg(format!("if={}", input.display()))
+            .arg(format!("of={}", device.path.display()))
+            .arg("conv=notrunc")
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "verify: '{}' differs from what was written at offset {flip_at}\n",
+                device.path.display()
+            )),
+            "{extra:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn enospc_matches_gnu_dd_on_every_backend() {
+    let test = "enospc_matches_gnu_dd_on_every_backend";
+    let fs = match rigs::SmallTmpfs::new(1 << 20) {
+        Ok(fs) => fs,
+        Err(reason) => return rigs::skip(test, &reason),
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let input = scratch.path().join("input");
+    std::fs::write(&input, pattern(3 << 20)).unwrap();
+    let output = fs.path().join("out");
+    for operands in [
+        &["bs=64k"][..],
+        &["bs=4096"],
+        &["bs=1M"],
+        &["bs=3000"],
+        &["ibs=4k", "obs=64k"],
+        &["bs=64k", "conv=fdatasync"],
+        &["bs=64k", "seek=3", "conv=sparse"],
+    ] {
+        let _ = std::fs::remove_file(&output);
+        let gnu = gnu_dd()
+            .arg(format!("if={}", input.display()))
+            .arg(format!("of={}", output.display()))
+            .args(operands)
+            .output()
+            .unwrap();
+        let gnu_bytes = std::fs::read(&output).unwrap();
+        for backend in BACKENDS {
+            let _ = std::fs::remove_file(&output);
+            let ours = ddx()
+                .args(*backend)
+                .arg(format!("if={}", input.display()))
+                .arg(format!("of={}", output.display()))
+                .args(operands)
+                .output()
+                .unwrap();
+            let what = format!("{operands:?} {backend:?}");
+            assert_eq!(normalised_stderr(&ours), normalised_stderr(&gnu), "{what}");
+            assert_eq!(ours.status.code(), gnu.status.code(), "{what}");
+            assert!(std::fs::read(&output).unwrap() == gnu_bytes, "{what}");
+        }
+    }
+    // A positional copy says where it stopped; what it wrote stays.
+    let _ = std::fs::remove_file(&output);
+    let out = ddx()
+        .arg("--resume")
+        .arg(format!("if={}", input.display()))
+        .arg(format!("of={}", output.display()))
+        .arg("bs=64k")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let written = std::fs::metadata(&output).unwrap().len();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains(&format!(
+            "dd: error writing '{}': No space left on device\ndd: '{}': stopped at offset \
+             {written}; everything before it is written\n",
+            output.display(),
+            output.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&format!("\n{written} bytes (")), "{stderr}");
+}
+
+#[test]
+fn write_eio_matches_gnu_dd_on_every_backend() {
+    let test = "write_eio_matches_gnu_dd_on_every_backend";
+    let size = 1u64 << 20;
+    // blkdebug's sector 512 is byte 262144.
+    let rig = match rigs::FailingWrites::new(size, 512) {
+        Ok(rig) => rig,
+        Err(reason) => return rigs::skip(test, &reason),
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let input = scratch.path().join("input");
+    std::fs::write(&input, pattern(size as usize)).unwrap();
+    for operands in [
+        &["bs=64k", "conv=notrunc"][..],
+        &["bs=4096", "conv=notrunc"],
+        &["bs=1M", "conv=notrunc"],
+        &["ibs=4k", "obs=64k", "conv=notrunc"],
+        &["bs=3000", "conv=notrunc"],
+    ] {
+        std::fs::write(&rig.image, vec![0; size as usize]).unwrap();
+        let gnu = gnu_dd()
+            .arg(format!("if={}", input.display()))
+            .arg(format!("of={}", rig.path.display()))
+            .args(operands)
+            .output()
+            .unwrap();
+        let gnu_bytes = std::fs::read(&rig.image).unwrap();
+        for backend in BACKENDS {
+            std::fs::write(&rig.image, vec![0; size as usize]).unwrap();
+            let ours = ddx()
+                .args(*backend)
+                .arg(format!("if={}", input.display()))
+                .arg(format!("of={}", rig.path.display()))
+                .args(operands)
+                .output()
+                .unwrap();
+            let what = format!("{operands:?} {backend:?}");
+            assert_eq!(normalised_stderr(&ours), normalised_stderr(&gnu), "{what}");
+            assert_eq!(ours.status.code(), gnu.status.code(), "{what}");
+            assert!(std::fs::read(&rig.image).unwrap() == gnu_bytes, "{what}");
+        }
+    }
+    std::fs::write(&rig.image, vec![0; size as usize]).unwrap();
+    let out = ddx()
+        .arg("--rescue")
+        .arg(format!("if={}", input.display()))
+        .arg(format!("of={}", rig.path.display()))
+        .args(["bs=4096", "conv=notrunc"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains(&format!(
+            "'{}': stopped at offset 262144; everything before it is written\n",
+            rig.path.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("\n262144 bytes ("), "{stderr}");
+    assert!(
+        std::fs::read(&rig.image).unwrap()[..262144] == std::fs::read(&input).unwrap()[..262144]
+    );
+}
+
+#[test]
+fn refused_combinations_touch_nothing() {
+    let scratch = tempfile::tempdir().unwrap();
+    let input = scratch.path().join("input");
+    std::fs::write(&input, b"data").unwrap();
+    let output = scratch.path().join("output");
+    for (args, message) in [
+        (
+            &["--rescue", "conv=ucase"][..],
+            "--rescue cannot be combined with conv=ucase",
+        ),
+        (
+            &["--resume", "conv=noerror"],
+            "--resume needs conv=noerror and conv=sync together",
+        ),
+        (
+            &["--map=m", "oflag=append"],
+            "--map cannot be combined with oflag=append",
+        ),
+        (
+            &["--verify", "conv=swab"],
+            "--verify cannot be combined with conv=swab",
+        ),
+        (
+            &["--sector-size=4096"],
+            "--sector-size is the retry unit of --rescue",
+        ),
+        (&["--hash=md5"], "invalid argument 'md5' for '--hash'"),
+    ] {
+        let out = ddx()
+            .current_dir(scratch.path())
+            .arg(format!("if={}", input.display()))
+            .arg(format!("of={}", output.display()))
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(!output.exists(), "{args:?} created the output");
+        assert!(!scratch.path().join("m").exists());
+    }
+    // Without of=, positional copies and --verify are refused.
+    let out = ddx()
+        .args(["--verify"])
+        .arg(format!("if={}", input.display()))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--verify needs of=FILE"));
+    // A checkpoint whose output is gone is not resumed.
+    std::fs::write(scratch.path().join("output.ddx-map"), "0 ? 1\n").unwrap();
+    let out = ddx()
+        .arg("--resume")
+        .arg(format!("if={}", input.display()))
+        .arg(format!("of={}", output.display()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("which does not exist"));
+    assert!(!output.exists());
+}
+
+#[test]
+fn resume_continues_after_a_read_error() {
+    let test = "resume_continues_after_a_read_error";
+    let size = 1 << 20;
+    let contents = pattern(size);
+    let device = match rigs::NbdDevice::with_bad_ranges(&contents, &[(0x40000, 0x200)]) {
+        Ok(device) => device,
+        Err(reason) => return rigs::skip(test, &reason),
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let output = scratch.path().join("out");
+    let map = scratch.path().join("out.map");
+    let run = |extra: &[&str]| {
+        ddx()
+            .arg(format!("--map={}", map.display()))
+            .arg(format!("if={}", device.path.display()))
+            .arg(format!("of={}", output.display()))
+            .arg("bs=64k")
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // Stopped by the error; the map says what is done.
+    let out = run(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains(
+            "Input/output error\ndd: stopped at input offset 262144; continue with --resume\n"
+        ),
+        "{stderr}"
+    );
+    // The same command again refuses to start over the map.
+    let again = run(&[]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("add --resume"));
+    // With --rescue, only the bad sector is retried and lost.
+    let out = run(&["--resume", "--rescue"]);
+    assert_eq!(out.status.code(), Some(1));
+    let mut expected = contents.clone();
+    expected[0x40000..0x40200].fill(0);
+    assert!(std::fs::read(&output).unwrap() == expected);
+    assert_eq!(
+        bad_blocks(&std::fs::read_to_string(&map).unwrap()),
+        [(0x40000, 0x200)]
+    );
+}
