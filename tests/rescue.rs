@@ -471,14 +471,15 @@ fn verify_passes_a_good_copy_and_catches_a_flipped_byte() {
 
     // A device that corrupts one byte on its way down: the copy itself
     // succeeds, and only reading back from the device shows it.
+    // (Every request to this device runs a shell: keep them few and large.)
     let device = match rigs::NbdDevice::flipping_writes(&vec![0; size], flip_at) {
         Ok(device) => device,
         Err(reason) => return rigs::skip(test, &reason),
     };
     for extra in [
-        &["bs=64k"][..],
-        &["bs=4096", "--backend=sync"],
-        &["--rescue"],
+        &["bs=1M"][..],
+        &["bs=256k", "--backend=sync"],
+        &["--rescue", "bs=1M"],
     ] {
         let out = ddx()
             .arg("--verify")

@@ -178,9 +178,16 @@ pub fn scan(words: &[OsString]) -> Scan {
                 .iter()
                 .filter(|o| o.name.starts_with(name.as_str()))
                 .collect();
+            // GNU dd's own options keep every abbreviation GNU accepts
+            // (`--v`, `--ver`, `--h`), even where a ddx option shares it.
+            let gnu_own = matches
+                .iter()
+                .copied()
+                .find(|o| o.name == "help" || o.name == "version");
             let chosen = match (spec(&name), matches.as_slice()) {
                 (Some(exact), _) => exact,
                 (None, [one]) => *one,
+                (None, [_, _, ..]) if gnu_own.is_some() => gnu_own.expect("checked"),
                 (None, []) => return Scan::Error(format!("unrecognized option '--{text}'")),
                 (None, several) => {
                     let list: Vec<String> =
@@ -434,6 +441,12 @@ mod tests {
         assert_eq!(scan(&words(&["if=a", "--help"])), Scan::Help);
         assert_eq!(scan(&words(&["--he"])), Scan::Help);
         assert_eq!(scan(&words(&["--v"])), Scan::Version);
+        assert_eq!(scan(&words(&["--ver"])), Scan::Version);
+        assert_eq!(scan(&words(&["--h"])), Scan::Help);
+        assert!(matches!(
+            scan(&words(&["--veri"])),
+            Scan::Operands(_, Settings { verify: true, .. })
+        ));
     }
 
     #[test]
