@@ -241,7 +241,7 @@ impl Extras {
             command_line,
             tap,
         };
-        let report = match rescue::run(job, counters) {
+        let report = match rescue::run(job, counters, reporter) {
             Ok(report) => report,
             Err(_) => {
                 reporter.diagnostic(Diagnostic::NoMemory {

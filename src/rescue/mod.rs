@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::engine::counters::{add, bump, Counters};
+use crate::engine::Events;
 use crate::integrity::Tap;
 use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::sys::buffer::AlignedBuf;
@@ -255,6 +256,7 @@ pub fn logical_sector(fd: BorrowedFd<'_>) -> usize {
 
 struct Copier<'a, 'c> {
     job: Job<'a>,
+    events: &'c dyn Events,
     sink: PositionalSink<'a, 'c>,
     direct: Option<OwnedFd>,
     buf: AlignedBuf,
@@ -266,7 +268,7 @@ struct Copier<'a, 'c> {
 }
 
 /// Run a positional copy over the pending ranges of `job.map`.
-pub fn run(mut job: Job<'_>, counters: &Counters) -> Result<Report, Errno> {
+pub fn run(mut job: Job<'_>, counters: &Counters, events: &dyn Events) -> Result<Report, Errno> {
     let direct = if job.rescue {
         file::open_input(job.input_path, IoFlags::DIRECT).ok()
     } else {
@@ -277,6 +279,7 @@ pub fn run(mut job: Job<'_>, counters: &Counters) -> Result<Report, Errno> {
         sector_buf: AlignedBuf::new(job.sector)?,
         zeros: vec![0; job.chunk.max(job.sector)],
         direct,
+        events,
         sink: PositionalSink {
             output: job.output,
             counters,
@@ -322,6 +325,11 @@ impl Copier<'_, '_> {
                     Err(ended) => return ended,
                 }
                 self.job.map.current_pos = pos;
+                // status=progress, as the record engine prints it: between
+                // two requests, after a write.
+                if self.sink.counters.take_progress_due() {
+                    self.events.progress();
+                }
                 if self.last_save.elapsed() >= SAVE_EVERY {
                     self.save_map(false);
                 }
