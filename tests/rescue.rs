@@ -111,6 +111,12 @@ fn read_errors_match_gnu_dd_on_every_backend() {
         &["ibs=4096", "obs=10000", "conv=noerror,sync"],
         &["bs=4096", "conv=noerror,sync", "skip=20", "count=100"],
         &["bs=4096", "conv=noerror,sync", "status=none"],
+        &["bs=3000", "conv=noerror,sync"],
+        &["bs=3000", "conv=noerror"],
+        &["bs=4096", "conv=noerror,sync", "iflag=fullblock"],
+        &["bs=64k", "conv=noerror,sync", "count=7"],
+        &["ibs=512", "obs=4096", "conv=noerror"],
+        &["bs=128k", "conv=noerror,sync,fdatasync", "status=noxfer"],
     ] {
         compare_with_gnu(test, &device.path, operands, scratch.path());
     }
@@ -230,6 +236,38 @@ fn rescue_recovers_what_gnu_ddrescue_recovers() {
             .unwrap();
         assert!(status.success(), "{bs}: ddrescue reads our map");
     }
+
+    // With 4 KiB sectors, both lose whole 4 KiB sectors, the same ones.
+    let theirs4k = scratch.path().join("ddrescue4k.img");
+    let their_map4k = scratch.path().join("ddrescue4k.map");
+    let status = Command::new("ddrescue")
+        .args(["-q", "-d", "-b4096"])
+        .arg(&device.path)
+        .arg(&theirs4k)
+        .arg(&their_map4k)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let ours4k = scratch.path().join("ddx4k.img");
+    let our_map4k = scratch.path().join("ddx4k.map");
+    ddx()
+        .args(["--rescue", "--sector-size=4096", "bs=64k"])
+        .arg(format!("--map={}", our_map4k.display()))
+        .arg(format!("if={}", device.path.display()))
+        .arg(format!("of={}", ours4k.display()))
+        .output()
+        .unwrap();
+    let mut their_bytes = std::fs::read(&theirs4k).unwrap();
+    their_bytes.resize(size, 0);
+    assert!(
+        std::fs::read(&ours4k).unwrap() == their_bytes,
+        "4 KiB sectors: output"
+    );
+    assert_eq!(
+        bad_blocks(&std::fs::read_to_string(&our_map4k).unwrap()),
+        bad_blocks(&std::fs::read_to_string(&their_map4k).unwrap()),
+        "4 KiB sectors: map"
+    );
 }
 
 /// A small xorshift, seeded from the clock (the seed is printed).
