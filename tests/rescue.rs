@@ -604,6 +604,30 @@ fn enospc_matches_gnu_dd_on_every_backend() {
         "{stderr}"
     );
     assert!(stderr.contains(&format!("\n{written} bytes (")), "{stderr}");
+    // Room made, the same command continues where it stopped.
+    assert!(fs.resize(8 << 20), "remount the tmpfs larger");
+    let out = ddx()
+        .arg("--resume")
+        .arg(format!("if={}", input.display()))
+        .arg(format!("of={}", output.display()))
+        .arg("bs=64k")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let copied = std::fs::read(&input).unwrap();
+    assert!(std::fs::read(&output).unwrap() == copied);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "\n{} bytes (",
+            copied.len() as u64 - written / 65536 * 65536
+        )),
+        "only the rest is copied: {stderr}"
+    );
 }
 
 #[test]

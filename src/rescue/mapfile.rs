@@ -273,17 +273,66 @@ impl Map {
 
     /// Save to `path` so that a crash at any moment leaves either the old
     /// map or the new one: write a temporary file beside it, sync it, and
-    /// rename it over the old one.
+    /// rename it over the old one. When the filesystem is full (a copy
+    /// stopped by ENOSPC next to its map), the map is overwritten in place
+    /// instead, within the room saved maps keep for that (padding).
     pub fn save(&self, path: &Path, command_line: &str) -> std::io::Result<()> {
-        let mut temporary = path.as_os_str().to_owned();
-        temporary.push(".tmp");
-        let temporary = std::path::PathBuf::from(temporary);
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(self.render(command_line).as_bytes())?;
-        file.sync_data()?;
-        drop(file);
-        std::fs::rename(&temporary, path)
+        let mut text = self.render(command_line);
+        let room = SAVED_ROOM.max(text.len() + SAVED_ROOM / 2);
+        pad(&mut text, room);
+        match save_atomically(path, &text) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) => {
+                save_in_place(path, self.render(command_line)).map_err(|_| e)
+            }
+            other => other,
+        }
     }
+}
+
+/// Bytes a saved map takes at least: room to be rewritten in place.
+const SAVED_ROOM: usize = 4096;
+
+/// Fill `text` up to `len` bytes with comment lines.
+fn pad(text: &mut String, len: usize) {
+    while text.len() < len {
+        let line = (len - text.len()).min(80);
+        match line {
+            1 => text.push('\n'),
+            n => {
+                text.push('#');
+                text.push_str(&" ".repeat(n - 2));
+                text.push('\n');
+            }
+        }
+    }
+}
+
+fn save_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tmp");
+    let temporary = std::path::PathBuf::from(temporary);
+    let written = std::fs::File::create(&temporary).and_then(|mut file| {
+        file.write_all(text.as_bytes())?;
+        file.sync_data()
+    });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(e);
+    }
+    std::fs::rename(&temporary, path)
+}
+
+/// Overwrite the existing map without allocating: only if the new text
+/// fits in its length (the rest becomes comment padding).
+fn save_in_place(path: &Path, mut text: String) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
+    let room = file.metadata()?.len() as usize;
+    if text.len() > room {
+        return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+    }
+    pad(&mut text, room);
+    file.write_all(text.as_bytes())?;
+    file.sync_data()
 }
 
 /// ddrescue's numbers: 0x-hex, 0-octal or decimal.
@@ -329,6 +378,21 @@ mod tests {
         let text = map.render("ddx --rescue");
         assert!(text.contains("0x00019000  0x00000400  -\n"), "{text}");
         assert_eq!(Map::parse(&text, 0, 0x100000).unwrap(), map);
+    }
+
+    #[test]
+    fn saved_maps_keep_room_to_be_rewritten_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("map");
+        let mut map = Map::new(0, 1 << 20);
+        map.save(&path, "ddx").unwrap();
+        let room = std::fs::metadata(&path).unwrap().len();
+        assert!(room >= SAVED_ROOM as u64);
+        map.mark(0, 4096, Status::Finished);
+        save_in_place(&path, map.render("ddx")).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), room);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(Map::parse(&text, 0, 1 << 20).unwrap(), map);
     }
 
     #[test]

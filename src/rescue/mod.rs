@@ -290,6 +290,9 @@ pub fn run(mut job: Job<'_>, counters: &Counters, events: &dyn Events) -> Result
         newly_bad: 0,
         job,
     };
+    // A map on disk from the start: the room for later saves is taken
+    // while the filesystem has it.
+    copier.save_map(false);
     let ended = copier.copy_pending();
     let complete = matches!(ended, Ended::Complete);
     if complete {

@@ -270,6 +270,15 @@ impl SmallTmpfs {
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
+
+    /// Give the filesystem more room (mount -o remount,size=).
+    pub fn resize(&self, bytes: u64) -> bool {
+        Command::new("mount")
+            .args(["-o", &format!("remount,size={bytes}")])
+            .arg(self.dir.path())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
 }
 
 impl Drop for SmallTmpfs {
