@@ -540,3 +540,81 @@ impl Copier<'_, '_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    fn plan(words: &[&str]) -> CopyPlan {
+        let words: Vec<OsString> = words.iter().map(OsString::from).collect();
+        crate::operands::parse(&words).plan.expect("valid operands")
+    }
+
+    #[test]
+    fn positional_copies_need_two_named_ends() {
+        assert!(check(&plan(&["of=b"]), true, None, false, None)
+            .unwrap_err()
+            .contains("needs if=FILE"));
+        assert!(check(&plan(&["if=a"]), false, None, true, None)
+            .unwrap_err()
+            .contains("--resume needs of=FILE"));
+    }
+
+    #[test]
+    fn what_moves_bytes_is_refused() {
+        for conv in ["conv=swab", "conv=ucase", "conv=sparse", "conv=sync"] {
+            assert!(check(&plan(&["if=a", "of=b", conv]), true, None, false, None).is_err());
+        }
+        assert!(check(
+            &plan(&["if=a", "of=b", "conv=noerror"]),
+            false,
+            None,
+            true,
+            None
+        )
+        .is_err());
+        assert!(check(
+            &plan(&["if=a", "of=b", "conv=noerror"]),
+            true,
+            None,
+            false,
+            None
+        )
+        .is_ok());
+        assert!(check(
+            &plan(&["if=a", "of=b", "conv=noerror,sync"]),
+            false,
+            None,
+            true,
+            None
+        )
+        .is_ok());
+        assert!(check(
+            &plan(&["if=a", "of=b", "oflag=append"]),
+            true,
+            None,
+            false,
+            None
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn resume_keeps_a_checkpoint_next_to_the_output() {
+        let request = check(&plan(&["if=a", "of=dir/b.img"]), false, None, true, None).unwrap();
+        assert_eq!(request.map_path, Some(PathBuf::from("dir/b.img.ddx-map")));
+        assert!(request.map_is_checkpoint);
+        let request = check(
+            &plan(&["if=a", "of=b"]),
+            true,
+            Some(Path::new("m")),
+            true,
+            Some(4096),
+        )
+        .unwrap();
+        assert_eq!(request.map_path, Some(PathBuf::from("m")));
+        assert!(!request.map_is_checkpoint);
+        assert_eq!(request.sector, Some(4096));
+    }
+}
