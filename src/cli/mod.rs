@@ -107,10 +107,15 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     } else {
         backend
     };
-    let bulk = match (bulk, same_disk) {
-        (Some(shape), true) => Some(engine::shape::with_request_size(
+    let request_size = match (settings.request_size, same_disk) {
+        (Some(size), _) => Some(size),
+        (None, true) => Some(engine::shape::SAME_DISK_REQUEST),
+        (None, false) => None,
+    };
+    let bulk = match (bulk, request_size) {
+        (Some(shape), Some(size)) => Some(engine::shape::with_request_size(
             shape,
-            engine::shape::SAME_DISK_REQUEST,
+            size,
             plan.input_block_size,
         )),
         (shape, _) => shape,
@@ -118,9 +123,10 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     // The reference backend keeps GNU's requests too, not only its results.
     let shaping = match backend {
         Backend::Sync => engine::Shaping::default(),
-        Backend::Threads { .. } | Backend::Sequential => engine::Shaping {
+        Backend::Threads { .. } | Backend::Uring { .. } | Backend::Sequential => engine::Shaping {
             bulk,
-            offload_unit: engine::shape::offload_unit(&plan, &input, &output),
+            offload_unit: engine::shape::offload_unit(&plan, &input, &output)
+                .filter(|_| !settings.no_offload),
             drop_behind: !settings.keep_cache,
         },
     };
@@ -182,6 +188,7 @@ fn choose_backend(
     let queue_depth = settings.queue_depth.unwrap_or(engine::DEFAULT_QUEUE_DEPTH);
     match settings.backend {
         Some(options::BackendChoice::Threads) => Backend::Threads { queue_depth },
+        Some(options::BackendChoice::Uring) => Backend::Uring { queue_depth },
         Some(options::BackendChoice::Sync) => Backend::Sync,
         None if bulk || (storage_end && record_size >= OVERLAP_MIN_RECORD && !nocache) => {
             Backend::Threads { queue_depth }

@@ -13,6 +13,7 @@ pub mod endpoints;
 pub mod offload;
 pub mod reader;
 pub mod shape;
+pub mod uring;
 pub mod writer;
 
 pub use backend::{Backend, Shaping, DEFAULT_QUEUE_DEPTH};
