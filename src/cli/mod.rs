@@ -8,6 +8,7 @@
 mod options;
 
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 
 use crate::engine::{self, Backend, Counters, Events, RunResult};
@@ -83,8 +84,21 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     let storage_end = (engine::shape::is_storage(&input.handle)
         || engine::shape::is_storage(&output.handle))
         && !same_file;
+    let queue_depth = settings.queue_depth.unwrap_or_else(|| {
+        let request_bytes = match (&bulk, settings.request_size) {
+            (Some(_), Some(size)) => size,
+            (Some(shape), None) => shape.chunk,
+            (None, _) => plan.input_block_size,
+        };
+        let hints = [
+            engine::depth::hint_of(input.handle.as_fd()),
+            engine::depth::hint_of(output.handle.as_fd()),
+        ];
+        engine::depth::default_depth(request_bytes, &hints)
+    });
     let backend = choose_backend(
         &settings,
+        queue_depth,
         bulk.is_some(),
         storage_end,
         plan.input_block_size,
@@ -179,13 +193,13 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
 /// cache advice GNU gives (and tools trace) from the one copying thread.
 fn choose_backend(
     settings: &options::Settings,
+    queue_depth: usize,
     bulk: bool,
     storage_end: bool,
     record_size: usize,
     nocache: bool,
 ) -> Backend {
     const OVERLAP_MIN_RECORD: usize = 16 * 1024;
-    let queue_depth = settings.queue_depth.unwrap_or(engine::DEFAULT_QUEUE_DEPTH);
     match settings.backend {
         Some(options::BackendChoice::Threads) => Backend::Threads { queue_depth },
         Some(options::BackendChoice::Uring) => Backend::Uring { queue_depth },

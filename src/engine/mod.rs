@@ -8,6 +8,7 @@
 pub mod backend;
 pub mod cache;
 pub mod counters;
+pub mod depth;
 pub mod diagnostic;
 pub mod endpoints;
 pub mod offload;
