@@ -262,6 +262,8 @@ fn a_huge_block_size_is_not_touched_until_used() {
     let input = dir.path().join("small");
     std::fs::write(&input, pattern(10_000, 1)).unwrap();
     for backend in BACKENDS {
+        // Reaped below by wait4, which also gives its peak memory.
+        #[allow(clippy::zombie_processes)]
         let child = Command::new(ddx)
             .args(*backend)
             .arg(format!("if={}", input.display()))
