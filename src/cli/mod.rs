@@ -25,6 +25,9 @@ pub const EXIT_FAILURE: i32 = 1;
 /// Run ddx with `args` (argv, program name first); returns the exit status.
 pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     let program = program_name(args.first());
+    if args.get(1).is_some_and(|a| a == "bench") {
+        return crate::bench::run(&program, &args[2..], signals);
+    }
     let words = &args[args.len().min(1)..];
     let (operand_words, settings) = match options::scan(words) {
         options::Scan::Operands(words, settings) => (words, settings),

@@ -308,6 +308,7 @@ pub fn help_text(program: &str) -> String {
         "\
 Usage: {program} [OPERAND]...
   or:  {program} OPTION
+  or:  {program} bench TARGET [OPTION]...   measure a disk (see '{program} bench --help')
 Copy a file, converting and formatting according to the operands
 (a drop-in replacement for GNU dd).
 

@@ -306,3 +306,19 @@ pub fn has_hole_after(fd: BorrowedFd<'_>, offset: u64) -> bool {
 pub fn seek_to(fd: BorrowedFd<'_>, offset: u64) -> Result<(), Errno> {
     rustix::fs::seek(fd, SeekFrom::Start(offset)).map(|_| ())
 }
+
+/// pread(2): read at `offset` without moving the file offset.
+pub fn read_at(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
+    retry_eintr(|| rustix::io::pread(fd, &mut *buf, offset))
+}
+
+/// pwrite(2): write at `offset` without moving the file offset.
+pub fn write_at(fd: BorrowedFd<'_>, buf: &[u8], offset: u64) -> Result<usize, Errno> {
+    retry_eintr(|| rustix::io::pwrite(fd, buf, offset))
+}
+
+/// open(2) with explicit flags, for callers (the benchmark) that choose
+/// O_DIRECT/O_DSYNC/O_SYNC per test rather than from dd's symbols.
+pub fn open_with(path: &Path, flags: OFlags, mode: u32) -> Result<OwnedFd, Errno> {
+    retry_eintr(|| rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::from_raw_mode(mode)))
+}

@@ -7,9 +7,11 @@
 pub mod buffer;
 pub mod device;
 pub mod file;
+pub mod ring;
 pub mod signals;
 pub mod stdio;
 pub mod threads;
+pub mod usage;
 
 pub use rustix::io::Errno;
 

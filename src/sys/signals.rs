@@ -33,6 +33,12 @@ pub fn install() -> SignalPipes {
     pipes
 }
 
+/// A self-pipe for SIGTERM, for commands (the benchmark) that must clean
+/// up before dying of it; dd itself leaves SIGTERM at its default.
+pub fn watch_terminate() -> Option<OwnedFd> {
+    watch(libc::SIGTERM)
+}
+
 fn watch(signal: libc::c_int) -> Option<OwnedFd> {
     let (read_end, write_end) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK).ok()?;
     signal_hook::low_level::pipe::register(signal, write_end).ok()?;
