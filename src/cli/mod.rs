@@ -80,6 +80,7 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     for warning in warnings {
         reporter.diagnostic(warning);
     }
+    let (plan, _block_choice) = resolve_auto_block_size(plan, &input, &output);
     reporter.start_clock();
 
     let bulk = engine::shape::bulk_shape(&plan, &input, &output);
@@ -186,6 +187,32 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     } else {
         0
     }
+}
+
+/// bs=auto: measure now that both ends are open (the probe only reads).
+fn resolve_auto_block_size(
+    plan: operands::CopyPlan,
+    input: &engine::Input,
+    output: &engine::Output,
+) -> (operands::CopyPlan, Option<engine::auto_block::Choice>) {
+    use operands::IoFlags;
+    if !plan.auto_block_size {
+        return (plan, None);
+    }
+    let here = crate::sys::file::current_offset(input.handle.as_fd()).unwrap_or(0);
+    let skip = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
+    let choice = engine::auto_block::choose(
+        engine::auto_block::End {
+            fd: input.handle.as_fd(),
+            direct: plan.input_flags.contains(IoFlags::DIRECT),
+        },
+        engine::auto_block::End {
+            fd: output.handle.as_fd(),
+            direct: plan.output_flags.contains(IoFlags::DIRECT),
+        },
+        here.max(0) as u64 + skip,
+    );
+    (plan.with_block_size(choice.block_size), Some(choice))
 }
 
 /// `--backend=auto`: overlapped where a device may be slow, that is where

@@ -5,6 +5,7 @@
 //! (seek=, conversions, writes, sync: [`writer`]) through a stream of
 //! events; a [`backend`] decides whether the two run in turn or at once.
 
+pub mod auto_block;
 pub mod backend;
 pub mod cache;
 pub mod counters;

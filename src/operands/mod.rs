@@ -420,9 +420,24 @@ fn parse_into<S: AsRef<OsStr>>(
             amount.records != 0 && amount.records != UNLIMITED_RECORDS && !bytes_flag
         };
         let checks = [
-            (skip, input_flags.contains(IoFlags::SKIP_BYTES), "skip", "iflag=skip_bytes"),
-            (count, input_flags.contains(IoFlags::COUNT_BYTES), "count", "iflag=count_bytes"),
-            (seek, output_flags.contains(IoFlags::SEEK_BYTES), "seek", "oflag=seek_bytes"),
+            (
+                skip,
+                input_flags.contains(IoFlags::SKIP_BYTES),
+                "skip",
+                "iflag=skip_bytes",
+            ),
+            (
+                count,
+                input_flags.contains(IoFlags::COUNT_BYTES),
+                "count",
+                "iflag=count_bytes",
+            ),
+            (
+                seek,
+                output_flags.contains(IoFlags::SEEK_BYTES),
+                "seek",
+                "oflag=seek_bytes",
+            ),
         ];
         for (amount, bytes_flag, operand, flag) in checks {
             if in_blocks(amount, bytes_flag) {
