@@ -276,9 +276,13 @@ fn device_number_of(path: &Path) -> Option<DeviceNumber> {
 /// How a copy onto itself would destroy its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Damage {
-    /// Writing starts at `write_from`, ahead of input not yet read from
-    /// `read_from` on.
+    /// Writing from `write_from` overwrites input not yet read (reading
+    /// from `read_from`).
     OverwritesUnread { write_from: u64, read_from: u64 },
+    /// Writing from `write_from` extends the file before its end is read:
+    /// the copy would read back its own output (and without count= never
+    /// end).
+    ReadsOwnOutput { write_from: u64 },
     /// Opening the output truncates it at `at`, before the input there
     /// is read.
     TruncatesUnread { at: u64 },
@@ -295,6 +299,11 @@ impl fmt::Display for Damage {
                 "writing from byte {write_from} overwrites input not yet read \
                  (reading from byte {read_from})"
             ),
+            Damage::ReadsOwnOutput { write_from } => write!(
+                f,
+                "writing from byte {write_from} extends it before its end is read, \
+                 so the copy would read back its own output"
+            ),
             Damage::TruncatesUnread { at } => write!(
                 f,
                 "opening it truncates it at byte {at}, destroying input not yet read \
@@ -310,58 +319,95 @@ impl fmt::Display for Damage {
 pub struct Layout {
     /// First byte read (skip= and the input's own offset).
     pub read_from: u64,
-    /// Where reading stops: count=, the end of a partition, or None when
-    /// it reads to the end of a file, which grows as the copy writes.
-    pub read_end: Option<u64>,
+    /// count= in bytes; None reads to the end.
+    pub count: Option<u64>,
     /// First byte written (seek=, the output's offset, or the end under
     /// append).
     pub write_from: u64,
-    /// Where opening the output truncates it, if it does.
+    /// Where opening the output truncates (or extends) it, if it does.
     pub truncate_at: Option<u64>,
-    /// The file's (or the input partition's end) current size.
+    /// Where the input's data ends now: the file's size, or the end of
+    /// the input partition on its disk.
     pub size: u64,
-    /// Bytes of the first input record, read before anything is written.
-    pub first_read: u64,
+    /// A regular file, which writes past its end extend.
+    pub grows: bool,
+    /// ibs.
+    pub read_block: u64,
+    /// obs when records are re-blocked (GNU's two buffers: a write only
+    /// once obs bytes are buffered); None when each read is written as is.
+    pub write_block: Option<u64>,
 }
 
-/// The overlap rule. A copy onto itself reads record k before it writes
-/// record k, and writes it before reading record k+1 (same-file copies
-/// always run GNU's one-record loop). So:
+/// The overlap rule, from GNU's one-record loop (same-file copies always
+/// run it): reads are sequential from `read_from`, writes sequential from
+/// `write_from`, and the first write comes after the first read (or, when
+/// re-blocking, once obs bytes are buffered). So:
 ///
 /// - writing *behind* or *at* the reading position (seek <= skip, in
 ///   bytes) only ever overwrites what was already read: an in-place
 ///   rewrite (`conv=notrunc,ucase` with equal skip and seek) or a shift
 ///   towards the start is safe, as GNU users rely on;
-/// - writing *ahead* (seek > skip) overwrites input before it is read as
-///   soon as the write range starts before the end of the read range and
-///   more than the first record is read: refused. Without count= a file
-///   is read to its end, which the writes push further, so such a copy
-///   also never ends;
-/// - truncating the output at open destroys the input from that point on
-///   before any read: refused when the input still to be read lies there.
-///
-/// Nothing is read from at or past the end of a file, so a read range
-/// starting there can be damaged by neither.
+/// - writing *ahead* (seek > skip) is destructive when a read comes after
+///   the first write and reaches the written range: the copy then copies
+///   its own output instead of its input. A copy whose whole input is
+///   read before anything is written (one record; less than obs when
+///   re-blocking) is safe however the ranges lie;
+/// - in a regular file, a write past the current end extends it; if that
+///   happens before the reader meets the end, the reader never meets it
+///   and reads back its own output (appending a file to itself);
+/// - truncating the output at open destroys the input from that point
+///   before any read: refused when input still to be read lies there.
 pub fn damage(layout: &Layout) -> Option<Damage> {
     let read_from = layout.read_from;
-    let unread_end = layout.read_end.unwrap_or(u64::MAX);
-    if read_from >= layout.size || unread_end <= read_from {
-        return None;
-    }
+    let wanted = layout.count.unwrap_or(u64::MAX);
     if let Some(at) = layout.truncate_at {
-        if at.max(read_from) < unread_end.min(layout.size) {
+        let original = wanted.min(layout.size.saturating_sub(read_from));
+        if at.max(read_from) < read_from.saturating_add(original) {
             return Some(Damage::TruncatesUnread { at });
         }
     }
     let write_from = layout.write_from;
-    if write_from > read_from
-        && write_from < unread_end
-        && unread_end - read_from > layout.first_read
-    {
+    if write_from <= read_from {
+        return None;
+    }
+    // The end of the data once the output is open.
+    let end = match layout.truncate_at {
+        Some(at) if layout.grows => at,
+        _ => layout.size,
+    };
+    let available = end.saturating_sub(read_from);
+    // Bytes the copy reads if nothing it writes is read back.
+    let total = wanted.min(available);
+    if total == 0 {
+        return None;
+    }
+    // Bytes read when the first write happens; None if only at the end.
+    let before_first_write = match layout.write_block {
+        None => Some(layout.read_block.min(total)),
+        Some(obs) if total >= obs => Some(
+            obs.div_ceil(layout.read_block)
+                .saturating_mul(layout.read_block)
+                .min(total),
+        ),
+        Some(_) => None,
+    };
+    let Some(before_first_write) = before_first_write else {
+        return None;
+    };
+    if total > before_first_write && read_from.saturating_add(total) > write_from {
         return Some(Damage::OverwritesUnread {
             write_from,
             read_from,
         });
+    }
+    // The reader looks for the end (no count= stops it first) after the
+    // first write: has the writer moved the end by then?
+    let written = match layout.write_block {
+        None => total,
+        Some(obs) => total / obs * obs,
+    };
+    if layout.grows && wanted > available && write_from.saturating_add(written) > end {
+        return Some(Damage::ReadsOwnOutput { write_from });
     }
     None
 }
@@ -375,6 +421,8 @@ fn overlap(plan: &CopyPlan, input: &End, output: &End) -> Option<Damage> {
     } else {
         None
     };
+    let read_block = plan.input_block_size as u64;
+    let write_block = plan.two_buffers.then_some(plan.output_block_size as u64);
     let layout = match (&input.place, &output.place) {
         (
             Place::File { dev, ino, size },
@@ -384,7 +432,6 @@ fn overlap(plan: &CopyPlan, input: &End, output: &End) -> Option<Damage> {
                 ..
             },
         ) if dev == out_dev && ino == out_ino => {
-            let read_from = input.offset.saturating_add(skip);
             // O_TRUNC on open, or GNU's ftruncate to a whole-record seek.
             let truncate_at = if plan.output.is_none() || plan.conv.contains(Conv::NOTRUNC) {
                 None
@@ -393,10 +440,10 @@ fn overlap(plan: &CopyPlan, input: &End, output: &End) -> Option<Damage> {
             } else {
                 Some(seek)
             };
-            let size_after_open = truncate_at.map_or(*size, |t| t.min(*size));
+            let size_after_open = truncate_at.unwrap_or(*size);
             Layout {
-                read_from,
-                read_end: count.map(|c| read_from.saturating_add(c)),
+                read_from: input.offset.saturating_add(skip),
+                count,
                 write_from: if output.append {
                     size_after_open
                 } else {
@@ -404,21 +451,22 @@ fn overlap(plan: &CopyPlan, input: &End, output: &End) -> Option<Damage> {
                 },
                 truncate_at,
                 size: *size,
-                first_read: plan.input_block_size as u64,
+                grows: true,
+                read_block,
+                write_block,
             }
         }
         (Place::Device(a), Place::Device(b)) if a.disk == b.disk => {
             // Offsets on the whole disk, so a partition and its disk compare.
-            let read_from = a.start + input.offset.saturating_add(skip);
-            let input_end = a.start + a.size;
-            let read_end = count.map_or(input_end, |c| read_from.saturating_add(c).min(input_end));
             Layout {
-                read_from,
-                read_end: Some(read_end),
+                read_from: a.start + input.offset.saturating_add(skip),
+                count,
                 write_from: b.start + output.offset.saturating_add(seek),
                 truncate_at: None,
-                size: input_end,
-                first_read: plan.input_block_size as u64,
+                size: a.start + a.size,
+                grows: false,
+                read_block,
+                write_block,
             }
         }
         _ => return None,
@@ -430,14 +478,17 @@ fn overlap(plan: &CopyPlan, input: &End, output: &End) -> Option<Damage> {
 mod tests {
     use super::*;
 
-    fn layout(read_from: u64, read_end: Option<u64>, write_from: u64) -> Layout {
+    /// bs=512 (each read written as is) over a 10,000-byte file.
+    fn layout(read_from: u64, count: Option<u64>, write_from: u64) -> Layout {
         Layout {
             read_from,
-            read_end,
+            count,
             write_from,
             truncate_at: None,
             size: 10_000,
-            first_read: 512,
+            grows: true,
+            read_block: 512,
+            write_block: None,
         }
     }
 
@@ -461,7 +512,11 @@ mod tests {
         );
         assert!(damage(&layout(0, Some(4096), 2048)).is_some());
         // Appending a file to itself never ends.
-        assert!(damage(&layout(0, None, 10_000)).is_some());
+        assert_eq!(
+            damage(&layout(0, None, 10_000)),
+            Some(Damage::ReadsOwnOutput { write_from: 10_000 })
+        );
+        assert!(damage(&layout(0, None, 20_000)).is_some());
     }
 
     #[test]
@@ -473,6 +528,28 @@ mod tests {
         assert_eq!(damage(&layout(0, Some(512), 100)), None);
         // Reading starts at or past the end: nothing is read.
         assert_eq!(damage(&layout(10_000, None, 20_000)), None);
+    }
+
+    #[test]
+    fn reblocking_writes_only_once_obs_is_buffered() {
+        // ibs=500 obs=257 over a 1-byte file: read, end, then one write.
+        let mut l = layout(0, Some(2224), 771);
+        l.size = 1;
+        l.read_block = 500;
+        l.write_block = Some(257);
+        assert_eq!(damage(&l), None);
+        // The same over a long file reads what it wrote.
+        l.size = 10_000;
+        assert!(damage(&l).is_some());
+    }
+
+    #[test]
+    fn a_device_does_not_grow() {
+        let mut l = layout(0, None, 10_000);
+        l.grows = false;
+        assert_eq!(damage(&l), None);
+        l.write_from = 9_000;
+        assert!(damage(&l).is_some());
     }
 
     #[test]
