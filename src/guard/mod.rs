@@ -391,9 +391,7 @@ pub fn damage(layout: &Layout) -> Option<Damage> {
         ),
         Some(_) => None,
     };
-    let Some(before_first_write) = before_first_write else {
-        return None;
-    };
+    let before_first_write = before_first_write?;
     if total > before_first_write && read_from.saturating_add(total) > write_from {
         return Some(Damage::OverwritesUnread {
             write_from,
