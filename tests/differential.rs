@@ -36,6 +36,8 @@ mod flavours;
 mod generate;
 #[path = "differential/prng.rs"]
 mod prng;
+#[path = "differential/refusal.rs"]
+mod refusal;
 #[path = "differential/run.rs"]
 mod run;
 

@@ -6,6 +6,8 @@
 //! in order, and because option errors must read exactly as GNU getopt's.
 
 mod options;
+mod safety;
+mod verbose;
 
 use std::ffi::OsString;
 use std::os::fd::AsFd;
@@ -56,12 +58,40 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         }
     };
 
+    // Checked before anything is opened, as the operands are.
+    let progress_stream = match settings.progress_fd {
+        Some(fd) => match safety::progress_stream(fd, &plan) {
+            Ok(stream) => Some((stream, fd)),
+            Err(message) => {
+                emit(format!("{program}: {message}\n").as_bytes());
+                return EXIT_FAILURE;
+            }
+        },
+        None => None,
+    };
+    if let Err(message) = safety::guard(&program, &plan, settings.force) {
+        emit(format!("{program}: {message}\n").as_bytes());
+        return EXIT_FAILURE;
+    }
+
     let counters = Arc::new(Counters::default());
     let reporter = Arc::new(Reporter::new(&program, plan.status, Arc::clone(&counters)));
+    let live_line = plan.status == StatusLevel::Progress && {
+        use std::io::IsTerminal;
+        std::io::stderr().is_terminal()
+    };
+    if live_line {
+        reporter.use_live_line();
+    }
+    let json = progress_stream.is_some();
+    if let Some((stream, fd)) = progress_stream {
+        reporter.use_json(stream, fd);
+    }
     let ticker = Ticker::start(
         Arc::clone(&reporter),
         signals,
-        plan.status == StatusLevel::Progress,
+        plan.status == StatusLevel::Progress || json,
+        plan.status == StatusLevel::Progress && !live_line,
     );
 
     let endpoints = match engine::endpoints::open(&plan) {
@@ -80,7 +110,8 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     for warning in warnings {
         reporter.diagnostic(warning);
     }
-    let (plan, _block_choice) = resolve_auto_block_size(plan, &input, &output);
+    let (plan, block_choice) = resolve_auto_block_size(plan, &input, &output);
+    reporter.set_total(verbose::expected_bytes(&plan, &input));
     reporter.start_clock();
 
     let bulk = engine::shape::bulk_shape(&plan, &input, &output);
@@ -148,6 +179,10 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
             drop_behind: !settings.keep_cache,
         },
     };
+    let report = settings.verbose.then(|| {
+        verbose::Report::new(&settings, backend, &shaping, &plan)
+            .with_block_choice(block_choice.as_ref())
+    });
     let plan = Arc::new(plan);
     let (result, input) = engine::backend::run(
         backend,
@@ -181,7 +216,10 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         });
         return EXIT_FAILURE;
     }
-    reporter.statistics();
+    reporter.finish();
+    if let Some(report) = report {
+        report.print(&reporter, &counters);
+    }
     if failed || stderr_failed() {
         EXIT_FAILURE
     } else {

@@ -18,6 +18,12 @@ pub struct Settings {
     pub no_offload: bool,
     /// `--request-size=BYTES`: bulk request size instead of the default.
     pub request_size: Option<usize>,
+    /// `--force`: skip the wrong-device guard's refusals and prompt.
+    pub force: bool,
+    /// `--verbose`: how the copy ran, after GNU's statistics.
+    pub verbose: bool,
+    /// `--progress-fd=N`: JSON progress records to this descriptor.
+    pub progress_fd: Option<i32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +124,25 @@ pub const OPTIONS: &[OptionSpec] = &[
          streamed through once a copy passes 64 MiB, so it does not evict the \
          machine's working set)",
     ),
+    OptionSpec::valued(
+        "progress-fd",
+        "FD",
+        "write progress as JSON, one object per line, to file descriptor FD \
+         about once a second and on SIGUSR1: bytes, records, elapsed seconds, \
+         rates and the total when known; the last, with \"done\": true, \
+         equals the final statistics",
+    ),
+    OptionSpec::switch(
+        "verbose",
+        "after the statistics, say how the copy ran: backend, request size, \
+         queue depth, cache policy, kernel offload and CPU use",
+    ),
+    OptionSpec::switch(
+        "force",
+        "write even where the guard refuses: a mounted, swap or held block \
+         device, or a copy onto itself that overwrites input not yet read; \
+         and do not ask before overwriting a whole disk",
+    ),
     OptionSpec::switch("help", "display this help and exit"),
     OptionSpec::switch("version", "output version information and exit"),
 ];
@@ -154,6 +179,12 @@ pub fn scan(words: &[OsString]) -> Scan {
             let chosen = match (spec(&name), matches.as_slice()) {
                 (Some(exact), _) => exact,
                 (None, [one]) => *one,
+                // GNU dd's own options keep every prefix GNU accepts
+                // ("--v" is --version), whatever ddx added beside them.
+                (None, several) if several.iter().any(|o| is_gnu_option(o.name)) => *several
+                    .iter()
+                    .find(|o| is_gnu_option(o.name))
+                    .expect("checked above"),
                 (None, []) => return Scan::Error(format!("unrecognized option '--{text}'")),
                 (None, several) => {
                     let list: Vec<String> =
@@ -201,10 +232,16 @@ pub fn scan(words: &[OsString]) -> Scan {
     Scan::Operands(operands, settings)
 }
 
+fn is_gnu_option(name: &str) -> bool {
+    name == "help" || name == "version"
+}
+
 fn apply_switch(settings: &mut Settings, option: &str) {
     match option {
         "keep-cache" => settings.keep_cache = true,
         "no-offload" => settings.no_offload = true,
+        "force" => settings.force = true,
+        "verbose" => settings.verbose = true,
         _ => unreachable!("every switch in OPTIONS is handled: --{option}"),
     }
 }
@@ -249,6 +286,14 @@ fn apply_value(settings: &mut Settings, spec: &OptionSpec, value: &str) -> Resul
                 }
             }
         }
+        "progress-fd" => match value.parse::<i32>() {
+            Ok(n) if n >= 0 => settings.progress_fd = Some(n),
+            _ => {
+                return Err(format!(
+                    "invalid argument '{value}' for '--progress-fd': a file descriptor number"
+                ))
+            }
+        },
         other => unreachable!("every option with a value in OPTIONS is handled: --{other}"),
     }
     Ok(())
@@ -400,6 +445,11 @@ mod tests {
         assert_eq!(scan(&words(&["if=a", "--help"])), Scan::Help);
         assert_eq!(scan(&words(&["--he"])), Scan::Help);
         assert_eq!(scan(&words(&["--v"])), Scan::Version);
+        assert_eq!(scan(&words(&["--ver"])), Scan::Version);
+        assert!(matches!(
+            scan(&words(&["--verb"])),
+            Scan::Operands(_, Settings { verbose: true, .. })
+        ));
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! end; for a block device written, its physical sector (a smaller write
 //! would make the device read, modify and write a whole one).
 
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
 use rustix::fs::FileType;
@@ -59,7 +59,11 @@ impl Choice {
     /// One line for `--verbose`.
     pub fn describe(&self) -> String {
         let size = |n: usize| crate::bench::report::size_text(n as u64);
-        let mut text = format!("bs=auto chose {}", size(self.block_size));
+        let mut text = format!(
+            "bs=auto chose {} ({} bytes)",
+            size(self.block_size),
+            self.block_size
+        );
         if !self.measured.is_empty() {
             let points: Vec<String> = self
                 .measured
@@ -173,6 +177,13 @@ fn probe(
     if (size.max(0) as u64).saturating_sub(start) < needed {
         return Err("the input is too small to be worth probing");
     }
+    // The device, not the page cache, is what the sizes are tried on:
+    // part of the input may be cached and would flatter some sizes.
+    let direct = match input.direct {
+        true => None,
+        false => file::reopen_direct(input.fd).ok(),
+    };
+    let fd = direct.as_ref().map_or(input.fd, |d| d.as_fd());
     let largest = candidates.iter().copied().max().unwrap_or(UNMEASURED);
     let mut buf = AlignedBuf::new(largest).map_err(|_| "no memory to probe the input")?;
     let mut offset = start;
@@ -184,7 +195,7 @@ fn probe(
         let mut requests = 0;
         while offset + done < region_end {
             let chunk = &mut buf.as_mut_slice()[..candidate];
-            match file::read_at(input.fd, chunk, offset + done) {
+            match file::read_at(fd, chunk, offset + done) {
                 Ok(0) => break,
                 Ok(n) => done += n as u64,
                 Err(_) => return Err("the input could not be read at every size"),

@@ -353,6 +353,7 @@ impl<'a> Writer<'a> {
             .records_out_full
             .store(total / write_block, Release);
         self.counters.bytes_out.store(total, Release);
+        self.counters.bytes_offloaded.store(total, Release);
     }
 
     /// Offload copied everything: `total` bytes, the last record partial

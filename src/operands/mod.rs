@@ -549,6 +549,43 @@ fn split_amount(value: u64, in_bytes: bool, block_size: usize) -> RecordsAndByte
 mod tests {
     use super::*;
 
+    #[test]
+    fn auto_block_size_rebases_byte_counts() {
+        let words: Vec<&str> = vec!["bs=auto", "skip=1000B", "count=5000B", "seek=3B"];
+        let plan = parse(&words).plan.unwrap();
+        assert!(plan.auto_block_size);
+        let plan = plan.with_block_size(4096);
+        assert_eq!(
+            (plan.input_block_size, plan.output_block_size),
+            (4096, 4096)
+        );
+        assert_eq!(
+            plan.skip,
+            RecordsAndBytes {
+                records: 0,
+                bytes: 1000
+            }
+        );
+        assert_eq!(
+            plan.count,
+            RecordsAndBytes {
+                records: 1,
+                bytes: 904
+            }
+        );
+        assert_eq!(
+            plan.seek,
+            RecordsAndBytes {
+                records: 0,
+                bytes: 3
+            }
+        );
+        // A later bs= wins, as any repeated operand does.
+        let plan = parse(&["bs=auto", "bs=64"]).plan.unwrap();
+        assert!(!plan.auto_block_size);
+        assert_eq!(plan.input_block_size, 64);
+    }
+
     fn plan(words: &[&str]) -> CopyPlan {
         parse(words).plan.expect("valid operands")
     }

@@ -290,6 +290,19 @@ pub fn next_data(fd: BorrowedFd<'_>, offset: u64) -> Result<Option<u64>, Errno> 
     }
 }
 
+/// A second, independent open of the same file for reading with O_DIRECT
+/// (through /proc/self/fd, so it needs no path), to measure the device
+/// under a file without the page cache; fails where O_DIRECT is not
+/// supported (tmpfs, some FUSE filesystems).
+pub fn reopen_direct(fd: BorrowedFd<'_>) -> Result<OwnedFd, Errno> {
+    let path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
+    rustix::fs::open(
+        path.as_str(),
+        OFlags::RDONLY | OFlags::DIRECT | OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+}
+
 /// Whether the file has a hole at or after `offset` before its end
 /// (SEEK_HOLE finds the implicit one at end of file otherwise). Leaves the
 /// file offset where it was.
