@@ -52,7 +52,7 @@ fn check_against_gnu(dir: &Path, input: &str, extra: &[&str]) {
         String::from_utf8_lossy(&out.stderr)
     );
     let chosen = chosen_block_size(&out.stderr);
-    assert!(chosen >= 512 && chosen <= 16 << 20, "chose {chosen}");
+    assert!((512..=16 << 20).contains(&chosen), "chose {chosen}");
     let gnu = Command::new("dd")
         .env("LC_ALL", "C")
         .arg(format!("if={input}"))
