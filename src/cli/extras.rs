@@ -9,7 +9,7 @@ use std::os::fd::AsFd;
 use std::path::Path;
 
 use crate::cli::options::Settings;
-use crate::engine::{Counters, Diagnostic, Endpoints, Events};
+use crate::engine::{Counters, Diagnostic, Events, Input, Output};
 use crate::integrity::verify::{self, Reference, Verdict};
 use crate::integrity::{Algorithm, HashJob, Tap};
 use crate::operands::{Conv, CopyPlan, IoFlags};
@@ -169,13 +169,13 @@ impl Extras {
     pub fn run_positional(
         &self,
         plan: &CopyPlan,
-        endpoints: Endpoints,
+        input: Input,
+        output: Output,
         counters: &Counters,
         reporter: &Reporter,
         command_line: String,
     ) -> i32 {
         let request = self.positional.as_ref().expect("a positional copy");
-        let Endpoints { input, output, .. } = endpoints;
         let input_path = plan.input.as_deref().unwrap_or(Path::new(""));
         let size = match rescue::input_size(input.handle.as_fd()) {
             Ok(size) => size,
@@ -310,7 +310,7 @@ impl Extras {
             });
             return super::EXIT_FAILURE;
         }
-        reporter.statistics();
+        reporter.finish();
         let bad = report.map.bad();
         for block in &bad {
             reporter.message(format!(

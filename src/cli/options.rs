@@ -26,12 +26,23 @@ pub struct Settings {
     pub hash: Vec<crate::integrity::Algorithm>,
     /// `--verify`: read the output back and compare.
     pub verify: bool,
+    /// `--no-offload`: never hand the copy to copy_file_range.
+    pub no_offload: bool,
+    /// `--request-size=BYTES`: bulk request size instead of the default.
+    pub request_size: Option<usize>,
+    /// `--force`: skip the wrong-device guard's refusals and prompt.
+    pub force: bool,
+    /// `--verbose`: how the copy ran, after GNU's statistics.
+    pub verbose: bool,
+    /// `--progress-fd=N`: JSON progress records to this descriptor.
+    pub progress_fd: Option<i32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendChoice {
     Sync,
     Threads,
+    Uring,
 }
 
 /// What the command line asks for.
@@ -97,14 +108,27 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::choice(
         "backend",
         "NAME",
-        &["auto", "sync", "threads"],
+        &["auto", "sync", "threads", "uring"],
         "how reads and writes overlap: 'auto' (default), 'sync' (read, then write, \
-         as GNU dd), 'threads' (a reader thread runs ahead of the writer)",
+         as GNU dd), 'threads' (a reader thread runs ahead of the writer), 'uring' \
+         (io_uring, several requests in flight; threads where it cannot apply)",
     ),
     OptionSpec::valued(
         "queue-depth",
         "N",
         "records (or bulk requests) in flight with an overlapped backend (1-4096)",
+    ),
+    OptionSpec::valued(
+        "request-size",
+        "BYTES",
+        "where records are decoupled from requests (files and block devices, no \
+         per-request flags), read and write BYTES at a time, rounded to whole \
+         input blocks (default: 1M; 8M within one disk)",
+    ),
+    OptionSpec::switch(
+        "no-offload",
+        "copy through ddx's own buffers, never with copy_file_range (to measure \
+         the engine, or where a filesystem's offload misbehaves)",
     ),
     OptionSpec::switch(
         "keep-cache",
@@ -120,7 +144,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::valued(
         "map",
         "FILE",
-        "keep a GNU ddrescue mapfile of what is copied and what is bad, saved twice a second \
+        "keep a GNU ddrescue mapfile of what is copied and what is bad, saved twice a \
          second and at the end (implies copying by position, as --rescue)",
     ),
     OptionSpec::switch(
@@ -144,6 +168,25 @@ pub const OPTIONS: &[OptionSpec] = &[
         "verify",
         "after the copy, read the output back, bypassing the cache, and report the \
          first offset that differs from what was written (exit status 1)",
+    ),
+    OptionSpec::valued(
+        "progress-fd",
+        "FD",
+        "write progress as JSON, one object per line, to file descriptor FD \
+         about once a second and on SIGUSR1: bytes, records, elapsed seconds, \
+         rates and the total when known; the last, with \"done\": true, \
+         equals the final statistics",
+    ),
+    OptionSpec::switch(
+        "verbose",
+        "after the statistics, say how the copy ran: backend, request size, \
+         queue depth, cache policy, kernel offload and CPU use",
+    ),
+    OptionSpec::switch(
+        "force",
+        "write even where the guard refuses: a mounted, swap or held block \
+         device, or a copy onto itself that overwrites input not yet read; \
+         and do not ask before overwriting a whole disk",
     ),
     OptionSpec::switch("help", "display this help and exit"),
     OptionSpec::switch("version", "output version information and exit"),
@@ -178,16 +221,15 @@ pub fn scan(words: &[OsString]) -> Scan {
                 .iter()
                 .filter(|o| o.name.starts_with(name.as_str()))
                 .collect();
-            // GNU dd's own options keep every abbreviation GNU accepts
-            // (`--v`, `--ver`, `--h`), even where a ddx option shares it.
-            let gnu_own = matches
-                .iter()
-                .copied()
-                .find(|o| o.name == "help" || o.name == "version");
             let chosen = match (spec(&name), matches.as_slice()) {
                 (Some(exact), _) => exact,
                 (None, [one]) => *one,
-                (None, [_, _, ..]) if gnu_own.is_some() => gnu_own.expect("checked"),
+                // GNU dd's own options keep every prefix GNU accepts
+                // ("--v" is --version), whatever ddx added beside them.
+                (None, several) if several.iter().any(|o| is_gnu_option(o.name)) => *several
+                    .iter()
+                    .find(|o| is_gnu_option(o.name))
+                    .expect("checked above"),
                 (None, []) => return Scan::Error(format!("unrecognized option '--{text}'")),
                 (None, several) => {
                     let list: Vec<String> =
@@ -235,12 +277,19 @@ pub fn scan(words: &[OsString]) -> Scan {
     Scan::Operands(operands, settings)
 }
 
+fn is_gnu_option(name: &str) -> bool {
+    name == "help" || name == "version"
+}
+
 fn apply_switch(settings: &mut Settings, option: &str) {
     match option {
         "keep-cache" => settings.keep_cache = true,
         "rescue" => settings.rescue = true,
         "resume" => settings.resume = true,
         "verify" => settings.verify = true,
+        "no-offload" => settings.no_offload = true,
+        "force" => settings.force = true,
+        "verbose" => settings.verbose = true,
         _ => unreachable!("every switch in OPTIONS is handled: --{option}"),
     }
 }
@@ -262,6 +311,7 @@ fn apply_value(settings: &mut Settings, spec: &OptionSpec, value: &str) -> Resul
                 "auto" => None,
                 "sync" => Some(BackendChoice::Sync),
                 "threads" => Some(BackendChoice::Threads),
+                "uring" => Some(BackendChoice::Uring),
                 _ => return Err(invalid_choice(spec, value)),
             }
         }
@@ -291,6 +341,25 @@ fn apply_value(settings: &mut Settings, spec: &OptionSpec, value: &str) -> Resul
             }
         },
         "hash" => settings.hash = crate::integrity::Algorithm::parse_list(value)?,
+        "request-size" => {
+            let parsed = crate::operands::number::parse(value.as_bytes());
+            match parsed.result.map(|n| n.value) {
+                Ok(n) if (1..=1 << 30).contains(&n) => settings.request_size = Some(n as usize),
+                _ => {
+                    return Err(format!(
+                        "invalid argument '{value}' for '--request-size': a size from 1 to 1G"
+                    ))
+                }
+            }
+        }
+        "progress-fd" => match value.parse::<i32>() {
+            Ok(n) if n >= 0 => settings.progress_fd = Some(n),
+            _ => {
+                return Err(format!(
+                    "invalid argument '{value}' for '--progress-fd': a file descriptor number"
+                ))
+            }
+        },
         other => unreachable!("every option with a value in OPTIONS is handled: --{other}"),
     }
     Ok(())
@@ -350,6 +419,7 @@ pub fn help_text(program: &str) -> String {
         "\
 Usage: {program} [OPERAND]...
   or:  {program} OPTION
+  or:  {program} bench TARGET [OPTION]...   measure a disk (see '{program} bench --help')
 Copy a file, converting and formatting according to the operands
 (a drop-in replacement for GNU dd).
 
@@ -446,6 +516,10 @@ mod tests {
         assert!(matches!(
             scan(&words(&["--veri"])),
             Scan::Operands(_, Settings { verify: true, .. })
+        ));
+        assert!(matches!(
+            scan(&words(&["--verb"])),
+            Scan::Operands(_, Settings { verbose: true, .. })
         ));
     }
 
