@@ -140,6 +140,9 @@ pub struct Writer<'a> {
     unblocker: Unblocker,
     /// Bytes read in bulk (records in are counted from it).
     bulk_in: u64,
+    /// Bytes a kernel copy (offload, io_uring) moved before bulk reading
+    /// took over: the stream's bulk part starts after them.
+    kernel_in: u64,
     /// Zeros to write for holes without conv=sparse.
     zeros: Option<AlignedBuf>,
     /// Writeback and drop-behind for large bulk copies; created at the
@@ -187,6 +190,7 @@ impl<'a> Writer<'a> {
             drop_behind: None,
             tap: None,
             bulk_in: 0,
+            kernel_in: 0,
             zeros: None,
             plan,
             output,
@@ -377,6 +381,7 @@ impl<'a> Writer<'a> {
             .store(total / write_block, Release);
         self.counters.bytes_out.store(total, Release);
         self.counters.bytes_offloaded.store(total, Release);
+        self.kernel_in = total;
     }
 
     /// Offload copied everything: `total` bytes, the last record partial
@@ -457,7 +462,7 @@ impl<'a> Writer<'a> {
     fn bulk(&mut self, buf: AlignedBuf, len: usize) -> Result<Handled, Stop> {
         let ibs = self.plan.input_block_size;
         self.count_bulk_input(len as u64);
-        let start = self.bulk_in - len as u64;
+        let start = self.kernel_in + self.bulk_in - len as u64;
         let data = &buf.as_slice()[..len];
         if self.plan.two_buffers {
             // Top up a partly filled output block first, as GNU would.
@@ -506,7 +511,7 @@ impl<'a> Writer<'a> {
         let end = failed_end
             .div_ceil(ibs)
             .saturating_mul(ibs)
-            .min(self.bulk_in);
+            .min(self.kernel_in + self.bulk_in);
         self.counters
             .records_in_full
             .store(end / ibs, std::sync::atomic::Ordering::Release);
@@ -521,9 +526,10 @@ impl<'a> Writer<'a> {
     fn count_bulk_input(&mut self, len: u64) {
         let ibs = self.plan.input_block_size as u64;
         self.bulk_in += len;
-        self.counters
-            .records_in_full
-            .store(self.bulk_in / ibs, std::sync::atomic::Ordering::Release);
+        self.counters.records_in_full.store(
+            (self.kernel_in + self.bulk_in) / ibs,
+            std::sync::atomic::Ordering::Release,
+        );
     }
 
     /// A hole of the input: whole write blocks of zeros, sought over under
@@ -552,7 +558,7 @@ impl<'a> Writer<'a> {
         };
         let step = zeros.len() / block * block;
         let mut left = len as usize;
-        let start = self.bulk_in - len;
+        let start = self.kernel_in + self.bulk_in - len;
         while left > 0 {
             let n = left.min(step);
             let (written, error) = self.write_blocks(&zeros.as_slice()[..n], block);
