@@ -78,9 +78,9 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Strin
             return Err("--verify cannot be combined with oflag=append".into());
         }
     }
-    if extras.verify || !extras.hash.is_empty() {
+    if extras.verify {
         for (flag, name) in CHANGING_CONV {
-            if plan.conv.contains(*flag) && extras.verify {
+            if plan.conv.contains(*flag) {
                 return Err(format!(
                     "--verify cannot be combined with conv={name}: the output is not the \
                      bytes read"

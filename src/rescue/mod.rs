@@ -73,12 +73,11 @@ pub fn check(
     } else {
         "--map"
     };
-    let Some(input) = &plan.input else {
+    if plan.input.is_none() {
         return Err(format!(
             "{what} needs if=FILE: it reads the input by position, not as a stream"
         ));
-    };
-    let _ = input;
+    }
     let Some(output) = &plan.output else {
         return Err(format!(
             "{what} needs of=FILE: it writes the output by position, not as a stream"
