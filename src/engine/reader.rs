@@ -80,6 +80,9 @@ pub enum Event {
     InputEof,
 }
 
+/// A read's result, and the warning it gave, if any.
+type ReadOutcome = (Result<usize, Errno>, Option<Box<Diagnostic>>);
+
 /// The writer has gone away: the reader stops.
 #[derive(Debug)]
 pub struct Closed;
@@ -632,7 +635,7 @@ impl Reader {
     fn splice_record(
         &mut self,
         want: usize,
-    ) -> Option<(Result<usize, Errno>, Option<Box<Diagnostic>>)> {
+    ) -> Option<ReadOutcome> {
         let output = self.splice_to.take()?;
         let mut moved = 0;
         while moved < want {
@@ -655,7 +658,7 @@ impl Reader {
     }
 
     /// One `iread`, with the partial-read warning GNU gives once.
-    fn read_once(&mut self, buf: &mut [u8]) -> (Result<usize, Errno>, Option<Box<Diagnostic>>) {
+    fn read_once(&mut self, buf: &mut [u8]) -> ReadOutcome {
         let fd = self.input.handle.as_fd();
         let size = buf.len() as isize;
         let result = loop {
@@ -678,7 +681,7 @@ impl Reader {
         &mut self,
         result: Result<usize, Errno>,
         size: isize,
-    ) -> (Result<usize, Errno>, Option<Box<Diagnostic>>) {
+    ) -> ReadOutcome {
         let n = result.map_or(-1, |n| n as isize);
         let mut warning = None;
         if 0 < n && self.warn_partial_read && 0 < self.previous && self.previous < size {
