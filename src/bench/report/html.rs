@@ -11,7 +11,7 @@ use super::{latency_text, rate_text, rows, size_text, summary_lines, Report, COL
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 300.0;
 const LEFT: f64 = 80.0;
-const RIGHT: f64 = 20.0;
+const RIGHT: f64 = 40.0;
 const TOP: f64 = 30.0;
 const BOTTOM: f64 = 50.0;
 const COLORS: [&str; 4] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
@@ -65,7 +65,27 @@ svg text{font-size:11px;fill:#444}.axis{stroke:#888}.grid{stroke:#e0e0e0}\
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Scale {
     Linear,
-    Log,
+    /// Log scale with ticks at powers of two (block sizes).
+    Log2,
+    /// Log scale with ticks at 1, 2, 5 × 10^k (latencies).
+    Log10,
+}
+
+/// A round step near `span / 4`: 1, 2 or 5 times a power of ten.
+fn nice_step(span: f64) -> f64 {
+    let raw = (span / 4.0).max(f64::MIN_POSITIVE);
+    let power = 10f64.powf(raw.log10().floor());
+    let fraction = raw / power;
+    let nice = if fraction <= 1.0 {
+        1.0
+    } else if fraction <= 2.0 {
+        2.0
+    } else if fraction <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * power
 }
 
 /// One line of a chart: its name and (x, y) points.
@@ -113,7 +133,7 @@ fn sweep_chart(report: &Report) -> String {
             title: "Throughput vs block size (O_DIRECT, sequential)",
             x_label: "block size",
             y_label: "throughput",
-            x_scale: Scale::Log,
+            x_scale: Scale::Log2,
             x_text: &|x| size_text(x.round() as u64),
             y_text: &rate_text,
             marker,
@@ -199,7 +219,7 @@ fn latency_chart(report: &Report) -> String {
             title: "Latency distribution (share of requests per bin)",
             x_label: "latency",
             y_label: "requests",
-            x_scale: Scale::Log,
+            x_scale: Scale::Log10,
             x_text: &latency_text,
             y_text: &|y| format!("{y:.0}%"),
             marker: None,
@@ -225,7 +245,7 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
     }
     let fx = |x: f64| match chart.x_scale {
         Scale::Linear => x,
-        Scale::Log => x.max(1e-9).log2(),
+        Scale::Log2 | Scale::Log10 => x.max(1e-9).log2(),
     };
     let (mut x0, mut x1) = all
         .iter()
@@ -236,7 +256,9 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
         x0 -= 1.0;
         x1 += 1.0;
     }
-    let y1 = all.iter().map(|p| p.1).fold(0.0, f64::max).max(1e-9) * 1.1;
+    let y_max = all.iter().map(|p| p.1).fold(0.0, f64::max).max(1e-9);
+    let y_step = nice_step(y_max);
+    let y1 = (y_max / y_step).ceil() * y_step;
     let (pw, ph) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
     let px = |x: f64| LEFT + (fx(x) - x0) / (x1 - x0) * pw;
     let py = |y: f64| TOP + ph - y / y1 * ph;
@@ -247,9 +269,10 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
          width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\">",
         chart.id
     );
-    // Horizontal grid with y labels.
-    for i in 0..=4 {
-        let y = y1 / 1.1 * f64::from(i) / 4.0;
+    // Horizontal grid with y labels at round values.
+    let y_ticks = (y1 / y_step).round() as u32;
+    for i in 0..=y_ticks {
+        let y = y_step * f64::from(i);
         let _ = writeln!(
             svg,
             "<line class=\"grid\" x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/>\
@@ -262,19 +285,38 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
             escape(&(chart.y_text)(y))
         );
     }
-    // X ticks: every power of two (log) or five even steps (linear).
+    // X ticks: powers of two (block sizes), 1-2-5 decades (latency) or
+    // round steps (offsets).
     let ticks: Vec<f64> = match chart.x_scale {
-        Scale::Log => {
+        Scale::Log2 => {
             let (a, b) = (x0.ceil() as i64, x1.floor() as i64);
-            let step = ((b - a) / 8).max(1);
+            let step = ((b - a) / 16).max(1);
             (a..=b)
                 .step_by(step as usize)
                 .map(|e| 2f64.powi(e as i32))
                 .collect()
         }
-        Scale::Linear => (0..=4)
-            .map(|i| x0 + (x1 - x0) * f64::from(i) / 4.0)
-            .collect(),
+        Scale::Log10 => {
+            let (lo, hi) = (2f64.powf(x0), 2f64.powf(x1));
+            let mut ticks = Vec::new();
+            let mut decade = 10f64.powf(lo.log10().floor());
+            while decade <= hi {
+                for m in [1.0, 2.0, 5.0] {
+                    let t = decade * m;
+                    if t >= lo && t <= hi {
+                        ticks.push(t);
+                    }
+                }
+                decade *= 10.0;
+            }
+            ticks
+        }
+        Scale::Linear => {
+            let step = nice_step(x1 - x0);
+            let first = (x0 / step).ceil() as i64;
+            let last = (x1 / step).floor() as i64;
+            (first..=last).map(|i| i as f64 * step).collect()
+        }
     };
     for t in ticks {
         let _ = writeln!(
@@ -310,7 +352,7 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
             px(*x),
             TOP + ph,
             px(*x) + 4.0,
-            TOP + 12.0,
+            TOP + ph - 8.0,
             escape(label)
         );
     }
@@ -342,16 +384,14 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
                 );
             }
         }
-        // Legend.
-        let ly = TOP + 4.0 + 16.0 * i as f64;
+        // Legend, above the plot where no curve can cover it.
+        let lx = LEFT + 170.0 * i as f64;
         let _ = writeln!(
             svg,
-            "<rect x=\"{0:.1}\" y=\"{1:.1}\" width=\"12\" height=\"4\" fill=\"{color}\"/>\
-             <text x=\"{2:.1}\" y=\"{3:.1}\">{4}</text>",
-            LEFT + pw - 150.0,
-            ly,
-            LEFT + pw - 132.0,
-            ly + 5.0,
+            "<rect x=\"{0:.1}\" y=\"10\" width=\"12\" height=\"4\" fill=\"{color}\"/>\
+             <text x=\"{1:.1}\" y=\"16\">{2}</text>",
+            lx,
+            lx + 18.0,
             escape(&s.name)
         );
     }
@@ -378,6 +418,13 @@ pub fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steps_are_round() {
+        assert_eq!(nice_step(2.5e9), 1e9);
+        assert_eq!(nice_step(800.0), 200.0);
+        assert_eq!(nice_step(100.0), 50.0);
+    }
 
     #[test]
     fn escaping() {
