@@ -106,6 +106,9 @@ struct Chart<'a> {
     marker: Option<(f64, String)>,
     /// Draw points as circles (measurements) or not (a histogram's steps).
     dots: bool,
+    /// Linear ticks fall on round multiples of this unit (1 MiB for
+    /// offsets, so labels read "64 MiB", not "61 MiB").
+    x_unit: f64,
 }
 
 fn sweep_chart(report: &Report) -> String {
@@ -138,6 +141,7 @@ fn sweep_chart(report: &Report) -> String {
             y_text: &rate_text,
             marker,
             dots: true,
+            x_unit: 1.0,
         },
         &series,
     )
@@ -176,6 +180,7 @@ fn zones_chart(report: &Report) -> String {
             y_text: &rate_text,
             marker: None,
             dots: true,
+            x_unit: (1 << 20) as f64,
         },
         &series,
     )
@@ -224,6 +229,7 @@ fn latency_chart(report: &Report) -> String {
             y_text: &|y| format!("{y:.0}%"),
             marker: None,
             dots: false,
+            x_unit: 1.0,
         },
         &series,
     )
@@ -290,7 +296,7 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
     let ticks: Vec<f64> = match chart.x_scale {
         Scale::Log2 => {
             let (a, b) = (x0.ceil() as i64, x1.floor() as i64);
-            let step = ((b - a) / 16).max(1);
+            let step = ((b - a) / 10).max(1);
             (a..=b)
                 .step_by(step as usize)
                 .map(|e| 2f64.powi(e as i32))
@@ -312,7 +318,7 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
             ticks
         }
         Scale::Linear => {
-            let step = nice_step(x1 - x0);
+            let step = nice_step((x1 - x0) / chart.x_unit) * chart.x_unit;
             let first = (x0 / step).ceil() as i64;
             let last = (x1 / step).floor() as i64;
             (first..=last).map(|i| i as f64 * step).collect()
