@@ -6,8 +6,11 @@
 #     ddx p50 vs fio clat p50
 #  4. block-size recommendation: ddx's bs-sweep three times in a row on the
 #     same file must give the same answer.
-# Bars: bandwidth within 10% of fio, p50 within 15%. fio runs ROUNDS times
-# (median taken), interleaved with ddx, whose own figures are medians of 3.
+# Bars: bandwidth within 10% of fio, p50 within 15%. Each round measures
+# every figure with fio and then at once with ddx (one measured pass each,
+# `--runs=1`, so both see the same moment of a shared machine); the verdict
+# is the median over ROUNDS (default 5) of the per-round ddx/fio ratios,
+# which cancels drift that medians taken side by side would not.
 #
 # usage: bench/bench-vs-fio.sh [SIZE_MiB] (default 512). DIR=... picks the
 # directory (default: a temp dir under /var/tmp: O_DIRECT needs a real
@@ -15,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size_mib=${1:-512}
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-5}
 ddx=$(realpath "${DDX:-target/release/ddx}")
 [ -x "$ddx" ] || cargo build --release -q
 command -v fio >/dev/null || { echo "fio is needed (apt-get install fio)"; exit 1; }
@@ -33,15 +36,20 @@ fio_run() { # rw extra... -> JSON on stdout
     --iodepth=1 --size="${size_mib}M" --output-format=json "$@"
 }
 
+ddx_run() { # tests extra... -> JSON on stdout
+  local tests=$1; shift
+  "$ddx" bench "$file" --destructive --size="${size_mib}M" --runs=1 --tests="$tests" --json "$@"
+}
+
 for i in $(seq "$rounds"); do
   fio_run read --bs=1M > "$dir/fio-read-$i.json"
+  ddx_run seq-read > "$dir/ddx-read-$i.json"
   fio_run write --bs=1M > "$dir/fio-write-$i.json"
+  ddx_run seq-write > "$dir/ddx-write-$i.json"
   fio_run write --bs=4k --sync=dsync --number_ios=1000 > "$dir/fio-lat-$i.json"
-  "$ddx" bench "$file" --destructive --size="${size_mib}M" --tests=seq-read,seq-write \
-    --json > "$dir/ddx-seq-$i.json"
-  "$ddx" bench "$file" --destructive --size="${size_mib}M" --tests=latency \
-    --latency-bs=4K --latency-count=1000 --json > "$dir/ddx-lat-$i.json"
+  ddx_run latency --latency-bs=4K --latency-count=1000 > "$dir/ddx-lat-$i.json"
 done
+# The recommendation with ddx's defaults (3 runs, rounds over all sizes).
 for i in 1 2 3; do
   "$ddx" bench "$file" --destructive --size="${size_mib}M" --tests=bs-sweep \
     --json > "$dir/ddx-sweep-$i.json"
@@ -58,30 +66,32 @@ def fio(kind, side, field):
     for i in range(1, rounds + 1):
         job = load(f"fio-{kind}-{i}.json")["jobs"][0][side]
         values.append(job["bw_bytes"] if field == "bw" else job["clat_ns"]["percentile"]["50.000000"])
-    return med(values), values
+    return values
 
-def ddx(name, test, mode, op, field):
+def ddx(kind, test, mode, op, field):
     values = []
     for i in range(1, rounds + 1):
-        r = next(r for r in load(f"ddx-{name}-{i}.json")["results"]
+        r = next(r for r in load(f"ddx-{kind}-{i}.json")["results"]
                  if r["test"] == test and r["mode"] == mode and r["op"] == op)
         values.append(r["throughput_bytes_per_sec"] if field == "bw" else r["latency_ns"]["p50"])
-    return med(values), values
+    return values
 
 ok = True
 def compare(label, f, x, bar, unit, scale):
     global ok
-    ratio = x[0] / f[0]
+    ratios = [b / a for a, b in zip(f, x)]
+    ratio = med(ratios)
     passed = abs(ratio - 1) <= bar
     ok &= passed
     fmt = lambda v: f"{v/scale:.1f}"
-    print(f"  {label:34s} fio {fmt(f[0]):>8s} {unit}  ddx {fmt(x[0]):>8s} {unit}  ddx/fio {ratio:.3f}  "
-          f"(bar ±{bar:.0%}: {'ok' if passed else 'MISSED'})")
-    print(f"  {'':34s} fio runs {[fmt(v) for v in f[1]]}  ddx runs {[fmt(v) for v in x[1]]}")
+    print(f"  {label:30s} fio {fmt(med(f)):>7s} {unit}  ddx {fmt(med(x)):>7s} {unit}  "
+          f"ddx/fio {ratio:.3f} (bar ±{bar:.0%}: {'ok' if passed else 'MISSED'})")
+    print(f"  {'':30s} per round: fio {' '.join(fmt(v) for v in f)}; ddx {' '.join(fmt(v) for v in x)}; "
+          f"ratio {' '.join(f'{r:.2f}' for r in ratios)}")
 
-compare("seq read 1M O_DIRECT QD1", fio("read", "read", "bw"), ddx("seq", "seq-read", "direct", "read", "bw"), 0.10, "MB/s", 1e6)
-compare("seq write 1M O_DIRECT QD1", fio("write", "write", "bw"), ddx("seq", "seq-write", "direct", "write", "bw"), 0.10, "MB/s", 1e6)
-compare("O_DSYNC 4k write latency p50", fio("lat", "write", "p50"), ddx("lat", "latency", "dsync", "write", "p50"), 0.15, "us  ", 1e3)
+compare("seq read 1M O_DIRECT QD1", fio("read", "read", "bw"), ddx("read", "seq-read", "direct", "read", "bw"), 0.10, "MB/s", 1e6)
+compare("seq write 1M O_DIRECT QD1", fio("write", "write", "bw"), ddx("write", "seq-write", "direct", "write", "bw"), 0.10, "MB/s", 1e6)
+compare("O_DSYNC 4k write p50", fio("lat", "write", "p50"), ddx("lat", "latency", "dsync", "write", "p50"), 0.15, "us  ", 1e3)
 
 recs = [load(f"ddx-sweep-{i}.json")["recommendation"] for i in (1, 2, 3)]
 reads = [r["read_block_size"] for r in recs]

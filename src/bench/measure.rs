@@ -168,8 +168,12 @@ impl<'a> Runner<'a> {
             .open_read(OFlags::empty())
             .map_err(|e| e.to_string())
             .and_then(|fd| {
-                // Dirty pages survive DONTNEED: write them back first.
-                let _ = file::fdatasync(fd.as_fd());
+                // Dirty pages survive DONTNEED: write them back first
+                // (only where the bench writes: a read-only device gets
+                // no flush either).
+                if self.target.writable() {
+                    let _ = file::fdatasync(fd.as_fd());
+                }
                 file::drop_cache(fd.as_fd(), 0, 0)
                     .map_err(|e| format!("posix_fadvise: {}", crate::sys::errno_text(e)))
             });

@@ -114,9 +114,8 @@ fn watch_signals(signals: SignalPipes) {
             let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
             for ((fd, signal), ready) in pipes.iter().zip(ready) {
                 if ready && crate::sys::signals::drain(fd) > 0 {
-                    target::remove_temp_now();
                     progress::Status::for_stderr().clear();
-                    crate::sys::signals::die_of(*signal);
+                    target::remove_temp_then(|| crate::sys::signals::die_of(*signal));
                 }
             }
         });

@@ -61,12 +61,24 @@ pub struct Target {
 /// The file ddx created, if any; the signal watcher removes it.
 static TEMP_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
 
-/// Remove ddx's temporary file now (from the signal watcher).
+/// Remove ddx's temporary file now.
 pub fn remove_temp_now() {
     let mut slot = TEMP_PATH.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(path) = slot.take() {
         let _ = std::fs::remove_file(path);
     }
+}
+
+/// Remove ddx's temporary file and run `then` (dying of a signal) while
+/// still holding the slot, so the main thread cannot create the file
+/// again in between.
+pub fn remove_temp_then(then: impl FnOnce() -> std::convert::Infallible) -> ! {
+    let mut slot = TEMP_PATH.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(path) = slot.take() {
+        let _ = std::fs::remove_file(path);
+    }
+    // `slot` stays locked: `then` never returns.
+    match then() {}
 }
 
 /// ddx's own file: removed when dropped, or by [`remove_temp_now`].
