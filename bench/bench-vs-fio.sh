@@ -6,7 +6,8 @@
 #     ddx p50 vs fio clat p50
 #  4. block-size recommendation: ddx's bs-sweep three times in a row on the
 #     same file must give the same answer.
-# Bars: bandwidth within 10% of fio, p50 within 15%. Each round measures
+# Bars: bandwidth within 10% of fio, p50 within 15%. Both sides get one
+# warm-up pass that is not counted (ddx's own). Each round measures
 # every figure with fio and then at once with ddx (one measured pass each,
 # `--runs=1`, so both see the same moment of a shared machine); the verdict
 # is the median over ROUNDS (default 5) of the per-round ddx/fio ratios,
@@ -32,6 +33,10 @@ echo "same file: $size_mib MiB in $dir ($fs); $(nproc) CPUs; $(fio --version); d
 
 fio_run() { # rw extra... -> JSON on stdout
   local rw=$1; shift
+  # The same warm-up ddx gives itself (a quarter of the work, thrown
+  # away), so neither side pays for waking the device alone.
+  fio --name=warmup --filename="$file" --rw="$rw" --direct=1 --ioengine=psync \
+    --iodepth=1 --size="$((size_mib / 4))M" "$@" --number_ios=100 >/dev/null
   fio --name=vs --filename="$file" --rw="$rw" --direct=1 --ioengine=psync \
     --iodepth=1 --size="${size_mib}M" --output-format=json "$@"
 }

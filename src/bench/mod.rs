@@ -125,17 +125,18 @@ fn watch_signals(signals: SignalPipes) {
 }
 
 fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchError> {
+    if !(args.time_per_run > 0.0 && args.time_per_run.is_finite()) {
+        return Err(BenchError::msg(
+            "--time-per-run must be a positive number of seconds",
+        ));
+    }
+    let started = std::time::SystemTime::now();
     let target = target::Target::open(&args.target, args.size, args.destructive)?;
     if target.created {
         scenario::fill(&target, &status)?;
     }
     let mut runner = measure::Runner::new(&target, args.runs, status);
     let mut out = scenario::Outcome::default();
-    if !(args.time_per_run > 0.0 && args.time_per_run.is_finite()) {
-        return Err(BenchError::msg(
-            "--time-per-run must be a positive number of seconds",
-        ));
-    }
     let time_per_run = Duration::from_secs_f64(args.time_per_run);
     for &test in &args.tests {
         match test {
@@ -158,7 +159,7 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
         ));
     }
     let cache = runner.cache.clone();
-    Ok(report::build(args, &target, cache, out))
+    Ok(report::build(args, &target, started, cache, out))
 }
 
 fn output(args: &BenchArgs, report: &Report) -> Result<(), BenchError> {

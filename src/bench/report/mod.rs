@@ -310,6 +310,7 @@ mod tests {
 pub fn build(
     args: &super::args::BenchArgs,
     target: &super::target::Target,
+    started: std::time::SystemTime,
     cache: CacheDrop,
     out: super::scenario::Outcome,
 ) -> Report {
@@ -333,7 +334,7 @@ pub fn build(
     Report {
         schema_version: SCHEMA_VERSION,
         ddx_version: env!("CARGO_PKG_VERSION"),
-        started_unix: std::time::SystemTime::now()
+        started_unix: started
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |t| t.as_secs()),
         machine: Machine {

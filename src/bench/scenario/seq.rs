@@ -13,6 +13,9 @@ use crate::bench::report::{Figure, TestResult};
 use crate::bench::BenchError;
 use crate::sys::file;
 
+/// Most bytes the cached read keeps in the page cache.
+const CACHED_MAX: u64 = 256 << 20;
+
 fn figure(test: &'static str, mode: &'static str, op: Op, bs: u64) -> Figure {
     Figure {
         test,
