@@ -151,6 +151,13 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
             TestName::Zones => scenario::zones::run(&mut runner, args.zones, &mut out)?,
         }
     }
+    if target.device.disk.is_none() && target.kind != target::Kind::BlockDevice {
+        out.notes.push(format!(
+            "no disk under the target (filesystem {}): the figures measure memory or a \
+             network, not a disk",
+            target.device.filesystem.as_deref().unwrap_or("unknown")
+        ));
+    }
     if target.len < args.size {
         out.notes.push(format!(
             "working set limited to the target's {} (asked for {})",

@@ -485,9 +485,13 @@ pub fn summary_lines(report: &Report) -> Vec<String> {
     if !device.is_empty() {
         lines.push(format!("device: {}", device.join(", ")));
     }
+    let runs = match report.settings.runs {
+        1 => "one run".to_owned(),
+        n => format!("median of {n} runs"),
+    };
     lines.push(format!(
-        "each figure: median of {} runs after {} warm-up; '!' marks a figure with an outlier run",
-        report.settings.runs, report.settings.warmup_runs
+        "each figure: {runs} after {} warm-up; '!' marks a figure with an outlier run",
+        report.settings.warmup_runs
     ));
     lines.push(format!("caches: {}", report.cache.method));
     if let Some(note) = &report.cache.note {
