@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod cli;
 pub mod engine;
+pub mod guard;
 pub mod operands;
 pub mod progress;
 pub mod quote;

@@ -36,6 +36,8 @@ mod flavours;
 mod generate;
 #[path = "differential/prng.rs"]
 mod prng;
+#[path = "differential/refusal.rs"]
+mod refusal;
 #[path = "differential/run.rs"]
 mod run;
 
@@ -79,6 +81,17 @@ const BACKENDS: &[(&str, &[&str])] = &[
     ("sync", &["--backend=sync"]),
     ("threads-qd1", &["--backend=threads", "--queue-depth=1"]),
     ("threads-qd8", &["--backend=threads", "--queue-depth=8"]),
+    // Small requests, so that the small files of the cases span many of
+    // them, and no offload, which would otherwise take the copy first.
+    (
+        "uring-qd4",
+        &[
+            "--backend=uring",
+            "--queue-depth=4",
+            "--no-offload",
+            "--request-size=4k",
+        ],
+    ),
 ];
 
 #[test]

@@ -4,16 +4,16 @@
 //! only read unless `--destructive`, and the result is a table, JSON,
 //! Markdown or an HTML page with charts.
 //!
-//! Layout: `args` (options), `target` and `safety` (what may be touched),
-//! `measure` (repetition, timing, cache dropping), `scenario` (the tests),
-//! `stats` and `recommend` (pure figures), `report` (the outputs).
+//! Layout: `args` (options), `target` (what may be touched; the copy's
+//! wrong-device guard decides for `--destructive`), `measure` (repetition,
+//! timing, cache dropping), `scenario` (the tests), `stats` and `recommend`
+//! (pure figures), `report` (the outputs).
 
 pub mod args;
 pub mod measure;
 pub mod progress;
 pub mod recommend;
 pub mod report;
-pub mod safety;
 pub mod scenario;
 pub mod stats;
 pub mod target;
@@ -89,10 +89,10 @@ pub fn run(program: &str, words: &[OsString], signals: SignalPipes) -> i32 {
 
 /// On SIGINT or SIGTERM: remove ddx's temporary file, then die of the
 /// signal as if it had not been caught.
-fn watch_signals(signals: SignalPipes) {
+fn watch_signals(mut signals: SignalPipes) {
     let pipes: Vec<(std::os::fd::OwnedFd, i32)> = [
-        signals.interrupt.map(|fd| (fd, libc::SIGINT)),
-        crate::sys::signals::watch_terminate().map(|fd| (fd, libc::SIGTERM)),
+        signals.interrupt.take().map(|fd| (fd, libc::SIGINT)),
+        signals.terminate.take().map(|fd| (fd, libc::SIGTERM)),
     ]
     .into_iter()
     .flatten()
@@ -103,6 +103,10 @@ fn watch_signals(signals: SignalPipes) {
     let spawned = std::thread::Builder::new()
         .name("ddx-bench-signals".to_owned())
         .spawn(move || loop {
+            // Held, not read: a handler writing into a pipe whose reader
+            // is gone would raise SIGPIPE (SIGUSR1 during a bench is
+            // ignored).
+            let _held = &signals;
             use rustix::event::{poll, PollFd, PollFlags};
             let mut fds: Vec<PollFd<'_>> = pipes
                 .iter()

@@ -6,8 +6,11 @@
 //! in order, and because option errors must read exactly as GNU getopt's.
 
 mod options;
+mod safety;
+mod verbose;
 
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 
 use crate::engine::{self, Backend, Counters, Events, RunResult};
@@ -55,12 +58,40 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         }
     };
 
+    // Checked before anything is opened, as the operands are.
+    let progress_stream = match settings.progress_fd {
+        Some(fd) => match safety::progress_stream(fd, &plan) {
+            Ok(stream) => Some((stream, fd)),
+            Err(message) => {
+                emit(format!("{program}: {message}\n").as_bytes());
+                return EXIT_FAILURE;
+            }
+        },
+        None => None,
+    };
+    if let Err(message) = safety::guard(&program, &plan, settings.force) {
+        emit(format!("{program}: {message}\n").as_bytes());
+        return EXIT_FAILURE;
+    }
+
     let counters = Arc::new(Counters::default());
     let reporter = Arc::new(Reporter::new(&program, plan.status, Arc::clone(&counters)));
+    let live_line = plan.status == StatusLevel::Progress && {
+        use std::io::IsTerminal;
+        std::io::stderr().is_terminal()
+    };
+    if live_line {
+        reporter.use_live_line();
+    }
+    let json = progress_stream.is_some();
+    if let Some((stream, fd)) = progress_stream {
+        reporter.use_json(stream, fd);
+    }
     let ticker = Ticker::start(
         Arc::clone(&reporter),
         signals,
-        plan.status == StatusLevel::Progress,
+        plan.status == StatusLevel::Progress || json,
+        plan.status == StatusLevel::Progress && !live_line,
     );
 
     let endpoints = match engine::endpoints::open(&plan) {
@@ -79,6 +110,8 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     for warning in warnings {
         reporter.diagnostic(warning);
     }
+    let (plan, block_choice) = resolve_auto_block_size(plan, &input, &output);
+    reporter.set_total(verbose::expected_bytes(&plan, &input));
     reporter.start_clock();
 
     let bulk = engine::shape::bulk_shape(&plan, &input, &output);
@@ -86,8 +119,21 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     let storage_end = (engine::shape::is_storage(&input.handle)
         || engine::shape::is_storage(&output.handle))
         && !same_file;
+    let queue_depth = settings.queue_depth.unwrap_or_else(|| {
+        let request_bytes = match (&bulk, settings.request_size) {
+            (Some(_), Some(size)) => size,
+            (Some(shape), None) => shape.chunk,
+            (None, _) => plan.input_block_size,
+        };
+        let hints = [
+            engine::depth::hint_of(input.handle.as_fd()),
+            engine::depth::hint_of(output.handle.as_fd()),
+        ];
+        engine::depth::default_depth(request_bytes, &hints)
+    });
     let backend = choose_backend(
         &settings,
+        queue_depth,
         bulk.is_some(),
         storage_end,
         plan.input_block_size,
@@ -110,10 +156,15 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     } else {
         backend
     };
-    let bulk = match (bulk, same_disk) {
-        (Some(shape), true) => Some(engine::shape::with_request_size(
+    let request_size = match (settings.request_size, same_disk) {
+        (Some(size), _) => Some(size),
+        (None, true) => Some(engine::shape::SAME_DISK_REQUEST),
+        (None, false) => None,
+    };
+    let bulk = match (bulk, request_size) {
+        (Some(shape), Some(size)) => Some(engine::shape::with_request_size(
             shape,
-            engine::shape::SAME_DISK_REQUEST,
+            size,
             plan.input_block_size,
         )),
         (shape, _) => shape,
@@ -121,12 +172,17 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     // The reference backend keeps GNU's requests too, not only its results.
     let shaping = match backend {
         Backend::Sync => engine::Shaping::default(),
-        Backend::Threads { .. } | Backend::Sequential => engine::Shaping {
+        Backend::Threads { .. } | Backend::Uring { .. } | Backend::Sequential => engine::Shaping {
             bulk,
-            offload_unit: engine::shape::offload_unit(&plan, &input, &output),
+            offload_unit: engine::shape::offload_unit(&plan, &input, &output)
+                .filter(|_| !settings.no_offload),
             drop_behind: !settings.keep_cache,
         },
     };
+    let report = settings.verbose.then(|| {
+        verbose::Report::new(&settings, backend, &shaping, &plan)
+            .with_block_choice(block_choice.as_ref())
+    });
     let plan = Arc::new(plan);
     let (result, input) = engine::backend::run(
         backend,
@@ -160,12 +216,41 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         });
         return EXIT_FAILURE;
     }
-    reporter.statistics();
+    reporter.finish();
+    if let Some(report) = report {
+        report.print(&reporter, &counters);
+    }
     if failed || stderr_failed() {
         EXIT_FAILURE
     } else {
         0
     }
+}
+
+/// bs=auto: measure now that both ends are open (the probe only reads).
+fn resolve_auto_block_size(
+    plan: operands::CopyPlan,
+    input: &engine::Input,
+    output: &engine::Output,
+) -> (operands::CopyPlan, Option<engine::auto_block::Choice>) {
+    use operands::IoFlags;
+    if !plan.auto_block_size {
+        return (plan, None);
+    }
+    let here = crate::sys::file::current_offset(input.handle.as_fd()).unwrap_or(0);
+    let skip = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
+    let choice = engine::auto_block::choose(
+        engine::auto_block::End {
+            fd: input.handle.as_fd(),
+            direct: plan.input_flags.contains(IoFlags::DIRECT),
+        },
+        engine::auto_block::End {
+            fd: output.handle.as_fd(),
+            direct: plan.output_flags.contains(IoFlags::DIRECT),
+        },
+        here.max(0) as u64 + skip,
+    );
+    (plan.with_block_size(choice.block_size), Some(choice))
 }
 
 /// `--backend=auto`: overlapped where a device may be slow, that is where
@@ -176,15 +261,16 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
 /// cache advice GNU gives (and tools trace) from the one copying thread.
 fn choose_backend(
     settings: &options::Settings,
+    queue_depth: usize,
     bulk: bool,
     storage_end: bool,
     record_size: usize,
     nocache: bool,
 ) -> Backend {
     const OVERLAP_MIN_RECORD: usize = 16 * 1024;
-    let queue_depth = settings.queue_depth.unwrap_or(engine::DEFAULT_QUEUE_DEPTH);
     match settings.backend {
         Some(options::BackendChoice::Threads) => Backend::Threads { queue_depth },
+        Some(options::BackendChoice::Uring) => Backend::Uring { queue_depth },
         Some(options::BackendChoice::Sync) => Backend::Sync,
         None if bulk || (storage_end && record_size >= OVERLAP_MIN_RECORD && !nocache) => {
             Backend::Threads { queue_depth }

@@ -14,12 +14,23 @@ pub struct Settings {
     pub queue_depth: Option<usize>,
     /// `--keep-cache`: leave a large copy's pages in the page cache.
     pub keep_cache: bool,
+    /// `--no-offload`: never hand the copy to copy_file_range.
+    pub no_offload: bool,
+    /// `--request-size=BYTES`: bulk request size instead of the default.
+    pub request_size: Option<usize>,
+    /// `--force`: skip the wrong-device guard's refusals and prompt.
+    pub force: bool,
+    /// `--verbose`: how the copy ran, after GNU's statistics.
+    pub verbose: bool,
+    /// `--progress-fd=N`: JSON progress records to this descriptor.
+    pub progress_fd: Option<i32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendChoice {
     Sync,
     Threads,
+    Uring,
 }
 
 /// What the command line asks for.
@@ -32,11 +43,113 @@ pub enum Scan {
     Error(String),
 }
 
-/// Long options ddx knows; unique prefixes are accepted, as with getopt.
-const LONG_OPTIONS: &[&str] = &["backend", "help", "keep-cache", "queue-depth", "version"];
+/// One of ddx's `--options`: the single source of the scanner, `--help`,
+/// and anything generated from them (man page, completions).
+#[derive(Debug, Clone, Copy)]
+pub struct OptionSpec {
+    pub name: &'static str,
+    /// The value's placeholder in help (`N`, `NAME`); None for a switch.
+    pub value: Option<&'static str>,
+    /// The accepted values, where the set is closed (for completions).
+    pub choices: &'static [&'static str],
+    /// One or more lines of help text.
+    pub help: &'static str,
+}
 
-/// Options that take a value (`--name=value` or `--name value`).
-const WITH_VALUE: &[&str] = &["backend", "queue-depth"];
+impl OptionSpec {
+    const fn switch(name: &'static str, help: &'static str) -> Self {
+        OptionSpec {
+            name,
+            value: None,
+            choices: &[],
+            help,
+        }
+    }
+
+    const fn valued(name: &'static str, value: &'static str, help: &'static str) -> Self {
+        OptionSpec {
+            name,
+            value: Some(value),
+            choices: &[],
+            help,
+        }
+    }
+
+    const fn choice(
+        name: &'static str,
+        value: &'static str,
+        choices: &'static [&'static str],
+        help: &'static str,
+    ) -> Self {
+        OptionSpec {
+            name,
+            value: Some(value),
+            choices,
+            help,
+        }
+    }
+}
+
+/// Every long option ddx knows, in the order `--help` lists them. Unique
+/// prefixes are accepted, as with getopt.
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec::choice(
+        "backend",
+        "NAME",
+        &["auto", "sync", "threads", "uring"],
+        "how reads and writes overlap: 'auto' (default), 'sync' (read, then write, \
+         as GNU dd), 'threads' (a reader thread runs ahead of the writer), 'uring' \
+         (io_uring, several requests in flight; threads where it cannot apply)",
+    ),
+    OptionSpec::valued(
+        "queue-depth",
+        "N",
+        "records (or bulk requests) in flight with an overlapped backend (1-4096)",
+    ),
+    OptionSpec::valued(
+        "request-size",
+        "BYTES",
+        "where records are decoupled from requests (files and block devices, no \
+         per-request flags), read and write BYTES at a time, rounded to whole \
+         input blocks (default: 1M; 8M within one disk)",
+    ),
+    OptionSpec::switch(
+        "no-offload",
+        "copy through ddx's own buffers, never with copy_file_range (to measure \
+         the engine, or where a filesystem's offload misbehaves)",
+    ),
+    OptionSpec::switch(
+        "keep-cache",
+        "leave a large copy's data in the page cache (by default ddx drops what it \
+         streamed through once a copy passes 64 MiB, so it does not evict the \
+         machine's working set)",
+    ),
+    OptionSpec::valued(
+        "progress-fd",
+        "FD",
+        "write progress as JSON, one object per line, to file descriptor FD \
+         about once a second and on SIGUSR1: bytes, records, elapsed seconds, \
+         rates and the total when known; the last, with \"done\": true, \
+         equals the final statistics",
+    ),
+    OptionSpec::switch(
+        "verbose",
+        "after the statistics, say how the copy ran: backend, request size, \
+         queue depth, cache policy, kernel offload and CPU use",
+    ),
+    OptionSpec::switch(
+        "force",
+        "write even where the guard refuses: a mounted, swap or held block \
+         device, or a copy onto itself that overwrites input not yet read; \
+         and do not ask before overwriting a whole disk",
+    ),
+    OptionSpec::switch("help", "display this help and exit"),
+    OptionSpec::switch("version", "output version information and exit"),
+];
+
+fn spec(name: &str) -> Option<&'static OptionSpec> {
+    OPTIONS.iter().find(|o| o.name == name)
+}
 
 pub fn scan(words: &[OsString]) -> Scan {
     let mut operands = Vec::with_capacity(words.len());
@@ -59,50 +172,56 @@ pub fn scan(words: &[OsString]) -> Scan {
                 Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
                 None => (text.clone().into_owned(), None),
             };
-            let matches: Vec<&str> = LONG_OPTIONS
+            let matches: Vec<&OptionSpec> = OPTIONS
                 .iter()
-                .copied()
-                .filter(|o| o.starts_with(name.as_str()))
+                .filter(|o| o.name.starts_with(name.as_str()))
                 .collect();
-            let chosen = match matches.as_slice() {
-                _ if LONG_OPTIONS.contains(&name.as_str()) => LONG_OPTIONS
+            let chosen = match (spec(&name), matches.as_slice()) {
+                (Some(exact), _) => exact,
+                (None, [one]) => *one,
+                // GNU dd's own options keep every prefix GNU accepts
+                // ("--v" is --version), whatever ddx added beside them.
+                (None, several) if several.iter().any(|o| is_gnu_option(o.name)) => *several
                     .iter()
-                    .copied()
-                    .find(|o| *o == name)
-                    .unwrap_or_default(),
-                [one] => *one,
-                [] => return Scan::Error(format!("unrecognized option '--{text}'")),
-                several => {
-                    let list: Vec<String> = several.iter().map(|o| format!("'--{o}'")).collect();
+                    .find(|o| is_gnu_option(o.name))
+                    .expect("checked above"),
+                (None, []) => return Scan::Error(format!("unrecognized option '--{text}'")),
+                (None, several) => {
+                    let list: Vec<String> =
+                        several.iter().map(|o| format!("'--{}'", o.name)).collect();
                     return Scan::Error(format!(
                         "option '--{name}' is ambiguous; possibilities: {}",
                         list.join(" ")
                     ));
                 }
             };
-            if !WITH_VALUE.contains(&chosen) {
+            if chosen.value.is_none() {
                 if inline_value.is_some() {
-                    return Scan::Error(format!("option '--{chosen}' doesn't allow an argument"));
+                    return Scan::Error(format!(
+                        "option '--{}' doesn't allow an argument",
+                        chosen.name
+                    ));
                 }
-                if chosen == "keep-cache" {
-                    settings.keep_cache = true;
-                    continue;
+                match chosen.name {
+                    "help" => return Scan::Help,
+                    "version" => return Scan::Version,
+                    switch => apply_switch(&mut settings, switch),
                 }
-                return match chosen {
-                    "help" => Scan::Help,
-                    _ => Scan::Version,
-                };
+                continue;
             }
             let value = match inline_value {
                 Some(v) => v,
                 None => match words.next() {
                     Some(v) => v.to_string_lossy().into_owned(),
                     None => {
-                        return Scan::Error(format!("option '--{chosen}' requires an argument"))
+                        return Scan::Error(format!(
+                            "option '--{}' requires an argument",
+                            chosen.name
+                        ))
                     }
                 },
             };
-            if let Err(message) = apply(&mut settings, chosen, &value) {
+            if let Err(message) = apply_value(&mut settings, chosen, &value) {
                 return Scan::Error(message);
             }
             continue;
@@ -113,18 +232,39 @@ pub fn scan(words: &[OsString]) -> Scan {
     Scan::Operands(operands, settings)
 }
 
-fn apply(settings: &mut Settings, option: &str, value: &str) -> Result<(), String> {
+fn is_gnu_option(name: &str) -> bool {
+    name == "help" || name == "version"
+}
+
+fn apply_switch(settings: &mut Settings, option: &str) {
     match option {
+        "keep-cache" => settings.keep_cache = true,
+        "no-offload" => settings.no_offload = true,
+        "force" => settings.force = true,
+        "verbose" => settings.verbose = true,
+        _ => unreachable!("every switch in OPTIONS is handled: --{option}"),
+    }
+}
+
+/// getopt's wording for a value outside a closed set.
+fn invalid_choice(spec: &OptionSpec, value: &str) -> String {
+    let valid: Vec<String> = spec.choices.iter().map(|c| format!("'{c}'")).collect();
+    format!(
+        "invalid argument '{value}' for '--{}'; valid arguments are {}",
+        spec.name,
+        valid.join(", ")
+    )
+}
+
+fn apply_value(settings: &mut Settings, spec: &OptionSpec, value: &str) -> Result<(), String> {
+    match spec.name {
         "backend" => {
             settings.backend = match value {
                 "auto" => None,
                 "sync" => Some(BackendChoice::Sync),
                 "threads" => Some(BackendChoice::Threads),
-                _ => {
-                    return Err(format!(
-                        "invalid argument '{value}' for '--backend'; valid arguments are 'auto', 'sync', 'threads'"
-                    ))
-                }
+                "uring" => Some(BackendChoice::Uring),
+                _ => return Err(invalid_choice(spec, value)),
             }
         }
         "queue-depth" => match value.parse::<usize>() {
@@ -135,9 +275,69 @@ fn apply(settings: &mut Settings, option: &str, value: &str) -> Result<(), Strin
                 ))
             }
         },
-        _ => unreachable!("every option with a value is handled"),
+        "request-size" => {
+            let parsed = crate::operands::number::parse(value.as_bytes());
+            match parsed.result.map(|n| n.value) {
+                Ok(n) if (1..=1 << 30).contains(&n) => settings.request_size = Some(n as usize),
+                _ => {
+                    return Err(format!(
+                        "invalid argument '{value}' for '--request-size': a size from 1 to 1G"
+                    ))
+                }
+            }
+        }
+        "progress-fd" => match value.parse::<i32>() {
+            Ok(n) if n >= 0 => settings.progress_fd = Some(n),
+            _ => {
+                return Err(format!(
+                    "invalid argument '{value}' for '--progress-fd': a file descriptor number"
+                ))
+            }
+        },
+        other => unreachable!("every option with a value in OPTIONS is handled: --{other}"),
     }
     Ok(())
+}
+
+/// The options part of `--help`, laid out as GNU does: the option in a
+/// 24-column gutter, its help wrapped at 78 columns beside it.
+pub fn options_help() -> String {
+    const GUTTER: usize = 24;
+    const WIDTH: usize = 78;
+    let mut out = String::new();
+    for option in OPTIONS {
+        let head = match option.value {
+            Some(value) => format!("      --{}={value}", option.name),
+            None => format!("      --{}", option.name),
+        };
+        let mut line = head.clone();
+        if head.len() + 2 > GUTTER {
+            out.push_str(&head);
+            out.push('\n');
+            line = String::new();
+        }
+        let mut first_word = true;
+        for word in option.help.split_whitespace() {
+            if line.len() < GUTTER {
+                line.push_str(&" ".repeat(GUTTER - line.len()));
+                first_word = true;
+            }
+            if !first_word && line.len() + 1 + word.len() > WIDTH {
+                out.push_str(&line);
+                out.push('\n');
+                line = " ".repeat(GUTTER);
+                first_word = true;
+            }
+            if !first_word {
+                line.push(' ');
+            }
+            line.push_str(word);
+            first_word = false;
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
 }
 
 pub fn version_text() -> String {
@@ -215,17 +415,8 @@ Sending SIGUSR1 to a running {program} prints I/O statistics to standard
 error; the copy goes on. SIGINT prints them and stops.
 
 ddx options (GNU operands stay key=value; these never collide with them):
-      --backend=NAME    how reads and writes overlap: 'auto' (default),
-                        'sync' (read, then write, as GNU dd), 'threads'
-                        (a reader thread runs ahead of the writer)
-      --queue-depth=N   records in flight with an overlapped backend
-      --keep-cache      leave a large copy's data in the page cache (by
-                        default ddx drops what it streamed through once a
-                        copy passes 64 MiB, so it does not evict the
-                        machine's working set)
-      --help            display this help and exit
-      --version         output version information and exit
-"
+{options}",
+        options = options_help()
     )
 }
 
@@ -254,6 +445,41 @@ mod tests {
         assert_eq!(scan(&words(&["if=a", "--help"])), Scan::Help);
         assert_eq!(scan(&words(&["--he"])), Scan::Help);
         assert_eq!(scan(&words(&["--v"])), Scan::Version);
+        assert_eq!(scan(&words(&["--ver"])), Scan::Version);
+        assert!(matches!(
+            scan(&words(&["--verb"])),
+            Scan::Operands(_, Settings { verbose: true, .. })
+        ));
+    }
+
+    #[test]
+    fn help_lists_every_option_within_78_columns() {
+        let help = help_text("ddx");
+        for option in OPTIONS {
+            assert!(
+                help.contains(&format!("--{}", option.name)),
+                "--{} missing from --help",
+                option.name
+            );
+        }
+        for line in help.lines() {
+            assert!(line.len() <= 78, "too wide: {line:?}");
+        }
+    }
+
+    #[test]
+    fn every_option_is_handled() {
+        // A row in OPTIONS without a handler would panic here, not in use.
+        for option in OPTIONS {
+            let word = match option.value {
+                None => format!("--{}", option.name),
+                Some(_) => {
+                    let value = option.choices.first().copied().unwrap_or("1");
+                    format!("--{}={value}", option.name)
+                }
+            };
+            let _ = scan(&words(&[&word]));
+        }
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub struct Counters {
     pub records_out_partial: AtomicU64,
     pub records_truncated: AtomicU64,
     pub bytes_out: AtomicU64,
+    /// Of bytes_out, those the kernel copied (copy_file_range), for
+    /// --verbose.
+    pub bytes_offloaded: AtomicU64,
 }
 
 /// A consistent-enough copy of the counters for printing.

@@ -204,11 +204,16 @@ impl<'a> Writer<'a> {
 
     /// About to write `len` bytes in bulk at the output's offset.
     fn behind_before(&mut self, len: u64) {
+        self.behind_before_at(self.io.offset.max(0) as u64, len);
+    }
+
+    /// About to write `len` bytes in bulk at `offset` (an overlapped copy
+    /// writes ahead of the offset it has reported; see `uring`).
+    pub fn behind_before_at(&mut self, offset: u64, len: u64) {
         let Some(slot) = &mut self.drop_behind else {
             return;
         };
         let fd = self.output.handle.as_fd();
-        let offset = self.io.offset.max(0) as u64;
         slot.get_or_insert_with(|| DropBehind::new(true))
             .before(fd, offset, len);
     }
@@ -348,6 +353,7 @@ impl<'a> Writer<'a> {
             .records_out_full
             .store(total / write_block, Release);
         self.counters.bytes_out.store(total, Release);
+        self.counters.bytes_offloaded.store(total, Release);
     }
 
     /// Offload copied everything: `total` bytes, the last record partial

@@ -2,6 +2,9 @@
 //! progress lines, printed by a reporter that the copy loop never waits on.
 
 pub mod human;
+pub mod json;
+pub mod live;
+pub mod rate;
 pub mod reporter;
 pub mod stats;
 pub mod ticker;

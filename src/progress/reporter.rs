@@ -11,6 +11,9 @@ use std::time::Instant;
 
 use crate::engine::{Counters, Diagnostic, Events};
 use crate::operands::StatusLevel;
+use crate::progress::json::{JsonStream, Record};
+use crate::progress::live::{Frame, Live};
+use crate::progress::rate::{rate, RateWindow};
 use crate::progress::stats::{transfer_line, write_records, TimeStyle};
 
 struct State {
@@ -19,6 +22,25 @@ struct State {
     /// Bytes shown by the last progress line, if any was printed.
     reported_bytes: Option<u64>,
     start: Instant,
+    /// status=progress on a terminal: the live line, from the first tick.
+    live_wanted: bool,
+    live: Option<Live>,
+    /// --progress-fd: the stream and its number (for messages).
+    json: Option<(JsonStream, i32)>,
+    /// Bytes the copy is expected to write, when known.
+    total: Option<u64>,
+    window: RateWindow,
+}
+
+/// Why statistics are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Moment {
+    /// SIGUSR1 or a read error under noerror: the copy goes on.
+    Running,
+    /// The copy is over.
+    Final,
+    /// The copy dies of this signal right after.
+    Signal(i32),
 }
 
 pub struct Reporter {
@@ -38,6 +60,11 @@ impl Reporter {
                 progress_len: 0,
                 reported_bytes: None,
                 start: Instant::now(),
+                live_wanted: false,
+                live: None,
+                json: None,
+                total: None,
+                window: RateWindow::default(),
             }),
         }
     }
@@ -47,48 +74,139 @@ impl Reporter {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Time since the copy started.
+    pub fn elapsed_ns(&self) -> u64 {
+        elapsed_ns(self.lock().start)
+    }
+
     /// The copy starts now (GNU starts the clock after opening the files).
     pub fn start_clock(&self) {
         self.lock().start = Instant::now();
     }
 
+    /// status=progress with stderr on a terminal: draw the live line
+    /// from the first tick on, instead of GNU's line.
+    pub fn use_live_line(&self) {
+        self.lock().live_wanted = true;
+    }
+
+    /// --progress-fd: JSON records to `stream` (descriptor `fd_number`).
+    pub fn use_json(&self, stream: JsonStream, fd_number: i32) {
+        self.lock().json = Some((stream, fd_number));
+    }
+
+    /// The bytes the copy should write, once the ends are open.
+    pub fn set_total(&self, total: Option<u64>) {
+        self.lock().total = total;
+    }
+
     /// "program: message" on its own line.
     pub fn message(&self, message: impl Display) {
         let mut state = self.lock();
-        let mut line = String::new();
-        if state.progress_len > 0 {
-            line.push('\n');
-            state.progress_len = 0;
-        }
-        line.push_str(&format!("{}: {message}\n", self.program));
-        emit(line.as_bytes());
+        let line = format!("{}: {message}\n", self.program);
+        Self::emit_line(&mut state, line.as_bytes());
     }
 
-    /// The final (or SIGUSR1, or noerror) statistics, per status=.
+    /// Emit whole lines below any progress line: end GNU's line first,
+    /// lift the live line out of the way.
+    fn emit_line(state: &mut State, line: &[u8]) {
+        if state.progress_len > 0 {
+            state.progress_len = 0;
+            let mut out = Vec::with_capacity(line.len() + 1);
+            out.push(b'\n');
+            out.extend_from_slice(line);
+            emit(&out);
+        } else if let Some(live) = &state.live {
+            live.suspend(|| emit(line));
+        } else {
+            emit(line);
+        }
+    }
+
+    /// SIGUSR1 (or noerror) statistics, per status=; the copy goes on.
     pub fn statistics(&self) {
         let mut state = self.lock();
-        self.statistics_locked(&mut state);
+        self.statistics_locked(&mut state, Moment::Running);
     }
 
-    fn statistics_locked(&self, state: &mut State) {
-        if self.status == StatusLevel::None {
+    /// The final statistics and, with --progress-fd, the last record.
+    pub fn finish(&self) {
+        let mut state = self.lock();
+        self.statistics_locked(&mut state, Moment::Final);
+    }
+
+    fn statistics_locked(&self, state: &mut State, moment: Moment) {
+        // One snapshot and one clock reading for both the text and the
+        // JSON record, so that they agree.
+        let snapshot = self.counters.snapshot();
+        let elapsed = elapsed_ns(state.start);
+        if moment != Moment::Running {
+            if let Some(live) = state.live.take() {
+                live.clear();
+            }
+        }
+        if self.status != StatusLevel::None {
+            let mut out = Vec::with_capacity(160);
+            let _ = write_records(&mut out, &snapshot);
+            if self.status != StatusLevel::Noxfer {
+                out.extend_from_slice(
+                    transfer_line(snapshot.bytes_out, elapsed, TimeStyle::Precise).as_bytes(),
+                );
+                out.push(b'\n');
+            }
+            Self::emit_line(state, &out);
+        }
+        if state.json.is_some() {
+            let recent = state.window.sample(elapsed, snapshot.bytes_out);
+            let mut record = Record::new(&snapshot, elapsed, recent, state.total);
+            record.done = moment != Moment::Running;
+            if let Moment::Signal(signal) = moment {
+                record.signal = Some(signal_name(signal));
+            }
+            self.write_json(state, &record);
+        }
+    }
+
+    fn write_json(&self, state: &mut State, record: &Record) {
+        let Some((stream, fd)) = &mut state.json else {
+            return;
+        };
+        let fd = *fd;
+        if let Some(errno) = stream.write(record) {
+            let line = format!(
+                "{}: --progress-fd={fd}: {}; the copy goes on\n",
+                self.program,
+                crate::sys::errno_text(errno)
+            );
+            Self::emit_line(state, line.as_bytes());
+        }
+    }
+
+    /// A second has passed (ticker thread): sample the rate, draw the live
+    /// line, write a JSON record.
+    pub fn tick(&self) {
+        let mut state = self.lock();
+        if !state.live_wanted && state.json.is_none() {
             return;
         }
-        let mut out = Vec::with_capacity(160);
-        if state.progress_len > 0 {
-            out.push(b'\n');
-            state.progress_len = 0;
-        }
         let snapshot = self.counters.snapshot();
-        let _ = write_records(&mut out, &snapshot);
-        if self.status != StatusLevel::Noxfer {
-            let elapsed = elapsed_ns(state.start);
-            out.extend_from_slice(
-                transfer_line(snapshot.bytes_out, elapsed, TimeStyle::Precise).as_bytes(),
-            );
-            out.push(b'\n');
+        let elapsed = elapsed_ns(state.start);
+        let recent = state.window.sample(elapsed, snapshot.bytes_out);
+        if state.live_wanted {
+            let total = state.total;
+            let live = state.live.get_or_insert_with(|| Live::new(total));
+            live.draw(&Frame {
+                bytes: snapshot.bytes_out,
+                elapsed_ns: elapsed,
+                recent_rate: recent,
+                average_rate: rate(snapshot.bytes_out, elapsed),
+                total,
+            });
         }
-        emit(&out);
+        if state.json.is_some() {
+            let record = Record::new(&snapshot, elapsed, recent, state.total);
+            self.write_json(&mut state, &record);
+        }
     }
 
     /// A second has passed: let the copy loop print the next progress line.
@@ -115,11 +233,11 @@ impl Reporter {
         emit(out.as_bytes());
     }
 
-    /// SIGINT: print the statistics and die of the signal, holding the lock
-    /// so that nothing else is printed after them.
+    /// SIGINT or SIGTERM: print the statistics and die of the signal,
+    /// holding the lock so that nothing else is printed after them.
     pub fn interrupted(&self, signal: i32) -> ! {
         let mut state = self.lock();
-        self.statistics_locked(&mut state);
+        self.statistics_locked(&mut state, Moment::Signal(signal));
         crate::sys::signals::die_of(signal)
     }
 }
@@ -144,6 +262,14 @@ impl Events for Reporter {
             let line = transfer_line(bytes, elapsed_ns(state.start), TimeStyle::Precise);
             emit(format!("{line}\n").as_bytes());
         }
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
     }
 }
 

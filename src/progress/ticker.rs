@@ -1,7 +1,9 @@
 //! The reporter thread: wakes when a signal arrives and prints from the
-//! shared counters, and once a second under status=progress raises the flag
-//! that makes the copy loop ask for a progress line. The copy loop never
-//! reads the clock or looks for signals.
+//! shared counters, and once a second ticks: under status=progress without
+//! a terminal it raises the flag that makes the copy loop ask for GNU's
+//! progress line (GNU prints it between records); the live terminal line
+//! and the JSON records it has the reporter draw itself. The copy loop
+//! never reads the clock or looks for signals.
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -20,9 +22,15 @@ pub struct Ticker {
 }
 
 impl Ticker {
-    /// Start watching signals, and ticking once a second if `progress`.
+    /// Start watching signals, and ticking once a second if `ticking`;
+    /// `gnu_progress` makes each tick ask the copy loop for GNU's line.
     /// From then on the calling thread no longer receives those signals.
-    pub fn start(reporter: Arc<Reporter>, signals: SignalPipes, progress: bool) -> Ticker {
+    pub fn start(
+        reporter: Arc<Reporter>,
+        signals: SignalPipes,
+        ticking: bool,
+        gnu_progress: bool,
+    ) -> Ticker {
         let Ok((stop_read, stop_write)) = pipe_with(PipeFlags::CLOEXEC) else {
             return Ticker {
                 stop: None,
@@ -32,7 +40,7 @@ impl Ticker {
         let thread = std::thread::Builder::new()
             .name("ddx-reporter".into())
             .stack_size(128 * 1024)
-            .spawn(move || run(&reporter, &signals, &stop_read, progress))
+            .spawn(move || run(&reporter, &signals, &stop_read, ticking, gnu_progress))
             .ok();
         if thread.is_some() {
             crate::sys::signals::block_in_this_thread();
@@ -64,7 +72,13 @@ impl Drop for Ticker {
     }
 }
 
-fn run(reporter: &Reporter, signals: &SignalPipes, stop: &OwnedFd, progress: bool) {
+fn run(
+    reporter: &Reporter,
+    signals: &SignalPipes,
+    stop: &OwnedFd,
+    progress: bool,
+    gnu_progress: bool,
+) {
     crate::sys::threads::detach_fd_table();
     let tick = Duration::from_secs(1);
     let mut next_tick = Instant::now() + tick;
@@ -77,8 +91,8 @@ fn run(reporter: &Reporter, signals: &SignalPipes, stop: &OwnedFd, progress: boo
             }
         });
         let (interrupted, infos, stopped) = wait(stop, signals, timeout.as_ref());
-        if interrupted {
-            reporter.interrupted(libc::SIGINT);
+        if let Some(signal) = interrupted {
+            reporter.interrupted(signal);
         }
         for _ in 0..infos {
             reporter.statistics();
@@ -87,15 +101,22 @@ fn run(reporter: &Reporter, signals: &SignalPipes, stop: &OwnedFd, progress: boo
             return;
         }
         if progress && Instant::now() >= next_tick {
-            reporter.request_progress();
+            if gnu_progress {
+                reporter.request_progress();
+            }
+            reporter.tick();
             next_tick += tick;
         }
     }
 }
 
-/// Wait for the stop pipe, a signal or the timeout; returns (SIGINT seen,
-/// number of SIGUSR1s, stop requested).
-fn wait(stop: &OwnedFd, signals: &SignalPipes, timeout: Option<&Timespec>) -> (bool, usize, bool) {
+/// Wait for the stop pipe, a signal or the timeout; returns (SIGINT or
+/// SIGTERM seen, number of SIGUSR1s, stop requested).
+fn wait(
+    stop: &OwnedFd,
+    signals: &SignalPipes,
+    timeout: Option<&Timespec>,
+) -> (Option<i32>, usize, bool) {
     let mut fds = vec![PollFd::new(stop, PollFlags::IN)];
     let interrupt_index = signals.interrupt.as_ref().map(|p| {
         fds.push(PollFd::new(p, PollFlags::IN));
@@ -105,15 +126,27 @@ fn wait(stop: &OwnedFd, signals: &SignalPipes, timeout: Option<&Timespec>) -> (b
         fds.push(PollFd::new(p, PollFlags::IN));
         fds.len() - 1
     });
+    let terminate_index = signals.terminate.as_ref().map(|p| {
+        fds.push(PollFd::new(p, PollFlags::IN));
+        fds.len() - 1
+    });
     if poll(&mut fds, timeout).is_err() {
-        return (false, 0, false);
+        return (None, 0, false);
     }
     let ready = |i: usize| !fds[i].revents().is_empty();
     let stopped = ready(0);
     let interrupt_ready = interrupt_index.is_some_and(ready);
     let info_ready = info_index.is_some_and(ready);
+    let terminate_ready = terminate_index.is_some_and(ready);
     drop(fds);
-    let interrupted = interrupt_ready && signals.interrupt.as_ref().is_some_and(|p| drain(p) > 0);
+    let interrupted = if interrupt_ready && signals.interrupt.as_ref().is_some_and(|p| drain(p) > 0)
+    {
+        Some(libc::SIGINT)
+    } else if terminate_ready && signals.terminate.as_ref().is_some_and(|p| drain(p) > 0) {
+        Some(libc::SIGTERM)
+    } else {
+        None
+    };
     let infos = if info_ready {
         signals.info.as_ref().map_or(0, drain)
     } else {

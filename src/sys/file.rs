@@ -290,6 +290,32 @@ pub fn next_data(fd: BorrowedFd<'_>, offset: u64) -> Result<Option<u64>, Errno> 
     }
 }
 
+/// A second, independent open of the same file for reading with O_DIRECT
+/// (through /proc/self/fd, so it needs no path), to measure the device
+/// under a file without the page cache; fails where O_DIRECT is not
+/// supported (tmpfs, some FUSE filesystems).
+pub fn reopen_direct(fd: BorrowedFd<'_>) -> Result<OwnedFd, Errno> {
+    let path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
+    rustix::fs::open(
+        path.as_str(),
+        OFlags::RDONLY | OFlags::DIRECT | OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+}
+
+/// Whether the file has a hole at or after `offset` before its end
+/// (SEEK_HOLE finds the implicit one at end of file otherwise). Leaves the
+/// file offset where it was.
+pub fn has_hole_after(fd: BorrowedFd<'_>, offset: u64) -> bool {
+    let Ok(here) = current_offset(fd) else {
+        return false;
+    };
+    let hole = rustix::fs::seek(fd, SeekFrom::Hole(offset));
+    let size = rustix::fs::fstat(fd).map(|st| st.st_size as u64);
+    let _ = rustix::fs::seek(fd, SeekFrom::Start(here.max(0) as u64));
+    matches!((hole, size), (Ok(hole), Ok(size)) if hole < size)
+}
+
 pub fn seek_to(fd: BorrowedFd<'_>, offset: u64) -> Result<(), Errno> {
     rustix::fs::seek(fd, SeekFrom::Start(offset)).map(|_| ())
 }

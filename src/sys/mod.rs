@@ -4,9 +4,12 @@
 //! It holds no policy: callers decide what to open and when; this module
 //! only makes the system calls and reports their errors as `Errno`.
 
+pub mod block;
 pub mod buffer;
 pub mod device;
+pub mod fd;
 pub mod file;
+pub mod mounts;
 pub mod ring;
 pub mod signals;
 pub mod stdio;

@@ -1,5 +1,6 @@
 //! The signals dd reacts to: SIGUSR1 (print statistics and go on) and
-//! SIGINT (print statistics and die of the signal).
+//! SIGINT (print statistics and die of the signal); ddx treats SIGTERM as
+//! SIGINT (GNU dd just dies of it, without its statistics).
 //!
 //! Handlers only write a byte to a pipe (async-signal-safe); a reporter
 //! thread polls the pipes and does the printing, so the copy loop never
@@ -10,13 +11,17 @@ use std::os::fd::OwnedFd;
 
 use rustix::pipe::{pipe_with, PipeFlags};
 
-/// Read ends of the self-pipes, one per caught signal.
+/// Read ends of the self-pipes, one per caught signal. A pipe must live
+/// as long as the process: a handler writing into a pipe whose read end
+/// is closed raises SIGPIPE, which kills ddx.
 #[derive(Debug, Default)]
 pub struct SignalPipes {
     /// Readable after SIGUSR1 (absent under POSIXLY_CORRECT, as in GNU).
     pub info: Option<OwnedFd>,
     /// Readable after SIGINT (absent if SIGINT was ignored at startup).
     pub interrupt: Option<OwnedFd>,
+    /// Readable after SIGTERM (absent if SIGTERM was ignored at startup).
+    pub terminate: Option<OwnedFd>,
 }
 
 /// Install dd's handlers and restore SIGPIPE's default action (Rust ignores
@@ -30,13 +35,10 @@ pub fn install() -> SignalPipes {
     if !is_ignored(libc::SIGINT) {
         pipes.interrupt = watch(libc::SIGINT);
     }
+    if !is_ignored(libc::SIGTERM) {
+        pipes.terminate = watch(libc::SIGTERM);
+    }
     pipes
-}
-
-/// A self-pipe for SIGTERM, for commands (the benchmark) that must clean
-/// up before dying of it; dd itself leaves SIGTERM at its default.
-pub fn watch_terminate() -> Option<OwnedFd> {
-    watch(libc::SIGTERM)
 }
 
 fn watch(signal: libc::c_int) -> Option<OwnedFd> {
@@ -68,7 +70,8 @@ fn restore_default_sigpipe() {
 /// Die of `signal` as if its default action had run (after printing).
 pub fn die_of(signal: libc::c_int) -> ! {
     let _ = signal_hook::low_level::emulate_default_handler(signal);
-    // Unreachable for SIGINT (its default terminates), but be sure.
+    // Unreachable for SIGINT and SIGTERM (their default terminates), but
+    // be sure.
     std::process::exit(128 + signal);
 }
 
@@ -85,7 +88,7 @@ pub fn drain(pipe: &OwnedFd) -> usize {
     count
 }
 
-/// Keep SIGUSR1 and SIGINT away from the calling (copy) thread once the
+/// Keep SIGUSR1, SIGINT and SIGTERM away from the calling (copy) thread once the
 /// reporter thread watches them: a signal landing on the copy thread cuts
 /// a read short (a spurious partial record), one landing on the reporter
 /// costs nothing.
@@ -97,6 +100,7 @@ pub fn block_in_this_thread() {
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGUSR1);
         libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
 }

@@ -1,22 +1,29 @@
-//! CPU time the process has used, so a benchmark can say how much CPU a
-//! test cost beside how fast it went (a fast copy that burns a core is not
-//! the same result as one that sleeps in the kernel).
+//! CPU time used by this process (getrusage): `--verbose` and `ddx bench`
+//! report it beside a rate, because a copy that keeps a core busy at a
+//! given rate says more about the engine than its rate alone.
 
 use std::time::Duration;
 
-/// User plus system CPU time of the whole process (all threads) so far.
-pub fn cpu_time() -> Duration {
-    // SAFETY: getrusage writes one rusage struct through the pointer, which
-    // points at a live, zero-initialised value of that type.
+/// User and system CPU time of this process and its threads so far.
+pub fn cpu_times() -> Option<(Duration, Duration)> {
+    // SAFETY: getrusage fills the zero-initialised struct it is given and
+    // keeps no pointer to it.
     let usage = unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();
         if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
-            return Duration::ZERO;
+            return None;
         }
         usage
     };
-    let of = |tv: libc::timeval| Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000);
-    of(usage.ru_utime) + of(usage.ru_stime)
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    Some((time(usage.ru_utime), time(usage.ru_stime)))
+}
+
+/// User plus system CPU time so far (zero if the kernel will not say).
+pub fn cpu_time() -> Duration {
+    cpu_times().map_or(Duration::ZERO, |(user, system)| user + system)
 }
 
 #[cfg(test)]
@@ -24,13 +31,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn spinning_costs_cpu_time() {
+    fn busy_work_shows_up() {
         let before = cpu_time();
         let start = std::time::Instant::now();
         let mut x = 0u64;
         while start.elapsed() < Duration::from_millis(30) {
             x = std::hint::black_box(x.wrapping_add(1));
         }
-        assert!(cpu_time() - before >= Duration::from_millis(10));
+        assert!(cpu_time() - before >= Duration::from_millis(10), "{x}");
     }
 }

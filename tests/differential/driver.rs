@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use crate::case::{shell_quote, Case, Stdin};
 use crate::compare::{compare, signature, Finding};
+use crate::refusal;
 use crate::run::{populate, run, Place, Program};
 
 /// Cases above this are reported: the default run has a time budget.
@@ -181,6 +182,9 @@ impl Driver {
         let gnu = run(case, &self.gnu, &self.place);
         let ours = run(case, &self.ours, &self.place);
         let mut findings = compare(&gnu, &ours, self.gnu.name, self.ours.name);
+        if !findings.is_empty() && refusal::is_self_copy_refusal(case, &ours) {
+            findings = refusal::check(case, &gnu, &ours, &self.gnu, &self.ours, &self.place);
+        }
         if gnu.status.starts_with("timed out") {
             // Even GNU did not finish: the case itself is broken (endless
             // input, a retry loop), and it costs the whole time limit.

@@ -1,0 +1,121 @@
+//! Progress for programs (`--progress-fd=N`): one JSON object per line,
+//! about once a second, on SIGUSR1 and at the end, for wrappers and GUIs
+//! (as nbdcopy's `--progress=FD` or pv's `-n`, with more in each record).
+//!
+//! The last record has `"done": true` and is built from the same snapshot
+//! and clock reading as the final statistics, so the two always agree.
+
+use std::os::fd::OwnedFd;
+
+use serde::Serialize;
+
+use crate::engine::Snapshot;
+use crate::progress::rate::rate;
+
+/// One update. Field names are part of ddx's interface: add, never rename.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Record {
+    /// Bytes written so far (GNU's "bytes copied").
+    pub bytes: u64,
+    pub records_in_full: u64,
+    pub records_in_partial: u64,
+    pub records_out_full: u64,
+    pub records_out_partial: u64,
+    pub records_truncated: u64,
+    /// Seconds since the copy started (after opening, as GNU's clock).
+    pub elapsed: f64,
+    /// Average bytes per second since the start.
+    pub rate: f64,
+    /// Bytes per second over the last few seconds.
+    pub recent_rate: f64,
+    /// Bytes the copy is expected to write, when known.
+    pub total: Option<u64>,
+    /// The final record: the copy has ended (or was interrupted).
+    pub done: bool,
+    /// The signal that ended the copy, if one did ("SIGINT", "SIGTERM").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<&'static str>,
+}
+
+impl Record {
+    pub fn new(
+        snapshot: &Snapshot,
+        elapsed_ns: u64,
+        recent_rate: f64,
+        total: Option<u64>,
+    ) -> Record {
+        Record {
+            bytes: snapshot.bytes_out,
+            records_in_full: snapshot.records_in_full,
+            records_in_partial: snapshot.records_in_partial,
+            records_out_full: snapshot.records_out_full,
+            records_out_partial: snapshot.records_out_partial,
+            records_truncated: snapshot.records_truncated,
+            elapsed: elapsed_ns as f64 / 1e9,
+            rate: rate(snapshot.bytes_out, elapsed_ns),
+            recent_rate,
+            total,
+            done: false,
+            signal: None,
+        }
+    }
+
+    pub fn line(&self) -> Vec<u8> {
+        let mut line = serde_json::to_vec(self).expect("plain numbers serialise");
+        line.push(b'\n');
+        line
+    }
+}
+
+/// The descriptor records go to; after a failed write it stays quiet (the
+/// copy matters more than its observer).
+#[derive(Debug)]
+pub struct JsonStream {
+    fd: Option<OwnedFd>,
+}
+
+impl JsonStream {
+    pub fn new(fd: OwnedFd) -> JsonStream {
+        JsonStream { fd: Some(fd) }
+    }
+
+    /// Write one record; returns the error that silenced the stream, once.
+    pub fn write(&mut self, record: &Record) -> Option<crate::sys::Errno> {
+        let fd = self.fd.as_ref()?;
+        match crate::sys::fd::write_all_without_sigpipe(fd, &record.line()) {
+            Ok(()) => None,
+            Err(errno) => {
+                self.fd = None;
+                Some(errno)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_one_json_line() {
+        let snapshot = Snapshot {
+            records_in_full: 2,
+            records_in_partial: 1,
+            records_out_full: 2,
+            records_out_partial: 1,
+            records_truncated: 0,
+            bytes_out: 1500,
+        };
+        let mut record = Record::new(&snapshot, 500_000_000, 3000.0, Some(4096));
+        record.done = true;
+        let line = String::from_utf8(record.line()).unwrap();
+        assert!(line.ends_with("}\n") && line.matches('\n').count() == 1);
+        let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(value["bytes"], 1500);
+        assert_eq!(value["records_in_partial"], 1);
+        assert_eq!(value["rate"], 3000.0);
+        assert_eq!(value["total"], 4096);
+        assert_eq!(value["done"], true);
+        assert!(value.get("signal").is_none());
+    }
+}

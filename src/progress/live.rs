@@ -1,0 +1,160 @@
+//! The live progress line on a terminal (status=progress with stderr a
+//! TTY): bytes, the recent rate beside the average, elapsed time and, when
+//! the total is known, percent, a bar and the time left.
+//!
+//! indicatif draws it (terminal width, erasing, the bar). Only the
+//! reporter calls it, under the reporter's lock, from the ticker thread
+//! once a second: the copy loop never touches it, and indicatif's own
+//! ticking thread is not used. Without a terminal, GNU's exact line is
+//! printed instead (see `reporter`).
+
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::progress::human::{human, Base};
+
+/// One frame's figures, computed by the reporter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Frame {
+    pub bytes: u64,
+    pub elapsed_ns: u64,
+    /// Bytes per second over the last few seconds.
+    pub recent_rate: f64,
+    /// Average bytes per second since the start.
+    pub average_rate: f64,
+    pub total: Option<u64>,
+}
+
+pub struct Live {
+    bar: ProgressBar,
+}
+
+impl Live {
+    /// A live line on stderr; `total` in bytes when known.
+    pub fn new(total: Option<u64>) -> Live {
+        // Redraws only when asked: the reporter draws once a tick.
+        let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr_with_hz(1));
+        let template = if total.is_some() {
+            "{prefix} [{wide_bar}] {msg}"
+        } else {
+            "{prefix} {msg}"
+        };
+        let style = ProgressStyle::with_template(template)
+            .expect("a valid template")
+            .progress_chars("=> ");
+        bar.set_style(style);
+        Live { bar }
+    }
+
+    pub fn draw(&self, frame: &Frame) {
+        let (prefix, message) = texts(frame);
+        self.bar.set_prefix(prefix);
+        self.bar.set_message(message);
+        if let Some(total) = frame.total {
+            // A conversion may write more than the input's size.
+            self.bar.set_length(total.max(frame.bytes));
+        }
+        self.bar.set_position(frame.bytes);
+        self.bar.force_draw();
+    }
+
+    /// Print something below the line without garbling it.
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.bar.suspend(f)
+    }
+
+    /// Erase the line for good (before the final statistics).
+    pub fn clear(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// The text left and right of the bar.
+pub fn texts(frame: &Frame) -> (String, String) {
+    let copied = human(frame.bytes, Base::Iec, 1, 1);
+    let elapsed = clock(frame.elapsed_ns / 1_000_000_000);
+    let prefix = format!(
+        "{copied} {elapsed} {} (avg {})",
+        rate_text(frame.recent_rate),
+        rate_text(frame.average_rate)
+    );
+    let message = match frame.total {
+        Some(total) if total > 0 => {
+            let percent = (frame.bytes as f64 * 100.0 / total as f64).min(100.0);
+            let left = total.saturating_sub(frame.bytes);
+            let eta = if left == 0 {
+                clock(0)
+            } else if frame.recent_rate >= 1.0 {
+                clock((left as f64 / frame.recent_rate) as u64)
+            } else {
+                "--:--".to_owned()
+            };
+            format!("{percent:3.0}% ETA {eta}")
+        }
+        _ => String::new(),
+    };
+    (prefix, message)
+}
+
+fn rate_text(bytes_per_second: f64) -> String {
+    let per_second = bytes_per_second.max(0.0).round() as u64;
+    format!("{}/s", human(per_second, Base::Si, 1, 1))
+}
+
+/// 0:07, 1:02:03.
+fn clock(seconds: u64) -> String {
+    let d = Duration::from_secs(seconds).as_secs();
+    let (h, m, s) = (d / 3600, d / 60 % 60, d % 60);
+    if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{m}:{s:02}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_total_shows_percent_and_eta() {
+        let frame = Frame {
+            bytes: 512 << 20,
+            elapsed_ns: 65_000_000_000,
+            recent_rate: 100e6,
+            average_rate: 8e6,
+            total: Some(1 << 30),
+        };
+        let (prefix, message) = texts(&frame);
+        assert_eq!(prefix, "512 MiB 1:05 100 MB/s (avg 8.0 MB/s)");
+        assert_eq!(message, " 50% ETA 0:05");
+    }
+
+    #[test]
+    fn unknown_total_shows_no_percent() {
+        let frame = Frame {
+            bytes: 1000,
+            elapsed_ns: 0,
+            recent_rate: 0.0,
+            average_rate: 0.0,
+            total: None,
+        };
+        assert_eq!(
+            texts(&frame),
+            ("1000 B 0:00 0 B/s (avg 0 B/s)".into(), String::new())
+        );
+    }
+
+    #[test]
+    fn stalled_copy_has_no_eta() {
+        let frame = Frame {
+            bytes: 10,
+            elapsed_ns: 3_000_000_000,
+            recent_rate: 0.0,
+            average_rate: 3.0,
+            total: Some(100),
+        };
+        assert_eq!(texts(&frame).1, " 10% ETA --:--");
+    }
+}

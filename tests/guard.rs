@@ -1,0 +1,410 @@
+//! The wrong-device guard against real block devices: loop devices over
+//! files in a temporary directory (never a disk of this machine), with a
+//! mounted ext4 filesystem, a mounted partition, active swap and a
+//! device-mapper holder; and copies of a file onto itself.
+//!
+//! Device tests need root, losetup and mkfs.ext4 (and swapon, dmsetup for
+//! theirs); without them they print why and pass. Every device is
+//! unmounted and detached by a Drop guard, whatever happens.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use assert_cmd::cargo::CommandCargoExt;
+
+fn ddx() -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::cargo_bin("ddx").expect("ddx binary");
+    cmd.arg0("ddx").env("LC_ALL", "C").stdin(Stdio::null());
+    cmd
+}
+
+fn run(cmd: &mut Command) -> (Option<i32>, String) {
+    let out = cmd.output().expect("run");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn tool(program: &str, args: &[&str]) -> Result<Output, String> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if out.status.success() {
+        Ok(out)
+    } else {
+        Err(format!(
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+fn have(program: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {program}"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Why device tests cannot run here, if they cannot.
+fn missing_facility() -> Option<String> {
+    // SAFETY: geteuid has no preconditions and touches no memory.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root".into());
+    }
+    for program in ["losetup", "mkfs.ext4", "mount", "umount", "sha256sum"] {
+        if !have(program) {
+            return Some(format!("{program} not installed"));
+        }
+    }
+    None
+}
+
+macro_rules! skip_without_devices {
+    () => {
+        if let Some(why) = missing_facility() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+}
+
+/// A loop device over a file in a temporary directory; unmounts what it
+/// mounted and detaches itself when dropped.
+struct Loop {
+    dir: tempfile::TempDir,
+    device: String,
+    mounts: Vec<PathBuf>,
+    cleanups: Vec<Vec<String>>,
+}
+
+impl Loop {
+    /// `size` bytes of `image` (written first if given), attached with
+    /// partition scanning.
+    fn new(size: u64, image: Option<&[u8]>) -> Result<Loop, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let backing = dir.path().join("disk.img");
+        std::fs::write(&backing, image.unwrap_or(&[])).map_err(|e| e.to_string())?;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&backing)
+            .map_err(|e| e.to_string())?;
+        f.set_len(size).map_err(|e| e.to_string())?;
+        drop(f);
+        let out = tool(
+            "losetup",
+            &["--find", "--show", "--partscan", &backing.to_string_lossy()],
+        )?;
+        let device = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        Ok(Loop {
+            dir,
+            device,
+            mounts: Vec::new(),
+            cleanups: Vec::new(),
+        })
+    }
+
+    fn mkfs_and_mount(&mut self, device: &str) -> Result<PathBuf, String> {
+        // Eager init: no background writes that would change the hash.
+        tool(
+            "mkfs.ext4",
+            &[
+                "-q",
+                "-F",
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0",
+                device,
+            ],
+        )?;
+        let mount_point = self.dir.path().join(format!("mnt{}", self.mounts.len()));
+        std::fs::create_dir(&mount_point).map_err(|e| e.to_string())?;
+        tool("mount", &[device, &mount_point.to_string_lossy()])?;
+        self.mounts.push(mount_point.clone());
+        std::fs::write(mount_point.join("precious.txt"), b"do not destroy\n")
+            .map_err(|e| e.to_string())?;
+        tool("sync", &[])?;
+        Ok(mount_point)
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        for cleanup in self.cleanups.iter().rev() {
+            let _ = Command::new(&cleanup[0]).args(&cleanup[1..]).output();
+        }
+        for mount_point in self.mounts.iter().rev() {
+            let _ = Command::new("umount").arg(mount_point).output();
+        }
+        let _ = Command::new("losetup").args(["-d", &self.device]).output();
+    }
+}
+
+fn sha256(path: &str) -> String {
+    let out = tool("sha256sum", &[path]).expect("sha256sum");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+/// A DOS partition table with one Linux partition from sector 2048 on.
+fn mbr_with_one_partition(sectors: u32) -> Vec<u8> {
+    let mut mbr = vec![0u8; 512];
+    let entry = &mut mbr[446..462];
+    entry[4] = 0x83;
+    entry[8..12].copy_from_slice(&2048u32.to_le_bytes());
+    entry[12..16].copy_from_slice(&(sectors - 2048).to_le_bytes());
+    mbr[510] = 0x55;
+    mbr[511] = 0xAA;
+    mbr
+}
+
+fn assert_refused(err: &str, code: Option<i32>, wants: &[&str]) {
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("ddx: refusing to "), "{err}");
+    assert!(err.contains("--force"), "names the override: {err}");
+    for want in wants {
+        assert!(err.contains(want), "lacks {want:?}: {err}");
+    }
+}
+
+#[test]
+fn a_mounted_device_is_refused_intact_and_force_overrides() {
+    skip_without_devices!();
+    let mut lo = match Loop::new(32 << 20, None) {
+        Ok(lo) => lo,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    let device = lo.device.clone();
+    let mount_point = lo.mkfs_and_mount(&device).expect("mount");
+    let before = sha256(&device);
+
+    let (code, err) = run(ddx().args([
+        "if=/dev/zero",
+        &format!("of={device}"),
+        "bs=64k",
+        "count=16",
+    ]));
+    assert_refused(
+        &err,
+        code,
+        &[
+            &format!("'{device}'"),
+            "32 MiB",
+            "loop device over",
+            &format!("mounted on {}", mount_point.display()),
+        ],
+    );
+    assert_eq!(sha256(&device), before, "the device was written");
+    assert_eq!(
+        std::fs::read(mount_point.join("precious.txt")).unwrap(),
+        b"do not destroy\n"
+    );
+
+    // --force writes (the last 4 KiB, which a fresh ext4 leaves unused).
+    let (code, err) = run(ddx().args([
+        "if=/dev/zero",
+        &format!("of={device}"),
+        "bs=4k",
+        "count=1",
+        &format!("seek={}", (32 << 20) / 4096 - 1),
+        "--force",
+    ]));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.starts_with("1+0 records in\n1+0 records out\n"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_disk_whose_partition_is_mounted_is_refused() {
+    skip_without_devices!();
+    let size: u64 = 48 << 20;
+    let mbr = mbr_with_one_partition((size / 512) as u32);
+    let mut lo = match Loop::new(size, Some(&mbr)) {
+        Ok(lo) => lo,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    let partition = format!("{}p1", lo.device);
+    for _ in 0..50 {
+        if Path::new(&partition).exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    if !Path::new(&partition).exists() {
+        return eprintln!("skipped: no partition node {partition} (no partition scanning here)");
+    }
+    let mount_point = lo.mkfs_and_mount(&partition).expect("mount");
+    let before = sha256(&lo.device);
+    let (code, err) = run(ddx().args(["if=/dev/zero", &format!("of={}", lo.device), "count=1"]));
+    let name = Path::new(&partition).file_name().unwrap().to_string_lossy();
+    assert_refused(
+        &err,
+        code,
+        &[&format!(
+            "its partition {name} is mounted on {}",
+            mount_point.display()
+        )],
+    );
+    assert_eq!(sha256(&lo.device), before);
+    // The partition itself is refused too.
+    let (code, err) = run(ddx().args(["if=/dev/zero", &format!("of={partition}"), "count=1"]));
+    assert_refused(&err, code, &["it is mounted on"]);
+}
+
+#[test]
+fn active_swap_is_refused() {
+    skip_without_devices!();
+    if !have("mkswap") || !have("swapon") {
+        return eprintln!("skipped: mkswap/swapon not installed");
+    }
+    let mut lo = match Loop::new(16 << 20, None) {
+        Ok(lo) => lo,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    let device = lo.device.clone();
+    tool("mkswap", &[&device]).expect("mkswap");
+    if let Err(why) = tool("swapon", &[&device]) {
+        return eprintln!("skipped: cannot enable swap here: {why}");
+    }
+    lo.cleanups.push(vec!["swapoff".into(), device.clone()]);
+    let (code, err) = run(ddx().args(["if=/dev/zero", &format!("of={device}"), "count=1"]));
+    assert_refused(&err, code, &["it is active swap"]);
+}
+
+#[test]
+fn a_device_held_by_device_mapper_is_refused() {
+    skip_without_devices!();
+    if !have("dmsetup") {
+        return eprintln!("skipped: dmsetup not installed");
+    }
+    let mut lo = match Loop::new(16 << 20, None) {
+        Ok(lo) => lo,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    let device = lo.device.clone();
+    let name = format!("ddx-guard-test-{}", std::process::id());
+    let table = format!("0 {} linear {device} 0", (16 << 20) / 512);
+    if let Err(why) = tool("dmsetup", &["create", &name, "--table", &table]) {
+        return eprintln!("skipped: cannot create a device-mapper device: {why}");
+    }
+    lo.cleanups
+        .push(vec!["dmsetup".into(), "remove".into(), name.clone()]);
+    let (code, err) = run(ddx().args(["if=/dev/zero", &format!("of={device}"), "count=1"]));
+    assert_refused(&err, code, &["is held by dm-", &name]);
+}
+
+#[test]
+fn a_free_device_is_written_without_a_word() {
+    skip_without_devices!();
+    let lo = match Loop::new(1 << 20, None) {
+        Ok(lo) => lo,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    let (code, err) = run(ddx().args([
+        "if=/dev/zero",
+        &format!("of={}", lo.device),
+        "bs=4k",
+        "count=2",
+        "status=noxfer",
+    ]));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err, "2+0 records in\n2+0 records out\n");
+}
+
+/// The same-file rule against GNU dd: what ddx lets through gives GNU's
+/// result; what it refuses leaves the file as it was.
+#[test]
+fn copies_onto_the_same_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let original: Vec<u8> = (0..5000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    let allowed: &[&[&str]] = &[
+        &["conv=notrunc,ucase"],
+        &["bs=512", "skip=1", "conv=notrunc"],
+        &["bs=512", "skip=2", "seek=1", "conv=notrunc"],
+        &["bs=512", "count=2", "seek=2", "conv=notrunc"],
+        &["bs=512", "count=1", "seek=1"],
+        &["bs=100", "count=1", "seek=50B", "conv=notrunc"],
+    ];
+    for operands in allowed {
+        let mut results = Vec::new();
+        for program in ["ddx", "dd"] {
+            let f = dir.path().join(format!("{program}.f"));
+            std::fs::write(&f, &original).unwrap();
+            let mut cmd = if program == "ddx" {
+                ddx()
+            } else {
+                Command::new("dd")
+            };
+            let (code, err) = run(cmd
+                .current_dir(dir.path())
+                .arg(format!("if={program}.f"))
+                .arg(format!("of={program}.f"))
+                .arg("status=none")
+                .args(*operands));
+            results.push((code, err, std::fs::read(&f).unwrap()));
+        }
+        assert!(
+            results[0] == results[1],
+            "{operands:?}: ddx differs from dd"
+        );
+    }
+    let refused: &[(&[&str], &str)] = &[
+        (&[], "truncates it at byte 0"),
+        (
+            &["bs=512", "seek=1", "conv=notrunc"],
+            "writing from byte 512",
+        ),
+        (
+            &["bs=512", "skip=1", "seek=2", "conv=notrunc"],
+            "writing from byte 1024",
+        ),
+        (
+            &["bs=512", "count=3", "seek=1", "conv=notrunc"],
+            "writing from byte 512",
+        ),
+        (&["oflag=append", "conv=notrunc"], "writing from byte 5000"),
+        (&["bs=512", "skip=1", "seek=1B"], "truncates it at byte 0"),
+    ];
+    let f = dir.path().join("f");
+    for (operands, what) in refused {
+        std::fs::write(&f, &original).unwrap();
+        let (code, err) = run(ddx()
+            .current_dir(dir.path())
+            .args(["if=f", "of=f"])
+            .args(*operands));
+        assert_refused(&err, code, &["onto itself", what]);
+        assert!(std::fs::read(&f).unwrap() == original, "{operands:?} wrote");
+        // --force gives GNU dd's result.
+        let (code, err) = run(ddx()
+            .current_dir(dir.path())
+            .args(["if=f", "of=f", "count=20", "status=none", "--force"])
+            .args(operands.iter().filter(|o| !o.starts_with("count="))));
+        assert_eq!(code, Some(0), "{operands:?} --force: {err}");
+    }
+    // Through the shell's redirections: same file on stdin and stdout.
+    std::fs::write(&f, &original).unwrap();
+    let ddx_path = assert_cmd::cargo::cargo_bin("ddx");
+    let out = Command::new("sh")
+        .current_dir(dir.path())
+        .arg("-c")
+        .arg(format!(
+            "{} bs=512 seek=1 conv=notrunc <f 1<>f",
+            ddx_path.display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("onto itself"));
+    assert!(std::fs::read(&f).unwrap() == original);
+}

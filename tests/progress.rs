@@ -1,0 +1,424 @@
+//! Progress and interruption, end to end: the JSON stream of
+//! `--progress-fd`, `--verbose`, SIGINT/SIGTERM at any moment leaving a
+//! correct output prefix, and the live line in a real terminal (tmux).
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::CommandCargoExt;
+
+fn ddx() -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::cargo_bin("ddx").expect("ddx binary");
+    cmd.arg0("ddx").env("LC_ALL", "C");
+    cmd
+}
+
+fn ddx_path() -> String {
+    assert_cmd::cargo::cargo_bin("ddx").display().to_string()
+}
+
+/// A source that writes 1000 bytes every 300 ms, 8 times: a copy of
+/// about 2.4 s, so that the once-a-second ticks happen during it.
+const SLOW_SOURCE: &str = "for i in 1 2 3 4 5 6 7 8; do head -c 1000 /dev/zero; sleep 0.3; done";
+
+/// The number of bytes in GNU's transfer line ("8000 bytes (...) copied").
+fn bytes_in_statistics(stderr: &str) -> Option<u64> {
+    let line = stderr.lines().rev().find(|l| l.contains(" copied, "))?;
+    line.split(' ').next()?.parse().ok()
+}
+
+#[test]
+fn json_progress_parses_and_its_last_record_equals_the_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("progress.json");
+    let script = format!(
+        "{SLOW_SOURCE} | {} of=/dev/null bs=1000 count=8 iflag=fullblock --progress-fd=3 3>{}",
+        ddx_path(),
+        json.display()
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    assert!(records.len() >= 3, "ticks during a 2.4 s copy: {text}");
+    let mut last_bytes = 0;
+    for (n, record) in records.iter().enumerate() {
+        let bytes = record["bytes"].as_u64().unwrap();
+        assert!(bytes >= last_bytes, "bytes never go back: {text}");
+        last_bytes = bytes;
+        assert_eq!(record["total"], 8000, "count= gives the total");
+        assert_eq!(record["done"], n + 1 == records.len(), "{text}");
+        for field in ["elapsed", "rate", "recent_rate"] {
+            assert!(record[field].as_f64().is_some(), "{field}: {text}");
+        }
+    }
+    let last = records.last().unwrap();
+    // The statistics printed from the same snapshot and clock reading.
+    let expected_records = format!(
+        "{}+{} records in\n{}+{} records out\n",
+        last["records_in_full"],
+        last["records_in_partial"],
+        last["records_out_full"],
+        last["records_out_partial"]
+    );
+    assert!(
+        stderr.starts_with(&expected_records),
+        "{stderr} vs {expected_records}"
+    );
+    assert_eq!(bytes_in_statistics(&stderr), last["bytes"].as_u64());
+    let seconds = ddx::progress::human::format_g(last["elapsed"].as_f64().unwrap());
+    assert!(
+        stderr.contains(&format!(" copied, {seconds} s, ")),
+        "{stderr} vs {seconds}"
+    );
+    assert_eq!(stderr.lines().count(), 3, "GNU's statistics only: {stderr}");
+}
+
+#[test]
+fn progress_fd_errors_are_one_line_before_anything_is_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = ddx()
+        .args([
+            "if=/dev/zero",
+            &format!("of={}", out.display()),
+            "count=1",
+            "--progress-fd=77",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "ddx: --progress-fd=77: Bad file descriptor\n"
+    );
+    assert!(!out.exists(), "nothing is opened before the check");
+    let output = ddx().args(["--progress-fd=x"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+}
+
+#[test]
+fn a_vanished_progress_reader_does_not_stop_the_copy() {
+    let script = format!(
+        "{SLOW_SOURCE} | {} of=/dev/null --progress-fd=3 3>&1 | head -c 1 >/dev/null",
+        ddx_path()
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("ddx: --progress-fd=3: Broken pipe; the copy goes on\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("8000 bytes (8.0 kB, 7.8 KiB) copied"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn verbose_adds_lines_after_gnu_statistics() {
+    let out = ddx()
+        .args([
+            "if=/dev/zero",
+            "of=/dev/null",
+            "bs=64k",
+            "count=100",
+            "--verbose",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines[0], "100+0 records in");
+    assert_eq!(lines[1], "100+0 records out");
+    assert!(lines[2].starts_with("6553600 bytes (6.6 MB, 6.2 MiB) copied, "));
+    for (line, start) in lines[3..].iter().zip([
+        "ddx: backend: sync",
+        "ddx: requests: 64 KiB per read and write",
+        "ddx: cache: ",
+        "ddx: offload: not used",
+        "ddx: CPU: ",
+    ]) {
+        assert!(line.starts_with(start), "{line:?} vs {start:?}");
+    }
+    assert_eq!(lines.len(), 8, "{stderr}");
+    // Without --verbose, GNU's three lines only.
+    let out = ddx()
+        .args(["if=/dev/zero", "of=/dev/null", "bs=64k", "count=100"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 3);
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 7 + i / 4093) as u8).collect()
+}
+
+/// Interrupt a copy at several moments: the statistics are printed, ddx
+/// dies of the signal, and the output's first N bytes, N as reported,
+/// are the input's.
+#[test]
+fn interruption_leaves_a_correct_prefix_of_the_reported_length() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = pattern(16 << 20);
+    for (n, (signal, delay_ms)) in [
+        (libc::SIGINT, 30),
+        (libc::SIGTERM, 30),
+        (libc::SIGINT, 200),
+        (libc::SIGTERM, 200),
+        (libc::SIGINT, 600),
+        (libc::SIGTERM, 600),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out_path = dir.path().join(format!("out{n}"));
+        let mut child = ddx()
+            .args([
+                "--backend=threads",
+                "bs=64k",
+                &format!("of={}", out_path.display()),
+            ])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let feed = data.clone();
+        // A steady source: 16 KiB every millisecond or so.
+        let feeder = std::thread::spawn(move || {
+            for chunk in feed.chunks(16 << 10) {
+                if stdin.write_all(chunk).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        // SAFETY: kill(2) on our own child's pid has no memory effects.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        let status = child.wait().unwrap();
+        feeder.join().unwrap();
+        assert_eq!(status.signal(), Some(signal), "{stderr}");
+        let reported = bytes_in_statistics(&stderr).expect("statistics") as usize;
+        let output = std::fs::read(&out_path).unwrap();
+        assert!(output.len() >= reported, "{} < {reported}", output.len());
+        assert!(
+            output[..reported] == data[..reported],
+            "signal {signal} after {delay_ms} ms: the first {reported} bytes differ"
+        );
+    }
+}
+
+/// The live line in a real terminal: tmux runs ddx in a pane, the test
+/// reads the screen during and after the copy.
+#[test]
+fn live_line_in_a_terminal() {
+    // 40 kB over about 4 s, in 2.5 kB steps.
+    let command = "for i in $(seq 16); do head -c 2500 /dev/zero; sleep 0.25; done \
+                   | ddx of=/dev/null bs=2500 count=16 iflag=fullblock status=progress";
+    let Some(tmux) = Tmux::start("live", 100, 8, command) else {
+        return;
+    };
+    tmux.wait_for("ETA", Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(1500));
+    let during = tmux.capture();
+    let after = tmux.wait_for("EXIT=", Duration::from_secs(15));
+    save_capture("live-during", &during);
+    save_capture("live-after", &after);
+    let live = during
+        .lines()
+        .find(|l| l.contains("ETA"))
+        .unwrap_or_else(|| panic!("no live line: {during:?}"));
+    assert!(live.contains(" kB/s (avg "), "{live}");
+    assert!(
+        live.contains('[') && live.contains(']') && live.contains('%'),
+        "{live}"
+    );
+    assert!(!during.contains("records"), "{during}");
+    assert!(after.contains("EXIT=0"), "{after}");
+    let lines: Vec<&str> = after.lines().filter(|l| !l.trim().is_empty()).collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == "16+0 records in")
+        .unwrap_or_else(|| panic!("statistics at the start of a line: {after:?}"));
+    assert_eq!(lines[at + 1], "16+0 records out");
+    assert!(lines[at + 2].starts_with("40000 bytes (40 kB, 39 KiB) copied, "));
+    assert!(
+        !after.contains("ETA"),
+        "the live line is cleared: {after:?}"
+    );
+}
+
+/// A terminal session of its own (its own tmux server socket) running
+/// `script` with `ddx` on PATH (so messages say "ddx:"), then showing
+/// "EXIT=status"; killed when dropped. None, with the reason printed,
+/// where tmux is missing.
+struct Tmux {
+    socket: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Tmux {
+    fn start(name: &str, width: u32, height: u32, script: &str) -> Option<Tmux> {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(ddx_path(), dir.path().join("ddx")).unwrap();
+        let script_path = dir.path().join("script.sh");
+        std::fs::write(
+            &script_path,
+            format!(
+                "PATH={}:$PATH\nexport LC_ALL=C\n{script}\necho EXIT=$?\nsleep 600\n",
+                dir.path().display()
+            ),
+        )
+        .unwrap();
+        let socket = format!("ddx-test-{name}-{}", std::process::id());
+        let started = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "t",
+            ])
+            .args(["-x", &width.to_string(), "-y", &height.to_string()])
+            .arg(format!("sh {}", script_path.display()))
+            .env("TERM", "xterm")
+            .stdin(Stdio::null())
+            .output();
+        match started {
+            Ok(out) if out.status.success() => Some(Tmux { socket, _dir: dir }),
+            Ok(out) => {
+                eprintln!(
+                    "skipped: tmux cannot start: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!("skipped: tmux not available ({e}); CI installs it (.ci/run)");
+                None
+            }
+        }
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .expect("tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn send(&self, keys: &str) {
+        self.tmux(&["send-keys", "-t", "t", keys, "Enter"]);
+    }
+
+    fn capture(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "t"])
+    }
+
+    fn wait_for(&self, text: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let screen = self.capture();
+            if screen.contains(text) || Instant::now() > deadline {
+                return screen;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+/// Keep what the pane showed (the README's screenshot comes from it).
+fn save_capture(name: &str, text: &str) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("terminal");
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(dir.join(format!("{name}.txt")), text);
+}
+
+/// A whole disk written from a terminal: ddx says what it is and asks;
+/// anything but yes leaves it alone. Needs root and losetup.
+#[test]
+fn whole_disk_from_a_terminal_asks_first() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return eprintln!("skipped: not root (loop devices)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("disk.img");
+    std::fs::write(&image, vec![7u8; 4 << 20]).unwrap();
+    let attached = Command::new("losetup")
+        .args(["--find", "--show"])
+        .arg(&image)
+        .output();
+    let device = match attached {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        _ => return eprintln!("skipped: losetup cannot attach a loop device here"),
+    };
+    struct Detach(String);
+    impl Drop for Detach {
+        fn drop(&mut self) {
+            let _ = Command::new("losetup").args(["-d", &self.0]).output();
+        }
+    }
+    let _detach = Detach(device.clone());
+    let command = format!("ddx if=/dev/zero of={device} count=1");
+    let Some(tmux) = Tmux::start("disk", 160, 8, &command) else {
+        return;
+    };
+    let asked = tmux.wait_for("[y/N]", Duration::from_secs(10));
+    save_capture("whole-disk", &asked);
+    assert!(
+        asked.contains(&format!(
+            "ddx: about to overwrite '{device}' (loop device over "
+        )),
+        "{asked}"
+    );
+    assert!(asked.contains("4.0 MiB), no partitions"), "{asked}");
+    tmux.send("n");
+    let after = tmux.wait_for("EXIT=", Duration::from_secs(10));
+    assert!(
+        after.contains(&format!("ddx: not overwriting '{device}'")),
+        "{after}"
+    );
+    assert!(after.contains("EXIT=1"), "{after}");
+    assert!(std::fs::read(&image).unwrap().iter().all(|&b| b == 7));
+}
