@@ -102,8 +102,8 @@ struct Chart<'a> {
     x_scale: Scale,
     x_text: &'a dyn Fn(f64) -> String,
     y_text: &'a dyn Fn(f64) -> String,
-    /// Where to draw a dashed vertical marker (the recommended bs).
-    marker: Option<(f64, String)>,
+    /// Where to draw dashed vertical markers (the recommended sizes).
+    markers: Vec<(f64, String)>,
     /// Draw points as circles (measurements) or not (a histogram's steps).
     dots: bool,
     /// Linear ticks fall on round multiples of this unit (1 MiB for
@@ -125,11 +125,18 @@ fn sweep_chart(report: &Report) -> String {
         })
         .filter(|s| !s.points.is_empty())
         .collect();
-    let marker = report
-        .recommendation
-        .read_block_size
-        .or(report.recommendation.write_block_size)
-        .map(|bs| (bs as f64, format!("recommended {}", size_text(bs))));
+    let rec = &report.recommendation;
+    let markers = match (rec.read_block_size, rec.write_block_size) {
+        (Some(r), Some(w)) if r == w => vec![(r, "read, write")],
+        (r, w) => [(r, "read"), (w, "write")]
+            .into_iter()
+            .filter_map(|(bs, op)| Some((bs?, op)))
+            .collect(),
+    };
+    let markers = markers
+        .into_iter()
+        .map(|(bs, ops)| (bs as f64, format!("recommended {} ({ops})", size_text(bs))))
+        .collect();
     draw(
         &Chart {
             id: "bs-sweep",
@@ -139,7 +146,7 @@ fn sweep_chart(report: &Report) -> String {
             x_scale: Scale::Log2,
             x_text: &|x| size_text(x.round() as u64),
             y_text: &rate_text,
-            marker,
+            markers,
             dots: true,
             x_unit: 1.0,
         },
@@ -178,7 +185,7 @@ fn zones_chart(report: &Report) -> String {
                 )
             },
             y_text: &rate_text,
-            marker: None,
+            markers: Vec::new(),
             dots: true,
             x_unit: (1 << 20) as f64,
         },
@@ -227,7 +234,7 @@ fn latency_chart(report: &Report) -> String {
             x_scale: Scale::Log10,
             x_text: &latency_text,
             y_text: &|y| format!("{y:.0}%"),
-            marker: None,
+            markers: Vec::new(),
             dots: false,
             x_unit: 1.0,
         },
@@ -296,7 +303,8 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
     let ticks: Vec<f64> = match chart.x_scale {
         Scale::Log2 => {
             let (a, b) = (x0.ceil() as i64, x1.floor() as i64);
-            let step = ((b - a) / 10).max(1);
+            // At most about nine labels: 16 sizes' labels would overlap.
+            let step = ((b - a + 7) / 8).max(1);
             (a..=b)
                 .step_by(step as usize)
                 .map(|e| 2f64.powi(e as i32))
@@ -349,16 +357,22 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
         TOP + ph / 2.0,
         escape(chart.y_label)
     );
-    if let Some((x, label)) = &chart.marker {
+    for (i, (x, label)) in chart.markers.iter().enumerate() {
+        // Labels near the right edge go to the left of their line.
+        let (dx, anchor) = if px(*x) > LEFT + pw * 0.7 {
+            (-4.0, "end")
+        } else {
+            (4.0, "start")
+        };
         let _ = writeln!(
             svg,
             "<line class=\"marker\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{TOP}\" y2=\"{1:.1}\" \
              stroke=\"#555\" stroke-dasharray=\"4 3\"/>\
-             <text x=\"{2:.1}\" y=\"{3:.1}\">{4}</text>",
+             <text x=\"{2:.1}\" y=\"{3:.1}\" text-anchor=\"{anchor}\">{4}</text>",
             px(*x),
             TOP + ph,
-            px(*x) + 4.0,
-            TOP + ph - 8.0,
+            px(*x) + dx,
+            TOP + ph - 8.0 - 14.0 * i as f64,
             escape(label)
         );
     }
