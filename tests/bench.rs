@@ -457,6 +457,39 @@ fn a_loop_device_is_never_written_without_destructive() {
 }
 
 #[test]
+fn destructive_writes_an_unused_loop_device() {
+    // The other side of the test above: the checksum does change when
+    // writing is allowed, so an unchanged one means something.
+    let dir = scratch();
+    let backing = dir.path().join("disk.img");
+    random_file(&backing, 16 << 20);
+    let checksum = sha256(&backing);
+    let Some(device) = LoopDevice::attach(&backing) else {
+        return;
+    };
+    let out = bench(
+        &[
+            &[
+                device.device.to_str().unwrap(),
+                "--destructive",
+                "--json",
+                "--tests=seq-write,latency",
+            ][..],
+            &QUICK,
+        ]
+        .concat(),
+    );
+    let report = json_of(&out);
+    drop(device);
+    assert_ne!(sha256(&backing), checksum, "nothing was written");
+    assert_eq!(report["target"]["writable"], true);
+    assert_eq!(results(&report, "seq-write").len(), 6);
+    assert!(results(&report, "latency")
+        .iter()
+        .any(|r| r["op"] == "write"));
+}
+
+#[test]
 fn destructive_refuses_a_mounted_loop_device() {
     let dir = scratch();
     let backing = dir.path().join("fs.img");
