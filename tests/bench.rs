@@ -324,6 +324,30 @@ fn errors_are_one_line_and_exit_1() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 
+    // A bad --html path fails before any measuring; a failed bench leaves
+    // no half-made page behind.
+    let dir = scratch();
+    let started = Instant::now();
+    let out = bench(&[
+        dir.path().to_str().unwrap(),
+        "--html",
+        "/nonexistent-dir/x.html",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("creating /nonexistent-dir/x.html"));
+    let page = dir.path().join("page.html");
+    let out = bench(&[
+        "/nonexistent-dir/sub/file",
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!page.exists());
+    assert!(listing(dir.path()).is_empty());
+
     let out = bench(&[]);
     assert_eq!(out.status.code(), Some(1), "a missing TARGET is an error");
     let out = bench(&[".", "--tests=nope"]);
