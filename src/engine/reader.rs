@@ -632,10 +632,7 @@ impl Reader {
     /// file, as its read would be). None when splice fails before moving
     /// anything: splicing stops, and this record and the rest are read and
     /// written, which meets a real error, on whichever end, as GNU does.
-    fn splice_record(
-        &mut self,
-        want: usize,
-    ) -> Option<ReadOutcome> {
+    fn splice_record(&mut self, want: usize) -> Option<ReadOutcome> {
         let output = self.splice_to.take()?;
         let mut moved = 0;
         while moved < want {
@@ -677,11 +674,7 @@ impl Reader {
 
     /// After a read of up to `size` bytes: GNU's partial-read warning
     /// (once) and its memory of the previous read.
-    fn note_read(
-        &mut self,
-        result: Result<usize, Errno>,
-        size: isize,
-    ) -> ReadOutcome {
+    fn note_read(&mut self, result: Result<usize, Errno>, size: isize) -> ReadOutcome {
         let n = result.map_or(-1, |n| n as isize);
         let mut warning = None;
         if 0 < n && self.warn_partial_read && 0 < self.previous && self.previous < size {
