@@ -324,6 +324,30 @@ fn errors_are_one_line_and_exit_1() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 
+    // A bad --html path fails before any measuring; a failed bench leaves
+    // no half-made page behind.
+    let dir = scratch();
+    let started = Instant::now();
+    let out = bench(&[
+        dir.path().to_str().unwrap(),
+        "--html",
+        "/nonexistent-dir/x.html",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("creating /nonexistent-dir/x.html"));
+    let page = dir.path().join("page.html");
+    let out = bench(&[
+        "/nonexistent-dir/sub/file",
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!page.exists());
+    assert!(listing(dir.path()).is_empty());
+
     let out = bench(&[]);
     assert_eq!(out.status.code(), Some(1), "a missing TARGET is an error");
     let out = bench(&[".", "--tests=nope"]);
@@ -454,6 +478,39 @@ fn a_loop_device_is_never_written_without_destructive() {
         .iter()
         .all(|r| r["op"] == "read"));
     assert!(results(&report, "seq-write").is_empty());
+}
+
+#[test]
+fn destructive_writes_an_unused_loop_device() {
+    // The other side of the test above: the checksum does change when
+    // writing is allowed, so an unchanged one means something.
+    let dir = scratch();
+    let backing = dir.path().join("disk.img");
+    random_file(&backing, 16 << 20);
+    let checksum = sha256(&backing);
+    let Some(device) = LoopDevice::attach(&backing) else {
+        return;
+    };
+    let out = bench(
+        &[
+            &[
+                device.device.to_str().unwrap(),
+                "--destructive",
+                "--json",
+                "--tests=seq-write,latency",
+            ][..],
+            &QUICK,
+        ]
+        .concat(),
+    );
+    let report = json_of(&out);
+    drop(device);
+    assert_ne!(sha256(&backing), checksum, "nothing was written");
+    assert_eq!(report["target"]["writable"], true);
+    assert_eq!(results(&report, "seq-write").len(), 6);
+    assert!(results(&report, "latency")
+        .iter()
+        .any(|r| r["op"] == "write"));
 }
 
 #[test]

@@ -127,6 +127,39 @@ impl<'a> Runner<'a> {
         Ok(samples)
     }
 
+    /// Like [`Runner::repeat`] for several figures measured in rounds:
+    /// every round (the warm-up, then each run) passes over all `points`
+    /// in turn, so a disturbance that lasts a second (a cron job, another
+    /// process's flush) lands in one run of many figures, where the median
+    /// discards it, instead of in every run of one figure, where it would
+    /// bend the curve. Returns the measured samples per point.
+    pub fn rounds(
+        &mut self,
+        label: impl Fn(usize) -> String,
+        points: usize,
+        mut pass: impl FnMut(Pass, usize) -> Result<Sample, BenchError>,
+    ) -> Result<Vec<Vec<Sample>>, BenchError> {
+        let mut samples = vec![Vec::with_capacity(self.runs as usize); points];
+        for n in 0..=self.runs {
+            for (point, samples) in samples.iter_mut().enumerate() {
+                let which = if n == 0 {
+                    Pass::WarmUp
+                } else {
+                    Pass::Measured(n)
+                };
+                self.status.show(&match which {
+                    Pass::WarmUp => format!("{}: warm-up", label(point)),
+                    Pass::Measured(n) => format!("{}: run {n}/{}", label(point), self.runs),
+                });
+                let sample = pass(which, point)?;
+                if n > 0 {
+                    samples.push(sample);
+                }
+            }
+        }
+        Ok(samples)
+    }
+
     /// Write back and drop the target's cached pages; a failure is noted
     /// in the report rather than ending the bench.
     pub fn drop_cache(&mut self) {
@@ -135,8 +168,12 @@ impl<'a> Runner<'a> {
             .open_read(OFlags::empty())
             .map_err(|e| e.to_string())
             .and_then(|fd| {
-                // Dirty pages survive DONTNEED: write them back first.
-                let _ = file::fdatasync(fd.as_fd());
+                // Dirty pages survive DONTNEED: write them back first
+                // (only where the bench writes: a read-only device gets
+                // no flush either).
+                if self.target.writable() {
+                    let _ = file::fdatasync(fd.as_fd());
+                }
                 file::drop_cache(fd.as_fd(), 0, 0)
                     .map_err(|e| format!("posix_fadvise: {}", crate::sys::errno_text(e)))
             });

@@ -4,16 +4,16 @@
 //! only read unless `--destructive`, and the result is a table, JSON,
 //! Markdown or an HTML page with charts.
 //!
-//! Layout: `args` (options), `target` and `safety` (what may be touched),
-//! `measure` (repetition, timing, cache dropping), `scenario` (the tests),
-//! `stats` and `recommend` (pure figures), `report` (the outputs).
+//! Layout: `args` (options), `target` (what may be touched; the copy's
+//! wrong-device guard decides for `--destructive`), `measure` (repetition,
+//! timing, cache dropping), `scenario` (the tests), `stats` and `recommend`
+//! (pure figures), `report` (the outputs).
 
 pub mod args;
 pub mod measure;
 pub mod progress;
 pub mod recommend;
 pub mod report;
-pub mod safety;
 pub mod scenario;
 pub mod stats;
 pub mod target;
@@ -38,7 +38,7 @@ pub enum BenchError {
     Msg(String),
     #[error("{context}: {}", crate::sys::errno_text(*errno))]
     Sys { context: String, errno: Errno },
-    #[error("{context}: {source}")]
+    #[error("{context}: {}", io_text(source))]
     Io {
         context: String,
         source: std::io::Error,
@@ -65,6 +65,14 @@ impl BenchError {
     }
 }
 
+/// An I/O error as strerror says it, without Rust's " (os error N)".
+fn io_text(error: &std::io::Error) -> String {
+    match error.raw_os_error() {
+        Some(raw) => crate::sys::errno_text(Errno::from_raw_os_error(raw)),
+        None => error.to_string(),
+    }
+}
+
 /// Run `ddx bench` with the words after "bench"; returns the exit status.
 pub fn run(program: &str, words: &[OsString], signals: SignalPipes) -> i32 {
     let args = match BenchArgs::parse_from_words(program, words) {
@@ -75,10 +83,19 @@ pub fn run(program: &str, words: &[OsString], signals: SignalPipes) -> i32 {
         }
     };
     watch_signals(signals);
+    // Open the HTML file first: a bad path should fail in a second, not
+    // after a minute of measuring.
+    let html = match args.html.as_deref().map(HtmlFile::create).transpose() {
+        Ok(html) => html,
+        Err(e) => {
+            eprintln!("{program} bench: {e}");
+            return EXIT_FAILURE;
+        }
+    };
     let status = progress::Status::for_stderr();
     let outcome = bench(&args, status);
     status.clear();
-    match outcome.and_then(|report| output(&args, &report)) {
+    match outcome.and_then(|report| output(&args, html, &report)) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("{program} bench: {e}");
@@ -118,9 +135,8 @@ fn watch_signals(mut signals: SignalPipes) {
             let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
             for ((fd, signal), ready) in pipes.iter().zip(ready) {
                 if ready && crate::sys::signals::drain(fd) > 0 {
-                    target::remove_temp_now();
                     progress::Status::for_stderr().clear();
-                    crate::sys::signals::die_of(*signal);
+                    target::remove_temp_then(|| crate::sys::signals::die_of(*signal));
                 }
             }
         });
@@ -130,17 +146,18 @@ fn watch_signals(mut signals: SignalPipes) {
 }
 
 fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchError> {
+    if !(args.time_per_run > 0.0 && args.time_per_run.is_finite()) {
+        return Err(BenchError::msg(
+            "--time-per-run must be a positive number of seconds",
+        ));
+    }
+    let started = std::time::SystemTime::now();
     let target = target::Target::open(&args.target, args.size, args.destructive)?;
     if target.created {
         scenario::fill(&target, &status)?;
     }
     let mut runner = measure::Runner::new(&target, args.runs, status);
     let mut out = scenario::Outcome::default();
-    if !(args.time_per_run > 0.0 && args.time_per_run.is_finite()) {
-        return Err(BenchError::msg(
-            "--time-per-run must be a positive number of seconds",
-        ));
-    }
     let time_per_run = Duration::from_secs_f64(args.time_per_run);
     for &test in &args.tests {
         match test {
@@ -155,6 +172,13 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
             TestName::Zones => scenario::zones::run(&mut runner, args.zones, &mut out)?,
         }
     }
+    if target.device.disk.is_none() && target.kind != target::Kind::BlockDevice {
+        out.notes.push(format!(
+            "no disk under the target (filesystem {}): the figures measure memory or a \
+             network, not a disk",
+            target.device.filesystem.as_deref().unwrap_or("unknown")
+        ));
+    }
     if target.len < args.size {
         out.notes.push(format!(
             "working set limited to the target's {} (asked for {})",
@@ -163,13 +187,49 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
         ));
     }
     let cache = runner.cache.clone();
-    Ok(report::build(args, &target, cache, out))
+    Ok(report::build(args, &target, started, cache, out))
 }
 
-fn output(args: &BenchArgs, report: &Report) -> Result<(), BenchError> {
-    if let Some(path) = &args.html {
-        std::fs::write(path, report::html::render(report))
-            .map_err(|e| BenchError::io(format!("writing {}", path.display()), e))?;
+/// The `--html` file, opened before the bench; removed again if the
+/// bench fails and the file did not exist before.
+struct HtmlFile {
+    path: std::path::PathBuf,
+    file: Option<std::fs::File>,
+    existed: bool,
+}
+
+impl HtmlFile {
+    fn create(path: &std::path::Path) -> Result<HtmlFile, BenchError> {
+        let existed = path.exists();
+        let file = std::fs::File::create(path)
+            .map_err(|e| BenchError::io(format!("creating {}", path.display()), e))?;
+        Ok(HtmlFile {
+            path: path.to_owned(),
+            file: Some(file),
+            existed,
+        })
+    }
+
+    fn write(mut self, page: &str) -> Result<(), BenchError> {
+        let mut file = self.file.take().expect("written once");
+        file.write_all(page.as_bytes())
+            .and_then(|()| file.flush())
+            .map_err(|e| BenchError::io(format!("writing {}", self.path.display()), e))
+    }
+}
+
+impl Drop for HtmlFile {
+    fn drop(&mut self) {
+        // Still holding the file means the page was never written.
+        if self.file.is_some() && !self.existed {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn output(args: &BenchArgs, html: Option<HtmlFile>, report: &Report) -> Result<(), BenchError> {
+    if let Some(html) = html {
+        html.write(&report::html::render(report))?;
     }
     let text = if args.json {
         let mut json = serde_json::to_string_pretty(report)

@@ -4,6 +4,9 @@
 
 use std::io::{IsTerminal, Write};
 
+/// Fits the narrowest terminal people use.
+const STATUS_WIDTH: usize = 79;
+
 #[derive(Debug, Clone, Copy)]
 pub struct Status {
     terminal: bool,
@@ -18,6 +21,8 @@ impl Status {
 
     pub fn show(&self, text: &str) {
         if self.terminal {
+            // A line that wraps could not be erased by the next one.
+            let text: String = text.chars().take(STATUS_WIDTH).collect();
             let mut err = std::io::stderr().lock();
             let _ = write!(err, "\r\x1b[2K{text}");
             let _ = err.flush();

@@ -6,7 +6,9 @@
 //! process-wide slot that the signal watcher empties before dying. Writes go
 //! only through [`Target::open_write`], which refuses unless writing was
 //! allowed: a block device or an existing file is only read without
-//! `--destructive`.
+//! `--destructive`, and with it a device the copy's wrong-device guard
+//! would refuse (mounted, swap, held) is refused; the device is also opened
+//! with O_EXCL, which the kernel refuses while it is mounted.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -14,8 +16,8 @@ use std::sync::Mutex;
 
 use rustix::fs::OFlags;
 
-use super::safety;
 use super::BenchError;
+use crate::guard;
 use crate::sys::device::{device_info, DeviceInfo};
 use crate::sys::file;
 
@@ -61,12 +63,24 @@ pub struct Target {
 /// The file ddx created, if any; the signal watcher removes it.
 static TEMP_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
 
-/// Remove ddx's temporary file now (from the signal watcher).
+/// Remove ddx's temporary file now.
 pub fn remove_temp_now() {
     let mut slot = TEMP_PATH.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(path) = slot.take() {
         let _ = std::fs::remove_file(path);
     }
+}
+
+/// Remove ddx's temporary file and run `then` (dying of a signal) while
+/// still holding the slot, so the main thread cannot create the file
+/// again in between.
+pub fn remove_temp_then(then: impl FnOnce() -> std::convert::Infallible) -> ! {
+    let mut slot = TEMP_PATH.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(path) = slot.take() {
+        let _ = std::fs::remove_file(path);
+    }
+    // `slot` stays locked: `then` never returns.
+    match then() {}
 }
 
 /// ddx's own file: removed when dropped, or by [`remove_temp_now`].
@@ -148,16 +162,13 @@ impl Target {
                         given.display()
                     )));
                 }
-                if destructive {
-                    use std::os::unix::fs::MetadataExt;
-                    let rdev = m.rdev();
-                    safety::check_unused(rustix::fs::major(rdev), rustix::fs::minor(rdev))
-                        .map_err(|why| {
-                            BenchError::msg(format!(
-                                "refusing to write to {}: {why}",
-                                given.display()
-                            ))
-                        })?;
+                // The copy's wrong-device guard decides, so a device a copy
+                // would refuse to overwrite is refused here too.
+                if let Some(why) = destructive.then(|| guard::in_use_at(given)).flatten() {
+                    return Err(BenchError::msg(format!(
+                        "refusing to write to {}: {why}",
+                        given.display()
+                    )));
                 }
                 Ok(Target {
                     given: given.to_owned(),

@@ -199,14 +199,27 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         )),
         (shape, _) => shape,
     };
-    // The reference backend keeps GNU's requests too, not only its results.
+    // The reference backend keeps GNU's requests too, not only its results;
+    // chosen by auto (pipes), it may splice (not when hashing: the bytes
+    // must pass through ddx).
+    let splice = settings.backend.is_none()
+        && !settings.no_offload
+        && tap.is_none()
+        && engine::shape::splice_fits(&plan, &input, &output);
+    // Splicing moves each record with one call and no copy into ddx: for
+    // a pipe end it beats a reader thread, which copies every byte twice.
+    let backend = if splice { Backend::Sync } else { backend };
     let mut shaping = match backend {
-        Backend::Sync => engine::Shaping::default(),
+        Backend::Sync => engine::Shaping {
+            splice,
+            ..engine::Shaping::default()
+        },
         Backend::Threads { .. } | Backend::Uring { .. } | Backend::Sequential => engine::Shaping {
             bulk,
             offload_unit: engine::shape::offload_unit(&plan, &input, &output)
                 .filter(|_| !settings.no_offload),
             drop_behind: !settings.keep_cache,
+            splice: false,
             ..engine::Shaping::default()
         },
     };

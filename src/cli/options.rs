@@ -127,8 +127,8 @@ pub const OPTIONS: &[OptionSpec] = &[
     ),
     OptionSpec::switch(
         "no-offload",
-        "copy through ddx's own buffers, never with copy_file_range (to measure \
-         the engine, or where a filesystem's offload misbehaves)",
+        "copy through ddx's own buffers, never with copy_file_range or splice (to \
+         measure the engine, or where a filesystem's offload misbehaves)",
     ),
     OptionSpec::switch(
         "keep-cache",

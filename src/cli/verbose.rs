@@ -22,6 +22,7 @@ pub struct Report {
     requests: String,
     cache: String,
     offload_tried: bool,
+    splice: bool,
     /// bs=auto's choice, and why.
     block_size: Option<String>,
     /// CPU time already used when the copy started (start-up, opening).
@@ -90,6 +91,7 @@ impl Report {
             requests,
             cache,
             offload_tried: shaping.offload_unit.is_some(),
+            splice: shaping.splice,
             block_size: None,
             cpu_before: crate::sys::usage::cpu_times(),
         }
@@ -106,6 +108,9 @@ impl Report {
         let elapsed = reporter.elapsed_ns();
         let offloaded = counters.bytes_offloaded.load(Ordering::Acquire);
         let offload = match (self.offload_tried, offloaded) {
+            _ if self.splice => {
+                "splice: records moved inside the kernel, not copied through ddx".to_owned()
+            }
             (false, _) => "not used".to_owned(),
             (true, 0) => "tried (copy_file_range), not supported here".to_owned(),
             (true, bytes) => format!("copy_file_range copied {bytes} bytes"),

@@ -53,6 +53,9 @@ pub struct Shaping {
     pub drop_behind: bool,
     /// `--hash`/`--verify`: the writer hands the hasher what it is given.
     pub tap: Option<crate::integrity::Tap>,
+    /// Move records with splice(2) (a pipe end; see `shape::splice_fits`);
+    /// in-line backends only.
+    pub splice: bool,
 }
 
 /// The reader thread's stack: it keeps no large data on it, and a small
@@ -99,6 +102,11 @@ pub fn run(
     }
     match backend {
         Backend::Sync | Backend::Sequential => {
+            let splice_to = shaping
+                .splice
+                .then(|| writer.output_fd().try_clone_to_owned().ok())
+                .flatten();
+            let reader = reader.with_splice(splice_to);
             let mut sink = InlineSink {
                 writer: &mut writer,
                 spare: None,

@@ -282,6 +282,10 @@ impl<'a> Writer<'a> {
                 self.progress_if_due();
                 return handled;
             }
+            Event::Spliced { len, full } => {
+                self.spliced(len, full);
+                self.progress_if_due();
+            }
             Event::Bulk { buf, len } => {
                 if let Some(tap) = &mut self.tap {
                     tap.feed(&buf.as_slice()[..len]);
@@ -455,6 +459,30 @@ impl<'a> Writer<'a> {
         };
         self.convert(&buf.as_slice()[range])?;
         Ok(Handled::Continue(Some(buf)))
+    }
+
+    /// A record the reader spliced to the output itself: count it as
+    /// written (splice is only used without re-blocking, so a record in
+    /// is a record out).
+    fn spliced(&mut self, len: usize, full: bool) {
+        let (records_in, records_out) = if full {
+            (
+                &self.counters.records_in_full,
+                &self.counters.records_out_full,
+            )
+        } else {
+            (
+                &self.counters.records_in_partial,
+                &self.counters.records_out_partial,
+            )
+        };
+        bump(records_in);
+        bump(records_out);
+        add(&self.counters.bytes_out, len as u64);
+        self.io.final_op_was_seek = false;
+        if self.io.offset >= 0 {
+            self.io.offset += len as i64;
+        }
     }
 
     /// Bulk mode: whole records in one request. Counts are those of the

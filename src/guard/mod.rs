@@ -196,6 +196,13 @@ fn output_end(plan: &CopyPlan) -> Option<End> {
     Some(end)
 }
 
+/// Why writing the block device or file at `path` would destroy something
+/// in use, if it would: the copy's own refusal, for other writers
+/// (`ddx bench --destructive`). None also when `path` cannot be judged.
+pub fn in_use_at(path: &Path) -> Option<String> {
+    in_use(&path_end(path)?.place)
+}
+
 /// Why writing this place would destroy something in use, if it would.
 fn in_use(place: &Place) -> Option<String> {
     match place {

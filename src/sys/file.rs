@@ -290,6 +290,19 @@ pub fn next_data(fd: BorrowedFd<'_>, offset: u64) -> Result<Option<u64>, Errno> 
     }
 }
 
+/// splice(2) from `input` to `output` at their file offsets (one of them
+/// must be a pipe): up to `len` bytes moved inside the kernel.
+pub fn splice(input: BorrowedFd<'_>, output: BorrowedFd<'_>, len: usize) -> Result<usize, Errno> {
+    rustix::pipe::splice(
+        input,
+        None,
+        output,
+        None,
+        len,
+        rustix::pipe::SpliceFlags::empty(),
+    )
+}
+
 /// A second, independent open of the same file for reading with O_DIRECT
 /// (through /proc/self/fd, so it needs no path), to measure the device
 /// under a file without the page cache; fails where O_DIRECT is not

@@ -11,7 +11,7 @@ use super::{latency_text, rate_text, rows, size_text, summary_lines, Report, COL
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 300.0;
 const LEFT: f64 = 80.0;
-const RIGHT: f64 = 20.0;
+const RIGHT: f64 = 40.0;
 const TOP: f64 = 30.0;
 const BOTTOM: f64 = 50.0;
 const COLORS: [&str; 4] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
@@ -65,7 +65,27 @@ svg text{font-size:11px;fill:#444}.axis{stroke:#888}.grid{stroke:#e0e0e0}\
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Scale {
     Linear,
-    Log,
+    /// Log scale with ticks at powers of two (block sizes).
+    Log2,
+    /// Log scale with ticks at 1, 2, 5 × 10^k (latencies).
+    Log10,
+}
+
+/// A round step near `span / 4`: 1, 2 or 5 times a power of ten.
+fn nice_step(span: f64) -> f64 {
+    let raw = (span / 4.0).max(f64::MIN_POSITIVE);
+    let power = 10f64.powf(raw.log10().floor());
+    let fraction = raw / power;
+    let nice = if fraction <= 1.0 {
+        1.0
+    } else if fraction <= 2.0 {
+        2.0
+    } else if fraction <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * power
 }
 
 /// One line of a chart: its name and (x, y) points.
@@ -82,10 +102,13 @@ struct Chart<'a> {
     x_scale: Scale,
     x_text: &'a dyn Fn(f64) -> String,
     y_text: &'a dyn Fn(f64) -> String,
-    /// Where to draw a dashed vertical marker (the recommended bs).
-    marker: Option<(f64, String)>,
+    /// Where to draw dashed vertical markers (the recommended sizes).
+    markers: Vec<(f64, String)>,
     /// Draw points as circles (measurements) or not (a histogram's steps).
     dots: bool,
+    /// Linear ticks fall on round multiples of this unit (1 MiB for
+    /// offsets, so labels read "64 MiB", not "61 MiB").
+    x_unit: f64,
 }
 
 fn sweep_chart(report: &Report) -> String {
@@ -102,22 +125,30 @@ fn sweep_chart(report: &Report) -> String {
         })
         .filter(|s| !s.points.is_empty())
         .collect();
-    let marker = report
-        .recommendation
-        .read_block_size
-        .or(report.recommendation.write_block_size)
-        .map(|bs| (bs as f64, format!("recommended {}", size_text(bs))));
+    let rec = &report.recommendation;
+    let markers = match (rec.read_block_size, rec.write_block_size) {
+        (Some(r), Some(w)) if r == w => vec![(r, "read, write")],
+        (r, w) => [(r, "read"), (w, "write")]
+            .into_iter()
+            .filter_map(|(bs, op)| Some((bs?, op)))
+            .collect(),
+    };
+    let markers = markers
+        .into_iter()
+        .map(|(bs, ops)| (bs as f64, format!("recommended {} ({ops})", size_text(bs))))
+        .collect();
     draw(
         &Chart {
             id: "bs-sweep",
             title: "Throughput vs block size (O_DIRECT, sequential)",
             x_label: "block size",
             y_label: "throughput",
-            x_scale: Scale::Log,
+            x_scale: Scale::Log2,
             x_text: &|x| size_text(x.round() as u64),
             y_text: &rate_text,
-            marker,
+            markers,
             dots: true,
+            x_unit: 1.0,
         },
         &series,
     )
@@ -154,8 +185,9 @@ fn zones_chart(report: &Report) -> String {
                 )
             },
             y_text: &rate_text,
-            marker: None,
+            markers: Vec::new(),
             dots: true,
+            x_unit: (1 << 20) as f64,
         },
         &series,
     )
@@ -199,11 +231,12 @@ fn latency_chart(report: &Report) -> String {
             title: "Latency distribution (share of requests per bin)",
             x_label: "latency",
             y_label: "requests",
-            x_scale: Scale::Log,
+            x_scale: Scale::Log10,
             x_text: &latency_text,
             y_text: &|y| format!("{y:.0}%"),
-            marker: None,
+            markers: Vec::new(),
             dots: false,
+            x_unit: 1.0,
         },
         &series,
     )
@@ -225,7 +258,7 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
     }
     let fx = |x: f64| match chart.x_scale {
         Scale::Linear => x,
-        Scale::Log => x.max(1e-9).log2(),
+        Scale::Log2 | Scale::Log10 => x.max(1e-9).log2(),
     };
     let (mut x0, mut x1) = all
         .iter()
@@ -236,7 +269,9 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
         x0 -= 1.0;
         x1 += 1.0;
     }
-    let y1 = all.iter().map(|p| p.1).fold(0.0, f64::max).max(1e-9) * 1.1;
+    let y_max = all.iter().map(|p| p.1).fold(0.0, f64::max).max(1e-9);
+    let y_step = nice_step(y_max);
+    let y1 = (y_max / y_step).ceil() * y_step;
     let (pw, ph) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
     let px = |x: f64| LEFT + (fx(x) - x0) / (x1 - x0) * pw;
     let py = |y: f64| TOP + ph - y / y1 * ph;
@@ -247,9 +282,10 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
          width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\">",
         chart.id
     );
-    // Horizontal grid with y labels.
-    for i in 0..=4 {
-        let y = y1 / 1.1 * f64::from(i) / 4.0;
+    // Horizontal grid with y labels at round values.
+    let y_ticks = (y1 / y_step).round() as u32;
+    for i in 0..=y_ticks {
+        let y = y_step * f64::from(i);
         let _ = writeln!(
             svg,
             "<line class=\"grid\" x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/>\
@@ -262,19 +298,39 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
             escape(&(chart.y_text)(y))
         );
     }
-    // X ticks: every power of two (log) or five even steps (linear).
+    // X ticks: powers of two (block sizes), 1-2-5 decades (latency) or
+    // round steps (offsets).
     let ticks: Vec<f64> = match chart.x_scale {
-        Scale::Log => {
+        Scale::Log2 => {
             let (a, b) = (x0.ceil() as i64, x1.floor() as i64);
-            let step = ((b - a) / 8).max(1);
+            // At most about nine labels: 16 sizes' labels would overlap.
+            let step = ((b - a + 7) / 8).max(1);
             (a..=b)
                 .step_by(step as usize)
                 .map(|e| 2f64.powi(e as i32))
                 .collect()
         }
-        Scale::Linear => (0..=4)
-            .map(|i| x0 + (x1 - x0) * f64::from(i) / 4.0)
-            .collect(),
+        Scale::Log10 => {
+            let (lo, hi) = (2f64.powf(x0), 2f64.powf(x1));
+            let mut ticks = Vec::new();
+            let mut decade = 10f64.powf(lo.log10().floor());
+            while decade <= hi {
+                for m in [1.0, 2.0, 5.0] {
+                    let t = decade * m;
+                    if t >= lo && t <= hi {
+                        ticks.push(t);
+                    }
+                }
+                decade *= 10.0;
+            }
+            ticks
+        }
+        Scale::Linear => {
+            let step = nice_step((x1 - x0) / chart.x_unit) * chart.x_unit;
+            let first = (x0 / step).ceil() as i64;
+            let last = (x1 / step).floor() as i64;
+            (first..=last).map(|i| i as f64 * step).collect()
+        }
     };
     for t in ticks {
         let _ = writeln!(
@@ -301,16 +357,22 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
         TOP + ph / 2.0,
         escape(chart.y_label)
     );
-    if let Some((x, label)) = &chart.marker {
+    for (i, (x, label)) in chart.markers.iter().enumerate() {
+        // Labels near the right edge go to the left of their line.
+        let (dx, anchor) = if px(*x) > LEFT + pw * 0.7 {
+            (-4.0, "end")
+        } else {
+            (4.0, "start")
+        };
         let _ = writeln!(
             svg,
             "<line class=\"marker\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{TOP}\" y2=\"{1:.1}\" \
              stroke=\"#555\" stroke-dasharray=\"4 3\"/>\
-             <text x=\"{2:.1}\" y=\"{3:.1}\">{4}</text>",
+             <text x=\"{2:.1}\" y=\"{3:.1}\" text-anchor=\"{anchor}\">{4}</text>",
             px(*x),
             TOP + ph,
-            px(*x) + 4.0,
-            TOP + 12.0,
+            px(*x) + dx,
+            TOP + ph - 8.0 - 14.0 * i as f64,
             escape(label)
         );
     }
@@ -342,16 +404,14 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
                 );
             }
         }
-        // Legend.
-        let ly = TOP + 4.0 + 16.0 * i as f64;
+        // Legend, above the plot where no curve can cover it.
+        let lx = LEFT + 170.0 * i as f64;
         let _ = writeln!(
             svg,
-            "<rect x=\"{0:.1}\" y=\"{1:.1}\" width=\"12\" height=\"4\" fill=\"{color}\"/>\
-             <text x=\"{2:.1}\" y=\"{3:.1}\">{4}</text>",
-            LEFT + pw - 150.0,
-            ly,
-            LEFT + pw - 132.0,
-            ly + 5.0,
+            "<rect x=\"{0:.1}\" y=\"10\" width=\"12\" height=\"4\" fill=\"{color}\"/>\
+             <text x=\"{1:.1}\" y=\"16\">{2}</text>",
+            lx,
+            lx + 18.0,
             escape(&s.name)
         );
     }
@@ -378,6 +438,13 @@ pub fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steps_are_round() {
+        assert_eq!(nice_step(2.5e9), 1e9);
+        assert_eq!(nice_step(800.0), 200.0);
+        assert_eq!(nice_step(100.0), 50.0);
+    }
 
     #[test]
     fn escaping() {

@@ -310,6 +310,7 @@ mod tests {
 pub fn build(
     args: &super::args::BenchArgs,
     target: &super::target::Target,
+    started: std::time::SystemTime,
     cache: CacheDrop,
     out: super::scenario::Outcome,
 ) -> Report {
@@ -333,7 +334,7 @@ pub fn build(
     Report {
         schema_version: SCHEMA_VERSION,
         ddx_version: env!("CARGO_PKG_VERSION"),
-        started_unix: std::time::SystemTime::now()
+        started_unix: started
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |t| t.as_secs()),
         machine: Machine {
@@ -484,9 +485,13 @@ pub fn summary_lines(report: &Report) -> Vec<String> {
     if !device.is_empty() {
         lines.push(format!("device: {}", device.join(", ")));
     }
+    let runs = match report.settings.runs {
+        1 => "one run".to_owned(),
+        n => format!("median of {n} runs"),
+    };
     lines.push(format!(
-        "each figure: median of {} runs after {} warm-up; '!' marks a figure with an outlier run",
-        report.settings.runs, report.settings.warmup_runs
+        "each figure: {runs} after {} warm-up; '!' marks a figure with an outlier run",
+        report.settings.warmup_runs
     ));
     lines.push(format!("caches: {}", report.cache.method));
     if let Some(note) = &report.cache.note {

@@ -2,7 +2,9 @@
 //! request the device takes (its logical sector) to 16 MiB, for reads and
 //! writes, and from it the recommended block size (see `recommend`). Each
 //! run is bounded by time as well as bytes, so 512-byte requests on a slow
-//! disk do not take minutes.
+//! disk do not take minutes; the sizes are measured in rounds (all sizes,
+//! then all again) so a passing disturbance cannot bend one part of the
+//! curve.
 
 use std::os::fd::AsFd;
 use std::time::Duration;
@@ -54,25 +56,26 @@ pub fn run(
             out.skip("bs-sweep", Some("direct"), NO_DIRECT);
             return Ok(());
         };
-        for &bs in &sizes {
-            let len = target.len - target.len % bs;
-            let label = format!(
-                "bs-sweep {} {}",
-                op.name(),
-                crate::bench::report::size_text(bs)
-            );
-            let samples = runner.repeat(&label, false, |pass| {
+        let size_text = crate::bench::report::size_text;
+        let per_point = runner.rounds(
+            |i| format!("bs-sweep {} {}", op.name(), size_text(sizes[i])),
+            sizes.len(),
+            |pass, i| {
+                let bs = sizes[i];
                 let time = match pass {
                     Pass::WarmUp => time_per_run / 4,
                     Pass::Measured(_) => time_per_run,
                 };
                 let limit = Limit {
-                    bytes: len,
+                    bytes: target.len - target.len % bs,
                     time: Some(time),
                     min_ios: 4,
                 };
-                sequential(target, fd.as_fd(), &mut buf, op, (0, len), bs, limit)
-            })?;
+                let end = target.len - target.len % bs;
+                sequential(target, fd.as_fd(), &mut buf, op, (0, end), bs, limit)
+            },
+        )?;
+        for (&bs, samples) in sizes.iter().zip(&per_point) {
             out.results.push(TestResult::from_samples(
                 Figure {
                     test: "bs-sweep",
@@ -83,7 +86,7 @@ pub fn run(
                     queue_depth: 1,
                     offset: None,
                 },
-                &samples,
+                samples,
             ));
         }
     }
