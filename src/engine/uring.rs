@@ -3,8 +3,8 @@
 //! The threads backend overlaps one read with one write. A device with a
 //! deep queue (an SSD, a network block device, a RAID) is only fully busy
 //! with several requests outstanding, so here up to the queue depth of
-//! chunk-sized reads are in flight, each followed by its positional write
-//! as soon as it is complete. This runs only where records are decoupled
+//! chunk-sized reads are in flight, and each chunk's positional write
+//! follows as soon as it is read and its turn has come. This runs only where records are decoupled
 //! from requests (see `shape`): the caller then counts records from the
 //! bytes, exactly as for kernel offload, and takes over the ordinary way
 //! (at a record boundary) when anything fails, so an error is met and
@@ -14,6 +14,9 @@
 //! - reads run ahead freely (reading is harmless), but a chunk is written
 //!   only once every chunk before it has been read in full, so a read error
 //!   or end of input never leaves data beyond it in the output;
+//! - one write is in flight at a time, in order: with several, the chunks
+//!   after a write that fails (EIO at some offset) could already be on the
+//!   device, where GNU dd would have written nothing past the failure;
 //! - the copy is reported done up to the first chunk not yet written, so the
 //!   counters and the file offsets handed back never claim a gap.
 //!
@@ -230,7 +233,10 @@ impl Copy<'_> {
         slots: &mut [Slot],
         observer: &mut dyn Observer,
     ) {
-        while let Some(ready) = slots.iter().position(|s| {
+        if slots.iter().any(|s| s.phase == Phase::Writing) {
+            return;
+        }
+        if let Some(ready) = slots.iter().position(|s| {
             s.phase == Phase::Read
                 && s.index == self.next_write
                 && self.failed.is_none_or(|failed| s.index < failed)
