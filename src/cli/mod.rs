@@ -5,7 +5,9 @@
 //! are `key=value` words that must reach the operand grammar untouched and
 //! in order, and because option errors must read exactly as GNU getopt's.
 
-mod options;
+pub mod docs;
+pub mod options;
+pub mod reference;
 mod safety;
 mod verbose;
 
