@@ -6,7 +6,11 @@
 # pseudo-terminal (util-linux `script`), GNU dd's own progress, and
 # dd | pv | dd on the same work. Same run, medians, as ratios.
 #
-# usage: bench/progress-cost.sh [BYTES]   (default 4G; RUNS=10)
+# The machine is shared: so that a change of load biases no command, the
+# commands run in ROUNDS rounds of RUNS runs each, every round going
+# through all of them, and the medians are over all samples.
+#
+# usage: bench/progress-cost.sh [BYTES]   (default 4G; ROUNDS=5 RUNS=2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size=${1:-4G}
@@ -36,14 +40,21 @@ if command -v script >/dev/null; then
   )
   names+=("ddx none, tty" "ddx live, tty")
 fi
-hyperfine --warmup 1 --runs "${RUNS:-10}" --export-json "$out/r.json" "${cmds[@]}" >/dev/null 2>&1
-python3 - "$out/r.json" "${names[@]}" <<'PY'
-import json, sys
-results = json.load(open(sys.argv[1]))["results"]
-names = sys.argv[2:]
-median = {n: r["median"] for n, r in zip(names, results)}
-for n, r in zip(names, results):
-    print(f"  {n:18s} median {r['median']:.3f} s  (min {r['min']:.3f}, max {r['max']:.3f})")
+rounds=${ROUNDS:-5}
+for round in $(seq "$rounds"); do
+  hyperfine --warmup 1 --runs "${RUNS:-2}" --export-json "$out/r$round.json" "${cmds[@]}" >/dev/null 2>&1
+done
+python3 - "$out" "$rounds" "${names[@]}" <<'PY'
+import json, statistics, sys
+out, rounds, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+times = {n: [] for n in names}
+for r in range(1, rounds + 1):
+    for n, result in zip(names, json.load(open(f"{out}/r{r}.json"))["results"]):
+        times[n] += result["times"]
+median = {n: statistics.median(t) for n, t in times.items()}
+for n in names:
+    t = times[n]
+    print(f"  {n:18s} median {median[n]:.3f} s  (min {min(t):.3f}, max {max(t):.3f}, {len(t)} runs)")
 def ratio(a, b, label):
     if a in median and b in median:
         print(f"  {label:44s} {median[a] / median[b]:.3f}")

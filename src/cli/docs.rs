@@ -86,10 +86,7 @@ pub fn man_page() -> String {
 
 /// A one-line description for a completion menu.
 fn short(help: &str) -> String {
-    let cut = help
-        .find([';', '('])
-        .unwrap_or(help.len())
-        .min(70);
+    let cut = help.find([';', '(']).unwrap_or(help.len()).min(70);
     let text: String = help[..cut].split_whitespace().collect::<Vec<_>>().join(" ");
     text.trim_end_matches([',', ':', ' ']).to_owned()
 }

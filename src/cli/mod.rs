@@ -67,7 +67,7 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         },
         None => None,
     };
-    if let Err(message) = safety::guard(&program, &plan, settings.force) {
+    if let Err(message) = safety::guard(&program, &plan, settings.force, &signals) {
         emit(format!("{program}: {message}\n").as_bytes());
         return EXIT_FAILURE;
     }
