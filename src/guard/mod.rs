@@ -321,6 +321,9 @@ pub struct Layout {
     pub read_from: u64,
     /// count= in bytes; None reads to the end.
     pub count: Option<u64>,
+    /// count= in reads (GNU counts records: whole ones, then one for the
+    /// extra bytes); None without count=.
+    pub reads: Option<u64>,
     /// First byte written (seek=, the output's offset, or the end under
     /// append).
     pub write_from: u64,
@@ -398,13 +401,16 @@ pub fn damage(layout: &Layout) -> Option<Damage> {
             read_from,
         });
     }
-    // The reader looks for the end (no count= stops it first) after the
-    // first write: has the writer moved the end by then?
+    // The reader looks for the end after the first write unless count=
+    // stops it first (GNU counts reads, so a short last read ends it too):
+    // has the writer moved the end by then?
     let written = match layout.write_block {
         None => total,
         Some(obs) => total / obs * obs,
     };
-    if layout.grows && wanted > available && write_from.saturating_add(written) > end {
+    let reads_of_data = available.div_ceil(layout.read_block);
+    let looks_for_end = wanted > available && layout.reads.map_or(true, |r| r > reads_of_data);
+    if layout.grows && looks_for_end && write_from.saturating_add(written) > end {
         return Some(Damage::ReadsOwnOutput { write_from });
     }
     None
@@ -414,10 +420,14 @@ pub fn damage(layout: &Layout) -> Option<Damage> {
 fn overlap(plan: &CopyPlan, input: &End, output: &End) -> Option<Damage> {
     let skip = plan.skip.total_bytes(plan.input_block_size)?;
     let seek = plan.seek.total_bytes(plan.output_block_size)?;
-    let count = if plan.has_count() {
-        Some(plan.count.total_bytes(plan.input_block_size)?)
+    let (count, reads) = if plan.has_count() {
+        let extra = u64::from(plan.count.bytes > 0);
+        (
+            Some(plan.count.total_bytes(plan.input_block_size)?),
+            Some(plan.count.records.saturating_add(extra)),
+        )
     } else {
-        None
+        (None, None)
     };
     let read_block = plan.input_block_size as u64;
     let write_block = plan.two_buffers.then_some(plan.output_block_size as u64);
@@ -442,6 +452,7 @@ fn overlap(plan: &CopyPlan, input: &End, output: &End) -> Option<Damage> {
             Layout {
                 read_from: input.offset.saturating_add(skip),
                 count,
+                reads,
                 write_from: if output.append {
                     size_after_open
                 } else {
@@ -459,6 +470,7 @@ fn overlap(plan: &CopyPlan, input: &End, output: &End) -> Option<Damage> {
             Layout {
                 read_from: a.start + input.offset.saturating_add(skip),
                 count,
+                reads,
                 write_from: b.start + output.offset.saturating_add(seek),
                 truncate_at: None,
                 size: a.start + a.size,
@@ -481,6 +493,7 @@ mod tests {
         Layout {
             read_from,
             count,
+            reads: count.map(|c| c.div_ceil(512)),
             write_from,
             truncate_at: None,
             size: 10_000,
@@ -539,6 +552,21 @@ mod tests {
         // The same over a long file reads what it wrote.
         l.size = 10_000;
         assert!(damage(&l).is_some());
+    }
+
+    #[test]
+    fn count_counts_reads_so_a_short_last_read_ends_the_copy() {
+        // dd if=f of=f count=1 bs=74 seek=2 over a 1-byte file: one read,
+        // then count= is done; the write past the end is never read.
+        let mut l = layout(0, Some(74), 148);
+        l.size = 1;
+        l.read_block = 74;
+        l.reads = Some(1);
+        assert_eq!(damage(&l), None);
+        // Without count=, the reader looks for the end and finds the write.
+        l.count = None;
+        l.reads = None;
+        assert_eq!(damage(&l), Some(Damage::ReadsOwnOutput { write_from: 148 }));
     }
 
     #[test]
