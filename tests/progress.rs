@@ -235,6 +235,58 @@ fn interruption_leaves_a_correct_prefix_of_the_reported_length() {
     }
 }
 
+/// The same from a file, where ddx copies in bulk requests or lets the
+/// kernel copy (copy_file_range): what is reported is on the output,
+/// whatever the moment. A copy that ends before the signal must be whole.
+#[test]
+fn interruption_of_a_bulk_file_copy_leaves_a_correct_prefix() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = pattern(96 << 20);
+    let input = dir.path().join("in");
+    std::fs::write(&input, &data).unwrap();
+    for (n, (backend, signal, delay_ms)) in [
+        ("threads", libc::SIGTERM, 40),
+        ("threads", libc::SIGINT, 150),
+        ("auto", libc::SIGTERM, 60),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out_path = dir.path().join(format!("out{n}"));
+        let child = ddx()
+            .args([
+                &format!("--backend={backend}"),
+                "bs=64k",
+                &format!("if={}", input.display()),
+                &format!("of={}", out_path.display()),
+            ])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        // SAFETY: kill(2) on our own child's pid has no memory effects; a
+        // child that already exited is a zombie until waited for.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let reported = bytes_in_statistics(&stderr).expect("statistics") as usize;
+        let output = std::fs::read(&out_path).unwrap();
+        match out.status.signal() {
+            Some(s) => assert_eq!(s, signal, "{stderr}"),
+            None => {
+                assert!(out.status.success(), "{stderr}");
+                assert_eq!(reported, data.len(), "a finished copy is whole");
+            }
+        }
+        assert!(output.len() >= reported, "{} < {reported}", output.len());
+        assert!(
+            output[..reported] == data[..reported],
+            "{backend}, signal {signal} after {delay_ms} ms: the first {reported} bytes differ"
+        );
+    }
+}
+
 /// The live line in a real terminal: tmux runs ddx in a pane, the test
 /// reads the screen during and after the copy.
 #[test]

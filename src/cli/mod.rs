@@ -1,5 +1,7 @@
 //! The command line: GNU's `--help`/`--version` and ddx's own `--options`,
-//! then dd operands, then the copy, its statistics and the exit status.
+//! then dd operands, then the wrong-device guard (before anything is
+//! opened), then the copy, its statistics (and `--verbose` report) and the
+//! exit status.
 //!
 //! Options are scanned by hand rather than with clap because dd's operands
 //! are `key=value` words that must reach the operand grammar untouched and
