@@ -85,6 +85,72 @@ fn json_progress_parses_and_its_last_record_equals_the_statistics() {
     assert_eq!(stderr.lines().count(), 3, "GNU's statistics only: {stderr}");
 }
 
+/// Wait until the child catches `signal` (it prints nothing before).
+fn wait_for_handler(pid: u32, signal: i32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let caught = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|status| {
+                let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+                u64::from_str_radix(mask.trim(), 16).ok()
+            });
+        if caught.is_some_and(|c| c & (1 << (signal - 1)) != 0) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("handler for signal {signal} never installed");
+}
+
+/// SIGUSR1 prints GNU's statistics and writes a record; the copy goes on.
+#[test]
+fn sigusr1_writes_a_json_record_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("progress.json");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec {} of=/dev/null bs=1000 --progress-fd=3 3>{}",
+            ddx_path(),
+            json.display()
+        ))
+        .env("LC_ALL", "C")
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&[0u8; 3000]).unwrap();
+    wait_for_handler(child.id(), libc::SIGUSR1);
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: kill(2) on our own child's pid has no memory effects.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGUSR1) },
+        0
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("records in").count(), 2, "{stderr}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{text}");
+    assert_eq!(records[0]["done"], false);
+    assert_eq!(records[0]["bytes"], 3000);
+    assert_eq!(
+        records[0]["total"],
+        serde_json::Value::Null,
+        "a pipe has no size"
+    );
+    assert_eq!(records[1]["done"], true);
+}
+
 #[test]
 fn progress_fd_errors_are_one_line_before_anything_is_opened() {
     let dir = tempfile::tempdir().unwrap();
