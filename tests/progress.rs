@@ -85,17 +85,21 @@ fn json_progress_parses_and_its_last_record_equals_the_statistics() {
     assert_eq!(stderr.lines().count(), 3, "GNU's statistics only: {stderr}");
 }
 
-/// Wait until the child catches `signal` (it prints nothing before).
+/// Wait until the child catches `signal` (it prints nothing before), or
+/// has already finished.
 fn wait_for_handler(pid: u32, signal: i32) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
-        let caught = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|status| {
-                let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
-                u64::from_str_radix(mask.trim(), 16).ok()
-            });
-        if caught.is_some_and(|c| c & (1 << (signal - 1)) != 0) {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+        };
+        let caught = field("SigCgt:").and_then(|mask| u64::from_str_radix(mask, 16).ok());
+        let finished = field("State:").map_or(true, |state| state.starts_with('Z'));
+        if finished || caught.is_some_and(|c| c & (1 << (signal - 1)) != 0) {
             return;
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -267,6 +271,7 @@ fn interruption_leaves_a_correct_prefix_of_the_reported_length() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        wait_for_handler(child.id(), signal);
         let mut stdin = child.stdin.take().unwrap();
         let feed = data.clone();
         // A steady source: 16 KiB every millisecond or so.
@@ -330,6 +335,7 @@ fn interruption_of_a_bulk_file_copy_leaves_a_correct_prefix() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        wait_for_handler(child.id(), signal);
         std::thread::sleep(Duration::from_millis(delay_ms));
         // SAFETY: kill(2) on our own child's pid has no memory effects; a
         // child that already exited is a zombie until waited for.
@@ -363,9 +369,11 @@ fn live_line_in_a_terminal() {
     let Some(tmux) = Tmux::start("live", 100, 8, command) else {
         return;
     };
-    tmux.wait_for("ETA", Duration::from_secs(5));
+    let first = tmux.wait_for("ETA", Duration::from_secs(10));
+    // A second frame further on, for the screenshot, if still running.
     std::thread::sleep(Duration::from_millis(1500));
-    let during = tmux.capture();
+    let later = tmux.capture();
+    let during = if later.contains("ETA") { later } else { first };
     let after = tmux.wait_for("EXIT=", Duration::from_secs(15));
     save_capture("live-during", &during);
     save_capture("live-after", &after);
