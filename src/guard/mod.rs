@@ -25,29 +25,15 @@ use crate::sys::block::{self, BlockDevice, DeviceNumber};
 use crate::sys::mounts;
 
 /// Why a copy is refused. Display is one line without the program name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     /// The output device, or one of its partitions, is in use.
+    #[error("refusing to write {output}: {why}; --force overrides")]
     InUse { output: String, why: String },
     /// Input and output are the same file or disk and the copy would
     /// destroy input before reading it.
+    #[error("refusing to copy {output} onto itself: {damage}; --force overrides")]
     Overlap { output: String, damage: Damage },
-}
-
-impl fmt::Display for Refusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Refusal::InUse { output, why } => {
-                write!(f, "refusing to write {output}: {why}; --force overrides")
-            }
-            Refusal::Overlap { output, damage } => {
-                write!(
-                    f,
-                    "refusing to copy {output} onto itself: {damage}; --force overrides"
-                )
-            }
-        }
-    }
 }
 
 /// A whole disk about to be overwritten: what to tell a person first.
