@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # File-to-file copies on the local filesystem, same work, one run:
-#  1. overwrite a cached file in place (conv=notrunc): ddx vs dd bs=1M
+#  1. overwrite a cached file in place (conv=notrunc): ddx vs dd bs=1M, and
+#     ddx's other ways (threads and io_uring instead of copy_file_range)
 #  2. copy to a new file: ddx vs dd bs=1M vs cp
 #  3. page cache left behind after a copy (fincore): ddx vs dd
 # Times are medians of RUNS runs (hyperfine); ratios are against dd.
@@ -34,7 +35,10 @@ PY
 echo "1. overwrite a cached file in place"
 hyperfine --warmup 1 --runs "$runs" --export-json "$dir/1.json" \
   "dd if=$src of=$dst bs=1M conv=notrunc status=none" \
-  "$ddx if=$src of=$dst bs=1M conv=notrunc status=none" >/dev/null 2>&1
+  "$ddx if=$src of=$dst bs=1M conv=notrunc status=none" \
+  "$ddx --no-offload if=$src of=$dst bs=1M conv=notrunc status=none" \
+  "$ddx --no-offload --request-size=256k if=$src of=$dst bs=1M conv=notrunc status=none" \
+  "$ddx --no-offload --backend=uring if=$src of=$dst bs=1M conv=notrunc status=none" >/dev/null 2>&1
 report "$dir/1.json"
 
 # By default ddx waits for the data it wrote to reach the disk before it

@@ -10,7 +10,7 @@ _ddx() {
     COMPREPLY=()
     if [[ $word != *=* ]]; then
         local IFS=$' \t\n'
-        COMPREPLY=($(compgen -W "bs= cbs= conv= count= ibs= if= iflag= obs= of= oflag= seek= skip= status= iseek= oseek= --backend= --queue-depth= --keep-cache --progress-fd= --verbose --force --help --version" -- "$word"))
+        COMPREPLY=($(compgen -W "bs= cbs= conv= count= ibs= if= iflag= obs= of= oflag= seek= skip= status= iseek= oseek= --backend= --queue-depth= --request-size= --no-offload --keep-cache --progress-fd= --verbose --force --help --version" -- "$word"))
         [[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace
         return
     fi
@@ -24,7 +24,7 @@ _ddx() {
         conv=) values="ascii ebcdic ibm block unblock lcase ucase sparse swab noerror nocreat excl notrunc sync fdatasync fsync"; list=1 ;;
         iflag=|oflag=) values="append direct directory dsync noatime nocache noctty nofollow nonblock sync fullblock count_bytes skip_bytes seek_bytes"; list=1 ;;
         status=) values="none noxfer progress" ;;
-        --backend=*) values="auto sync threads" ;;
+        --backend=*) values="auto sync threads uring" ;;
         *) return ;;
     esac
     local done=""

@@ -1,8 +1,10 @@
 # fish completion for ddx: generated from src/cli/reference.rs and src/cli/options.rs by `DDX_REGENERATE=1 cargo test --lib docs`: do not edit
 
 complete -c ddx -f
-complete -c ddx -l backend -x -a 'auto sync threads' -d 'how reads and writes overlap: \'auto\''
+complete -c ddx -l backend -x -a 'auto sync threads uring' -d 'how reads and writes overlap: \'auto\''
 complete -c ddx -l queue-depth -x -d 'records'
+complete -c ddx -l request-size -x -d 'where records are decoupled from requests'
+complete -c ddx -l no-offload -d 'copy through ddx\'s own buffers, never with copy_file_range or splice'
 complete -c ddx -l keep-cache -d 'leave a large copy\'s data in the page cache'
 complete -c ddx -l progress-fd -x -d 'write progress as JSON, one object per line, to file descriptor FD abo'
 complete -c ddx -l verbose -d 'after the statistics, say how the copy ran: backend, request size, que'

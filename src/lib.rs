@@ -4,6 +4,7 @@
 //! handlers and hands argv to [`cli::run`]. Dependencies point one way:
 //! `cli` → `operands`, `engine`, `progress`; `engine` → `transform`, `sys`.
 
+pub mod bench;
 pub mod cli;
 pub mod engine;
 pub mod guard;

@@ -81,6 +81,17 @@ const BACKENDS: &[(&str, &[&str])] = &[
     ("sync", &["--backend=sync"]),
     ("threads-qd1", &["--backend=threads", "--queue-depth=1"]),
     ("threads-qd8", &["--backend=threads", "--queue-depth=8"]),
+    // Small requests, so that the small files of the cases span many of
+    // them, and no offload, which would otherwise take the copy first.
+    (
+        "uring-qd4",
+        &[
+            "--backend=uring",
+            "--queue-depth=4",
+            "--no-offload",
+            "--request-size=4k",
+        ],
+    ),
 ];
 
 #[test]

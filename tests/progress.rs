@@ -98,7 +98,7 @@ fn wait_for_handler(pid: u32, signal: i32) {
                 .map(str::trim)
         };
         let caught = field("SigCgt:").and_then(|mask| u64::from_str_radix(mask, 16).ok());
-        let finished = field("State:").map_or(true, |state| state.starts_with('Z'));
+        let finished = field("State:").is_none_or(|state| state.starts_with('Z'));
         if finished || caught.is_some_and(|c| c & (1 << (signal - 1)) != 0) {
             return;
         }

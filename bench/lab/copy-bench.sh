@@ -4,7 +4,7 @@
 # (overlapped, like dd | dd)?
 #
 #   bench/lab/copy-bench.sh [--ddx=PATH] [--ddx-args='--opt ...'] [--size=N]
-#                           [--reps=N] [--latency-ms=X] [--per64k-ms=Y]
+#                           [--reps=N] [--latency-ms=X] [--per64k-ms=Y] [--parallel]
 #
 # Brings up the lab of rig.sh (two emulated devices, SRC and DST, on a tmpfs
 # under a fresh temp dir), then for bs=64k and bs=1M, each buffered and with
@@ -35,7 +35,7 @@ for arg in "$@"; do
     --ddx-args=*) ddx_args=${arg#*=} ;;
     --size=*) size=${arg#*=} ;;
     --reps=*) reps=${arg#*=} ;;
-    --latency-ms=* | --per64k-ms=*) rig_args+=("$arg") ;;
+    --latency-ms=* | --per64k-ms=* | --parallel) rig_args+=("$arg") ;;
     *) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done

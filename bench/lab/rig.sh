@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Slow-device lab: two emulated slow block devices, exposed as plain files.
 #
-#   bench/lab/rig.sh up DIR [--size=N] [--latency-ms=X] [--per64k-ms=Y]
+#   bench/lab/rig.sh up DIR [--size=N] [--latency-ms=X] [--per64k-ms=Y] [--parallel]
 #   bench/lab/rig.sh down DIR
 #   bench/lab/rig.sh status DIR
 #
@@ -24,6 +24,10 @@
 # copy that reads one while it writes the other can take max(read, write)
 # time; a strictly sequential one takes the sum. All traffic is on Unix
 # sockets inside DIR/.lab; nothing listens on TCP; no real disk is touched.
+#
+# --parallel drops the noparallel filter: requests to one device then
+# overlap (each still pays its latency), as on a device with several
+# queues (an SSD, a network volume), where queue depth pays.
 #
 # Defaults: --size=64M --latency-ms=1 --per64k-ms=2, so reading or writing
 # 64 MiB at bs=64k takes ~3-4 s (at bs=1M with O_DIRECT ~2.2-2.6 s).
@@ -148,12 +152,13 @@ cmd_status() {
 
 cmd_up() {
   local dir=$1; shift
-  local size=64M latency=1 per64k=2 arg bytes lab dev
+  local size=64M latency=1 per64k=2 parallel=0 arg bytes lab dev
   for arg in "$@"; do
     case "$arg" in
       --size=*) size=${arg#*=} ;;
       --latency-ms=*) latency=${arg#*=} ;;
       --per64k-ms=*) per64k=${arg#*=} ;;
+      --parallel) parallel=1 ;;
       *) usage ;;
     esac
   done
@@ -191,11 +196,15 @@ cmd_up() {
       maxdata=64k delay-read="${per64k}ms" delay-write="${per64k}ms" \
       2>>"$lab/$dev-in.log"
     wait_file "$lab/$dev-in.pid" 100 || die "inner nbdkit for $dev did not start"
-    # outer: one request at a time on the device, fixed latency each
+    # outer: one request at a time on the device (unless --parallel),
+    # fixed latency each
+    local serial=(--filter=noparallel)
+    local serial_args=(serialize=all-requests)
+    if [ "$parallel" = 1 ]; then serial=() serial_args=(); fi
     nbdkit --unix "$lab/$dev-out.sock" --pidfile "$lab/$dev-out.pid" \
-      --filter=noparallel --filter=delay \
+      "${serial[@]}" --filter=delay \
       nbd socket="$lab/$dev-in.sock" \
-      serialize=all-requests delay-read="${latency}ms" delay-write="${latency}ms" \
+      "${serial_args[@]}" delay-read="${latency}ms" delay-write="${latency}ms" \
       2>>"$lab/$dev-out.log"
     wait_file "$lab/$dev-out.pid" 100 || die "outer nbdkit for $dev did not start"
     # the device as a file: a naked nbdfuse mount over the regular file DIR/dev
@@ -211,10 +220,13 @@ cmd_up() {
 size=$bytes
 latency_ms=$latency
 per64k_ms=$per64k
+parallel=$parallel
 EOF
   RIG_OK=1
   trap - INT TERM
-  say "up: $dir/src and $dir/dst, $bytes bytes each; ${latency} ms per request + ${per64k} ms per 64 KiB, serialized per device"
+  local how="serialized per device"
+  [ "$parallel" = 1 ] && how="requests overlap (--parallel)"
+  say "up: $dir/src and $dir/dst, $bytes bytes each; ${latency} ms per request + ${per64k} ms per 64 KiB, $how"
 }
 
 [ $# -ge 2 ] || usage

@@ -44,6 +44,7 @@ pub fn man_page() -> String {
     ));
     out.push_str(".SH NAME\nddx \\- dd rebuilt for today's disks\n");
     out.push_str(".SH SYNOPSIS\n.B ddx\n[\\fIOPERAND\\fR]...\n.br\n.B ddx\n\\fIOPTION\\fR\n");
+    out.push_str(".br\n.B ddx bench\n\\fITARGET\\fR [\\fIOPTION\\fR]...\n");
     out.push_str(&format!(".SH DESCRIPTION\n{}\n", roff(SUMMARY)));
     out.push_str(".SS Operands\n");
     for operand in OPERANDS {

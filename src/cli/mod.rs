@@ -14,6 +14,7 @@ mod safety;
 mod verbose;
 
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 
 use crate::engine::{self, Backend, Counters, Events, RunResult};
@@ -30,6 +31,9 @@ pub const EXIT_FAILURE: i32 = 1;
 /// Run ddx with `args` (argv, program name first); returns the exit status.
 pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     let program = program_name(args.first());
+    if args.get(1).is_some_and(|a| a == "bench") {
+        return crate::bench::run(&program, &args[2..], signals);
+    }
     let words = &args[args.len().min(1)..];
     let (operand_words, settings) = match options::scan(words) {
         options::Scan::Operands(words, settings) => (words, settings),
@@ -110,6 +114,7 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     for warning in warnings {
         reporter.diagnostic(warning);
     }
+    let (plan, block_choice) = resolve_auto_block_size(plan, &input, &output);
     reporter.set_total(verbose::expected_bytes(&plan, &input));
     reporter.start_clock();
 
@@ -118,8 +123,21 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     let storage_end = (engine::shape::is_storage(&input.handle)
         || engine::shape::is_storage(&output.handle))
         && !same_file;
+    let queue_depth = settings.queue_depth.unwrap_or_else(|| {
+        let request_bytes = match (&bulk, settings.request_size) {
+            (Some(_), Some(size)) => size,
+            (Some(shape), None) => shape.chunk,
+            (None, _) => plan.input_block_size,
+        };
+        let hints = [
+            engine::depth::hint_of(input.handle.as_fd()),
+            engine::depth::hint_of(output.handle.as_fd()),
+        ];
+        engine::depth::default_depth(request_bytes, &hints)
+    });
     let backend = choose_backend(
         &settings,
+        queue_depth,
         bulk.is_some(),
         storage_end,
         plan.input_block_size,
@@ -142,26 +160,44 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     } else {
         backend
     };
-    let bulk = match (bulk, same_disk) {
-        (Some(shape), true) => Some(engine::shape::with_request_size(
+    let request_size = match (settings.request_size, same_disk) {
+        (Some(size), _) => Some(size),
+        (None, true) => Some(engine::shape::SAME_DISK_REQUEST),
+        (None, false) => None,
+    };
+    let bulk = match (bulk, request_size) {
+        (Some(shape), Some(size)) => Some(engine::shape::with_request_size(
             shape,
-            engine::shape::SAME_DISK_REQUEST,
+            size,
             plan.input_block_size,
         )),
         (shape, _) => shape,
     };
-    // The reference backend keeps GNU's requests too, not only its results.
+    // The reference backend keeps GNU's requests too, not only its results;
+    // chosen by auto (pipes), it may splice.
+    let splice = settings.backend.is_none()
+        && !settings.no_offload
+        && engine::shape::splice_fits(&plan, &input, &output);
+    // Splicing moves each record with one call and no copy into ddx: for
+    // a pipe end it beats a reader thread, which copies every byte twice.
+    let backend = if splice { Backend::Sync } else { backend };
     let shaping = match backend {
-        Backend::Sync => engine::Shaping::default(),
-        Backend::Threads { .. } | Backend::Sequential => engine::Shaping {
+        Backend::Sync => engine::Shaping {
+            splice,
+            ..engine::Shaping::default()
+        },
+        Backend::Threads { .. } | Backend::Uring { .. } | Backend::Sequential => engine::Shaping {
             bulk,
-            offload_unit: engine::shape::offload_unit(&plan, &input, &output),
+            offload_unit: engine::shape::offload_unit(&plan, &input, &output)
+                .filter(|_| !settings.no_offload),
             drop_behind: !settings.keep_cache,
+            splice: false,
         },
     };
-    let report = settings
-        .verbose
-        .then(|| verbose::Report::new(&settings, backend, &shaping, &plan));
+    let report = settings.verbose.then(|| {
+        verbose::Report::new(&settings, backend, &shaping, &plan)
+            .with_block_choice(block_choice.as_ref())
+    });
     let plan = Arc::new(plan);
     let (result, input) = engine::backend::run(
         backend,
@@ -206,6 +242,32 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     }
 }
 
+/// bs=auto: measure now that both ends are open (the probe only reads).
+fn resolve_auto_block_size(
+    plan: operands::CopyPlan,
+    input: &engine::Input,
+    output: &engine::Output,
+) -> (operands::CopyPlan, Option<engine::auto_block::Choice>) {
+    use operands::IoFlags;
+    if !plan.auto_block_size {
+        return (plan, None);
+    }
+    let here = crate::sys::file::current_offset(input.handle.as_fd()).unwrap_or(0);
+    let skip = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
+    let choice = engine::auto_block::choose(
+        engine::auto_block::End {
+            fd: input.handle.as_fd(),
+            direct: plan.input_flags.contains(IoFlags::DIRECT),
+        },
+        engine::auto_block::End {
+            fd: output.handle.as_fd(),
+            direct: plan.output_flags.contains(IoFlags::DIRECT),
+        },
+        here.max(0) as u64 + skip,
+    );
+    (plan.with_block_size(choice.block_size), Some(choice))
+}
+
 /// `--backend=auto`: overlapped where a device may be slow, that is where
 /// either end is a regular file or a block device: in bulk requests when
 /// records can be decoupled (see `shape`), else record by record if records
@@ -214,15 +276,16 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
 /// cache advice GNU gives (and tools trace) from the one copying thread.
 fn choose_backend(
     settings: &options::Settings,
+    queue_depth: usize,
     bulk: bool,
     storage_end: bool,
     record_size: usize,
     nocache: bool,
 ) -> Backend {
     const OVERLAP_MIN_RECORD: usize = 16 * 1024;
-    let queue_depth = settings.queue_depth.unwrap_or(engine::DEFAULT_QUEUE_DEPTH);
     match settings.backend {
         Some(options::BackendChoice::Threads) => Backend::Threads { queue_depth },
+        Some(options::BackendChoice::Uring) => Backend::Uring { queue_depth },
         Some(options::BackendChoice::Sync) => Backend::Sync,
         None if bulk || (storage_end && record_size >= OVERLAP_MIN_RECORD && !nocache) => {
             Backend::Threads { queue_depth }

@@ -14,6 +14,10 @@ pub struct Settings {
     pub queue_depth: Option<usize>,
     /// `--keep-cache`: leave a large copy's pages in the page cache.
     pub keep_cache: bool,
+    /// `--no-offload`: never hand the copy to copy_file_range.
+    pub no_offload: bool,
+    /// `--request-size=BYTES`: bulk request size instead of the default.
+    pub request_size: Option<usize>,
     /// `--force`: skip the wrong-device guard's refusals and prompt.
     pub force: bool,
     /// `--verbose`: how the copy ran, after GNU's statistics.
@@ -26,6 +30,7 @@ pub struct Settings {
 pub enum BackendChoice {
     Sync,
     Threads,
+    Uring,
 }
 
 /// What the command line asks for.
@@ -91,14 +96,27 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::choice(
         "backend",
         "NAME",
-        &["auto", "sync", "threads"],
+        &["auto", "sync", "threads", "uring"],
         "how reads and writes overlap: 'auto' (default), 'sync' (read, then write, \
-         as GNU dd), 'threads' (a reader thread runs ahead of the writer)",
+         as GNU dd), 'threads' (a reader thread runs ahead of the writer), 'uring' \
+         (io_uring, several requests in flight; threads where it cannot apply)",
     ),
     OptionSpec::valued(
         "queue-depth",
         "N",
         "records (or bulk requests) in flight with an overlapped backend (1-4096)",
+    ),
+    OptionSpec::valued(
+        "request-size",
+        "BYTES",
+        "where records are decoupled from requests (files and block devices, no \
+         per-request flags), read and write BYTES at a time, rounded to whole \
+         input blocks (default: 1M; 8M within one disk)",
+    ),
+    OptionSpec::switch(
+        "no-offload",
+        "copy through ddx's own buffers, never with copy_file_range or splice (to \
+         measure the engine, or where a filesystem's offload misbehaves)",
     ),
     OptionSpec::switch(
         "keep-cache",
@@ -221,6 +239,7 @@ fn is_gnu_option(name: &str) -> bool {
 fn apply_switch(settings: &mut Settings, option: &str) {
     match option {
         "keep-cache" => settings.keep_cache = true,
+        "no-offload" => settings.no_offload = true,
         "force" => settings.force = true,
         "verbose" => settings.verbose = true,
         _ => unreachable!("every switch in OPTIONS is handled: --{option}"),
@@ -244,6 +263,7 @@ fn apply_value(settings: &mut Settings, spec: &OptionSpec, value: &str) -> Resul
                 "auto" => None,
                 "sync" => Some(BackendChoice::Sync),
                 "threads" => Some(BackendChoice::Threads),
+                "uring" => Some(BackendChoice::Uring),
                 _ => return Err(invalid_choice(spec, value)),
             }
         }
@@ -255,6 +275,17 @@ fn apply_value(settings: &mut Settings, spec: &OptionSpec, value: &str) -> Resul
                 ))
             }
         },
+        "request-size" => {
+            let parsed = crate::operands::number::parse(value.as_bytes());
+            match parsed.result.map(|n| n.value) {
+                Ok(n) if (1..=1 << 30).contains(&n) => settings.request_size = Some(n as usize),
+                _ => {
+                    return Err(format!(
+                        "invalid argument '{value}' for '--request-size': a size from 1 to 1G"
+                    ))
+                }
+            }
+        }
         "progress-fd" => match value.parse::<i32>() {
             Ok(n) if n >= 0 => settings.progress_fd = Some(n),
             _ => {

@@ -171,6 +171,11 @@ pub const FLAG_HELP: &[(&str, &str)] = &[
     ("seek_bytes", "treat 'seek=N' as a byte count (oflag only)"),
 ];
 
+/// The `ddx bench` line of the usage (its options are its own help's).
+pub fn bench_usage(program: &str) -> String {
+    format!("bench TARGET [OPTION]...   measure a disk (see '{program} bench --help')")
+}
+
 pub const SUMMARY: &str = "Copy a file, converting and formatting according to the operands \
 (a drop-in replacement for GNU dd).";
 
@@ -225,7 +230,10 @@ pub fn wrap(first: &str, text: &str, indent: usize, width: usize) -> String {
 }
 
 pub fn help_text(program: &str) -> String {
-    let mut out = format!("Usage: {program} [OPERAND]...\n  or:  {program} OPTION\n");
+    let mut out = format!(
+        "Usage: {program} [OPERAND]...\n  or:  {program} OPTION\n  or:  {program} {BENCH_USAGE}\n",
+        BENCH_USAGE = bench_usage(program)
+    );
     out.push_str(&wrap("", SUMMARY, 0, 78));
     out.push('\n');
     for operand in OPERANDS {

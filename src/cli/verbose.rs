@@ -22,6 +22,9 @@ pub struct Report {
     requests: String,
     cache: String,
     offload_tried: bool,
+    splice: bool,
+    /// bs=auto's choice, and why.
+    block_size: Option<String>,
     /// CPU time already used when the copy started (start-up, opening).
     cpu_before: Option<(std::time::Duration, std::time::Duration)>,
 }
@@ -49,6 +52,10 @@ impl Report {
             ),
             Backend::Threads { queue_depth } => format!(
                 "threads, {how} (a reader thread ahead of the writer), queue depth {queue_depth}"
+            ),
+            Backend::Uring { queue_depth } => format!(
+                "uring, {how} (io_uring, reads and writes in flight together; threads where \
+                 it cannot apply), queue depth {queue_depth}"
             ),
         };
         let requests = match shaping.bulk {
@@ -84,8 +91,16 @@ impl Report {
             requests,
             cache,
             offload_tried: shaping.offload_unit.is_some(),
+            splice: shaping.splice,
+            block_size: None,
             cpu_before: crate::sys::usage::cpu_times(),
         }
+    }
+
+    /// Say what bs=auto chose.
+    pub fn with_block_choice(mut self, choice: Option<&crate::engine::auto_block::Choice>) -> Self {
+        self.block_size = choice.map(|c| c.describe());
+        self
     }
 
     /// Print the report after the statistics.
@@ -93,6 +108,9 @@ impl Report {
         let elapsed = reporter.elapsed_ns();
         let offloaded = counters.bytes_offloaded.load(Ordering::Acquire);
         let offload = match (self.offload_tried, offloaded) {
+            _ if self.splice => {
+                "splice: records moved inside the kernel, not copied through ddx".to_owned()
+            }
             (false, _) => "not used".to_owned(),
             (true, 0) => "tried (copy_file_range), not supported here".to_owned(),
             (true, bytes) => format!("copy_file_range copied {bytes} bytes"),
@@ -118,6 +136,9 @@ impl Report {
             }
             _ => "unknown".to_owned(),
         };
+        if let Some(block_size) = &self.block_size {
+            reporter.message(format_args!("block size: {block_size}"));
+        }
         for (what, text) in [
             ("backend", self.backend.as_str()),
             ("requests", self.requests.as_str()),

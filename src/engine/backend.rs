@@ -34,6 +34,10 @@ pub enum Backend {
     Sequential,
     /// A reader thread feeding the writer through a pool of buffers.
     Threads { queue_depth: usize },
+    /// io_uring: up to the queue depth of reads and writes in flight, for
+    /// copies in bulk requests; threads for everything else (pipes,
+    /// per-record flags, conversions) and where the kernel refuses a ring.
+    Uring { queue_depth: usize },
 }
 
 /// The default number of records in flight for the threads backend.
@@ -47,6 +51,9 @@ pub struct Shaping {
     pub offload_unit: Option<usize>,
     /// Drop both files' pages behind a large bulk copy (not --keep-cache).
     pub drop_behind: bool,
+    /// Move records with splice(2) (a pipe end; see `shape::splice_fits`);
+    /// in-line backends only.
+    pub splice: bool,
 }
 
 /// The reader thread's stack: it keeps no large data on it, and a small
@@ -71,13 +78,29 @@ pub fn run(
     let mut reader = Reader::new(Arc::clone(&plan), input).with_bulk(shaping.bulk, drop_behind);
     let mut writer =
         Writer::new(Arc::clone(&plan), output, counters, events).with_drop_behind(drop_behind);
+    let mut offload_stopped = false;
     if let Some(unit) = shaping.offload_unit {
-        if let Some(done) = try_offload(&plan, unit, &mut reader, &mut writer) {
-            return (writer.conclude(done), Some(reader.into_input()));
+        match try_offload(&plan, unit, &mut reader, &mut writer) {
+            Kernel::Done(end) => return (writer.conclude(end), Some(reader.into_input())),
+            Kernel::Stopped => offload_stopped = true,
+            Kernel::NotHere => {}
+        }
+    }
+    if let (Backend::Uring { queue_depth }, Some(shape), false) =
+        (backend, shaping.bulk, offload_stopped)
+    {
+        let queue_depth = queue_depth.max(1);
+        if let Kernel::Done(end) = try_uring(&plan, shape, queue_depth, &mut reader, &mut writer) {
+            return (writer.conclude(end), Some(reader.into_input()));
         }
     }
     match backend {
         Backend::Sync | Backend::Sequential => {
+            let splice_to = shaping
+                .splice
+                .then(|| writer.output_fd().try_clone_to_owned().ok())
+                .flatten();
+            let reader = reader.with_splice(splice_to);
             let mut sink = InlineSink {
                 writer: &mut writer,
                 spare: None,
@@ -87,44 +110,71 @@ pub fn run(
             let end = sink.end.take().unwrap_or(Err(Stop::Quit));
             (writer.conclude(end), Some(input))
         }
-        Backend::Threads { queue_depth } => run_threads(reader, &mut writer, queue_depth.max(1)),
+        Backend::Threads { queue_depth } | Backend::Uring { queue_depth } => {
+            run_threads(reader, &mut writer, queue_depth.max(1))
+        }
     }
 }
 
-/// Run skip/seek, then copy_file_range. Some(end) when the copy is over
-/// (done, or stopped by skip/seek); None to go on the ordinary way from
-/// where offload stopped.
-fn try_offload(
-    plan: &CopyPlan,
-    unit: usize,
-    reader: &mut Reader,
-    writer: &mut Writer<'_>,
-) -> Option<Result<(bool, Option<crate::engine::Diagnostic>), Stop>> {
+/// How a copy handed to the kernel (offload, io_uring) went.
+enum Kernel {
+    /// The copy is over (done, or stopped by skip/seek).
+    Done(End),
+    /// Stopped part way, at a record boundary the reader and writer have
+    /// been moved to: go on the ordinary way, which meets the error again.
+    Stopped,
+    /// Not possible here; nothing was copied (skip/seek may have run).
+    NotHere,
+}
+
+/// How the event stream ended.
+type End = Result<(bool, Option<crate::engine::Diagnostic>), Stop>;
+
+/// skip= and seek=, ahead of a kernel copy: Err(end) if the copy ends there.
+fn skip_and_seek(reader: &mut Reader, writer: &mut Writer<'_>) -> Result<(), End> {
     let mut sink = InlineSink {
         writer,
         spare: None,
         end: None,
     };
     match reader.skip_phase(&mut sink) {
-        Ok(true) => {}
-        _ => return Some(sink.end.take().unwrap_or(Err(Stop::Quit))),
+        Ok(true) => Ok(()),
+        _ => Err(sink.end.take().unwrap_or(Err(Stop::Quit))),
     }
-    let limit = if plan.has_count() {
+}
+
+/// The bytes count= allows, or no limit.
+fn count_limit(plan: &CopyPlan) -> u64 {
+    if plan.has_count() {
         plan.count
             .records
             .saturating_mul(plan.input_block_size as u64)
             .saturating_add(plan.count.bytes)
     } else {
         u64::MAX
-    };
+    }
+}
+
+/// Run skip/seek, then copy_file_range.
+fn try_offload(
+    plan: &CopyPlan,
+    unit: usize,
+    reader: &mut Reader,
+    writer: &mut Writer<'_>,
+) -> Kernel {
+    if let Err(end) = skip_and_seek(reader, writer) {
+        return Kernel::Done(end);
+    }
+    let limit = count_limit(plan);
     let chunk = (OFFLOAD_REQUEST / unit as u64).max(1) as usize * unit;
-    let writer = sink.writer;
     // A second descriptor for the same open output (same offset), so that
     // the writer can count and drop pages while the kernel copies.
     let Ok(output_fd) = writer.output_fd().try_clone_to_owned() else {
-        return None;
+        return Kernel::NotHere;
     };
-    let input_fd = reader.input_fd().try_clone_to_owned().ok()?;
+    let Ok(input_fd) = reader.input_fd().try_clone_to_owned() else {
+        return Kernel::NotHere;
+    };
     let input_start = crate::sys::file::current_offset(input_fd.as_fd())
         .unwrap_or(0)
         .max(0) as u64;
@@ -145,25 +195,117 @@ fn try_offload(
     if let Some(behind) = &mut observer.input_behind {
         behind.finish(input_fd.as_fd());
     }
-    let writer = observer.writer;
+    after_kernel_copy(outcome, reader, observer.writer)
+}
+
+/// Run skip/seek, then the io_uring copy; an input with holes is left to
+/// the bulk reader, which does not read them.
+fn try_uring(
+    plan: &CopyPlan,
+    shape: BulkShape,
+    queue_depth: usize,
+    reader: &mut Reader,
+    writer: &mut Writer<'_>,
+) -> Kernel {
+    if let Err(end) = skip_and_seek(reader, writer) {
+        return Kernel::Done(end);
+    }
+    if plan.conv.contains(crate::operands::Conv::SPARSE) {
+        return Kernel::NotHere;
+    }
+    let (Ok(input_fd), Ok(output_fd)) = (
+        reader.input_fd().try_clone_to_owned(),
+        writer.output_fd().try_clone_to_owned(),
+    ) else {
+        return Kernel::NotHere;
+    };
+    let offset = |fd| {
+        crate::sys::file::current_offset(fd)
+            .ok()
+            .map(|o| o.max(0) as u64)
+    };
+    let (Some(input_start), Some(output_start)) =
+        (offset(input_fd.as_fd()), offset(output_fd.as_fd()))
+    else {
+        return Kernel::NotHere;
+    };
+    if shape.sparse_input && crate::sys::file::has_hole_after(input_fd.as_fd(), input_start) {
+        return Kernel::NotHere;
+    }
+    let job = crate::engine::uring::Job {
+        input: input_fd.as_fd(),
+        output: output_fd.as_fd(),
+        input_start,
+        output_start,
+        limit: count_limit(plan),
+        chunk: shape.chunk,
+        queue_depth,
+    };
+    let mut observer = UringObserver {
+        input_behind: writer.drop_behind_enabled().then(|| DropBehind::new(false)),
+        input_fd: input_fd.as_fd(),
+        input_start,
+        output_start,
+        writer,
+    };
+    let outcome = crate::engine::uring::copy(job, &mut observer);
+    if let Some(behind) = &mut observer.input_behind {
+        behind.finish(input_fd.as_fd());
+    }
+    after_kernel_copy(outcome, reader, observer.writer)
+}
+
+fn after_kernel_copy(outcome: Offloaded, reader: &mut Reader, writer: &mut Writer<'_>) -> Kernel {
     match outcome {
         Offloaded::Complete { bytes } => {
             writer.offloaded_end(bytes);
             let late = reader.end_of_offload();
-            match writer.handle(Event::End {
-                failed: false,
-                late,
-            }) {
-                Ok(Handled::Done { failed, late }) => Some(Ok((failed, late))),
-                Ok(Handled::Continue(_)) => Some(Ok((false, None))),
-                Err(stop) => Some(Err(stop)),
-            }
+            Kernel::Done(
+                match writer.handle(Event::End {
+                    failed: false,
+                    late,
+                }) {
+                    Ok(Handled::Done { failed, late }) => Ok((failed, late)),
+                    Ok(Handled::Continue(_)) => Ok((false, None)),
+                    Err(stop) => Err(stop),
+                },
+            )
         }
         Offloaded::Stopped { bytes } => {
             reader.resume_after_offload(bytes);
-            None
+            Kernel::Stopped
         }
-        Offloaded::Unsupported => None,
+        Offloaded::Unsupported => Kernel::NotHere,
+    }
+}
+
+/// Counts and drop-behind while io_uring copies.
+struct UringObserver<'w, 'a, 'f> {
+    writer: &'w mut Writer<'a>,
+    input_fd: std::os::fd::BorrowedFd<'f>,
+    input_start: u64,
+    output_start: u64,
+    input_behind: Option<DropBehind>,
+}
+
+impl crate::engine::uring::Observer for UringObserver<'_, '_, '_> {
+    fn before_read(&mut self, offset: u64, len: u64) {
+        if let Some(behind) = &mut self.input_behind {
+            behind.before(self.input_fd, self.input_start + offset, len);
+        }
+    }
+
+    fn before_write(&mut self, offset: u64, len: u64) {
+        self.writer
+            .behind_before_at(self.output_start + offset, len);
+    }
+
+    fn after(&mut self, copied: u64) {
+        let before = self.writer.bytes_out();
+        if let Some(behind) = &mut self.input_behind {
+            behind.after(self.input_fd, copied - before);
+        }
+        self.writer.offloaded(copied);
     }
 }
 

@@ -5,14 +5,17 @@
 //! (seek=, conversions, writes, sync: [`writer`]) through a stream of
 //! events; a [`backend`] decides whether the two run in turn or at once.
 
+pub mod auto_block;
 pub mod backend;
 pub mod cache;
 pub mod counters;
+pub mod depth;
 pub mod diagnostic;
 pub mod endpoints;
 pub mod offload;
 pub mod reader;
 pub mod shape;
+pub mod uring;
 pub mod writer;
 
 pub use backend::{Backend, Shaping, DEFAULT_QUEUE_DEPTH};

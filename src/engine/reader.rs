@@ -52,6 +52,12 @@ pub enum Event {
     /// conv=noerror: print the statistics now.
     Statistics,
     Record(Record),
+    /// `len` bytes of one record moved by splice(2) straight to the
+    /// output: the writer only counts them.
+    Spliced {
+        len: usize,
+        full: bool,
+    },
     /// Bulk mode: `len` bytes of whole records, as one request.
     Bulk {
         buf: AlignedBuf,
@@ -73,6 +79,9 @@ pub enum Event {
     /// end of file too, under oflag=nocache without notrunc).
     InputEof,
 }
+
+/// A read's result, and the warning it gave, if any.
+type ReadOutcome = (Result<usize, Errno>, Option<Box<Diagnostic>>);
 
 /// The writer has gone away: the reader stops.
 #[derive(Debug)]
@@ -105,6 +114,9 @@ pub struct Reader {
     scratch: Option<AlignedBuf>,
     /// Drop the input's pages behind bulk reads (large copies).
     drop_behind: bool,
+    /// The output, when records move by splice (see `shape::splice_fits`).
+    splice_to: Option<std::os::fd::OwnedFd>,
+    input_is_pipe: bool,
 }
 
 impl Reader {
@@ -125,6 +137,8 @@ impl Reader {
             skipped: false,
             scratch: None,
             drop_behind: false,
+            splice_to: None,
+            input_is_pipe: false,
             input,
             plan,
         }
@@ -135,6 +149,17 @@ impl Reader {
     pub fn with_bulk(mut self, shape: Option<BulkShape>, drop_behind: bool) -> Self {
         self.bulk = shape;
         self.drop_behind = drop_behind;
+        self
+    }
+
+    /// Move records with splice(2) into `output` (a descriptor of the
+    /// writer's output) rather than reading them. Only for a backend where
+    /// the writer acts on each event before the next read (seek= must have
+    /// happened before anything is spliced).
+    pub fn with_splice(mut self, output: Option<std::os::fd::OwnedFd>) -> Self {
+        self.input_is_pipe =
+            file::file_type(self.input.handle.as_fd()) == Ok(rustix::fs::FileType::Fifo);
+        self.splice_to = output;
         self
     }
 
@@ -230,10 +255,45 @@ impl Reader {
         let mut partial_read = 0usize;
         let mut failed = false;
         let mut next_buffer = scratch;
+        if self.splice_to.is_some() && next_buffer.is_none() {
+            // GNU allocates its buffer before the first read, and a bs too
+            // large for memory is an error then: splicing needs none, but
+            // the same bs must fail the same way (the mapping is lazy, so
+            // an unused buffer costs nothing).
+            next_buffer = match sink.buffer(buffer_len) {
+                Ok(buf) => Some(buf),
+                Err(Some(closed)) => return Err(closed),
+                Err(None) => return self.no_memory(sink, ibs),
+            };
+        }
 
         loop {
             if self.records_read >= max_records.saturating_add(u64::from(max_bytes != 0)) {
                 break;
+            }
+            if self.splice_to.is_some() {
+                let want = if self.records_read >= max_records {
+                    max_bytes as usize
+                } else {
+                    ibs
+                };
+                if let Some((result, warning)) = self.splice_record(want) {
+                    if let Some(w) = warning {
+                        sink.send(Event::Diagnostic(w))?;
+                    }
+                    let len = result.unwrap_or(0);
+                    if len == 0 {
+                        sink.send(Event::InputEof)?;
+                        break;
+                    }
+                    advance_offset(&mut self.input.offset, len as u64);
+                    self.records_read += 1;
+                    sink.send(Event::Spliced {
+                        len,
+                        full: len >= ibs,
+                    })?;
+                    continue;
+                }
             }
             let mut buf = match next_buffer.take() {
                 Some(buf) => buf,
@@ -567,8 +627,35 @@ impl Reader {
         }
     }
 
+    /// One record by splice: what a read of `want` bytes would have
+    /// returned (a pipe input: one splice; a file: until full or end of
+    /// file, as its read would be). None when splice fails before moving
+    /// anything: splicing stops, and this record and the rest are read and
+    /// written, which meets a real error, on whichever end, as GNU does.
+    fn splice_record(&mut self, want: usize) -> Option<ReadOutcome> {
+        let output = self.splice_to.take()?;
+        let mut moved = 0;
+        while moved < want {
+            match file::splice(self.input.handle.as_fd(), output.as_fd(), want - moved) {
+                Ok(0) => break,
+                Ok(n) => {
+                    moved += n;
+                    if self.input_is_pipe {
+                        break;
+                    }
+                }
+                Err(Errno::INTR) => {}
+                Err(_) if moved == 0 => return None,
+                // The next record meets the error again, then by read.
+                Err(_) => break,
+            }
+        }
+        self.splice_to = Some(output);
+        Some(self.note_read(Ok(moved), want as isize))
+    }
+
     /// One `iread`, with the partial-read warning GNU gives once.
-    fn read_once(&mut self, buf: &mut [u8]) -> (Result<usize, Errno>, Option<Box<Diagnostic>>) {
+    fn read_once(&mut self, buf: &mut [u8]) -> ReadOutcome {
         let fd = self.input.handle.as_fd();
         let size = buf.len() as isize;
         let result = loop {
@@ -582,6 +669,12 @@ impl Reader {
                 other => break other,
             }
         };
+        self.note_read(result, size)
+    }
+
+    /// After a read of up to `size` bytes: GNU's partial-read warning
+    /// (once) and its memory of the previous read.
+    fn note_read(&mut self, result: Result<usize, Errno>, size: isize) -> ReadOutcome {
         let n = result.map_or(-1, |n| n as isize);
         let mut warning = None;
         if 0 < n && self.warn_partial_read && 0 < self.previous && self.previous < size {

@@ -92,6 +92,31 @@ pub fn with_request_size(shape: BulkShape, size: usize, input_block_size: usize)
     BulkShape { chunk, ..shape }
 }
 
+/// Whether records may move with splice(2), inside the kernel, one splice
+/// per record: an end must be a pipe, and nothing may need the bytes (no
+/// conversion, no padding, no sparse test) or give a request a meaning
+/// splice cannot keep (direct, append, sync, nonblock, nocache, fullblock,
+/// re-blocking into obs). A pipe read and a splice from it both return what
+/// the pipe holds, up to the size asked, so records stay GNU's.
+pub fn splice_fits(plan: &CopyPlan, input: &Input, output: &Output) -> bool {
+    const NEUTRAL: Conv = Conv::NOTRUNC
+        .union(Conv::NOCREAT)
+        .union(Conv::EXCL)
+        .union(Conv::FDATASYNC)
+        .union(Conv::FSYNC);
+    let is_pipe = |fd| file::file_type(fd) == Ok(FileType::Fifo);
+    NEUTRAL.contains(plan.conv)
+        && !plan.two_buffers
+        && !plan
+            .input_flags
+            .intersects(PER_REQUEST_FLAGS | IoFlags::FULLBLOCK)
+        && !plan.output_flags.intersects(PER_REQUEST_FLAGS)
+        && !plan.input_nocache
+        && !plan.output_nocache
+        && (is_pipe(input.handle.as_fd()) || is_pipe(output.handle.as_fd()))
+        && !same_file(input, output)
+}
+
 /// Whether a copy may be shaped into bulk requests, and how.
 pub fn bulk_shape(plan: &CopyPlan, input: &Input, output: &Output) -> Option<BulkShape> {
     if !NEUTRAL_CONVERSIONS.contains(plan.conv)

@@ -204,11 +204,16 @@ impl<'a> Writer<'a> {
 
     /// About to write `len` bytes in bulk at the output's offset.
     fn behind_before(&mut self, len: u64) {
+        self.behind_before_at(self.io.offset.max(0) as u64, len);
+    }
+
+    /// About to write `len` bytes in bulk at `offset` (an overlapped copy
+    /// writes ahead of the offset it has reported; see `uring`).
+    pub fn behind_before_at(&mut self, offset: u64, len: u64) {
         let Some(slot) = &mut self.drop_behind else {
             return;
         };
         let fd = self.output.handle.as_fd();
-        let offset = self.io.offset.max(0) as u64;
         slot.get_or_insert_with(|| DropBehind::new(true))
             .before(fd, offset, len);
     }
@@ -255,6 +260,10 @@ impl<'a> Writer<'a> {
                 let handled = self.record(record.buf, record.len, record.full);
                 self.progress_if_due();
                 return handled;
+            }
+            Event::Spliced { len, full } => {
+                self.spliced(len, full);
+                self.progress_if_due();
             }
             Event::Bulk { buf, len } => {
                 let handled = self.bulk(buf, len);
@@ -422,6 +431,30 @@ impl<'a> Writer<'a> {
         };
         self.convert(&buf.as_slice()[range])?;
         Ok(Handled::Continue(Some(buf)))
+    }
+
+    /// A record the reader spliced to the output itself: count it as
+    /// written (splice is only used without re-blocking, so a record in
+    /// is a record out).
+    fn spliced(&mut self, len: usize, full: bool) {
+        let (records_in, records_out) = if full {
+            (
+                &self.counters.records_in_full,
+                &self.counters.records_out_full,
+            )
+        } else {
+            (
+                &self.counters.records_in_partial,
+                &self.counters.records_out_partial,
+            )
+        };
+        bump(records_in);
+        bump(records_out);
+        add(&self.counters.bytes_out, len as u64);
+        self.io.final_op_was_seek = false;
+        if self.io.offset >= 0 {
+            self.io.offset += len as i64;
+        }
     }
 
     /// Bulk mode: whole records in one request. Counts are those of the

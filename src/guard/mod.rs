@@ -182,6 +182,13 @@ fn output_end(plan: &CopyPlan) -> Option<End> {
     Some(end)
 }
 
+/// Why writing the block device or file at `path` would destroy something
+/// in use, if it would: the copy's own refusal, for other writers
+/// (`ddx bench --destructive`). None also when `path` cannot be judged.
+pub fn in_use_at(path: &Path) -> Option<String> {
+    in_use(&path_end(path)?.place)
+}
+
 /// Why writing this place would destroy something in use, if it would.
 fn in_use(place: &Place) -> Option<String> {
     match place {
@@ -395,7 +402,7 @@ pub fn damage(layout: &Layout) -> Option<Damage> {
         Some(obs) => total / obs * obs,
     };
     let reads_of_data = available.div_ceil(layout.read_block);
-    let looks_for_end = wanted > available && layout.reads.map_or(true, |r| r > reads_of_data);
+    let looks_for_end = wanted > available && layout.reads.is_none_or(|r| r > reads_of_data);
     if layout.grows && looks_for_end && write_from.saturating_add(written) > end {
         return Some(Damage::ReadsOwnOutput { write_from });
     }

@@ -99,9 +99,37 @@ pub struct CopyPlan {
     /// iflag=nocache / oflag=nocache.
     pub input_nocache: bool,
     pub output_nocache: bool,
+    /// `bs=auto`: the block size is ddx's to choose (see
+    /// `engine::auto_block`); until [`CopyPlan::with_block_size`], ibs and
+    /// obs hold GNU's default.
+    pub auto_block_size: bool,
 }
 
 impl CopyPlan {
+    /// The plan with bs=`block_size` (the choice for bs=auto): counts,
+    /// which bs=auto requires in bytes, are re-split into its records.
+    pub fn with_block_size(mut self, block_size: usize) -> CopyPlan {
+        let rebase = |amount: RecordsAndBytes, old: usize| {
+            let bytes = amount.records * old as u64 + amount.bytes;
+            split_amount(bytes, true, block_size)
+        };
+        self.skip = rebase(self.skip, self.input_block_size);
+        self.seek = rebase(self.seek, self.output_block_size);
+        if self.has_count() {
+            self.count = rebase(self.count, self.input_block_size);
+        }
+        self.input_block_size = block_size;
+        self.output_block_size = block_size;
+        self.warn_partial_read = warns_partial_read(
+            self.two_buffers,
+            self.input_flags,
+            self.output_flags,
+            self.skip,
+            self.count,
+        );
+        self
+    }
+
     /// True when count= asked for nothing at all (count=0).
     pub fn copies_nothing(&self) -> bool {
         self.count.is_zero()
@@ -130,6 +158,13 @@ pub enum OperandError {
     InvalidSymbol { kind: SymbolKind, symbol: Vec<u8> },
     #[error("cannot combine {0}")]
     Conflict(&'static str),
+    /// bs=auto (ddx's own value): a size in blocks would mean nothing
+    /// until the block size is known.
+    #[error("bs=auto needs {operand}= in bytes (a 'B' suffix, or {flag})")]
+    AutoNeedsBytes {
+        operand: &'static str,
+        flag: &'static str,
+    },
     #[error("offset too large: cannot truncate to a length of seek={records} ({block_size}-byte) blocks")]
     SeekTooLarge { records: u64, block_size: usize },
 }
@@ -218,6 +253,7 @@ fn parse_into<S: AsRef<OsStr>>(
     let mut output_flags = IoFlags::empty();
     let mut status = StatusLevel::Default;
     let mut block_size = 0u64;
+    let mut auto_block_size = false;
     let mut input_block_size = 0u64;
     let mut output_block_size = 0u64;
     let mut conversion_block_size = 0u64;
@@ -273,8 +309,20 @@ fn parse_into<S: AsRef<OsStr>>(
             }
             _ => {
                 // GNU recognises the key before judging the number.
+                if key == b"bs" && value == b"auto" {
+                    auto_block_size = true;
+                    block_size = DEFAULT_BLOCK_SIZE as u64;
+                    continue;
+                }
                 let (target, min, max): (&mut dyn FnMut(Amount), u64, u64) = match key {
-                    b"bs" => (&mut |a: Amount| block_size = a.value, 1, MAX_BLOCK_SIZE),
+                    b"bs" => (
+                        &mut |a: Amount| {
+                            block_size = a.value;
+                            auto_block_size = false;
+                        },
+                        1,
+                        MAX_BLOCK_SIZE,
+                    ),
                     b"ibs" => (
                         &mut |a: Amount| input_block_size = a.value,
                         1,
@@ -366,11 +414,37 @@ fn parse_into<S: AsRef<OsStr>>(
     }
     let seek = split_amount(seek.value, output_flags.contains(IoFlags::SEEK_BYTES), obs);
 
-    let warn_partial_read = !two_buffers
-        && !input_flags.contains(IoFlags::FULLBLOCK)
-        && (skip.records != 0
-            || (count.records > 0 && count.records < UNLIMITED_RECORDS)
-            || (input_flags | output_flags).contains(IoFlags::DIRECT));
+    let warn_partial_read = warns_partial_read(two_buffers, input_flags, output_flags, skip, count);
+    if auto_block_size {
+        let in_blocks = |amount: RecordsAndBytes, bytes_flag: bool| {
+            amount.records != 0 && amount.records != UNLIMITED_RECORDS && !bytes_flag
+        };
+        let checks = [
+            (
+                skip,
+                input_flags.contains(IoFlags::SKIP_BYTES),
+                "skip",
+                "iflag=skip_bytes",
+            ),
+            (
+                count,
+                input_flags.contains(IoFlags::COUNT_BYTES),
+                "count",
+                "iflag=count_bytes",
+            ),
+            (
+                seek,
+                output_flags.contains(IoFlags::SEEK_BYTES),
+                "seek",
+                "oflag=seek_bytes",
+            ),
+        ];
+        for (amount, bytes_flag, operand, flag) in checks {
+            if in_blocks(amount, bytes_flag) {
+                return Err(OperandError::AutoNeedsBytes { operand, flag });
+            }
+        }
+    }
 
     let conflicts: [(Conv, &str); 4] = [
         (
@@ -417,6 +491,7 @@ fn parse_into<S: AsRef<OsStr>>(
         warn_partial_read,
         input_nocache,
         output_nocache,
+        auto_block_size,
     };
     if plan.output.is_some()
         && !plan.conv.contains(Conv::NOTRUNC)
@@ -440,6 +515,22 @@ fn invalid_symbol_bytes(kind: SymbolKind, value: &[u8]) -> OperandError {
     }
 }
 
+/// GNU warns once about a short read when bs= is given without fullblock
+/// and count, skip or direct make the record size matter.
+fn warns_partial_read(
+    two_buffers: bool,
+    input_flags: IoFlags,
+    output_flags: IoFlags,
+    skip: RecordsAndBytes,
+    count: RecordsAndBytes,
+) -> bool {
+    !two_buffers
+        && !input_flags.contains(IoFlags::FULLBLOCK)
+        && (skip.records != 0
+            || (count.records > 0 && count.records < UNLIMITED_RECORDS)
+            || (input_flags | output_flags).contains(IoFlags::DIRECT))
+}
+
 fn split_amount(value: u64, in_bytes: bool, block_size: usize) -> RecordsAndBytes {
     if in_bytes && value != 0 {
         RecordsAndBytes {
@@ -457,6 +548,43 @@ fn split_amount(value: u64, in_bytes: bool, block_size: usize) -> RecordsAndByte
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_block_size_rebases_byte_counts() {
+        let words: Vec<&str> = vec!["bs=auto", "skip=1000B", "count=5000B", "seek=3B"];
+        let plan = parse(&words).plan.unwrap();
+        assert!(plan.auto_block_size);
+        let plan = plan.with_block_size(4096);
+        assert_eq!(
+            (plan.input_block_size, plan.output_block_size),
+            (4096, 4096)
+        );
+        assert_eq!(
+            plan.skip,
+            RecordsAndBytes {
+                records: 0,
+                bytes: 1000
+            }
+        );
+        assert_eq!(
+            plan.count,
+            RecordsAndBytes {
+                records: 1,
+                bytes: 904
+            }
+        );
+        assert_eq!(
+            plan.seek,
+            RecordsAndBytes {
+                records: 0,
+                bytes: 3
+            }
+        );
+        // A later bs= wins, as any repeated operand does.
+        let plan = parse(&["bs=auto", "bs=64"]).plan.unwrap();
+        assert!(!plan.auto_block_size);
+        assert_eq!(plan.input_block_size, 64);
+    }
 
     fn plan(words: &[&str]) -> CopyPlan {
         parse(words).plan.expect("valid operands")

@@ -290,6 +290,61 @@ pub fn next_data(fd: BorrowedFd<'_>, offset: u64) -> Result<Option<u64>, Errno> 
     }
 }
 
+/// splice(2) from `input` to `output` at their file offsets (one of them
+/// must be a pipe): up to `len` bytes moved inside the kernel.
+pub fn splice(input: BorrowedFd<'_>, output: BorrowedFd<'_>, len: usize) -> Result<usize, Errno> {
+    rustix::pipe::splice(
+        input,
+        None,
+        output,
+        None,
+        len,
+        rustix::pipe::SpliceFlags::empty(),
+    )
+}
+
+/// A second, independent open of the same file for reading with O_DIRECT
+/// (through /proc/self/fd, so it needs no path), to measure the device
+/// under a file without the page cache; fails where O_DIRECT is not
+/// supported (tmpfs, some FUSE filesystems).
+pub fn reopen_direct(fd: BorrowedFd<'_>) -> Result<OwnedFd, Errno> {
+    let path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
+    rustix::fs::open(
+        path.as_str(),
+        OFlags::RDONLY | OFlags::DIRECT | OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+}
+
+/// Whether the file has a hole at or after `offset` before its end
+/// (SEEK_HOLE finds the implicit one at end of file otherwise). Leaves the
+/// file offset where it was.
+pub fn has_hole_after(fd: BorrowedFd<'_>, offset: u64) -> bool {
+    let Ok(here) = current_offset(fd) else {
+        return false;
+    };
+    let hole = rustix::fs::seek(fd, SeekFrom::Hole(offset));
+    let size = rustix::fs::fstat(fd).map(|st| st.st_size as u64);
+    let _ = rustix::fs::seek(fd, SeekFrom::Start(here.max(0) as u64));
+    matches!((hole, size), (Ok(hole), Ok(size)) if hole < size)
+}
+
 pub fn seek_to(fd: BorrowedFd<'_>, offset: u64) -> Result<(), Errno> {
     rustix::fs::seek(fd, SeekFrom::Start(offset)).map(|_| ())
+}
+
+/// pread(2): read at `offset` without moving the file offset.
+pub fn read_at(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
+    retry_eintr(|| rustix::io::pread(fd, &mut *buf, offset))
+}
+
+/// pwrite(2): write at `offset` without moving the file offset.
+pub fn write_at(fd: BorrowedFd<'_>, buf: &[u8], offset: u64) -> Result<usize, Errno> {
+    retry_eintr(|| rustix::io::pwrite(fd, buf, offset))
+}
+
+/// open(2) with explicit flags, for callers (the benchmark) that choose
+/// O_DIRECT/O_DSYNC/O_SYNC per test rather than from dd's symbols.
+pub fn open_with(path: &Path, flags: OFlags, mode: u32) -> Result<OwnedFd, Errno> {
+    retry_eintr(|| rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::from_raw_mode(mode)))
 }

@@ -10,6 +10,7 @@ pub mod device;
 pub mod fd;
 pub mod file;
 pub mod mounts;
+pub mod ring;
 pub mod signals;
 pub mod stdio;
 pub mod threads;

@@ -11,7 +11,9 @@ use std::os::fd::OwnedFd;
 
 use rustix::pipe::{pipe_with, PipeFlags};
 
-/// Read ends of the self-pipes, one per caught signal.
+/// Read ends of the self-pipes, one per caught signal. A pipe must live
+/// as long as the process: a handler writing into a pipe whose read end
+/// is closed raises SIGPIPE, which kills ddx.
 #[derive(Debug, Default)]
 pub struct SignalPipes {
     /// Readable after SIGUSR1 (absent under POSIXLY_CORRECT, as in GNU).

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# ddx bench beside fio on the same file:
+#  1. sequential read,  bs=1M, O_DIRECT, queue depth 1: ddx vs fio bandwidth
+#  2. sequential write, bs=1M, O_DIRECT, queue depth 1: ddx vs fio bandwidth
+#  3. O_DSYNC 4 KiB write latency (O_DIRECT, sequential, 1000 writes):
+#     ddx p50 vs fio clat p50
+#  4. block-size recommendation: ddx's bs-sweep three times in a row on the
+#     same file must give the same answer.
+# Bars: bandwidth within 10% of fio, p50 within 15%. Both sides get one
+# warm-up pass that is not counted (ddx's own). Each round measures
+# every figure with fio and then at once with ddx (one measured pass each,
+# `--runs=1`, so both see the same moment of a shared machine); the verdict
+# is the median over ROUNDS (default 5) of the per-round ddx/fio ratios,
+# which cancels drift that medians taken side by side would not.
+#
+# usage: bench/bench-vs-fio.sh [SIZE_MiB] (default 512). DIR=... picks the
+# directory (default: a temp dir under /var/tmp: O_DIRECT needs a real
+# filesystem, not tmpfs). Only a file in that temp dir is ever written.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+size_mib=${1:-512}
+rounds=${ROUNDS:-5}
+ddx=$(realpath "${DDX:-target/release/ddx}")
+[ -x "$ddx" ] || cargo build --release -q
+command -v fio >/dev/null || { echo "fio is needed (apt-get install fio)"; exit 1; }
+dir=$(mktemp -d "${DIR:-/var/tmp}/ddx-vs-fio.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+file=$dir/data
+head -c "$((size_mib << 20))" /dev/urandom > "$file"
+sync "$file"
+fs=$(df -T "$dir" | awk 'NR==2 {print $2 " on " $1}')
+echo "same file: $size_mib MiB in $dir ($fs); $(nproc) CPUs; $(fio --version); ddx $("$ddx" --version | head -n1 | cut -d' ' -f2)"
+
+fio_run() { # rw extra... -> JSON on stdout
+  local rw=$1; shift
+  # The same warm-up ddx gives itself (a quarter of the work, thrown
+  # away), so neither side pays for waking the device alone.
+  fio --name=warmup --filename="$file" --rw="$rw" --direct=1 --ioengine=psync \
+    --iodepth=1 --size="$((size_mib / 4))M" "$@" --number_ios=100 >/dev/null
+  fio --name=vs --filename="$file" --rw="$rw" --direct=1 --ioengine=psync \
+    --iodepth=1 --size="${size_mib}M" --output-format=json "$@"
+}
+
+ddx_run() { # tests extra... -> JSON on stdout
+  local tests=$1; shift
+  "$ddx" bench "$file" --destructive --size="${size_mib}M" --runs=1 --tests="$tests" --json "$@"
+}
+
+for i in $(seq "$rounds"); do
+  fio_run read --bs=1M > "$dir/fio-read-$i.json"
+  ddx_run seq-read > "$dir/ddx-read-$i.json"
+  fio_run write --bs=1M > "$dir/fio-write-$i.json"
+  ddx_run seq-write > "$dir/ddx-write-$i.json"
+  fio_run write --bs=4k --sync=dsync --number_ios=1000 > "$dir/fio-lat-$i.json"
+  ddx_run latency --latency-bs=4K --latency-count=1000 > "$dir/ddx-lat-$i.json"
+done
+# The recommendation with ddx's defaults (3 runs, rounds over all sizes).
+for i in 1 2 3; do
+  "$ddx" bench "$file" --destructive --size="${size_mib}M" --tests=bs-sweep \
+    --json > "$dir/ddx-sweep-$i.json"
+done
+
+python3 - "$dir" "$rounds" <<'PY'
+import json, statistics, sys
+d, rounds = sys.argv[1], int(sys.argv[2])
+load = lambda name: json.load(open(f"{d}/{name}"))
+med = statistics.median
+
+def fio(kind, side, field):
+    values = []
+    for i in range(1, rounds + 1):
+        job = load(f"fio-{kind}-{i}.json")["jobs"][0][side]
+        values.append(job["bw_bytes"] if field == "bw" else job["clat_ns"]["percentile"]["50.000000"])
+    return values
+
+def ddx(kind, test, mode, op, field):
+    values = []
+    for i in range(1, rounds + 1):
+        r = next(r for r in load(f"ddx-{kind}-{i}.json")["results"]
+                 if r["test"] == test and r["mode"] == mode and r["op"] == op)
+        values.append(r["throughput_bytes_per_sec"] if field == "bw" else r["latency_ns"]["p50"])
+    return values
+
+ok = True
+def compare(label, f, x, bar, unit, scale):
+    global ok
+    ratios = [b / a for a, b in zip(f, x)]
+    ratio = med(ratios)
+    passed = abs(ratio - 1) <= bar
+    ok &= passed
+    fmt = lambda v: f"{v/scale:.1f}"
+    print(f"  {label:30s} fio {fmt(med(f)):>7s} {unit}  ddx {fmt(med(x)):>7s} {unit}  "
+          f"ddx/fio {ratio:.3f} (bar ±{bar:.0%}: {'ok' if passed else 'MISSED'})")
+    print(f"  {'':30s} per round: fio {' '.join(fmt(v) for v in f)}; ddx {' '.join(fmt(v) for v in x)}; "
+          f"ratio {' '.join(f'{r:.2f}' for r in ratios)}")
+
+compare("seq read 1M O_DIRECT QD1", fio("read", "read", "bw"), ddx("read", "seq-read", "direct", "read", "bw"), 0.10, "MB/s", 1e6)
+compare("seq write 1M O_DIRECT QD1", fio("write", "write", "bw"), ddx("write", "seq-write", "direct", "write", "bw"), 0.10, "MB/s", 1e6)
+compare("O_DSYNC 4k write p50", fio("lat", "write", "p50"), ddx("lat", "latency", "dsync", "write", "p50"), 0.15, "us  ", 1e3)
+
+recs = [load(f"ddx-sweep-{i}.json")["recommendation"] for i in (1, 2, 3)]
+reads = [r["read_block_size"] for r in recs]
+writes = [r["write_block_size"] for r in recs]
+stable = len(set(reads)) == 1 and len(set(writes)) == 1
+ok &= stable
+print(f"  bs recommendation, 3 runs: read {reads}  write {writes}  ({'stable' if stable else 'UNSTABLE'})")
+sys.exit(0 if ok else 1)
+PY

@@ -1,0 +1,467 @@
+//! One self-contained HTML page (inline CSS and SVG, no script, nothing
+//! fetched) that a person opens in a browser: three charts (throughput vs
+//! block size, throughput vs offset, latency distribution), then the table
+//! and the facts. Charts carry `data-chart` and their points `data-x`/
+//! `data-y`, so tests can check them without a browser.
+
+use std::fmt::Write;
+
+use super::{latency_text, rate_text, rows, size_text, summary_lines, Report, COLUMNS, NUMERIC};
+
+const WIDTH: f64 = 760.0;
+const HEIGHT: f64 = 300.0;
+const LEFT: f64 = 80.0;
+const RIGHT: f64 = 40.0;
+const TOP: f64 = 30.0;
+const BOTTOM: f64 = 50.0;
+const COLORS: [&str; 4] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
+
+/// The page for `report`.
+pub fn render(report: &Report) -> String {
+    let mut page = String::new();
+    let title = format!("ddx bench: {}", report.target.path);
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+        escape(&title),
+        escape(&title)
+    );
+    page.push_str("<ul class=\"facts\">\n");
+    for line in summary_lines(report) {
+        let _ = writeln!(page, "<li>{}</li>", escape(&line));
+    }
+    page.push_str("</ul>\n");
+
+    page.push_str(&sweep_chart(report));
+    page.push_str(&zones_chart(report));
+    page.push_str(&latency_chart(report));
+
+    page.push_str("<h2>All figures</h2>\n<table>\n<tr>");
+    for c in COLUMNS {
+        let _ = write!(page, "<th>{}</th>", escape(c));
+    }
+    page.push_str("</tr>\n");
+    for row in rows(report) {
+        page.push_str("<tr>");
+        for (cell, numeric) in row.cells.iter().zip(NUMERIC) {
+            let class = if numeric { " class=\"n\"" } else { "" };
+            let _ = write!(page, "<td{class}>{}</td>", escape(cell));
+        }
+        page.push_str("</tr>\n");
+    }
+    page.push_str("</table>\n</body>\n</html>\n");
+    page
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:64em;\
+color:#222}h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}ul.facts{font-size:.9em;\
+line-height:1.5}table{border-collapse:collapse;font-size:.85em}th,td{padding:.2em .6em;\
+border-bottom:1px solid #ddd;text-align:left}td.n{text-align:right;\
+font-variant-numeric:tabular-nums}svg{background:#fafafa;border:1px solid #e4e4e4}\
+svg text{font-size:11px;fill:#444}.axis{stroke:#888}.grid{stroke:#e0e0e0}\
+.none{color:#888;font-style:italic}";
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Scale {
+    Linear,
+    /// Log scale with ticks at powers of two (block sizes).
+    Log2,
+    /// Log scale with ticks at 1, 2, 5 × 10^k (latencies).
+    Log10,
+}
+
+/// A round step near `span / 4`: 1, 2 or 5 times a power of ten.
+fn nice_step(span: f64) -> f64 {
+    let raw = (span / 4.0).max(f64::MIN_POSITIVE);
+    let power = 10f64.powf(raw.log10().floor());
+    let fraction = raw / power;
+    let nice = if fraction <= 1.0 {
+        1.0
+    } else if fraction <= 2.0 {
+        2.0
+    } else if fraction <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * power
+}
+
+/// One line of a chart: its name and (x, y) points.
+struct Series {
+    name: String,
+    points: Vec<(f64, f64)>,
+}
+
+struct Chart<'a> {
+    id: &'a str,
+    title: &'a str,
+    x_label: &'a str,
+    y_label: &'a str,
+    x_scale: Scale,
+    x_text: &'a dyn Fn(f64) -> String,
+    y_text: &'a dyn Fn(f64) -> String,
+    /// Where to draw dashed vertical markers (the recommended sizes).
+    markers: Vec<(f64, String)>,
+    /// Draw points as circles (measurements) or not (a histogram's steps).
+    dots: bool,
+    /// Linear ticks fall on round multiples of this unit (1 MiB for
+    /// offsets, so labels read "64 MiB", not "61 MiB").
+    x_unit: f64,
+}
+
+fn sweep_chart(report: &Report) -> String {
+    let series: Vec<Series> = ["read", "write"]
+        .iter()
+        .map(|op| Series {
+            name: (*op).to_owned(),
+            points: report
+                .results
+                .iter()
+                .filter(|r| r.test == "bs-sweep" && r.op == *op)
+                .map(|r| (r.block_size as f64, r.throughput_bytes_per_sec))
+                .collect(),
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    let rec = &report.recommendation;
+    let markers = match (rec.read_block_size, rec.write_block_size) {
+        (Some(r), Some(w)) if r == w => vec![(r, "read, write")],
+        (r, w) => [(r, "read"), (w, "write")]
+            .into_iter()
+            .filter_map(|(bs, op)| Some((bs?, op)))
+            .collect(),
+    };
+    let markers = markers
+        .into_iter()
+        .map(|(bs, ops)| (bs as f64, format!("recommended {} ({ops})", size_text(bs))))
+        .collect();
+    draw(
+        &Chart {
+            id: "bs-sweep",
+            title: "Throughput vs block size (O_DIRECT, sequential)",
+            x_label: "block size",
+            y_label: "throughput",
+            x_scale: Scale::Log2,
+            x_text: &|x| size_text(x.round() as u64),
+            y_text: &rate_text,
+            markers,
+            dots: true,
+            x_unit: 1.0,
+        },
+        &series,
+    )
+}
+
+fn zones_chart(report: &Report) -> String {
+    let points: Vec<(f64, f64)> = report
+        .results
+        .iter()
+        .filter(|r| r.test == "zones")
+        .map(|r| (r.offset.unwrap_or(0) as f64, r.throughput_bytes_per_sec))
+        .collect();
+    let series: Vec<Series> = if points.is_empty() {
+        Vec::new()
+    } else {
+        vec![Series {
+            name: "read".to_owned(),
+            points,
+        }]
+    };
+    draw(
+        &Chart {
+            id: "zones",
+            title: "Throughput vs offset (zones, O_DIRECT read)",
+            x_label: "offset",
+            y_label: "throughput",
+            x_scale: Scale::Linear,
+            x_text: &|x| {
+                crate::progress::human::human(
+                    x.round() as u64,
+                    crate::progress::human::Base::Iec,
+                    1,
+                    1,
+                )
+            },
+            y_text: &rate_text,
+            markers: Vec::new(),
+            dots: true,
+            x_unit: (1 << 20) as f64,
+        },
+        &series,
+    )
+}
+
+/// Share of requests per latency bin, bins evenly spaced on a log scale.
+pub fn histogram(samples: &[u64], bins: usize) -> Vec<(f64, f64)> {
+    let (Some(&lo), Some(&hi)) = (samples.iter().min(), samples.iter().max()) else {
+        return Vec::new();
+    };
+    let (lo, hi) = ((lo.max(1) as f64).ln(), (hi.max(1) as f64).ln());
+    let width = ((hi - lo) / bins as f64).max(1e-9);
+    let mut counts = vec![0usize; bins];
+    for &s in samples {
+        let at = (((s.max(1) as f64).ln() - lo) / width) as usize;
+        counts[at.min(bins - 1)] += 1;
+    }
+    counts
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let center = (lo + width * (i as f64 + 0.5)).exp();
+            (center, 100.0 * c as f64 / samples.len() as f64)
+        })
+        .collect()
+}
+
+fn latency_chart(report: &Report) -> String {
+    let series: Vec<Series> = report
+        .results
+        .iter()
+        .filter(|r| r.test == "latency" && !r.latency_samples_ns.is_empty())
+        .map(|r| Series {
+            name: format!("{} {} {}", r.op, r.mode, size_text(r.block_size)),
+            points: histogram(&r.latency_samples_ns, 40),
+        })
+        .collect();
+    draw(
+        &Chart {
+            id: "latency",
+            title: "Latency distribution (share of requests per bin)",
+            x_label: "latency",
+            y_label: "requests",
+            x_scale: Scale::Log10,
+            x_text: &latency_text,
+            y_text: &|y| format!("{y:.0}%"),
+            markers: Vec::new(),
+            dots: false,
+            x_unit: 1.0,
+        },
+        &series,
+    )
+}
+
+fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
+    let mut svg = format!("<h2>{}</h2>\n", escape(chart.title));
+    let all: Vec<(f64, f64)> = series
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .collect();
+    if all.is_empty() {
+        let _ = writeln!(
+            svg,
+            "<p class=\"none\" data-chart=\"{}\">not measured in this run</p>",
+            chart.id
+        );
+        return svg;
+    }
+    let fx = |x: f64| match chart.x_scale {
+        Scale::Linear => x,
+        Scale::Log2 | Scale::Log10 => x.max(1e-9).log2(),
+    };
+    let (mut x0, mut x1) = all
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+            (a.min(fx(p.0)), b.max(fx(p.0)))
+        });
+    if x1 - x0 < 1e-9 {
+        x0 -= 1.0;
+        x1 += 1.0;
+    }
+    let y_max = all.iter().map(|p| p.1).fold(0.0, f64::max).max(1e-9);
+    let y_step = nice_step(y_max);
+    let y1 = (y_max / y_step).ceil() * y_step;
+    let (pw, ph) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
+    let px = |x: f64| LEFT + (fx(x) - x0) / (x1 - x0) * pw;
+    let py = |y: f64| TOP + ph - y / y1 * ph;
+
+    let _ = writeln!(
+        svg,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" data-chart=\"{}\" \
+         width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\">",
+        chart.id
+    );
+    // Horizontal grid with y labels at round values.
+    let y_ticks = (y1 / y_step).round() as u32;
+    for i in 0..=y_ticks {
+        let y = y_step * f64::from(i);
+        let _ = writeln!(
+            svg,
+            "<line class=\"grid\" x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/>\
+             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            LEFT + pw,
+            py(y),
+            py(y),
+            LEFT - 6.0,
+            py(y) + 4.0,
+            escape(&(chart.y_text)(y))
+        );
+    }
+    // X ticks: powers of two (block sizes), 1-2-5 decades (latency) or
+    // round steps (offsets).
+    let ticks: Vec<f64> = match chart.x_scale {
+        Scale::Log2 => {
+            let (a, b) = (x0.ceil() as i64, x1.floor() as i64);
+            // At most about nine labels: 16 sizes' labels would overlap.
+            let step = ((b - a + 7) / 8).max(1);
+            (a..=b)
+                .step_by(step as usize)
+                .map(|e| 2f64.powi(e as i32))
+                .collect()
+        }
+        Scale::Log10 => {
+            let (lo, hi) = (2f64.powf(x0), 2f64.powf(x1));
+            let mut ticks = Vec::new();
+            let mut decade = 10f64.powf(lo.log10().floor());
+            while decade <= hi {
+                for m in [1.0, 2.0, 5.0] {
+                    let t = decade * m;
+                    if t >= lo && t <= hi {
+                        ticks.push(t);
+                    }
+                }
+                decade *= 10.0;
+            }
+            ticks
+        }
+        Scale::Linear => {
+            let step = nice_step((x1 - x0) / chart.x_unit) * chart.x_unit;
+            let first = (x0 / step).ceil() as i64;
+            let last = (x1 / step).floor() as i64;
+            (first..=last).map(|i| i as f64 * step).collect()
+        }
+    };
+    for t in ticks {
+        let _ = writeln!(
+            svg,
+            "<line class=\"grid\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{TOP}\" y2=\"{1:.1}\"/>\
+             <text x=\"{0:.1}\" y=\"{2:.1}\" text-anchor=\"middle\">{3}</text>",
+            px(t),
+            TOP + ph,
+            TOP + ph + 16.0,
+            escape(&(chart.x_text)(t))
+        );
+    }
+    let _ = writeln!(
+        svg,
+        "<line class=\"axis\" x1=\"{LEFT}\" x2=\"{LEFT}\" y1=\"{TOP}\" y2=\"{0:.1}\"/>\
+         <line class=\"axis\" x1=\"{LEFT}\" x2=\"{1:.1}\" y1=\"{0:.1}\" y2=\"{0:.1}\"/>\
+         <text x=\"{2:.1}\" y=\"{3:.1}\" text-anchor=\"middle\">{4}</text>\
+         <text x=\"14\" y=\"{5:.1}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {5:.1})\">{6}</text>",
+        TOP + ph,
+        LEFT + pw,
+        LEFT + pw / 2.0,
+        HEIGHT - 8.0,
+        escape(chart.x_label),
+        TOP + ph / 2.0,
+        escape(chart.y_label)
+    );
+    for (i, (x, label)) in chart.markers.iter().enumerate() {
+        // Labels near the right edge go to the left of their line.
+        let (dx, anchor) = if px(*x) > LEFT + pw * 0.7 {
+            (-4.0, "end")
+        } else {
+            (4.0, "start")
+        };
+        let _ = writeln!(
+            svg,
+            "<line class=\"marker\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{TOP}\" y2=\"{1:.1}\" \
+             stroke=\"#555\" stroke-dasharray=\"4 3\"/>\
+             <text x=\"{2:.1}\" y=\"{3:.1}\" text-anchor=\"{anchor}\">{4}</text>",
+            px(*x),
+            TOP + ph,
+            px(*x) + dx,
+            TOP + ph - 8.0 - 14.0 * i as f64,
+            escape(label)
+        );
+    }
+    for (i, s) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let points: Vec<String> = s
+            .points
+            .iter()
+            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .collect();
+        let _ = writeln!(
+            svg,
+            "<polyline class=\"series\" data-series=\"{}\" fill=\"none\" stroke=\"{color}\" \
+             stroke-width=\"2\" points=\"{}\"/>",
+            escape(&s.name),
+            points.join(" ")
+        );
+        if chart.dots {
+            for &(x, y) in &s.points {
+                let _ = writeln!(
+                    svg,
+                    "<circle class=\"point\" data-series=\"{}\" data-x=\"{x}\" data-y=\"{y:.0}\" \
+                     cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"{color}\"><title>{}: {}</title></circle>",
+                    escape(&s.name),
+                    px(x),
+                    py(y),
+                    escape(&(chart.x_text)(x)),
+                    escape(&(chart.y_text)(y))
+                );
+            }
+        }
+        // Legend, above the plot where no curve can cover it.
+        let lx = LEFT + 170.0 * i as f64;
+        let _ = writeln!(
+            svg,
+            "<rect x=\"{0:.1}\" y=\"10\" width=\"12\" height=\"4\" fill=\"{color}\"/>\
+             <text x=\"{1:.1}\" y=\"16\">{2}</text>",
+            lx,
+            lx + 18.0,
+            escape(&s.name)
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// Text for HTML content and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_are_round() {
+        assert_eq!(nice_step(2.5e9), 1e9);
+        assert_eq!(nice_step(800.0), 200.0);
+        assert_eq!(nice_step(100.0), 50.0);
+    }
+
+    #[test]
+    fn escaping() {
+        assert_eq!(escape("<a & 'b\">"), "&lt;a &amp; &#39;b&quot;&gt;");
+    }
+
+    #[test]
+    fn histogram_shares_add_up() {
+        let samples: Vec<u64> = (1..=1000).map(|i| i * 1000).collect();
+        let h = histogram(&samples, 40);
+        assert_eq!(h.len(), 40);
+        let total: f64 = h.iter().map(|p| p.1).sum();
+        assert!((total - 100.0).abs() < 1e-6);
+        assert!(h.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(histogram(&[], 10).is_empty());
+        // All samples equal: one bin holds them all.
+        let h = histogram(&[5, 5, 5], 4);
+        assert_eq!(h.iter().map(|p| p.1).sum::<f64>(), 100.0);
+    }
+}

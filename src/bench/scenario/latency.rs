@@ -1,0 +1,95 @@
+//! Latency: N small synchronous requests, one at a time, each timed. Writes
+//! are O_DIRECT+O_DSYNC (every one must reach stable storage before the
+//! next starts, what a database's commit waits for), sequential like fio's
+//! `rw=write`; reads are O_DIRECT at random offsets, so no read-ahead in
+//! the drive answers them. Every sample is kept: percentiles come from all
+//! of them, never from averages of averages.
+
+use std::os::fd::AsFd;
+use std::time::Instant;
+
+use rustix::fs::OFlags;
+
+use super::{open, transfer, Op, Outcome, Rng, NO_DIRECT};
+use crate::bench::measure::{Pass, Runner, Stopwatch};
+use crate::bench::report::{Figure, TestResult};
+use crate::bench::BenchError;
+
+pub fn run(
+    runner: &mut Runner<'_>,
+    count: u32,
+    bs: u64,
+    out: &mut Outcome,
+) -> Result<(), BenchError> {
+    let target = runner.target;
+    let align = target.direct_align();
+    if bs % align != 0 || bs > target.len {
+        return Err(BenchError::msg(format!(
+            "--latency-bs={bs}: must be a multiple of {align} (the O_DIRECT alignment) and fit in the working set"
+        )));
+    }
+    let mut buf = super::data_buffer(bs)?;
+    for op in [Op::Write, Op::Read] {
+        let (extra, mode, pattern) = match op {
+            Op::Write => (OFlags::DIRECT | OFlags::DSYNC, "dsync", "sequential"),
+            Op::Read => (OFlags::DIRECT, "direct", "random"),
+        };
+        if op == Op::Write {
+            if let Some(why) = &target.read_only {
+                out.skip("latency", Some(mode), format!("write: {why}"));
+                continue;
+            }
+        }
+        let Some(fd) = open(target, op, extra)? else {
+            out.skip("latency", Some(mode), NO_DIRECT);
+            continue;
+        };
+        let mut rng = Rng::new(0x1a7e);
+        let label = format!(
+            "latency {} {}",
+            op.name(),
+            crate::bench::report::size_text(bs)
+        );
+        let samples = runner.repeat(&label, false, |pass| {
+            let n = match pass {
+                Pass::WarmUp => (count / 10).max(1),
+                Pass::Measured(_) => count,
+            };
+            let mut latencies = Vec::with_capacity(n as usize);
+            let request = &mut buf.as_mut_slice()[..bs as usize];
+            let watch = Stopwatch::start();
+            let mut offset = 0;
+            for _ in 0..n {
+                let at = match op {
+                    Op::Write => {
+                        if offset + bs > target.len {
+                            offset = 0;
+                        }
+                        offset
+                    }
+                    Op::Read => rng.offset(target.len, bs, align),
+                };
+                let started = Instant::now();
+                transfer(target, fd.as_fd(), request, op, at)?;
+                latencies.push(started.elapsed().as_nanos() as u64);
+                offset += bs;
+            }
+            let mut sample = watch.stop(n as u64 * bs, n as u64);
+            sample.latencies_ns = latencies;
+            Ok(sample)
+        })?;
+        out.results.push(TestResult::from_samples(
+            Figure {
+                test: "latency",
+                mode,
+                op: op.name(),
+                pattern,
+                block_size: bs,
+                queue_depth: 1,
+                offset: None,
+            },
+            &samples,
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,261 @@
+//! The tests themselves, one module each, and the I/O loops they share.
+//! A scenario decides what one pass does (which flags, which requests,
+//! what is timed); the runner repeats it; the report shows it.
+
+pub mod latency;
+pub mod qd;
+pub mod seq;
+pub mod sweep;
+pub mod zones;
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::time::Duration;
+
+use rustix::fs::OFlags;
+use rustix::io::Errno;
+
+use super::measure::{Sample, Stopwatch};
+use super::report::{Skip, TestResult};
+use super::target::Target;
+use super::BenchError;
+use crate::sys::buffer::AlignedBuf;
+use crate::sys::file;
+
+/// Sequential tests move data in 1 MiB requests: large enough for any
+/// disk to stream, and what people compare with (dd bs=1M, fio bs=1M).
+pub const SEQ_BLOCK: u64 = 1 << 20;
+
+/// What the tests produced, in the order they ran.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub results: Vec<TestResult>,
+    pub skipped: Vec<Skip>,
+    pub notes: Vec<String>,
+}
+
+impl Outcome {
+    pub fn skip(
+        &mut self,
+        test: &'static str,
+        mode: Option<&'static str>,
+        reason: impl Into<String>,
+    ) {
+        self.skipped.push(Skip {
+            test,
+            mode,
+            reason: reason.into(),
+        });
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Read,
+    Write,
+}
+
+impl Op {
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+        }
+    }
+}
+
+/// When a pass stops: after `bytes`, or once `time` has passed and at
+/// least `min_ios` requests were made (so a slow large request still
+/// counts several times).
+#[derive(Debug, Clone, Copy)]
+pub struct Limit {
+    pub bytes: u64,
+    pub time: Option<Duration>,
+    pub min_ios: u64,
+}
+
+impl Limit {
+    pub fn bytes(bytes: u64) -> Limit {
+        Limit {
+            bytes,
+            time: None,
+            min_ios: 0,
+        }
+    }
+
+    fn reached(&self, done: u64, ios: u64, watch: &Stopwatch) -> bool {
+        done >= self.bytes
+            || self
+                .time
+                .is_some_and(|t| ios >= self.min_ios && watch.elapsed() >= t)
+    }
+}
+
+/// Open for `op` with `extra` flags; Ok(None) when the filesystem refuses
+/// O_DIRECT (tmpfs, some FUSE filesystems), so the test can be skipped
+/// with a reason instead of failing the bench.
+pub fn open(target: &Target, op: Op, extra: OFlags) -> Result<Option<OwnedFd>, BenchError> {
+    let opened = match op {
+        Op::Read => target.open_read(extra),
+        Op::Write => target.open_write(extra),
+    };
+    match opened {
+        Err(BenchError::Sys {
+            errno: Errno::INVAL,
+            ..
+        }) if extra.contains(OFlags::DIRECT) => Ok(None),
+        other => other.map(Some),
+    }
+}
+
+pub const NO_DIRECT: &str = "the filesystem refuses O_DIRECT";
+
+/// One request of `len` bytes at `offset`; a short transfer is completed,
+/// end of file ends it early (returns what was moved).
+pub fn transfer(
+    target: &Target,
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    op: Op,
+    offset: u64,
+) -> Result<usize, BenchError> {
+    let mut done = 0;
+    while done < buf.len() {
+        let at = offset + done as u64;
+        let n = match op {
+            Op::Read => file::read_at(fd, &mut buf[done..], at),
+            Op::Write => file::write_at(fd, &buf[done..], at),
+        }
+        .map_err(|e| {
+            BenchError::sys(
+                format!("{} {} at offset {at}", op.name(), target.path.display()),
+                e,
+            )
+        })?;
+        if n == 0 {
+            break;
+        }
+        done += n;
+    }
+    Ok(done)
+}
+
+/// Sequential requests of `bs` bytes from `start`, wrapping at `end`,
+/// until `limit`. Writes stamp each request with its offset so no two
+/// blocks are identical (some devices deduplicate or compress).
+pub fn sequential(
+    target: &Target,
+    fd: BorrowedFd<'_>,
+    buf: &mut AlignedBuf,
+    op: Op,
+    (start, end): (u64, u64),
+    bs: u64,
+    limit: Limit,
+) -> Result<Sample, BenchError> {
+    let request = &mut buf.as_mut_slice()[..bs as usize];
+    let watch = Stopwatch::start();
+    let (mut offset, mut done, mut ios) = (start, 0u64, 0u64);
+    while !limit.reached(done, ios, &watch) {
+        if offset + bs > end {
+            offset = start;
+        }
+        if op == Op::Write && request.len() >= 8 {
+            request[..8].copy_from_slice(&offset.to_le_bytes());
+        }
+        let n = transfer(target, fd, request, op, offset)?;
+        if n == 0 {
+            break;
+        }
+        done += n as u64;
+        ios += 1;
+        offset += n as u64;
+    }
+    Ok(watch.stop(done, ios))
+}
+
+/// A buffer of `len` bytes (page-aligned, fit for O_DIRECT) filled with
+/// incompressible bytes.
+pub fn data_buffer(len: u64) -> Result<AlignedBuf, BenchError> {
+    let mut buf = AlignedBuf::new(len as usize)
+        .map_err(|e| BenchError::sys(format!("allocating {len} bytes"), e))?;
+    let mut rng = Rng::new(0x005e_eddd);
+    for chunk in buf.as_mut_slice().chunks_mut(8) {
+        let word = rng.next_u64().to_le_bytes();
+        chunk.copy_from_slice(&word[..chunk.len()]);
+    }
+    Ok(buf)
+}
+
+/// Write the working set of a file ddx created, so reads read real data
+/// (a sparse file reads as zeros from no disk at all).
+pub fn fill(target: &Target, status: &super::progress::Status) -> Result<(), BenchError> {
+    status.show(&format!(
+        "preparing {} of data in {}",
+        super::report::size_text(target.len),
+        target.path.display()
+    ));
+    let fd = target.open_write(OFlags::empty())?;
+    let bs = SEQ_BLOCK.min(target.len);
+    let mut buf = data_buffer(bs)?;
+    let sample = sequential(
+        target,
+        fd.as_fd(),
+        &mut buf,
+        Op::Write,
+        (0, target.len),
+        bs,
+        Limit::bytes(target.len - target.len % bs),
+    )?;
+    let tail = target.len - sample.bytes;
+    if tail > 0 {
+        transfer(
+            target,
+            fd.as_fd(),
+            &mut buf.as_mut_slice()[..tail as usize],
+            Op::Write,
+            sample.bytes,
+        )?;
+    }
+    file::fdatasync(fd.as_fd())
+        .map_err(|e| BenchError::sys(format!("fdatasync {}", target.path.display()), e))
+}
+
+/// xorshift64*: offsets and fill bytes only need to look random to the
+/// disk, not to a statistician.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A random multiple of `align` with `at + len <= end`.
+    pub fn offset(&mut self, end: u64, len: u64, align: u64) -> u64 {
+        let slots = (end.saturating_sub(len) / align) + 1;
+        (self.next_u64() % slots) * align
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_offsets_stay_aligned_and_inside() {
+        let mut rng = Rng::new(7);
+        for _ in 0..10_000 {
+            let at = rng.offset(1 << 20, 4096, 4096);
+            assert_eq!(at % 4096, 0);
+            assert!(at + 4096 <= 1 << 20);
+        }
+        // One slot only.
+        assert_eq!(rng.offset(4096, 4096, 4096), 0);
+    }
+}

@@ -1,0 +1,121 @@
+//! Queue depth: random 4 KiB O_DIRECT reads with 1, 4, 16, 32 and 64
+//! requests in flight through io_uring. A single dd-style reader only ever
+//! shows the first figure; an SSD's rated IOPS live in the last ones.
+//! Where the kernel refuses io_uring, queue depth 1 is measured with pread
+//! and the report says why the rest is missing.
+
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
+
+use rustix::fs::OFlags;
+
+use super::{open, transfer, Op, Outcome, Rng, NO_DIRECT};
+use crate::bench::measure::{Pass, Runner, Sample, Stopwatch};
+use crate::bench::report::{Figure, TestResult};
+use crate::bench::BenchError;
+use crate::sys::ring::ReadRing;
+
+pub const DEPTHS: [u32; 5] = [1, 4, 16, 32, 64];
+const REQUEST: u64 = 4096;
+
+pub fn run(
+    runner: &mut Runner<'_>,
+    time_per_run: Duration,
+    out: &mut Outcome,
+) -> Result<(), BenchError> {
+    let target = runner.target;
+    let request = REQUEST.max(target.direct_align());
+    let Some(fd) = open(target, Op::Read, OFlags::DIRECT)? else {
+        out.skip("qd-sweep", None, NO_DIRECT);
+        return Ok(());
+    };
+    let figure = |qd| Figure {
+        test: "qd-sweep",
+        mode: "direct",
+        op: "read",
+        pattern: "random",
+        block_size: request,
+        queue_depth: qd,
+        offset: None,
+    };
+    let time_for = |pass| match pass {
+        Pass::WarmUp => time_per_run / 4,
+        Pass::Measured(_) => time_per_run,
+    };
+
+    for qd in DEPTHS {
+        let mut ring = match ReadRing::new(qd as usize, request as usize) {
+            Ok(ring) => ring,
+            Err(errno) => {
+                let reason = format!(
+                    "io_uring refused by the kernel ({}); queue depth 1 measured with pread instead",
+                    crate::sys::errno_text(errno)
+                );
+                let mut buf = super::data_buffer(request)?;
+                let mut rng = Rng::new(0x9d);
+                let samples = runner.repeat("qd-sweep depth 1 (pread)", false, |pass| {
+                    let time = time_for(pass);
+                    let watch = Stopwatch::start();
+                    let mut latencies = Vec::new();
+                    while watch.elapsed() < time || latencies.len() < 4 {
+                        let at = rng.offset(target.len, request, request);
+                        let started = Instant::now();
+                        transfer(target, fd.as_fd(), buf.as_mut_slice(), Op::Read, at)?;
+                        latencies.push(started.elapsed().as_nanos() as u64);
+                    }
+                    let ios = latencies.len() as u64;
+                    let mut sample = watch.stop(ios * request, ios);
+                    sample.latencies_ns = latencies;
+                    Ok(sample)
+                })?;
+                let mut result = TestResult::from_samples(figure(1), &samples);
+                result.note = Some(reason.clone());
+                out.results.push(result);
+                out.skip("qd-sweep", Some("direct"), reason);
+                return Ok(());
+            }
+        };
+        let mut rng = Rng::new(0x9d ^ u64::from(qd));
+        let samples = runner.repeat(&format!("qd-sweep depth {qd}"), false, |pass| {
+            in_flight(target, &fd, &mut ring, &mut rng, request, time_for(pass))
+        })?;
+        out.results
+            .push(TestResult::from_samples(figure(qd), &samples));
+    }
+    Ok(())
+}
+
+/// Keep every slot of `ring` busy with random reads for `time`, then
+/// drain; each request's latency is submission to completion.
+fn in_flight(
+    target: &crate::bench::target::Target,
+    fd: &std::os::fd::OwnedFd,
+    ring: &mut ReadRing,
+    rng: &mut Rng,
+    request: u64,
+    time: Duration,
+) -> Result<Sample, BenchError> {
+    let failed = |what: &str, e| BenchError::sys(format!("{what} {}", target.path.display()), e);
+    let watch = Stopwatch::start();
+    for slot in 0..ring.slots() {
+        let at = rng.offset(target.len, request, request);
+        ring.submit(fd.as_fd(), slot, at, request as usize)
+            .map_err(|e| failed("io_uring read of", e))?;
+    }
+    let mut latencies = Vec::new();
+    let mut bytes = 0u64;
+    while let Some(done) = ring.wait() {
+        let done = done.map_err(|e| failed("waiting for io_uring reads of", e))?;
+        latencies.push(done.submitted.elapsed().as_nanos() as u64);
+        bytes += done.result.map_err(|e| failed("reading", e))? as u64;
+        if watch.elapsed() < time {
+            let at = rng.offset(target.len, request, request);
+            ring.submit(fd.as_fd(), done.slot, at, request as usize)
+                .map_err(|e| failed("io_uring read of", e))?;
+        }
+    }
+    let ios = latencies.len() as u64;
+    let mut sample = watch.stop(bytes, ios);
+    sample.latencies_ns = latencies;
+    Ok(sample)
+}

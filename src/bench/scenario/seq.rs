@@ -1,0 +1,150 @@
+//! Sequential read and the six write modes: what `hdparm -t`/`-T` and the
+//! seeds' `dd oflag=...` commands measure, done so the numbers mean what
+//! their names say. The buffered write is reported beside the synced ones
+//! precisely to show how much of it the page cache absorbed.
+
+use std::os::fd::AsFd;
+
+use rustix::fs::OFlags;
+
+use super::{open, sequential, Limit, Op, Outcome, NO_DIRECT, SEQ_BLOCK};
+use crate::bench::measure::{Pass, Runner, Sample};
+use crate::bench::report::{Figure, TestResult};
+use crate::bench::BenchError;
+use crate::sys::file;
+
+/// Most bytes the cached read keeps in the page cache.
+const CACHED_MAX: u64 = 256 << 20;
+
+fn figure(test: &'static str, mode: &'static str, op: Op, bs: u64) -> Figure {
+    Figure {
+        test,
+        mode,
+        op: op.name(),
+        pattern: "sequential",
+        block_size: bs,
+        queue_depth: 1,
+        offset: None,
+    }
+}
+
+/// The warm-up touches a quarter of the working set: enough to wake the
+/// device and fault in the buffer, without doubling the test's time.
+fn pass_bytes(pass: Pass, len: u64, bs: u64) -> u64 {
+    let bytes = match pass {
+        Pass::WarmUp => len / 4,
+        Pass::Measured(_) => len,
+    };
+    (bytes - bytes % bs).max(bs)
+}
+
+pub fn read(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError> {
+    let target = runner.target;
+    let bs = SEQ_BLOCK.min(target.len);
+    let len = target.len - target.len % bs;
+    let mut buf = super::data_buffer(bs)?;
+
+    match open(target, Op::Read, OFlags::DIRECT)? {
+        None => out.skip("seq-read", Some("direct"), NO_DIRECT),
+        Some(fd) => {
+            let samples = runner.repeat("seq-read direct", true, |pass| {
+                let limit = Limit::bytes(pass_bytes(pass, len, bs));
+                sequential(target, fd.as_fd(), &mut buf, Op::Read, (0, len), bs, limit)
+            })?;
+            out.results.push(TestResult::from_samples(
+                figure("seq-read", "direct", Op::Read, bs),
+                &samples,
+            ));
+        }
+    }
+
+    // Cached: the warm-up reads the region into the page cache and the
+    // runs read it back from memory, as `hdparm -T` does. The region is
+    // capped so that a large working set still fits in memory.
+    let cached = len.min(CACHED_MAX);
+    let fd = target.open_read(OFlags::empty())?;
+    runner.drop_cache();
+    let samples = runner.repeat("seq-read cached", false, |_| {
+        let limit = Limit::bytes(cached);
+        sequential(
+            target,
+            fd.as_fd(),
+            &mut buf,
+            Op::Read,
+            (0, cached),
+            bs,
+            limit,
+        )
+    })?;
+    let mut result = TestResult::from_samples(figure("seq-read", "cached", Op::Read, bs), &samples);
+    result.note = Some("from the page cache: memory and kernel speed, not the disk's".to_owned());
+    out.results.push(result);
+    Ok(())
+}
+
+/// The write modes, in the order of the table: (name, open flags, the
+/// sync call timed at the end).
+const WRITE_MODES: [(&str, Sync); 6] = [
+    ("buffered", Sync::None),
+    ("fdatasync", Sync::Fdatasync),
+    ("fsync", Sync::Fsync),
+    ("dsync", Sync::Open(OFlags::DSYNC)),
+    ("sync", Sync::Open(OFlags::SYNC)),
+    ("direct", Sync::Open(OFlags::DIRECT)),
+];
+
+#[derive(Debug, Clone, Copy)]
+enum Sync {
+    None,
+    Fdatasync,
+    Fsync,
+    Open(OFlags),
+}
+
+pub fn write(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError> {
+    let target = runner.target;
+    if let Some(why) = &target.read_only {
+        out.skip("seq-write", None, why.clone());
+        return Ok(());
+    }
+    let bs = SEQ_BLOCK.min(target.len);
+    let len = target.len - target.len % bs;
+    let mut buf = super::data_buffer(bs)?;
+    for (mode, sync) in WRITE_MODES {
+        let extra = match sync {
+            Sync::Open(flags) => flags,
+            _ => OFlags::empty(),
+        };
+        let Some(fd) = open(target, Op::Write, extra)? else {
+            out.skip("seq-write", Some(mode), NO_DIRECT);
+            continue;
+        };
+        let samples = runner.repeat(&format!("seq-write {mode}"), true, |pass| {
+            let limit = Limit::bytes(pass_bytes(pass, len, bs));
+            let watch = crate::bench::measure::Stopwatch::start();
+            let written = sequential(target, fd.as_fd(), &mut buf, Op::Write, (0, len), bs, limit)?;
+            let synced = match sync {
+                Sync::Fdatasync => file::fdatasync(fd.as_fd()),
+                Sync::Fsync => file::fsync(fd.as_fd()),
+                Sync::None | Sync::Open(_) => Ok(()),
+            };
+            synced.map_err(|e| BenchError::sys(format!("{mode} {}", target.path.display()), e))?;
+            let sample = watch.stop(written.bytes, written.ios);
+            // Untimed: what the buffered mode left dirty must not slow
+            // the next mode down.
+            if matches!(sync, Sync::None) {
+                let _ = file::fdatasync(fd.as_fd());
+            }
+            Ok::<Sample, BenchError>(sample)
+        })?;
+        let mut result =
+            TestResult::from_samples(figure("seq-write", mode, Op::Write, bs), &samples);
+        result.note = match mode {
+            "buffered" => Some("into the page cache, no sync: not the disk's speed".to_owned()),
+            "fdatasync" | "fsync" => Some(format!("buffered, then {mode} once at the end (timed)")),
+            _ => None,
+        };
+        out.results.push(result);
+    }
+    Ok(())
+}

@@ -1,0 +1,109 @@
+//! The block-size sweep: O_DIRECT sequential throughput from the smallest
+//! request the device takes (its logical sector) to 16 MiB, for reads and
+//! writes, and from it the recommended block size (see `recommend`). Each
+//! run is bounded by time as well as bytes, so 512-byte requests on a slow
+//! disk do not take minutes; the sizes are measured in rounds (all sizes,
+//! then all again) so a passing disturbance cannot bend one part of the
+//! curve.
+
+use std::os::fd::AsFd;
+use std::time::Duration;
+
+use rustix::fs::OFlags;
+
+use super::{open, sequential, Limit, Op, Outcome, NO_DIRECT};
+use crate::bench::measure::{Pass, Runner};
+use crate::bench::report::{Figure, TestResult};
+use crate::bench::BenchError;
+
+pub const LARGEST: u64 = 16 << 20;
+
+/// Doubling block sizes from `smallest` to 16 MiB, none beyond `len`.
+pub fn block_sizes(smallest: u64, len: u64) -> Vec<u64> {
+    let mut sizes = Vec::new();
+    let mut bs = smallest.max(512);
+    while bs <= LARGEST.min(len) {
+        sizes.push(bs);
+        bs *= 2;
+    }
+    sizes
+}
+
+pub fn run(
+    runner: &mut Runner<'_>,
+    time_per_run: Duration,
+    out: &mut Outcome,
+) -> Result<(), BenchError> {
+    let target = runner.target;
+    let sizes = block_sizes(target.direct_align(), target.len);
+    let Some(&largest) = sizes.last() else {
+        out.skip(
+            "bs-sweep",
+            None,
+            "the working set is smaller than one sector",
+        );
+        return Ok(());
+    };
+    let mut buf = super::data_buffer(largest)?;
+    for op in [Op::Read, Op::Write] {
+        if op == Op::Write {
+            if let Some(why) = &target.read_only {
+                out.skip("bs-sweep", Some("direct"), format!("write: {why}"));
+                continue;
+            }
+        }
+        let Some(fd) = open(target, op, OFlags::DIRECT)? else {
+            out.skip("bs-sweep", Some("direct"), NO_DIRECT);
+            return Ok(());
+        };
+        let size_text = crate::bench::report::size_text;
+        let per_point = runner.rounds(
+            |i| format!("bs-sweep {} {}", op.name(), size_text(sizes[i])),
+            sizes.len(),
+            |pass, i| {
+                let bs = sizes[i];
+                let time = match pass {
+                    Pass::WarmUp => time_per_run / 4,
+                    Pass::Measured(_) => time_per_run,
+                };
+                let limit = Limit {
+                    bytes: target.len - target.len % bs,
+                    time: Some(time),
+                    min_ios: 4,
+                };
+                let end = target.len - target.len % bs;
+                sequential(target, fd.as_fd(), &mut buf, op, (0, end), bs, limit)
+            },
+        )?;
+        for (&bs, samples) in sizes.iter().zip(&per_point) {
+            out.results.push(TestResult::from_samples(
+                Figure {
+                    test: "bs-sweep",
+                    mode: "direct",
+                    op: op.name(),
+                    pattern: "sequential",
+                    block_size: bs,
+                    queue_depth: 1,
+                    offset: None,
+                },
+                samples,
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_double_from_the_sector_to_16_mib() {
+        let sizes = block_sizes(512, 1 << 30);
+        assert_eq!(sizes.first(), Some(&512));
+        assert_eq!(sizes.last(), Some(&(16 << 20)));
+        assert_eq!(sizes.len(), 16);
+        assert_eq!(block_sizes(4096, 1 << 20).len(), 9);
+        assert!(block_sizes(4096, 1024).is_empty());
+    }
+}

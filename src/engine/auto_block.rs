@@ -1,0 +1,280 @@
+//! `bs=auto`: the smallest block size that gives almost all the speed.
+//!
+//! Too small a block costs a request per few bytes; too large a block buys
+//! nothing but memory and, with synchronous I/O, idle devices. The knee
+//! differs per device, so ddx measures it: it reads the input at a few
+//! block sizes (positional reads of distinct regions just past skip=, which
+//! the copy reads next anyway, so nothing is wasted and nothing written)
+//! and takes the smallest size within 95% of the best, the rule `ddx
+//! bench` recommends by. What cannot be probed (a pipe, a character
+//! device, an input too small to measure) gets 128 KiB, the size
+//! coreutils settled on for cp and cat by measuring many systems. Device
+//! hints set a floor: under O_DIRECT, the logical sector of every direct
+//! end; for a block device written, its physical sector (a smaller write
+//! would make the device read, modify and write a whole one).
+
+use std::os::fd::{AsFd, BorrowedFd};
+use std::time::{Duration, Instant};
+
+use rustix::fs::FileType;
+
+use crate::bench::recommend::{smallest_near_best, NEAR_BEST};
+use crate::sys::buffer::AlignedBuf;
+use crate::sys::device::device_info;
+use crate::sys::file;
+
+/// The block size when nothing can be measured.
+pub const UNMEASURED: usize = 128 * 1024;
+
+/// The sizes tried, smallest first.
+const CANDIDATES: [usize; 6] = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20];
+
+/// Bytes read per candidate (at least a few requests of it).
+const PROBE_BYTES: u64 = 4 << 20;
+const PROBE_REQUESTS: u64 = 4;
+
+/// Time spent on one candidate at most (after its first two requests).
+const PROBE_TIME: Duration = Duration::from_millis(60);
+
+/// One end of the copy as the choice sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct End<'a> {
+    pub fd: BorrowedFd<'a>,
+    pub direct: bool,
+}
+
+/// The block size chosen, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    pub block_size: usize,
+    /// (block size, bytes per second) for each size probed; empty if none.
+    pub measured: Vec<(usize, f64)>,
+    /// The floor the devices set, if any, and why.
+    pub floor: Option<(usize, &'static str)>,
+    /// Why nothing was probed, if it was not.
+    pub unprobed: Option<&'static str>,
+}
+
+impl Choice {
+    /// One line for `--verbose`.
+    pub fn describe(&self) -> String {
+        let size = |n: usize| crate::bench::report::size_text(n as u64);
+        let mut text = format!(
+            "bs=auto chose {} ({} bytes)",
+            size(self.block_size),
+            self.block_size
+        );
+        if !self.measured.is_empty() {
+            let points: Vec<String> = self
+                .measured
+                .iter()
+                .map(|&(bs, rate)| format!("{} {:.0} MB/s", size(bs), rate / 1e6))
+                .collect();
+            text.push_str(&format!(
+                ", the smallest within {:.0}% of the best read: {}",
+                NEAR_BEST * 100.0,
+                points.join(", ")
+            ));
+        }
+        if let Some(reason) = self.unprobed {
+            text.push_str(&format!(" ({reason})"));
+        }
+        if let Some((floor, why)) = self.floor {
+            text.push_str(&format!("; at least {} ({why})", size(floor)));
+        }
+        text
+    }
+}
+
+/// Choose the block size for a copy from `input` (read from `start`) to
+/// `output`.
+pub fn choose(input: End<'_>, output: End<'_>, start: u64) -> Choice {
+    let floor = floor(input, output);
+    let minimum = floor.map_or(1, |(f, _)| f);
+    let candidates: Vec<usize> =
+        CANDIDATES
+            .iter()
+            .map(|&c| round_up(c, minimum))
+            .fold(Vec::new(), |mut list, c| {
+                if list.last() != Some(&c) {
+                    list.push(c);
+                }
+                list
+            });
+    let (measured, unprobed) = match probe(input, start, &candidates) {
+        Ok(points) => (points, None),
+        Err(reason) => (Vec::new(), Some(reason)),
+    };
+    let points: Vec<(u64, f64)> = measured.iter().map(|&(b, r)| (b as u64, r)).collect();
+    let chosen = smallest_near_best(&points, NEAR_BEST)
+        .map_or(UNMEASURED, |b| b as usize)
+        .max(minimum);
+    Choice {
+        block_size: round_up(chosen, minimum),
+        measured,
+        floor,
+        unprobed,
+    }
+}
+
+fn round_up(value: usize, unit: usize) -> usize {
+    value.div_ceil(unit.max(1)) * unit.max(1)
+}
+
+/// What the devices require of every request, and why.
+fn floor(input: End<'_>, output: End<'_>) -> Option<(usize, &'static str)> {
+    let mut floor: Option<(usize, &'static str)> = None;
+    let mut raise = |size: Option<u32>, why: &'static str| {
+        if let Some(size) = size.filter(|&s| s > 1) {
+            if floor.is_none_or(|(f, _)| (size as usize) > f) {
+                floor = Some((size as usize, why));
+            }
+        }
+    };
+    for (end, name) in [(input, "input"), (output, "output")] {
+        if !end.direct {
+            continue;
+        }
+        let info = device_info(end.fd);
+        let sector = info
+            .dio_offset_align
+            .filter(|&a| a > 0)
+            .or(info.logical_sector);
+        raise(
+            sector,
+            if name == "input" {
+                "the input's direct I/O alignment"
+            } else {
+                "the output's direct I/O alignment"
+            },
+        );
+    }
+    if file::file_type(output.fd).ok() == Some(FileType::BlockDevice) {
+        raise(
+            device_info(output.fd).physical_sector,
+            "the output device's physical sector",
+        );
+    }
+    floor
+}
+
+/// Read throughput at each candidate size, or why it was not measured.
+fn probe(
+    input: End<'_>,
+    start: u64,
+    candidates: &[usize],
+) -> Result<Vec<(usize, f64)>, &'static str> {
+    let kind = file::file_type(input.fd).map_err(|_| "the input cannot be examined")?;
+    if !matches!(kind, FileType::RegularFile | FileType::BlockDevice) {
+        return Err("the input is not a file or block device, so it was not probed");
+    }
+    let size = file::usable_size(input.fd)
+        .ok()
+        .flatten()
+        .ok_or("the input's size is unknown")?;
+    let per_candidate = |c: usize| PROBE_BYTES.max(PROBE_REQUESTS * c as u64);
+    let needed: u64 = candidates.iter().map(|&c| per_candidate(c)).sum();
+    if (size.max(0) as u64).saturating_sub(start) < needed {
+        return Err("the input is too small to be worth probing");
+    }
+    // The device, not the page cache, is what the sizes are tried on:
+    // part of the input may be cached and would flatter some sizes.
+    let direct = match input.direct {
+        true => None,
+        false => file::reopen_direct(input.fd).ok(),
+    };
+    let fd = direct.as_ref().map_or(input.fd, |d| d.as_fd());
+    let largest = candidates.iter().copied().max().unwrap_or(UNMEASURED);
+    let mut buf = AlignedBuf::new(largest).map_err(|_| "no memory to probe the input")?;
+    let mut offset = start;
+    let mut points = Vec::with_capacity(candidates.len());
+    for &candidate in candidates {
+        let region_end = offset + per_candidate(candidate);
+        let began = Instant::now();
+        let mut done = 0u64;
+        let mut requests = 0;
+        while offset + done < region_end {
+            let chunk = &mut buf.as_mut_slice()[..candidate];
+            match file::read_at(fd, chunk, offset + done) {
+                Ok(0) => break,
+                Ok(n) => done += n as u64,
+                Err(_) => return Err("the input could not be read at every size"),
+            }
+            requests += 1;
+            if requests >= 2 && began.elapsed() > PROBE_TIME {
+                break;
+            }
+        }
+        let seconds = began.elapsed().as_secs_f64().max(1e-9);
+        points.push((candidate, done as f64 / seconds));
+        offset = region_end;
+    }
+    Ok(points)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn a_pipe_gets_the_unmeasured_size() {
+        let (r, w) = rustix::pipe::pipe().unwrap();
+        let choice = choose(
+            End {
+                fd: r.as_fd(),
+                direct: false,
+            },
+            End {
+                fd: w.as_fd(),
+                direct: false,
+            },
+            0,
+        );
+        assert_eq!(choice.block_size, UNMEASURED);
+        assert!(choice.measured.is_empty());
+        assert!(choice.describe().contains("not probed"));
+    }
+
+    #[test]
+    fn a_large_file_is_probed_at_every_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        let data: Vec<u8> = (0..64 << 20).map(|i: u32| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let input = std::fs::File::open(&path).unwrap();
+        let output = std::fs::File::create(dir.path().join("out")).unwrap();
+        let choice = choose(
+            End {
+                fd: input.as_fd(),
+                direct: false,
+            },
+            End {
+                fd: output.as_fd(),
+                direct: false,
+            },
+            0,
+        );
+        let sizes: Vec<usize> = choice.measured.iter().map(|p| p.0).collect();
+        assert_eq!(sizes, CANDIDATES);
+        assert!(CANDIDATES.contains(&choice.block_size));
+        assert!(choice.measured.iter().all(|p| p.1 > 0.0));
+        // The rule, applied to what was measured.
+        let points: Vec<(u64, f64)> = choice
+            .measured
+            .iter()
+            .map(|&(b, r)| (b as u64, r))
+            .collect();
+        assert_eq!(
+            smallest_near_best(&points, NEAR_BEST),
+            Some(choice.block_size as u64)
+        );
+    }
+
+    #[test]
+    fn sizes_round_up_to_the_floor() {
+        assert_eq!(round_up(4096, 4096), 4096);
+        assert_eq!(round_up(5000, 4096), 8192);
+        assert_eq!(round_up(1000, 1), 1000);
+    }
+}

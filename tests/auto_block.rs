@@ -1,0 +1,136 @@
+//! bs=auto: the copy is exactly GNU dd's with the block size ddx says it
+//! chose, and sizes in blocks (which would mean nothing before the choice)
+//! are refused before anything is touched.
+
+use std::path::Path;
+use std::process::Command;
+
+fn ddx() -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ddx"));
+    cmd.arg0("dd").env("LC_ALL", "C");
+    cmd
+}
+
+/// stderr's GNU lines, without timing (and without ddx's --verbose lines).
+fn statistics(stderr: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter(|l| !l.starts_with("dd: "))
+        .map(|l| l.split(" copied, ").next().unwrap_or(l).to_owned())
+        .collect()
+}
+
+fn chosen_block_size(stderr: &[u8]) -> usize {
+    let text = String::from_utf8_lossy(stderr);
+    let line = text
+        .lines()
+        .find(|l| l.contains("bs=auto chose"))
+        .unwrap_or_else(|| panic!("no bs=auto line in {text}"));
+    let bytes = line
+        .split('(')
+        .nth(1)
+        .and_then(|rest| rest.split(" bytes)").next())
+        .and_then(|n| n.parse().ok());
+    bytes.unwrap_or_else(|| panic!("no byte count in {line}"))
+}
+
+fn check_against_gnu(dir: &Path, input: &str, extra: &[&str]) {
+    let ours = dir.join("ours");
+    let theirs = dir.join("theirs");
+    let out = ddx()
+        .arg(format!("if={input}"))
+        .arg(format!("of={}", ours.display()))
+        .arg("bs=auto")
+        .args(extra)
+        .arg("--verbose")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let chosen = chosen_block_size(&out.stderr);
+    assert!((512..=16 << 20).contains(&chosen), "chose {chosen}");
+    let gnu = Command::new("dd")
+        .env("LC_ALL", "C")
+        .arg(format!("if={input}"))
+        .arg(format!("of={}", theirs.display()))
+        .arg(format!("bs={chosen}"))
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), gnu.status.code());
+    assert_eq!(
+        statistics(&out.stderr),
+        statistics(&gnu.stderr),
+        "bs={chosen} {extra:?}"
+    );
+    assert!(std::fs::read(&ours).unwrap() == std::fs::read(&theirs).unwrap());
+}
+
+#[test]
+fn a_probed_file_copies_as_gnu_dd_with_the_chosen_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input");
+    // Large enough to be probed (about 36 MiB of probe reads).
+    let data: Vec<u8> = (0..(48u32 << 20) + 12345)
+        .map(|i| (i % 253) as u8)
+        .collect();
+    std::fs::write(&input, &data).unwrap();
+    let input = input.display().to_string();
+    check_against_gnu(dir.path(), &input, &[]);
+    check_against_gnu(dir.path(), &input, &["skip=1000B", "count=5000001B"]);
+    check_against_gnu(
+        dir.path(),
+        &input,
+        &[
+            "iflag=skip_bytes,count_bytes",
+            "skip=77",
+            "count=3000000",
+            "seek=9B",
+        ],
+    );
+}
+
+#[test]
+fn an_unprobed_input_gets_the_default_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    check_against_gnu(dir.path(), "/dev/zero", &["count=1000000B"]);
+    let out = ddx()
+        .args([
+            "if=/dev/zero",
+            "of=/dev/null",
+            "bs=auto",
+            "count=1MB",
+            "--verbose",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("not probed"), "{text}");
+    assert_eq!(chosen_block_size(&out.stderr), 128 * 1024);
+}
+
+#[test]
+fn sizes_in_blocks_are_refused_before_anything_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("never");
+    for operand in ["count=10", "skip=2", "seek=3"] {
+        let out = ddx()
+            .args(["if=/dev/zero", "bs=auto", operand])
+            .arg(format!("of={}", output.display()))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        let key = operand.split('=').next().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{operand}: {text}");
+        assert_eq!(text.lines().count(), 1, "one line: {text}");
+        assert!(
+            text.contains(&format!("bs=auto needs {key}= in bytes")),
+            "{text}"
+        );
+        assert!(!output.exists(), "{operand} created the output");
+    }
+}
