@@ -85,6 +85,76 @@ fn json_progress_parses_and_its_last_record_equals_the_statistics() {
     assert_eq!(stderr.lines().count(), 3, "GNU's statistics only: {stderr}");
 }
 
+/// Wait until the child catches `signal` (it prints nothing before), or
+/// has already finished.
+fn wait_for_handler(pid: u32, signal: i32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+        };
+        let caught = field("SigCgt:").and_then(|mask| u64::from_str_radix(mask, 16).ok());
+        let finished = field("State:").is_none_or(|state| state.starts_with('Z'));
+        if finished || caught.is_some_and(|c| c & (1 << (signal - 1)) != 0) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("handler for signal {signal} never installed");
+}
+
+/// SIGUSR1 prints GNU's statistics and writes a record; the copy goes on.
+#[test]
+fn sigusr1_writes_a_json_record_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("progress.json");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec {} of=/dev/null bs=1000 --progress-fd=3 3>{}",
+            ddx_path(),
+            json.display()
+        ))
+        .env("LC_ALL", "C")
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&[0u8; 3000]).unwrap();
+    wait_for_handler(child.id(), libc::SIGUSR1);
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: kill(2) on our own child's pid has no memory effects.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGUSR1) },
+        0
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("records in").count(), 2, "{stderr}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{text}");
+    assert_eq!(records[0]["done"], false);
+    assert_eq!(records[0]["bytes"], 3000);
+    assert_eq!(
+        records[0]["total"],
+        serde_json::Value::Null,
+        "a pipe has no size"
+    );
+    assert_eq!(records[1]["done"], true);
+}
+
 #[test]
 fn progress_fd_errors_are_one_line_before_anything_is_opened() {
     let dir = tempfile::tempdir().unwrap();
@@ -201,6 +271,7 @@ fn interruption_leaves_a_correct_prefix_of_the_reported_length() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        wait_for_handler(child.id(), signal);
         let mut stdin = child.stdin.take().unwrap();
         let feed = data.clone();
         // A steady source: 16 KiB every millisecond or so.
@@ -235,6 +306,59 @@ fn interruption_leaves_a_correct_prefix_of_the_reported_length() {
     }
 }
 
+/// The same from a file, where ddx copies in bulk requests or lets the
+/// kernel copy (copy_file_range): what is reported is on the output,
+/// whatever the moment. A copy that ends before the signal must be whole.
+#[test]
+fn interruption_of_a_bulk_file_copy_leaves_a_correct_prefix() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = pattern(96 << 20);
+    let input = dir.path().join("in");
+    std::fs::write(&input, &data).unwrap();
+    for (n, (backend, signal, delay_ms)) in [
+        ("threads", libc::SIGTERM, 40),
+        ("threads", libc::SIGINT, 150),
+        ("auto", libc::SIGTERM, 60),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out_path = dir.path().join(format!("out{n}"));
+        let child = ddx()
+            .args([
+                &format!("--backend={backend}"),
+                "bs=64k",
+                &format!("if={}", input.display()),
+                &format!("of={}", out_path.display()),
+            ])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_handler(child.id(), signal);
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        // SAFETY: kill(2) on our own child's pid has no memory effects; a
+        // child that already exited is a zombie until waited for.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let reported = bytes_in_statistics(&stderr).expect("statistics") as usize;
+        let output = std::fs::read(&out_path).unwrap();
+        match out.status.signal() {
+            Some(s) => assert_eq!(s, signal, "{stderr}"),
+            None => {
+                assert!(out.status.success(), "{stderr}");
+                assert_eq!(reported, data.len(), "a finished copy is whole");
+            }
+        }
+        assert!(output.len() >= reported, "{} < {reported}", output.len());
+        assert!(
+            output[..reported] == data[..reported],
+            "{backend}, signal {signal} after {delay_ms} ms: the first {reported} bytes differ"
+        );
+    }
+}
+
 /// The live line in a real terminal: tmux runs ddx in a pane, the test
 /// reads the screen during and after the copy.
 #[test]
@@ -245,9 +369,11 @@ fn live_line_in_a_terminal() {
     let Some(tmux) = Tmux::start("live", 100, 8, command) else {
         return;
     };
-    tmux.wait_for("ETA", Duration::from_secs(5));
+    let first = tmux.wait_for("ETA", Duration::from_secs(10));
+    // A second frame further on, for the screenshot, if still running.
     std::thread::sleep(Duration::from_millis(1500));
-    let during = tmux.capture();
+    let later = tmux.capture();
+    let during = if later.contains("ETA") { later } else { first };
     let after = tmux.wait_for("EXIT=", Duration::from_secs(15));
     save_capture("live-during", &during);
     save_capture("live-after", &after);

@@ -1,12 +1,16 @@
 //! The command line: GNU's `--help`/`--version` and ddx's own `--options`,
-//! then dd operands, then the copy, its statistics and the exit status.
+//! then dd operands, then the wrong-device guard (before anything is
+//! opened), then the copy, its statistics (and `--verbose` report) and the
+//! exit status.
 //!
 //! Options are scanned by hand rather than with clap because dd's operands
 //! are `key=value` words that must reach the operand grammar untouched and
 //! in order, and because option errors must read exactly as GNU getopt's.
 
+pub mod docs;
 mod extras;
-mod options;
+pub mod options;
+pub mod reference;
 mod safety;
 mod verbose;
 
@@ -79,7 +83,7 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         },
         None => None,
     };
-    if let Err(message) = safety::guard(&program, &plan, settings.force) {
+    if let Err(message) = safety::guard(&program, &plan, settings.force, &signals) {
         emit(format!("{program}: {message}\n").as_bytes());
         return EXIT_FAILURE;
     }

@@ -414,77 +414,7 @@ pub fn version_text() -> String {
     )
 }
 
-pub fn help_text(program: &str) -> String {
-    format!(
-        "\
-Usage: {program} [OPERAND]...
-  or:  {program} OPTION
-  or:  {program} bench TARGET [OPTION]...   measure a disk (see '{program} bench --help')
-Copy a file, converting and formatting according to the operands
-(a drop-in replacement for GNU dd).
-
-  bs=BYTES        read and write up to BYTES bytes at a time (default: 512);
-                  overrides ibs and obs
-  cbs=BYTES       convert BYTES bytes at a time
-  conv=CONVS      convert the file as per the comma separated symbol list
-  count=N         copy only N input blocks
-  ibs=BYTES       read up to BYTES bytes at a time (default: 512)
-  if=FILE         read from FILE instead of standard input
-  iflag=FLAGS     read as per the comma separated symbol list
-  obs=BYTES       write BYTES bytes at a time (default: 512)
-  of=FILE         write to FILE instead of standard output
-  oflag=FLAGS     write as per the comma separated symbol list
-  seek=N          (or oseek=N) skip N obs-sized output blocks
-  skip=N          (or iseek=N) skip N ibs-sized input blocks
-  status=LEVEL    what to print on standard error: 'none' only errors,
-                  'noxfer' no transfer statistics, 'progress' a line
-                  every second
-
-N and BYTES may be followed by a multiplier: c=1, w=2, b=512, kB=1000,
-K=1024, MB=1000*1000, M=1024*1024, xM=M, GB, G, and so on for T, P, E,
-Z, Y; KiB=K, MiB=M, and so on. AxB multiplies. If N ends in 'B', it counts
-bytes, not blocks.
-
-CONV symbols:
-  ascii     EBCDIC to ASCII          ebcdic    ASCII to EBCDIC
-  ibm       ASCII to alternate EBCDIC
-  block     pad newline-terminated records with spaces to cbs bytes
-  unblock   replace trailing spaces in cbs-byte records with a newline
-  lcase     upper case to lower case ucase     lower case to upper case
-  sparse    seek over all-zero output blocks instead of writing them
-  swab      swap every pair of input bytes
-  sync      pad every input block to ibs with NULs (spaces with
-            block/unblock)
-  excl      fail if the output file exists
-  nocreat   do not create the output file
-  notrunc   do not truncate the output file
-  noerror   continue after read errors
-  fdatasync write output data to the device before finishing
-  fsync     likewise, and metadata too
-
-FLAG symbols:
-  append    append mode (output only; conv=notrunc suggested)
-  direct    direct I/O, bypassing the page cache
-  directory fail unless a directory
-  dsync     synchronized I/O for data
-  sync      synchronized I/O for data and metadata
-  fullblock accumulate full input blocks (iflag only)
-  nonblock  non-blocking I/O
-  noatime   do not update access times
-  nocache   ask the kernel to drop the cache
-  noctty    do not take a controlling terminal from the file
-  nofollow  do not follow symlinks
-  count_bytes, skip_bytes, seek_bytes
-            count= / skip= / seek= count bytes, not blocks
-
-Sending SIGUSR1 to a running {program} prints I/O statistics to standard
-error; the copy goes on. SIGINT prints them and stops.
-
-ddx options (GNU operands stay key=value; these never collide with them):
-{options}",
-        options = options_help()
-    )
-}
+pub use crate::cli::reference::help_text;
 
 #[cfg(test)]
 mod tests {

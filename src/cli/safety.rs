@@ -4,14 +4,22 @@
 
 use std::io::{BufRead, IsTerminal};
 
+use rustix::event::{poll, PollFd, PollFlags};
+
 use crate::guard;
 use crate::operands::CopyPlan;
 use crate::progress::json::JsonStream;
 use crate::progress::reporter::emit;
+use crate::sys::signals::SignalPipes;
 
 /// The guard's verdict as the command line acts on it: Err is the one line
 /// to print (without the program name) before exiting 1.
-pub fn guard(program: &str, plan: &CopyPlan, force: bool) -> Result<(), String> {
+pub fn guard(
+    program: &str,
+    plan: &CopyPlan,
+    force: bool,
+    signals: &SignalPipes,
+) -> Result<(), String> {
     let whole_disk = guard::check(plan, force).map_err(|refusal| refusal.to_string())?;
     let Some(disk) = whole_disk else {
         return Ok(());
@@ -27,12 +35,39 @@ pub fn guard(program: &str, plan: &CopyPlan, force: bool) -> Result<(), String> 
         return Ok(());
     }
     emit(format!("{program}: overwrite it? [y/N] ").as_bytes());
-    let mut answer = String::new();
-    let _ = std::io::stdin().lock().read_line(&mut answer);
+    let answer = answer(signals);
     match answer.trim() {
         "y" | "Y" | "yes" | "YES" | "Yes" => Ok(()),
         _ => Err(format!("not overwriting {}", disk.path)),
     }
+}
+
+/// A line from the terminal; Ctrl-C (or SIGTERM) while waiting ends ddx
+/// by that signal, since the handlers installed for the copy would
+/// otherwise only note it while the read goes on.
+fn answer(signals: &SignalPipes) -> String {
+    let stdin = std::io::stdin();
+    let watched: Vec<(&std::os::fd::OwnedFd, i32)> = [
+        (signals.interrupt.as_ref(), libc::SIGINT),
+        (signals.terminate.as_ref(), libc::SIGTERM),
+    ]
+    .into_iter()
+    .filter_map(|(pipe, signal)| pipe.map(|p| (p, signal)))
+    .collect();
+    let mut fds = vec![PollFd::new(&stdin, PollFlags::IN)];
+    fds.extend(watched.iter().map(|(p, _)| PollFd::new(*p, PollFlags::IN)));
+    if poll(&mut fds, None).is_ok() {
+        for (i, (_, signal)) in watched.iter().enumerate() {
+            if !fds[i + 1].revents().is_empty() {
+                emit(b"\n");
+                crate::sys::signals::die_of(*signal);
+            }
+        }
+    }
+    drop(fds);
+    let mut line = String::new();
+    let _ = stdin.lock().read_line(&mut line);
+    line
 }
 
 /// The `--progress-fd` descriptor, checked: open, and not the copy's own

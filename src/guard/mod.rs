@@ -25,29 +25,15 @@ use crate::sys::block::{self, BlockDevice, DeviceNumber};
 use crate::sys::mounts;
 
 /// Why a copy is refused. Display is one line without the program name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     /// The output device, or one of its partitions, is in use.
+    #[error("refusing to write {output}: {why}; --force overrides")]
     InUse { output: String, why: String },
     /// Input and output are the same file or disk and the copy would
     /// destroy input before reading it.
+    #[error("refusing to copy {output} onto itself: {damage}; --force overrides")]
     Overlap { output: String, damage: Damage },
-}
-
-impl fmt::Display for Refusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Refusal::InUse { output, why } => {
-                write!(f, "refusing to write {output}: {why}; --force overrides")
-            }
-            Refusal::Overlap { output, damage } => {
-                write!(
-                    f,
-                    "refusing to copy {output} onto itself: {damage}; --force overrides"
-                )
-            }
-        }
-    }
 }
 
 /// A whole disk about to be overwritten: what to tell a person first.
@@ -328,6 +314,9 @@ pub struct Layout {
     pub read_from: u64,
     /// count= in bytes; None reads to the end.
     pub count: Option<u64>,
+    /// count= in reads (GNU counts records: whole ones, then one for the
+    /// extra bytes); None without count=.
+    pub reads: Option<u64>,
     /// First byte written (seek=, the output's offset, or the end under
     /// append).
     pub write_from: u64,
@@ -405,13 +394,16 @@ pub fn damage(layout: &Layout) -> Option<Damage> {
             read_from,
         });
     }
-    // The reader looks for the end (no count= stops it first) after the
-    // first write: has the writer moved the end by then?
+    // The reader looks for the end after the first write unless count=
+    // stops it first (GNU counts reads, so a short last read ends it too):
+    // has the writer moved the end by then?
     let written = match layout.write_block {
         None => total,
         Some(obs) => total / obs * obs,
     };
-    if layout.grows && wanted > available && write_from.saturating_add(written) > end {
+    let reads_of_data = available.div_ceil(layout.read_block);
+    let looks_for_end = wanted > available && layout.reads.is_none_or(|r| r > reads_of_data);
+    if layout.grows && looks_for_end && write_from.saturating_add(written) > end {
         return Some(Damage::ReadsOwnOutput { write_from });
     }
     None
@@ -421,10 +413,14 @@ pub fn damage(layout: &Layout) -> Option<Damage> {
 fn overlap(plan: &CopyPlan, input: &End, output: &End) -> Option<Damage> {
     let skip = plan.skip.total_bytes(plan.input_block_size)?;
     let seek = plan.seek.total_bytes(plan.output_block_size)?;
-    let count = if plan.has_count() {
-        Some(plan.count.total_bytes(plan.input_block_size)?)
+    let (count, reads) = if plan.has_count() {
+        let extra = u64::from(plan.count.bytes > 0);
+        (
+            Some(plan.count.total_bytes(plan.input_block_size)?),
+            Some(plan.count.records.saturating_add(extra)),
+        )
     } else {
-        None
+        (None, None)
     };
     let read_block = plan.input_block_size as u64;
     let write_block = plan.two_buffers.then_some(plan.output_block_size as u64);
@@ -449,6 +445,7 @@ fn overlap(plan: &CopyPlan, input: &End, output: &End) -> Option<Damage> {
             Layout {
                 read_from: input.offset.saturating_add(skip),
                 count,
+                reads,
                 write_from: if output.append {
                     size_after_open
                 } else {
@@ -466,6 +463,7 @@ fn overlap(plan: &CopyPlan, input: &End, output: &End) -> Option<Damage> {
             Layout {
                 read_from: a.start + input.offset.saturating_add(skip),
                 count,
+                reads,
                 write_from: b.start + output.offset.saturating_add(seek),
                 truncate_at: None,
                 size: a.start + a.size,
@@ -488,6 +486,7 @@ mod tests {
         Layout {
             read_from,
             count,
+            reads: count.map(|c| c.div_ceil(512)),
             write_from,
             truncate_at: None,
             size: 10_000,
@@ -546,6 +545,21 @@ mod tests {
         // The same over a long file reads what it wrote.
         l.size = 10_000;
         assert!(damage(&l).is_some());
+    }
+
+    #[test]
+    fn count_counts_reads_so_a_short_last_read_ends_the_copy() {
+        // dd if=f of=f count=1 bs=74 seek=2 over a 1-byte file: one read,
+        // then count= is done; the write past the end is never read.
+        let mut l = layout(0, Some(74), 148);
+        l.size = 1;
+        l.read_block = 74;
+        l.reads = Some(1);
+        assert_eq!(damage(&l), None);
+        // Without count=, the reader looks for the end and finds the write.
+        l.count = None;
+        l.reads = None;
+        assert_eq!(damage(&l), Some(Damage::ReadsOwnOutput { write_from: 148 }));
     }
 
     #[test]

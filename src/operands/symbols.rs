@@ -113,6 +113,19 @@ const STATUS_SYMBOLS: &[(&str, StatusLevel)] = &[
     ("progress", StatusLevel::Progress),
 ];
 
+/// The names the parser accepts, for help, man page and completions.
+pub fn conv_names() -> impl Iterator<Item = &'static str> {
+    CONV_SYMBOLS.iter().map(|(name, _)| *name)
+}
+
+pub fn flag_names() -> impl Iterator<Item = &'static str> {
+    FLAG_SYMBOLS.iter().map(|(name, _)| *name)
+}
+
+pub fn status_names() -> impl Iterator<Item = &'static str> {
+    STATUS_SYMBOLS.iter().map(|(name, _)| *name)
+}
+
 /// The first item of a list that is not a symbol of the set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownSymbol(pub String);

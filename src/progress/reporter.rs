@@ -22,6 +22,9 @@ struct State {
     /// Bytes shown by the last progress line, if any was printed.
     reported_bytes: Option<u64>,
     start: Instant,
+    /// The clock has started (the ends are open): ticks before that would
+    /// report a time that later goes back.
+    started: bool,
     /// status=progress on a terminal: the live line, from the first tick.
     live_wanted: bool,
     live: Option<Live>,
@@ -60,6 +63,7 @@ impl Reporter {
                 progress_len: 0,
                 reported_bytes: None,
                 start: Instant::now(),
+                started: false,
                 live_wanted: false,
                 live: None,
                 json: None,
@@ -81,7 +85,9 @@ impl Reporter {
 
     /// The copy starts now (GNU starts the clock after opening the files).
     pub fn start_clock(&self) {
-        self.lock().start = Instant::now();
+        let mut state = self.lock();
+        state.start = Instant::now();
+        state.started = true;
     }
 
     /// status=progress with stderr on a terminal: draw the live line
@@ -186,7 +192,7 @@ impl Reporter {
     /// line, write a JSON record.
     pub fn tick(&self) {
         let mut state = self.lock();
-        if !state.live_wanted && state.json.is_none() {
+        if !state.started || (!state.live_wanted && state.json.is_none()) {
             return;
         }
         let snapshot = self.counters.snapshot();

@@ -1,0 +1,66 @@
+# fish completion for ddx: generated from src/cli/reference.rs and src/cli/options.rs by `DDX_REGENERATE=1 cargo test --lib docs`: do not edit
+
+complete -c ddx -f
+complete -c ddx -l backend -x -a 'auto sync threads uring' -d 'how reads and writes overlap: \'auto\''
+complete -c ddx -l queue-depth -x -d 'records'
+complete -c ddx -l request-size -x -d 'where records are decoupled from requests'
+complete -c ddx -l no-offload -d 'copy through ddx\'s own buffers, never with copy_file_range or splice'
+complete -c ddx -l keep-cache -d 'leave a large copy\'s data in the page cache'
+complete -c ddx -l rescue -d 'on a read error, retry the failed part one logical sector at a time so'
+complete -c ddx -l map -x -d 'keep a GNU ddrescue mapfile of what is copied and what is bad, saved t'
+complete -c ddx -l resume -d 'continue an interrupted copy from its map'
+complete -c ddx -l sector-size -x -d 'the retry unit of --rescue'
+complete -c ddx -l hash -x -d 'digest what is copied, alongside the copy, and print it with the stati'
+complete -c ddx -l verify -d 'after the copy, read the output back, bypassing the cache, and report'
+complete -c ddx -l progress-fd -x -d 'write progress as JSON, one object per line, to file descriptor FD abo'
+complete -c ddx -l verbose -d 'after the statistics, say how the copy ran: backend, request size, que'
+complete -c ddx -l force -d 'write even where the guard refuses: a mounted, swap or held block devi'
+complete -c ddx -l help -d 'display this help and exit'
+complete -c ddx -l version -d 'output version information and exit'
+
+function __ddx_operand
+    set -l token (commandline -ct)
+    set -l key (string split -m 1 = -- $token)[1]
+    set -l value (string replace -r '^[^=]*=' '' -- $token)
+    switch "$key="
+        case if= of=
+            for path in (__fish_complete_path $value)
+                echo $key=$path
+            end
+            return
+        case conv=
+            set symbols ascii ebcdic ibm block unblock lcase ucase sparse swab noerror nocreat excl notrunc sync fdatasync fsync
+        case iflag= oflag=
+            set symbols append direct directory dsync noatime nocache noctty nofollow nonblock sync fullblock count_bytes skip_bytes seek_bytes
+        case status=
+            for level in none noxfer progress
+                echo $key=$level
+            end
+            return
+        case '*'
+            if string match -q -- '*=*' $token
+                return
+            end
+            printf '%s\t%s\n' bs= 'read and write up to BYTES bytes at a time'
+            printf '%s\t%s\n' cbs= 'convert BYTES bytes at a time'
+            printf '%s\t%s\n' conv= 'convert the file as per the comma separated symbol list'
+            printf '%s\t%s\n' count= 'copy only N input blocks'
+            printf '%s\t%s\n' ibs= 'read up to BYTES bytes at a time'
+            printf '%s\t%s\n' if= 'read from FILE instead of standard input'
+            printf '%s\t%s\n' iflag= 'read as per the comma separated symbol list'
+            printf '%s\t%s\n' obs= 'write BYTES bytes at a time'
+            printf '%s\t%s\n' of= 'write to FILE instead of standard output'
+            printf '%s\t%s\n' oflag= 'write as per the comma separated symbol list'
+            printf '%s\t%s\n' seek= ''
+            printf '%s\t%s\n' skip= ''
+            printf '%s\t%s\n' status= 'what to print on standard error: \'none\' only errors, \'noxfer\' no trans'
+            return
+    end
+    # A comma-separated list: complete its last item.
+    set -l done (string replace -r '[^,]*$' '' -- $value)
+    for symbol in $symbols
+        echo $key=$done$symbol
+    end
+end
+
+complete -c ddx -n 'not string match -q -- "-*" (commandline -ct)' -a '(__ddx_operand)'

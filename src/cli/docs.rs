@@ -1,0 +1,450 @@
+//! Generated documentation: the man page (`doc/ddx.1`) and the bash, zsh
+//! and fish completions (`completions/`), from the same tables as
+//! `--help` (`reference::OPERANDS`, the parser's symbols,
+//! `options::OPTIONS`). A test fails when the committed files differ from
+//! what this generates; `DDX_REGENERATE=1 cargo test --lib docs` rewrites
+//! them.
+
+use crate::cli::options::OPTIONS;
+use crate::cli::reference::{
+    Completes, CONV_HELP, FLAG_HELP, GUARD, MULTIPLIERS, OPERANDS, OPERAND_ALIASES, SIGNALS,
+    SUMMARY,
+};
+use crate::operands::symbols;
+
+/// The generated files, by path from the repository's root.
+pub fn generated() -> Vec<(&'static str, String)> {
+    vec![
+        ("doc/ddx.1", man_page()),
+        ("completions/ddx.bash", bash()),
+        ("completions/_ddx", zsh()),
+        ("completions/ddx.fish", fish()),
+    ]
+}
+
+const HEADER: &str = "generated from src/cli/reference.rs and src/cli/options.rs by \
+`DDX_REGENERATE=1 cargo test --lib docs`: do not edit";
+
+/// roff text: backslashes and hyphens escaped, no line starting with a
+/// control character.
+fn roff(text: &str) -> String {
+    let escaped = text.replace('\\', "\\e").replace('-', "\\-");
+    if escaped.starts_with('.') || escaped.starts_with('\'') {
+        format!("\\&{escaped}")
+    } else {
+        escaped
+    }
+}
+
+pub fn man_page() -> String {
+    let mut out = format!(".\\\" {HEADER}\n");
+    out.push_str(&format!(
+        ".TH DDX 1 \"\" \"ddx {}\" \"User Commands\"\n",
+        env!("CARGO_PKG_VERSION")
+    ));
+    out.push_str(".SH NAME\nddx \\- dd rebuilt for today's disks\n");
+    out.push_str(".SH SYNOPSIS\n.B ddx\n[\\fIOPERAND\\fR]...\n.br\n.B ddx\n\\fIOPTION\\fR\n");
+    out.push_str(".br\n.B ddx bench\n\\fITARGET\\fR [\\fIOPTION\\fR]...\n");
+    out.push_str(&format!(".SH DESCRIPTION\n{}\n", roff(SUMMARY)));
+    out.push_str(".SS Operands\n");
+    for operand in OPERANDS {
+        out.push_str(&format!(
+            ".TP\n\\fB{}\\fR=\\fI{}\\fR\n{}\n",
+            operand.name,
+            operand.value,
+            roff(operand.help)
+        ));
+    }
+    out.push_str(&format!(".PP\n{}\n", roff(MULTIPLIERS)));
+    out.push_str(".SS CONV symbols\n");
+    for (name, help) in CONV_HELP {
+        out.push_str(&format!(".TP\n.B {name}\n{}\n", roff(help)));
+    }
+    out.push_str(".SS FLAG symbols\n");
+    for (name, help) in FLAG_HELP {
+        out.push_str(&format!(".TP\n.B {}\n{}\n", roff(name), roff(help)));
+    }
+    out.push_str(".SH OPTIONS\nGNU operands stay key=value; ddx's own options are long options, so they never collide with them.\n");
+    for option in OPTIONS {
+        let head = match option.value {
+            Some(value) => format!("\\fB\\-\\-{}\\fR=\\fI{value}\\fR", roff(option.name)),
+            None => format!("\\fB\\-\\-{}\\fR", roff(option.name)),
+        };
+        let mut help = roff(option.help);
+        if !option.choices.is_empty() {
+            help.push_str(&format!(" ({})", option.choices.join(", ")));
+        }
+        out.push_str(&format!(".TP\n{head}\n{help}\n"));
+    }
+    out.push_str(&format!(".SH SIGNALS\n{}\n", roff(SIGNALS)));
+    out.push_str(&format!(".SH SAFETY\n{}\n", roff(GUARD)));
+    out.push_str(
+        ".SH EXIT STATUS\n0 on success, 1 on any failure (as GNU dd); after SIGINT or SIGTERM, \
+         death by that signal.\n.SH SEE ALSO\n\\fBdd\\fR(1)\n",
+    );
+    out
+}
+
+/// A one-line description for a completion menu.
+fn short(help: &str) -> String {
+    let cut = help.find([';', '(']).unwrap_or(help.len()).min(70);
+    let text: String = help[..cut].split_whitespace().collect::<Vec<_>>().join(" ");
+    text.trim_end_matches([',', ':', ' ']).to_owned()
+}
+
+fn words(list: impl Iterator<Item = &'static str>) -> String {
+    list.collect::<Vec<_>>().join(" ")
+}
+
+fn operands_with(kind: Completes) -> Vec<&'static str> {
+    OPERANDS
+        .iter()
+        .filter(|o| o.completes == kind)
+        .map(|o| o.name)
+        .collect()
+}
+
+fn all_operand_words() -> String {
+    OPERANDS
+        .iter()
+        .map(|o| o.name)
+        .chain(OPERAND_ALIASES.iter().copied())
+        .map(|n| format!("{n}="))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn bash() -> String {
+    let options: Vec<String> = OPTIONS
+        .iter()
+        .map(|o| {
+            if o.value.is_some() {
+                format!("--{}=", o.name)
+            } else {
+                format!("--{}", o.name)
+            }
+        })
+        .collect();
+    let mut choices = String::new();
+    for option in OPTIONS.iter().filter(|o| !o.choices.is_empty()) {
+        choices.push_str(&format!(
+            "        --{}=*) values=\"{}\" ;;\n",
+            option.name,
+            option.choices.join(" ")
+        ));
+    }
+    format!(
+        r#"# bash completion for ddx: {HEADER}
+_ddx() {{
+    local word=${{COMP_LINE:0:$COMP_POINT}}
+    word=${{word##*[[:space:]]}}
+    # '=' splits words for readline: the reply replaces only what follows
+    # it (or the '=' itself when nothing follows yet).
+    local lead=""
+    [[ ${{COMP_WORDS[COMP_CWORD]}} == "=" ]] && lead="="
+    local key=${{word%%=*}} value=${{word#*=}} values="" list=0
+    COMPREPLY=()
+    if [[ $word != *=* ]]; then
+        local IFS=$' \t\n'
+        COMPREPLY=($(compgen -W "{all} {options}" -- "$word"))
+        [[ ${{COMPREPLY[0]}} == *= ]] && compopt -o nospace
+        return
+    fi
+    case "$key=" in
+        {files}) 
+            local IFS=$'\n'
+            COMPREPLY=($(compgen -f -- "$value"))
+            COMPREPLY=("${{COMPREPLY[@]/#/$lead}}")
+            compopt -o filenames
+            return ;;
+        {conv}) values="{conv_symbols}"; list=1 ;;
+        {flags}) values="{flag_symbols}"; list=1 ;;
+        {status}) values="{status_symbols}" ;;
+{choices}        *) return ;;
+    esac
+    local done=""
+    if (( list )) && [[ $value == *,* ]]; then
+        done=${{value%,*}},
+        value=${{value##*,}}
+    fi
+    local IFS=$' \t\n' symbol
+    for symbol in $(compgen -W "$values" -- "$value"); do
+        COMPREPLY+=("$lead$done$symbol")
+    done
+    (( list )) && compopt -o nospace
+}}
+complete -F _ddx ddx
+"#,
+        all = all_operand_words(),
+        options = options.join(" "),
+        files = operands_with(Completes::Files)
+            .iter()
+            .map(|n| format!("{n}="))
+            .collect::<Vec<_>>()
+            .join("|"),
+        conv = operands_with(Completes::Conversions)
+            .iter()
+            .map(|n| format!("{n}="))
+            .collect::<Vec<_>>()
+            .join("|"),
+        flags = operands_with(Completes::Flags)
+            .iter()
+            .map(|n| format!("{n}="))
+            .collect::<Vec<_>>()
+            .join("|"),
+        status = operands_with(Completes::StatusLevels)
+            .iter()
+            .map(|n| format!("{n}="))
+            .collect::<Vec<_>>()
+            .join("|"),
+        conv_symbols = words(symbols::conv_names()),
+        flag_symbols = words(symbols::flag_names()),
+        status_symbols = words(symbols::status_names()),
+    )
+}
+
+/// Text safe inside a zsh single-quoted `_arguments`/`_describe` spec.
+fn zsh_text(text: &str) -> String {
+    short(text)
+        .replace('\'', "'\\''")
+        .replace(':', "\\:")
+        .replace('[', "\\[")
+        .replace(']', "\\]")
+}
+
+pub fn zsh() -> String {
+    let mut specs = String::new();
+    for option in OPTIONS {
+        let help = zsh_text(option.help);
+        let spec = match option.value {
+            None => format!("'--{}[{help}]'", option.name),
+            Some(value) if option.choices.is_empty() => {
+                format!("'--{}=[{help}]:{value}: '", option.name)
+            }
+            Some(value) => format!(
+                "'--{}=[{help}]:{value}:({})'",
+                option.name,
+                option.choices.join(" ")
+            ),
+        };
+        specs.push_str(&format!("    {spec} \\\n"));
+    }
+    let described: Vec<String> = OPERANDS
+        .iter()
+        .map(|o| format!("    '{}=:{}'", o.name, zsh_text(o.help)))
+        .chain(OPERAND_ALIASES.iter().map(|a| {
+            format!(
+                "    '{a}=:same as {}'",
+                if *a == "iseek" { "skip" } else { "seek" }
+            )
+        }))
+        .collect();
+    format!(
+        r#"#compdef ddx
+# zsh completion for ddx: {HEADER}
+
+_ddx_operand() {{
+  if compset -P '({files})='; then
+    _files
+  elif compset -P '({conv})='; then
+    _values -s , 'conversion' {conv_symbols}
+  elif compset -P '({flags})='; then
+    _values -s , 'flag' {flag_symbols}
+  elif compset -P '({status})='; then
+    _values 'level' {status_symbols}
+  else
+    local -a operands
+    operands=(
+{described}
+    )
+    _describe -t operands 'operand' operands -S ''
+  fi
+}}
+
+_arguments -S \
+{specs}    '*:operand:_ddx_operand'
+"#,
+        files = operands_with(Completes::Files).join("|"),
+        conv = operands_with(Completes::Conversions).join("|"),
+        flags = operands_with(Completes::Flags).join("|"),
+        status = operands_with(Completes::StatusLevels).join("|"),
+        conv_symbols = words(symbols::conv_names()),
+        flag_symbols = words(symbols::flag_names()),
+        status_symbols = words(symbols::status_names()),
+        described = described.join("\n"),
+    )
+}
+
+fn fish_text(text: &str) -> String {
+    short(text).replace('\\', "\\\\").replace('\'', "\\'")
+}
+
+pub fn fish() -> String {
+    let mut out = format!("# fish completion for ddx: {HEADER}\n\ncomplete -c ddx -f\n");
+    for option in OPTIONS {
+        let mut line = format!("complete -c ddx -l {}", option.name);
+        if option.value.is_some() {
+            line.push_str(" -x");
+        }
+        if !option.choices.is_empty() {
+            line.push_str(&format!(" -a '{}'", option.choices.join(" ")));
+        }
+        line.push_str(&format!(" -d '{}'\n", fish_text(option.help)));
+        out.push_str(&line);
+    }
+    let operand_lines: Vec<String> = OPERANDS
+        .iter()
+        .map(|o| {
+            format!(
+                "            printf '%s\\t%s\\n' {}= '{}'",
+                o.name,
+                fish_text(o.help)
+            )
+        })
+        .collect();
+    out.push_str(&format!(
+        r#"
+function __ddx_operand
+    set -l token (commandline -ct)
+    set -l key (string split -m 1 = -- $token)[1]
+    set -l value (string replace -r '^[^=]*=' '' -- $token)
+    switch "$key="
+        case {files}
+            for path in (__fish_complete_path $value)
+                echo $key=$path
+            end
+            return
+        case {conv}
+            set symbols {conv_symbols}
+        case {flags}
+            set symbols {flag_symbols}
+        case {status}
+            for level in {status_symbols}
+                echo $key=$level
+            end
+            return
+        case '*'
+            if string match -q -- '*=*' $token
+                return
+            end
+{operand_lines}
+            return
+    end
+    # A comma-separated list: complete its last item.
+    set -l done (string replace -r '[^,]*$' '' -- $value)
+    for symbol in $symbols
+        echo $key=$done$symbol
+    end
+end
+
+complete -c ddx -n 'not string match -q -- "-*" (commandline -ct)' -a '(__ddx_operand)'
+"#,
+        files = operands_with(Completes::Files)
+            .iter()
+            .map(|n| format!("{n}="))
+            .collect::<Vec<_>>()
+            .join(" "),
+        conv = operands_with(Completes::Conversions)
+            .iter()
+            .map(|n| format!("{n}="))
+            .collect::<Vec<_>>()
+            .join(" "),
+        flags = operands_with(Completes::Flags)
+            .iter()
+            .map(|n| format!("{n}="))
+            .collect::<Vec<_>>()
+            .join(" "),
+        status = operands_with(Completes::StatusLevels)
+            .iter()
+            .map(|n| format!("{n}="))
+            .collect::<Vec<_>>()
+            .join(" "),
+        conv_symbols = words(symbols::conv_names()),
+        flag_symbols = words(symbols::flag_names()),
+        status_symbols = words(symbols::status_names()),
+        operand_lines = operand_lines.join("\n"),
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// The committed files are what the tables generate; with
+    /// DDX_REGENERATE=1, rewrite them instead.
+    #[test]
+    fn committed_docs_and_completions_are_generated() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let regenerate = std::env::var_os("DDX_REGENERATE").is_some();
+        let mut stale = Vec::new();
+        for (path, text) in generated() {
+            let file = root.join(path);
+            if regenerate {
+                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+                std::fs::write(&file, &text).unwrap();
+            } else if std::fs::read_to_string(&file).ok().as_deref() != Some(text.as_str()) {
+                stale.push(path);
+            }
+        }
+        assert!(
+            stale.is_empty(),
+            "{stale:?} differ from the tables: run DDX_REGENERATE=1 cargo test --lib docs"
+        );
+    }
+
+    /// Drive the bash completion as readline would (words split at '=').
+    #[test]
+    fn bash_completion_completes_operands_symbols_and_options() {
+        let script = format!(
+            r#"{}
+t() {{ COMP_LINE="$1"; COMP_POINT=${{#1}}
+  read -ra COMP_WORDS <<< "$(sed 's/=/ = /g' <<< "$1")"
+  COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); _ddx 2>/dev/null; echo "${{COMPREPLY[*]}}"; }}
+t "ddx con"; t "ddx conv=uc"; t "ddx conv=ucase,not"; t "ddx status=p"; t "ddx --back"; t "ddx --backend=th"
+"#,
+            bash()
+        );
+        let out = match std::process::Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .output()
+        {
+            Ok(out) => out,
+            Err(e) => return eprintln!("skipped: no bash ({e})"),
+        };
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "conv=\nucase\nucase,notrunc\nprogress\n--backend=\nthreads\n",
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    #[test]
+    fn everything_in_help_is_in_the_man_page_and_completions() {
+        let man = man_page();
+        let (bash, zsh, fish) = (bash(), zsh(), fish());
+        for option in OPTIONS {
+            assert!(
+                man.contains(&roff(option.name)),
+                "man lacks --{}",
+                option.name
+            );
+            for completion in [&bash, &zsh, &fish] {
+                assert!(completion.contains(option.name), "--{}", option.name);
+            }
+        }
+        for operand in OPERANDS {
+            assert!(man.contains(&format!("\\fB{}\\fR=", operand.name)));
+            for completion in [&bash, &zsh, &fish] {
+                assert!(completion.contains(&format!("{}=", operand.name)));
+            }
+        }
+        for symbol in symbols::conv_names().chain(symbols::flag_names()) {
+            assert!(man.contains(&roff(symbol)), "man lacks {symbol}");
+            assert!(bash.contains(symbol) && zsh.contains(symbol) && fish.contains(symbol));
+        }
+    }
+}

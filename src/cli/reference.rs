@@ -1,0 +1,300 @@
+//! The one description of ddx's command line: GNU's operands and symbols
+//! with their help, beside ddx's own `--options` (`options::OPTIONS`).
+//! `--help`, the man page (`doc/ddx.1`) and the shell completions
+//! (`completions/`) are all generated from here (see `docs`), so they
+//! cannot drift apart; tests hold the symbol lists to the parser's.
+
+use crate::cli::options::options_help;
+
+/// One GNU `key=value` operand.
+#[derive(Debug, Clone, Copy)]
+pub struct OperandSpec {
+    pub name: &'static str,
+    pub value: &'static str,
+    pub help: &'static str,
+    /// What completes its value.
+    pub completes: Completes,
+}
+
+/// What a shell should offer after `key=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completes {
+    Nothing,
+    Files,
+    Conversions,
+    Flags,
+    StatusLevels,
+}
+
+pub const OPERANDS: &[OperandSpec] = &[
+    OperandSpec {
+        name: "bs",
+        value: "BYTES",
+        help: "read and write up to BYTES bytes at a time (default: 512); overrides ibs and obs",
+        completes: Completes::Nothing,
+    },
+    OperandSpec {
+        name: "cbs",
+        value: "BYTES",
+        help: "convert BYTES bytes at a time",
+        completes: Completes::Nothing,
+    },
+    OperandSpec {
+        name: "conv",
+        value: "CONVS",
+        help: "convert the file as per the comma separated symbol list",
+        completes: Completes::Conversions,
+    },
+    OperandSpec {
+        name: "count",
+        value: "N",
+        help: "copy only N input blocks",
+        completes: Completes::Nothing,
+    },
+    OperandSpec {
+        name: "ibs",
+        value: "BYTES",
+        help: "read up to BYTES bytes at a time (default: 512)",
+        completes: Completes::Nothing,
+    },
+    OperandSpec {
+        name: "if",
+        value: "FILE",
+        help: "read from FILE instead of standard input",
+        completes: Completes::Files,
+    },
+    OperandSpec {
+        name: "iflag",
+        value: "FLAGS",
+        help: "read as per the comma separated symbol list",
+        completes: Completes::Flags,
+    },
+    OperandSpec {
+        name: "obs",
+        value: "BYTES",
+        help: "write BYTES bytes at a time (default: 512)",
+        completes: Completes::Nothing,
+    },
+    OperandSpec {
+        name: "of",
+        value: "FILE",
+        help: "write to FILE instead of standard output",
+        completes: Completes::Files,
+    },
+    OperandSpec {
+        name: "oflag",
+        value: "FLAGS",
+        help: "write as per the comma separated symbol list",
+        completes: Completes::Flags,
+    },
+    OperandSpec {
+        name: "seek",
+        value: "N",
+        help: "(or oseek=N) skip N obs-sized output blocks",
+        completes: Completes::Nothing,
+    },
+    OperandSpec {
+        name: "skip",
+        value: "N",
+        help: "(or iseek=N) skip N ibs-sized input blocks",
+        completes: Completes::Nothing,
+    },
+    OperandSpec {
+        name: "status",
+        value: "LEVEL",
+        help: "what to print on standard error: 'none' only errors, 'noxfer' no transfer \
+               statistics, 'progress' a line every second (on a terminal, a live line \
+               with the recent rate and, when the size is known, a bar and ETA)",
+        completes: Completes::StatusLevels,
+    },
+];
+
+/// Aliases the parser accepts that `--help` mentions inside another's help.
+pub const OPERAND_ALIASES: &[&str] = &["iseek", "oseek"];
+
+/// conv= symbols, in the parser's order.
+pub const CONV_HELP: &[(&str, &str)] = &[
+    ("ascii", "from EBCDIC to ASCII"),
+    ("ebcdic", "from ASCII to EBCDIC"),
+    ("ibm", "from ASCII to alternate EBCDIC"),
+    (
+        "block",
+        "pad newline-terminated records with spaces to cbs-size",
+    ),
+    (
+        "unblock",
+        "replace trailing spaces in cbs-size records with newline",
+    ),
+    ("lcase", "change upper case to lower case"),
+    ("ucase", "change lower case to upper case"),
+    (
+        "sparse",
+        "try to seek rather than write all-NUL output blocks",
+    ),
+    ("swab", "swap every pair of input bytes"),
+    ("noerror", "continue after read errors"),
+    ("nocreat", "do not create the output file"),
+    ("excl", "fail if the output file already exists"),
+    ("notrunc", "do not truncate the output file"),
+    (
+        "sync",
+        "pad every input block with NULs to ibs-size; with block or unblock, pad with spaces",
+    ),
+    (
+        "fdatasync",
+        "physically write output file data before finishing",
+    ),
+    ("fsync", "likewise, but also write metadata"),
+];
+
+/// iflag=/oflag= symbols, in the parser's order.
+pub const FLAG_HELP: &[(&str, &str)] = &[
+    (
+        "append",
+        "append mode (makes sense only for output; conv=notrunc suggested)",
+    ),
+    ("direct", "use direct I/O for data"),
+    ("directory", "fail unless a directory"),
+    ("dsync", "use synchronized I/O for data"),
+    ("noatime", "do not update access time"),
+    ("nocache", "request to drop cache"),
+    ("noctty", "do not assign controlling terminal from file"),
+    ("nofollow", "do not follow symlinks"),
+    ("nonblock", "use non-blocking I/O"),
+    ("sync", "likewise, but also for metadata"),
+    ("fullblock", "accumulate full blocks of input (iflag only)"),
+    (
+        "count_bytes",
+        "treat 'count=N' as a byte count (iflag only)",
+    ),
+    ("skip_bytes", "treat 'skip=N' as a byte count (iflag only)"),
+    ("seek_bytes", "treat 'seek=N' as a byte count (oflag only)"),
+];
+
+/// The `ddx bench` line of the usage (its options are its own help's).
+pub fn bench_usage(program: &str) -> String {
+    format!("bench TARGET [OPTION]...   measure a disk (see '{program} bench --help')")
+}
+
+pub const SUMMARY: &str = "Copy a file, converting and formatting according to the operands \
+(a drop-in replacement for GNU dd).";
+
+pub const MULTIPLIERS: &str = "N and BYTES may be followed by a multiplier: c=1, w=2, b=512, \
+kB=1000, K=1024, MB=1000*1000, M=1024*1024, xM=M, GB, G, and so on for T, P, E, Z, Y; \
+KiB=K, MiB=M, and so on. AxB multiplies. If N ends in 'B', it counts bytes, not blocks.";
+
+pub const SIGNALS: &str = "Sending SIGUSR1 prints I/O statistics to standard error and the \
+copy goes on. SIGINT and SIGTERM print them and stop; the output then holds the input's \
+bytes up to the count reported.";
+
+pub const GUARD: &str = "Before opening the output, ddx refuses a block device that is \
+mounted, holds a mounted partition, is active swap or is held by RAID, LVM or \
+device-mapper, and a copy of a file or disk onto itself that would overwrite input \
+before reading it; --force overrides. Writing a whole disk from a terminal, ddx first \
+says what it is about to overwrite and asks.";
+
+/// `text` wrapped to `width`, every line indented by `indent` spaces
+/// except the first, which continues after `first` (padded to indent).
+pub fn wrap(first: &str, text: &str, indent: usize, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = first.to_owned();
+    if line.len() + 1 > indent && !line.is_empty() {
+        // The head is wider than the gutter: help starts on the next line.
+        if line.len() >= indent {
+            out.push_str(&line);
+            out.push('\n');
+            line = String::new();
+        }
+    }
+    let mut fresh = true;
+    for word in text.split_whitespace() {
+        if line.len() < indent {
+            line.push_str(&" ".repeat(indent - line.len()));
+            fresh = true;
+        }
+        if !fresh && line.len() + 1 + word.len() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = " ".repeat(indent);
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+        fresh = false;
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
+
+pub fn help_text(program: &str) -> String {
+    let mut out = format!(
+        "Usage: {program} [OPERAND]...\n  or:  {program} OPTION\n  or:  {program} {BENCH_USAGE}\n",
+        BENCH_USAGE = bench_usage(program)
+    );
+    out.push_str(&wrap("", SUMMARY, 0, 78));
+    out.push('\n');
+    for operand in OPERANDS {
+        let head = format!("  {}={}", operand.name, operand.value);
+        out.push_str(&wrap(&head, operand.help, 18, 78));
+    }
+    out.push('\n');
+    out.push_str(&wrap("", MULTIPLIERS, 0, 78));
+    out.push_str("\nCONV symbols:\n");
+    for (name, help) in CONV_HELP {
+        out.push_str(&wrap(&format!("  {name}"), help, 14, 78));
+    }
+    out.push_str("\nFLAG symbols:\n");
+    for (name, help) in FLAG_HELP {
+        out.push_str(&wrap(&format!("  {name}"), help, 14, 78));
+    }
+    out.push('\n');
+    out.push_str(&wrap("", SIGNALS, 0, 78));
+    out.push('\n');
+    out.push_str(&wrap("", GUARD, 0, 78));
+    out.push_str("\nddx options (GNU operands stay key=value; these never collide with them):\n");
+    out.push_str(&options_help());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operands::symbols;
+
+    #[test]
+    fn symbol_help_covers_exactly_the_parsers_symbols() {
+        let conv: Vec<&str> = CONV_HELP.iter().map(|(n, _)| *n).collect();
+        assert_eq!(conv, symbols::conv_names().collect::<Vec<_>>());
+        let flags: Vec<&str> = FLAG_HELP.iter().map(|(n, _)| *n).collect();
+        assert_eq!(flags, symbols::flag_names().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn every_operand_is_one_the_parser_knows() {
+        for operand in OPERANDS {
+            let word = format!("{}=x", operand.name);
+            let parsed = crate::operands::parse(&[word.as_str()]);
+            let message = parsed.plan.err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(
+                !message.starts_with("unrecognized operand"),
+                "{}: {message}",
+                operand.name
+            );
+        }
+    }
+
+    #[test]
+    fn wrapping_keeps_the_gutter() {
+        assert_eq!(
+            wrap("  bs=BYTES", "one two three", 18, 31),
+            "  bs=BYTES        one two three\n"
+        );
+        assert_eq!(
+            wrap("  bs=BYTES", "one two three four", 18, 31),
+            "  bs=BYTES        one two three\n                  four\n"
+        );
+    }
+}
