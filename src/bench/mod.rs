@@ -12,7 +12,9 @@
 pub mod args;
 pub mod measure;
 pub mod progress;
-pub mod recommend;
+/// The block-size rule lives with the engine (`bs=auto` uses it too); it is
+/// re-exported here, where the report applies it.
+pub use crate::engine::recommend;
 pub mod report;
 pub mod scenario;
 pub mod stats;

@@ -14,6 +14,7 @@ pub mod diagnostic;
 pub mod endpoints;
 pub mod offload;
 pub mod reader;
+pub mod recommend;
 pub mod shape;
 pub mod uring;
 pub mod writer;

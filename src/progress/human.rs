@@ -176,6 +176,21 @@ fn strip_zeros(s: &str) -> &str {
     }
 }
 
+/// Block sizes as people write them: "512 B", "4 KiB", "16 MiB".
+pub fn size_text(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes;
+    let mut unit = 0;
+    while value >= 1024 && value % 1024 == 0 && unit + 1 < UNITS.len() {
+        value /= 1024;
+        unit += 1;
+    }
+    if value >= 1024 {
+        return human(bytes, Base::Iec, 1, 1);
+    }
+    format!("{value} {}", UNITS[unit])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -200,20 +200,7 @@ impl TestResult {
     }
 }
 
-/// Block sizes as people write them: "512 B", "4 KiB", "16 MiB".
-pub fn size_text(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes;
-    let mut unit = 0;
-    while value >= 1024 && value % 1024 == 0 && unit + 1 < UNITS.len() {
-        value /= 1024;
-        unit += 1;
-    }
-    if value >= 1024 {
-        return crate::progress::human::human(bytes, crate::progress::human::Base::Iec, 1, 1);
-    }
-    format!("{value} {}", UNITS[unit])
-}
+pub use crate::progress::human::size_text;
 
 /// A throughput as dd prints rates ("1.2 GB/s").
 pub fn rate_text(bytes_per_sec: f64) -> String {
