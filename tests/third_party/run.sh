@@ -312,6 +312,23 @@ n=$(awk '$1 == "PASS"' "$scratch/table" | wc -l)
 m=$(awk '$1 == "PASS" && $2 == "PASS"' "$scratch/table" | wc -l)
 failing=$(awk '$1 == "PASS" && $2 != "PASS" { $1 = ""; $2 = ""; sub(/^ +/, ""); print }' \
           "$scratch/table")
+# Tests ddx fails on purpose, each with the reason. Counted apart, not as
+# failures: a change of behaviour here must be a decision, written down.
+declare -A deliberate=(
+  ["toybox: dd if=file of=file (same file)"]="the wrong-device guard refuses to truncate a file it is about to read (GNU empties it; --force gives GNU's result)"
+)
+deliberate_hits=''
+if [ -n "$failing" ]; then
+  kept=''
+  while IFS= read -r t; do
+    if [ -n "${deliberate[$t]+set}" ]; then
+      deliberate_hits+="  $t: ${deliberate[$t]}"$'\n'
+    else
+      kept+="$t"$'\n'
+    fi
+  done <<<"$failing"
+  failing=${kept%$'\n'}
+fi
 gnu_fail=$(awk '$1 != "PASS" && $1 != "SKIP"' "$scratch/table" | wc -l)
 skipped=$(awk '$1 == "SKIP"' "$scratch/table" | wc -l)
 
@@ -351,5 +368,9 @@ if [ -n "$failing" ]; then
 else
   failing_list=none
 fi
+if [ -n "$deliberate_hits" ]; then
+  echo "deliberately different (not counted as failures):"
+  printf '%s' "$deliberate_hits"
+fi
 echo "third-party: $n passed by dd, of which $m passed by ddx; failing: $failing_list"
-[ "$n" -eq "$m" ]
+[ -z "$failing" ]
