@@ -6,12 +6,15 @@
 //! [`DropBehind`]: ddx's default for large copies. A copy streamed through
 //! the page cache evicts everything the machine had cached (the "system
 //! lethargy" of the seeds) and piles up dirty pages. Past a threshold, ddx
-//! starts writeback of what it wrote at once, waits for it a window later,
-//! and drops both files' pages behind it, so a copy of any size leaves at
-//! most about a window of its data in the cache.
+//! starts writeback of what it wrote at once and drops both files' pages
+//! behind it once they are clean, so a copy of any size leaves none of its
+//! data in the cache at the end and at most [`FLUSH_LAG`] of it during.
+//! Waiting for the written pages to reach the device is done by a flusher
+//! thread, so the copy goes on meanwhile: it only waits when the device
+//! has fallen more than the lag behind.
 
 use std::collections::VecDeque;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd};
 
 use crate::sys::file;
 use crate::sys::Errno;
@@ -79,6 +82,107 @@ pub const DROP_BEHIND_THRESHOLD: u64 = 64 << 20;
 /// How far behind the copy writeback is waited for and pages dropped.
 const WINDOW: u64 = 32 << 20;
 
+/// Written bytes the flusher may have yet to see to the device before the
+/// copy waits for it: bounds the dirty data a copy keeps in memory.
+pub const FLUSH_LAG: u64 = 256 << 20;
+
+/// The flusher thread's stack: it only makes two system calls in a loop.
+const FLUSHER_STACK: usize = 64 * 1024;
+
+/// Ranges written, waiting for their writeback and then dropped, by a
+/// thread of their own (see the module header).
+#[derive(Debug)]
+struct Flusher {
+    shared: std::sync::Arc<FlushQueue>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+#[derive(Debug, Default)]
+struct FlushQueue {
+    state: std::sync::Mutex<FlushState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Debug, Default)]
+struct FlushState {
+    ranges: VecDeque<(u64, u64)>,
+    /// Bytes queued or being flushed.
+    outstanding: u64,
+    closed: bool,
+}
+
+impl Flusher {
+    fn start(fd: BorrowedFd<'_>) -> Option<Flusher> {
+        let fd = fd.try_clone_to_owned().ok()?;
+        let shared = std::sync::Arc::new(FlushQueue::default());
+        let queue = std::sync::Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("ddx-flusher".into())
+            .stack_size(FLUSHER_STACK)
+            .spawn(move || queue.serve(fd.as_fd()))
+            .ok()?;
+        Some(Flusher { shared, thread })
+    }
+
+    /// Queue a written range; waits while the flusher is too far behind.
+    fn push(&self, offset: u64, len: u64) {
+        let Ok(mut state) = self.shared.state.lock() else {
+            return;
+        };
+        while state.outstanding > 0 && state.outstanding + len > FLUSH_LAG {
+            state = match self.shared.changed.wait(state) {
+                Ok(state) => state,
+                Err(_) => return,
+            };
+        }
+        state.ranges.push_back((offset, len));
+        state.outstanding += len;
+        self.shared.changed.notify_all();
+    }
+
+    /// Flush everything queued, then stop the thread.
+    fn finish(self) {
+        if let Ok(mut state) = self.shared.state.lock() {
+            state.closed = true;
+            self.shared.changed.notify_all();
+        }
+        let _ = self.thread.join();
+    }
+}
+
+impl FlushQueue {
+    fn serve(&self, fd: BorrowedFd<'_>) {
+        loop {
+            let next = {
+                let Ok(mut state) = self.state.lock() else {
+                    return;
+                };
+                loop {
+                    if let Some(range) = state.ranges.pop_front() {
+                        break Some(range);
+                    }
+                    if state.closed {
+                        break None;
+                    }
+                    state = match self.changed.wait(state) {
+                        Ok(state) => state,
+                        Err(_) => return,
+                    };
+                }
+            };
+            let Some((offset, len)) = next else {
+                return;
+            };
+            let _ = file::wait_writeback(fd, offset, len);
+            let _ = file::drop_cache(fd, offset, len);
+            if let Ok(mut state) = self.state.lock() {
+                state.outstanding -= len;
+                self.changed.notify_all();
+            }
+        }
+    }
+}
+
 /// Drop-behind state for one end: what ddx streamed through, in order,
 /// and which of it ddx brought into the cache (pages that were cached
 /// before ddx touched them, a hot file, are left alone).
@@ -92,6 +196,9 @@ pub struct DropBehind {
     pending_bytes: u64,
     /// Bytes written since writeback was last started.
     unflushed: u64,
+    /// Waits for writeback and drops written pages, off the copy's thread;
+    /// None until the first written range is dropped (or if no thread).
+    flusher: Option<Flusher>,
 }
 
 impl DropBehind {
@@ -102,6 +209,7 @@ impl DropBehind {
             pending: VecDeque::new(),
             pending_bytes: 0,
             unflushed: 0,
+            flusher: None,
         }
     }
 
@@ -144,20 +252,29 @@ impl DropBehind {
 
     /// End of the copy: drop what is left (waiting for its writeback).
     pub fn finish(&mut self, fd: BorrowedFd<'_>) {
-        if self.done < DROP_BEHIND_THRESHOLD {
-            return;
+        if self.done >= DROP_BEHIND_THRESHOLD {
+            while let Some((offset, len, ours)) = self.pending.pop_front() {
+                self.drop_range(fd, offset, len, ours);
+            }
+            self.pending_bytes = 0;
         }
-        while let Some((offset, len, ours)) = self.pending.pop_front() {
-            self.drop_range(fd, offset, len, ours);
+        if let Some(flusher) = self.flusher.take() {
+            flusher.finish();
         }
-        self.pending_bytes = 0;
     }
 
-    fn drop_range(&self, fd: BorrowedFd<'_>, offset: u64, len: u64, ours: bool) {
+    fn drop_range(&mut self, fd: BorrowedFd<'_>, offset: u64, len: u64, ours: bool) {
         if !ours {
             return;
         }
         if self.writes {
+            if self.flusher.is_none() {
+                self.flusher = Flusher::start(fd);
+            }
+            if let Some(flusher) = &self.flusher {
+                flusher.push(offset, len);
+                return;
+            }
             let _ = file::wait_writeback(fd, offset, len);
         }
         let _ = file::drop_cache(fd, offset, len);
