@@ -8,8 +8,9 @@
 #     same file must give the same answer.
 # Bars: bandwidth within 10% of fio, p50 within 15%. Both sides get one
 # warm-up pass that is not counted (ddx's own). Each round measures
-# every figure with fio and then at once with ddx (one measured pass each,
-# `--runs=1`, so both see the same moment of a shared machine); the verdict
+# every figure with fio and with ddx back to back, in alternating order
+# (one measured pass each, `--runs=1`, so both see the same moment of a
+# shared machine); the verdict
 # is the median over ROUNDS (default 5) of the per-round ddx/fio ratios,
 # which cancels drift that medians taken side by side would not.
 #
@@ -46,13 +47,27 @@ ddx_run() { # tests extra... -> JSON on stdout
   "$ddx" bench "$file" --destructive --size="${size_mib}M" --runs=1 --tests="$tests" --json "$@"
 }
 
+# Who goes first alternates between rounds: whatever the first leaves
+# behind (the host's cache of a virtual disk, the device's own) must not
+# favour one side every time.
+pair() { # round fio-args -- ddx-args
+  local i=$1 kind=$2; shift 2
+  local fio_args=() ddx_args=()
+  while [ "$1" != -- ]; do fio_args+=("$1"); shift; done
+  shift
+  ddx_args=("$@")
+  if [ $((i % 2)) -eq 1 ]; then
+    fio_run "${fio_args[@]}" > "$dir/fio-$kind-$i.json"
+    ddx_run "${ddx_args[@]}" > "$dir/ddx-$kind-$i.json"
+  else
+    ddx_run "${ddx_args[@]}" > "$dir/ddx-$kind-$i.json"
+    fio_run "${fio_args[@]}" > "$dir/fio-$kind-$i.json"
+  fi
+}
 for i in $(seq "$rounds"); do
-  fio_run read --bs=1M > "$dir/fio-read-$i.json"
-  ddx_run seq-read > "$dir/ddx-read-$i.json"
-  fio_run write --bs=1M > "$dir/fio-write-$i.json"
-  ddx_run seq-write > "$dir/ddx-write-$i.json"
-  fio_run write --bs=4k --sync=dsync --number_ios=1000 > "$dir/fio-lat-$i.json"
-  ddx_run latency --latency-bs=4K --latency-count=1000 > "$dir/ddx-lat-$i.json"
+  pair "$i" read read --bs=1M -- seq-read
+  pair "$i" write write --bs=1M -- seq-write
+  pair "$i" lat write --bs=4k --sync=dsync --number_ios=1000 -- latency --latency-bs=4K --latency-count=1000
 done
 # The recommendation with ddx's defaults (3 runs, rounds over all sizes).
 for i in 1 2 3; do
