@@ -27,18 +27,6 @@ pub struct Extras {
     verify: bool,
 }
 
-/// Conversions after which the output is not the bytes read.
-const CHANGING_CONV: &[(Conv, &str)] = &[
-    (Conv::ASCII, "ascii"),
-    (Conv::EBCDIC, "ebcdic"),
-    (Conv::IBM, "ibm"),
-    (Conv::BLOCK, "block"),
-    (Conv::UNBLOCK, "unblock"),
-    (Conv::LCASE, "lcase"),
-    (Conv::UCASE, "ucase"),
-    (Conv::SWAB, "swab"),
-];
-
 /// Check ddx's options against the plan; a resumed copy keeps its output
 /// (conv=notrunc is added). Err is the one line to print.
 pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, String> {
@@ -79,7 +67,7 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Strin
         }
     }
     if extras.verify {
-        for (flag, name) in CHANGING_CONV {
+        for (flag, name) in crate::operands::symbols::DATA_CONVERSIONS {
             if plan.conv.contains(*flag) {
                 return Err(format!(
                     "--verify cannot be combined with conv={name}: the output is not the \

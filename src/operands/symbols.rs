@@ -62,6 +62,19 @@ pub enum StatusLevel {
 
 /// The conv symbols that need separate input and output buffers (GNU's
 /// C_TWOBUFS): they transform data, so records are re-blocked to obs.
+/// The conversions that change the bytes, each under the conv= name that
+/// sets it (for messages refusing them where bytes must pass unchanged).
+pub const DATA_CONVERSIONS: &[(Conv, &str)] = &[
+    (Conv::ASCII, "ascii"),
+    (Conv::EBCDIC, "ebcdic"),
+    (Conv::IBM, "ibm"),
+    (Conv::BLOCK, "block"),
+    (Conv::UNBLOCK, "unblock"),
+    (Conv::LCASE, "lcase"),
+    (Conv::UCASE, "ucase"),
+    (Conv::SWAB, "swab"),
+];
+
 pub const TWO_BUFFER_CONVERSIONS: Conv = Conv::ASCII
     .union(Conv::EBCDIC)
     .union(Conv::IBM)

@@ -83,18 +83,10 @@ pub fn check(
             "{what} needs of=FILE: it writes the output by position, not as a stream"
         ));
     };
-    let refused_conv = [
-        (Conv::ASCII, "ascii"),
-        (Conv::EBCDIC, "ebcdic"),
-        (Conv::IBM, "ibm"),
-        (Conv::BLOCK, "block"),
-        (Conv::UNBLOCK, "unblock"),
-        (Conv::LCASE, "lcase"),
-        (Conv::UCASE, "ucase"),
-        (Conv::SWAB, "swab"),
-        (Conv::SPARSE, "sparse"),
-    ];
-    for (flag, name) in refused_conv {
+    let refused_conv = crate::operands::symbols::DATA_CONVERSIONS
+        .iter()
+        .chain(&[(Conv::SPARSE, "sparse")]);
+    for &(flag, name) in refused_conv {
         if plan.conv.contains(flag) {
             return Err(format!(
                 "{what} cannot be combined with conv={name}: it copies bytes unchanged, \
