@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod rigs;
+
 const BIN: &str = env!("CARGO_BIN_EXE_ddx");
 
 /// Quick settings: seconds, not minutes, per bench.
@@ -373,49 +375,12 @@ fn errors_are_one_line_and_exit_1() {
         .contains("ddx bench TARGET"));
 }
 
-/// A loop device over a file, detached when dropped (also on panic).
-struct LoopDevice {
-    device: PathBuf,
-}
-
-impl LoopDevice {
-    /// None, with the reason printed, where loop devices are not available.
-    fn attach(backing: &Path) -> Option<LoopDevice> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: loop devices need root");
-            return None;
-        }
-        let out = Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(backing)
-            .output();
-        match out {
-            Ok(out) if out.status.success() => {
-                let device = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-                Some(LoopDevice {
-                    device: PathBuf::from(device),
-                })
-            }
-            Ok(out) => {
-                eprintln!(
-                    "skipped: losetup failed: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-                None
-            }
-            Err(e) => {
-                eprintln!("skipped: no losetup ({e})");
-                None
-            }
-        }
-    }
-}
-
-impl Drop for LoopDevice {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.device).status();
-    }
+/// A loop device over `backing`; None, with the reason printed, where
+/// loop devices are not available.
+fn attach_loop(backing: &Path) -> Option<rigs::LoopDevice> {
+    rigs::LoopDevice::attach(backing, None)
+        .map_err(|reason| eprintln!("skipped: {reason}"))
+        .ok()
 }
 
 /// A mount, unmounted when dropped (before the loop device is detached).
@@ -454,10 +419,10 @@ fn a_loop_device_is_never_written_without_destructive() {
     let backing = dir.path().join("disk.img");
     random_file(&backing, 16 << 20);
     let checksum = sha256(&backing);
-    let Some(device) = LoopDevice::attach(&backing) else {
+    let Some(device) = attach_loop(&backing) else {
         return;
     };
-    let out = bench(&[&[device.device.to_str().unwrap(), "--json"][..], &QUICK].concat());
+    let out = bench(&[&[device.path.to_str().unwrap(), "--json"][..], &QUICK].concat());
     let report = json_of(&out);
     drop(device);
     assert_eq!(sha256(&backing), checksum, "the loop device was written");
@@ -488,13 +453,13 @@ fn destructive_writes_an_unused_loop_device() {
     let backing = dir.path().join("disk.img");
     random_file(&backing, 16 << 20);
     let checksum = sha256(&backing);
-    let Some(device) = LoopDevice::attach(&backing) else {
+    let Some(device) = attach_loop(&backing) else {
         return;
     };
     let out = bench(
         &[
             &[
-                device.device.to_str().unwrap(),
+                device.path.to_str().unwrap(),
                 "--destructive",
                 "--json",
                 "--tests=seq-write,latency",
@@ -518,12 +483,12 @@ fn destructive_refuses_a_mounted_loop_device() {
     let dir = scratch();
     let backing = dir.path().join("fs.img");
     std::fs::write(&backing, vec![0u8; 16 << 20]).unwrap();
-    let Some(device) = LoopDevice::attach(&backing) else {
+    let Some(device) = attach_loop(&backing) else {
         return;
     };
     let mkfs = Command::new("mkfs.ext4")
         .args(["-q", "-F"])
-        .arg(&device.device)
+        .arg(&device.path)
         .output();
     if !mkfs.as_ref().is_ok_and(|o| o.status.success()) {
         eprintln!("skipped: mkfs.ext4 unavailable or failed: {mkfs:?}");
@@ -532,7 +497,7 @@ fn destructive_refuses_a_mounted_loop_device() {
     let point = dir.path().join("mnt");
     std::fs::create_dir(&point).unwrap();
     let mounted = Command::new("mount")
-        .arg(&device.device)
+        .arg(&device.path)
         .arg(&point)
         .output()
         .unwrap();
@@ -547,11 +512,7 @@ fn destructive_refuses_a_mounted_loop_device() {
     std::fs::write(mount.point.join("precious"), b"data").unwrap();
     let checksum_before = sha256(&mount.point.join("precious"));
 
-    let out = bench(&[
-        device.device.to_str().unwrap(),
-        "--destructive",
-        "--size=4M",
-    ]);
+    let out = bench(&[device.path.to_str().unwrap(), "--destructive", "--size=4M"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(

@@ -7,38 +7,19 @@
 //! same bytes, statistics and errors with every backend. Needs root and
 //! losetup; skips with a printed reason otherwise.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-/// A loop device over a file, detached when dropped (also on panic).
-struct LoopDevice {
-    path: PathBuf,
-}
+mod rigs;
 
-impl LoopDevice {
-    fn attach(backing: &Path, sector_size: u32) -> Option<LoopDevice> {
-        let out = Command::new("losetup")
-            .args(["--find", "--show", "--sector-size"])
-            .arg(sector_size.to_string())
-            .arg(backing)
-            .output()
-            .ok()?;
-        if !out.status.success() {
-            eprintln!(
-                "losetup failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-            return None;
-        }
-        let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        Some(LoopDevice { path: path.into() })
-    }
-}
+use rigs::LoopDevice;
 
-impl Drop for LoopDevice {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
-    }
+/// A loop device with `sector_size`-byte sectors; None, with the reason
+/// printed, where loop devices are not available.
+fn attach(backing: &Path, sector_size: u32) -> Option<LoopDevice> {
+    LoopDevice::attach(backing, Some(sector_size))
+        .map_err(|reason| eprintln!("{reason}"))
+        .ok()
 }
 
 fn skip_reason() -> Option<String> {
@@ -115,8 +96,8 @@ fn pair(sector_size: u32) -> Option<Pair> {
     let ddx_backing = dir.path().join("ddx.img");
     std::fs::write(&gnu_backing, &initial).unwrap();
     std::fs::write(&ddx_backing, &initial).unwrap();
-    let gnu = LoopDevice::attach(&gnu_backing, sector_size)?;
-    let ddx = LoopDevice::attach(&ddx_backing, sector_size)?;
+    let gnu = attach(&gnu_backing, sector_size)?;
+    let ddx = attach(&ddx_backing, sector_size)?;
     Some(Pair {
         _dir: dir,
         gnu,

@@ -169,14 +169,7 @@ fn rescue_recovers_what_gnu_ddrescue_recovers() {
     let scratch = tempfile::tempdir().unwrap();
     let theirs = scratch.path().join("ddrescue.img");
     let their_map = scratch.path().join("ddrescue.map");
-    let status = Command::new("ddrescue")
-        .args(["-q", "-d", "-b512"])
-        .arg(&device.path)
-        .arg(&theirs)
-        .arg(&their_map)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    assert!(ddrescue(512, &device.path, &theirs, &their_map));
     let mut expected = contents.clone();
     for &(pos, len) in &bad {
         expected[pos as usize..(pos + len) as usize].fill(0);
@@ -228,27 +221,16 @@ fn rescue_recovers_what_gnu_ddrescue_recovers() {
             .collect();
         assert_eq!(reported, wanted, "{bs}: report");
         // ddrescue can continue from our map: nothing left but bad sectors.
-        let status = Command::new("ddrescue")
-            .args(["-q", "-d", "-b512"])
-            .arg(&device.path)
-            .arg(&ours)
-            .arg(&our_map)
-            .status()
-            .unwrap();
-        assert!(status.success(), "{bs}: ddrescue reads our map");
+        assert!(
+            ddrescue(512, &device.path, &ours, &our_map),
+            "{bs}: ddrescue reads our map"
+        );
     }
 
     // With 4 KiB sectors, both lose whole 4 KiB sectors, the same ones.
     let theirs4k = scratch.path().join("ddrescue4k.img");
     let their_map4k = scratch.path().join("ddrescue4k.map");
-    let status = Command::new("ddrescue")
-        .args(["-q", "-d", "-b4096"])
-        .arg(&device.path)
-        .arg(&theirs4k)
-        .arg(&their_map4k)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    assert!(ddrescue(4096, &device.path, &theirs4k, &their_map4k));
     let ours4k = scratch.path().join("ddx4k.img");
     let our_map4k = scratch.path().join("ddx4k.map");
     ddx()
@@ -812,4 +794,16 @@ fn resume_continues_after_a_read_error() {
         bad_blocks(&std::fs::read_to_string(&map).unwrap()),
         [(0x40000, 0x200)]
     );
+}
+
+/// GNU ddrescue, direct, with `sector`-byte sectors: whether it succeeded.
+fn ddrescue(sector: u32, input: &Path, output: &Path, map: &Path) -> bool {
+    Command::new("ddrescue")
+        .args(["-q", "-d", &format!("-b{sector}")])
+        .arg(input)
+        .arg(output)
+        .arg(map)
+        .status()
+        .unwrap()
+        .success()
 }

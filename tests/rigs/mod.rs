@@ -13,6 +13,44 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A loop device over a file, detached when dropped (also on panic).
+pub struct LoopDevice {
+    pub path: PathBuf,
+}
+
+impl LoopDevice {
+    /// Attach `backing`, with `sector_size` bytes per logical sector (None:
+    /// losetup's default, 512). Err says why not (no root, no losetup).
+    pub fn attach(backing: &Path, sector_size: Option<u32>) -> Result<LoopDevice, String> {
+        if !is_root() {
+            return Err("loop devices need root".into());
+        }
+        let mut losetup = Command::new("losetup");
+        losetup.args(["--find", "--show"]);
+        if let Some(size) = sector_size {
+            losetup.arg("--sector-size").arg(size.to_string());
+        }
+        let out = losetup
+            .arg(backing)
+            .output()
+            .map_err(|e| format!("no losetup ({e})"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "losetup failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        Ok(LoopDevice { path: path.into() })
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
+    }
+}
+
 /// Why a rig cannot be built here, printed by the skipping test.
 pub fn skip(test: &str, reason: &str) {
     eprintln!("SKIPPED {test}: {reason}");
