@@ -10,7 +10,7 @@ _ddx() {
     COMPREPLY=()
     if [[ $word != *=* ]]; then
         local IFS=$' \t\n'
-        COMPREPLY=($(compgen -W "bs= cbs= conv= count= ibs= if= iflag= obs= of= oflag= seek= skip= status= iseek= oseek= --backend= --queue-depth= --request-size= --no-offload --keep-cache --rescue --map= --resume --sector-size= --hash= --verify --progress-fd= --verbose --force --help --version" -- "$word"))
+        COMPREPLY=($(compgen -W "bs= cbs= conv= count= ibs= if= iflag= obs= of= oflag= seek= skip= status= iseek= oseek= --backend= --queue-depth= --request-size= --offload --no-offload --keep-cache --rescue --map= --resume --sector-size= --hash= --verify --progress-fd= --verbose --force --help --version" -- "$word"))
         [[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace
         return
     fi

@@ -4,6 +4,7 @@ complete -c ddx -f
 complete -c ddx -l backend -x -a 'auto sync threads uring' -d 'how reads and writes overlap: \'auto\''
 complete -c ddx -l queue-depth -x -d 'records'
 complete -c ddx -l request-size -x -d 'where records are decoupled from requests'
+complete -c ddx -l offload -d 'hand file-to-file copies to copy_file_range wherever the kernel takes'
 complete -c ddx -l no-offload -d 'copy through ddx\'s own buffers, never with copy_file_range or splice'
 complete -c ddx -l keep-cache -d 'leave a large copy\'s data in the page cache'
 complete -c ddx -l rescue -d 'on a read error, retry the failed part one logical sector at a time so'

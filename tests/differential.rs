@@ -81,6 +81,9 @@ const BACKENDS: &[(&str, &[&str])] = &[
     ("sync", &["--backend=sync"]),
     ("threads-qd1", &["--backend=threads", "--queue-depth=1"]),
     ("threads-qd8", &["--backend=threads", "--queue-depth=8"]),
+    // The kernel's copy wherever it takes the files, also on filesystems
+    // where auto prefers ddx's own (the temporary directory's, often).
+    ("offload", &["--offload"]),
     // Small requests, so that the small files of the cases span many of
     // them, and no offload, which would otherwise take the copy first.
     (

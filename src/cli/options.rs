@@ -26,8 +26,8 @@ pub struct Settings {
     pub hash: Vec<crate::integrity::Algorithm>,
     /// `--verify`: read the output back and compare.
     pub verify: bool,
-    /// `--no-offload`: never hand the copy to copy_file_range.
-    pub no_offload: bool,
+    /// `--offload` / `--no-offload` (the last one given wins).
+    pub offload: Offload,
     /// `--request-size=BYTES`: bulk request size instead of the default.
     pub request_size: Option<usize>,
     /// `--force`: skip the wrong-device guard's refusals and prompt.
@@ -36,6 +36,18 @@ pub struct Settings {
     pub verbose: bool,
     /// `--progress-fd=N`: JSON progress records to this descriptor.
     pub progress_fd: Option<i32>,
+}
+
+/// Whether the kernel's copy (copy_file_range, splice) may take a copy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Offload {
+    /// Where it is expected to be the faster way (see `engine::shape`).
+    #[default]
+    Auto,
+    /// Wherever the kernel takes it.
+    Always,
+    /// Never: every byte through ddx's buffers.
+    Never,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,6 +136,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "where records are decoupled from requests (files and block devices, no \
          per-request flags), read and write BYTES at a time, rounded to whole \
          input blocks (default: 1M; 8M within one disk)",
+    ),
+    OptionSpec::switch(
+        "offload",
+        "hand file-to-file copies to copy_file_range wherever the kernel takes \
+         them, also on filesystems that can only copy the data (ext4, tmpfs), where \
+         ddx's overlapped copy is faster on more than one CPU",
     ),
     OptionSpec::switch(
         "no-offload",
@@ -287,7 +305,8 @@ fn apply_switch(settings: &mut Settings, option: &str) {
         "rescue" => settings.rescue = true,
         "resume" => settings.resume = true,
         "verify" => settings.verify = true,
-        "no-offload" => settings.no_offload = true,
+        "offload" => settings.offload = Offload::Always,
+        "no-offload" => settings.offload = Offload::Never,
         "force" => settings.force = true,
         "verbose" => settings.verbose = true,
         _ => unreachable!("every switch in OPTIONS is handled: --{option}"),

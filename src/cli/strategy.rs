@@ -6,7 +6,7 @@
 
 use std::os::fd::AsFd;
 
-use crate::cli::options::{BackendChoice, Settings};
+use crate::cli::options::{BackendChoice, Offload, Settings};
 use crate::engine::{self, Backend, Input, Output, Shaping};
 use crate::operands::CopyPlan;
 
@@ -52,10 +52,19 @@ pub fn choose(
     } else {
         backend
     };
-    // Within one disk, overlapping reads and writes makes it seek between
-    // the two places: copy in turn, in large requests (auto only).
-    let same_disk =
-        settings.backend.is_none() && bulk.is_some() && engine::shape::same_disk(input, output);
+    // Within one rotating disk, overlapping reads and writes makes the head
+    // seek between the two places: copy in turn, in large requests (auto
+    // only). A solid-state disk has no head to move, and gains from the
+    // overlap like any other pair of ends (a disk that does not say which
+    // it is is taken to rotate); an input already in the page cache will
+    // not be read from the disk, so only the writes go to it.
+    let same_disk = settings.backend.is_none()
+        && bulk.is_some()
+        && engine::shape::same_disk(input, output)
+        && engine::depth::hint_of(input.handle.as_fd())
+            .and_then(|hint| hint.rotational)
+            .unwrap_or(true)
+        && !engine::shape::input_cached(input);
     let backend = if same_disk {
         Backend::Sequential
     } else {
@@ -78,7 +87,7 @@ pub fn choose(
     // chosen by auto (pipes), it may splice (not when hashing: the bytes
     // must pass through ddx).
     let splice = settings.backend.is_none()
-        && !settings.no_offload
+        && settings.offload != Offload::Never
         && tap.is_none()
         && engine::shape::splice_fits(plan, input, output);
     // Splicing moves each record with one call and no copy into ddx: for
@@ -91,9 +100,18 @@ pub fn choose(
         },
         Backend::Threads { .. } | Backend::Uring { .. } | Backend::Sequential => engine::Shaping {
             bulk,
-            offload_unit: engine::shape::offload_unit(plan, input, output)
-                .filter(|_| !settings.no_offload),
-            drop_behind: !settings.keep_cache,
+            // In turn within one disk, the kernel's copy is the cheaper
+            // one; overlapped, ddx's may be the faster (see `shape`).
+            offload_unit: engine::shape::offload_unit(plan, input, output).filter(
+                |_| match settings.offload {
+                    Offload::Never => false,
+                    Offload::Always => true,
+                    Offload::Auto => {
+                        backend == Backend::Sequential || engine::shape::kernel_copy_pays(output)
+                    }
+                },
+            ),
+            drop_behind: !settings.keep_cache && !engine::shape::both_in_memory(input, output),
             splice: false,
             ..engine::Shaping::default()
         },

@@ -5,13 +5,19 @@
 //!
 //! [`DropBehind`]: ddx's default for large copies. A copy streamed through
 //! the page cache evicts everything the machine had cached (the "system
-//! lethargy" of the seeds) and piles up dirty pages. Past a threshold, ddx
-//! starts writeback of what it wrote at once and drops both files' pages
-//! behind it once they are clean, so a copy of any size leaves none of its
-//! data in the cache at the end and at most [`FLUSH_LAG`] of it during.
-//! Waiting for the written pages to reach the device is done by a flusher
-//! thread, so the copy goes on meanwhile: it only waits when the device
-//! has fallen more than the lag behind.
+//! lethargy" of the seeds) and piles up dirty pages. Past a threshold:
+//! - pages ddx read into the cache are dropped behind it (they are clean);
+//! - written pages go uncached where the kernel can (RWF_DONTCACHE, Linux
+//!   6.14, ext4/XFS/Btrfs): the kernel starts their writeback at once and
+//!   drops each page when it is on the device. The copy never waits for the
+//!   disk, so it ends when `cp` would, and its pages leave the cache as
+//!   fast as the disk takes them;
+//! - elsewhere ddx does the same by hand: it starts writeback of what it
+//!   wrote, and a flusher thread waits for it and drops the pages, the copy
+//!   going on meanwhile unless the disk falls more than [`FLUSH_LAG`]
+//!   behind. Such a copy leaves none of its data in the cache at the end.
+//!
+//! Pages that were cached before ddx touched them (a hot file) stay.
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -88,6 +94,36 @@ pub const FLUSH_LAG: u64 = 256 << 20;
 
 /// The flusher thread's stack: it only makes two system calls in a loop.
 const FLUSHER_STACK: usize = 64 * 1024;
+
+/// Whether most (90%) of what a copy is about to read from `offset` on is
+/// already cached: all of it for a file, the next [`HOT_HORIZON`] of a
+/// device.
+fn source_was_hot(fd: BorrowedFd<'_>, offset: u64) -> bool {
+    let len = match file::usable_size(fd) {
+        Ok(Some(size)) => (size.max(0) as u64).saturating_sub(offset),
+        _ => HOT_HORIZON,
+    };
+    let pages = len.div_ceil(PAGE);
+    pages > 0 && file::cached_pages(fd, offset, len).is_some_and(|c| c * 10 >= pages * 9)
+}
+
+/// How far before a range to drop also: the page cache holds a file in
+/// folios of up to 2 MiB (large folios: ext4 since Linux 6.16, XFS), and
+/// DONTNEED drops only folios wholly inside its range, so ranges dropped
+/// one request at a time would each leave the folio they share behind.
+/// The range before was dropped already (in order), so reaching back
+/// into it costs nothing but frees the shared folio.
+const FOLIO_REACH: u64 = 2 << 20;
+
+/// Drop `[offset, offset + len)` and what a folio shares with the range
+/// before it.
+fn drop_pages(fd: BorrowedFd<'_>, offset: u64, len: u64) {
+    let start = offset.saturating_sub(FOLIO_REACH);
+    let _ = file::drop_cache(fd, start, len + (offset - start));
+}
+
+/// How far ahead a device source is looked at to tell whether it is hot.
+const HOT_HORIZON: u64 = 256 << 20;
 
 /// Ranges written, waiting for their writeback and then dropped, by a
 /// thread of their own (see the module header).
@@ -174,7 +210,7 @@ impl FlushQueue {
                 return;
             };
             let _ = file::wait_writeback(fd, offset, len);
-            let _ = file::drop_cache(fd, offset, len);
+            drop_pages(fd, offset, len);
             if let Ok(mut state) = self.state.lock() {
                 state.outstanding -= len;
                 self.changed.notify_all();
@@ -199,6 +235,16 @@ pub struct DropBehind {
     /// Waits for writeback and drops written pages, off the copy's thread;
     /// None until the first written range is dropped (or if no thread).
     flusher: Option<Flusher>,
+    /// Reads: the source was in the cache before the copy (its pages are
+    /// then left there); decided at the first read.
+    source_hot: Option<bool>,
+    /// The range written last went uncached: the kernel drops it.
+    last_uncached: bool,
+    /// The kernel refused an uncached write (RWF_DONTCACHE): ddx drops
+    /// written pages itself.
+    uncached_refused: bool,
+    /// Writeback was started for what was written before the threshold.
+    early_flushed: bool,
 }
 
 impl DropBehind {
@@ -210,15 +256,63 @@ impl DropBehind {
             pending_bytes: 0,
             unflushed: 0,
             flusher: None,
+            source_hot: None,
+            last_uncached: false,
+            uncached_refused: false,
+            early_flushed: false,
         }
+    }
+
+    /// Call before an uncached write (see [`DropBehind::wants_uncached`]):
+    /// the kernel drops its pages, ddx only starts the writeback of what
+    /// went through the cache before.
+    pub fn before_uncached(&mut self, fd: BorrowedFd<'_>) {
+        self.last_uncached = true;
+        if !self.early_flushed {
+            self.early_flushed = true;
+            for &(offset, len, ours) in &self.pending {
+                if ours {
+                    let _ = file::start_writeback(fd, offset, len);
+                }
+            }
+        }
+    }
+
+    /// Whether writes should now go uncached (RWF_DONTCACHE): past the
+    /// threshold the kernel then writes each page back at once and drops
+    /// it when it is on the device, and the copy never waits for the disk
+    /// (a copy ends as soon as `cp` would, with nothing of it left in the
+    /// cache once the device has it). Pages that were cached before ddx
+    /// wrote them stay, as with ddx's own dropping.
+    pub fn wants_uncached(&self) -> bool {
+        self.writes && self.done >= DROP_BEHIND_THRESHOLD && !self.uncached_refused
+    }
+
+    /// The kernel cannot write uncached here: `[offset, offset + len)`
+    /// was written the ordinary way, and ddx drops from now on.
+    pub fn uncached_refused(&mut self, offset: u64, len: u64) {
+        self.uncached_refused = true;
+        self.last_uncached = false;
+        self.pending.push_back((offset, len, true));
+        self.pending_bytes += len;
     }
 
     /// Call before reading or writing `[offset, offset + len)`: notes
     /// whether ddx is bringing it into the cache.
     pub fn before(&mut self, fd: BorrowedFd<'_>, offset: u64, len: u64) {
-        let pages = len.div_ceil(PAGE);
-        let already_cached = file::cached_pages(fd, offset, len).is_some_and(|c| c >= pages);
-        self.pending.push_back((offset, len, !already_cached));
+        self.last_uncached = false;
+        let ours = if self.writes {
+            let pages = len.div_ceil(PAGE);
+            !file::cached_pages(fd, offset, len).is_some_and(|c| c >= pages)
+        } else {
+            // Range by range, a read would find the kernel's readahead for
+            // ddx's previous read and call it hot: judge the source once,
+            // from what was cached before ddx read any of it.
+            !*self
+                .source_hot
+                .get_or_insert_with(|| source_was_hot(fd, offset))
+        };
+        self.pending.push_back((offset, len, ours));
         self.pending_bytes += len;
     }
 
@@ -228,7 +322,7 @@ impl DropBehind {
         if self.done < DROP_BEHIND_THRESHOLD {
             return;
         }
-        if self.writes {
+        if self.writes && !self.last_uncached {
             // Start writeback early, without waiting, so that the wait a
             // window later finds it done.
             self.unflushed += len;
@@ -277,6 +371,6 @@ impl DropBehind {
             }
             let _ = file::wait_writeback(fd, offset, len);
         }
-        let _ = file::drop_cache(fd, offset, len);
+        drop_pages(fd, offset, len);
     }
 }

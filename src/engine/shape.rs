@@ -184,6 +184,43 @@ pub fn offload_unit(plan: &CopyPlan, input: &Input, output: &Output) -> Option<u
     (unit <= 64 << 20).then_some(unit)
 }
 
+/// Whether copy_file_range into this output can beat ddx's own overlapped
+/// copy. Where the filesystem can only copy the data (ext4, tmpfs and the
+/// like: no shared extents, no server), the kernel reads and writes in turn
+/// on one CPU, while with a second CPU a reader thread ahead of the writer
+/// takes the time of the slower of the two instead of their sum (and can
+/// write uncached; see `cache`). With one CPU, the kernel's copy, which
+/// moves each byte once, is the better one.
+pub fn kernel_copy_pays(output: &Output) -> bool {
+    use crate::sys::filesystem::{storage_of, Storage};
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cpus < 2 || storage_of(output.handle.as_fd()) == Storage::Other
+}
+
+/// All of a regular input file is in the page cache, so reading it will
+/// not touch its disk (cachestat(2); false where that cannot be told).
+pub fn input_cached(input: &Input) -> bool {
+    const PAGE: u64 = 4096;
+    let fd = input.handle.as_fd();
+    let Ok(st) = rustix::fs::fstat(fd) else {
+        return false;
+    };
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return false;
+    }
+    let pages = (st.st_size.max(0) as u64).div_ceil(PAGE);
+    // A length of 0 asks cachestat about everything to the end of file.
+    file::cached_pages(fd, 0, 0).is_some_and(|cached| cached >= pages)
+}
+
+/// Both ends live in memory (tmpfs): their pages are the data itself, and
+/// dropping them behind a copy would do nothing but cost calls.
+pub fn both_in_memory(input: &Input, output: &Output) -> bool {
+    use crate::sys::filesystem::{storage_of, Storage};
+    storage_of(input.handle.as_fd()) == Storage::Memory
+        && storage_of(output.handle.as_fd()) == Storage::Memory
+}
+
 fn gcd(a: usize, b: usize) -> usize {
     if b == 0 {
         a

@@ -61,6 +61,10 @@ struct OutputIo {
     cache: CacheDropper,
     /// Output offset for cache advice; -1 when unknown.
     offset: i64,
+    /// Write uncached (drop-behind by the kernel, see `cache`); cleared,
+    /// and `uncached_refused` set, when the kernel cannot.
+    uncached: bool,
+    uncached_refused: bool,
 }
 
 impl OutputIo {
@@ -101,7 +105,16 @@ impl OutputIo {
                     Err(_) => self.sparse = false,
                 }
             }
-            match file::write(fd, &buf[written..]) {
+            let result = if self.uncached {
+                file::write_uncached(fd, &buf[written..])
+            } else {
+                file::write(fd, &buf[written..])
+            };
+            match result {
+                Err(Errno::OPNOTSUPP) if self.uncached => {
+                    self.uncached = false;
+                    self.uncached_refused = true;
+                }
                 Ok(0) => {
                     // Some drivers say 0 at the end of the device.
                     error = Some(Errno::NOSPC);
@@ -178,6 +191,8 @@ impl<'a> Writer<'a> {
                     plan.output_nocache && plan.copies_nothing(),
                 ),
                 offset,
+                uncached: false,
+                uncached_refused: false,
             },
             output_buffer: None,
             output_fill: 0,
@@ -234,6 +249,12 @@ impl<'a> Writer<'a> {
         let fd = self.output.handle.as_fd();
         slot.get_or_insert_with(|| DropBehind::new(true))
             .before(fd, offset, len);
+    }
+
+    /// Whether the next bulk write should leave dropping its pages to the
+    /// kernel (RWF_DONTCACHE).
+    fn behind_uncached(&self) -> bool {
+        matches!(&self.drop_behind, Some(Some(behind)) if behind.wants_uncached())
     }
 
     /// `len` bytes were written in bulk.
@@ -634,13 +655,27 @@ impl<'a> Writer<'a> {
                 }
             }
             let want = end - done;
-            self.behind_before(want as u64);
+            let at = self.io.offset.max(0) as u64;
+            self.io.uncached = self.behind_uncached();
+            if self.io.uncached {
+                if let Some(Some(behind)) = &mut self.drop_behind {
+                    behind.before_uncached(self.output.handle.as_fd());
+                }
+            } else {
+                self.behind_before(want as u64);
+            }
             let (written, error) = self.io.write(
                 self.output.handle.as_fd(),
                 &self.output.name,
                 &data[done..end],
                 self.events,
             );
+            self.io.uncached = false;
+            if std::mem::take(&mut self.io.uncached_refused) {
+                if let Some(Some(behind)) = &mut self.drop_behind {
+                    behind.uncached_refused(at, want as u64);
+                }
+            }
             add(&self.counters.bytes_out, written as u64);
             self.behind_after(written as u64);
             done += written;

@@ -153,6 +153,24 @@ pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
     rustix::io::write(fd, buf)
 }
 
+/// RWF_DONTCACHE (Linux 6.14): a buffered write whose pages the kernel
+/// writes back at once and drops when that is done, without the writer
+/// waiting. rustix 1.1 does not name it yet.
+const RWF_DONTCACHE: u32 = 0x80;
+
+/// write(2) at the file offset, uncached (see [`RWF_DONTCACHE`]).
+/// EOPNOTSUPP where the kernel or the filesystem cannot do it.
+pub fn write_uncached(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+    // Offset -1 means "at the file offset, and advance it", as write(2).
+    let at_file_offset = u64::MAX;
+    rustix::io::pwritev2(
+        fd,
+        &[std::io::IoSlice::new(buf)],
+        at_file_offset,
+        rustix::io::ReadWriteFlags::from_bits_retain(RWF_DONTCACHE),
+    )
+}
+
 /// lseek(fd, delta, SEEK_CUR), with GNU's signed offsets.
 pub fn seek_relative(fd: BorrowedFd<'_>, delta: i64) -> Result<i64, Errno> {
     rustix::fs::seek(fd, SeekFrom::Current(delta)).map(|p| p as i64)

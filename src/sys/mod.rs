@@ -9,6 +9,7 @@ pub mod buffer;
 pub mod device;
 pub mod fd;
 pub mod file;
+pub mod filesystem;
 pub mod mounts;
 pub mod ring;
 pub mod signals;
