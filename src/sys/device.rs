@@ -132,19 +132,13 @@ fn active_scheduler(list: &str) -> String {
         .to_owned()
 }
 
-/// The filesystem type mounted from device `major:minor`, by mountinfo
-/// (its names are the ones people know; statfs only gives magic numbers).
+/// The filesystem type mounted from device `number`, by mountinfo (its
+/// names are the ones people know; statfs only gives magic numbers).
 fn filesystem_of(number: DeviceNumber) -> Option<String> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let wanted = format!("{}:{}", number.major, number.minor);
-    mountinfo.lines().find_map(|line| {
-        let mut fields = line.split(' ');
-        if fields.nth(2)? != wanted {
-            return None;
-        }
-        let (_, after) = line.split_once(" - ")?;
-        after.split(' ').next().map(str::to_owned)
-    })
+    super::mounts::mounts()
+        .into_iter()
+        .find(|m| m.number == number)
+        .map(|m| m.fstype)
 }
 
 #[cfg(test)]
