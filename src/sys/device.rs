@@ -43,13 +43,18 @@ fn disk_node_of(fd: BorrowedFd<'_>) -> Option<Node> {
 /// What the system knows about the storage under a file or block device.
 /// Every field is optional: a file on tmpfs or NFS has no disk, an old
 /// kernel has no DIO alignment.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// `ddx bench` writes it into its JSON report as it is: the serialized
+/// names and their order are part of that report's schema.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct DeviceInfo {
-    /// Kernel name of the whole disk ("nvme0n1", "vda", "loop3").
-    pub disk_name: Option<String>,
-    pub disk: Option<Disk>,
     /// The drive's model string, or for a loop device its backing file.
     pub model: Option<String>,
+    /// Kernel name of the whole disk ("nvme0n1", "vda", "loop3").
+    #[serde(rename = "disk")]
+    pub disk_name: Option<String>,
+    #[serde(skip)]
+    pub disk: Option<Disk>,
     /// Size of the block device itself (for a file: of its whole disk).
     pub size_bytes: Option<u64>,
     pub logical_sector: Option<u32>,
