@@ -378,9 +378,7 @@ fn errors_are_one_line_and_exit_1() {
 /// A loop device over `backing`; None, with the reason printed, where
 /// loop devices are not available.
 fn attach_loop(backing: &Path) -> Option<rigs::LoopDevice> {
-    rigs::LoopDevice::attach(backing, None)
-        .map_err(|reason| eprintln!("skipped: {reason}"))
-        .ok()
+    rigs::LoopDevice::attach_or_skip(backing, rigs::LoopOptions::default())
 }
 
 /// A mount, unmounted when dropped (before the loop device is detached).

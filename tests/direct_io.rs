@@ -12,28 +12,16 @@ use std::process::Command;
 
 mod rigs;
 
-use rigs::LoopDevice;
+use rigs::{LoopDevice, LoopOptions};
 
 /// A loop device with `sector_size`-byte sectors; None, with the reason
 /// printed, where loop devices are not available.
 fn attach(backing: &Path, sector_size: u32) -> Option<LoopDevice> {
-    LoopDevice::attach(backing, Some(sector_size))
-        .map_err(|reason| eprintln!("{reason}"))
-        .ok()
-}
-
-fn skip_reason() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("needs root for loop devices".into());
-    }
-    if Command::new("losetup").arg("--version").output().is_err() {
-        return Some("losetup is not installed".into());
-    }
-    if !Path::new("/dev/loop-control").exists() {
-        return Some("no /dev/loop-control".into());
-    }
-    None
+    let options = LoopOptions {
+        sector_size: Some(sector_size),
+        ..LoopOptions::default()
+    };
+    LoopDevice::attach_or_skip(backing, options)
 }
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
@@ -116,7 +104,7 @@ impl Pair {
 
 #[test]
 fn direct_writes_to_block_devices_match_gnu_dd() {
-    if let Some(reason) = skip_reason() {
+    if let Some(reason) = LoopDevice::unavailable() {
         eprintln!("skipped: {reason}");
         return;
     }
@@ -177,7 +165,7 @@ fn direct_writes_to_block_devices_match_gnu_dd() {
 
 #[test]
 fn direct_reads_from_block_devices_match_gnu_dd() {
-    if let Some(reason) = skip_reason() {
+    if let Some(reason) = LoopDevice::unavailable() {
         eprintln!("skipped: {reason}");
         return;
     }

@@ -12,6 +12,10 @@ use std::process::{Command, Output, Stdio};
 
 use assert_cmd::cargo::CommandCargoExt;
 
+mod rigs;
+
+use rigs::{have, LoopDevice, LoopOptions};
+
 fn ddx() -> Command {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::cargo_bin("ddx").expect("ddx binary");
@@ -43,22 +47,12 @@ fn tool(program: &str, args: &[&str]) -> Result<Output, String> {
     }
 }
 
-fn have(program: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {program}"))
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// Why device tests cannot run here, if they cannot.
 fn missing_facility() -> Option<String> {
-    // SAFETY: geteuid has no preconditions and touches no memory.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root".into());
+    if let Some(why) = LoopDevice::unavailable() {
+        return Some(why);
     }
-    for program in ["losetup", "mkfs.ext4", "mount", "umount", "sha256sum"] {
+    for program in ["mkfs.ext4", "mount", "umount", "sha256sum"] {
         if !have(program) {
             return Some(format!("{program} not installed"));
         }
@@ -76,10 +70,12 @@ macro_rules! skip_without_devices {
 }
 
 /// A loop device over a file in a temporary directory; unmounts what it
-/// mounted and detaches itself when dropped.
+/// mounted and undoes its `cleanups` when dropped, before the rig detaches
+/// the device.
 struct Loop {
+    // Dropped first: detached before its backing file is removed.
+    loop_device: LoopDevice,
     dir: tempfile::TempDir,
-    device: String,
     mounts: Vec<PathBuf>,
     cleanups: Vec<Vec<String>>,
 }
@@ -97,17 +93,21 @@ impl Loop {
             .map_err(|e| e.to_string())?;
         f.set_len(size).map_err(|e| e.to_string())?;
         drop(f);
-        let out = tool(
-            "losetup",
-            &["--find", "--show", "--partscan", &backing.to_string_lossy()],
-        )?;
-        let device = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let options = LoopOptions {
+            partscan: true,
+            ..LoopOptions::default()
+        };
         Ok(Loop {
+            loop_device: LoopDevice::attach(&backing, options)?,
             dir,
-            device,
             mounts: Vec::new(),
             cleanups: Vec::new(),
         })
+    }
+
+    /// The device node, as an operand takes it.
+    fn device(&self) -> String {
+        self.loop_device.name()
     }
 
     fn mkfs_and_mount(&mut self, device: &str) -> Result<PathBuf, String> {
@@ -141,7 +141,6 @@ impl Drop for Loop {
         for mount_point in self.mounts.iter().rev() {
             let _ = Command::new("umount").arg(mount_point).output();
         }
-        let _ = Command::new("losetup").args(["-d", &self.device]).output();
     }
 }
 
@@ -183,7 +182,7 @@ fn a_mounted_device_is_refused_intact_and_force_overrides() {
         Ok(lo) => lo,
         Err(why) => return eprintln!("skipped: {why}"),
     };
-    let device = lo.device.clone();
+    let device = lo.device();
     let mount_point = lo.mkfs_and_mount(&device).expect("mount");
     let before = sha256(&device);
 
@@ -234,19 +233,16 @@ fn a_disk_whose_partition_is_mounted_is_refused() {
         Ok(lo) => lo,
         Err(why) => return eprintln!("skipped: {why}"),
     };
-    let partition = format!("{}p1", lo.device);
-    for _ in 0..50 {
-        if Path::new(&partition).exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    if !Path::new(&partition).exists() {
-        return eprintln!("skipped: no partition node {partition} (no partition scanning here)");
-    }
+    let Some(partition) = lo.loop_device.partition(1) else {
+        return eprintln!(
+            "skipped: no partition node {}p1 (no partition scanning here)",
+            lo.device()
+        );
+    };
+    let partition = partition.display().to_string();
     let mount_point = lo.mkfs_and_mount(&partition).expect("mount");
-    let before = sha256(&lo.device);
-    let (code, err) = run(ddx().args(["if=/dev/zero", &format!("of={}", lo.device), "count=1"]));
+    let before = sha256(&lo.device());
+    let (code, err) = run(ddx().args(["if=/dev/zero", &format!("of={}", lo.device()), "count=1"]));
     let name = Path::new(&partition).file_name().unwrap().to_string_lossy();
     assert_refused(
         &err,
@@ -256,7 +252,7 @@ fn a_disk_whose_partition_is_mounted_is_refused() {
             mount_point.display()
         )],
     );
-    assert_eq!(sha256(&lo.device), before);
+    assert_eq!(sha256(&lo.device()), before);
     // The partition itself is refused too.
     let (code, err) = run(ddx().args(["if=/dev/zero", &format!("of={partition}"), "count=1"]));
     assert_refused(&err, code, &["it is mounted on"]);
@@ -272,7 +268,7 @@ fn active_swap_is_refused() {
         Ok(lo) => lo,
         Err(why) => return eprintln!("skipped: {why}"),
     };
-    let device = lo.device.clone();
+    let device = lo.device();
     tool("mkswap", &[&device]).expect("mkswap");
     if let Err(why) = tool("swapon", &[&device]) {
         return eprintln!("skipped: cannot enable swap here: {why}");
@@ -292,7 +288,7 @@ fn a_device_held_by_device_mapper_is_refused() {
         Ok(lo) => lo,
         Err(why) => return eprintln!("skipped: {why}"),
     };
-    let device = lo.device.clone();
+    let device = lo.device();
     let name = format!("ddx-guard-test-{}", std::process::id());
     let table = format!("0 {} linear {device} 0", (16 << 20) / 512);
     if let Err(why) = tool("dmsetup", &["create", &name, "--table", &table]) {
@@ -313,7 +309,7 @@ fn a_free_device_is_written_without_a_word() {
     };
     let (code, err) = run(ddx().args([
         "if=/dev/zero",
-        &format!("of={}", lo.device),
+        &format!("of={}", lo.device()),
         "bs=4k",
         "count=2",
         "status=noxfer",

@@ -8,6 +8,10 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::CommandCargoExt;
 
+mod rigs;
+
+use rigs::{LoopDevice, LoopOptions};
+
 fn ddx() -> Command {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::cargo_bin("ddx").expect("ddx binary");
@@ -504,28 +508,13 @@ fn save_capture(name: &str, text: &str) {
 /// anything but yes leaves it alone. Needs root and losetup.
 #[test]
 fn whole_disk_from_a_terminal_asks_first() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return eprintln!("skipped: not root (loop devices)");
-    }
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("disk.img");
     std::fs::write(&image, vec![7u8; 4 << 20]).unwrap();
-    let attached = Command::new("losetup")
-        .args(["--find", "--show"])
-        .arg(&image)
-        .output();
-    let device = match attached {
-        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
-        _ => return eprintln!("skipped: losetup cannot attach a loop device here"),
+    let Some(attached) = LoopDevice::attach_or_skip(&image, LoopOptions::default()) else {
+        return;
     };
-    struct Detach(String);
-    impl Drop for Detach {
-        fn drop(&mut self) {
-            let _ = Command::new("losetup").args(["-d", &self.0]).output();
-        }
-    }
-    let _detach = Detach(device.clone());
+    let device = attached.name();
     let command = format!("ddx if=/dev/zero of={device} count=1");
     let Some(tmux) = Tmux::start("disk", 160, 8, &command) else {
         return;

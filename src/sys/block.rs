@@ -1,13 +1,20 @@
-//! What sysfs says about one block device, for the wrong-device guard and
-//! the notice before a whole disk is overwritten: its name, size, model,
-//! where a partition starts on its disk, a disk's partitions, and who
-//! holds it (RAID, LVM, device-mapper).
+//! sysfs for block devices, the one place ddx reads it: from a device
+//! number to its directory under `/sys/dev/block`, from a partition to its
+//! whole disk, and the attributes the rest of ddx asks about (size, start,
+//! queue limits, model, partitions, holders).
 //!
-//! Only reads `/sys/dev/block/MAJOR:MINOR`; a missing file means "unknown",
-//! never an error, because the guard must not stop a copy it cannot judge.
+//! Two views are built on [`Node`]: [`describe`] here, what the wrong-device
+//! guard and the notice before a whole disk is overwritten need (name, size,
+//! model, partitions, holders), and `sys::device`, what the engine and
+//! `ddx bench` need about the disk under an open file (sector sizes,
+//! rotational, queue size).
+//!
+//! A missing file means "unknown", never an error, because the guard must
+//! not stop a copy it cannot judge and a file on tmpfs has no disk at all.
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
 /// A device number, as in `st_rdev` and sysfs's `dev` files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,6 +39,133 @@ impl DeviceNumber {
             minor: minor.parse().ok()?,
         })
     }
+}
+
+/// sysfs sizes and offsets are in 512-byte units whatever the sector size.
+const SECTOR: u64 = 512;
+
+/// One block device's sysfs directory: a whole disk's, or a partition's
+/// (which sits inside its disk's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    dir: PathBuf,
+}
+
+impl Node {
+    /// The directory of device `number`; None when sysfs does not know it.
+    pub fn of(number: DeviceNumber) -> Option<Node> {
+        let link = format!("/sys/dev/block/{}:{}", number.major, number.minor);
+        // Canonical, so that a partition's parent is its disk.
+        let dir = PathBuf::from(link).canonicalize().ok()?;
+        Some(Node { dir })
+    }
+
+    /// The directory of the device with kernel name `name` ("dm-0").
+    pub fn named(name: &str) -> Node {
+        Node {
+            dir: PathBuf::from(format!("/sys/class/block/{name}")),
+        }
+    }
+
+    /// A directory laid out like sysfs's, for tests.
+    #[cfg(test)]
+    pub(crate) fn at(dir: &Path) -> Node {
+        Node {
+            dir: dir.to_owned(),
+        }
+    }
+
+    pub fn is_partition(&self) -> bool {
+        self.dir.join("partition").exists()
+    }
+
+    /// The whole disk this device is, or is a partition of.
+    pub fn disk(&self) -> Option<Node> {
+        if self.is_partition() {
+            Some(Node {
+                dir: self.dir.parent()?.to_path_buf(),
+            })
+        } else {
+            Some(self.clone())
+        }
+    }
+
+    /// Kernel name: "sda", "sda1", "loop0", "nvme0n1p2".
+    pub fn name(&self) -> Option<String> {
+        self.dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+    }
+
+    /// The device number, from the `dev` file.
+    pub fn number(&self) -> Option<DeviceNumber> {
+        DeviceNumber::parse(&self.text("dev")?)
+    }
+
+    /// Bytes.
+    pub fn size_bytes(&self) -> Option<u64> {
+        self.value::<u64>("size").map(|s| s * SECTOR)
+    }
+
+    /// Byte offset of a partition on its disk.
+    pub fn start_bytes(&self) -> Option<u64> {
+        self.value::<u64>("start").map(|s| s * SECTOR)
+    }
+
+    /// An attribute's text, trimmed; None when missing or empty.
+    pub fn text(&self, attribute: &str) -> Option<String> {
+        read_trimmed(&self.dir.join(attribute))
+    }
+
+    /// An attribute parsed as a number (or anything else `FromStr`).
+    pub fn value<T: FromStr>(&self, attribute: &str) -> Option<T> {
+        self.text(attribute)?.parse().ok()
+    }
+
+    /// A block-layer queue attribute ("rotational", "nr_requests", ...).
+    pub fn queue<T: FromStr>(&self, attribute: &str) -> Option<T> {
+        self.value(&format!("queue/{attribute}"))
+    }
+
+    /// A whole disk's partitions, by minor number (empty for a partition).
+    pub fn partitions(&self) -> Vec<Partition> {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut partitions: Vec<Partition> = entries
+            .flatten()
+            .map(|e| Node { dir: e.path() })
+            .filter(Node::is_partition)
+            .filter_map(|p| {
+                Some(Partition {
+                    name: p.name().unwrap_or_default(),
+                    number: p.number()?,
+                    size: p.size_bytes().unwrap_or(0),
+                })
+            })
+            .collect();
+        partitions.sort_by_key(|p| p.number.minor);
+        partitions
+    }
+
+    /// Kernel names of the devices stacked on this one (holders/), sorted.
+    pub fn holders(&self) -> Vec<String> {
+        let Ok(entries) = fs::read_dir(self.dir.join("holders")) else {
+            return Vec::new();
+        };
+        let mut holders: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        holders.sort();
+        holders
+    }
+}
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    let text = fs::read_to_string(path).ok()?;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
 }
 
 /// A partition of a whole disk.
@@ -64,106 +198,47 @@ pub struct BlockDevice {
     pub holders: Vec<String>,
 }
 
-const SECTOR: u64 = 512;
-
-fn read_trimmed(path: &Path) -> Option<String> {
-    let text = fs::read_to_string(path).ok()?;
-    let text = text.trim();
-    (!text.is_empty()).then(|| text.to_owned())
-}
-
-fn read_number(path: &Path) -> Option<u64> {
-    read_trimmed(path)?.parse().ok()
-}
-
-/// The sysfs directory of a device number.
-fn sysfs_dir(number: DeviceNumber) -> Option<PathBuf> {
-    PathBuf::from(format!("/sys/dev/block/{}:{}", number.major, number.minor))
-        .canonicalize()
-        .ok()
-}
-
-fn name_of(dir: &Path) -> String {
-    dir.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
 /// Describe the block device `number`; None when sysfs does not know it.
 pub fn describe(number: DeviceNumber) -> Option<BlockDevice> {
-    let dir = sysfs_dir(number)?;
-    let is_partition = dir.join("partition").exists();
-    let size = read_number(&dir.join("size")).unwrap_or(0) * SECTOR;
-    let (disk_dir, start) = if is_partition {
-        let parent = dir.parent()?.to_path_buf();
-        let start = read_number(&dir.join("start")).unwrap_or(0) * SECTOR;
-        (parent, start)
+    describe_node(number, &Node::of(number)?)
+}
+
+fn describe_node(number: DeviceNumber, node: &Node) -> Option<BlockDevice> {
+    let is_partition = node.is_partition();
+    let disk = node.disk()?;
+    let start = if is_partition {
+        node.start_bytes().unwrap_or(0)
     } else {
-        (dir.clone(), 0)
+        0
     };
-    let disk = read_trimmed(&disk_dir.join("dev"))
-        .and_then(|d| DeviceNumber::parse(&d))
-        .unwrap_or(number);
     let partitions = if is_partition {
         Vec::new()
     } else {
-        partitions_in(&dir)
+        node.partitions()
     };
     Some(BlockDevice {
         number,
-        name: name_of(&dir),
-        size,
-        disk,
+        name: node.name().unwrap_or_default(),
+        size: node.size_bytes().unwrap_or(0),
+        disk: disk.number().unwrap_or(number),
         start,
         is_partition,
-        model: model_of(&disk_dir),
+        model: model_of(&disk),
         partitions,
-        holders: holders_of(&dir),
+        holders: node.holders(),
     })
 }
 
-fn partitions_in(dir: &Path) -> Vec<Partition> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut partitions: Vec<Partition> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join("partition").exists())
-        .filter_map(|p| {
-            Some(Partition {
-                name: name_of(&p),
-                number: DeviceNumber::parse(&read_trimmed(&p.join("dev"))?)?,
-                size: read_number(&p.join("size")).unwrap_or(0) * SECTOR,
-            })
-        })
-        .collect();
-    partitions.sort_by_key(|p| p.number.minor);
-    partitions
-}
-
-fn holders_of(dir: &Path) -> Vec<String> {
-    let Ok(entries) = fs::read_dir(dir.join("holders")) else {
-        return Vec::new();
-    };
-    let mut holders: Vec<String> = entries
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    holders.sort();
-    holders
-}
-
 /// What a person would recognise the disk by.
-fn model_of(disk_dir: &Path) -> Option<String> {
-    if let Some(backing) = read_trimmed(&disk_dir.join("loop/backing_file")) {
+fn model_of(disk: &Node) -> Option<String> {
+    if let Some(backing) = disk.text("loop/backing_file") {
         return Some(format!("loop device over {backing}"));
     }
-    if let Some(name) = read_trimmed(&disk_dir.join("dm/name")) {
+    if let Some(name) = disk.text("dm/name") {
         return Some(format!("device-mapper {name}"));
     }
-    let vendor = read_trimmed(&disk_dir.join("device/vendor"));
-    let model = read_trimmed(&disk_dir.join("device/model"));
+    let vendor = disk.text("device/vendor");
+    let model = disk.text("device/model");
     match (vendor, model) {
         (Some(v), Some(m)) if !m.starts_with(&v) => Some(format!("{v} {m}")),
         (_, Some(m)) => Some(m),
@@ -174,16 +249,73 @@ fn model_of(disk_dir: &Path) -> Option<String> {
 
 /// The name a holder goes by: a dm device's own name, or its kernel name.
 pub fn holder_label(kernel_name: &str) -> String {
-    let dm = PathBuf::from(format!("/sys/class/block/{kernel_name}/dm/name"));
-    match read_trimmed(&dm) {
+    match Node::named(kernel_name).text("dm/name") {
         Some(name) => format!("{kernel_name} ({name})"),
         None => kernel_name.to_owned(),
+    }
+}
+
+/// A directory tree laid out like sysfs, for the tests of this module and
+/// of `sys::device`.
+#[cfg(test)]
+pub(crate) mod fake {
+    use std::path::Path;
+
+    /// Write `files` (path relative to `root`, contents) and create `dirs`.
+    pub fn tree(root: &Path, dirs: &[&str], files: &[(&str, &str)]) {
+        for dir in dirs {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        for (path, text) in files {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+    }
+
+    /// A 1 GiB SCSI disk "sdz" (8:16) with partitions sdz2 (8:18, from
+    /// sector 4096) and sdz1 (8:17, from 2048), sdz1 held by dm-3.
+    pub fn disk(root: &Path) -> std::path::PathBuf {
+        let disk = root.join("sdz");
+        tree(
+            &disk,
+            &["holders", "sdz1/holders/dm-3", "sdz2/holders"],
+            &[
+                ("dev", "8:16\n"),
+                ("size", "2097152\n"),
+                ("device/vendor", "ATA     \n"),
+                ("device/model", "Spinner 9000\n"),
+                ("queue/logical_block_size", "512\n"),
+                ("queue/physical_block_size", "4096\n"),
+                ("queue/rotational", "1\n"),
+                ("queue/nr_requests", "64\n"),
+                ("queue/scheduler", "none [mq-deadline] kyber\n"),
+                ("sdz1/dev", "8:17\n"),
+                ("sdz1/partition", "1\n"),
+                ("sdz1/size", "2048\n"),
+                ("sdz1/start", "2048\n"),
+                ("sdz2/dev", "8:18\n"),
+                ("sdz2/partition", "2\n"),
+                ("sdz2/size", "4096\n"),
+                ("sdz2/start", "4096\n"),
+            ],
+        );
+        disk
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const SDZ: DeviceNumber = DeviceNumber {
+        major: 8,
+        minor: 16,
+    };
+    const SDZ1: DeviceNumber = DeviceNumber {
+        major: 8,
+        minor: 17,
+    };
 
     #[test]
     fn device_numbers_parse_as_sysfs_writes_them() {
@@ -206,5 +338,66 @@ mod tests {
             }),
             None
         );
+    }
+
+    #[test]
+    fn a_whole_disk_lists_its_partitions_in_order() {
+        let root = tempfile::tempdir().unwrap();
+        let disk = fake::disk(root.path());
+        let device = describe_node(SDZ, &Node::at(&disk)).unwrap();
+        assert_eq!(device.name, "sdz");
+        assert_eq!(device.size, 1 << 30);
+        assert_eq!(device.disk, SDZ);
+        assert_eq!((device.start, device.is_partition), (0, false));
+        assert_eq!(device.model.as_deref(), Some("ATA Spinner 9000"));
+        let names: Vec<&str> = device.partitions.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["sdz1", "sdz2"]);
+        assert_eq!(device.partitions[0].number, SDZ1);
+        assert_eq!(device.partitions[1].size, 4096 * 512);
+        assert!(device.holders.is_empty());
+    }
+
+    #[test]
+    fn a_partition_knows_its_disk_start_and_holders() {
+        let root = tempfile::tempdir().unwrap();
+        let disk = fake::disk(root.path());
+        let device = describe_node(SDZ1, &Node::at(&disk.join("sdz1"))).unwrap();
+        assert_eq!(device.name, "sdz1");
+        assert_eq!(device.size, 1 << 20);
+        assert_eq!(device.disk, SDZ);
+        assert_eq!((device.start, device.is_partition), (1 << 20, true));
+        assert_eq!(device.model.as_deref(), Some("ATA Spinner 9000"));
+        assert!(device.partitions.is_empty());
+        assert_eq!(device.holders, ["dm-3"]);
+    }
+
+    #[test]
+    fn a_loop_device_is_named_by_its_backing_file() {
+        let root = tempfile::tempdir().unwrap();
+        let disk = root.path().join("loop7");
+        fake::tree(
+            &disk,
+            &[],
+            &[("dev", "7:7\n"), ("loop/backing_file", "/tmp/disk.img\n")],
+        );
+        let number = DeviceNumber { major: 7, minor: 7 };
+        let device = describe_node(number, &Node::at(&disk)).unwrap();
+        assert_eq!(
+            device.model.as_deref(),
+            Some("loop device over /tmp/disk.img")
+        );
+        // No size file: unknown reads as 0, not as a failure.
+        assert_eq!(device.size, 0);
+    }
+
+    #[test]
+    fn queue_attributes_parse_and_missing_ones_are_none() {
+        let root = tempfile::tempdir().unwrap();
+        let disk = Node::at(&fake::disk(root.path()));
+        assert_eq!(disk.queue::<u32>("physical_block_size"), Some(4096));
+        assert_eq!(disk.queue::<u32>("nr_requests"), Some(64));
+        assert_eq!(disk.queue::<u32>("no_such_attribute"), None);
+        // Present but not a number.
+        assert_eq!(disk.queue::<u32>("scheduler"), None);
     }
 }

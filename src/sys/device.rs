@@ -1,4 +1,6 @@
-//! What sysfs says about the disk under a file or block device.
+//! What the system knows about the disk under an open file or block
+//! device: sysfs (read through [`super::block`]), the sector-size ioctls,
+//! statx's O_DIRECT alignment and the filesystem type from mountinfo.
 //!
 //! A file lives on the filesystem's device (st_dev), a block device is its
 //! own (st_rdev); a partition belongs to its whole disk. Two ends on the
@@ -7,31 +9,22 @@
 //! [`DeviceInfo`] decide O_DIRECT alignment and how much to keep in flight.
 
 use std::os::fd::BorrowedFd;
-use std::path::{Path, PathBuf};
 
 use rustix::fs::FileType;
 
+use super::block::{DeviceNumber, Node};
+
 /// A whole disk, by its device number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Disk {
-    pub major: u32,
-    pub minor: u32,
-}
+pub type Disk = DeviceNumber;
 
 /// The whole disk that holds the data of `fd`, if it is on one.
 pub fn disk_of(fd: BorrowedFd<'_>) -> Option<Disk> {
-    let disk_dir = disk_dir_of(fd)?;
-    let dev = std::fs::read_to_string(disk_dir.join("dev")).ok()?;
-    let (major, minor) = dev.trim().split_once(':')?;
-    Some(Disk {
-        major: major.parse().ok()?,
-        minor: minor.parse().ok()?,
-    })
+    disk_node_of(fd)?.number()
 }
 
 /// The device number `fd`'s data lives on (st_rdev of a block device,
 /// st_dev of a file or directory).
-fn data_device(fd: BorrowedFd<'_>) -> Option<(FileType, u32, u32)> {
+fn data_device(fd: BorrowedFd<'_>) -> Option<(FileType, DeviceNumber)> {
     let st = rustix::fs::fstat(fd).ok()?;
     let kind = FileType::from_raw_mode(st.st_mode);
     let dev = match kind {
@@ -39,32 +32,29 @@ fn data_device(fd: BorrowedFd<'_>) -> Option<(FileType, u32, u32)> {
         FileType::RegularFile | FileType::Directory => st.st_dev,
         _ => return None,
     };
-    Some((kind, rustix::fs::major(dev), rustix::fs::minor(dev)))
+    Some((kind, DeviceNumber::from_raw(dev)))
 }
 
 /// The sysfs directory of the whole disk under `fd`.
-fn disk_dir_of(fd: BorrowedFd<'_>) -> Option<PathBuf> {
-    let (_, major, minor) = data_device(fd)?;
-    let node = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
-    let node = node.canonicalize().ok()?;
-    // A partition's directory sits inside its disk's and has a "partition" file.
-    if node.join("partition").exists() {
-        Some(node.parent()?.to_path_buf())
-    } else {
-        Some(node)
-    }
+fn disk_node_of(fd: BorrowedFd<'_>) -> Option<Node> {
+    Node::of(data_device(fd)?.1)?.disk()
 }
 
 /// What the system knows about the storage under a file or block device.
 /// Every field is optional: a file on tmpfs or NFS has no disk, an old
 /// kernel has no DIO alignment.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// `ddx bench` writes it into its JSON report as it is: the serialized
+/// names and their order are part of that report's schema.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct DeviceInfo {
-    /// Kernel name of the whole disk ("nvme0n1", "vda", "loop3").
-    pub disk_name: Option<String>,
-    pub disk: Option<Disk>,
     /// The drive's model string, or for a loop device its backing file.
     pub model: Option<String>,
+    /// Kernel name of the whole disk ("nvme0n1", "vda", "loop3").
+    #[serde(rename = "disk")]
+    pub disk_name: Option<String>,
+    #[serde(skip)]
+    pub disk: Option<Disk>,
     /// Size of the block device itself (for a file: of its whole disk).
     pub size_bytes: Option<u64>,
     pub logical_sector: Option<u32>,
@@ -85,22 +75,12 @@ pub struct DeviceInfo {
 /// Gather [`DeviceInfo`] for an open file, directory or block device.
 pub fn device_info(fd: BorrowedFd<'_>) -> DeviceInfo {
     let mut info = DeviceInfo::default();
-    let Some((kind, major, minor)) = data_device(fd) else {
+    let Some((kind, number)) = data_device(fd) else {
         return info;
     };
-    if let Some(dir) = disk_dir_of(fd) {
-        info.disk_name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-        info.disk = disk_of(fd);
-        let queue = dir.join("queue");
-        info.logical_sector = read_number(&queue.join("logical_block_size"));
-        info.physical_sector = read_number(&queue.join("physical_block_size"));
-        info.rotational = read_number::<u32>(&queue.join("rotational")).map(|r| r != 0);
-        info.scheduler = read_trimmed(&queue.join("scheduler")).map(|s| active_scheduler(&s));
-        info.nr_requests = read_number(&queue.join("nr_requests"));
-        info.model = read_trimmed(&dir.join("device/model"))
-            .or_else(|| read_trimmed(&dir.join("loop/backing_file")).map(|f| format!("loop: {f}")));
-        // sysfs sizes are in 512-byte units whatever the sector size.
-        info.size_bytes = read_number::<u64>(&dir.join("size")).map(|s| s * 512);
+    let node = Node::of(number);
+    if let Some(disk) = node.as_ref().and_then(Node::disk) {
+        describe_disk(&disk, &mut info);
     }
     if kind == FileType::BlockDevice {
         // The ioctls describe the node itself (a partition, a loop device
@@ -111,12 +91,11 @@ pub fn device_info(fd: BorrowedFd<'_>) -> DeviceInfo {
         if let Ok(n) = rustix::fs::ioctl_blkpbszget(fd) {
             info.physical_sector = Some(n);
         }
-        let node = PathBuf::from(format!("/sys/dev/block/{major}:{minor}/size"));
-        if let Some(sectors) = read_number::<u64>(&node) {
-            info.size_bytes = Some(sectors * 512);
+        if let Some(size) = node.as_ref().and_then(Node::size_bytes) {
+            info.size_bytes = Some(size);
         }
     } else {
-        info.filesystem = filesystem_of(major, minor);
+        info.filesystem = filesystem_of(number);
     }
     if let Ok(stx) = rustix::fs::statx(
         fd,
@@ -132,6 +111,24 @@ pub fn device_info(fd: BorrowedFd<'_>) -> DeviceInfo {
     info
 }
 
+/// What sysfs says about the whole disk: its name, number, model, size and
+/// queue.
+fn describe_disk(disk: &Node, info: &mut DeviceInfo) {
+    info.disk_name = disk.name();
+    info.disk = disk.number();
+    info.logical_sector = disk.queue("logical_block_size");
+    info.physical_sector = disk.queue("physical_block_size");
+    info.rotational = disk.queue::<u32>("rotational").map(|r| r != 0);
+    info.scheduler = disk
+        .queue::<String>("scheduler")
+        .map(|s| active_scheduler(&s));
+    info.nr_requests = disk.queue("nr_requests");
+    info.model = disk
+        .text("device/model")
+        .or_else(|| disk.text("loop/backing_file").map(|f| format!("loop: {f}")));
+    info.size_bytes = disk.size_bytes();
+}
+
 /// The bracketed entry of sysfs's scheduler list ("none [mq-deadline]").
 fn active_scheduler(list: &str) -> String {
     list.split_whitespace()
@@ -140,29 +137,13 @@ fn active_scheduler(list: &str) -> String {
         .to_owned()
 }
 
-/// The filesystem type mounted from device `major:minor`, by mountinfo
-/// (its names are the ones people know; statfs only gives magic numbers).
-fn filesystem_of(major: u32, minor: u32) -> Option<String> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let wanted = format!("{major}:{minor}");
-    mountinfo.lines().find_map(|line| {
-        let mut fields = line.split(' ');
-        if fields.nth(2)? != wanted {
-            return None;
-        }
-        let (_, after) = line.split_once(" - ")?;
-        after.split(' ').next().map(str::to_owned)
-    })
-}
-
-fn read_trimmed(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let text = text.trim();
-    (!text.is_empty()).then(|| text.to_owned())
-}
-
-fn read_number<T: std::str::FromStr>(path: &Path) -> Option<T> {
-    read_trimmed(path)?.parse().ok()
+/// The filesystem type mounted from device `number`, by mountinfo (its
+/// names are the ones people know; statfs only gives magic numbers).
+fn filesystem_of(number: DeviceNumber) -> Option<String> {
+    super::mounts::mounts()
+        .into_iter()
+        .find(|m| m.number == number)
+        .map(|m| m.fstype)
 }
 
 #[cfg(test)]
@@ -194,6 +175,32 @@ mod tests {
     fn the_active_scheduler_is_the_bracketed_one() {
         assert_eq!(active_scheduler("none [mq-deadline] kyber"), "mq-deadline");
         assert_eq!(active_scheduler("none"), "none");
+    }
+
+    #[test]
+    fn a_disk_is_described_from_its_sysfs_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let disk = Node::at(&super::super::block::fake::disk(root.path()));
+        let mut info = DeviceInfo::default();
+        describe_disk(&disk, &mut info);
+        assert_eq!(
+            info,
+            DeviceInfo {
+                disk_name: Some("sdz".into()),
+                disk: Some(Disk {
+                    major: 8,
+                    minor: 16
+                }),
+                model: Some("Spinner 9000".into()),
+                size_bytes: Some(1 << 30),
+                logical_sector: Some(512),
+                physical_sector: Some(4096),
+                rotational: Some(true),
+                scheduler: Some("mq-deadline".into()),
+                nr_requests: Some(64),
+                ..DeviceInfo::default()
+            }
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! What is in use on this machine: mounted filesystems
 //! (`/proc/self/mountinfo`) and active swap (`/proc/swaps`), for the
-//! wrong-device guard. Parsing is split from reading so it can be tested
+//! wrong-device guard and for naming the filesystem under a file. Parsing is split from reading so it can be tested
 //! on fixed text.
 
 use std::path::PathBuf;
@@ -16,6 +16,8 @@ pub struct Mount {
     pub mount_point: PathBuf,
     /// What was mounted ("/dev/sda1", "tmpfs", "host:/export").
     pub source: String,
+    /// The filesystem type ("ext4", "tmpfs", "nfs4").
+    pub fstype: String,
 }
 
 /// The mounts of this process's namespace; empty if unreadable.
@@ -40,11 +42,13 @@ pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
             let number = DeviceNumber::parse(fields.get(2)?)?;
             let mount_point = PathBuf::from(unescape(fields.get(4)?));
             let dash = fields.iter().position(|f| *f == "-")?;
+            let fstype = fields.get(dash + 1)?.to_string();
             let source = unescape(fields.get(dash + 2)?);
             Some(Mount {
                 number,
                 mount_point,
                 source,
+                fstype,
             })
         })
         .collect()
@@ -98,6 +102,8 @@ mod tests {
         assert_eq!(mounts[1].number, DeviceNumber { major: 7, minor: 0 });
         assert_eq!(mounts[1].mount_point, PathBuf::from("/tmp/a b"));
         assert_eq!(mounts[1].source, "/dev/loop0");
+        assert_eq!(mounts[1].fstype, "ext4");
+        assert_eq!(mounts[0].fstype, "proc");
     }
 
     #[test]

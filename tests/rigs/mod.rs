@@ -1,5 +1,6 @@
-//! Test rigs for failing devices, built from user-space tools over temp
-//! files so that no real disk is ever touched: a source with unreadable
+//! Test rigs for devices, built from user-space tools over temp files so
+//! that no real disk is ever touched: loop devices (every test that needs
+//! a block device attaches it here), a source with unreadable
 //! byte ranges (nbdkit's ddrescue filter over a file, exposed as a file by
 //! nbdfuse), a slow source (nbdkit's delay filter), a small tmpfs for
 //! ENOSPC and a qemu-storage-daemon FUSE export whose writes fail at a
@@ -13,25 +14,53 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A loop device over a file, detached when dropped (also on panic).
+/// How to attach a loop device.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoopOptions {
+    /// Bytes per logical sector (None: losetup's default, 512).
+    pub sector_size: Option<u32>,
+    /// Read the backing file's partition table, making LOOPp1, LOOPp2...
+    pub partscan: bool,
+}
+
+/// A loop device over a file, detached when dropped (also on panic). The
+/// only place the tests attach and detach loop devices.
 pub struct LoopDevice {
     pub path: PathBuf,
 }
 
 impl LoopDevice {
-    /// Attach `backing`, with `sector_size` bytes per logical sector (None:
-    /// losetup's default, 512). Err says why not (no root, no losetup).
-    pub fn attach(backing: &Path, sector_size: Option<u32>) -> Result<LoopDevice, String> {
+    /// Why loop devices cannot be attached here, if they cannot.
+    pub fn unavailable() -> Option<String> {
         if !is_root() {
-            return Err("loop devices need root".into());
+            return Some("loop devices need root".into());
+        }
+        if !have("losetup") {
+            return Some("losetup is not installed".into());
+        }
+        if !Path::new("/dev/loop-control").exists() {
+            return Some("no /dev/loop-control".into());
+        }
+        None
+    }
+
+    /// Attach `backing`. Err says why not (no root, no losetup, losetup's
+    /// own complaint).
+    pub fn attach(backing: &Path, options: LoopOptions) -> Result<LoopDevice, String> {
+        if let Some(why) = Self::unavailable() {
+            return Err(why);
         }
         let mut losetup = Command::new("losetup");
         losetup.args(["--find", "--show"]);
-        if let Some(size) = sector_size {
+        if let Some(size) = options.sector_size {
             losetup.arg("--sector-size").arg(size.to_string());
+        }
+        if options.partscan {
+            losetup.arg("--partscan");
         }
         let out = losetup
             .arg(backing)
+            .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("no losetup ({e})"))?;
         if !out.status.success() {
@@ -43,11 +72,40 @@ impl LoopDevice {
         let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         Ok(LoopDevice { path: path.into() })
     }
+
+    /// [`LoopDevice::attach`], or None after printing why the test skips.
+    pub fn attach_or_skip(backing: &Path, options: LoopOptions) -> Option<LoopDevice> {
+        LoopDevice::attach(backing, options)
+            .map_err(|reason| eprintln!("skipped: {reason}"))
+            .ok()
+    }
+
+    /// The device as text, for operands ("of=/dev/loop3").
+    pub fn name(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// The node of partition `number` (attached with `partscan`), once udev
+    /// or devtmpfs has made it; None if it does not appear within a second.
+    pub fn partition(&self, number: u32) -> Option<PathBuf> {
+        let node = PathBuf::from(format!("{}p{number}", self.name()));
+        wait_up_to(
+            Duration::from_secs(1),
+            || node.exists(),
+            "the partition node",
+        )
+        .ok()?;
+        Some(node)
+    }
 }
 
 impl Drop for LoopDevice {
     fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
+        let _ = Command::new("losetup")
+            .arg("-d")
+            .arg(&self.path)
+            .stdin(Stdio::null())
+            .output();
     }
 }
 
@@ -56,7 +114,8 @@ pub fn skip(test: &str, reason: &str) {
     eprintln!("SKIPPED {test}: {reason}");
 }
 
-fn have(tool: &str) -> bool {
+/// Whether `tool` is on PATH.
+pub fn have(tool: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
         .stdout(Stdio::null())
@@ -69,8 +128,12 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-fn wait_for(mut ready: impl FnMut() -> bool, what: &str) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(10);
+fn wait_for(ready: impl FnMut() -> bool, what: &str) -> Result<(), String> {
+    wait_up_to(Duration::from_secs(10), ready, what)
+}
+
+fn wait_up_to(limit: Duration, mut ready: impl FnMut() -> bool, what: &str) -> Result<(), String> {
+    let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         if ready() {
             return Ok(());

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::measure::{CacheDrop, Sample};
 use super::stats::{self, Latency};
+use crate::sys::device::DeviceInfo;
 
 /// Bumped whenever a field changes meaning or disappears.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -48,18 +49,10 @@ pub struct TargetReport {
     pub bench_file: Option<String>,
     pub working_set_bytes: u64,
     pub target_bytes: u64,
-    pub model: Option<String>,
-    pub disk: Option<String>,
-    /// The block device's (or for a file, its disk's) size.
-    pub size_bytes: Option<u64>,
-    pub logical_sector: Option<u32>,
-    pub physical_sector: Option<u32>,
-    pub rotational: Option<bool>,
-    pub scheduler: Option<String>,
-    pub nr_requests: Option<u32>,
-    pub filesystem: Option<String>,
-    pub dio_mem_align: Option<u32>,
-    pub dio_offset_align: Option<u32>,
+    /// What the system knows about the disk, its fields inline ("model",
+    /// "disk", "size_bytes" (for a file: its disk's) ... "dio_offset_align").
+    #[serde(flatten)]
+    pub device: DeviceInfo,
     pub writable: bool,
 }
 
@@ -291,6 +284,39 @@ mod tests {
         assert_eq!(r.latency_ns.unwrap().p50, 1_000_000);
         assert_eq!(r.runs.len(), 3);
     }
+
+    /// The device's fields sit inline in "target", named and ordered as
+    /// schema_version 1 has them, and its device number stays out.
+    #[test]
+    fn the_target_keeps_schema_1_names_and_order() {
+        let target = TargetReport {
+            path: "/dev/sdz".into(),
+            kind: "block device",
+            bench_file: None,
+            working_set_bytes: 1 << 20,
+            target_bytes: 1 << 30,
+            device: DeviceInfo {
+                disk_name: Some("sdz".into()),
+                disk: Some(crate::sys::device::Disk {
+                    major: 8,
+                    minor: 16,
+                }),
+                rotational: Some(false),
+                ..DeviceInfo::default()
+            },
+            writable: false,
+        };
+        let json = serde_json::to_string(&target).unwrap();
+        assert_eq!(
+            json,
+            r#"{"path":"/dev/sdz","kind":"block device","bench_file":null,"#.to_owned()
+                + r#""working_set_bytes":1048576,"target_bytes":1073741824,"#
+                + r#""model":null,"disk":"sdz","size_bytes":null,"logical_sector":null,"#
+                + r#""physical_sector":null,"rotational":false,"scheduler":null,"#
+                + r#""nr_requests":null,"filesystem":null,"dio_mem_align":null,"#
+                + r#""dio_offset_align":null,"writable":false}"#
+        );
+    }
 }
 
 /// Put the measured results and the facts about the target together.
@@ -317,7 +343,6 @@ pub fn build(
         read_block_size: super::recommend::smallest_near_best(&sweep("read"), near),
         write_block_size: super::recommend::smallest_near_best(&sweep("write"), near),
     };
-    let d = &target.device;
     Report {
         schema_version: SCHEMA_VERSION,
         ddx_version: env!("CARGO_PKG_VERSION"),
@@ -335,17 +360,7 @@ pub fn build(
             bench_file: target.created.then(|| target.path.display().to_string()),
             working_set_bytes: target.len,
             target_bytes: target.full_len,
-            model: d.model.clone(),
-            disk: d.disk_name.clone(),
-            size_bytes: d.size_bytes,
-            logical_sector: d.logical_sector,
-            physical_sector: d.physical_sector,
-            rotational: d.rotational,
-            scheduler: d.scheduler.clone(),
-            nr_requests: d.nr_requests,
-            filesystem: d.filesystem.clone(),
-            dio_mem_align: d.dio_mem_align,
-            dio_offset_align: d.dio_offset_align,
+            device: target.device.clone(),
             writable: target.writable(),
         },
         settings: Settings {
@@ -436,14 +451,15 @@ fn short_rate(bytes_per_sec: f64) -> String {
 pub fn summary_lines(report: &Report) -> Vec<String> {
     let mut lines = Vec::new();
     let t = &report.target;
+    let d = &t.device;
     let mut device = Vec::new();
-    if let Some(model) = &t.model {
+    if let Some(model) = &d.model {
         device.push(model.clone());
     }
-    if let Some(disk) = &t.disk {
+    if let Some(disk) = &d.disk_name {
         device.push(format!("disk {disk}"));
     }
-    if let Some(size) = t.size_bytes {
+    if let Some(size) = d.size_bytes {
         device.push(crate::progress::human::human(
             size,
             crate::progress::human::Base::Si,
@@ -451,16 +467,16 @@ pub fn summary_lines(report: &Report) -> Vec<String> {
             1,
         ));
     }
-    if let (Some(l), Some(p)) = (t.logical_sector, t.physical_sector) {
+    if let (Some(l), Some(p)) = (d.logical_sector, d.physical_sector) {
         device.push(format!("sectors {l}/{p}"));
     }
-    if let Some(r) = t.rotational {
+    if let Some(r) = d.rotational {
         device.push(if r { "rotational" } else { "non-rotational" }.to_owned());
     }
-    if let Some(s) = &t.scheduler {
+    if let Some(s) = &d.scheduler {
         device.push(format!("scheduler {s}"));
     }
-    if let Some(fs) = &t.filesystem {
+    if let Some(fs) = &d.filesystem {
         device.push(fs.clone());
     }
     lines.push(format!(
