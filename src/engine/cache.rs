@@ -303,7 +303,7 @@ impl DropBehind {
         self.last_uncached = false;
         let ours = if self.writes {
             let pages = len.div_ceil(PAGE);
-            !file::cached_pages(fd, offset, len).is_some_and(|c| c >= pages)
+            file::cached_pages(fd, offset, len).is_none_or(|c| c < pages)
         } else {
             // Range by range, a read would find the kernel's readahead for
             // ddx's previous read and call it hot: judge the source once,
