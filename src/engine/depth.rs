@@ -39,12 +39,10 @@ pub fn default_depth(request_bytes: usize, ends: &[Option<QueueHint>]) -> usize 
 
 /// The queue hints of the disk under `fd`, if it is on one.
 pub fn hint_of(fd: std::os::fd::BorrowedFd<'_>) -> Option<QueueHint> {
-    let disk = crate::sys::device::disk_of(fd)?;
-    let queue = format!("/sys/dev/block/{}:{}/queue", disk.major, disk.minor);
-    let read = |name: &str| std::fs::read_to_string(format!("{queue}/{name}")).ok();
+    let disk = crate::sys::block::Node::of(crate::sys::device::disk_of(fd)?)?;
     Some(QueueHint {
-        rotational: read("rotational").map(|v| v.trim() == "1"),
-        nr_requests: read("nr_requests").and_then(|v| v.trim().parse().ok()),
+        rotational: disk.queue::<u8>("rotational").map(|v| v == 1),
+        nr_requests: disk.queue("nr_requests"),
     })
 }
 

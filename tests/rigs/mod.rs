@@ -109,6 +109,86 @@ impl Drop for LoopDevice {
     }
 }
 
+/// A filesystem of one kind ("ext4", "xfs"...) made with `mkfs.KIND` on a
+/// loop device over a file in a temporary directory, and mounted: a known
+/// filesystem for tests whose result depends on it, whatever the temporary
+/// directory's own. Unmounted, then detached, when dropped.
+pub struct MountedFs {
+    pub root: PathBuf,
+    device: LoopDevice,
+    dir: tempfile::TempDir,
+}
+
+impl MountedFs {
+    /// Err says why not (no root, no mkfs for the kind, mount refused).
+    pub fn new(kind: &str, size: u64) -> Result<MountedFs, String> {
+        if let Some(why) = LoopDevice::unavailable() {
+            return Err(why);
+        }
+        let mkfs = format!("mkfs.{kind}");
+        if !have(&mkfs) {
+            return Err(format!("{mkfs} is not installed"));
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("ddx-fs-")
+            .tempdir_in(std::env::var_os("DDX_TEST_DIR").unwrap_or_else(|| "/var/tmp".into()))
+            .map_err(|e| e.to_string())?;
+        let backing = dir.path().join("image");
+        std::fs::File::create(&backing)
+            .and_then(|f| f.set_len(size))
+            .map_err(|e| e.to_string())?;
+        let device = LoopDevice::attach(&backing, LoopOptions::default())?;
+        let out = Command::new(&mkfs)
+            .arg("-q")
+            .arg(&device.path)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("{mkfs}: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{mkfs} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let root = dir.path().join("mnt");
+        std::fs::create_dir(&root).map_err(|e| e.to_string())?;
+        let out = Command::new("mount")
+            .arg(&device.path)
+            .arg(&root)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("mount: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "mounting {kind} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(MountedFs { root, device, dir })
+    }
+
+    /// [`MountedFs::new`], or None after printing why the test skips.
+    pub fn new_or_skip(kind: &str, size: u64) -> Option<MountedFs> {
+        MountedFs::new(kind, size)
+            .map_err(|reason| eprintln!("skipped: {reason}"))
+            .ok()
+    }
+
+    /// The loop device under the filesystem.
+    pub fn device(&self) -> &LoopDevice {
+        &self.device
+    }
+}
+
+impl Drop for MountedFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg(&self.root)
+            .stdin(Stdio::null())
+            .output();
+    }
+}
+
 /// Why a rig cannot be built here, printed by the skipping test.
 pub fn skip(test: &str, reason: &str) {
     eprintln!("SKIPPED {test}: {reason}");

@@ -1,0 +1,373 @@
+//! What the filesystem and the disk under a copy change, on real
+//! filesystems made on loop devices (rigs::MountedFs):
+//! - XFS shares extents: the kernel's copy (copy_file_range) reflinks;
+//! - ext4 can only copy the data: on more than one CPU ddx copies with its
+//!   own overlapped reader and writer, and `--offload` forces the kernel's;
+//! - a large copy leaves the page cache as it found it (GNU dd, the oracle,
+//!   leaves both files cached; `--keep-cache` does as dd does);
+//! - within one rotating disk, a copy whose source must come from the disk
+//!   runs in turn, in large requests;
+//! - between two tmpfs files there is no cache to keep clean.
+//!
+//! Every copy is compared with GNU dd's: same bytes, same statistics.
+//! Needs root, losetup and mkfs.ext4/mkfs.xfs; skips with a printed reason
+//! where they are missing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+mod rigs;
+
+use rigs::MountedFs;
+
+const MIB: u64 = 1 << 20;
+
+fn ddx(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ddx"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ddx")
+}
+
+fn gnu_dd(args: &[&str]) -> Output {
+    Command::new("dd")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run GNU dd")
+}
+
+fn arg(key: &str, path: &Path) -> String {
+    format!("{key}={}", path.display())
+}
+
+/// GNU's statistics: the records lines and the bytes (not the time).
+fn statistics(out: &Output) -> Vec<String> {
+    let text = String::from_utf8_lossy(&out.stderr);
+    text.lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .map(|l| l.split(" copied").next().unwrap_or(l).to_owned())
+        .collect()
+}
+
+/// Copy with ddx (its `extra` options first) and with GNU dd, the same
+/// operands; both must succeed with the same statistics and bytes.
+/// Returns ddx's stderr.
+fn copy_like_gnu(extra: &[&str], operands: &[&str], ddx_out: &Path, gnu_out: &Path) -> String {
+    let mut args: Vec<&str> = extra.to_vec();
+    let of = arg("of", ddx_out);
+    args.extend(operands);
+    args.push(&of);
+    let ours = ddx(&args);
+    let gnu_of = arg("of", gnu_out);
+    let mut gnu_args: Vec<&str> = operands.to_vec();
+    gnu_args.push(&gnu_of);
+    let theirs = gnu_dd(&gnu_args);
+    let stderr = String::from_utf8_lossy(&ours.stderr).into_owned();
+    assert!(ours.status.success(), "ddx {args:?} failed: {stderr}");
+    assert!(theirs.status.success(), "GNU dd {gnu_args:?} failed");
+    assert_eq!(statistics(&ours), statistics(&theirs), "ddx {args:?}");
+    assert!(
+        std::fs::read(ddx_out).unwrap() == std::fs::read(gnu_out).unwrap(),
+        "ddx {args:?} wrote other bytes than GNU dd"
+    );
+    stderr
+}
+
+/// `len` bytes of a fixed pseudo-random pattern (no zeros to elide).
+fn write_pattern(path: &Path, len: u64) {
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut data = Vec::with_capacity(len as usize);
+    while (data.len() as u64) < len {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        data.extend_from_slice(&state.to_le_bytes());
+    }
+    data.truncate(len as usize);
+    std::fs::write(path, data).unwrap();
+    sync();
+}
+
+fn sync() {
+    assert!(Command::new("sync").status().unwrap().success());
+}
+
+/// Write back and drop a file's pages (GNU dd's documented idiom).
+fn drop_from_cache(path: &Path) {
+    sync();
+    let out = gnu_dd(&[&arg("if", path), "iflag=nocache", "count=0"]);
+    assert!(out.status.success());
+    assert!(cached_fraction(path) < 0.01, "could not evict {path:?}");
+}
+
+/// The fraction of a file's pages in the page cache (fincore, util-linux).
+fn cached_fraction(path: &Path) -> f64 {
+    let out = Command::new("fincore")
+        .args(["--bytes", "--noheadings", "--output", "RES,SIZE"])
+        .arg(path)
+        .output()
+        .expect("fincore (util-linux)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let numbers: Vec<f64> = text
+        .split_whitespace()
+        .map(|n| n.parse().expect("fincore prints bytes"))
+        .collect();
+    assert_eq!(numbers.len(), 2, "fincore said {text:?}");
+    numbers[0] / numbers[1].max(1.0)
+}
+
+fn have_tool(tool: &str) -> bool {
+    rigs::have(tool)
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[test]
+fn xfs_copies_share_extents() {
+    let Some(fs) = MountedFs::new_or_skip("xfs", 512 * MIB) else {
+        return;
+    };
+    if !have_tool("filefrag") {
+        eprintln!("skipped: filefrag (e2fsprogs) is not installed");
+        return;
+    }
+    let src = fs.root.join("src");
+    write_pattern(&src, 16 * MIB);
+    let if_src = arg("if", &src);
+    for (name, operands) in [
+        ("whole", vec![if_src.as_str(), "bs=1M"]),
+        (
+            "part",
+            vec![if_src.as_str(), "bs=64k", "skip=3", "seek=5", "count=100"],
+        ),
+    ] {
+        let ours = fs.root.join(format!("{name}-ddx"));
+        let gnu = fs.root.join(format!("{name}-gnu"));
+        let stderr = copy_like_gnu(&["--verbose"], &operands, &ours, &gnu);
+        assert!(
+            stderr.contains("offload: copy_file_range copied"),
+            "{name}: {stderr}"
+        );
+        let extents = Command::new("filefrag")
+            .arg("-v")
+            .arg(&ours)
+            .output()
+            .unwrap();
+        let extents = String::from_utf8_lossy(&extents.stdout);
+        assert!(
+            extents.contains("shared"),
+            "{name}: the copy's extents are not shared with the source:\n{extents}"
+        );
+    }
+}
+
+#[test]
+fn ext4_copies_through_ddx_and_offload_can_be_forced() {
+    if cpus() < 2 {
+        eprintln!("skipped: one CPU, where the kernel's copy is ddx's choice");
+        return;
+    }
+    let Some(fs) = MountedFs::new_or_skip("ext4", 256 * MIB) else {
+        return;
+    };
+    let src = fs.root.join("src");
+    write_pattern(&src, 16 * MIB + 12345);
+    let if_src = arg("if", &src);
+    let operands = [if_src.as_str(), "bs=1M"];
+    let auto = copy_like_gnu(
+        &["--verbose"],
+        &operands,
+        &fs.root.join("auto"),
+        &fs.root.join("gnu"),
+    );
+    assert!(auto.contains("offload: not used"), "{auto}");
+    assert!(auto.contains("backend: threads"), "{auto}");
+    let forced = copy_like_gnu(
+        &["--verbose", "--offload"],
+        &operands,
+        &fs.root.join("forced"),
+        &fs.root.join("gnu"),
+    );
+    assert!(
+        forced.contains("offload: copy_file_range copied"),
+        "{forced}"
+    );
+    // The last of --offload and --no-offload wins.
+    let never = copy_like_gnu(
+        &["--verbose", "--offload", "--no-offload"],
+        &operands,
+        &fs.root.join("never"),
+        &fs.root.join("gnu"),
+    );
+    assert!(never.contains("offload: not used"), "{never}");
+}
+
+#[test]
+fn a_large_copy_leaves_the_page_cache_as_it_found_it() {
+    let Some(fs) = MountedFs::new_or_skip("ext4", 1024 * MIB) else {
+        return;
+    };
+    let src = fs.root.join("src");
+    write_pattern(&src, 160 * MIB);
+    let if_src = arg("if", &src);
+    let operands = [if_src.as_str(), "bs=1M"];
+    let path = |name: &str| -> PathBuf { fs.root.join(name) };
+
+    // GNU dd, the oracle: both files stay cached. A copy's written pages
+    // may still be on their way to the disk when it ends; measure once
+    // they are there.
+    drop_from_cache(&src);
+    copy_like_gnu(&[], &operands, &path("ddx"), &path("gnu"));
+    for name in ["ddx", "gnu"] {
+        std::fs::remove_file(path(name)).unwrap();
+    }
+    drop_from_cache(&src);
+    let out = gnu_dd(&[&if_src, "bs=1M", &arg("of", &path("gnu2"))]);
+    assert!(out.status.success());
+    sync();
+    assert!(cached_fraction(&src) > 0.9, "GNU dd's source not cached");
+    assert!(
+        cached_fraction(&path("gnu2")) > 0.9,
+        "GNU dd's copy not cached"
+    );
+    std::fs::remove_file(path("gnu2")).unwrap();
+
+    // ddx by default: neither file stays.
+    drop_from_cache(&src);
+    let out = ddx(&[&if_src, "bs=1M", &arg("of", &path("ddx"))]);
+    assert!(out.status.success());
+    sync();
+    let (source, copy) = (cached_fraction(&src), cached_fraction(&path("ddx")));
+    assert!(
+        source < 0.1 && copy < 0.1,
+        "ddx left {:.0}% of the source and {:.0}% of the copy cached",
+        source * 100.0,
+        copy * 100.0
+    );
+    std::fs::remove_file(path("ddx")).unwrap();
+
+    // A source that was cached before the copy stays cached.
+    drop_from_cache(&src);
+    std::fs::read(&src).unwrap();
+    let out = ddx(&[&if_src, "bs=1M", &arg("of", &path("from-hot"))]);
+    assert!(out.status.success());
+    sync();
+    assert!(cached_fraction(&src) > 0.9, "ddx dropped a hot source");
+    assert!(cached_fraction(&path("from-hot")) < 0.1);
+    std::fs::remove_file(path("from-hot")).unwrap();
+
+    // --keep-cache does as dd does.
+    drop_from_cache(&src);
+    let out = ddx(&["--keep-cache", &if_src, "bs=1M", &arg("of", &path("kept"))]);
+    assert!(out.status.success());
+    sync();
+    assert!(cached_fraction(&src) > 0.9);
+    assert!(cached_fraction(&path("kept")) > 0.9);
+}
+
+#[test]
+fn within_one_rotating_disk_a_copy_from_the_disk_runs_in_turn() {
+    let Some(fs) = MountedFs::new_or_skip("ext4", 256 * MIB) else {
+        return;
+    };
+    let rotational = PathBuf::from(format!(
+        "/sys/block/{}/queue/rotational",
+        fs.device().path.file_name().unwrap().to_string_lossy()
+    ));
+    let set_rotational = |value: &str| std::fs::write(&rotational, value).is_ok();
+    if !set_rotational("1") {
+        eprintln!("skipped: cannot set {rotational:?}");
+        return;
+    }
+    let src = fs.root.join("src");
+    write_pattern(&src, 24 * MIB);
+    let if_src = arg("if", &src);
+    let operands = [if_src.as_str(), "bs=1M"];
+    let backend = |stderr: &str| -> String {
+        stderr
+            .lines()
+            .find_map(|l| l.split("backend: ").nth(1))
+            .unwrap_or_default()
+            .split(',')
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let gnu = fs.root.join("gnu");
+
+    drop_from_cache(&src);
+    let cold = copy_like_gnu(&["--verbose"], &operands, &fs.root.join("a"), &gnu);
+    assert_eq!(backend(&cold), "sequential", "{cold}");
+
+    std::fs::read(&src).unwrap();
+    let hot = copy_like_gnu(&["--verbose"], &operands, &fs.root.join("b"), &gnu);
+    assert_eq!(backend(&hot), "threads", "a cached source: {hot}");
+
+    assert!(set_rotational("0"));
+    drop_from_cache(&src);
+    let solid = copy_like_gnu(&["--verbose"], &operands, &fs.root.join("c"), &gnu);
+    assert_eq!(backend(&solid), "threads", "a solid-state disk: {solid}");
+}
+
+#[test]
+fn between_tmpfs_files_the_cache_is_left_alone() {
+    let tmpfs = match rigs::SmallTmpfs::new(256 * MIB) {
+        Ok(tmpfs) => tmpfs,
+        Err(reason) => return eprintln!("skipped: {reason}"),
+    };
+    let src = tmpfs.path().join("src");
+    write_pattern(&src, 80 * MIB);
+    let if_src = arg("if", &src);
+    let stderr = copy_like_gnu(
+        &["--verbose"],
+        &[&if_src, "bs=1M"],
+        &tmpfs.path().join("ddx"),
+        &tmpfs.path().join("gnu"),
+    );
+    assert!(stderr.contains("cache: left to the kernel"), "{stderr}");
+}
+
+#[test]
+fn where_the_kernel_cannot_write_uncached_ddx_drops_the_pages_itself() {
+    // Btrfs takes no RWF_DONTCACHE writes (Linux 6.18): ddx's flusher
+    // thread waits for the writeback and drops, before ddx exits.
+    let Some(fs) = MountedFs::new_or_skip("btrfs", 1024 * MIB) else {
+        return;
+    };
+    let src = fs.root.join("src");
+    write_pattern(&src, 160 * MIB);
+    drop_from_cache(&src);
+    let if_src = arg("if", &src);
+    // Not the kernel's copy: Btrfs would share the extents.
+    let stderr = copy_like_gnu(
+        &["--verbose", "--no-offload"],
+        &[&if_src, "bs=1M"],
+        &fs.root.join("ddx"),
+        &fs.root.join("gnu"),
+    );
+    assert!(stderr.contains("offload: not used"), "{stderr}");
+    // GNU's copy read the source again: measure ddx's alone.
+    std::fs::remove_file(fs.root.join("gnu")).unwrap();
+    drop_from_cache(&src);
+    let out = ddx(&[
+        "--no-offload",
+        &if_src,
+        "bs=1M",
+        &arg("of", &fs.root.join("ddx2")),
+    ]);
+    assert!(out.status.success());
+    let (source, copy) = (
+        cached_fraction(&src),
+        cached_fraction(&fs.root.join("ddx2")),
+    );
+    assert!(
+        source < 0.1 && copy < 0.1,
+        "ddx left {:.0}% of the source and {:.0}% of the copy cached",
+        source * 100.0,
+        copy * 100.0
+    );
+}
