@@ -404,3 +404,59 @@ fn copies_onto_the_same_file() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("onto itself"));
     assert!(std::fs::read(&f).unwrap() == original);
 }
+
+#[test]
+fn a_device_name_that_does_not_exist_is_not_created_in_dev() {
+    // GNU dd creates /dev/NAME as a regular file in memory and reports the
+    // copy done: a mistyped device name (`of=/dev/sdz`) seems to work.
+    let name = format!("/dev/ddx-test-no-such-device-{}", std::process::id());
+    let gnu = Command::new("dd")
+        .args(["if=/dev/zero", &format!("of={name}"), "bs=1", "count=1"])
+        .stderr(Stdio::null())
+        .status()
+        .expect("GNU dd");
+    let gnu_created = Path::new(&name).exists();
+    let _ = std::fs::remove_file(&name);
+    if !gnu.success() || !gnu_created {
+        eprintln!("skipped: cannot create files in /dev here (not root?)");
+        return;
+    }
+    let (code, err) = run(ddx().args(["if=/dev/zero", &format!("of={name}"), "bs=1", "count=1"]));
+    assert_refused(&err, code, &["refusing to create", &name, "no such device"]);
+    assert!(!Path::new(&name).exists(), "ddx created {name}");
+
+    // The same name relative to /dev.
+    let relative = name.trim_start_matches("/dev/");
+    let (code, err) = run(ddx().current_dir("/dev").args([
+        "if=/dev/zero",
+        &format!("of={relative}"),
+        "bs=1",
+        "count=1",
+    ]));
+    assert_refused(&err, code, &["refusing to create", relative]);
+    assert!(!Path::new(&name).exists());
+
+    // --force does as GNU does.
+    let (code, err) = run(ddx().args([
+        "--force",
+        "if=/dev/zero",
+        &format!("of={name}"),
+        "bs=1",
+        "count=1",
+    ]));
+    let created = Path::new(&name).exists();
+    let _ = std::fs::remove_file(&name);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(created);
+
+    // A file in /dev/shm is a file like any other.
+    let shm = format!("/dev/shm/ddx-test-{}", std::process::id());
+    if Path::new("/dev/shm").is_dir() {
+        let (code, err) =
+            run(ddx().args(["if=/dev/zero", &format!("of={shm}"), "bs=1", "count=1"]));
+        let created = Path::new(&shm).exists();
+        let _ = std::fs::remove_file(&shm);
+        assert_eq!(code, Some(0), "{err}");
+        assert!(created);
+    }
+}

@@ -189,8 +189,9 @@ bytes up to the count reported.";
 
 pub const GUARD: &str = "Before opening the output, ddx refuses a block device that is \
 mounted, holds a mounted partition, is active swap or is held by RAID, LVM or \
-device-mapper, and a copy of a file or disk onto itself that would overwrite input \
-before reading it; --force overrides. Writing a whole disk from a terminal, ddx first \
+device-mapper, a copy of a file or disk onto itself that would overwrite input \
+before reading it, and an output that does not exist in /dev (a mistyped device name, \
+which GNU dd would create as a regular file); --force overrides. Writing a whole disk from a terminal, ddx first \
 says what it is about to overwrite and asks.";
 
 /// `text` wrapped to `width`, every line indented by `indent` spaces

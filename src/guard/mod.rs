@@ -6,7 +6,10 @@
 //! holds a mounted partition, is active swap or is held by RAID, LVM or
 //! device-mapper (its `holders/`); an output file that is active swap; and
 //! a copy of a file or disk onto itself whose write range runs over input
-//! not yet read (see [`damage`] for the exact rule). Everything else passes
+//! not yet read (see [`damage`] for the exact rule); and an output that
+//! does not exist in /dev, where a mistyped device name (`of=/dev/sdz`)
+//! would become a regular file in memory and the copy would seem to have
+//! written the disk (see [`new_file_in_dev`]). Everything else passes
 //! untouched, so a script that uses GNU operands on ordinary files cannot
 //! tell the guard is there. The guard only looks (stat, sysfs, procfs); it
 //! opens nothing, and when it cannot judge it lets the copy go on.
@@ -34,6 +37,12 @@ pub enum Refusal {
     /// destroy input before reading it.
     #[error("refusing to copy {output} onto itself: {damage}; --force overrides")]
     Overlap { output: String, damage: Damage },
+    /// The output does not exist and would be created in /dev.
+    #[error(
+        "refusing to create {output}: there is no such device, and a new file in /dev \
+         is not one; --force overrides"
+    )]
+    NoSuchDevice { output: String },
 }
 
 /// A whole disk about to be overwritten: what to tell a person first.
@@ -80,13 +89,18 @@ fn describe(path: &str, device: &BlockDevice) -> String {
 /// Check a plan before its ends are opened. Ok(Some) when the output is a
 /// whole disk (for the caller's notice); refusals are skipped by `force`.
 pub fn check(plan: &CopyPlan, force: bool) -> Result<Option<WholeDisk>, Refusal> {
-    let Some(output) = output_end(plan) else {
-        return Ok(None);
-    };
     let output_name = quote_file(&match &plan.output {
         Some(path) => path.as_os_str().as_bytes().to_vec(),
         None => b"standard output".to_vec(),
     });
+    if !force && new_file_in_dev(plan) {
+        return Err(Refusal::NoSuchDevice {
+            output: output_name,
+        });
+    }
+    let Some(output) = output_end(plan) else {
+        return Ok(None);
+    };
     if !force {
         if let Some(why) = in_use(&output.place) {
             return Err(Refusal::InUse {
@@ -111,6 +125,35 @@ pub fn check(plan: &CopyPlan, force: bool) -> Result<Option<WholeDisk>, Refusal>
         }),
         _ => None,
     })
+}
+
+/// `of=` names nothing that exists, in /dev itself, under /dev/disk (the
+/// by-id, by-path... links) or anywhere on a devtmpfs: a device name,
+/// mistyped or for a disk not plugged in. GNU dd would create a regular
+/// file there, in memory, and report the copy done. With conv=nocreat GNU
+/// fails by itself, and /dev/shm (a tmpfs for files) is not concerned.
+pub fn new_file_in_dev(plan: &CopyPlan) -> bool {
+    let Some(path) = &plan.output else {
+        return false;
+    };
+    if plan.conv.contains(Conv::NOCREAT) || path.exists() {
+        return false;
+    }
+    let parent = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let Ok(dir) = parent.canonicalize() else {
+        return false;
+    };
+    let on_devtmpfs = || {
+        mounts::mounts()
+            .into_iter()
+            .filter(|mount| dir.starts_with(&mount.mount_point))
+            .max_by_key(|mount| mount.mount_point.as_os_str().len())
+            .is_some_and(|mount| mount.fstype == "devtmpfs")
+    };
+    dir == Path::new("/dev") || dir.starts_with("/dev/disk") || on_devtmpfs()
 }
 
 /// What an end of the copy is, as far as overlap goes.
