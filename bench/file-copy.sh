@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # File-to-file copies on the local filesystem, same work, one run:
 #  1. overwrite a cached file in place (conv=notrunc): ddx vs dd bs=1M, and
-#     ddx's other ways (threads and io_uring instead of copy_file_range)
+#     ddx's other ways (the kernel's copy_file_range, io_uring)
 #  2. copy to a new file: ddx vs dd bs=1M vs cp
-#  3. page cache left behind after a copy (fincore): ddx vs dd
-# Times are medians of RUNS runs (hyperfine); ratios are against dd.
+#  3. page cache left behind after copying a CACHE_MiB file from a cold
+#     cache (fincore), as ddx exits and after sync: ddx vs dd
+# Times are medians of RUNS runs (hyperfine); ratios are against the first.
 #
-# usage: bench/file-copy.sh [SIZE_MiB] (default 1024); DIR=... picks the
-# directory (default: a temp dir under /var/tmp, i.e. a real filesystem).
+# usage: bench/file-copy.sh [SIZE_MiB] (default 1024); CACHE_MiB (default
+# 2048); DIR=... picks the directory (default: a temp dir under /var/tmp,
+# i.e. a real filesystem).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size_mib=${1:-1024}
@@ -19,7 +21,8 @@ trap 'rm -rf "$dir"' EXIT
 src=$dir/src dst=$dir/dst
 head -c "$((size_mib << 20))" /dev/urandom > "$src"
 cp "$src" "$dst"
-runs=${RUNS:-5}
+runs=${RUNS:-10}
+cache_mib=${CACHE_MiB:-2048}
 echo "file copies of $size_mib MiB in $dir ($(df -T "$dir" | awk 'NR==2 {print $2}')); $(nproc) CPUs; ddx $("$ddx" --version | head -n1 | cut -d' ' -f2)"
 
 report() {
@@ -36,8 +39,7 @@ echo "1. overwrite a cached file in place"
 hyperfine --warmup 1 --runs "$runs" --export-json "$dir/1.json" \
   "dd if=$src of=$dst bs=1M conv=notrunc status=none" \
   "$ddx if=$src of=$dst bs=1M conv=notrunc status=none" \
-  "$ddx --no-offload if=$src of=$dst bs=1M conv=notrunc status=none" \
-  "$ddx --no-offload --request-size=256k if=$src of=$dst bs=1M conv=notrunc status=none" \
+  "$ddx --offload if=$src of=$dst bs=1M conv=notrunc status=none" \
   "$ddx --no-offload --backend=uring if=$src of=$dst bs=1M conv=notrunc status=none" >/dev/null 2>&1
 report "$dir/1.json"
 
@@ -50,17 +52,26 @@ hyperfine --warmup 1 --runs "$runs" --prepare "rm -f $dst" --export-json "$dir/2
   "$ddx if=$src of=$dst bs=1M status=none" \
   "$ddx if=$src of=$dst status=none" \
   "$ddx --keep-cache if=$src of=$dst bs=1M status=none" \
+  "$ddx --offload if=$src of=$dst bs=1M status=none" \
   "cp $src $dst" \
   "cp $src $dst && sync" \
   "$ddx if=$src of=$dst bs=1M status=none && sync" >/dev/null 2>&1
 report "$dir/2.json"
 
-echo "3. page cache left behind (fincore after copying from a cold cache)"
+echo "3. page cache left behind (fincore after copying $cache_mib MiB from a cold cache)"
+rm -f "$dst"
+big=$dir/big
+head -c "$((cache_mib << 20))" /dev/urandom > "$big"
+cached_percent() {
+  local cached
+  cached=$(fincore -nb -o RES "$big" "$dst" | awk '{s += $1} END {print s}')
+  python3 -c "print(f'{100*$cached/(2*($cache_mib << 20)):5.1f}%')"
+}
 for tool in dd "$ddx"; do
   rm -f "$dst"; sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true
-  "$tool" if="$src" of="$dst" bs=1M status=none
-  cached=$(fincore -nb -o RES "$src" "$dst" | awk '{s += $1} END {print s}')
-  total=$(( 2 * (size_mib << 20) ))
-  printf '  %-40s %5.1f%% of both files cached\n' "$(basename "$tool") bs=1M" "$(python3 -c "print(100*$cached/$total)")"
+  "$tool" if="$big" of="$dst" bs=1M status=none
+  at_exit=$(cached_percent)
+  sync
+  printf '  %-12s %s of both files cached as it exits, %s after sync\n' "$(basename "$tool") bs=1M" "$at_exit" "$(cached_percent)"
 done
-cmp "$src" "$dst" && echo "  (ddx's copy is byte-identical)"
+cmp "$big" "$dst" && echo "  (ddx's copy is byte-identical)"

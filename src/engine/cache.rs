@@ -17,7 +17,7 @@
 //!   going on meanwhile unless the disk falls more than [`FLUSH_LAG`]
 //!   behind. Such a copy leaves none of its data in the cache at the end.
 //!
-//! Pages that were cached before ddx touched them (a hot file) stay.
+//! A file that was in the cache before ddx touched it (a hot file) stays.
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -95,10 +95,10 @@ pub const FLUSH_LAG: u64 = 256 << 20;
 /// The flusher thread's stack: it only makes two system calls in a loop.
 const FLUSHER_STACK: usize = 64 * 1024;
 
-/// Whether most (90%) of what a copy is about to read from `offset` on is
-/// already cached: all of it for a file, the next [`HOT_HORIZON`] of a
-/// device.
-fn source_was_hot(fd: BorrowedFd<'_>, offset: u64) -> bool {
+/// Whether most (90%) of what a copy is about to read or overwrite from
+/// `offset` on is already cached: the rest of a file (nothing, for a new
+/// one), the next [`HOT_HORIZON`] of a device.
+fn was_hot(fd: BorrowedFd<'_>, offset: u64) -> bool {
     let len = match file::usable_size(fd) {
         Ok(Some(size)) => (size.max(0) as u64).saturating_sub(offset),
         _ => HOT_HORIZON,
@@ -235,9 +235,9 @@ pub struct DropBehind {
     /// Waits for writeback and drops written pages, off the copy's thread;
     /// None until the first written range is dropped (or if no thread).
     flusher: Option<Flusher>,
-    /// Reads: the source was in the cache before the copy (its pages are
-    /// then left there); decided at the first read.
-    source_hot: Option<bool>,
+    /// The file was in the cache before the copy (its pages are then left
+    /// there); decided at the first request.
+    was_hot: Option<bool>,
     /// The range written last went uncached: the kernel drops it.
     last_uncached: bool,
     /// The kernel refused an uncached write (RWF_DONTCACHE): ddx drops
@@ -256,7 +256,7 @@ impl DropBehind {
             pending_bytes: 0,
             unflushed: 0,
             flusher: None,
-            source_hot: None,
+            was_hot: None,
             last_uncached: false,
             uncached_refused: false,
             early_flushed: false,
@@ -282,10 +282,13 @@ impl DropBehind {
     /// threshold the kernel then writes each page back at once and drops
     /// it when it is on the device, and the copy never waits for the disk
     /// (a copy ends as soon as `cp` would, with nothing of it left in the
-    /// cache once the device has it). Pages that were cached before ddx
-    /// wrote them stay, as with ddx's own dropping.
+    /// cache once the device has it). Not for a hot file, whose pages
+    /// stay.
     pub fn wants_uncached(&self) -> bool {
-        self.writes && self.done >= DROP_BEHIND_THRESHOLD && !self.uncached_refused
+        self.writes
+            && self.done >= DROP_BEHIND_THRESHOLD
+            && !self.uncached_refused
+            && self.was_hot == Some(false)
     }
 
     /// The kernel cannot write uncached here: `[offset, offset + len)`
@@ -301,17 +304,11 @@ impl DropBehind {
     /// whether ddx is bringing it into the cache.
     pub fn before(&mut self, fd: BorrowedFd<'_>, offset: u64, len: u64) {
         self.last_uncached = false;
-        let ours = if self.writes {
-            let pages = len.div_ceil(PAGE);
-            file::cached_pages(fd, offset, len).is_none_or(|c| c < pages)
-        } else {
-            // Range by range, a read would find the kernel's readahead for
-            // ddx's previous read and call it hot: judge the source once,
-            // from what was cached before ddx read any of it.
-            !*self
-                .source_hot
-                .get_or_insert_with(|| source_was_hot(fd, offset))
-        };
+        // Judged once, from what was cached before ddx touched the file:
+        // range by range, a read would find the kernel's readahead for
+        // ddx's previous read, and pages reclaimed here and there (memory
+        // pressure, DAMON) would make a hot file look cold.
+        let ours = !*self.was_hot.get_or_insert_with(|| was_hot(fd, offset));
         self.pending.push_back((offset, len, ours));
         self.pending_bytes += len;
     }
