@@ -136,13 +136,23 @@ impl Report {
             }
             _ => "unknown".to_owned(),
         };
+        let uncached = counters.bytes_uncached.load(Ordering::Acquire);
+        let cache = if uncached > 0 {
+            format!(
+                "{}; {uncached} bytes written uncached (RWF_DONTCACHE: the kernel drops \
+                 them once they are on the device)",
+                self.cache
+            )
+        } else {
+            self.cache.clone()
+        };
         if let Some(block_size) = &self.block_size {
             reporter.message(format_args!("block size: {block_size}"));
         }
         for (what, text) in [
             ("backend", self.backend.as_str()),
             ("requests", self.requests.as_str()),
-            ("cache", self.cache.as_str()),
+            ("cache", cache.as_str()),
             ("offload", offload.as_str()),
             ("CPU", cpu.as_str()),
         ] {

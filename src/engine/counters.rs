@@ -22,6 +22,8 @@ pub struct Counters {
     /// Of bytes_out, those the kernel copied (copy_file_range), for
     /// --verbose.
     pub bytes_offloaded: AtomicU64,
+    /// Of bytes_out, those written uncached (RWF_DONTCACHE), for --verbose.
+    pub bytes_uncached: AtomicU64,
 }
 
 /// A consistent-enough copy of the counters for printing.

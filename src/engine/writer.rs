@@ -670,7 +670,9 @@ impl<'a> Writer<'a> {
                 &data[done..end],
                 self.events,
             );
-            self.io.uncached = false;
+            if std::mem::take(&mut self.io.uncached) {
+                add(&self.counters.bytes_uncached, written as u64);
+            }
             if std::mem::take(&mut self.io.uncached_refused) {
                 if let Some(Some(behind)) = &mut self.drop_behind {
                     behind.uncached_refused(at, want as u64);
