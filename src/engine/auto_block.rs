@@ -105,7 +105,7 @@ pub fn choose(input: End<'_>, output: End<'_>, start: u64) -> Choice {
         Ok(points) => (points, None),
         Err(reason) => (Vec::new(), Some(reason)),
     };
-    let points: Vec<(u64, f64)> = measured.iter().map(|&(b, r)| (b as u64, r)).collect();
+    let points: Vec<(u64, Vec<f64>)> = measured.iter().map(|&(b, r)| (b as u64, vec![r])).collect();
     let chosen = smallest_near_best(&points, NEAR_BEST)
         .map_or(UNMEASURED, |b| b as usize)
         .max(minimum);
@@ -260,10 +260,10 @@ mod tests {
         assert!(CANDIDATES.contains(&choice.block_size));
         assert!(choice.measured.iter().all(|p| p.1 > 0.0));
         // The rule, applied to what was measured.
-        let points: Vec<(u64, f64)> = choice
+        let points: Vec<(u64, Vec<f64>)> = choice
             .measured
             .iter()
-            .map(|&(b, r)| (b as u64, r))
+            .map(|&(b, r)| (b as u64, vec![r]))
             .collect();
         assert_eq!(
             smallest_near_best(&points, NEAR_BEST),
