@@ -67,6 +67,8 @@ pub struct TargetReport {
 pub struct Settings {
     pub tests: Vec<&'static str>,
     pub runs: u32,
+    /// Measured rounds of every bs-sweep size.
+    pub sweep_rounds: u32,
     pub warmup_runs: u32,
     pub size: u64,
     pub time_per_run_sec: f64,
@@ -379,6 +381,7 @@ pub fn build(
         settings: Settings {
             tests: args.tests.iter().map(|t| t.name()).collect(),
             runs: args.runs,
+            sweep_rounds: args.runs * super::scenario::sweep::ROUNDS_PER_RUN,
             warmup_runs: 1,
             size: args.size,
             time_per_run_sec: args.time_per_run,
@@ -504,8 +507,12 @@ pub fn summary_lines(report: &Report) -> Vec<String> {
         1 => "one run".to_owned(),
         n => format!("median of {n} runs"),
     };
+    let sweep = match report.settings.tests.contains(&"bs-sweep") {
+        true => format!(" (bs-sweep: {} rounds)", report.settings.sweep_rounds),
+        false => String::new(),
+    };
     lines.push(format!(
-        "each figure: {runs} after {} warm-up; '!' marks a figure with an outlier run",
+        "each figure: {runs}{sweep} after {} warm-up; '!' marks a figure with an outlier run",
         report.settings.warmup_runs
     ));
     lines.push(format!("caches: {}", report.cache.method));

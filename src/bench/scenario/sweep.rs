@@ -3,7 +3,7 @@
 //! writes, and from it the recommended block size (see `recommend`). Each
 //! run is bounded by time as well as bytes, so 512-byte requests on a slow
 //! disk do not take minutes; the sizes are measured in rounds (all sizes,
-//! then all again) so a passing
+//! then all again, [`ROUNDS_PER_RUN`] times `--runs`) so a passing
 //! disturbance cannot bend one part of the curve. Every request is timed:
 //! the rule reads each round as the size over its median request's time.
 
@@ -18,6 +18,12 @@ use crate::bench::report::{Figure, TestResult};
 use crate::bench::BenchError;
 
 pub const LARGEST: u64 = 16 << 20;
+
+/// Measured rounds per `--runs`: the recommendation compares sizes a few
+/// percent apart, and on a shared disk three rounds do not resolve that
+/// (three benches in a row disagreed); twice as many halve the variance
+/// and keep the default bench near a minute.
+pub const ROUNDS_PER_RUN: u32 = 2;
 
 /// Doubling block sizes from `smallest` to 16 MiB, none beyond `len`.
 pub fn block_sizes(smallest: u64, len: u64) -> Vec<u64> {
@@ -61,6 +67,7 @@ pub fn run(
         let per_point = runner.rounds(
             |i| format!("bs-sweep {} {}", op.name(), size_text(sizes[i])),
             sizes.len(),
+            runner.runs * ROUNDS_PER_RUN,
             |pass, i| {
                 let bs = sizes[i];
                 let time = match pass {
