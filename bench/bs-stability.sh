@@ -8,11 +8,12 @@
 # usage: bench/bs-stability.sh [SIZE_MiB] (default 256, the bench's default
 # working set). DIR=... picks the directory (default: a temp dir under
 # /var/tmp: O_DIRECT needs a real filesystem, not tmpfs); it is removed.
+# KEEP=DIR copies the three JSON reports to DIR first.
 set -euo pipefail
 size_mib=${1:-256}
 ddx=${DDX:-target/release/ddx}
 dir=$(mktemp -d "${DIR:-/var/tmp}/ddx-bs-stability.XXXXXX")
-trap 'rm -rf "$dir"' EXIT
+trap '[ -n "${KEEP:-}" ] && cp "$dir"/run-*.json "$KEEP"/ 2>/dev/null; rm -rf "$dir"' EXIT
 file="$dir/file"
 head -c "${size_mib}M" /dev/urandom > "$file"
 for i in 1 2 3; do
