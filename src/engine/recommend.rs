@@ -26,9 +26,9 @@
 //!    all sizes);
 //! 4. never lets noise admit a size below [`FLOOR`] of the best.
 //!
-//! Without noise (identical rounds) this is the plain rule: the smallest
-//! size within 95% of the highest. With one sample per size (no scatter
-//! to measure) it is the plain rule against the plateau.
+//! Without noise (identical rounds), or with one sample per size (no
+//! scatter to measure), this is the plain rule: the smallest size within
+//! 95% of the highest.
 
 /// The fraction of the best throughput `ddx bench` recommends against.
 pub const NEAR_BEST: f64 = 0.95;
@@ -155,7 +155,7 @@ mod tests {
 
     const MIB: u64 = 1 << 20;
 
-    /// Single samples: the plain rule against the plateau.
+    /// Single samples: no scatter to measure, so the plain rule.
     fn one_each(points: &[(u64, f64)]) -> Vec<(u64, Vec<f64>)> {
         points.iter().map(|&(bs, t)| (bs, vec![t])).collect()
     }
@@ -169,7 +169,6 @@ mod tests {
             (4 * MIB, 1000.0),
             (16 * MIB, 990.0),
         ]);
-        // The plateau is 990 (the median of 960, 990, 1000).
         assert_eq!(smallest_near_best(&points, 0.95), Some(MIB));
         assert_eq!(smallest_near_best(&points, 0.99), Some(4 * MIB));
         assert_eq!(smallest_near_best(&points, 0.5), Some(65536));
