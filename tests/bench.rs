@@ -113,7 +113,9 @@ fn json_carries_every_required_field() {
             let (min, max) = (r["min"].as_f64().unwrap(), r["max"].as_f64().unwrap());
             assert!(median > 0.0 && min <= median && median <= max, "{r}");
             let runs = r["runs"].as_array().unwrap();
-            assert_eq!(runs.len(), 2, "every measured run is kept: {r}");
+            // bs-sweep measures twice as many rounds, for the recommendation.
+            let expected = if test == "bs-sweep" { 4 } else { 2 };
+            assert_eq!(runs.len(), expected, "every measured run is kept: {r}");
             assert!(runs.iter().all(|run| run["bytes"].as_u64().unwrap() > 0));
         }
     }
@@ -156,6 +158,28 @@ fn json_carries_every_required_field() {
         .as_u64()
         .unwrap();
     assert!(sweep.iter().any(|r| r["block_size"] == rec));
+    // The recommendation can be redone from the JSON alone: each run's
+    // median request time is kept.
+    for op in ["read", "write"] {
+        let points: Vec<(u64, Vec<f64>)> = sweep
+            .iter()
+            .filter(|r| r["op"] == op)
+            .map(|r| {
+                let bs = r["block_size"].as_u64().unwrap();
+                let rounds = r["runs"].as_array().unwrap().iter().map(|run| {
+                    let ns = run["request_median_ns"].as_u64().unwrap();
+                    assert!(ns > 0, "{run}");
+                    bs as f64 * 1e9 / ns as f64
+                });
+                (bs, rounds.collect())
+            })
+            .collect();
+        assert_eq!(
+            ddx::bench::recommend::smallest_near_best(&points, ddx::bench::recommend::NEAR_BEST),
+            report["recommendation"][format!("{op}_block_size")].as_u64(),
+            "{op}"
+        );
+    }
 }
 
 #[test]

@@ -57,7 +57,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value = "256M", value_parser = parse_size)]
     pub size: u64,
 
-    /// measured runs per figure (plus one warm-up, not counted)
+    /// measured runs per figure, plus one warm-up (bs-sweep: twice as
+    /// many rounds, for a steady recommendation)
     #[arg(long, value_name = "R", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub runs: u32,
 

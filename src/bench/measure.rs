@@ -132,15 +132,17 @@ impl<'a> Runner<'a> {
     /// in turn, so a disturbance that lasts a second (a cron job, another
     /// process's flush) lands in one run of many figures, where the median
     /// discards it, instead of in every run of one figure, where it would
-    /// bend the curve. Returns the measured samples per point.
+    /// bend the curve. `runs` measured rounds follow the warm-up. Returns
+    /// the measured samples per point.
     pub fn rounds(
         &mut self,
         label: impl Fn(usize) -> String,
         points: usize,
+        runs: u32,
         mut pass: impl FnMut(Pass, usize) -> Result<Sample, BenchError>,
     ) -> Result<Vec<Vec<Sample>>, BenchError> {
-        let mut samples = vec![Vec::with_capacity(self.runs as usize); points];
-        for n in 0..=self.runs {
+        let mut samples = vec![Vec::with_capacity(runs as usize); points];
+        for n in 0..=runs {
             for (point, samples) in samples.iter_mut().enumerate() {
                 let which = if n == 0 {
                     Pass::WarmUp
@@ -149,7 +151,7 @@ impl<'a> Runner<'a> {
                 };
                 self.status.show(&match which {
                     Pass::WarmUp => format!("{}: warm-up", label(point)),
-                    Pass::Measured(n) => format!("{}: run {n}/{}", label(point), self.runs),
+                    Pass::Measured(n) => format!("{}: run {n}/{runs}", label(point)),
                 });
                 let sample = pass(which, point)?;
                 if n > 0 {

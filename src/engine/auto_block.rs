@@ -4,9 +4,11 @@
 //! nothing but memory and, with synchronous I/O, idle devices. The knee
 //! differs per device, so ddx measures it: it reads the input at a few
 //! block sizes (positional reads of distinct regions just past skip=, which
-//! the copy reads next anyway, so nothing is wasted and nothing written)
-//! and takes the smallest size within 95% of the best, the rule `ddx
-//! bench` recommends by. What cannot be probed (a pipe, a character
+//! the copy reads next anyway, so nothing is wasted and nothing written),
+//! in three short rounds over all sizes so the rule can tell the sizes'
+//! differences from the disk's own drift, and takes the smallest size within
+//! 95% of the best by the rule `ddx bench` recommends by
+//! ([`smallest_near_best`]). What cannot be probed (a pipe, a character
 //! device, an input too small to measure) gets 128 KiB, the size
 //! coreutils settled on for cp and cat by measuring many systems. Device
 //! hints set a floor: under O_DIRECT, the logical sector of every direct
@@ -33,7 +35,13 @@ const CANDIDATES: [usize; 6] = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20,
 const PROBE_BYTES: u64 = 4 << 20;
 const PROBE_REQUESTS: u64 = 4;
 
-/// Time spent on one candidate at most (after its first two requests).
+/// Every candidate is read in this many rounds (all candidates, then all
+/// again), so the block-size rule can tell a difference between sizes
+/// from a moment when the disk was busy with something else.
+const ROUNDS: u64 = 3;
+
+/// Time spent on one candidate at most (over all rounds; each round
+/// makes at least two requests).
 const PROBE_TIME: Duration = Duration::from_millis(60);
 
 /// One end of the copy as the choice sees it.
@@ -47,8 +55,9 @@ pub struct End<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Choice {
     pub block_size: usize,
-    /// (block size, bytes per second) for each size probed; empty if none.
-    pub measured: Vec<(usize, f64)>,
+    /// (block size, bytes per second in each round) for each size
+    /// probed; empty if none.
+    pub measured: Vec<(usize, Vec<f64>)>,
     /// The floor the devices set, if any, and why.
     pub floor: Option<(usize, &'static str)>,
     /// Why nothing was probed, if it was not.
@@ -68,7 +77,7 @@ impl Choice {
             let points: Vec<String> = self
                 .measured
                 .iter()
-                .map(|&(bs, rate)| format!("{} {:.0} MB/s", size(bs), rate / 1e6))
+                .map(|(bs, rounds)| format!("{} {:.0} MB/s", size(*bs), median(rounds) / 1e6))
                 .collect();
             text.push_str(&format!(
                 ", the smallest within {:.0}% of the best read: {}",
@@ -105,7 +114,10 @@ pub fn choose(input: End<'_>, output: End<'_>, start: u64) -> Choice {
         Ok(points) => (points, None),
         Err(reason) => (Vec::new(), Some(reason)),
     };
-    let points: Vec<(u64, f64)> = measured.iter().map(|&(b, r)| (b as u64, r)).collect();
+    let points: Vec<(u64, Vec<f64>)> = measured
+        .iter()
+        .map(|(bs, rounds)| (*bs as u64, rounds.clone()))
+        .collect();
     let chosen = smallest_near_best(&points, NEAR_BEST)
         .map_or(UNMEASURED, |b| b as usize)
         .max(minimum);
@@ -114,6 +126,17 @@ pub fn choose(input: End<'_>, output: End<'_>, start: u64) -> Choice {
         measured,
         floor,
         unprobed,
+    }
+}
+
+/// The median of a few samples (0 for none), for the verbose line.
+fn median(samples: &[f64]) -> f64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
     }
 }
 
@@ -158,12 +181,14 @@ fn floor(input: End<'_>, output: End<'_>) -> Option<(usize, &'static str)> {
     floor
 }
 
-/// Read throughput at each candidate size, or why it was not measured.
+/// Read throughput at each candidate size, one figure per round (the
+/// size over its median request's time, so a stall behind other I/O
+/// slows a request, not the figure), or why it was not measured.
 fn probe(
     input: End<'_>,
     start: u64,
     candidates: &[usize],
-) -> Result<Vec<(usize, f64)>, &'static str> {
+) -> Result<Vec<(usize, Vec<f64>)>, &'static str> {
     let kind = file::file_type(input.fd).map_err(|_| "the input cannot be examined")?;
     if !matches!(kind, FileType::RegularFile | FileType::BlockDevice) {
         return Err("the input is not a file or block device, so it was not probed");
@@ -172,8 +197,15 @@ fn probe(
         .ok()
         .flatten()
         .ok_or("the input's size is unknown")?;
-    let per_candidate = |c: usize| PROBE_BYTES.max(PROBE_REQUESTS * c as u64);
-    let needed: u64 = candidates.iter().map(|&c| per_candidate(c)).sum();
+    // Each round of a candidate reads its own region, in whole requests.
+    let per_round = |c: usize| {
+        let c = c as u64;
+        (PROBE_BYTES / ROUNDS)
+            .max(PROBE_REQUESTS * c / ROUNDS)
+            .div_ceil(c)
+            * c
+    };
+    let needed: u64 = candidates.iter().map(|&c| ROUNDS * per_round(c)).sum();
     if (size.max(0) as u64).saturating_sub(start) < needed {
         return Err("the input is too small to be worth probing");
     }
@@ -186,28 +218,35 @@ fn probe(
     let fd = direct.as_ref().map_or(input.fd, |d| d.as_fd());
     let largest = candidates.iter().copied().max().unwrap_or(UNMEASURED);
     let mut buf = AlignedBuf::new(largest).map_err(|_| "no memory to probe the input")?;
+    let mut points: Vec<(usize, Vec<f64>)> = candidates.iter().map(|&c| (c, Vec::new())).collect();
+    let round_time = PROBE_TIME / ROUNDS as u32;
     let mut offset = start;
-    let mut points = Vec::with_capacity(candidates.len());
-    for &candidate in candidates {
-        let region_end = offset + per_candidate(candidate);
-        let began = Instant::now();
-        let mut done = 0u64;
-        let mut requests = 0;
-        while offset + done < region_end {
-            let chunk = &mut buf.as_mut_slice()[..candidate];
-            match file::read_at(fd, chunk, offset + done) {
-                Ok(0) => break,
-                Ok(n) => done += n as u64,
-                Err(_) => return Err("the input could not be read at every size"),
+    for _ in 0..ROUNDS {
+        for (candidate, rounds) in points.iter_mut() {
+            let candidate = *candidate;
+            let region_end = offset + per_round(candidate);
+            let began = Instant::now();
+            let mut at = offset;
+            let mut latencies = Vec::new();
+            while at + candidate as u64 <= region_end {
+                let chunk = &mut buf.as_mut_slice()[..candidate];
+                let request = Instant::now();
+                match file::read_at(fd, chunk, at) {
+                    Ok(n) if n == candidate => at += n as u64,
+                    // A short read means the input ended early: no figure.
+                    Ok(_) => break,
+                    Err(_) => return Err("the input could not be read at every size"),
+                }
+                latencies.push(request.elapsed().as_secs_f64());
+                if latencies.len() >= 2 && began.elapsed() > round_time {
+                    break;
+                }
             }
-            requests += 1;
-            if requests >= 2 && began.elapsed() > PROBE_TIME {
-                break;
+            if !latencies.is_empty() {
+                rounds.push(candidate as f64 / median(&latencies).max(1e-9));
             }
+            offset = region_end;
         }
-        let seconds = began.elapsed().as_secs_f64().max(1e-9);
-        points.push((candidate, done as f64 / seconds));
-        offset = region_end;
     }
     Ok(points)
 }
@@ -258,12 +297,15 @@ mod tests {
         let sizes: Vec<usize> = choice.measured.iter().map(|p| p.0).collect();
         assert_eq!(sizes, CANDIDATES);
         assert!(CANDIDATES.contains(&choice.block_size));
-        assert!(choice.measured.iter().all(|p| p.1 > 0.0));
-        // The rule, applied to what was measured.
-        let points: Vec<(u64, f64)> = choice
+        assert!(choice
             .measured
             .iter()
-            .map(|&(b, r)| (b as u64, r))
+            .all(|(_, rounds)| rounds.len() == ROUNDS as usize && rounds.iter().all(|&r| r > 0.0)));
+        // The rule, applied to what was measured.
+        let points: Vec<(u64, Vec<f64>)> = choice
+            .measured
+            .iter()
+            .map(|(bs, rounds)| (*bs as u64, rounds.clone()))
             .collect();
         assert_eq!(
             smallest_near_best(&points, NEAR_BEST),

@@ -60,6 +60,8 @@ pub struct TargetReport {
 pub struct Settings {
     pub tests: Vec<&'static str>,
     pub runs: u32,
+    /// Measured rounds of every bs-sweep size.
+    pub sweep_rounds: u32,
     pub warmup_runs: u32,
     pub size: u64,
     pub time_per_run_sec: f64,
@@ -119,6 +121,10 @@ pub struct RunRecord {
     pub cpu_percent: f64,
     /// Flagged by the median-absolute-deviation rule.
     pub outlier: bool,
+    /// The median of this run's request latencies, where they were
+    /// timed one by one (bs-sweep: the block-size rule's input).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_median_ns: Option<u64>,
 }
 
 /// What identifies a figure, before it is measured.
@@ -157,6 +163,7 @@ impl TestResult {
                 iops: iops[i],
                 cpu_percent: cpu[i],
                 outlier: flagged.contains(&i),
+                request_median_ns: request_median_ns(&s.latencies_ns),
             })
             .collect();
         let spread = stats::Spread::of(&throughputs).unwrap_or(stats::Spread {
@@ -188,9 +195,31 @@ impl TestResult {
         }
     }
 
+    /// Throughput per run as the block-size rule sees it: the request
+    /// size over the median request's time where requests were timed
+    /// (a stall behind another process's I/O then slows a few requests,
+    /// not the figure), else the run's throughput.
+    pub fn rule_samples(&self) -> Vec<f64> {
+        self.runs
+            .iter()
+            .map(|run| match run.request_median_ns {
+                Some(ns) if ns > 0 => self.block_size as f64 * 1e9 / ns as f64,
+                _ => run.throughput_bytes_per_sec,
+            })
+            .collect()
+    }
+
     pub fn has_outlier(&self) -> bool {
         self.runs.iter().any(|r| r.outlier)
     }
+}
+
+/// The median of one run's request latencies (the upper middle one for
+/// an even count: a latency that was observed); None when none were kept.
+fn request_median_ns(latencies_ns: &[u64]) -> Option<u64> {
+    let mut sorted = latencies_ns.to_vec();
+    sorted.sort_unstable();
+    stats::percentile(&sorted, 50.0)
 }
 
 pub use crate::progress::human::size_text;
@@ -327,17 +356,18 @@ pub fn build(
     cache: CacheDrop,
     out: super::scenario::Outcome,
 ) -> Report {
-    let sweep = |op: &str| -> Vec<(u64, f64)> {
+    let sweep = |op: &str| -> Vec<(u64, Vec<f64>)> {
         out.results
             .iter()
             .filter(|r| r.test == "bs-sweep" && r.op == op)
-            .map(|r| (r.block_size, r.throughput_bytes_per_sec))
+            .map(|r| (r.block_size, r.rule_samples()))
             .collect()
     };
     let near = super::recommend::NEAR_BEST;
     let recommendation = Recommendation {
         rule: format!(
-            "smallest block size reaching >= {:.0}% of the best bs-sweep throughput",
+            "smallest block size reaching >= {:.0}% of the best bs-sweep throughput, \
+             per median request, within the noise of the runs",
             near * 100.0
         ),
         read_block_size: super::recommend::smallest_near_best(&sweep("read"), near),
@@ -366,6 +396,7 @@ pub fn build(
         settings: Settings {
             tests: args.tests.iter().map(|t| t.name()).collect(),
             runs: args.runs,
+            sweep_rounds: args.runs * super::scenario::sweep::ROUNDS_PER_RUN,
             warmup_runs: 1,
             size: args.size,
             time_per_run_sec: args.time_per_run,
@@ -492,8 +523,12 @@ pub fn summary_lines(report: &Report) -> Vec<String> {
         1 => "one run".to_owned(),
         n => format!("median of {n} runs"),
     };
+    let sweep = match report.settings.tests.contains(&"bs-sweep") {
+        true => format!(" (bs-sweep: {} rounds)", report.settings.sweep_rounds),
+        false => String::new(),
+    };
     lines.push(format!(
-        "each figure: {runs} after {} warm-up; '!' marks a figure with an outlier run",
+        "each figure: {runs}{sweep} after {} warm-up; '!' marks a figure with an outlier run",
         report.settings.warmup_runs
     ));
     lines.push(format!("caches: {}", report.cache.method));
