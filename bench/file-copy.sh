@@ -35,8 +35,10 @@ for r in results:
 PY
 }
 
+# Each run starts from clean cached pages (sync before it): otherwise the
+# kernel's writeback of the previous run's gigabyte lands in the next one.
 echo "1. overwrite a cached file in place"
-hyperfine --warmup 1 --runs "$runs" --export-json "$dir/1.json" \
+hyperfine --warmup 1 --runs "$((runs * 3 / 2))" --prepare sync --export-json "$dir/1.json" \
   "dd if=$src of=$dst bs=1M conv=notrunc status=none" \
   "$ddx if=$src of=$dst bs=1M conv=notrunc status=none" \
   "$ddx --offload if=$src of=$dst bs=1M conv=notrunc status=none" \

@@ -17,6 +17,7 @@ use crate::engine::cache::DropBehind;
 use crate::engine::counters::Counters;
 use crate::engine::diagnostic::Events;
 use crate::engine::endpoints::{Input, Output};
+use crate::engine::handoff::Waiting;
 use crate::engine::offload::Offloaded;
 use crate::engine::reader::{Closed, Event, Reader, Sink, Stop};
 use crate::engine::shape::BulkShape;
@@ -386,6 +387,7 @@ struct ChannelSink {
     free: Receiver<AlignedBuf>,
     allocated: usize,
     queue_depth: usize,
+    waiting: Waiting,
 }
 
 impl Sink for ChannelSink {
@@ -401,7 +403,7 @@ impl Sink for ChannelSink {
             self.allocated += 1;
             return AlignedBuf::new(len).map_err(|_| None);
         }
-        self.free.recv().map_err(|_| Some(Closed))
+        self.waiting.recv(&self.free).map_err(|_| Some(Closed))
     }
 }
 
@@ -411,6 +413,7 @@ fn run_threads(
     queue_depth: usize,
 ) -> (RunResult, Option<Input>) {
     let (event_tx, event_rx) = sync_channel::<Event>(queue_depth);
+    let waiting = Waiting::for_this_machine();
     let (free_tx, free_rx): (Sender<AlignedBuf>, Receiver<AlignedBuf>) = channel();
     // The reader waits in a slot so that it can be taken back if no thread
     // can be made (a tight `ulimit -v`): the copy then runs in turn.
@@ -429,6 +432,7 @@ fn run_threads(
                 free: free_rx,
                 allocated: 0,
                 queue_depth,
+                waiting,
             };
             Some(reader.run(&mut sink))
         });
@@ -451,7 +455,7 @@ fn run_threads(
     };
 
     let mut end = Err(Stop::Quit);
-    for event in event_rx.iter() {
+    while let Ok(event) = waiting.recv(&event_rx) {
         match writer.handle(event) {
             Ok(Handled::Continue(Some(buf))) => {
                 let _ = free_tx.send(buf);

@@ -96,11 +96,12 @@ pub const FLUSH_LAG: u64 = 256 << 20;
 const FLUSHER_STACK: usize = 64 * 1024;
 
 /// Whether most (90%) of what a copy is about to read or overwrite from
-/// `offset` on is already cached: the rest of a file (nothing, for a new
-/// one), the next [`HOT_HORIZON`] of a device.
+/// `offset` on is already cached, judged on the next [`HOT_HORIZON`] of it
+/// (nothing, for a new file): counting a whole large file's pages would
+/// cost more than the judgement is worth.
 fn was_hot(fd: BorrowedFd<'_>, offset: u64) -> bool {
     let len = match file::usable_size(fd) {
-        Ok(Some(size)) => (size.max(0) as u64).saturating_sub(offset),
+        Ok(Some(size)) => (size.max(0) as u64).saturating_sub(offset).min(HOT_HORIZON),
         _ => HOT_HORIZON,
     };
     let pages = len.div_ceil(PAGE);
@@ -122,7 +123,7 @@ fn drop_pages(fd: BorrowedFd<'_>, offset: u64, len: u64) {
     let _ = file::drop_cache(fd, start, len + (offset - start));
 }
 
-/// How far ahead a device source is looked at to tell whether it is hot.
+/// How far ahead a file is looked at to tell whether it is hot.
 const HOT_HORIZON: u64 = 256 << 20;
 
 /// Ranges written, waiting for their writeback and then dropped, by a

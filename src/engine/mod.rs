@@ -12,6 +12,7 @@ pub mod counters;
 pub mod depth;
 pub mod diagnostic;
 pub mod endpoints;
+pub mod handoff;
 pub mod offload;
 pub mod reader;
 pub mod recommend;
