@@ -413,7 +413,7 @@ fn run_threads(
     queue_depth: usize,
 ) -> (RunResult, Option<Input>) {
     let (event_tx, event_rx) = sync_channel::<Event>(queue_depth);
-    let waiting = Waiting::for_this_machine();
+    let mut waiting = Waiting::for_this_machine();
     let (free_tx, free_rx): (Sender<AlignedBuf>, Receiver<AlignedBuf>) = channel();
     // The reader waits in a slot so that it can be taken back if no thread
     // can be made (a tight `ulimit -v`): the copy then runs in turn.

@@ -15,14 +15,19 @@
 use std::sync::mpsc::{Receiver, RecvError, TryRecvError};
 use std::time::{Duration, Instant};
 
-/// How long a wait spins before it parks: a few requests' worth at memory
-/// speed, a negligible share of a request to a device.
+/// How long a wait spins at most before it parks: a few requests' worth
+/// at memory speed.
 const SPIN: Duration = Duration::from_micros(200);
 
-/// How a thread waits for the other one.
+/// How a thread waits for the other one. The spin adapts: a wait that had
+/// to park halves the next one's spin, a wait that ended while spinning
+/// restores it. Waiting for a slow device (milliseconds per request) thus
+/// soon stops spinning, which matters where the device itself needs the
+/// CPU (a FUSE or network block device served on the same machine).
 #[derive(Debug, Clone, Copy)]
 pub struct Waiting {
     spin: Duration,
+    budget: Duration,
 }
 
 impl Waiting {
@@ -30,24 +35,27 @@ impl Waiting {
     /// for: on one CPU, spinning would only delay it.
     pub fn for_this_machine() -> Self {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Waiting {
-            spin: if cpus >= 2 { SPIN } else { Duration::ZERO },
-        }
+        let spin = if cpus >= 2 { SPIN } else { Duration::ZERO };
+        Waiting { spin, budget: spin }
     }
 
     /// `rx.recv()`, spinning for a while before parking.
-    pub fn recv<T>(&self, rx: &Receiver<T>) -> Result<T, RecvError> {
+    pub fn recv<T>(&mut self, rx: &Receiver<T>) -> Result<T, RecvError> {
         let start = Instant::now();
         let mut round = 0u32;
         loop {
             match rx.try_recv() {
-                Ok(value) => return Ok(value),
+                Ok(value) => {
+                    self.budget = self.spin;
+                    return Ok(value);
+                }
                 Err(TryRecvError::Disconnected) => return Err(RecvError),
                 Err(TryRecvError::Empty) => {}
             }
             round = round.wrapping_add(1);
             if round % 64 == 0 {
-                if start.elapsed() >= self.spin {
+                if start.elapsed() >= self.budget {
+                    self.budget /= 2;
                     return rx.recv();
                 }
                 std::thread::yield_now();
@@ -66,7 +74,7 @@ mod tests {
     #[test]
     fn receives_what_was_sent_then_sees_the_sender_gone() {
         let (tx, rx) = channel();
-        let waiting = Waiting::for_this_machine();
+        let mut waiting = Waiting::for_this_machine();
         let sender = std::thread::spawn(move || {
             for n in 0..1000 {
                 tx.send(n).unwrap();
@@ -82,11 +90,32 @@ mod tests {
     }
 
     #[test]
+    fn parking_halves_the_next_spin_and_a_quick_answer_restores_it() {
+        let (tx, rx) = channel();
+        let mut waiting = Waiting {
+            spin: SPIN,
+            budget: SPIN,
+        };
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(5));
+            tx.send(1).unwrap();
+            tx
+        });
+        assert_eq!(waiting.recv(&rx), Ok(1));
+        assert_eq!(waiting.budget, SPIN / 2);
+        let tx = late.join().unwrap();
+        tx.send(2).unwrap();
+        assert_eq!(waiting.recv(&rx), Ok(2));
+        assert_eq!(waiting.budget, SPIN);
+    }
+
+    #[test]
     fn without_spinning_it_is_a_plain_recv() {
         let (tx, rx) = channel::<u8>();
         drop(tx);
-        let waiting = Waiting {
+        let mut waiting = Waiting {
             spin: Duration::ZERO,
+            budget: Duration::ZERO,
         };
         assert_eq!(waiting.recv(&rx), Err(RecvError));
     }
