@@ -118,10 +118,6 @@ fn cached_fraction(path: &Path) -> f64 {
     numbers[0] / numbers[1].max(1.0)
 }
 
-fn have_tool(tool: &str) -> bool {
-    rigs::have(tool)
-}
-
 fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -131,7 +127,7 @@ fn xfs_copies_share_extents() {
     let Some(fs) = MountedFs::new_or_skip("xfs", 512 * MIB) else {
         return;
     };
-    if !have_tool("filefrag") {
+    if !rigs::have("filefrag") {
         eprintln!("skipped: filefrag (e2fsprogs) is not installed");
         return;
     }

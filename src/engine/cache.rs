@@ -100,9 +100,17 @@ const FLUSHER_STACK: usize = 64 * 1024;
 /// (nothing, for a new file): counting a whole large file's pages would
 /// cost more than the judgement is worth.
 fn was_hot(fd: BorrowedFd<'_>, offset: u64) -> bool {
+    mostly_cached(fd, offset, HOT_HORIZON)
+}
+
+/// Whether 90% of the next `horizon` bytes of a file from `offset` (to its
+/// end at most; `horizon` of a device, whose size fstat does not give) are
+/// in the page cache: not all, since reclaim (memory pressure, DAMON) takes
+/// a page here and there from a file in use. False for nothing to judge.
+pub fn mostly_cached(fd: BorrowedFd<'_>, offset: u64, horizon: u64) -> bool {
     let len = match file::usable_size(fd) {
-        Ok(Some(size)) => (size.max(0) as u64).saturating_sub(offset).min(HOT_HORIZON),
-        _ => HOT_HORIZON,
+        Ok(Some(size)) => (size.max(0) as u64).saturating_sub(offset).min(horizon),
+        _ => horizon,
     };
     let pages = len.div_ceil(PAGE);
     pages > 0 && file::cached_pages(fd, offset, len).is_some_and(|c| c * 10 >= pages * 9)

@@ -41,7 +41,8 @@ impl Waiting {
 
     /// `rx.recv()`, spinning for a while before parking.
     pub fn recv<T>(&mut self, rx: &Receiver<T>) -> Result<T, RecvError> {
-        let start = Instant::now();
+        // The clock is read only once there is something to wait for.
+        let mut start = None;
         let mut round = 0u32;
         loop {
             match rx.try_recv() {
@@ -52,6 +53,7 @@ impl Waiting {
                 Err(TryRecvError::Disconnected) => return Err(RecvError),
                 Err(TryRecvError::Empty) => {}
             }
+            let start = *start.get_or_insert_with(Instant::now);
             round = round.wrapping_add(1);
             if round % 64 == 0 {
                 if start.elapsed() >= self.budget {

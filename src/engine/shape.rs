@@ -197,22 +197,13 @@ pub fn kernel_copy_pays(output: &Output) -> bool {
     cpus < 2 || storage_of(output.handle.as_fd()) == Storage::Other
 }
 
-/// Nearly all (90%) of a regular input file is in the page cache, so
-/// reading it will hardly touch its disk (cachestat(2); false where that
-/// cannot be told). Not all: reclaim takes a page here and there from a
-/// file that is in use.
+/// Nearly all of a regular input file is in the page cache, so reading it
+/// will hardly touch its disk (cachestat(2); false where that cannot be
+/// told, and for anything but a regular file).
 pub fn input_cached(input: &Input) -> bool {
-    const PAGE: u64 = 4096;
     let fd = input.handle.as_fd();
-    let Ok(st) = rustix::fs::fstat(fd) else {
-        return false;
-    };
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return false;
-    }
-    let pages = (st.st_size.max(0) as u64).div_ceil(PAGE);
-    // A length of 0 asks cachestat about everything to the end of file.
-    file::cached_pages(fd, 0, 0).is_some_and(|cached| cached * 10 >= pages * 9)
+    file::file_type(fd) == Ok(FileType::RegularFile)
+        && crate::engine::cache::mostly_cached(fd, 0, u64::MAX)
 }
 
 /// Both ends live in memory (tmpfs): their pages are the data itself, and
