@@ -174,11 +174,34 @@ fn json_carries_every_required_field() {
                 (bs, rounds.collect())
             })
             .collect();
+        let near = ddx::bench::recommend::NEAR_BEST;
         assert_eq!(
-            ddx::bench::recommend::smallest_near_best(&points, ddx::bench::recommend::NEAR_BEST),
+            ddx::bench::recommend::smallest_near_best(&points, near),
             report["recommendation"][format!("{op}_block_size")].as_u64(),
             "{op}"
         );
+        // And so can how firmly it was decided (to the last bits, which
+        // depend on the order the samples were computed in).
+        let judgement = ddx::bench::recommend::judge(&points, near).unwrap();
+        let reported = &report["recommendation"][op];
+        let close = |a: f64, b: &Value| (a - b.as_f64().unwrap()).abs() <= 1e-9 * a.abs();
+        assert_eq!(reported["block_size"], judgement.block_size, "{op}");
+        assert_eq!(reported["steady"], judgement.steady, "{op}");
+        assert!(close(judgement.of_best, &reported["of_best"]), "{op}");
+        assert!(
+            close(judgement.plateau_low, &reported["plateau_low"]),
+            "{op}"
+        );
+        assert!(
+            close(judgement.plateau_high, &reported["plateau_high"]),
+            "{op}"
+        );
+        let calls = reported["close_calls"].as_array().unwrap();
+        assert_eq!(calls.len(), judgement.close_calls.len(), "{op}");
+        for (call, expected) in calls.iter().zip(&judgement.close_calls) {
+            assert_eq!(call["block_size"], expected.block_size, "{op}");
+            assert!(close(expected.of_best, &call["of_best"]), "{op}");
+        }
     }
 }
 

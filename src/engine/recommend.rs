@@ -29,6 +29,16 @@
 //! Without noise (identical rounds), or with one sample per size (no
 //! scatter to measure), this is the plain rule: the smallest size within
 //! 95% of the highest.
+//!
+//! No rule makes one run's answer the next run's where a size measures
+//! within the noise of its bar: the verdict is then the noise's, and a
+//! disk whose curve rises gently past its knee (most do) has a size near
+//! the line more often than not. A disk whose speed changes between runs
+//! (a shared or throttled volume) moves its knee with it: where it levels
+//! off lower, smaller sizes reach 95% of it. So [`judge`] says how firmly
+//! it decided: the neighbouring sizes close enough to their bar that
+//! another run may answer them ([`CLOSE`]), and whether the best
+//! throughput held still between rounds ([`UNSTEADY`]).
 
 /// The fraction of the best throughput `ddx bench` recommends against.
 pub const NEAR_BEST: f64 = 0.95;
@@ -68,6 +78,40 @@ fn plateau(values: impl Iterator<Item = f64>) -> Option<f64> {
     Some(median(&mut all))
 }
 
+/// Past this spread between the highest and the lowest round's plateau,
+/// the target did not hold still while it was measured: its speed, not
+/// the noise around it, changed between rounds (a shared or throttled
+/// volume), and the knee moves with the speed it levels off at.
+pub const UNSTEADY: f64 = 1.25;
+
+/// What the rule decided from one set of rounds, and how firmly: the
+/// answer alone cannot tell a user whether the next run will give it too.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Judgement {
+    /// The recommended block size.
+    pub block_size: u64,
+    /// Its median throughput as a fraction of the best.
+    pub of_best: f64,
+    /// The neighbouring sizes a run with other noise could recommend
+    /// instead (within [`CLOSE`] standard errors of their verdicts): the
+    /// next smaller one when it fell short of its bar by little; when the
+    /// answer itself cleared its bar by little, the next one that cleared
+    /// its own.
+    pub close_calls: Vec<Neighbour>,
+    /// The lowest and highest plateau of a round (bytes per second): how
+    /// far the target's speed moved while it was measured.
+    pub plateau_low: f64,
+    pub plateau_high: f64,
+    /// Whether the plateau stayed within [`UNSTEADY`] between rounds.
+    pub steady: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Neighbour {
+    pub block_size: u64,
+    pub of_best: f64,
+}
+
 /// The smallest block size in `points` that reaches `fraction` of the
 /// best throughput. Each point is a block size and its throughput samples,
 /// one per round, in round order (sample `r` of every size was measured
@@ -76,6 +120,17 @@ fn plateau(values: impl Iterator<Item = f64>) -> Option<f64> {
 /// sample is left. See the module documentation for how "best" and
 /// "reaches" are estimated.
 pub fn smallest_near_best(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<u64> {
+    judge(points, fraction).map(|j| j.block_size)
+}
+
+/// Within how many standard errors of the bar a size's verdict counts
+/// as a close call. A repeat run measures afresh, so its figure and this
+/// one differ by sqrt(2) standard errors typically; 1.8 of them is a
+/// one-in-ten chance that the next run lands on the other side.
+pub const CLOSE: f64 = 1.8;
+
+/// [`smallest_near_best`], with how firmly it was decided.
+pub fn judge(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<Judgement> {
     let valid = |t: f64| t.is_finite() && t > 0.0;
     let rounds = points.iter().map(|(_, s)| s.len()).max().unwrap_or(0);
     // 1. Logarithms relative to each round's plateau.
@@ -83,6 +138,7 @@ pub fn smallest_near_best(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<u
         .iter()
         .map(|(bs, _)| (*bs, Vec::with_capacity(rounds)))
         .collect();
+    let mut round_plateaus = Vec::with_capacity(rounds);
     for round in 0..rounds {
         let of_round = || {
             points
@@ -92,6 +148,7 @@ pub fn smallest_near_best(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<u
         let Some(reference) = plateau(of_round().flatten().map(f64::ln)) else {
             continue;
         };
+        round_plateaus.push(reference.exp());
         for (sample, (_, out)) in of_round().zip(ratios.iter_mut()) {
             if let Some(t) = sample {
                 out.push(t.ln() - reference);
@@ -99,6 +156,7 @@ pub fn smallest_near_best(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<u
         }
     }
     ratios.retain(|(_, r)| !r.is_empty());
+    ratios.sort_by_key(|(bs, _)| *bs);
     let centers: Vec<f64> = ratios.iter().map(|(_, r)| median(&mut r.clone())).collect();
     // 2. The plateau of the per-size medians.
     let best = plateau(centers.iter().copied())?;
@@ -125,10 +183,11 @@ pub fn smallest_near_best(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<u
     };
     // 1.2533 = sqrt(pi/2): the standard error of a median is that much
     // larger than a mean's.
-    let margins: Vec<f64> = ratios
+    let standard_errors: Vec<f64> = ratios
         .iter()
-        .map(|(_, r)| Z * 1.2533 * sigma / (r.len() as f64).sqrt())
+        .map(|(_, r)| 1.2533 * sigma / (r.len() as f64).sqrt())
         .collect();
+    let margins: Vec<f64> = standard_errors.iter().map(|e| Z * e).collect();
     // A size above the plateau by more than the noise is a real peak, and
     // the bar is measured against it.
     let best = centers
@@ -138,15 +197,40 @@ pub fn smallest_near_best(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<u
         .fold(best, f64::max);
     let line = best + fraction.ln();
     let lowest = best + FLOOR.min(fraction).ln();
-    ratios
-        .iter()
-        .zip(centers.iter().zip(&margins))
-        .filter(|(_, (&center, &margin))| {
-            // The epsilon: ln(95) - ln(100) can round below ln(0.95).
-            center >= (line - margin).max(lowest) - 1e-12
-        })
-        .map(|((bs, _), _)| *bs)
-        .min()
+    // What a size must measure to count.
+    let bar = |i: usize| (line - margins[i]).max(lowest);
+    // The epsilon: ln(95) - ln(100) can round below ln(0.95).
+    let chosen = (0..ratios.len()).find(|&i| centers[i] >= bar(i) - 1e-12)?;
+    let of_best = |i: usize| (centers[i] - best).exp();
+    let neighbour = |i: usize| Neighbour {
+        block_size: ratios[i].0,
+        of_best: of_best(i),
+    };
+    // Another run may decide differently where a size measured close to
+    // its bar: the size before the answer a little short of it (a run that
+    // measures it a little higher takes it), the answer a little over (a
+    // run that measures it a little lower passes it over for the next).
+    let close_to_verdict = |i: usize| (centers[i] - bar(i)).abs() < CLOSE * standard_errors[i];
+    let mut close_calls = Vec::new();
+    if let Some(below) = chosen.checked_sub(1).filter(|&b| close_to_verdict(b)) {
+        close_calls.push(neighbour(below));
+    }
+    if close_to_verdict(chosen) {
+        // Passed over, the answer would be the next size that clears its
+        // bar, which need not be the next size.
+        let next = (chosen + 1..ratios.len()).find(|&i| centers[i] >= bar(i) - 1e-12);
+        close_calls.extend(next.map(neighbour));
+    }
+    let plateau_low = round_plateaus.iter().copied().fold(f64::INFINITY, f64::min);
+    let plateau_high = round_plateaus.iter().copied().fold(0.0, f64::max);
+    Some(Judgement {
+        block_size: ratios[chosen].0,
+        of_best: of_best(chosen),
+        close_calls,
+        plateau_low,
+        plateau_high,
+        steady: plateau_high <= plateau_low * UNSTEADY,
+    })
 }
 
 #[cfg(test)]
@@ -259,6 +343,15 @@ mod tests {
         }
     }
 
+    /// Flat from 1 MiB; 512 KiB at 93%, just short of the line.
+    fn just_short_at_512k(bs: u64) -> f64 {
+        match bs {
+            b if b >= MIB => 1.0,
+            b if b == MIB / 2 => 0.93,
+            b => 0.6 * b as f64 / (MIB / 4) as f64,
+        }
+    }
+
     /// What the rule used to be: the smallest per-size median within
     /// `fraction` of the largest median.
     fn old_rule(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<u64> {
@@ -319,11 +412,7 @@ mod tests {
         // almost never took it; the new one mostly does (a size this
         // close to the line still flips now and then: that is the price
         // of a sharp 95%).
-        let curve = |bs: u64| match bs {
-            b if b >= MIB => 1.0,
-            b if b == MIB / 2 => 0.93,
-            b => 0.6 * b as f64 / (MIB / 4) as f64,
-        };
+        let curve = just_short_at_512k;
         let (mut new, mut old) = (0, 0);
         for seed in 0..200 {
             let points = measure(curve, seed, 3, 0.05);
@@ -335,6 +424,106 @@ mod tests {
         // Measured without noise, 93% is short of 95%.
         let exact = measure(curve, 1, 3, 0.0);
         assert_eq!(smallest_near_best(&exact, NEAR_BEST), Some(MIB));
+    }
+
+    #[test]
+    fn a_clear_knee_is_no_close_call() {
+        // 512 KiB at 75% is never in doubt. Now and then 1 MiB itself
+        // measures a few percent low (its median against the three
+        // highest), close enough to its bar that 2 MiB is named.
+        let mut named = 0;
+        for seed in 0..200 {
+            let points = measure(flat_from_1mib, seed, 6, 0.05);
+            let judgement = judge(&points, NEAR_BEST).unwrap();
+            assert_eq!(judgement.block_size, MIB, "seed {seed}");
+            for close in &judgement.close_calls {
+                assert_eq!(close.block_size, 2 * MIB, "seed {seed}: {judgement:?}");
+                named += 1;
+            }
+        }
+        assert!(named <= 30, "named 2 MiB in {named} of 200");
+        // Measured without noise: the answer's share of the best, exactly.
+        let exact = judge(&measure(flat_from_1mib, 1, 3, 0.0), NEAR_BEST).unwrap();
+        assert!((exact.of_best - 1.0).abs() < 1e-9, "{exact:?}");
+        assert!(exact.steady);
+        assert!((exact.plateau_low - 1e9).abs() < 1.0, "{exact:?}");
+    }
+
+    #[test]
+    fn a_neighbour_within_the_noise_is_named() {
+        // 512 KiB at 93%: whichever of 512 KiB and 1 MiB a run answers,
+        // it names the other as what another run may answer.
+        let curve = just_short_at_512k;
+        let mut named = 0;
+        for seed in 0..200 {
+            let judgement = judge(&measure(curve, seed, 6, 0.05), NEAR_BEST).unwrap();
+            let other = match judgement.block_size {
+                MIB => MIB / 2,
+                b if b == MIB / 2 => MIB,
+                b => panic!("seed {seed}: answered {b}"),
+            };
+            let sizes: Vec<u64> = judgement.close_calls.iter().map(|c| c.block_size).collect();
+            if sizes.contains(&other) {
+                named += 1;
+            }
+            assert!(
+                sizes.iter().all(|&b| b == other || b == 2 * MIB),
+                "seed {seed}: {judgement:?}"
+            );
+        }
+        // Silent only where 512 KiB measured far from its bar.
+        assert!(named >= 120, "named the neighbour in {named} of 200");
+        // Without noise there is nothing to be unsure about.
+        let exact = judge(&measure(curve, 1, 6, 0.0), NEAR_BEST).unwrap();
+        assert_eq!((exact.block_size, exact.close_calls), (MIB, vec![]));
+        assert!((exact.of_best - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn passed_over_the_answer_would_be_the_next_size_that_clears() {
+        // 512 KiB right at the line, 1 MiB in a notch below the floor:
+        // were 512 KiB passed over, 2 MiB would be the answer, so 2 MiB is
+        // what a close call names, never 1 MiB.
+        let notched = |bs: u64| match bs {
+            b if b >= 2 * MIB => 1.0,
+            b if b == MIB => 0.8,
+            b if b == MIB / 2 => 0.95,
+            b => 0.5 * b as f64 / (MIB / 4) as f64,
+        };
+        let mut named = 0;
+        for seed in 0..200 {
+            let judgement = judge(&measure(notched, seed, 6, 0.03), NEAR_BEST).unwrap();
+            if judgement.block_size != MIB / 2 {
+                continue;
+            }
+            for close in &judgement.close_calls {
+                assert_eq!(close.block_size, 2 * MIB, "seed {seed}: {judgement:?}");
+                named += 1;
+            }
+        }
+        assert!(named >= 50, "named 2 MiB in {named} of 200");
+    }
+
+    #[test]
+    fn a_target_whose_speed_moved_is_unsteady() {
+        // Rounds 1-3 at full speed, rounds 4-6 at 60% (a throttled
+        // volume's burst ran out): the answer still comes from the ratios,
+        // but the judgement says the target did not hold still.
+        let mut points = measure(flat_from_1mib, 7, 6, 0.0);
+        for (_, samples) in points.iter_mut() {
+            for t in samples.iter_mut().skip(3) {
+                *t *= 0.6;
+            }
+        }
+        let judgement = judge(&points, NEAR_BEST).unwrap();
+        assert_eq!(judgement.block_size, MIB);
+        assert!(!judgement.steady, "{judgement:?}");
+        assert!((judgement.plateau_high / judgement.plateau_low - 1.0 / 0.6).abs() < 1e-6);
+        // Noise of 3% per round and per size is not a moving target.
+        for seed in 0..50 {
+            let judgement = judge(&measure(flat_from_1mib, seed, 6, 0.03), NEAR_BEST).unwrap();
+            assert!(judgement.steady, "seed {seed}: {judgement:?}");
+        }
     }
 
     #[test]

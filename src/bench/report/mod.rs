@@ -10,6 +10,7 @@ pub mod table;
 use serde::Serialize;
 
 use super::measure::{CacheDrop, Sample};
+use super::recommend::Judgement;
 use super::stats::{self, Latency};
 use crate::sys::device::DeviceInfo;
 
@@ -72,6 +73,10 @@ pub struct Recommendation {
     pub rule: String,
     pub read_block_size: Option<u64>,
     pub write_block_size: Option<u64>,
+    /// How firmly each answer was decided: what a next run may answer
+    /// instead, and whether the target held still.
+    pub read: Option<Judgement>,
+    pub write: Option<Judgement>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -271,6 +276,37 @@ mod tests {
     use std::time::Duration;
 
     #[test]
+    fn a_close_call_and_a_moving_target_are_said() {
+        use crate::engine::recommend::Neighbour;
+        let firm = Judgement {
+            block_size: 1 << 20,
+            of_best: 0.98,
+            close_calls: vec![],
+            plateau_low: 1.0e9,
+            plateau_high: 1.1e9,
+            steady: true,
+        };
+        assert!(judgement_lines("read", &firm).is_empty());
+        let shaky = Judgement {
+            close_calls: vec![Neighbour {
+                block_size: 512 << 10,
+                of_best: 0.93,
+            }],
+            plateau_low: 0.6e9,
+            steady: false,
+            ..firm
+        };
+        let lines = judgement_lines("write", &shaky);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].starts_with("note: write: 512 KiB measured 93% of the best, 1 MiB 98%:")
+                && lines[0].ends_with("another run may recommend 512 KiB"),
+            "{lines:?}"
+        );
+        assert!(lines[1].contains("from 600 MB/s to 1.1 GB/s"), "{lines:?}");
+    }
+
+    #[test]
     fn texts() {
         assert_eq!(size_text(512), "512 B");
         assert_eq!(size_text(4096), "4 KiB");
@@ -364,14 +400,18 @@ pub fn build(
             .collect()
     };
     let near = super::recommend::NEAR_BEST;
+    let read = super::recommend::judge(&sweep("read"), near);
+    let write = super::recommend::judge(&sweep("write"), near);
     let recommendation = Recommendation {
         rule: format!(
             "smallest block size reaching >= {:.0}% of the best bs-sweep throughput, \
              per median request, within the noise of the runs",
             near * 100.0
         ),
-        read_block_size: super::recommend::smallest_near_best(&sweep("read"), near),
-        write_block_size: super::recommend::smallest_near_best(&sweep("write"), near),
+        read_block_size: read.as_ref().map(|j| j.block_size),
+        write_block_size: write.as_ref().map(|j| j.block_size),
+        read,
+        write,
     };
     Report {
         schema_version: SCHEMA_VERSION,
@@ -478,6 +518,35 @@ fn short_rate(bytes_per_sec: f64) -> String {
     text.trim_end_matches("/s").to_owned()
 }
 
+/// What a user should know before trusting one run's recommendation: a
+/// neighbour within the noise, a target whose speed moved.
+fn judgement_lines(op: &str, judgement: &Judgement) -> Vec<String> {
+    let percent = |f: f64| format!("{:.0}%", f * 100.0);
+    let mut lines = Vec::new();
+    for other in &judgement.close_calls {
+        lines.push(format!(
+            "note: {op}: {} measured {} of the best, {} {}: too close to the {:.0}% line \
+             for this run to tell apart; another run may recommend {}",
+            size_text(other.block_size),
+            percent(other.of_best),
+            size_text(judgement.block_size),
+            percent(judgement.of_best),
+            super::recommend::NEAR_BEST * 100.0,
+            size_text(other.block_size),
+        ));
+    }
+    if !judgement.steady {
+        lines.push(format!(
+            "note: {op}: the best throughput moved between rounds, from {} to {}: \
+             the target's speed changed while it was measured (shared or throttled \
+             storage?), and the recommended size can move with it",
+            rate_text(judgement.plateau_low),
+            rate_text(judgement.plateau_high),
+        ));
+    }
+    lines
+}
+
 /// The lines under the table: device, recommendation, what was skipped.
 pub fn summary_lines(report: &Report) -> Vec<String> {
     let mut lines = Vec::new();
@@ -543,6 +612,9 @@ pub fn summary_lines(report: &Report) -> Vec<String> {
         bs(rec.write_block_size),
         rec.rule
     ));
+    for (op, judgement) in [("read", &rec.read), ("write", &rec.write)] {
+        lines.extend(judgement.iter().flat_map(|j| judgement_lines(op, j)));
+    }
     for skip in &report.skipped {
         let mode = skip.mode.map(|m| format!(" {m}")).unwrap_or_default();
         lines.push(format!("skipped {}{mode}: {}", skip.test, skip.reason));
