@@ -87,14 +87,26 @@ impl LoopDevice {
 
     /// The node of partition `number` (attached with `partscan`), once udev
     /// or devtmpfs has made it; None if it does not appear within a second.
+    /// A kernel built without partition-table parsers (a minimal VM's)
+    /// scans and finds nothing: then `partx --add` reads the table itself
+    /// and hands the partitions to the kernel (BLKPG), which works there.
     pub fn partition(&self, number: u32) -> Option<PathBuf> {
         let node = PathBuf::from(format!("{}p{number}", self.name()));
-        wait_up_to(
-            Duration::from_secs(1),
-            || node.exists(),
-            "the partition node",
-        )
-        .ok()?;
+        let appears = || {
+            wait_up_to(
+                Duration::from_secs(1),
+                || node.exists(),
+                "the partition node",
+            )
+        };
+        if appears().is_err() {
+            let _ = Command::new("partx")
+                .args(["--add", "--nr", &number.to_string()])
+                .arg(&self.path)
+                .stdin(Stdio::null())
+                .output();
+            appears().ok()?;
+        }
         Some(node)
     }
 }
