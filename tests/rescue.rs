@@ -530,6 +530,51 @@ fn verify_passes_a_good_copy_and_catches_a_flipped_byte() {
 }
 
 #[test]
+fn a_signal_during_verify_ends_it_at_once() {
+    // The read-back comes after the statistics, when no reporter watches
+    // the signals any more; it must still stop for Ctrl-C (and SIGTERM),
+    // dying of the signal, not run on to "identical" and exit 0.
+    let test = "a_signal_during_verify_ends_it_at_once";
+    let size = 4 << 20;
+    let scratch = tempfile::tempdir().unwrap();
+    let input = scratch.path().join("input");
+    std::fs::write(&input, pattern(size)).unwrap();
+    // Reads of 100 ms each: reading 4 MiB back takes seconds.
+    let device = match rigs::NbdDevice::slow(&vec![0; size], 100) {
+        Ok(device) => device,
+        Err(reason) => return rigs::skip(test, &reason),
+    };
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        use std::io::Read;
+        use std::os::unix::process::ExitStatusExt;
+        let mut child = ddx()
+            .arg("--verify")
+            .arg(format!("if={}", input.display()))
+            .arg(format!("of={}", device.path.display()))
+            .args(["bs=1M", "conv=notrunc"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        // The statistics come before the read-back begins.
+        let mut text = Vec::new();
+        let mut byte = [0u8; 1];
+        while !String::from_utf8_lossy(&text).contains(" copied, ") {
+            assert_eq!(stderr.read(&mut byte).unwrap(), 1, "{text:?}");
+            text.push(byte[0]);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        // SAFETY: kill(2) on our own child's pid has no memory effects.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        let status = child.wait().unwrap();
+        stderr.read_to_end(&mut text).unwrap();
+        let text = String::from_utf8_lossy(&text);
+        assert_eq!(status.signal(), Some(signal), "{status:?}: {text}");
+        assert!(!text.contains("verify:"), "{text}");
+    }
+}
+
+#[test]
 fn enospc_matches_gnu_dd_on_every_backend() {
     let test = "enospc_matches_gnu_dd_on_every_backend";
     let fs = match rigs::SmallTmpfs::new(1 << 20) {

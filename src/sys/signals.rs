@@ -93,14 +93,51 @@ pub fn drain(pipe: &OwnedFd) -> usize {
 /// a read short (a spurious partial record), one landing on the reporter
 /// costs nothing.
 pub fn block_in_this_thread() {
-    // SAFETY: the sigset is initialised by sigemptyset before use, and
-    // pthread_sigmask only changes the calling thread's mask.
+    let mut set = empty_sigset();
+    // SAFETY: an initialised sigset, and pthread_sigmask only changes the
+    // calling thread's mask.
     unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGUSR1);
         libc::sigaddset(&mut set, libc::SIGINT);
         libc::sigaddset(&mut set, libc::SIGTERM);
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// From here on SIGINT and SIGTERM end ddx by their default action, in
+/// any thread. For the work after the statistics (reading the output back
+/// for `--verify`, which can take as long as the copy did), when no
+/// reporter is left to read the pipes: until now the copy thread blocks
+/// them, and a Ctrl-C would wait for the verification to end by itself.
+/// A signal that arrived in between is delivered at once. Signals that
+/// were ignored at startup stay ignored.
+pub fn default_from_now_on() {
+    let mut set = empty_sigset();
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        if is_ignored(signal) {
+            continue;
+        }
+        // SAFETY: SIG_DFL installs no handler code; the sigset was
+        // initialised by sigemptyset, and pthread_sigmask only changes
+        // the calling thread's mask.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+            libc::sigaddset(&mut set, signal);
+        }
+    }
+    // SAFETY: as above: an initialised sigset, this thread's mask only.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// An empty signal set.
+fn empty_sigset() -> libc::sigset_t {
+    // SAFETY: a zeroed sigset_t is valid storage, and sigemptyset
+    // initialises it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        set
     }
 }
