@@ -298,10 +298,32 @@ mod tests {
         };
         let lines = judgement_lines("write", &shaky);
         assert_eq!(lines.len(), 2, "{lines:?}");
-        assert!(
-            lines[0].starts_with("note: write: 512 KiB measured 93% of the best, 1 MiB 98%:")
-                && lines[0].ends_with("another run may recommend 512 KiB"),
-            "{lines:?}"
+        assert_eq!(
+            lines[0],
+            "note: write: 1 MiB measured 98% of the best, 512 KiB 93%: too close to the 95% \
+             line for this run's noise to tell apart; another run may recommend 512 KiB"
+        );
+        let both_ways = Judgement {
+            close_calls: vec![
+                Neighbour {
+                    block_size: 512 << 10,
+                    of_best: 0.82,
+                },
+                Neighbour {
+                    block_size: 2 << 20,
+                    of_best: 1.0,
+                },
+            ],
+            steady: true,
+            ..shaky
+        };
+        assert_eq!(
+            judgement_lines("read", &both_ways),
+            [
+                "note: read: 1 MiB measured 98% of the best, 512 KiB 82%, 2 MiB 100%: too close \
+              to the 95% line for this run's noise to tell apart; another run may recommend \
+              512 KiB or 2 MiB"
+            ]
         );
         assert!(lines[1].contains("from 600 MB/s to 1.1 GB/s"), "{lines:?}");
     }
@@ -523,16 +545,25 @@ fn short_rate(bytes_per_sec: f64) -> String {
 fn judgement_lines(op: &str, judgement: &Judgement) -> Vec<String> {
     let percent = |f: f64| format!("{:.0}%", f * 100.0);
     let mut lines = Vec::new();
-    for other in &judgement.close_calls {
+    if !judgement.close_calls.is_empty() {
+        let measured: Vec<String> = judgement
+            .close_calls
+            .iter()
+            .map(|c| format!("{} {}", size_text(c.block_size), percent(c.of_best)))
+            .collect();
+        let others: Vec<String> = judgement
+            .close_calls
+            .iter()
+            .map(|c| size_text(c.block_size))
+            .collect();
         lines.push(format!(
-            "note: {op}: {} measured {} of the best, {} {}: too close to the {:.0}% line \
-             for this run to tell apart; another run may recommend {}",
-            size_text(other.block_size),
-            percent(other.of_best),
+            "note: {op}: {} measured {} of the best, {}: too close to the {:.0}% line \
+             for this run's noise to tell apart; another run may recommend {}",
             size_text(judgement.block_size),
             percent(judgement.of_best),
+            measured.join(", "),
             super::recommend::NEAR_BEST * 100.0,
-            size_text(other.block_size),
+            others.join(" or "),
         ));
     }
     if !judgement.steady {
