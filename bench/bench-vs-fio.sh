@@ -5,7 +5,8 @@
 #  3. O_DSYNC 4 KiB write latency (O_DIRECT, sequential, 1000 writes):
 #     ddx p50 vs fio clat p50
 #  4. block-size recommendation: ddx's bs-sweep three times in a row on the
-#     same file must give the same answer.
+#     same file must give the same answer (bench/bs-stability.sh, which
+#     also prints how firmly each run decided).
 # Bars: bandwidth within 10% of fio, p50 within 15%. Both sides get one
 # warm-up pass that is not counted (ddx's own). Each round measures
 # every figure with fio and with ddx back to back, in alternating order
@@ -69,13 +70,8 @@ for i in $(seq "$rounds"); do
   pair "$i" write write --bs=1M -- seq-write
   pair "$i" lat write --bs=4k --sync=dsync --number_ios=1000 -- latency --latency-bs=4K --latency-count=1000
 done
-# The recommendation with ddx's defaults (3 runs, rounds over all sizes).
-for i in 1 2 3; do
-  "$ddx" bench "$file" --destructive --size="${size_mib}M" --tests=bs-sweep \
-    --json > "$dir/ddx-sweep-$i.json"
-done
-
-python3 - "$dir" "$rounds" <<'PY'
+measured=0
+python3 - "$dir" "$rounds" <<'PY' || measured=$?
 import json, statistics, sys
 d, rounds = sys.argv[1], int(sys.argv[2])
 load = lambda name: json.load(open(f"{d}/{name}"))
@@ -112,12 +108,9 @@ def compare(label, f, x, bar, unit, scale):
 compare("seq read 1M O_DIRECT QD1", fio("read", "read", "bw"), ddx("read", "seq-read", "direct", "read", "bw"), 0.10, "MB/s", 1e6)
 compare("seq write 1M O_DIRECT QD1", fio("write", "write", "bw"), ddx("write", "seq-write", "direct", "write", "bw"), 0.10, "MB/s", 1e6)
 compare("O_DSYNC 4k write p50", fio("lat", "write", "p50"), ddx("lat", "latency", "dsync", "write", "p50"), 0.15, "us  ", 1e3)
-
-recs = [load(f"ddx-sweep-{i}.json")["recommendation"] for i in (1, 2, 3)]
-reads = [r["read_block_size"] for r in recs]
-writes = [r["write_block_size"] for r in recs]
-stable = len(set(reads)) == 1 and len(set(writes)) == 1
-ok &= stable
-print(f"  bs recommendation, 3 runs: read {reads}  write {writes}  ({'stable' if stable else 'UNSTABLE'})")
 sys.exit(0 if ok else 1)
 PY
+# The recommendation with ddx's defaults, on the same file.
+stable=0
+FILE=$file DDX=$ddx "$(dirname "$0")/bs-stability.sh" | sed 's/^/  /' || stable=$?
+[ "$measured" -eq 0 ] && [ "$stable" -eq 0 ]
