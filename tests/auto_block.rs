@@ -3,14 +3,10 @@
 //! are refused before anything is touched.
 
 use std::path::Path;
-use std::process::Command;
 
-fn ddx() -> Command {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ddx"));
-    cmd.arg0("dd").env("LC_ALL", "C");
-    cmd
-}
+mod rigs;
+
+use rigs::cmd::{assert_succeeded, ddx_as_dd, gnu_dd};
 
 /// stderr's GNU lines, without timing (and without ddx's --verbose lines).
 fn statistics(stderr: &[u8]) -> Vec<String> {
@@ -38,7 +34,7 @@ fn chosen_block_size(stderr: &[u8]) -> usize {
 fn check_against_gnu(dir: &Path, input: &str, extra: &[&str]) {
     let ours = dir.join("ours");
     let theirs = dir.join("theirs");
-    let out = ddx()
+    let out = ddx_as_dd()
         .arg(format!("if={input}"))
         .arg(format!("of={}", ours.display()))
         .arg("bs=auto")
@@ -46,15 +42,10 @@ fn check_against_gnu(dir: &Path, input: &str, extra: &[&str]) {
         .arg("--verbose")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out);
     let chosen = chosen_block_size(&out.stderr);
     assert!((512..=16 << 20).contains(&chosen), "chose {chosen}");
-    let gnu = Command::new("dd")
-        .env("LC_ALL", "C")
+    let gnu = gnu_dd()
         .arg(format!("if={input}"))
         .arg(format!("of={}", theirs.display()))
         .arg(format!("bs={chosen}"))
@@ -98,7 +89,7 @@ fn a_probed_file_copies_as_gnu_dd_with_the_chosen_size() {
 fn an_unprobed_input_gets_the_default_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     check_against_gnu(dir.path(), "/dev/zero", &["count=1000000B"]);
-    let out = ddx()
+    let out = ddx_as_dd()
         .args([
             "if=/dev/zero",
             "of=/dev/null",
@@ -118,7 +109,7 @@ fn sizes_in_blocks_are_refused_before_anything_is_touched() {
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("never");
     for operand in ["count=10", "skip=2", "seek=3"] {
-        let out = ddx()
+        let out = ddx_as_dd()
             .args(["if=/dev/zero", "bs=auto", operand])
             .arg(format!("of={}", output.display()))
             .output()

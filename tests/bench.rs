@@ -16,6 +16,8 @@ use serde_json::Value;
 
 mod rigs;
 
+use rigs::bytes::sha256;
+
 const BIN: &str = env!("CARGO_BIN_EXE_ddx");
 
 /// Quick settings: seconds, not minutes, per bench.
@@ -439,32 +441,25 @@ impl Drop for Mount {
     }
 }
 
-fn sha256(path: &Path) -> String {
-    let out = Command::new("sha256sum").arg(path).output().unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap()[..64].to_owned()
-}
-
-fn random_file(path: &Path, len: usize) {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let data: Vec<u8> = (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
-    std::fs::write(path, data).unwrap();
+/// A loop device over 16 MiB of pseudo-random bytes in `dir`, and the
+/// backing file's checksum before anything ran; None, with the reason
+/// printed, where loop devices are not available.
+fn loop_over_random_bytes(dir: &Path) -> Option<(rigs::LoopDevice, PathBuf, String)> {
+    let backing = dir.join("disk.img");
+    std::fs::write(
+        &backing,
+        rigs::bytes::xorshift(0x2545_f491_4f6c_dd1d, 16 << 20),
+    )
+    .unwrap();
+    let checksum = sha256(&backing);
+    let device = attach_loop(&backing)?;
+    Some((device, backing, checksum))
 }
 
 #[test]
 fn a_loop_device_is_never_written_without_destructive() {
     let dir = scratch();
-    let backing = dir.path().join("disk.img");
-    random_file(&backing, 16 << 20);
-    let checksum = sha256(&backing);
-    let Some(device) = attach_loop(&backing) else {
+    let Some((device, backing, checksum)) = loop_over_random_bytes(dir.path()) else {
         return;
     };
     let out = bench(&[&[device.path.to_str().unwrap(), "--json"][..], &QUICK].concat());
@@ -495,10 +490,7 @@ fn destructive_writes_an_unused_loop_device() {
     // The other side of the test above: the checksum does change when
     // writing is allowed, so an unchanged one means something.
     let dir = scratch();
-    let backing = dir.path().join("disk.img");
-    random_file(&backing, 16 << 20);
-    let checksum = sha256(&backing);
-    let Some(device) = attach_loop(&backing) else {
+    let Some((device, backing, checksum)) = loop_over_random_bytes(dir.path()) else {
         return;
     };
     let out = bench(
@@ -555,7 +547,7 @@ fn destructive_refuses_a_mounted_loop_device() {
     }
     let mount = Mount { point };
     std::fs::write(mount.point.join("precious"), b"data").unwrap();
-    let checksum_before = sha256(&mount.point.join("precious"));
+    let checksum_before = sha256(mount.point.join("precious"));
 
     let out = bench(&[device.path.to_str().unwrap(), "--destructive", "--size=4M"]);
     assert_eq!(out.status.code(), Some(1));
@@ -564,7 +556,7 @@ fn destructive_refuses_a_mounted_loop_device() {
         err.contains("refusing to write") && err.contains("mounted on"),
         "{err}"
     );
-    assert_eq!(sha256(&mount.point.join("precious")), checksum_before);
+    assert_eq!(sha256(mount.point.join("precious")), checksum_before);
     drop(mount);
     drop(device);
 }

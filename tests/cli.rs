@@ -2,72 +2,26 @@
 //! suite cannot see: signals, stdin left for the next reader, validation
 //! before any file is touched, help and version.
 
-use std::io::Read;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use assert_cmd::cargo::CommandCargoExt;
+mod rigs;
 
-/// ddx invoked as plain "ddx" (messages name the program by argv[0]).
-fn ddx() -> Command {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = Command::cargo_bin("ddx").expect("ddx binary");
-    cmd.arg0("ddx").env("LC_ALL", "C");
-    cmd
-}
-
-fn stderr_of(cmd: &mut Command) -> (Option<i32>, String) {
-    let out = cmd.output().expect("run ddx");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn send(pid: u32, signal: i32) {
-    // SAFETY: kill(2) on our own child's pid has no memory-safety effects.
-    let rc = unsafe { libc::kill(pid as libc::pid_t, signal) };
-    assert_eq!(rc, 0, "kill");
-}
-
-/// Wait until the child has installed its handlers (it prints nothing
-/// before, so poll its signal disposition through /proc).
-fn wait_for_handler(pid: u32, signal: i32) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let mask = 1u64 << (signal - 1);
-    while Instant::now() < deadline {
-        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-            let caught = status
-                .lines()
-                .find_map(|l| l.strip_prefix("SigCgt:"))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok());
-            if caught.is_some_and(|c| c & mask != 0) {
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    panic!("handler for signal {signal} never installed");
-}
+use rigs::cmd::{code_and_stderr, ddx, gnu_dd, shell, DDX};
+use rigs::signal::{send, wait_for_handler};
 
 #[test]
 fn sigusr1_prints_statistics_and_the_copy_goes_on() {
-    let mut child = ddx()
+    let child = ddx()
         .args(["if=/dev/zero", "of=/dev/null", "bs=64k", "count=200000"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     wait_for_handler(child.id(), libc::SIGUSR1);
     send(child.id(), libc::SIGUSR1);
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = child.wait().unwrap();
-    assert!(status.success(), "{err}");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
     assert_eq!(err.matches("records in").count(), 2, "{err}");
     assert!(
         err.contains("200000+0 records in\n200000+0 records out\n"),
@@ -78,7 +32,7 @@ fn sigusr1_prints_statistics_and_the_copy_goes_on() {
 #[test]
 fn sigint_prints_statistics_and_dies_of_the_signal() {
     use std::os::unix::process::ExitStatusExt;
-    let mut child = ddx()
+    let child = ddx()
         .args(["if=/dev/zero", "of=/dev/null", "bs=1k"])
         .stderr(Stdio::piped())
         .spawn()
@@ -86,15 +40,9 @@ fn sigint_prints_statistics_and_dies_of_the_signal() {
     wait_for_handler(child.id(), libc::SIGINT);
     std::thread::sleep(Duration::from_millis(100));
     send(child.id(), libc::SIGINT);
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.signal(), Some(libc::SIGINT), "{err}");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGINT), "{err}");
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 3, "{err}");
     assert!(lines[0].ends_with("+0 records in"), "{err}");
@@ -106,8 +54,7 @@ fn stdin_after_count_is_left_for_the_next_reader() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in");
     std::fs::write(&input, b"abcdefghij").unwrap();
-    let ddx_path = assert_cmd::cargo::cargo_bin("ddx");
-    let script = format!("{} bs=3 count=1 status=none; cat", ddx_path.display());
+    let script = format!("{DDX} bs=3 count=1 status=none; cat");
     for feed in ["file", "pipe"] {
         let shell = if feed == "file" {
             format!("({script}) < {}", input.display())
@@ -133,7 +80,7 @@ fn bad_operands_touch_no_file() {
         vec![of.as_str(), "if=/nonexistent/input"],
         vec![of.as_str(), "count=1", "junk"],
     ] {
-        let (code, err) = stderr_of(ddx().args(&bad).stdin(Stdio::null()));
+        let (code, err) = code_and_stderr(ddx().args(&bad).stdin(Stdio::null()));
         assert_eq!(code, Some(1), "{bad:?}: {err}");
         assert_eq!(
             err.lines().next().map(|l| l.starts_with("ddx: ")),
@@ -143,7 +90,7 @@ fn bad_operands_touch_no_file() {
         assert_eq!(std::fs::read(&out).unwrap(), b"precious", "{bad:?}");
     }
     let missing = dir.path().join("missing");
-    let (code, _) = stderr_of(ddx().arg(format!("of={}", missing.display())).arg("bs=0"));
+    let (code, _) = code_and_stderr(ddx().arg(format!("of={}", missing.display())).arg("bs=0"));
     assert_eq!(code, Some(1));
     assert!(
         !missing.exists(),
@@ -153,10 +100,10 @@ fn bad_operands_touch_no_file() {
 
 #[test]
 fn errors_name_the_operand_in_one_line() {
-    let (code, err) = stderr_of(ddx().arg("bs=12q"));
+    let (code, err) = code_and_stderr(ddx().arg("bs=12q"));
     assert_eq!(code, Some(1));
     assert_eq!(err, "ddx: invalid number: '12q'\n");
-    let (code, err) = stderr_of(ddx().arg("conv=lcase,nope"));
+    let (code, err) = code_and_stderr(ddx().arg("conv=lcase,nope"));
     assert_eq!(code, Some(1));
     assert_eq!(
         err,
@@ -166,18 +113,14 @@ fn errors_name_the_operand_in_one_line() {
 
 #[test]
 fn messages_name_the_program_as_invoked() {
-    let path = assert_cmd::cargo::cargo_bin("ddx");
-    let out = Command::new(&path)
+    let out = Command::new(DDX)
         .arg("foo=1")
         .env("LC_ALL", "C")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.starts_with(&format!(
-            "{}: unrecognized operand 'foo=1'\n",
-            path.display()
-        )),
+        err.starts_with(&format!("{DDX}: unrecognized operand 'foo=1'\n")),
         "{err}"
     );
 }
@@ -213,17 +156,10 @@ fn help_lists_every_operand_and_version_names_ddx() {
 #[test]
 fn progress_line_appears_about_once_a_second() {
     // A slow source: a shell that writes a block every 300 ms.
-    let ddx_path = assert_cmd::cargo::cargo_bin("ddx");
     let script = format!(
-        "for i in 1 2 3 4 5 6 7 8; do head -c 1000 /dev/zero; sleep 0.3; done | {} of=/dev/null status=progress",
-        ddx_path.display()
+        "for i in 1 2 3 4 5 6 7 8; do head -c 1000 /dev/zero; sleep 0.3; done | {DDX} of=/dev/null status=progress"
     );
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(&script)
-        .env("LC_ALL", "C")
-        .output()
-        .unwrap();
+    let out = shell(&script).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     let progress_lines = err.matches('\r').count();
     assert!((1..=3).contains(&progress_lines), "{err:?}");
@@ -264,7 +200,7 @@ fn conversion_tables_match_gnu_dd() {
             child.wait_with_output().unwrap().stdout
         };
         let ours = run(&mut ddx());
-        let theirs = run(Command::new("dd").env("LC_ALL", "C"));
+        let theirs = run(&mut gnu_dd());
         assert_eq!(ours, theirs, "conv={conv}");
     }
 }

@@ -12,6 +12,7 @@ use std::process::Command;
 
 mod rigs;
 
+use rigs::cmd::{invoked_as, DDX};
 use rigs::{LoopDevice, LoopOptions};
 
 /// A loop device with `sector_size`-byte sectors; None, with the reason
@@ -50,11 +51,12 @@ struct Run {
 /// Runs `program`; `device` is named "DEV" in its messages, so that two
 /// runs on two devices compare.
 fn run(program: &str, extra: &[&str], operands: &[String], device: &Path) -> Run {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = Command::new(program);
     // Both name themselves "dd" in messages, so that they compare.
-    cmd.arg0("dd").env("LC_ALL", "C").args(extra).args(operands);
-    let out = cmd.output().expect("run");
+    let out = invoked_as(program, "dd")
+        .args(extra)
+        .args(operands)
+        .output()
+        .expect("run");
     Run {
         status: out.status.code(),
         stderr: comparable(&out.stderr).replace(&device.display().to_string(), "DEV"),
@@ -108,7 +110,6 @@ fn direct_writes_to_block_devices_match_gnu_dd() {
         eprintln!("skipped: {reason}");
         return;
     }
-    let ddx = env!("CARGO_BIN_EXE_ddx");
     let dir = tempfile::tempdir().unwrap();
     // Not a multiple of any sector size: the last block is partial.
     let input = dir.path().join("input");
@@ -151,7 +152,7 @@ fn direct_writes_to_block_devices_match_gnu_dd() {
                     operands
                 };
                 let gnu = run("dd", &[], &with(&devices.gnu.path), &devices.gnu.path);
-                let ours = run(ddx, backend, &with(&devices.ddx.path), &devices.ddx.path);
+                let ours = run(DDX, backend, &with(&devices.ddx.path), &devices.ddx.path);
                 let what = format!("sector {sector_size}, {case:?}, ddx {backend:?}");
                 assert_eq!(ours.status, gnu.status, "exit status: {what}");
                 assert_eq!(ours.stderr, gnu.stderr, "stderr: {what}");
@@ -169,7 +170,6 @@ fn direct_reads_from_block_devices_match_gnu_dd() {
         eprintln!("skipped: {reason}");
         return;
     }
-    let ddx = env!("CARGO_BIN_EXE_ddx");
     let dir = tempfile::tempdir().unwrap();
     for sector_size in [512u32, 4096] {
         let Some(devices) = pair(sector_size) else {
@@ -209,7 +209,7 @@ fn direct_reads_from_block_devices_match_gnu_dd() {
                     operands
                 };
                 let gnu = run("dd", &[], &with(&gnu_out), &gnu_out);
-                let ours = run(ddx, backend, &with(&ddx_out), &ddx_out);
+                let ours = run(DDX, backend, &with(&ddx_out), &ddx_out);
                 let what = format!("sector {sector_size}, {case:?}, ddx {backend:?}");
                 assert_eq!(ours.status, gnu.status, "exit status: {what}");
                 assert_eq!(ours.stderr, gnu.stderr, "stderr: {what}");
@@ -226,14 +226,13 @@ fn direct_reads_from_block_devices_match_gnu_dd() {
 /// touched, when allocated.
 #[test]
 fn a_huge_block_size_is_not_touched_until_used() {
-    let ddx = env!("CARGO_BIN_EXE_ddx");
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("small");
     std::fs::write(&input, pattern(10_000, 1)).unwrap();
     for backend in BACKENDS {
         // Reaped below by wait4, which also gives its peak memory.
         #[allow(clippy::zombie_processes)]
-        let child = Command::new(ddx)
+        let child = Command::new(DDX)
             .args(*backend)
             .arg(format!("if={}", input.display()))
             .args(["of=/dev/null", "bs=1G", "status=none"])

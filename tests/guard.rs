@@ -10,41 +10,25 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use assert_cmd::cargo::CommandCargoExt;
-
 mod rigs;
 
-use rigs::{have, LoopDevice, LoopOptions};
+use rigs::bytes::sha256;
+use rigs::cmd::{code_and_stderr, DDX};
+use rigs::{have, run_tool, LoopDevice, LoopOptions};
 
+/// ddx with no terminal on stdin: writing a whole disk from a terminal
+/// asks first, and these tests must not wait for an answer.
 fn ddx() -> Command {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = Command::cargo_bin("ddx").expect("ddx binary");
-    cmd.arg0("ddx").env("LC_ALL", "C").stdin(Stdio::null());
+    let mut cmd = rigs::cmd::ddx();
+    cmd.stdin(Stdio::null());
     cmd
 }
 
-fn run(cmd: &mut Command) -> (Option<i32>, String) {
-    let out = cmd.output().expect("run");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 fn tool(program: &str, args: &[&str]) -> Result<Output, String> {
-    let out = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("{program}: {e}"))?;
-    if out.status.success() {
-        Ok(out)
-    } else {
-        Err(format!(
-            "{program} {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
+    run_tool(
+        Command::new(program).args(args),
+        &format!("{program} {args:?}"),
+    )
 }
 
 /// Why device tests cannot run here, if they cannot.
@@ -144,15 +128,6 @@ impl Drop for Loop {
     }
 }
 
-fn sha256(path: &str) -> String {
-    let out = tool("sha256sum", &[path]).expect("sha256sum");
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_owned()
-}
-
 /// A DOS partition table with one Linux partition from sector 2048 on.
 fn mbr_with_one_partition(sectors: u32) -> Vec<u8> {
     let mut mbr = vec![0u8; 512];
@@ -186,7 +161,7 @@ fn a_mounted_device_is_refused_intact_and_force_overrides() {
     let mount_point = lo.mkfs_and_mount(&device).expect("mount");
     let before = sha256(&device);
 
-    let (code, err) = run(ddx().args([
+    let (code, err) = code_and_stderr(ddx().args([
         "if=/dev/zero",
         &format!("of={device}"),
         "bs=64k",
@@ -209,7 +184,7 @@ fn a_mounted_device_is_refused_intact_and_force_overrides() {
     );
 
     // --force writes (the last 4 KiB, which a fresh ext4 leaves unused).
-    let (code, err) = run(ddx().args([
+    let (code, err) = code_and_stderr(ddx().args([
         "if=/dev/zero",
         &format!("of={device}"),
         "bs=4k",
@@ -241,8 +216,9 @@ fn a_disk_whose_partition_is_mounted_is_refused() {
     };
     let partition = partition.display().to_string();
     let mount_point = lo.mkfs_and_mount(&partition).expect("mount");
-    let before = sha256(&lo.device());
-    let (code, err) = run(ddx().args(["if=/dev/zero", &format!("of={}", lo.device()), "count=1"]));
+    let before = sha256(lo.device());
+    let (code, err) =
+        code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={}", lo.device()), "count=1"]));
     let name = Path::new(&partition).file_name().unwrap().to_string_lossy();
     assert_refused(
         &err,
@@ -252,9 +228,10 @@ fn a_disk_whose_partition_is_mounted_is_refused() {
             mount_point.display()
         )],
     );
-    assert_eq!(sha256(&lo.device()), before);
+    assert_eq!(sha256(lo.device()), before);
     // The partition itself is refused too.
-    let (code, err) = run(ddx().args(["if=/dev/zero", &format!("of={partition}"), "count=1"]));
+    let (code, err) =
+        code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={partition}"), "count=1"]));
     assert_refused(&err, code, &["it is mounted on"]);
 }
 
@@ -274,7 +251,8 @@ fn active_swap_is_refused() {
         return eprintln!("skipped: cannot enable swap here: {why}");
     }
     lo.cleanups.push(vec!["swapoff".into(), device.clone()]);
-    let (code, err) = run(ddx().args(["if=/dev/zero", &format!("of={device}"), "count=1"]));
+    let (code, err) =
+        code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={device}"), "count=1"]));
     assert_refused(&err, code, &["it is active swap"]);
 }
 
@@ -296,7 +274,8 @@ fn a_device_held_by_device_mapper_is_refused() {
     }
     lo.cleanups
         .push(vec!["dmsetup".into(), "remove".into(), name.clone()]);
-    let (code, err) = run(ddx().args(["if=/dev/zero", &format!("of={device}"), "count=1"]));
+    let (code, err) =
+        code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={device}"), "count=1"]));
     assert_refused(&err, code, &["is held by dm-", &name]);
 }
 
@@ -307,7 +286,7 @@ fn a_free_device_is_written_without_a_word() {
         Ok(lo) => lo,
         Err(why) => return eprintln!("skipped: {why}"),
     };
-    let (code, err) = run(ddx().args([
+    let (code, err) = code_and_stderr(ddx().args([
         "if=/dev/zero",
         &format!("of={}", lo.device()),
         "bs=4k",
@@ -342,12 +321,13 @@ fn copies_onto_the_same_file() {
             } else {
                 Command::new("dd")
             };
-            let (code, err) = run(cmd
-                .current_dir(dir.path())
-                .arg(format!("if={program}.f"))
-                .arg(format!("of={program}.f"))
-                .arg("status=none")
-                .args(*operands));
+            let (code, err) = code_and_stderr(
+                cmd.current_dir(dir.path())
+                    .arg(format!("if={program}.f"))
+                    .arg(format!("of={program}.f"))
+                    .arg("status=none")
+                    .args(*operands),
+            );
             results.push((code, err, std::fs::read(&f).unwrap()));
         }
         assert!(
@@ -375,29 +355,29 @@ fn copies_onto_the_same_file() {
     let f = dir.path().join("f");
     for (operands, what) in refused {
         std::fs::write(&f, &original).unwrap();
-        let (code, err) = run(ddx()
-            .current_dir(dir.path())
-            .args(["if=f", "of=f"])
-            .args(*operands));
+        let (code, err) = code_and_stderr(
+            ddx()
+                .current_dir(dir.path())
+                .args(["if=f", "of=f"])
+                .args(*operands),
+        );
         assert_refused(&err, code, &["onto itself", what]);
         assert!(std::fs::read(&f).unwrap() == original, "{operands:?} wrote");
         // --force gives GNU dd's result.
-        let (code, err) = run(ddx()
-            .current_dir(dir.path())
-            .args(["if=f", "of=f", "count=20", "status=none", "--force"])
-            .args(operands.iter().filter(|o| !o.starts_with("count="))));
+        let (code, err) = code_and_stderr(
+            ddx()
+                .current_dir(dir.path())
+                .args(["if=f", "of=f", "count=20", "status=none", "--force"])
+                .args(operands.iter().filter(|o| !o.starts_with("count="))),
+        );
         assert_eq!(code, Some(0), "{operands:?} --force: {err}");
     }
     // Through the shell's redirections: same file on stdin and stdout.
     std::fs::write(&f, &original).unwrap();
-    let ddx_path = assert_cmd::cargo::cargo_bin("ddx");
     let out = Command::new("sh")
         .current_dir(dir.path())
         .arg("-c")
-        .arg(format!(
-            "{} bs=512 seek=1 conv=notrunc <f 1<>f",
-            ddx_path.display()
-        ))
+        .arg(format!("{DDX} bs=512 seek=1 conv=notrunc <f 1<>f"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -421,13 +401,14 @@ fn a_device_name_that_does_not_exist_is_not_created_in_dev() {
         eprintln!("skipped: cannot create files in /dev here (not root?)");
         return;
     }
-    let (code, err) = run(ddx().args(["if=/dev/zero", &format!("of={name}"), "bs=1", "count=1"]));
+    let (code, err) =
+        code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={name}"), "bs=1", "count=1"]));
     assert_refused(&err, code, &["refusing to create", &name, "no such device"]);
     assert!(!Path::new(&name).exists(), "ddx created {name}");
 
     // The same name relative to /dev.
     let relative = name.trim_start_matches("/dev/");
-    let (code, err) = run(ddx().current_dir("/dev").args([
+    let (code, err) = code_and_stderr(ddx().current_dir("/dev").args([
         "if=/dev/zero",
         &format!("of={relative}"),
         "bs=1",
@@ -437,7 +418,7 @@ fn a_device_name_that_does_not_exist_is_not_created_in_dev() {
     assert!(!Path::new(&name).exists());
 
     // --force does as GNU does.
-    let (code, err) = run(ddx().args([
+    let (code, err) = code_and_stderr(ddx().args([
         "--force",
         "if=/dev/zero",
         &format!("of={name}"),
@@ -453,7 +434,7 @@ fn a_device_name_that_does_not_exist_is_not_created_in_dev() {
     let shm = format!("/dev/shm/ddx-test-{}", std::process::id());
     if Path::new("/dev/shm").is_dir() {
         let (code, err) =
-            run(ddx().args(["if=/dev/zero", &format!("of={shm}"), "bs=1", "count=1"]));
+            code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={shm}"), "bs=1", "count=1"]));
         let created = Path::new(&shm).exists();
         let _ = std::fs::remove_file(&shm);
         assert_eq!(code, Some(0), "{err}");

@@ -3,25 +3,15 @@
 //! correct output prefix, and the live line in a real terminal (tmux).
 
 use std::io::{Read, Write};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
-
 mod rigs;
 
+use rigs::cmd::{ddx, shell, DDX};
+use rigs::signal::wait_for_handler;
 use rigs::{LoopDevice, LoopOptions};
-
-fn ddx() -> Command {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = Command::cargo_bin("ddx").expect("ddx binary");
-    cmd.arg0("ddx").env("LC_ALL", "C");
-    cmd
-}
-
-fn ddx_path() -> String {
-    assert_cmd::cargo::cargo_bin("ddx").display().to_string()
-}
 
 /// A source that writes 1000 bytes every 300 ms, 8 times: a copy of
 /// about 2.4 s, so that the once-a-second ticks happen during it.
@@ -38,16 +28,10 @@ fn json_progress_parses_and_its_last_record_equals_the_statistics() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("progress.json");
     let script = format!(
-        "{SLOW_SOURCE} | {} of=/dev/null bs=1000 count=8 iflag=fullblock --progress-fd=3 3>{}",
-        ddx_path(),
+        "{SLOW_SOURCE} | {DDX} of=/dev/null bs=1000 count=8 iflag=fullblock --progress-fd=3 3>{}",
         json.display()
     );
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(&script)
-        .env("LC_ALL", "C")
-        .output()
-        .unwrap();
+    let out = shell(&script).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let text = std::fs::read_to_string(&json).unwrap();
@@ -89,54 +73,24 @@ fn json_progress_parses_and_its_last_record_equals_the_statistics() {
     assert_eq!(stderr.lines().count(), 3, "GNU's statistics only: {stderr}");
 }
 
-/// Wait until the child catches `signal` (it prints nothing before), or
-/// has already finished.
-fn wait_for_handler(pid: u32, signal: i32) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .map(str::trim)
-        };
-        let caught = field("SigCgt:").and_then(|mask| u64::from_str_radix(mask, 16).ok());
-        let finished = field("State:").is_none_or(|state| state.starts_with('Z'));
-        if finished || caught.is_some_and(|c| c & (1 << (signal - 1)) != 0) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    panic!("handler for signal {signal} never installed");
-}
-
 /// SIGUSR1 prints GNU's statistics and writes a record; the copy goes on.
 #[test]
 fn sigusr1_writes_a_json_record_too() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("progress.json");
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "exec {} of=/dev/null bs=1000 --progress-fd=3 3>{}",
-            ddx_path(),
-            json.display()
-        ))
-        .env("LC_ALL", "C")
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = shell(&format!(
+        "exec {DDX} of=/dev/null bs=1000 --progress-fd=3 3>{}",
+        json.display()
+    ))
+    .stdin(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&[0u8; 3000]).unwrap();
     wait_for_handler(child.id(), libc::SIGUSR1);
     std::thread::sleep(Duration::from_millis(200));
-    // SAFETY: kill(2) on our own child's pid has no memory effects.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGUSR1) },
-        0
-    );
+    rigs::signal::send(child.id(), libc::SIGUSR1);
     std::thread::sleep(Duration::from_millis(200));
     drop(stdin);
     let out = child.wait_with_output().unwrap();
@@ -184,16 +138,9 @@ fn progress_fd_errors_are_one_line_before_anything_is_opened() {
 
 #[test]
 fn a_vanished_progress_reader_does_not_stop_the_copy() {
-    let script = format!(
-        "{SLOW_SOURCE} | {} of=/dev/null --progress-fd=3 3>&1 | head -c 1 >/dev/null",
-        ddx_path()
-    );
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(&script)
-        .env("LC_ALL", "C")
-        .output()
-        .unwrap();
+    let script =
+        format!("{SLOW_SOURCE} | {DDX} of=/dev/null --progress-fd=3 3>&1 | head -c 1 >/dev/null");
+    let out = shell(&script).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("ddx: --progress-fd=3: Broken pipe; the copy goes on\n"),
@@ -242,7 +189,21 @@ fn verbose_adds_lines_after_gnu_statistics() {
 }
 
 fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i * 7 + i / 4093) as u8).collect()
+    rigs::bytes::ramp(len, 7, 4093)
+}
+
+/// The output's first N bytes, N as the statistics report, are the
+/// input's; returns N.
+#[track_caller]
+fn assert_reported_prefix_copied(stderr: &str, output: &Path, input: &[u8], what: &str) -> usize {
+    let reported = bytes_in_statistics(stderr).expect("statistics") as usize;
+    let output = std::fs::read(output).unwrap();
+    assert!(output.len() >= reported, "{} < {reported}", output.len());
+    assert!(
+        output[..reported] == input[..reported],
+        "{what}: the first {reported} bytes differ"
+    );
+    reported
 }
 
 /// Interrupt a copy at several moments: the statistics are printed, ddx
@@ -288,8 +249,7 @@ fn interruption_leaves_a_correct_prefix_of_the_reported_length() {
             }
         });
         std::thread::sleep(Duration::from_millis(delay_ms));
-        // SAFETY: kill(2) on our own child's pid has no memory effects.
-        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        rigs::signal::send(child.id(), signal);
         let mut stderr = String::new();
         child
             .stderr
@@ -300,12 +260,11 @@ fn interruption_leaves_a_correct_prefix_of_the_reported_length() {
         let status = child.wait().unwrap();
         feeder.join().unwrap();
         assert_eq!(status.signal(), Some(signal), "{stderr}");
-        let reported = bytes_in_statistics(&stderr).expect("statistics") as usize;
-        let output = std::fs::read(&out_path).unwrap();
-        assert!(output.len() >= reported, "{} < {reported}", output.len());
-        assert!(
-            output[..reported] == data[..reported],
-            "signal {signal} after {delay_ms} ms: the first {reported} bytes differ"
+        assert_reported_prefix_copied(
+            &stderr,
+            &out_path,
+            &data,
+            &format!("signal {signal} after {delay_ms} ms"),
         );
     }
 }
@@ -346,8 +305,12 @@ fn interruption_of_a_bulk_file_copy_leaves_a_correct_prefix() {
         unsafe { libc::kill(child.id() as libc::pid_t, signal) };
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let reported = bytes_in_statistics(&stderr).expect("statistics") as usize;
-        let output = std::fs::read(&out_path).unwrap();
+        let reported = assert_reported_prefix_copied(
+            &stderr,
+            &out_path,
+            &data,
+            &format!("{backend}, signal {signal} after {delay_ms} ms"),
+        );
         match out.status.signal() {
             Some(s) => assert_eq!(s, signal, "{stderr}"),
             None => {
@@ -355,11 +318,6 @@ fn interruption_of_a_bulk_file_copy_leaves_a_correct_prefix() {
                 assert_eq!(reported, data.len(), "a finished copy is whole");
             }
         }
-        assert!(output.len() >= reported, "{} < {reported}", output.len());
-        assert!(
-            output[..reported] == data[..reported],
-            "{backend}, signal {signal} after {delay_ms} ms: the first {reported} bytes differ"
-        );
     }
 }
 
@@ -417,7 +375,7 @@ struct Tmux {
 impl Tmux {
     fn start(name: &str, width: u32, height: u32, script: &str) -> Option<Tmux> {
         let dir = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(ddx_path(), dir.path().join("ddx")).unwrap();
+        std::os::unix::fs::symlink(DDX, dir.path().join("ddx")).unwrap();
         let script_path = dir.path().join("script.sh");
         std::fs::write(
             &script_path,

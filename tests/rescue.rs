@@ -8,20 +8,7 @@ mod rigs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use assert_cmd::cargo::CommandCargoExt;
-
-fn ddx() -> Command {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = Command::cargo_bin("ddx").expect("ddx binary");
-    cmd.arg0("dd").env("LC_ALL", "C");
-    cmd
-}
-
-fn gnu_dd() -> Command {
-    let mut cmd = Command::new("dd");
-    cmd.env("LC_ALL", "C");
-    cmd
-}
+use rigs::cmd::{assert_succeeded, ddx_as_dd, gnu_dd};
 
 /// stderr with the time and rate of the statistics line blurred.
 fn normalised_stderr(out: &Output) -> String {
@@ -37,15 +24,7 @@ fn normalised_stderr(out: &Output) -> String {
 
 /// Deterministic bytes, different in every 512-byte sector.
 fn pattern(len: usize) -> Vec<u8> {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
+    rigs::bytes::xorshift(0x9e37_79b9_7f4a_7c15, len)
 }
 
 const BACKENDS: &[&[&str]] = &[
@@ -56,31 +35,35 @@ const BACKENDS: &[&[&str]] = &[
     &[],
 ];
 
-fn compare_with_gnu(test: &str, input: &Path, operands: &[&str], scratch: &Path) {
-    let gnu_out = scratch.join("gnu.out");
-    let gnu = gnu_dd()
-        .arg(format!("if={}", input.display()))
-        .arg(format!("of={}", gnu_out.display()))
+/// `cmd` copying `input` to `output` with `operands`, to the end.
+fn copy(cmd: &mut Command, input: &Path, output: &Path, operands: &[&str]) -> Output {
+    cmd.arg(format!("if={}", input.display()))
+        .arg(format!("of={}", output.display()))
         .args(operands)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// ddx's run said what GNU dd's said (timing aside) and ended the same.
+#[track_caller]
+fn assert_same_run(ours: &Output, gnu: &Output, what: &str) {
+    assert_eq!(
+        normalised_stderr(ours),
+        normalised_stderr(gnu),
+        "stderr, {what}"
+    );
+    assert_eq!(ours.status.code(), gnu.status.code(), "status, {what}");
+}
+
+fn compare_with_gnu(test: &str, input: &Path, operands: &[&str], scratch: &Path) {
+    let gnu_out = scratch.join("gnu.out");
+    let gnu = copy(&mut gnu_dd(), input, &gnu_out, operands);
     for backend in BACKENDS {
         let ours_out = scratch.join("ddx.out");
         let _ = std::fs::remove_file(&ours_out);
-        let ours = ddx()
-            .args(*backend)
-            .arg(format!("if={}", input.display()))
-            .arg(format!("of={}", ours_out.display()))
-            .args(operands)
-            .output()
-            .unwrap();
+        let ours = copy(ddx_as_dd().args(*backend), input, &ours_out, operands);
         let what = format!("{test}: {operands:?} {backend:?}");
-        assert_eq!(
-            normalised_stderr(&ours),
-            normalised_stderr(&gnu),
-            "stderr, {what}"
-        );
-        assert_eq!(ours.status.code(), gnu.status.code(), "status, {what}");
+        assert_same_run(&ours, &gnu, &what);
         assert!(
             std::fs::read(&ours_out).unwrap() == std::fs::read(&gnu_out).unwrap(),
             "output bytes differ, {what}"
@@ -141,17 +124,10 @@ fn bad_blocks(map: &str) -> Vec<(u64, u64)> {
         .collect()
 }
 
-fn have_tool(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn rescue_recovers_what_gnu_ddrescue_recovers() {
     let test = "rescue_recovers_what_gnu_ddrescue_recovers";
-    if !have_tool("ddrescue") {
+    if !rigs::have("ddrescue") {
         return rigs::skip(test, "ddrescue is not installed (package gddrescue)");
     }
     let size = 1 << 20;
@@ -190,7 +166,7 @@ fn rescue_recovers_what_gnu_ddrescue_recovers() {
         let ours = scratch.path().join("ddx.img");
         let our_map = scratch.path().join("ddx.map");
         let _ = std::fs::remove_file(&our_map);
-        let out = ddx()
+        let out = ddx_as_dd()
             .arg("--rescue")
             .arg(format!("--map={}", our_map.display()))
             .arg(format!("if={}", device.path.display()))
@@ -233,7 +209,7 @@ fn rescue_recovers_what_gnu_ddrescue_recovers() {
     assert!(ddrescue(4096, &device.path, &theirs4k, &their_map4k));
     let ours4k = scratch.path().join("ddx4k.img");
     let our_map4k = scratch.path().join("ddx4k.map");
-    ddx()
+    ddx_as_dd()
         .args(["--rescue", "--sector-size=4096", "bs=64k"])
         .arg(format!("--map={}", our_map4k.display()))
         .arg(format!("if={}", device.path.display()))
@@ -294,7 +270,7 @@ fn resume_after_sigkill_gives_the_uninterrupted_copy() {
     let output = scratch.path().join("copy.img");
     let checkpoint = scratch.path().join("copy.img.ddx-map");
     let run = || {
-        ddx()
+        ddx_as_dd()
             .arg("--resume")
             .arg(format!("if={}", device.path.display()))
             .arg(format!("of={}", output.display()))
@@ -349,7 +325,7 @@ fn resume_after_sigkill_gives_the_uninterrupted_copy() {
 
 /// The digest printed by a checksum tool for `path` (its first hex word).
 fn tool_digest(tool: &str, args: &[&str], path: &Path) -> Option<String> {
-    if !have_tool(tool) {
+    if !rigs::have(tool) {
         return None;
     }
     let out = Command::new(tool).args(args).arg(path).output().ok()?;
@@ -420,13 +396,12 @@ fn hashes_equal_the_checksum_tools() {
     cases.push(vec!["--map=/dev/null/x", "bs=64k"]);
     for case in &cases {
         let _ = std::fs::remove_file(&output);
-        let out = ddx()
-            .arg("--hash=sha256,blake3,xxh3")
-            .arg(format!("if={}", input.display()))
-            .arg(format!("of={}", output.display()))
-            .args(case)
-            .output()
-            .unwrap();
+        let out = copy(
+            ddx_as_dd().arg("--hash=sha256,blake3,xxh3"),
+            &input,
+            &output,
+            case,
+        );
         let stderr = String::from_utf8_lossy(&out.stderr);
         if case[0].starts_with("--map") {
             // An unsavable map is reported, and the digests are still right.
@@ -444,7 +419,7 @@ fn hashes_equal_the_checksum_tools() {
         }
     }
     // From a pipe, with skip= and count=: the digest of what was copied.
-    let out = ddx()
+    let out = ddx_as_dd()
         .args([
             "--hash=sha256",
             "bs=1000",
@@ -479,13 +454,7 @@ fn verify_passes_a_good_copy_and_catches_a_flipped_byte() {
         &["bs=512", "--backend=sync"],
         &["--rescue"],
     ] {
-        let out = ddx()
-            .arg("--verify")
-            .arg(format!("if={}", input.display()))
-            .arg(format!("of={}", output.display()))
-            .args(extra)
-            .output()
-            .unwrap();
+        let out = copy(ddx_as_dd().arg("--verify"), &input, &output, extra);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{extra:?}: {stderr}");
         assert!(
@@ -509,7 +478,7 @@ fn verify_passes_a_good_copy_and_catches_a_flipped_byte() {
         &["bs=256k", "--backend=sync"],
         &["--rescue", "bs=1M"],
     ] {
-        let out = ddx()
+        let out = ddx_as_dd()
             .arg("--verify")
             .arg(format!("if={}", input.display()))
             .arg(format!("of={}", device.path.display()))
@@ -547,7 +516,7 @@ fn a_signal_during_verify_ends_it_at_once() {
     for signal in [libc::SIGINT, libc::SIGTERM] {
         use std::io::Read;
         use std::os::unix::process::ExitStatusExt;
-        let mut child = ddx()
+        let mut child = ddx_as_dd()
             .arg("--verify")
             .arg(format!("if={}", input.display()))
             .arg(format!("of={}", device.path.display()))
@@ -564,8 +533,7 @@ fn a_signal_during_verify_ends_it_at_once() {
             text.push(byte[0]);
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
-        // SAFETY: kill(2) on our own child's pid has no memory effects.
-        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        rigs::signal::send(child.id(), signal);
         let status = child.wait().unwrap();
         stderr.read_to_end(&mut text).unwrap();
         let text = String::from_utf8_lossy(&text);
@@ -595,37 +563,19 @@ fn enospc_matches_gnu_dd_on_every_backend() {
         &["bs=64k", "seek=3", "conv=sparse"],
     ] {
         let _ = std::fs::remove_file(&output);
-        let gnu = gnu_dd()
-            .arg(format!("if={}", input.display()))
-            .arg(format!("of={}", output.display()))
-            .args(operands)
-            .output()
-            .unwrap();
+        let gnu = copy(&mut gnu_dd(), &input, &output, operands);
         let gnu_bytes = std::fs::read(&output).unwrap();
         for backend in BACKENDS {
             let _ = std::fs::remove_file(&output);
-            let ours = ddx()
-                .args(*backend)
-                .arg(format!("if={}", input.display()))
-                .arg(format!("of={}", output.display()))
-                .args(operands)
-                .output()
-                .unwrap();
+            let ours = copy(ddx_as_dd().args(*backend), &input, &output, operands);
             let what = format!("{operands:?} {backend:?}");
-            assert_eq!(normalised_stderr(&ours), normalised_stderr(&gnu), "{what}");
-            assert_eq!(ours.status.code(), gnu.status.code(), "{what}");
+            assert_same_run(&ours, &gnu, &what);
             assert!(std::fs::read(&output).unwrap() == gnu_bytes, "{what}");
         }
     }
     // A positional copy says where it stopped; what it wrote stays.
     let _ = std::fs::remove_file(&output);
-    let out = ddx()
-        .arg("--resume")
-        .arg(format!("if={}", input.display()))
-        .arg(format!("of={}", output.display()))
-        .arg("bs=64k")
-        .output()
-        .unwrap();
+    let out = copy(ddx_as_dd().arg("--resume"), &input, &output, &["bs=64k"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let written = std::fs::metadata(&output).unwrap().len();
     assert_eq!(out.status.code(), Some(1));
@@ -641,18 +591,8 @@ fn enospc_matches_gnu_dd_on_every_backend() {
     assert!(stderr.contains(&format!("\n{written} bytes (")), "{stderr}");
     // Room made, the same command continues where it stopped.
     assert!(fs.resize(8 << 20), "remount the tmpfs larger");
-    let out = ddx()
-        .arg("--resume")
-        .arg(format!("if={}", input.display()))
-        .arg(format!("of={}", output.display()))
-        .arg("bs=64k")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = copy(ddx_as_dd().arg("--resume"), &input, &output, &["bs=64k"]);
+    assert_succeeded(&out);
     let copied = std::fs::read(&input).unwrap();
     assert!(std::fs::read(&output).unwrap() == copied);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -685,38 +625,25 @@ fn write_eio_matches_gnu_dd_on_every_backend() {
         &["bs=3000", "conv=notrunc"],
     ] {
         std::fs::write(&rig.image, vec![0; size as usize]).unwrap();
-        let gnu = gnu_dd()
-            .arg(format!("if={}", input.display()))
-            .arg(format!("of={}", rig.path.display()))
-            .args(operands)
-            .output()
-            .unwrap();
+        let gnu = copy(&mut gnu_dd(), &input, &rig.path, operands);
         let gnu_bytes = std::fs::read(&rig.image).unwrap();
         // Every backend, io_uring too: it keeps one write in flight, so
         // nothing lands past a write that fails (found by this test).
         for backend in BACKENDS {
             std::fs::write(&rig.image, vec![0; size as usize]).unwrap();
-            let ours = ddx()
-                .args(*backend)
-                .arg(format!("if={}", input.display()))
-                .arg(format!("of={}", rig.path.display()))
-                .args(operands)
-                .output()
-                .unwrap();
+            let ours = copy(ddx_as_dd().args(*backend), &input, &rig.path, operands);
             let what = format!("{operands:?} {backend:?}");
-            assert_eq!(normalised_stderr(&ours), normalised_stderr(&gnu), "{what}");
-            assert_eq!(ours.status.code(), gnu.status.code(), "{what}");
+            assert_same_run(&ours, &gnu, &what);
             assert!(std::fs::read(&rig.image).unwrap() == gnu_bytes, "{what}");
         }
     }
     std::fs::write(&rig.image, vec![0; size as usize]).unwrap();
-    let out = ddx()
-        .arg("--rescue")
-        .arg(format!("if={}", input.display()))
-        .arg(format!("of={}", rig.path.display()))
-        .args(["bs=4096", "conv=notrunc"])
-        .output()
-        .unwrap();
+    let out = copy(
+        ddx_as_dd().arg("--rescue"),
+        &input,
+        &rig.path,
+        &["bs=4096", "conv=notrunc"],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -761,7 +688,7 @@ fn refused_combinations_touch_nothing() {
         ),
         (&["--hash=md5"], "invalid argument 'md5' for '--hash'"),
     ] {
-        let out = ddx()
+        let out = ddx_as_dd()
             .current_dir(scratch.path())
             .arg(format!("if={}", input.display()))
             .arg(format!("of={}", output.display()))
@@ -775,7 +702,7 @@ fn refused_combinations_touch_nothing() {
         assert!(!scratch.path().join("m").exists());
     }
     // Without of=, positional copies and --verify are refused.
-    let out = ddx()
+    let out = ddx_as_dd()
         .args(["--verify"])
         .arg(format!("if={}", input.display()))
         .output()
@@ -783,7 +710,7 @@ fn refused_combinations_touch_nothing() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--verify needs of=FILE"));
     // A checkpoint whose output is gone is not resumed.
     std::fs::write(scratch.path().join("output.ddx-map"), "0 ? 1\n").unwrap();
-    let out = ddx()
+    let out = ddx_as_dd()
         .arg("--resume")
         .arg(format!("if={}", input.display()))
         .arg(format!("of={}", output.display()))
@@ -807,7 +734,7 @@ fn resume_continues_after_a_read_error() {
     let output = scratch.path().join("out");
     let map = scratch.path().join("out.map");
     let run = |extra: &[&str]| {
-        ddx()
+        ddx_as_dd()
             .arg(format!("--map={}", map.display()))
             .arg(format!("if={}", device.path.display()))
             .arg(format!("of={}", output.display()))

@@ -3,10 +3,14 @@
 //! is left in the input pipe are GNU dd's.
 
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
+
+mod rigs;
+
+use rigs::cmd::{invoked_as, DDX};
 
 fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i * 13 + i / 1000) as u8).collect()
+    rigs::bytes::ramp(len, 13, 1000)
 }
 
 /// GNU's statistics lines without timing; ddx's --verbose lines apart.
@@ -22,10 +26,7 @@ fn split_stderr(stderr: &[u8]) -> (Vec<String>, String) {
 
 /// Run `program` with `input` written into its stdin pipe, all at once.
 fn with_stdin_pipe(program: &str, args: &[String], input: &[u8]) -> std::process::Output {
-    use std::os::unix::process::CommandExt;
-    let mut child = Command::new(program)
-        .arg0("dd")
-        .env("LC_ALL", "C")
+    let mut child = invoked_as(program, "dd")
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -44,7 +45,6 @@ fn with_stdin_pipe(program: &str, args: &[String], input: &[u8]) -> std::process
 
 #[test]
 fn a_pipe_into_a_file_is_spliced_and_equals_gnu_dd() {
-    let ddx = env!("CARGO_BIN_EXE_ddx");
     let dir = tempfile::tempdir().unwrap();
     let data = pattern(3_000_000 + 17);
     for operands in [
@@ -58,7 +58,7 @@ fn a_pipe_into_a_file_is_spliced_and_equals_gnu_dd() {
             args.extend(extra.iter().map(|s| s.to_string()));
             with_stdin_pipe(program, &args, &data)
         };
-        let ours = run(ddx, "ours", &["--verbose"]);
+        let ours = run(DDX, "ours", &["--verbose"]);
         let theirs = run("dd", "theirs", &[]);
         let (ours_statistics, ours_text) = split_stderr(&ours.stderr);
         assert!(ours_text.contains("splice"), "not spliced: {ours_text}");
@@ -80,7 +80,6 @@ fn a_pipe_into_a_file_is_spliced_and_equals_gnu_dd() {
 
 #[test]
 fn a_file_into_a_pipe_is_spliced_and_equals_gnu_dd() {
-    let ddx = env!("CARGO_BIN_EXE_ddx");
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in");
     std::fs::write(&input, pattern(5_000_000 + 3)).unwrap();
@@ -90,10 +89,7 @@ fn a_file_into_a_pipe_is_spliced_and_equals_gnu_dd() {
         vec!["bs=512"],
     ] {
         let run = |program: &str, extra: &[&str]| {
-            use std::os::unix::process::CommandExt;
-            Command::new(program)
-                .arg0("dd")
-                .env("LC_ALL", "C")
+            invoked_as(program, "dd")
                 .arg(format!("if={}", input.display()))
                 .args(&operands)
                 .args(extra)
@@ -101,7 +97,7 @@ fn a_file_into_a_pipe_is_spliced_and_equals_gnu_dd() {
                 .output()
                 .unwrap()
         };
-        let ours = run(ddx, &["--verbose"]);
+        let ours = run(DDX, &["--verbose"]);
         let theirs = run("dd", &[]);
         let (ours_statistics, ours_text) = split_stderr(&ours.stderr);
         assert!(ours_text.contains("splice"), "not spliced: {ours_text}");
@@ -117,7 +113,6 @@ fn a_file_into_a_pipe_is_spliced_and_equals_gnu_dd() {
 
 #[test]
 fn conversions_and_explicit_sync_do_not_splice() {
-    let ddx = env!("CARGO_BIN_EXE_ddx");
     for extra in [
         &["conv=ucase"][..],
         &["--backend=sync"],
@@ -125,7 +120,7 @@ fn conversions_and_explicit_sync_do_not_splice() {
         &["iflag=fullblock"],
     ] {
         let out = with_stdin_pipe(
-            ddx,
+            DDX,
             &[&["of=/dev/null", "bs=64k", "--verbose"][..], extra]
                 .concat()
                 .iter()

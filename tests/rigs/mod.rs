@@ -7,11 +7,20 @@
 //! chosen offset. Each rig tears itself down in Drop, whatever the test
 //! did; a rig whose tools or privileges are missing is `None`, with the
 //! reason printed, so the test can skip rather than fail.
+//!
+//! The submodules hold the rest the test binaries share: how ddx and GNU
+//! dd are started (`cmd`), test data (`bytes`) and signalling a running
+//! ddx (`signal`).
 
+// Each test binary compiles all of rigs and uses only some of it.
 #![allow(dead_code)]
 
+pub mod bytes;
+pub mod cmd;
+pub mod signal;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// How to attach a loop device.
@@ -58,17 +67,7 @@ impl LoopDevice {
         if options.partscan {
             losetup.arg("--partscan");
         }
-        let out = losetup
-            .arg(backing)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("no losetup ({e})"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "losetup failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
+        let out = run_tool(losetup.arg(backing), "losetup")?;
         let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         Ok(LoopDevice { path: path.into() })
     }
@@ -150,32 +149,13 @@ impl MountedFs {
             .and_then(|f| f.set_len(size))
             .map_err(|e| e.to_string())?;
         let device = LoopDevice::attach(&backing, LoopOptions::default())?;
-        let out = Command::new(&mkfs)
-            .arg("-q")
-            .arg(&device.path)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("{mkfs}: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "{mkfs} failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
+        run_tool(Command::new(&mkfs).arg("-q").arg(&device.path), &mkfs)?;
         let root = dir.path().join("mnt");
         std::fs::create_dir(&root).map_err(|e| e.to_string())?;
-        let out = Command::new("mount")
-            .arg(&device.path)
-            .arg(&root)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("mount: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "mounting {kind} failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
+        run_tool(
+            Command::new("mount").arg(&device.path).arg(&root),
+            &format!("mounting {kind}"),
+        )?;
         Ok(MountedFs { root, device, dir })
     }
 
@@ -206,6 +186,22 @@ pub fn skip(test: &str, reason: &str) {
     eprintln!("SKIPPED {test}: {reason}");
 }
 
+/// Runs a set-up tool to the end, with no stdin to wait on. Err says
+/// which step (`what`) failed, in the tool's own words.
+pub fn run_tool(cmd: &mut Command, what: &str) -> Result<Output, String> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{what}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(out)
+}
+
 /// Whether `tool` is on PATH.
 pub fn have(tool: &str) -> bool {
     Command::new("sh")
@@ -233,6 +229,32 @@ fn wait_up_to(limit: Duration, mut ready: impl FnMut() -> bool, what: &str) -> R
         std::thread::sleep(Duration::from_millis(20));
     }
     Err(format!("{what} did not come up"))
+}
+
+/// A temporary directory for a rig's files, named after the rig.
+fn rig_dir(prefix: &str) -> Result<tempfile::TempDir, String> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .map_err(|e| e.to_string())
+}
+
+/// Wait until a FUSE export of `size` bytes is mounted on `path`: before,
+/// the file there is the empty one it is mounted over.
+fn wait_for_export(path: &Path, size: u64, what: &str) -> Result<(), String> {
+    wait_for(
+        || is_mountpoint(path) && std::fs::metadata(path).is_ok_and(|m| m.len() == size),
+        what,
+    )
+}
+
+/// `fusermount3 FLAGS path`, quietly: a rig's teardown reports nothing.
+fn fuse_unmount(flags: &str, path: &Path) {
+    let _ = Command::new("fusermount3")
+        .arg(flags)
+        .arg(path)
+        .stderr(Stdio::null())
+        .status();
 }
 
 fn is_mountpoint(path: &Path) -> bool {
@@ -360,10 +382,7 @@ impl NbdDevice {
         if !is_root() {
             return Err("FUSE mounts here need root".into());
         }
-        let dir = tempfile::Builder::new()
-            .prefix("ddx-rig-")
-            .tempdir()
-            .map_err(|e| e.to_string())?;
+        let dir = rig_dir("ddx-rig-")?;
         let image = dir.path().join("image");
         std::fs::write(&image, contents).map_err(|e| e.to_string())?;
         let socket = dir.path().join("sock");
@@ -402,12 +421,7 @@ impl NbdDevice {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("nbdfuse: {e}"))?;
-        let path = device.path.clone();
-        let size = contents.len() as u64;
-        wait_for(
-            || is_mountpoint(&path) && std::fs::metadata(&path).is_ok_and(|m| m.len() == size),
-            "nbdfuse",
-        )?;
+        wait_for_export(&device.path, contents.len() as u64, "nbdfuse")?;
         Ok(device)
     }
 }
@@ -416,17 +430,9 @@ impl Drop for NbdDevice {
     fn drop(&mut self) {
         let fuse_pid = read_pid(&self.dir.path().join("fuse.pid"));
         if is_mountpoint(&self.path) {
-            let _ = Command::new("fusermount3")
-                .arg("-u")
-                .arg(&self.path)
-                .stderr(Stdio::null())
-                .status();
+            fuse_unmount("-u", &self.path);
             if is_mountpoint(&self.path) {
-                let _ = Command::new("fusermount3")
-                    .arg("-uz")
-                    .arg(&self.path)
-                    .stderr(Stdio::null())
-                    .status();
+                fuse_unmount("-uz", &self.path);
             }
         }
         stop_pid(fuse_pid);
@@ -444,10 +450,7 @@ impl SmallTmpfs {
         if !is_root() {
             return Err("mounting a tmpfs needs root".into());
         }
-        let dir = tempfile::Builder::new()
-            .prefix("ddx-tmpfs-")
-            .tempdir()
-            .map_err(|e| e.to_string())?;
+        let dir = rig_dir("ddx-tmpfs-")?;
         let status = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "ddx-test"])
             .arg(dir.path())
@@ -500,10 +503,7 @@ impl FailingWrites {
         if !is_root() || !Path::new("/dev/fuse").exists() {
             return Err("a FUSE export needs root and /dev/fuse".into());
         }
-        let dir = tempfile::Builder::new()
-            .prefix("ddx-qsd-")
-            .tempdir()
-            .map_err(|e| e.to_string())?;
+        let dir = rig_dir("ddx-qsd-")?;
         let image = dir.path().join("image.raw");
         std::fs::File::create(&image)
             .and_then(|f| f.set_len(size))
@@ -547,11 +547,7 @@ impl FailingWrites {
             image,
             child: Some(child),
         };
-        let path = rig.path.clone();
-        if let Err(e) = wait_for(
-            || is_mountpoint(&path) && std::fs::metadata(&path).is_ok_and(|m| m.len() == size),
-            "qemu-storage-daemon FUSE export",
-        ) {
+        if let Err(e) = wait_for_export(&rig.path, size, "qemu-storage-daemon FUSE export") {
             let mut child = rig.child.take().expect("child");
             let _ = child.kill();
             let out = child
@@ -567,11 +563,7 @@ impl FailingWrites {
 impl Drop for FailingWrites {
     fn drop(&mut self) {
         if is_mountpoint(&self.path) {
-            let _ = Command::new("fusermount3")
-                .arg("-uz")
-                .arg(&self.path)
-                .stderr(Stdio::null())
-                .status();
+            fuse_unmount("-uz", &self.path);
         }
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
