@@ -67,6 +67,53 @@ fn stdin_after_count_is_left_for_the_next_reader() {
 }
 
 #[test]
+fn stdin_after_a_failed_write_is_where_gnu_dd_leaves_it() {
+    // GNU reads a record, writes it, and stops at the write that fails;
+    // ddx's reader runs ahead. What a script reads next from the same
+    // standard input must not depend on which dd it ran.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::write(&input, rigs::bytes::xorshift(7, 8 << 20)).unwrap();
+    // /dev/full fails the first write; a full 1 MiB tmpfs fails one part
+    // way, after writes that went through.
+    let small = rigs::SmallTmpfs::new(1 << 20);
+    let mut outputs = vec![("/dev/full".to_owned(), false)];
+    match &small {
+        Ok(fs) => outputs.push((fs.path().join("out").display().to_string(), true)),
+        Err(reason) => eprintln!("no ENOSPC part way (only /dev/full): {reason}"),
+    }
+    let left = |dd: &str, operands: &str, (output, scratch): &(String, bool)| {
+        if *scratch {
+            let _ = std::fs::remove_file(output);
+        }
+        let script = format!(
+            "{{ {dd} {operands} of={output} 2>/dev/null; cat | wc -c; }} < {}",
+            input.display()
+        );
+        let out = shell(&script).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    for output in &outputs {
+        for operands in [
+            "bs=64k",
+            "bs=1M",
+            "bs=512",
+            "ibs=64k obs=4k",
+            "ibs=4k obs=64k",
+            "bs=64k skip=3",
+            "bs=100k conv=sync",
+            "bs=1M iflag=direct",
+        ] {
+            let gnu = left("dd", operands, output);
+            for backend in ["", "--backend=sync", "--backend=threads", "--backend=uring"] {
+                let ours = left(&format!("{DDX} {backend}"), operands, output);
+                assert_eq!(ours, gnu, "{operands} {backend} of={}", output.0);
+            }
+        }
+    }
+}
+
+#[test]
 fn bad_operands_touch_no_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");

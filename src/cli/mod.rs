@@ -155,6 +155,7 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
             .with_block_choice(block_choice.as_ref())
     });
     let plan = Arc::new(plan);
+    let input_start = input.offset;
     let (result, input) = engine::backend::run(
         backend,
         shaping,
@@ -169,6 +170,14 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         RunResult::Died => return EXIT_FAILURE,
         RunResult::Finished(outcome) => outcome.failed,
     };
+    if let (true, Some(input)) = (failed, &input) {
+        let counted = counters.snapshot();
+        input.give_back_read_ahead(
+            &plan,
+            input_start,
+            counted.records_in_full + counted.records_in_partial,
+        );
+    }
 
     // GNU closes both ends before the statistics; a close error ends it there.
     if let Some(input) = input {

@@ -412,6 +412,7 @@ fn run_threads(
     writer: &mut Writer<'_>,
     queue_depth: usize,
 ) -> (RunResult, Option<Input>) {
+    let reads_return = reader.input_seekable();
     let (event_tx, event_rx) = sync_channel::<Event>(queue_depth);
     let mut waiting = Waiting::for_this_machine();
     let (free_tx, free_rx): (Sender<AlignedBuf>, Receiver<AlignedBuf>) = channel();
@@ -472,11 +473,14 @@ fn run_threads(
         }
     }
     // Unblock a reader waiting to send or for a buffer, then take it back
-    // if it is done; one stuck in a read(2) on a pipe is left behind (the
-    // process exits soon), as GNU dd would not have read further either.
+    // if it is done, or soon will be: one in a read(2) of a file returns
+    // (and the input goes back to where GNU dd would have left it, see
+    // `Input::give_back_read_ahead`); one stuck in a read(2) on a pipe is
+    // left behind (the process exits soon), as GNU dd would not have read
+    // further either.
     drop(event_rx);
     drop(free_tx);
-    let input = if thread.is_finished() || end.is_ok() {
+    let input = if thread.is_finished() || end.is_ok() || reads_return {
         thread.join().ok().flatten()
     } else {
         None

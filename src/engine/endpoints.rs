@@ -27,6 +27,38 @@ pub struct Input {
     pub offset: i64,
 }
 
+impl Input {
+    /// After a copy that failed part way, leave an inherited seekable
+    /// input where GNU dd would have: just past the `records` it counted
+    /// (after skip=, from `start`, the offset it was handed at). GNU reads
+    /// a record, writes it and stops at a failed write; ddx's reader runs
+    /// ahead of the writer and has taken more. A script that goes on
+    /// reading the same standard input (`(dd ...; cat) < file`) must find
+    /// the same bytes. Only ever moves back; a file ddx opened itself is
+    /// closed and nobody sees its offset.
+    pub fn give_back_read_ahead(&self, plan: &CopyPlan, start: i64, records: u64) {
+        if !self.seekable || !matches!(self.handle, Handle::Stdin(_)) {
+            return;
+        }
+        let ibs = plan.input_block_size as u64;
+        let skipped = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
+        let Some(gnu) = records
+            .checked_mul(ibs)
+            .and_then(|b| b.checked_add(skipped))
+            .and_then(|b| b.checked_add(start.max(0) as u64))
+            .and_then(|b| i64::try_from(b).ok())
+        else {
+            return;
+        };
+        let fd = self.handle.as_fd();
+        if let Ok(now) = file::current_offset(fd) {
+            if now > gnu {
+                let _ = file::seek_relative(fd, gnu - now);
+            }
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Output {
     pub handle: Handle,

@@ -226,6 +226,12 @@ impl Reader {
         self.bulk_done = bytes;
     }
 
+    /// Whether the input can seek: then a read(2) returns without waiting
+    /// on anyone (a file, a disk), unlike one on a pipe or a terminal.
+    pub fn input_seekable(&self) -> bool {
+        self.input.seekable
+    }
+
     pub fn into_input(self) -> Input {
         self.input
     }
