@@ -114,6 +114,36 @@ fn stdin_after_a_failed_write_is_where_gnu_dd_leaves_it() {
 }
 
 #[test]
+fn stdin_after_read_errors_passed_over_is_where_gnu_dd_leaves_it() {
+    // With conv=noerror the copy goes on past a bad block to the end of
+    // the input: nothing to give back, whatever the records counted.
+    let test = "stdin_after_read_errors_passed_over_is_where_gnu_dd_leaves_it";
+    let contents = rigs::bytes::xorshift(11, 1 << 20);
+    let device = match rigs::NbdDevice::with_bad_ranges(&contents, &[(0x40000, 0x200)]) {
+        Ok(device) => device,
+        Err(reason) => return rigs::skip(test, &reason),
+    };
+    for operands in ["bs=4k conv=noerror", "bs=4k conv=noerror,sync", "bs=64k"] {
+        let left = |dd: &str| {
+            let script = format!(
+                "{{ {dd} {operands} of=/dev/null 2>/dev/null; cat | wc -c; }} < {}",
+                device.path.display()
+            );
+            let out = shell(&script).output().unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        let gnu = left("dd");
+        for backend in ["", "--backend=sync", "--backend=threads"] {
+            assert_eq!(
+                left(&format!("{DDX} {backend}")),
+                gnu,
+                "{operands} {backend}"
+            );
+        }
+    }
+}
+
+#[test]
 fn bad_operands_touch_no_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");

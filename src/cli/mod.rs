@@ -166,11 +166,11 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
         reporter.as_ref(),
     );
     ticker.stop();
-    let failed = match result {
+    let (failed, stopped_short) = match result {
         RunResult::Died => return EXIT_FAILURE,
-        RunResult::Finished(outcome) => outcome.failed,
+        RunResult::Finished(outcome) => (outcome.failed, outcome.stopped_short),
     };
-    if let (true, Some(input)) = (failed, &input) {
+    if let (true, Some(input)) = (stopped_short, &input) {
         let counted = counters.snapshot();
         input.give_back_read_ahead(
             &plan,

@@ -28,7 +28,7 @@ pub struct Input {
 }
 
 impl Input {
-    /// After a copy that failed part way, leave an inherited seekable
+    /// After a copy that stopped short, leave an inherited seekable
     /// input where GNU dd would have: just past the `records` it counted
     /// (after skip=, from `start`, the offset it was handed at). GNU reads
     /// a record, writes it and stops at a failed write; ddx's reader runs

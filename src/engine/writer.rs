@@ -28,6 +28,9 @@ const HOLE_WRITE: usize = 1 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome {
     pub failed: bool,
+    /// The copy stopped short (GNU's quit: a failed write, a read error
+    /// without noerror) rather than at the end of its input or count=.
+    pub stopped_short: bool,
 }
 
 /// The result of a run, as the caller acts on it.
@@ -163,6 +166,8 @@ pub struct Writer<'a> {
     drop_behind: Option<Option<DropBehind>>,
     /// `--hash`/`--verify`: every byte passed on, before conversion.
     tap: Option<crate::integrity::Tap>,
+    /// A write failed: the copy ends here, short of its input's end.
+    write_failed: bool,
 }
 
 impl<'a> Writer<'a> {
@@ -204,6 +209,7 @@ impl<'a> Writer<'a> {
             unblocker: Unblocker::new(plan.conversion_block_size),
             drop_behind: None,
             tap: None,
+            write_failed: false,
             bulk_in: 0,
             kernel_in: 0,
             zeros: None,
@@ -363,6 +369,7 @@ impl<'a> Writer<'a> {
                 cache_failed |= self.drop_cache_at_end();
                 RunResult::Finished(Outcome {
                     failed: failed || sync_failed || cache_failed,
+                    stopped_short: self.write_failed,
                 })
             }
             // GNU's quit(): a failed sync there exits before the statistics.
@@ -370,7 +377,10 @@ impl<'a> Writer<'a> {
                 if self.synchronize() {
                     RunResult::Died
                 } else {
-                    RunResult::Finished(Outcome { failed: true })
+                    RunResult::Finished(Outcome {
+                        failed: true,
+                        stopped_short: true,
+                    })
                 }
             }
             Err(Stop::Die) => RunResult::Died,
@@ -724,7 +734,8 @@ impl<'a> Writer<'a> {
     /// A short write of whole records: GNU says "error writing" and ends
     /// the copy normally (one write per read), or "writing to" and quits
     /// (re-blocked output); `partial` counts a partly written block.
-    fn short_write(&self, error: Option<Errno>, partial: bool) -> Result<Handled, Stop> {
+    fn short_write(&mut self, error: Option<Errno>, partial: bool) -> Result<Handled, Stop> {
+        self.write_failed = true;
         let file = self.output.name.clone();
         let errno = error.unwrap_or(Errno::IO);
         if self.plan.two_buffers {
