@@ -6,12 +6,14 @@
 
 pub mod bench;
 pub mod cli;
+pub mod ends;
 pub mod engine;
 pub mod guard;
 pub mod integrity;
 pub mod operands;
 pub mod progress;
-pub mod quote;
 pub mod rescue;
+pub mod stats;
 pub mod sys;
+pub mod text;
 pub mod transform;

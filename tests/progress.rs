@@ -65,7 +65,7 @@ fn json_progress_parses_and_its_last_record_equals_the_statistics() {
         "{stderr} vs {expected_records}"
     );
     assert_eq!(bytes_in_statistics(&stderr), last["bytes"].as_u64());
-    let seconds = ddx::progress::human::format_g(last["elapsed"].as_f64().unwrap());
+    let seconds = ddx::text::human::format_g(last["elapsed"].as_f64().unwrap());
     assert!(
         stderr.contains(&format!(" copied, {seconds} s, ")),
         "{stderr} vs {seconds}"

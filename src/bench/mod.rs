@@ -14,7 +14,7 @@ pub mod measure;
 pub mod progress;
 /// The block-size rule lives with the engine (`bs=auto` uses it too); it is
 /// re-exported here, where the report applies it.
-pub use crate::engine::recommend;
+pub use crate::stats::recommend;
 pub mod report;
 pub mod scenario;
 pub mod stats;

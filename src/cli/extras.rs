@@ -15,8 +15,8 @@ use crate::integrity::{Algorithm, HashJob, Tap};
 use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::progress::reporter::emit;
 use crate::progress::Reporter;
-use crate::quote::quote_file;
 use crate::rescue::{self, mapfile::Map, Ended, Job, Request};
+use crate::text::quote::quote_file;
 
 /// What ddx's own options ask for, checked.
 #[derive(Debug, Default)]

@@ -12,9 +12,9 @@ use rustix::fs::FileType;
 use crate::cli::options::Settings;
 use crate::engine::{Backend, Counters, Input, Shaping};
 use crate::operands::CopyPlan;
-use crate::progress::human::{human, Base};
 use crate::progress::Reporter;
 use crate::sys::block::{self, DeviceNumber};
+use crate::text::human::{human, Base};
 
 /// What was decided before the copy, to print after it.
 pub struct Report {

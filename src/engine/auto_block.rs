@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::FileType;
 
-use crate::engine::recommend::{smallest_near_best, NEAR_BEST};
+use crate::stats::recommend::{smallest_near_best, NEAR_BEST};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::device::device_info;
 use crate::sys::file;
@@ -67,7 +67,7 @@ pub struct Choice {
 impl Choice {
     /// One line for `--verbose`.
     pub fn describe(&self) -> String {
-        let size = |n: usize| crate::progress::human::size_text(n as u64);
+        let size = |n: usize| crate::text::human::size_text(n as u64);
         let mut text = format!(
             "bs=auto chose {} ({} bytes)",
             size(self.block_size),

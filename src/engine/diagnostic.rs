@@ -6,8 +6,8 @@
 
 use std::fmt;
 
-use crate::quote::{quote_file, quote_file_if_needed};
 use crate::sys::{errno_text, Errno};
+use crate::text::quote::{quote_file, quote_file_if_needed};
 
 /// Which buffer could not be allocated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,12 +203,8 @@ impl fmt::Display for Diagnostic {
                     BufferKind::Input => "input",
                     BufferKind::Output => "output",
                 };
-                let human = crate::progress::human::human(
-                    *size as u64,
-                    crate::progress::human::Base::Iec,
-                    1,
-                    1,
-                );
+                let human =
+                    crate::text::human::human(*size as u64, crate::text::human::Base::Iec, 1, 1);
                 write!(
                     f,
                     "memory exhausted by {which} buffer of size {size} bytes ({human})"

@@ -15,7 +15,6 @@ pub mod endpoints;
 pub mod handoff;
 pub mod offload;
 pub mod reader;
-pub mod recommend;
 pub mod shape;
 pub mod uring;
 pub mod writer;

@@ -22,10 +22,10 @@ use std::path::Path;
 use rustix::fs::{FileType, Stat};
 
 use crate::operands::{Conv, CopyPlan, IoFlags};
-use crate::progress::human::{human, Base};
-use crate::quote::quote_file;
 use crate::sys::block::{self, BlockDevice, DeviceNumber};
 use crate::sys::mounts;
+use crate::text::human::{human, Base};
+use crate::text::quote::quote_file;
 
 /// Why a copy is refused. Display is one line without the program name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

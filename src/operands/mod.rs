@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 pub use symbols::{Conv, IoFlags, StatusLevel};
 
-use crate::quote::quote;
+use crate::text::quote::quote;
 use number::NumberError;
 
 /// GNU's default block size for ibs and obs.

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::progress::human::{human, Base};
+use crate::text::human::{human, Base};
 
 /// One frame's figures, computed by the reporter.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,7 +1,6 @@
 //! What the user sees while and after copying: GNU's statistics and
 //! progress lines, printed by a reporter that the copy loop never waits on.
 
-pub mod human;
 pub mod json;
 pub mod live;
 pub mod rate;

@@ -7,7 +7,7 @@
 use std::io::{self, Write};
 
 use crate::engine::Snapshot;
-use crate::progress::human::{format_g, human, Base};
+use crate::text::human::{format_g, human, Base};
 
 /// The two records lines and, if any, the truncated-records line.
 pub fn write_records(w: &mut impl Write, s: &Snapshot) -> io::Result<()> {

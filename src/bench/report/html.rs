@@ -177,12 +177,7 @@ fn zones_chart(report: &Report) -> String {
             y_label: "throughput",
             x_scale: Scale::Linear,
             x_text: &|x| {
-                crate::progress::human::human(
-                    x.round() as u64,
-                    crate::progress::human::Base::Iec,
-                    1,
-                    1,
-                )
+                crate::text::human::human(x.round() as u64, crate::text::human::Base::Iec, 1, 1)
             },
             y_text: &rate_text,
             markers: Vec::new(),

@@ -227,14 +227,14 @@ fn request_median_ns(latencies_ns: &[u64]) -> Option<u64> {
     stats::percentile(&sorted, 50.0)
 }
 
-pub use crate::progress::human::size_text;
+pub use crate::text::human::size_text;
 
 /// A throughput as dd prints rates ("1.2 GB/s").
 pub fn rate_text(bytes_per_sec: f64) -> String {
     let whole = bytes_per_sec.max(0.0).round() as u64;
     format!(
         "{}/s",
-        crate::progress::human::human(whole, crate::progress::human::Base::Si, 1, 1)
+        crate::text::human::human(whole, crate::text::human::Base::Si, 1, 1)
     )
 }
 
@@ -277,7 +277,7 @@ mod tests {
 
     #[test]
     fn a_close_call_and_a_moving_target_are_said() {
-        use crate::engine::recommend::Neighbour;
+        use crate::stats::recommend::Neighbour;
         let firm = Judgement {
             block_size: 1 << 20,
             of_best: 0.98,
@@ -591,9 +591,9 @@ pub fn summary_lines(report: &Report) -> Vec<String> {
         device.push(format!("disk {disk}"));
     }
     if let Some(size) = d.size_bytes {
-        device.push(crate::progress::human::human(
+        device.push(crate::text::human::human(
             size,
-            crate::progress::human::Base::Si,
+            crate::text::human::Base::Si,
             1,
             1,
         ));

@@ -1,0 +1,183 @@
+//! The ends of a copy: whatever ddx reads from or writes to, behind one
+//! small interface.
+//!
+//! GNU dd's semantics are written once, in the engine's record reader and
+//! writer, against [`End`]: reads and writes at the current position,
+//! seeks, the size GNU's `usable_st_size` would give, holes, truncation,
+//! syncing and an explicit close. A file, a block device, a pipe and a
+//! character device are one implementation over a descriptor; an NBD
+//! export, an object in a store and a compressed stream are others. A new
+//! kind of end is a new module here plus a row in the planner's table,
+//! never a new branch in the copy loop.
+//!
+//! Errors are `Errno`, as the system calls give them, because GNU's
+//! messages and dd's retry rules (EINTR, O_DIRECT's EINVAL at end of file)
+//! are written in errno terms. An end that knows more than an errno (a
+//! server's message, a checksum that did not match) keeps it for
+//! [`End::take_detail`], which the engine prints after GNU's line.
+//!
+//! Finalisation is explicit: [`End::close`] completes the end (close(2),
+//! or completing an upload) and reports its error; [`End::abandon`] is for
+//! a copy that failed or was interrupted, where a half-done end must not
+//! be left behind (an upload is aborted, not completed). Nothing is
+//! finalised in `Drop`.
+
+use std::fmt;
+use std::os::fd::BorrowedFd;
+
+use crate::sys::Errno;
+
+/// What an end is: the planner decides by it, and GNU's rules depend on it
+/// (a short read means end of file only for a regular file; a block
+/// device is never truncated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    RegularFile,
+    BlockDevice,
+    CharDevice,
+    Pipe,
+    Socket,
+    Directory,
+    /// Anything else a descriptor can be (a symlink opened with O_PATH...).
+    Other,
+    /// A block device on another machine (an NBD export): positional, a
+    /// fixed size, reads and writes at any offset.
+    Remote,
+    /// An object in a store (S3, HTTP): read by ranges, written whole,
+    /// never in place.
+    Object,
+    /// A stream ddx makes or consumes itself (decompression, compression):
+    /// sequential only.
+    Stream,
+}
+
+impl Kind {
+    /// Reads return everything asked for until end of input, so a short
+    /// read means end of input (what GNU's bulk shaping relies on).
+    pub fn reads_whole(self) -> bool {
+        matches!(
+            self,
+            Kind::RegularFile | Kind::BlockDevice | Kind::Remote | Kind::Object | Kind::Stream
+        )
+    }
+
+    /// Addressed by position: a byte has one place (what `--rescue`,
+    /// `--map`, `--verify` and overlapped writes need).
+    pub fn positional(self) -> bool {
+        matches!(
+            self,
+            Kind::RegularFile | Kind::BlockDevice | Kind::Remote | Kind::Object
+        )
+    }
+}
+
+/// Where [`End::seek`] goes, as lseek(2)'s whence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Whence {
+    Start(u64),
+    Current(i64),
+    End(i64),
+}
+
+/// How the engine will use an end from now on (see [`End::pipeline`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pipeline {
+    /// Bytes per request.
+    pub chunk: usize,
+    /// Requests worth keeping in flight.
+    pub depth: usize,
+    /// Bytes the copy will move, where known (an upload sizes its parts
+    /// by it).
+    pub total: Option<u64>,
+}
+
+/// One end of a copy. Every method has lseek/read/write semantics: the
+/// position moves with reads and writes, a read of 0 bytes is end of
+/// input, a short write is followed by the error on the next one.
+pub trait End: Send + fmt::Debug {
+    fn kind(&self) -> Kind;
+
+    /// The descriptor behind the end, where there is one: what only a
+    /// descriptor can do (splice, copy_file_range, io_uring, cache advice,
+    /// O_DIRECT, sysfs hints, the guard) asks for it, and does without.
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno>;
+
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno>;
+
+    /// lseek(2): the new position. ESPIPE where the end cannot seek.
+    fn seek(&mut self, to: Whence) -> Result<u64, Errno>;
+
+    /// The size GNU's `usable_st_size` gives (a regular file's, an
+    /// export's or an object's data size); None where the kind has none
+    /// that means the data (a pipe, a block device's st_size).
+    fn size(&self) -> Result<Option<u64>, Errno>;
+
+    /// Where data starts at or after `offset` (SEEK_DATA): None when only
+    /// a hole is left up to the end. The position is unspecified after.
+    /// ENXIO/EOPNOTSUPP-like errors mean "no hole information".
+    fn next_data(&mut self, offset: u64) -> Result<Option<u64>, Errno> {
+        let _ = offset;
+        Err(Errno::NOTSUP)
+    }
+
+    /// ftruncate(2).
+    fn truncate(&mut self, len: u64) -> Result<(), Errno> {
+        let _ = len;
+        Err(Errno::INVAL)
+    }
+
+    /// fdatasync(2) (`data_only`) or fsync(2); a flush for a remote end.
+    fn sync(&mut self, data_only: bool) -> Result<(), Errno>;
+
+    /// pread(2): read at `offset`, the position unchanged.
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
+        let _ = (buf, offset);
+        Err(Errno::SPIPE)
+    }
+
+    /// pwrite(2): write at `offset`, the position unchanged.
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> Result<usize, Errno> {
+        let _ = (buf, offset);
+        Err(Errno::SPIPE)
+    }
+
+    /// The engine will go on sequentially in `hint.chunk`-byte requests:
+    /// an end that can have several requests in flight (NBD, objects)
+    /// may read ahead and write behind, up to `hint.depth` requests.
+    fn pipeline(&mut self, hint: Pipeline) {
+        let _ = hint;
+    }
+
+    /// After a write, sync or close of an end that writes behind failed:
+    /// the offset before which everything is known to be written, so the
+    /// statistics count only that. None: writes were never deferred.
+    fn written_until(&self) -> Option<u64> {
+        None
+    }
+
+    /// Make the next `len` bytes zeros at the position and move past them,
+    /// without sending the zeros (an NBD zero request, a punched hole).
+    /// EOPNOTSUPP where the end cannot: the caller writes zeros instead.
+    fn write_zeroes(&mut self, len: u64) -> Result<(), Errno> {
+        let _ = len;
+        Err(Errno::NOTSUP)
+    }
+
+    /// More about the last error than its errno, once (a server's
+    /// message, a checksum mismatch), for a line after GNU's.
+    fn take_detail(&mut self) -> Option<String> {
+        None
+    }
+
+    /// Complete the end and report its last error (close(2); completing
+    /// an upload; the last flush of a remote end).
+    fn close(self: Box<Self>) -> Result<(), Errno>;
+
+    /// The copy failed or was interrupted: leave nothing half-done that
+    /// would look complete (abort an upload). Files need nothing.
+    fn abandon(self: Box<Self>) {}
+}
