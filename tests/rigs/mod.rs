@@ -181,8 +181,14 @@ impl Drop for MountedFs {
     }
 }
 
-/// Why a rig cannot be built here, printed by the skipping test.
+/// The one way a test skips for want of a facility (a tool, root, a
+/// device, a server): one line saying why, or, when `DDX_REQUIRE_RIGS` is
+/// set (as CI sets it), a failure, so that a green CI proves every rig
+/// ran. The caller returns right after.
 pub fn skip(test: &str, reason: &str) {
+    if std::env::var_os("DDX_REQUIRE_RIGS").is_some_and(|v| !v.is_empty() && v != "0") {
+        panic!("{test}: a rig this test needs is missing (DDX_REQUIRE_RIGS is set): {reason}");
+    }
     eprintln!("SKIPPED {test}: {reason}");
 }
 
@@ -203,17 +209,6 @@ pub fn run_tool(cmd: &mut Command, what: &str) -> Result<Output, String> {
 }
 
 /// Whether `tool` is on PATH.
-/// The one way a test skips for want of a facility (a tool, root, a
-/// device, a server): one line saying why, or, when `DDX_REQUIRE_RIGS` is
-/// set (as CI sets it), a failure, so that a green CI proves every rig
-/// ran. The caller returns right after.
-pub fn skip(why: &str) {
-    if std::env::var_os("DDX_REQUIRE_RIGS").is_some_and(|v| !v.is_empty() && v != "0") {
-        panic!("a rig this test needs is missing (DDX_REQUIRE_RIGS is set): {why}");
-    }
-    eprintln!("skipped: {why}");
-}
-
 pub fn have(tool: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
