@@ -22,10 +22,15 @@
 //! be left behind (an upload is aborted, not completed). Nothing is
 //! finalised in `Drop`.
 
+pub mod file;
+pub mod open;
+
 use std::fmt;
 use std::os::fd::BorrowedFd;
 
 use crate::sys::Errno;
+
+pub use open::{open_input, open_output, Input, Output};
 
 /// What an end is: the planner decides by it, and GNU's rules depend on it
 /// (a short read means end of file only for a regular file; a block

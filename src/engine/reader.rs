@@ -10,13 +10,13 @@
 //! reader until it is sent inside an `Event::Record`; from then on it
 //! belongs to the writer, which gives it back to the sink when done.
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 
+use crate::ends::{Input, Kind, Whence};
+use crate::engine::backend::BulkShape;
 use crate::engine::cache::{CacheDropper, DropBehind};
 use crate::engine::diagnostic::{BufferKind, Diagnostic};
-use crate::engine::endpoints::Input;
-use crate::engine::shape::BulkShape;
 use crate::operands::{Conv, CopyPlan, IoFlags, RecordsAndBytes, StatusLevel};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
@@ -114,7 +114,7 @@ pub struct Reader {
     scratch: Option<AlignedBuf>,
     /// Drop the input's pages behind bulk reads (large copies).
     drop_behind: bool,
-    /// The output, when records move by splice (see `shape::splice_fits`).
+    /// The output, when records move by splice (see `planner::splice_fits`).
     splice_to: Option<std::os::fd::OwnedFd>,
     input_is_pipe: bool,
 }
@@ -157,8 +157,7 @@ impl Reader {
     /// the writer acts on each event before the next read (seek= must have
     /// happened before anything is spliced).
     pub fn with_splice(mut self, output: Option<std::os::fd::OwnedFd>) -> Self {
-        self.input_is_pipe =
-            file::file_type(self.input.handle.as_fd()) == Ok(rustix::fs::FileType::Fifo);
+        self.input_is_pipe = self.input.end.kind() == Kind::Pipe;
         self.splice_to = output;
         self
     }
@@ -213,9 +212,10 @@ impl Reader {
         }
     }
 
-    /// The input's descriptor (for kernel offload between the two ends).
-    pub fn input_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        self.input.handle.as_fd()
+    /// The input's descriptor, where it has one (for kernel offload
+    /// between the two ends, and cache advice).
+    pub fn input_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.input.end.fd()
     }
 
     /// Offload copied `bytes` (whole records) from the input's position:
@@ -330,8 +330,9 @@ impl Reader {
                 Ok(n) => {
                     advance_offset(&mut self.input.offset, n as u64);
                     let offset = self.input.offset;
-                    self.cache
-                        .after_io(self.input.handle.as_fd(), offset, n as u64);
+                    if let Some(fd) = self.input.end.fd() {
+                        self.cache.after_io(fd, offset, n as u64);
+                    }
                     n
                 }
                 Err(errno) => {
@@ -415,8 +416,8 @@ impl Reader {
             &mut next_buffer,
             &mut behind,
         );
-        if let Some(behind) = &mut behind {
-            behind.finish(self.input.handle.as_fd());
+        if let (Some(behind), Some(fd)) = (&mut behind, self.input.end.fd()) {
+            behind.finish(fd);
         }
         match result {
             Ok(true) => {}
@@ -460,19 +461,16 @@ impl Reader {
                 continue;
             }
             let want = (shape.chunk as u64).min(*remaining) as usize;
-            if let Some(behind) = behind.as_mut() {
+            if let (Some(behind), Some(fd)) = (behind.as_mut(), self.input.end.fd()) {
                 let offset = self.input.offset.max(0) as u64;
-                behind.before(self.input.handle.as_fd(), offset, want as u64);
+                behind.before(fd, offset, want as u64);
             }
             let mut len = 0;
             let mut error = None;
             // A regular file returns short only at end of file; loop anyway
             // so that a signal-shortened read changes nothing.
             while len < want {
-                match file::read(
-                    self.input.handle.as_fd(),
-                    &mut buf.as_mut_slice()[len..want],
-                ) {
+                match self.input.end.read(&mut buf.as_mut_slice()[len..want]) {
                     Ok(0) => break,
                     Ok(n) => len += n,
                     Err(Errno::INTR) => {}
@@ -487,7 +485,7 @@ impl Reader {
                 // failed, so that the error is met exactly as GNU meets it.
                 let good = len / ibs as usize * ibs as usize;
                 let rewind = (len - good) as i64;
-                if rewind > 0 && file::seek_relative(self.input.handle.as_fd(), -rewind).is_err() {
+                if rewind > 0 && self.input.end.seek(Whence::Current(-rewind)).is_err() {
                     sink.send(Event::End {
                         failed: true,
                         late: None,
@@ -506,8 +504,8 @@ impl Reader {
             advance_offset(&mut self.input.offset, len as u64);
             *remaining -= len as u64;
             *copied += len as u64;
-            if let Some(behind) = behind.as_mut() {
-                behind.after(self.input.handle.as_fd(), len as u64);
+            if let (Some(behind), Some(fd)) = (behind.as_mut(), self.input.end.fd()) {
+                behind.after(fd, len as u64);
             }
             if len > 0 {
                 sink.send(Event::Bulk { buf, len })?;
@@ -533,14 +531,10 @@ impl Reader {
         if !shape.sparse_input || self.input.offset < 0 {
             return None;
         }
-        let fd = self.input.handle.as_fd();
         let offset = self.input.offset as u64;
-        let data = match file::next_data(fd, offset) {
+        let data = match self.input.end.next_data(offset) {
             Ok(Some(data)) => data,
-            Ok(None) => file::usable_size(fd)
-                .ok()
-                .flatten()
-                .map_or(offset, |s| s.max(0) as u64),
+            Ok(None) => self.input.end.size().ok().flatten().unwrap_or(offset),
             Err(_) => offset,
         };
         let piece = shape.write_block as u64;
@@ -554,7 +548,7 @@ impl Reader {
             0
         };
         let resume_at = offset + whole;
-        if file::seek_to(fd, resume_at).is_err() {
+        if self.input.end.seek(Whence::Start(resume_at)).is_err() {
             return None;
         }
         (whole > 0).then_some(whole)
@@ -581,16 +575,15 @@ impl Reader {
             said.push(Diagnostic::OffsetOverflow { file: name() });
             return (false, said);
         }
-        let fd = self.input.handle.as_fd();
-        match file::current_offset(fd) {
-            Ok(offset) if offset == self.input.offset => (true, said),
+        match self.input.end.seek(Whence::Current(0)) {
+            Ok(offset) if offset as i64 == self.input.offset => (true, said),
             Ok(offset) => {
-                let diff = self.input.offset - offset;
+                let diff = self.input.offset - offset as i64;
                 let plausible = (0..=bad_bytes as i64).contains(&diff);
                 if !plausible && !self.quiet {
                     said.push(Diagnostic::InvalidOffsetAfterRead);
                 }
-                match file::seek_relative(fd, diff) {
+                match self.input.end.seek(Whence::Current(diff)) {
                     Ok(_) => (true, said),
                     Err(errno) => {
                         said.push(Diagnostic::CannotSeek {
@@ -623,7 +616,8 @@ impl Reader {
     /// GNU reports it (after the output is synchronised).
     fn finish_cache(&mut self) -> Option<Diagnostic> {
         let offset = self.input.seekable.then_some(self.input.offset);
-        let result = self.cache.finish(self.input.handle.as_fd(), offset);
+        let fd = self.input.end.fd()?;
+        let result = self.cache.finish(fd, offset);
         match result {
             Err(errno) if self.plan.copies_nothing() => Some(Diagnostic::DiscardCacheFailed {
                 file: self.input.name.clone(),
@@ -640,9 +634,10 @@ impl Reader {
     /// written, which meets a real error, on whichever end, as GNU does.
     fn splice_record(&mut self, want: usize) -> Option<ReadOutcome> {
         let output = self.splice_to.take()?;
+        let input = self.input.end.fd()?;
         let mut moved = 0;
         while moved < want {
-            match file::splice(self.input.handle.as_fd(), output.as_fd(), want - moved) {
+            match file::splice(input, output.as_fd(), want - moved) {
                 Ok(0) => break,
                 Ok(n) => {
                     moved += n;
@@ -662,10 +657,9 @@ impl Reader {
 
     /// One `iread`, with the partial-read warning GNU gives once.
     fn read_once(&mut self, buf: &mut [u8]) -> ReadOutcome {
-        let fd = self.input.handle.as_fd();
         let size = buf.len() as isize;
         let result = loop {
-            match file::read(fd, buf) {
+            match self.input.end.read(buf) {
                 Err(Errno::INTR) => continue,
                 // O_DIRECT's last read of a file not a multiple of the
                 // block size fails with EINVAL: that is end of file.
@@ -726,15 +720,14 @@ impl Reader {
         let offset_before = self.input.offset;
         let mut records = self.plan.skip.records;
         let bytes = self.plan.skip.bytes;
-        let fd = self.input.handle.as_fd();
 
         // Err(None): the offset does not fit an off_t, so no lseek was tried.
         let seek_result: Result<(), Option<Errno>> = match requested {
-            Some(offset) => match file::seek_relative(fd, offset as i64) {
+            Some(offset) => match self.input.end.seek(Whence::Current(offset as i64)) {
                 Ok(_) => {
                     let mut advance = offset as i64;
                     records = 0;
-                    let size = match file::usable_size(fd) {
+                    let size = match self.input.end.size() {
                         Ok(size) => size,
                         Err(errno) => {
                             let name = self.input.name.clone();
@@ -745,7 +738,7 @@ impl Reader {
                             return Ok(Err(Stop::Die));
                         }
                     };
-                    if let Some(size) = size {
+                    if let Some(size) = size.map(|s| s.min(i64::MAX as u64) as i64) {
                         if self.input.offset >= 0 && size - self.input.offset < advance {
                             // Past end of file: report the whole records not skipped.
                             records = ((advance - size) / ibs as i64) as u64;
@@ -761,7 +754,7 @@ impl Reader {
         };
 
         if let Err(lseek_errno) = seek_result {
-            if file::seek_to_end(fd).is_ok() {
+            if self.input.end.seek(Whence::End(0)).is_ok() {
                 // Seekable, but not to there: GNU gives up.
                 sink.send(Event::Diagnostic(Box::new(Diagnostic::CannotSkip {
                     file: self.input.name.clone(),

@@ -7,13 +7,13 @@
 //! updates the statistics counters, so statistics printed at any point of
 //! the stream are those GNU dd would print there.
 
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
+use crate::ends::{End, Output, Whence};
 use crate::engine::cache::{CacheDropper, DropBehind};
 use crate::engine::counters::{add, bump, Counters};
 use crate::engine::diagnostic::{BufferKind, Diagnostic, Events};
-use crate::engine::endpoints::Output;
 use crate::engine::reader::{Event, Stop};
 use crate::operands::{Conv, CopyPlan, IoFlags, StatusLevel};
 use crate::sys::buffer::AlignedBuf;
@@ -74,13 +74,13 @@ impl OutputIo {
     /// Write all of `buf`; returns the bytes written and, if short, why.
     fn write(
         &mut self,
-        fd: BorrowedFd<'_>,
+        end: &mut dyn End,
         name: &[u8],
         buf: &[u8],
         events: &dyn Events,
     ) -> (usize, Option<Errno>) {
         if self.direct && buf.len() < self.output_block_size {
-            if let Err(errno) = file::clear_direct(fd) {
+            if let Err(errno) = end.fd().map_or(Ok(()), file::clear_direct) {
                 if !self.quiet {
                     events.diagnostic(Diagnostic::DirectOffFailed {
                         file: name.to_vec(),
@@ -98,7 +98,7 @@ impl OutputIo {
         while written < buf.len() {
             self.final_op_was_seek = false;
             if self.sparse && is_all_zero(buf) {
-                match file::seek_relative(fd, buf.len() as i64) {
+                match end.seek(Whence::Current(buf.len() as i64)) {
                     Ok(_) => {
                         self.final_op_was_seek = true;
                         written = buf.len();
@@ -108,10 +108,9 @@ impl OutputIo {
                     Err(_) => self.sparse = false,
                 }
             }
-            let result = if self.uncached {
-                file::write_uncached(fd, &buf[written..])
-            } else {
-                file::write(fd, &buf[written..])
+            let result = match end.fd() {
+                Some(fd) if self.uncached => file::write_uncached(fd, &buf[written..]),
+                _ => end.write(&buf[written..]),
             };
             match result {
                 Err(Errno::OPNOTSUPP) if self.uncached => {
@@ -133,7 +132,9 @@ impl OutputIo {
         }
         if written > 0 && self.offset >= 0 {
             self.offset += written as i64;
-            self.cache.after_io(fd, self.offset, written as u64);
+            if let Some(fd) = end.fd() {
+                self.cache.after_io(fd, self.offset, written as u64);
+            }
         }
         (written, error)
     }
@@ -181,7 +182,10 @@ impl<'a> Writer<'a> {
         let (newline, space) = translation
             .as_ref()
             .map_or((b'\n', b' '), |t| (t.newline, t.space));
-        let offset = file::current_offset(output.handle.as_fd()).unwrap_or(-1);
+        let offset = output
+            .end
+            .seek(Whence::Current(0))
+            .map_or(-1, |at| at.min(i64::MAX as u64) as i64);
         Writer {
             conv: plan.conv,
             io: OutputIo {
@@ -252,7 +256,9 @@ impl<'a> Writer<'a> {
         let Some(slot) = &mut self.drop_behind else {
             return;
         };
-        let fd = self.output.handle.as_fd();
+        let Some(fd) = self.output.end.fd() else {
+            return;
+        };
         slot.get_or_insert_with(|| DropBehind::new(true))
             .before(fd, offset, len);
     }
@@ -265,8 +271,8 @@ impl<'a> Writer<'a> {
 
     /// `len` bytes were written in bulk.
     fn behind_after(&mut self, len: u64) {
-        if let Some(Some(behind)) = &mut self.drop_behind {
-            behind.after(self.output.handle.as_fd(), len);
+        if let (Some(Some(behind)), Some(fd)) = (&mut self.drop_behind, self.output.end.fd()) {
+            behind.after(fd, len);
         }
     }
 
@@ -352,8 +358,8 @@ impl<'a> Writer<'a> {
     /// After the stream: conv=fdatasync/fsync and cache advice, in GNU's
     /// order, then the run's result. `stopped` is a fatal stop, if any.
     pub fn conclude(&mut self, end: Result<(bool, Option<Diagnostic>), Stop>) -> RunResult {
-        if let Some(Some(behind)) = &mut self.drop_behind {
-            behind.finish(self.output.handle.as_fd());
+        if let (Some(Some(behind)), Some(fd)) = (&mut self.drop_behind, self.output.end.fd()) {
+            behind.finish(fd);
         }
         match end {
             Ok((failed, late)) => {
@@ -387,9 +393,10 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// The output's descriptor (for kernel offload between the two ends).
-    pub fn output_fd(&self) -> BorrowedFd<'_> {
-        self.output.handle.as_fd()
+    /// The output's descriptor, where it has one (for kernel offload
+    /// between the two ends).
+    pub fn output_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.output.end.fd()
     }
 
     /// Offload has copied `total` bytes so far (whole units): the counts
@@ -464,10 +471,12 @@ impl<'a> Writer<'a> {
             bump(&self.counters.records_in_partial);
         }
         if !self.plan.two_buffers {
-            let fd = self.output.handle.as_fd();
-            let (written, error) =
-                self.io
-                    .write(fd, &self.output.name, &buf.as_slice()[..len], self.events);
+            let (written, error) = self.io.write(
+                self.output.end.as_mut(),
+                &self.output.name,
+                &buf.as_slice()[..len],
+                self.events,
+            );
             add(&self.counters.bytes_out, written as u64);
             if written != len {
                 return self.short_write(error, false);
@@ -601,8 +610,7 @@ impl<'a> Writer<'a> {
             self.plan.input_block_size
         };
         debug_assert_eq!(self.output_fill, 0, "holes start on block boundaries");
-        let fd = self.output.handle.as_fd();
-        if self.io.sparse && file::seek_relative(fd, len as i64).is_ok() {
+        if self.io.sparse && self.output.end.seek(Whence::Current(len as i64)).is_ok() {
             self.io.final_op_was_seek = true;
             if self.io.offset >= 0 {
                 self.io.offset += len as i64;
@@ -650,7 +658,7 @@ impl<'a> Writer<'a> {
                     end = (end + block).min(data.len());
                 }
                 if zero {
-                    match file::seek_relative(self.output.handle.as_fd(), (end - done) as i64) {
+                    match self.output.end.seek(Whence::Current((end - done) as i64)) {
                         Ok(_) => {
                             self.io.final_op_was_seek = true;
                             if self.io.offset >= 0 {
@@ -668,14 +676,16 @@ impl<'a> Writer<'a> {
             let at = self.io.offset.max(0) as u64;
             self.io.uncached = self.behind_uncached();
             if self.io.uncached {
-                if let Some(Some(behind)) = &mut self.drop_behind {
-                    behind.before_uncached(self.output.handle.as_fd());
+                if let (Some(Some(behind)), Some(fd)) =
+                    (&mut self.drop_behind, self.output.end.fd())
+                {
+                    behind.before_uncached(fd);
                 }
             } else {
                 self.behind_before(want as u64);
             }
             let (written, error) = self.io.write(
-                self.output.handle.as_fd(),
+                self.output.end.as_mut(),
                 &self.output.name,
                 &data[done..end],
                 self.events,
@@ -716,7 +726,7 @@ impl<'a> Writer<'a> {
         while done < data.len() {
             let piece = &data[done..(done + block).min(data.len())];
             let (written, error) = self.io.write(
-                self.output.handle.as_fd(),
+                self.output.end.as_mut(),
                 &self.output.name,
                 piece,
                 self.events,
@@ -801,10 +811,12 @@ impl<'a> Writer<'a> {
         if self.output_fill != 0 {
             let obuf = self.output_buffer.take().expect("output buffer allocated");
             let fill = self.output_fill;
-            let fd = self.output.handle.as_fd();
-            let (written, error) =
-                self.io
-                    .write(fd, &self.output.name, &obuf.as_slice()[..fill], self.events);
+            let (written, error) = self.io.write(
+                self.output.end.as_mut(),
+                &self.output.name,
+                &obuf.as_slice()[..fill],
+                self.events,
+            );
             self.output_buffer = Some(obuf);
             add(&self.counters.bytes_out, written as u64);
             if written != 0 {
@@ -827,8 +839,7 @@ impl<'a> Writer<'a> {
 
     /// Sparse output may end in a hole: extend the file to its full size.
     fn extend_after_final_seek(&mut self) -> Result<(), ()> {
-        let fd = self.output.handle.as_fd();
-        let size = match file::usable_size(fd) {
+        let size = match self.output.end.size() {
             Err(errno) => {
                 self.diag(Diagnostic::CannotFstat {
                     file: self.output.name.clone(),
@@ -839,11 +850,11 @@ impl<'a> Writer<'a> {
             Ok(None) => return Ok(()),
             Ok(Some(size)) => size,
         };
-        if let Ok(offset) = file::current_offset(fd) {
+        if let Ok(offset) = self.output.end.seek(Whence::Current(0)) {
             if size < offset {
-                if let Err(errno) = file::truncate(fd, offset as u64) {
+                if let Err(errno) = self.output.end.truncate(offset) {
                     self.diag(Diagnostic::TruncateFailed {
-                        length: offset,
+                        length: offset as i64,
                         file: self.output.name.clone(),
                         errno,
                     });
@@ -895,10 +906,12 @@ impl<'a> Writer<'a> {
     fn write_output_block(&mut self) -> Result<(), Stop> {
         let obs = self.plan.output_block_size;
         let obuf = self.output_buffer.take().expect("output buffer allocated");
-        let fd = self.output.handle.as_fd();
-        let (written, error) =
-            self.io
-                .write(fd, &self.output.name, &obuf.as_slice()[..obs], self.events);
+        let (written, error) = self.io.write(
+            self.output.end.as_mut(),
+            &self.output.name,
+            &obuf.as_slice()[..obs],
+            self.events,
+        );
         self.output_buffer = Some(obuf);
         add(&self.counters.bytes_out, written as u64);
         if written != obs {
@@ -923,10 +936,9 @@ impl<'a> Writer<'a> {
             return Ok(());
         }
         let obs = self.plan.output_block_size;
-        let fd = self.output.handle.as_fd();
         let requested = self.plan.seek.total_bytes(obs);
         let lseek_errno = match requested {
-            Some(offset) => match file::seek_relative(fd, offset as i64) {
+            Some(offset) => match self.output.end.seek(Whence::Current(offset as i64)) {
                 Ok(_) => {
                     if self.io.offset >= 0 {
                         self.io.offset += offset as i64;
@@ -937,7 +949,7 @@ impl<'a> Writer<'a> {
             },
             None => None,
         };
-        if file::seek_to_end(fd).is_ok() {
+        if self.output.end.seek(Whence::End(0)).is_ok() {
             self.diag(Diagnostic::CannotSeek {
                 file: self.output.name.clone(),
                 errno: Some(lseek_errno.unwrap_or(Errno::OVERFLOW)),
@@ -956,7 +968,11 @@ impl<'a> Writer<'a> {
         let mut left = self.plan.seek;
         let read_over = loop {
             let want = left.next_request(obs);
-            match read_block(fd, &mut buf.as_mut_slice()[..want], fullblock) {
+            match read_block(
+                self.output.end.as_mut(),
+                &mut buf.as_mut_slice()[..want],
+                fullblock,
+            ) {
                 Err(_) => break Err(()),
                 Ok(0) => break Ok(()),
                 Ok(_) => {}
@@ -977,10 +993,12 @@ impl<'a> Writer<'a> {
         while !left.is_zero() {
             let size = left.next_request(obs);
             buf.as_mut_slice()[..size].fill(0);
-            let fd = self.output.handle.as_fd();
-            let (written, error) =
-                self.io
-                    .write(fd, &self.output.name, &buf.as_slice()[..size], self.events);
+            let (written, error) = self.io.write(
+                self.output.end.as_mut(),
+                &self.output.name,
+                &buf.as_slice()[..size],
+                self.events,
+            );
             if written != size {
                 self.diag(Diagnostic::WritingTo {
                     file: self.output.name.clone(),
@@ -996,11 +1014,10 @@ impl<'a> Writer<'a> {
     /// conv=fdatasync/fsync (and the fsync an O_DIRECT tail requires);
     /// true if it failed. A failed fdatasync falls back to fsync.
     fn synchronize(&mut self) -> bool {
-        let fd = self.output.handle.as_fd();
         let mut failed = false;
         let mut fsync = self.conv.contains(Conv::FSYNC) || self.io.fsync_required;
         if self.conv.contains(Conv::FDATASYNC) {
-            if let Err(errno) = file::fdatasync(fd) {
+            if let Err(errno) = self.output.end.sync(true) {
                 if errno != Errno::NOSYS && errno != Errno::INVAL {
                     self.diag(Diagnostic::FdatasyncFailed {
                         file: self.output.name.clone(),
@@ -1012,7 +1029,7 @@ impl<'a> Writer<'a> {
             }
         }
         if fsync {
-            if let Err(errno) = file::fsync(fd) {
+            if let Err(errno) = self.output.end.sync(false) {
                 self.diag(Diagnostic::FsyncFailed {
                     file: self.output.name.clone(),
                     errno,
@@ -1028,7 +1045,9 @@ impl<'a> Writer<'a> {
     /// End-of-copy cache advice for oflag=nocache; true if it failed where
     /// GNU reports it (count=0 asks to drop a whole file's cache).
     fn drop_cache_at_end(&mut self) -> bool {
-        let fd = self.output.handle.as_fd();
+        let Some(fd) = self.output.end.fd() else {
+            return false;
+        };
         let offset = file::current_offset(fd).ok();
         match self.io.cache.finish(fd, offset) {
             Err(errno) if self.plan.copies_nothing() => {
@@ -1045,10 +1064,10 @@ impl<'a> Writer<'a> {
 
 /// A read for seek= over an unseekable output (GNU reads with the input's
 /// fullblock setting here).
-fn read_block(fd: BorrowedFd<'_>, buf: &mut [u8], fullblock: bool) -> Result<usize, Errno> {
+fn read_block(end: &mut dyn End, buf: &mut [u8], fullblock: bool) -> Result<usize, Errno> {
     let mut total = 0;
     loop {
-        match file::read(fd, &mut buf[total..]) {
+        match end.read(&mut buf[total..]) {
             Err(Errno::INTR) => continue,
             Err(e) => return Err(e),
             Ok(0) => return Ok(total),

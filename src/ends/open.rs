@@ -9,6 +9,8 @@ use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+use super::file::{open_flags, FileEnd};
+use super::{End, Whence};
 use crate::engine::diagnostic::Diagnostic;
 use crate::operands::{Conv, CopyPlan};
 use crate::sys::file::{self, Handle, OutputOpen};
@@ -17,9 +19,11 @@ use crate::sys::Errno;
 /// The input side: where it is, and GNU's notion of its offset.
 #[derive(Debug)]
 pub struct Input {
-    pub handle: Handle,
+    pub end: Box<dyn End>,
     /// The name used in messages ("standard input" or the path).
     pub name: Vec<u8>,
+    /// Standard input, inherited: others may read it after ddx.
+    pub inherited: bool,
     pub seekable: bool,
     /// The error of the initial lseek when not seekable.
     pub seek_errno: Option<Errno>,
@@ -36,8 +40,8 @@ impl Input {
     /// reading the same standard input (`(dd ...; cat) < file`) must find
     /// the same bytes. Only ever moves back; a file ddx opened itself is
     /// closed and nobody sees its offset.
-    pub fn give_back_read_ahead(&self, plan: &CopyPlan, start: i64, records: u64) {
-        if !self.seekable || !matches!(self.handle, Handle::Stdin(_)) {
+    pub fn give_back_read_ahead(&mut self, plan: &CopyPlan, start: i64, records: u64) {
+        if !self.seekable || !self.inherited {
             return;
         }
         let ibs = plan.input_block_size as u64;
@@ -50,10 +54,9 @@ impl Input {
         else {
             return;
         };
-        let fd = self.handle.as_fd();
-        if let Ok(now) = file::current_offset(fd) {
-            if now > gnu {
-                let _ = file::seek_relative(fd, gnu - now);
+        if let Ok(now) = self.end.seek(Whence::Current(0)) {
+            if now as i64 > gnu {
+                let _ = self.end.seek(Whence::Start(gnu as u64));
             }
         }
     }
@@ -61,88 +64,76 @@ impl Input {
 
 #[derive(Debug)]
 pub struct Output {
-    pub handle: Handle,
+    pub end: Box<dyn End>,
     pub name: Vec<u8>,
-}
-
-/// Both ends, opened; `warnings` are errors GNU reports without stopping
-/// (a failed ftruncate of a seek).
-#[derive(Debug)]
-pub struct Endpoints {
-    pub input: Input,
-    pub output: Output,
-    pub warnings: Vec<Diagnostic>,
 }
 
 fn path_name(path: &Path) -> Vec<u8> {
     path.as_os_str().as_bytes().to_vec()
 }
 
-pub fn open(plan: &CopyPlan) -> Result<Endpoints, Diagnostic> {
-    let input = open_input(plan)?;
-    let mut warnings = Vec::new();
-    let output = open_output(plan, &mut warnings)?;
-    Ok(Endpoints {
-        input,
-        output,
-        warnings,
-    })
-}
-
-fn open_input(plan: &CopyPlan) -> Result<Input, Diagnostic> {
+/// Open the input (`if=`, else standard input with iflag= added).
+pub fn open_input(plan: &CopyPlan) -> Result<Input, Diagnostic> {
     let (handle, name) = match &plan.input {
         None => {
             let name = b"standard input".to_vec();
             let stdin = std::io::stdin();
-            file::add_fd_flags(stdin.as_fd(), plan.input_flags).map_err(|errno| {
-                Diagnostic::SettingFlags {
+            file::add_fd_flags(stdin.as_fd(), open_flags(plan.input_flags, true)).map_err(
+                |errno| Diagnostic::SettingFlags {
                     file: name.clone(),
                     errno,
-                }
-            })?;
+                },
+            )?;
             (Handle::Stdin(stdin), name)
         }
         Some(path) => {
-            let fd = file::open_input(path, plan.input_flags).map_err(|errno| {
-                Diagnostic::OpenFailed {
-                    file: path_name(path),
-                    errno,
-                }
-            })?;
+            let fd =
+                file::open_input(path, open_flags(plan.input_flags, true)).map_err(|errno| {
+                    Diagnostic::OpenFailed {
+                        file: path_name(path),
+                        errno,
+                    }
+                })?;
             (Handle::Owned(fd), path_name(path))
         }
     };
-    let (seekable, seek_errno, offset) = match file::current_offset(handle.as_fd()) {
-        Ok(offset) => (true, None, offset.max(0)),
+    let inherited = matches!(handle, Handle::Stdin(_));
+    let mut end: Box<dyn End> = Box::new(FileEnd::new(handle));
+    let (seekable, seek_errno, offset) = match end.seek(Whence::Current(0)) {
+        Ok(offset) => (true, None, offset.min(i64::MAX as u64) as i64),
         Err(errno) => (false, Some(errno), 0),
     };
     Ok(Input {
-        handle,
+        end,
         name,
+        inherited,
         seekable,
         seek_errno,
         offset,
     })
 }
 
-fn open_output(plan: &CopyPlan, warnings: &mut Vec<Diagnostic>) -> Result<Output, Diagnostic> {
+/// Open the output (`of=`, else standard output with oflag= added);
+/// `warnings` gets the errors GNU reports without stopping (a failed
+/// ftruncate for seek=).
+pub fn open_output(plan: &CopyPlan, warnings: &mut Vec<Diagnostic>) -> Result<Output, Diagnostic> {
     let Some(path) = &plan.output else {
         let name = b"standard output".to_vec();
         let stdout = std::io::stdout();
-        file::add_fd_flags(stdout.as_fd(), plan.output_flags).map_err(|errno| {
-            Diagnostic::SettingFlags {
+        file::add_fd_flags(stdout.as_fd(), open_flags(plan.output_flags, false)).map_err(
+            |errno| Diagnostic::SettingFlags {
                 file: name.clone(),
                 errno,
-            }
-        })?;
+            },
+        )?;
         return Ok(Output {
-            handle: Handle::Stdout(stdout),
+            end: Box::new(FileEnd::new(Handle::Stdout(stdout))),
             name,
         });
     };
     let name = path_name(path);
     let mut how = OutputOpen {
-        flags: plan.output_flags,
+        flags: open_flags(plan.output_flags, false),
         create: !plan.conv.contains(Conv::NOCREAT),
         exclusive: plan.conv.contains(Conv::EXCL),
         truncate: plan.truncates_output_on_open(),
@@ -189,7 +180,7 @@ fn open_output(plan: &CopyPlan, warnings: &mut Vec<Diagnostic>) -> Result<Output
         }
     }
     Ok(Output {
-        handle: Handle::Owned(fd),
+        end: Box::new(FileEnd::new(Handle::Owned(fd))),
         name,
     })
 }

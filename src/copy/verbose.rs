@@ -4,16 +4,13 @@
 //! copy tables of the benchmarks). Also the total a progress display can
 //! count towards.
 
-use std::os::fd::AsFd;
 use std::sync::atomic::Ordering;
 
-use rustix::fs::FileType;
-
-use crate::cli::options::Settings;
-use crate::engine::{Backend, Counters, Input, Shaping};
+use crate::engine::{Backend, Counters, Input};
 use crate::operands::CopyPlan;
+use crate::planner::{Facts, Strategy};
 use crate::progress::Reporter;
-use crate::sys::block::{self, DeviceNumber};
+use crate::request::Settings;
 use crate::text::human::{human, Base};
 
 /// What was decided before the copy, to print after it.
@@ -34,18 +31,14 @@ fn size(bytes: usize) -> String {
 }
 
 impl Report {
-    pub fn new(
-        settings: &Settings,
-        backend: Backend,
-        shaping: &Shaping,
-        plan: &CopyPlan,
-    ) -> Report {
+    pub fn new(settings: &Settings, strategy: &Strategy, plan: &CopyPlan) -> Report {
+        let Strategy { backend, shaping } = strategy;
         let how = if settings.backend.is_some() {
             "as asked"
         } else {
             "chosen by auto"
         };
-        let backend = match backend {
+        let backend = match *backend {
             Backend::Sync => format!("sync, {how} (read, then write, as GNU dd), queue depth 1"),
             Backend::Sequential => format!(
                 "sequential, {how} (both ends on one disk: in turn, in large requests), queue depth 1"
@@ -92,6 +85,24 @@ impl Report {
             cache,
             offload_tried: shaping.offload_unit.is_some(),
             splice: shaping.splice,
+            block_size: None,
+            cpu_before: crate::sys::usage::cpu_times(),
+        }
+    }
+
+    /// A copy by position (`--rescue`, `--map`, `--resume`).
+    pub fn positional(plan: &CopyPlan) -> Report {
+        Report {
+            backend: "positional (--rescue/--map/--resume: each chunk read and written \
+                      at its place, one request at a time), queue depth 1"
+                .to_owned(),
+            requests: format!(
+                "{} per read and write (GNU's records)",
+                size(plan.input_block_size)
+            ),
+            cache: "left to the kernel".to_owned(),
+            offload_tried: false,
+            splice: false,
             block_size: None,
             cpu_before: crate::sys::usage::cpu_times(),
         }
@@ -164,13 +175,16 @@ impl Report {
 /// The bytes a copy should write, when the input's size or count= says:
 /// what the input holds past skip= (a file's size, a device's), capped
 /// by count=. Conversions may change it; progress displays clamp.
-pub fn expected_bytes(plan: &CopyPlan, input: &Input) -> Option<u64> {
+pub fn expected_bytes(plan: &CopyPlan, input: &Input, facts: &Facts) -> Option<u64> {
     let count = if plan.has_count() {
         plan.count.total_bytes(plan.input_block_size)
     } else {
         None
     };
-    let available = input_size(input).and_then(|size| {
+    // The size as the input is now (it may be the output, truncated by
+    // opening), else the device's.
+    let size = input.end.size().ok().flatten().or(facts.input.size);
+    let available = size.and_then(|size| {
         let skip = plan.skip.total_bytes(plan.input_block_size)?;
         let start = (input.offset.max(0) as u64).saturating_add(skip);
         Some(size.saturating_sub(start))
@@ -178,16 +192,5 @@ pub fn expected_bytes(plan: &CopyPlan, input: &Input) -> Option<u64> {
     match (available, count) {
         (Some(a), Some(c)) => Some(a.min(c)),
         (a, c) => a.or(c),
-    }
-}
-
-fn input_size(input: &Input) -> Option<u64> {
-    let st = rustix::fs::fstat(input.handle.as_fd()).ok()?;
-    match FileType::from_raw_mode(st.st_mode) {
-        FileType::RegularFile => Some(st.st_size.max(0) as u64),
-        FileType::BlockDevice => {
-            block::describe(DeviceNumber::from_raw(st.st_rdev)).map(|d| d.size)
-        }
-        _ => None,
     }
 }
