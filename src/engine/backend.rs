@@ -20,7 +20,7 @@ use crate::engine::diagnostic::Events;
 use crate::engine::handoff::Waiting;
 use crate::engine::offload::Offloaded;
 use crate::engine::reader::{Closed, Event, Reader, Sink, Stop};
-use crate::engine::writer::{Handled, RunResult, Writer};
+use crate::engine::writer::{Handled, RunResult, StreamEnd, Writer};
 use crate::operands::CopyPlan;
 use crate::sys::buffer::AlignedBuf;
 
@@ -147,7 +147,7 @@ pub fn run(
 /// How a copy handed to the kernel (offload, io_uring) went.
 enum Kernel {
     /// The copy is over (done, or stopped by skip/seek).
-    Done(End),
+    Done(StreamEnd),
     /// Stopped part way, at a record boundary the reader and writer have
     /// been moved to: go on the ordinary way, which meets the error again.
     Stopped,
@@ -155,11 +155,8 @@ enum Kernel {
     NotHere,
 }
 
-/// How the event stream ended.
-type End = Result<(bool, Option<crate::engine::Diagnostic>), Stop>;
-
 /// skip= and seek=, ahead of a kernel copy: Err(end) if the copy ends there.
-fn skip_and_seek(reader: &mut Reader, writer: &mut Writer<'_>) -> Result<(), End> {
+fn skip_and_seek(reader: &mut Reader, writer: &mut Writer<'_>) -> Result<(), StreamEnd> {
     let mut sink = InlineSink {
         writer,
         spare: None,
@@ -368,7 +365,7 @@ struct InlineSink<'w, 'a> {
     /// The one buffer, back from the writer.
     spare: Option<AlignedBuf>,
     /// How the stream ended, once it has.
-    end: Option<Result<(bool, Option<crate::engine::Diagnostic>), Stop>>,
+    end: Option<StreamEnd>,
 }
 
 impl Sink for InlineSink<'_, '_> {

@@ -13,7 +13,7 @@ use super::{open, transfer, Op, Outcome, Rng, NO_DIRECT};
 use crate::bench::measure::{Pass, Runner, Sample, Stopwatch};
 use crate::bench::report::{Figure, TestResult};
 use crate::bench::BenchError;
-use crate::sys::ring::ReadRing;
+use crate::sys::ring::Ring;
 
 pub const DEPTHS: [u32; 5] = [1, 4, 16, 32, 64];
 const REQUEST: u64 = 4096;
@@ -44,7 +44,7 @@ pub fn run(
     };
 
     for qd in DEPTHS {
-        let mut ring = match ReadRing::new(qd as usize, request as usize) {
+        let mut ring = match Ring::new(qd as usize, request as usize) {
             Ok(ring) => ring,
             Err(errno) => {
                 let reason = format!(
@@ -90,7 +90,7 @@ pub fn run(
 fn in_flight(
     target: &crate::bench::target::Target,
     fd: &std::os::fd::OwnedFd,
-    ring: &mut ReadRing,
+    ring: &mut Ring,
     rng: &mut Rng,
     request: u64,
     time: Duration,
@@ -99,7 +99,7 @@ fn in_flight(
     let watch = Stopwatch::start();
     for slot in 0..ring.slots() {
         let at = rng.offset(target.len, request, request);
-        ring.submit(fd.as_fd(), slot, at, request as usize)
+        ring.read(fd.as_fd(), slot, at, 0..request as usize)
             .map_err(|e| failed("io_uring read of", e))?;
     }
     let mut latencies = Vec::new();
@@ -110,7 +110,7 @@ fn in_flight(
         bytes += done.result.map_err(|e| failed("reading", e))? as u64;
         if watch.elapsed() < time {
             let at = rng.offset(target.len, request, request);
-            ring.submit(fd.as_fd(), done.slot, at, request as usize)
+            ring.read(fd.as_fd(), done.slot, at, 0..request as usize)
                 .map_err(|e| failed("io_uring read of", e))?;
         }
     }
