@@ -7,11 +7,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod rigs;
-
-use rigs::cmd::{ddx, shell, DDX};
-use rigs::signal::wait_for_handler;
-use rigs::{LoopDevice, LoopOptions};
+use crate::rigs;
+use crate::rigs::cmd::{ddx, shell, DDX};
+use crate::rigs::signal::wait_for_handler;
+use crate::rigs::{LoopDevice, LoopOptions};
 
 /// A source that writes 1000 bytes every 300 ms, 8 times: a copy of
 /// about 2.4 s, so that the once-a-second ticks happen during it.

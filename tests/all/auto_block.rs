@@ -4,9 +4,7 @@
 
 use std::path::Path;
 
-mod rigs;
-
-use rigs::cmd::{assert_succeeded, ddx_as_dd, gnu_dd};
+use crate::rigs::cmd::{assert_succeeded, ddx_as_dd, gnu_dd};
 
 /// stderr's GNU lines, without timing (and without ddx's --verbose lines).
 fn statistics(stderr: &[u8]) -> Vec<String> {

@@ -14,9 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod rigs;
-
-use rigs::bytes::sha256;
+use crate::rigs;
+use crate::rigs::bytes::sha256;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ddx");
 

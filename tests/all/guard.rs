@@ -10,11 +10,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-mod rigs;
-
-use rigs::bytes::sha256;
-use rigs::cmd::{code_and_stderr, DDX};
-use rigs::{have, run_tool, LoopDevice, LoopOptions};
+use crate::rigs;
+use crate::rigs::bytes::sha256;
+use crate::rigs::cmd::{code_and_stderr, DDX};
+use crate::rigs::{have, run_tool, LoopDevice, LoopOptions};
 
 /// ddx with no terminal on stdin: writing a whole disk from a terminal
 /// asks first, and these tests must not wait for an answer.

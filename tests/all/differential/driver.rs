@@ -17,10 +17,10 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::Instant;
 
-use crate::case::{shell_quote, Case, Stdin};
-use crate::compare::{compare, signature, Finding};
-use crate::refusal;
-use crate::run::{populate, run, Place, Program};
+use super::case::{shell_quote, Case, Stdin};
+use super::compare::{compare, signature, Finding};
+use super::refusal;
+use super::run::{populate, run, Place, Program};
 
 /// Cases above this are reported: the default run has a time budget.
 const SLOW_CASE_SECONDS: f64 = 2.0;

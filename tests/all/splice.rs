@@ -5,9 +5,8 @@
 use std::io::Write;
 use std::process::Stdio;
 
-mod rigs;
-
-use rigs::cmd::{invoked_as, DDX};
+use crate::rigs;
+use crate::rigs::cmd::{invoked_as, DDX};
 
 fn pattern(len: usize) -> Vec<u8> {
     rigs::bytes::ramp(len, 13, 1000)

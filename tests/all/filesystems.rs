@@ -16,9 +16,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-mod rigs;
-
-use rigs::MountedFs;
+use crate::rigs;
+use crate::rigs::MountedFs;
 
 const MIB: u64 = 1 << 20;
 

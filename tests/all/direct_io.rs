@@ -10,10 +10,8 @@
 use std::path::Path;
 use std::process::Command;
 
-mod rigs;
-
-use rigs::cmd::{invoked_as, DDX};
-use rigs::{LoopDevice, LoopOptions};
+use crate::rigs::cmd::{invoked_as, DDX};
+use crate::rigs::{LoopDevice, LoopOptions};
 
 /// A loop device with `sector_size`-byte sectors; None, with the reason
 /// printed, where loop devices are not available.

@@ -12,9 +12,6 @@
 //! dd are started (`cmd`), test data (`bytes`) and signalling a running
 //! ddx (`signal`).
 
-// Each test binary compiles all of rigs and uses only some of it.
-#![allow(dead_code)]
-
 pub mod bytes;
 pub mod cmd;
 pub mod signal;
@@ -127,7 +124,8 @@ impl Drop for LoopDevice {
 pub struct MountedFs {
     pub root: PathBuf,
     device: LoopDevice,
-    dir: tempfile::TempDir,
+    // Removed last, after the device over its image is detached.
+    _dir: tempfile::TempDir,
 }
 
 impl MountedFs {
@@ -156,7 +154,11 @@ impl MountedFs {
             Command::new("mount").arg(&device.path).arg(&root),
             &format!("mounting {kind}"),
         )?;
-        Ok(MountedFs { root, device, dir })
+        Ok(MountedFs {
+            root,
+            device,
+            _dir: dir,
+        })
     }
 
     /// [`MountedFs::new`], or None after printing why the test skips.
@@ -181,11 +183,6 @@ impl Drop for MountedFs {
     }
 }
 
-/// Why a rig cannot be built here, printed by the skipping test.
-pub fn skip(test: &str, reason: &str) {
-    eprintln!("SKIPPED {test}: {reason}");
-}
-
 /// Runs a set-up tool to the end, with no stdin to wait on. Err says
 /// which step (`what`) failed, in the tool's own words.
 pub fn run_tool(cmd: &mut Command, what: &str) -> Result<Output, String> {
@@ -202,7 +199,6 @@ pub fn run_tool(cmd: &mut Command, what: &str) -> Result<Output, String> {
     Ok(out)
 }
 
-/// Whether `tool` is on PATH.
 /// The one way a test skips for want of a facility (a tool, root, a
 /// device, a server): one line saying why, or, when `DDX_REQUIRE_RIGS` is
 /// set (as CI sets it), a failure, so that a green CI proves every rig
@@ -214,6 +210,7 @@ pub fn skip(why: &str) {
     eprintln!("skipped: {why}");
 }
 
+/// Whether `tool` is on PATH.
 pub fn have(tool: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
@@ -320,8 +317,6 @@ pub struct NbdDevice {
     pub dir: tempfile::TempDir,
     /// The device, as a file (read it like a disk).
     pub path: PathBuf,
-    /// The bytes behind it (the device's contents where readable).
-    pub image: PathBuf,
     nbdkit_pid: Option<i32>,
 }
 
@@ -409,7 +404,6 @@ impl NbdDevice {
             .map_err(|e| format!("nbdkit: {e}"))?;
         let mut device = NbdDevice {
             path: dir.path().join("dev"),
-            image,
             nbdkit_pid: None,
             dir,
         };
@@ -499,7 +493,7 @@ impl Drop for SmallTmpfs {
 /// A qemu-storage-daemon FUSE export of a raw image whose writes from
 /// `offset` on fail with EIO (blkdebug inject-error), unmounted on Drop.
 pub struct FailingWrites {
-    pub dir: tempfile::TempDir,
+    _dir: tempfile::TempDir,
     /// The export, as a file (write to it with conv=notrunc).
     pub path: PathBuf,
     pub image: PathBuf,
@@ -553,7 +547,7 @@ impl FailingWrites {
             .spawn()
             .map_err(|e| format!("qemu-storage-daemon: {e}"))?;
         let mut rig = FailingWrites {
-            dir,
+            _dir: dir,
             path,
             image,
             child: Some(child),

@@ -3,12 +3,11 @@
 //! errors (ENOSPC, EIO). The devices are rigs over temp files (see
 //! `rigs`); a test whose rig cannot be built here says why and passes.
 
-mod rigs;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use rigs::cmd::{assert_succeeded, ddx_as_dd, gnu_dd};
+use crate::rigs;
+use crate::rigs::cmd::{assert_succeeded, ddx_as_dd, gnu_dd};
 
 /// stderr with the time and rate of the statistics line blurred.
 fn normalised_stderr(out: &Output) -> String {
@@ -73,7 +72,6 @@ fn compare_with_gnu(test: &str, input: &Path, operands: &[&str], scratch: &Path)
 
 #[test]
 fn read_errors_match_gnu_dd_on_every_backend() {
-    let test = "read_errors_match_gnu_dd_on_every_backend";
     let size = 1 << 20;
     let contents = pattern(size);
     // A two-sector range inside the 25th 4 KiB block, one lone sector, and
@@ -81,7 +79,7 @@ fn read_errors_match_gnu_dd_on_every_backend() {
     let bad = [(0x19000, 0x400), (0x4A000, 0x200), (0x8FE00, 0x600)];
     let device = match rigs::NbdDevice::with_bad_ranges(&contents, &bad) {
         Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip(&reason),
     };
     let scratch = tempfile::tempdir().unwrap();
     for operands in [
@@ -102,7 +100,7 @@ fn read_errors_match_gnu_dd_on_every_backend() {
         &["ibs=512", "obs=4096", "conv=noerror"],
         &["bs=128k", "conv=noerror,sync,fdatasync", "status=noxfer"],
     ] {
-        compare_with_gnu(test, &device.path, operands, scratch.path());
+        compare_with_gnu("read errors", &device.path, operands, scratch.path());
     }
 }
 
@@ -126,9 +124,8 @@ fn bad_blocks(map: &str) -> Vec<(u64, u64)> {
 
 #[test]
 fn rescue_recovers_what_gnu_ddrescue_recovers() {
-    let test = "rescue_recovers_what_gnu_ddrescue_recovers";
     if !rigs::have("ddrescue") {
-        return rigs::skip(test, "ddrescue is not installed (package gddrescue)");
+        return rigs::skip("ddrescue is not installed (package gddrescue)");
     }
     let size = 1 << 20;
     let contents = pattern(size);
@@ -140,7 +137,7 @@ fn rescue_recovers_what_gnu_ddrescue_recovers() {
     ];
     let device = match rigs::NbdDevice::with_bad_ranges(&contents, &bad) {
         Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip(&reason),
     };
     let scratch = tempfile::tempdir().unwrap();
     let theirs = scratch.path().join("ddrescue.img");
@@ -253,19 +250,18 @@ impl Random {
 
 #[test]
 fn resume_after_sigkill_gives_the_uninterrupted_copy() {
-    let test = "resume_after_sigkill_gives_the_uninterrupted_copy";
     let size = 2 << 20;
     let contents = pattern(size);
     // About 21 ms per 16 KiB request: a whole copy takes ~2.7 s.
     let device = match rigs::NbdDevice::slow(&contents, 20) {
         Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip(&reason),
     };
     // The output and its checkpoint on a tmpfs: the map is synced twice a
     // second, which need not reach this machine's disk.
     let scratch = match rigs::SmallTmpfs::new(16 << 20) {
         Ok(fs) => fs,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip(&reason),
     };
     let output = scratch.path().join("copy.img");
     let checkpoint = scratch.path().join("copy.img.ddx-map");
@@ -377,10 +373,7 @@ fn hashes_equal_the_checksum_tools() {
     for (algorithm, tool, args) in tools {
         match tool_digest(tool, args, &input) {
             Some(digest) => expected.push((algorithm, digest)),
-            None => rigs::skip(
-                &format!("hashes_equal_the_checksum_tools ({algorithm})"),
-                &format!("{tool} is not installed"),
-            ),
+            None => rigs::skip(&format!("{tool} is not installed: {algorithm} unchecked")),
         }
     }
     let output = scratch.path().join("output");
@@ -440,7 +433,6 @@ fn hashes_equal_the_checksum_tools() {
 
 #[test]
 fn verify_passes_a_good_copy_and_catches_a_flipped_byte() {
-    let test = "verify_passes_a_good_copy_and_catches_a_flipped_byte";
     let scratch = tempfile::tempdir().unwrap();
     let size = 3 << 20;
     let mut contents = pattern(size);
@@ -471,7 +463,7 @@ fn verify_passes_a_good_copy_and_catches_a_flipped_byte() {
     // (Every request to this device runs a shell: keep them few and large.)
     let device = match rigs::NbdDevice::flipping_writes(&vec![0; size], flip_at) {
         Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip(&reason),
     };
     for extra in [
         &["bs=1M"][..],
@@ -503,7 +495,6 @@ fn a_signal_during_verify_ends_it_at_once() {
     // The read-back comes after the statistics, when no reporter watches
     // the signals any more; it must still stop for Ctrl-C (and SIGTERM),
     // dying of the signal, not run on to "identical" and exit 0.
-    let test = "a_signal_during_verify_ends_it_at_once";
     let size = 4 << 20;
     let scratch = tempfile::tempdir().unwrap();
     let input = scratch.path().join("input");
@@ -511,7 +502,7 @@ fn a_signal_during_verify_ends_it_at_once() {
     // Reads of 100 ms each: reading 4 MiB back takes seconds.
     let device = match rigs::NbdDevice::slow(&vec![0; size], 100) {
         Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip(&reason),
     };
     for signal in [libc::SIGINT, libc::SIGTERM] {
         use std::io::Read;
@@ -544,10 +535,9 @@ fn a_signal_during_verify_ends_it_at_once() {
 
 #[test]
 fn enospc_matches_gnu_dd_on_every_backend() {
-    let test = "enospc_matches_gnu_dd_on_every_backend";
     let fs = match rigs::SmallTmpfs::new(1 << 20) {
         Ok(fs) => fs,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip(&reason),
     };
     let scratch = tempfile::tempdir().unwrap();
     let input = scratch.path().join("input");
@@ -607,12 +597,11 @@ fn enospc_matches_gnu_dd_on_every_backend() {
 
 #[test]
 fn write_eio_matches_gnu_dd_on_every_backend() {
-    let test = "write_eio_matches_gnu_dd_on_every_backend";
     let size = 1u64 << 20;
     // blkdebug's sector 512 is byte 262144.
     let rig = match rigs::FailingWrites::new(size, 512) {
         Ok(rig) => rig,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip(&reason),
     };
     let scratch = tempfile::tempdir().unwrap();
     let input = scratch.path().join("input");
@@ -723,12 +712,11 @@ fn refused_combinations_touch_nothing() {
 
 #[test]
 fn resume_continues_after_a_read_error() {
-    let test = "resume_continues_after_a_read_error";
     let size = 1 << 20;
     let contents = pattern(size);
     let device = match rigs::NbdDevice::with_bad_ranges(&contents, &[(0x40000, 0x200)]) {
         Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip(&reason),
     };
     let scratch = tempfile::tempdir().unwrap();
     let output = scratch.path().join("out");

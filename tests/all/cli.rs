@@ -5,10 +5,9 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-mod rigs;
-
-use rigs::cmd::{code_and_stderr, ddx, gnu_dd, shell, DDX};
-use rigs::signal::{send, wait_for_handler};
+use crate::rigs;
+use crate::rigs::cmd::{code_and_stderr, ddx, gnu_dd, shell, DDX};
+use crate::rigs::signal::{send, wait_for_handler};
 
 #[test]
 fn sigusr1_prints_statistics_and_the_copy_goes_on() {
@@ -117,11 +116,10 @@ fn stdin_after_a_failed_write_is_where_gnu_dd_leaves_it() {
 fn stdin_after_read_errors_passed_over_is_where_gnu_dd_leaves_it() {
     // With conv=noerror the copy goes on past a bad block to the end of
     // the input: nothing to give back, whatever the records counted.
-    let test = "stdin_after_read_errors_passed_over_is_where_gnu_dd_leaves_it";
     let contents = rigs::bytes::xorshift(11, 1 << 20);
     let device = match rigs::NbdDevice::with_bad_ranges(&contents, &[(0x40000, 0x200)]) {
         Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip(&reason),
     };
     for operands in ["bs=4k conv=noerror", "bs=4k conv=noerror,sync", "bs=64k"] {
         let left = |dd: &str| {
