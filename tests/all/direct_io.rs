@@ -5,22 +5,23 @@
 //! the device's logical block size, from an aligned buffer, and GNU turns
 //! O_DIRECT off for the final partial block of a copy. ddx must give the
 //! same bytes, statistics and errors with every backend. Needs root and
-//! losetup; skips with a printed reason otherwise.
+//! losetup; skips (`rigs::skip`) otherwise.
 
 use std::path::Path;
 use std::process::Command;
 
+use crate::rigs;
 use crate::rigs::cmd::{invoked_as, DDX};
 use crate::rigs::{LoopDevice, LoopOptions};
 
-/// A loop device with `sector_size`-byte sectors; None, with the reason
-/// printed, where loop devices are not available.
+/// A loop device with `sector_size`-byte sectors; None, after skipping,
+/// where one cannot be attached here.
 fn attach(backing: &Path, sector_size: u32) -> Option<LoopDevice> {
     let options = LoopOptions {
         sector_size: Some(sector_size),
         ..LoopOptions::default()
     };
-    LoopDevice::attach_or_skip(backing, options)
+    rigs::or_skip(LoopDevice::attach(backing, options))
 }
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
@@ -104,10 +105,6 @@ impl Pair {
 
 #[test]
 fn direct_writes_to_block_devices_match_gnu_dd() {
-    if let Some(reason) = LoopDevice::unavailable() {
-        eprintln!("skipped: {reason}");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     // Not a multiple of any sector size: the last block is partial.
     let input = dir.path().join("input");
@@ -115,7 +112,6 @@ fn direct_writes_to_block_devices_match_gnu_dd() {
     let input = input.display().to_string();
     for sector_size in [512u32, 4096] {
         let Some(devices) = pair(sector_size) else {
-            eprintln!("skipped: no loop device with {sector_size}-byte sectors");
             return;
         };
         let s = sector_size as usize;
@@ -164,14 +160,9 @@ fn direct_writes_to_block_devices_match_gnu_dd() {
 
 #[test]
 fn direct_reads_from_block_devices_match_gnu_dd() {
-    if let Some(reason) = LoopDevice::unavailable() {
-        eprintln!("skipped: {reason}");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     for sector_size in [512u32, 4096] {
         let Some(devices) = pair(sector_size) else {
-            eprintln!("skipped: no loop device with {sector_size}-byte sectors");
             return;
         };
         let s = sector_size as usize;

@@ -10,8 +10,8 @@
 //! - between two tmpfs files there is no cache to keep clean.
 //!
 //! Every copy is compared with GNU dd's: same bytes, same statistics.
-//! Needs root, losetup and mkfs.ext4/mkfs.xfs; skips with a printed reason
-//! where they are missing.
+//! Needs root, losetup and mkfs.ext4/mkfs.xfs/mkfs.btrfs; skips
+//! (`rigs::skip`) where they are missing.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -123,12 +123,11 @@ fn cpus() -> usize {
 
 #[test]
 fn xfs_copies_share_extents() {
-    let Some(fs) = MountedFs::new_or_skip("xfs", 512 * MIB) else {
+    let Some(fs) = rigs::or_skip(MountedFs::new("xfs", 512 * MIB)) else {
         return;
     };
     if !rigs::have("filefrag") {
-        eprintln!("skipped: filefrag (e2fsprogs) is not installed");
-        return;
+        return rigs::skip("filefrag (e2fsprogs) is not installed");
     }
     let src = fs.root.join("src");
     write_pattern(&src, 16 * MIB);
@@ -163,10 +162,9 @@ fn xfs_copies_share_extents() {
 #[test]
 fn ext4_copies_through_ddx_and_offload_can_be_forced() {
     if cpus() < 2 {
-        eprintln!("skipped: one CPU, where the kernel's copy is ddx's choice");
-        return;
+        return rigs::skip("one CPU, where the kernel's copy is ddx's choice");
     }
-    let Some(fs) = MountedFs::new_or_skip("ext4", 256 * MIB) else {
+    let Some(fs) = rigs::or_skip(MountedFs::new("ext4", 256 * MIB)) else {
         return;
     };
     let src = fs.root.join("src");
@@ -203,7 +201,7 @@ fn ext4_copies_through_ddx_and_offload_can_be_forced() {
 
 #[test]
 fn a_large_copy_leaves_the_page_cache_as_it_found_it() {
-    let Some(fs) = MountedFs::new_or_skip("ext4", 1024 * MIB) else {
+    let Some(fs) = rigs::or_skip(MountedFs::new("ext4", 1024 * MIB)) else {
         return;
     };
     let src = fs.root.join("src");
@@ -266,7 +264,7 @@ fn a_large_copy_leaves_the_page_cache_as_it_found_it() {
 
 #[test]
 fn within_one_rotating_disk_a_copy_from_the_disk_runs_in_turn() {
-    let Some(fs) = MountedFs::new_or_skip("ext4", 256 * MIB) else {
+    let Some(fs) = rigs::or_skip(MountedFs::new("ext4", 256 * MIB)) else {
         return;
     };
     let rotational = PathBuf::from(format!(
@@ -275,8 +273,7 @@ fn within_one_rotating_disk_a_copy_from_the_disk_runs_in_turn() {
     ));
     let set_rotational = |value: &str| std::fs::write(&rotational, value).is_ok();
     if !set_rotational("1") {
-        eprintln!("skipped: cannot set {rotational:?}");
-        return;
+        return rigs::skip(&format!("cannot set {rotational:?}"));
     }
     let src = fs.root.join("src");
     write_pattern(&src, 24 * MIB);
@@ -310,9 +307,8 @@ fn within_one_rotating_disk_a_copy_from_the_disk_runs_in_turn() {
 
 #[test]
 fn between_tmpfs_files_the_cache_is_left_alone() {
-    let tmpfs = match rigs::SmallTmpfs::new(256 * MIB) {
-        Ok(tmpfs) => tmpfs,
-        Err(reason) => return eprintln!("skipped: {reason}"),
+    let Some(tmpfs) = rigs::or_skip(rigs::SmallTmpfs::new(256 * MIB)) else {
+        return;
     };
     let src = tmpfs.path().join("src");
     write_pattern(&src, 80 * MIB);
@@ -330,7 +326,7 @@ fn between_tmpfs_files_the_cache_is_left_alone() {
 fn where_the_kernel_cannot_write_uncached_ddx_drops_the_pages_itself() {
     // Btrfs takes no RWF_DONTCACHE writes (Linux 6.18): ddx's flusher
     // thread waits for the writeback and drops, before ddx exits.
-    let Some(fs) = MountedFs::new_or_skip("btrfs", 1024 * MIB) else {
+    let Some(fs) = rigs::or_skip(MountedFs::new("btrfs", 1024 * MIB)) else {
         return;
     };
     let src = fs.root.join("src");

@@ -4,7 +4,9 @@
 //! device-mapper holder; and copies of a file onto itself.
 //!
 //! Device tests need root, losetup and mkfs.ext4 (and swapon, dmsetup for
-//! theirs); without them they print why and pass. Every device is
+//! theirs); without them they skip (`rigs::skip`). The device-mapper
+//! test is the one skip allowed even where every rig is required, and only
+//! on a kernel without device-mapper (this project's VM). Every device is
 //! unmounted and detached by a Drop guard, whatever happens.
 
 use std::path::{Path, PathBuf};
@@ -43,13 +45,13 @@ fn missing_facility() -> Option<String> {
     None
 }
 
-macro_rules! skip_without_devices {
-    () => {
-        if let Some(why) = missing_facility() {
-            eprintln!("skipped: {why}");
-            return;
-        }
-    };
+/// Skips, and says so, where device tests cannot run here.
+fn skipped_without_devices() -> bool {
+    let missing = missing_facility();
+    if let Some(why) = &missing {
+        rigs::skip(why);
+    }
+    missing.is_some()
 }
 
 /// A loop device over a file in a temporary directory; unmounts what it
@@ -151,10 +153,11 @@ fn assert_refused(err: &str, code: Option<i32>, wants: &[&str]) {
 
 #[test]
 fn a_mounted_device_is_refused_intact_and_force_overrides() {
-    skip_without_devices!();
-    let mut lo = match Loop::new(32 << 20, None) {
-        Ok(lo) => lo,
-        Err(why) => return eprintln!("skipped: {why}"),
+    if skipped_without_devices() {
+        return;
+    }
+    let Some(mut lo) = rigs::or_skip(Loop::new(32 << 20, None)) else {
+        return;
     };
     let device = lo.device();
     let mount_point = lo.mkfs_and_mount(&device).expect("mount");
@@ -200,18 +203,19 @@ fn a_mounted_device_is_refused_intact_and_force_overrides() {
 
 #[test]
 fn a_disk_whose_partition_is_mounted_is_refused() {
-    skip_without_devices!();
+    if skipped_without_devices() {
+        return;
+    }
     let size: u64 = 48 << 20;
     let mbr = mbr_with_one_partition((size / 512) as u32);
-    let mut lo = match Loop::new(size, Some(&mbr)) {
-        Ok(lo) => lo,
-        Err(why) => return eprintln!("skipped: {why}"),
+    let Some(mut lo) = rigs::or_skip(Loop::new(size, Some(&mbr))) else {
+        return;
     };
     let Some(partition) = lo.loop_device.partition(1) else {
-        return eprintln!(
-            "skipped: no partition node {}p1 (no partition scanning here)",
+        return rigs::skip(&format!(
+            "no partition node {}p1 (no partition scanning here)",
             lo.device()
-        );
+        ));
     };
     let partition = partition.display().to_string();
     let mount_point = lo.mkfs_and_mount(&partition).expect("mount");
@@ -236,18 +240,19 @@ fn a_disk_whose_partition_is_mounted_is_refused() {
 
 #[test]
 fn active_swap_is_refused() {
-    skip_without_devices!();
-    if !have("mkswap") || !have("swapon") {
-        return eprintln!("skipped: mkswap/swapon not installed");
+    if skipped_without_devices() {
+        return;
     }
-    let mut lo = match Loop::new(16 << 20, None) {
-        Ok(lo) => lo,
-        Err(why) => return eprintln!("skipped: {why}"),
+    if !have("mkswap") || !have("swapon") {
+        return rigs::skip("mkswap/swapon not installed");
+    }
+    let Some(mut lo) = rigs::or_skip(Loop::new(16 << 20, None)) else {
+        return;
     };
     let device = lo.device();
     tool("mkswap", &[&device]).expect("mkswap");
     if let Err(why) = tool("swapon", &[&device]) {
-        return eprintln!("skipped: cannot enable swap here: {why}");
+        return rigs::skip(&format!("cannot enable swap here: {why}"));
     }
     lo.cleanups.push(vec!["swapoff".into(), device.clone()]);
     let (code, err) =
@@ -257,19 +262,23 @@ fn active_swap_is_refused() {
 
 #[test]
 fn a_device_held_by_device_mapper_is_refused() {
-    skip_without_devices!();
-    if !have("dmsetup") {
-        return eprintln!("skipped: dmsetup not installed");
+    if skipped_without_devices() {
+        return;
     }
-    let mut lo = match Loop::new(16 << 20, None) {
-        Ok(lo) => lo,
-        Err(why) => return eprintln!("skipped: {why}"),
+    if !have("dmsetup") {
+        return rigs::skip("dmsetup not installed");
+    }
+    if rigs::skip_if_no_device_mapper() {
+        return;
+    }
+    let Some(mut lo) = rigs::or_skip(Loop::new(16 << 20, None)) else {
+        return;
     };
     let device = lo.device();
     let name = format!("ddx-guard-test-{}", std::process::id());
     let table = format!("0 {} linear {device} 0", (16 << 20) / 512);
     if let Err(why) = tool("dmsetup", &["create", &name, "--table", &table]) {
-        return eprintln!("skipped: cannot create a device-mapper device: {why}");
+        return rigs::skip(&format!("cannot create a device-mapper device: {why}"));
     }
     lo.cleanups
         .push(vec!["dmsetup".into(), "remove".into(), name.clone()]);
@@ -280,10 +289,11 @@ fn a_device_held_by_device_mapper_is_refused() {
 
 #[test]
 fn a_free_device_is_written_without_a_word() {
-    skip_without_devices!();
-    let lo = match Loop::new(1 << 20, None) {
-        Ok(lo) => lo,
-        Err(why) => return eprintln!("skipped: {why}"),
+    if skipped_without_devices() {
+        return;
+    }
+    let Some(lo) = rigs::or_skip(Loop::new(1 << 20, None)) else {
+        return;
     };
     let (code, err) = code_and_stderr(ddx().args([
         "if=/dev/zero",
@@ -397,8 +407,7 @@ fn a_device_name_that_does_not_exist_is_not_created_in_dev() {
     let gnu_created = Path::new(&name).exists();
     let _ = std::fs::remove_file(&name);
     if !gnu.success() || !gnu_created {
-        eprintln!("skipped: cannot create files in /dev here (not root?)");
-        return;
+        return rigs::skip("cannot create files in /dev here (not root?)");
     }
     let (code, err) =
         code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={name}"), "bs=1", "count=1"]));

@@ -327,7 +327,7 @@ fn live_line_in_a_terminal() {
     // 40 kB over about 4 s, in 2.5 kB steps.
     let command = "for i in $(seq 16); do head -c 2500 /dev/zero; sleep 0.25; done \
                    | ddx of=/dev/null bs=2500 count=16 iflag=fullblock status=progress";
-    let Some(tmux) = Tmux::start("live", 100, 8, command) else {
+    let Some(tmux) = rigs::or_skip(Tmux::start("live", 100, 8, command)) else {
         return;
     };
     let first = tmux.wait_for("ETA", Duration::from_secs(10));
@@ -364,15 +364,15 @@ fn live_line_in_a_terminal() {
 
 /// A terminal session of its own (its own tmux server socket) running
 /// `script` with `ddx` on PATH (so messages say "ddx:"), then showing
-/// "EXIT=status"; killed when dropped. None, with the reason printed,
-/// where tmux is missing.
+/// "EXIT=status"; killed when dropped. Err says why not (tmux missing or
+/// failing to start).
 struct Tmux {
     socket: String,
     _dir: tempfile::TempDir,
 }
 
 impl Tmux {
-    fn start(name: &str, width: u32, height: u32, script: &str) -> Option<Tmux> {
+    fn start(name: &str, width: u32, height: u32, script: &str) -> Result<Tmux, String> {
         let dir = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(DDX, dir.path().join("ddx")).unwrap();
         let script_path = dir.path().join("script.sh");
@@ -402,18 +402,14 @@ impl Tmux {
             .stdin(Stdio::null())
             .output();
         match started {
-            Ok(out) if out.status.success() => Some(Tmux { socket, _dir: dir }),
-            Ok(out) => {
-                eprintln!(
-                    "skipped: tmux cannot start: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-                None
-            }
-            Err(e) => {
-                eprintln!("skipped: tmux not available ({e}); CI installs it (.ci/run)");
-                None
-            }
+            Ok(out) if out.status.success() => Ok(Tmux { socket, _dir: dir }),
+            Ok(out) => Err(format!(
+                "tmux cannot start: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => Err(format!(
+                "tmux not available ({e}); CI installs it (.ci/run)"
+            )),
         }
     }
 
@@ -468,12 +464,12 @@ fn whole_disk_from_a_terminal_asks_first() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("disk.img");
     std::fs::write(&image, vec![7u8; 4 << 20]).unwrap();
-    let Some(attached) = LoopDevice::attach_or_skip(&image, LoopOptions::default()) else {
+    let Some(attached) = rigs::or_skip(LoopDevice::attach(&image, LoopOptions::default())) else {
         return;
     };
     let device = attached.name();
     let command = format!("ddx if=/dev/zero of={device} count=1");
-    let Some(tmux) = Tmux::start("disk", 160, 8, &command) else {
+    let Some(tmux) = rigs::or_skip(Tmux::start("disk", 160, 8, &command)) else {
         return;
     };
     let asked = tmux.wait_for("[y/N]", Duration::from_secs(10));

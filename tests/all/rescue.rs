@@ -1,7 +1,7 @@
 //! Failing devices: read errors against GNU dd (conv=noerror on every
 //! backend) and GNU ddrescue (--rescue, --map), resume after SIGKILL, write
 //! errors (ENOSPC, EIO). The devices are rigs over temp files (see
-//! `rigs`); a test whose rig cannot be built here says why and passes.
+//! `rigs`); a test whose rig cannot be built here skips (`rigs::skip`).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -77,9 +77,8 @@ fn read_errors_match_gnu_dd_on_every_backend() {
     // A two-sector range inside the 25th 4 KiB block, one lone sector, and
     // a range across a 64 KiB boundary.
     let bad = [(0x19000, 0x400), (0x4A000, 0x200), (0x8FE00, 0x600)];
-    let device = match rigs::NbdDevice::with_bad_ranges(&contents, &bad) {
-        Ok(device) => device,
-        Err(reason) => return rigs::skip(&reason),
+    let Some(device) = rigs::or_skip(rigs::NbdDevice::with_bad_ranges(&contents, &bad)) else {
+        return;
     };
     let scratch = tempfile::tempdir().unwrap();
     for operands in [
@@ -135,9 +134,8 @@ fn rescue_recovers_what_gnu_ddrescue_recovers() {
         (0x8FE00, 0x600),
         (0xFFE00, 0x200),
     ];
-    let device = match rigs::NbdDevice::with_bad_ranges(&contents, &bad) {
-        Ok(device) => device,
-        Err(reason) => return rigs::skip(&reason),
+    let Some(device) = rigs::or_skip(rigs::NbdDevice::with_bad_ranges(&contents, &bad)) else {
+        return;
     };
     let scratch = tempfile::tempdir().unwrap();
     let theirs = scratch.path().join("ddrescue.img");
@@ -253,15 +251,13 @@ fn resume_after_sigkill_gives_the_uninterrupted_copy() {
     let size = 2 << 20;
     let contents = pattern(size);
     // About 21 ms per 16 KiB request: a whole copy takes ~2.7 s.
-    let device = match rigs::NbdDevice::slow(&contents, 20) {
-        Ok(device) => device,
-        Err(reason) => return rigs::skip(&reason),
+    let Some(device) = rigs::or_skip(rigs::NbdDevice::slow(&contents, 20)) else {
+        return;
     };
     // The output and its checkpoint on a tmpfs: the map is synced twice a
     // second, which need not reach this machine's disk.
-    let scratch = match rigs::SmallTmpfs::new(16 << 20) {
-        Ok(fs) => fs,
-        Err(reason) => return rigs::skip(&reason),
+    let Some(scratch) = rigs::or_skip(rigs::SmallTmpfs::new(16 << 20)) else {
+        return;
     };
     let output = scratch.path().join("copy.img");
     let checkpoint = scratch.path().join("copy.img.ddx-map");
@@ -425,10 +421,9 @@ fn hashes_equal_the_checksum_tools() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if let Some(digest) = tool_digest("sha256sum", &[], &output) {
-        assert_eq!(printed_digest(&stderr, "sha256"), digest);
-        assert!(stderr.ends_with(&format!("{digest}  -\n")), "{stderr}");
-    }
+    let digest = rigs::bytes::sha256(&output);
+    assert_eq!(printed_digest(&stderr, "sha256"), digest);
+    assert!(stderr.ends_with(&format!("{digest}  -\n")), "{stderr}");
 }
 
 #[test]
@@ -461,9 +456,9 @@ fn verify_passes_a_good_copy_and_catches_a_flipped_byte() {
     // A device that corrupts one byte on its way down: the copy itself
     // succeeds, and only reading back from the device shows it.
     // (Every request to this device runs a shell: keep them few and large.)
-    let device = match rigs::NbdDevice::flipping_writes(&vec![0; size], flip_at) {
-        Ok(device) => device,
-        Err(reason) => return rigs::skip(&reason),
+    let Some(device) = rigs::or_skip(rigs::NbdDevice::flipping_writes(&vec![0; size], flip_at))
+    else {
+        return;
     };
     for extra in [
         &["bs=1M"][..],
@@ -500,9 +495,8 @@ fn a_signal_during_verify_ends_it_at_once() {
     let input = scratch.path().join("input");
     std::fs::write(&input, pattern(size)).unwrap();
     // Reads of 100 ms each: reading 4 MiB back takes seconds.
-    let device = match rigs::NbdDevice::slow(&vec![0; size], 100) {
-        Ok(device) => device,
-        Err(reason) => return rigs::skip(&reason),
+    let Some(device) = rigs::or_skip(rigs::NbdDevice::slow(&vec![0; size], 100)) else {
+        return;
     };
     for signal in [libc::SIGINT, libc::SIGTERM] {
         use std::io::Read;
@@ -535,9 +529,8 @@ fn a_signal_during_verify_ends_it_at_once() {
 
 #[test]
 fn enospc_matches_gnu_dd_on_every_backend() {
-    let fs = match rigs::SmallTmpfs::new(1 << 20) {
-        Ok(fs) => fs,
-        Err(reason) => return rigs::skip(&reason),
+    let Some(fs) = rigs::or_skip(rigs::SmallTmpfs::new(1 << 20)) else {
+        return;
     };
     let scratch = tempfile::tempdir().unwrap();
     let input = scratch.path().join("input");
@@ -599,9 +592,8 @@ fn enospc_matches_gnu_dd_on_every_backend() {
 fn write_eio_matches_gnu_dd_on_every_backend() {
     let size = 1u64 << 20;
     // blkdebug's sector 512 is byte 262144.
-    let rig = match rigs::FailingWrites::new(size, 512) {
-        Ok(rig) => rig,
-        Err(reason) => return rigs::skip(&reason),
+    let Some(rig) = rigs::or_skip(rigs::FailingWrites::new(size, 512)) else {
+        return;
     };
     let scratch = tempfile::tempdir().unwrap();
     let input = scratch.path().join("input");
@@ -714,9 +706,11 @@ fn refused_combinations_touch_nothing() {
 fn resume_continues_after_a_read_error() {
     let size = 1 << 20;
     let contents = pattern(size);
-    let device = match rigs::NbdDevice::with_bad_ranges(&contents, &[(0x40000, 0x200)]) {
-        Ok(device) => device,
-        Err(reason) => return rigs::skip(&reason),
+    let Some(device) = rigs::or_skip(rigs::NbdDevice::with_bad_ranges(
+        &contents,
+        &[(0x40000, 0x200)],
+    )) else {
+        return;
     };
     let scratch = tempfile::tempdir().unwrap();
     let output = scratch.path().join("out");

@@ -161,7 +161,9 @@ impl Driver {
             print_costs(costs);
         }
         if skipped > 0 {
-            println!("note: the temporary directory does not support O_DIRECT; {skipped} direct cases skipped");
+            crate::rigs::skip(&format!(
+                "no temporary directory here supports O_DIRECT: {skipped} direct cases of {what} not run"
+            ));
         }
         if failures.is_empty() {
             println!("{summary}");

@@ -5,16 +5,20 @@
 //! nbdfuse), a slow source (nbdkit's delay filter), a small tmpfs for
 //! ENOSPC and a qemu-storage-daemon FUSE export whose writes fail at a
 //! chosen offset. Each rig tears itself down in Drop, whatever the test
-//! did; a rig whose tools or privileges are missing is `None`, with the
-//! reason printed, so the test can skip rather than fail.
+//! did; a rig whose tools or privileges are missing is an `Err` saying
+//! why, which the test hands to `or_skip` (see `skips`: the one way a test
+//! skips, visible, and a failure where CI requires every rig).
 //!
-//! The submodules hold the rest the test binaries share: how ddx and GNU
-//! dd are started (`cmd`), test data (`bytes`) and signalling a running
-//! ddx (`signal`).
+//! The submodules hold the rest the tests share: how ddx and GNU dd are
+//! started (`cmd`), test data (`bytes`) and signalling a running ddx
+//! (`signal`).
 
 pub mod bytes;
 pub mod cmd;
 pub mod signal;
+mod skips;
+
+pub use skips::{or_skip, skip, skip_if_no_device_mapper};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -67,13 +71,6 @@ impl LoopDevice {
         let out = run_tool(losetup.arg(backing), "losetup")?;
         let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         Ok(LoopDevice { path: path.into() })
-    }
-
-    /// [`LoopDevice::attach`], or None after printing why the test skips.
-    pub fn attach_or_skip(backing: &Path, options: LoopOptions) -> Option<LoopDevice> {
-        LoopDevice::attach(backing, options)
-            .map_err(|reason| eprintln!("skipped: {reason}"))
-            .ok()
     }
 
     /// The device as text, for operands ("of=/dev/loop3").
@@ -161,13 +158,6 @@ impl MountedFs {
         })
     }
 
-    /// [`MountedFs::new`], or None after printing why the test skips.
-    pub fn new_or_skip(kind: &str, size: u64) -> Option<MountedFs> {
-        MountedFs::new(kind, size)
-            .map_err(|reason| eprintln!("skipped: {reason}"))
-            .ok()
-    }
-
     /// The loop device under the filesystem.
     pub fn device(&self) -> &LoopDevice {
         &self.device
@@ -197,17 +187,6 @@ pub fn run_tool(cmd: &mut Command, what: &str) -> Result<Output, String> {
         ));
     }
     Ok(out)
-}
-
-/// The one way a test skips for want of a facility (a tool, root, a
-/// device, a server): one line saying why, or, when `DDX_REQUIRE_RIGS` is
-/// set (as CI sets it), a failure, so that a green CI proves every rig
-/// ran. The caller returns right after.
-pub fn skip(why: &str) {
-    if std::env::var_os("DDX_REQUIRE_RIGS").is_some_and(|v| !v.is_empty() && v != "0") {
-        panic!("a rig this test needs is missing (DDX_REQUIRE_RIGS is set): {why}");
-    }
-    eprintln!("skipped: {why}");
 }
 
 /// Whether `tool` is on PATH.
