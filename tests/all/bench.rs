@@ -9,15 +9,15 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::rigs;
 use crate::rigs::bytes::sha256;
-
-const BIN: &str = env!("CARGO_BIN_EXE_ddx");
+use crate::rigs::cmd::ddx;
+use crate::rigs::fixture::Ddx;
 
 /// Quick settings: seconds, not minutes, per bench.
 const QUICK: [&str; 5] = [
@@ -35,7 +35,7 @@ fn scratch() -> tempfile::TempDir {
 }
 
 fn bench(args: &[&str]) -> Output {
-    Command::new(BIN).arg("bench").args(args).output().unwrap()
+    ddx().arg("bench").args(args).output().unwrap()
 }
 
 fn listing(dir: &Path) -> Vec<(String, u64)> {
@@ -301,7 +301,7 @@ fn interrupted_mid_run(signal: i32) {
     let dir = scratch();
     std::fs::write(dir.path().join("keep"), b"mine").unwrap();
     let before = listing(dir.path());
-    let mut child = Command::new(BIN)
+    let mut child = ddx()
         .args(["bench", dir.path().to_str().unwrap()])
         .args(["--size=32M", "--runs=20", "--tests=bs-sweep,seq-write"])
         .stdout(Stdio::null())
@@ -348,7 +348,7 @@ fn sigterm_mid_run_leaves_the_directory_as_it_was() {
 fn an_existing_file_is_only_read_without_destructive() {
     let dir = scratch();
     let path = dir.path().join("data");
-    let data: Vec<u8> = (0..4u32 << 20).map(|i| (i % 251) as u8).collect();
+    let data = rigs::bytes::pattern(4, 4 << 20);
     std::fs::write(&path, &data).unwrap();
     let out = bench(&[&[path.to_str().unwrap(), "--json"][..], &QUICK].concat());
     let report = json_of(&out);
@@ -417,10 +417,9 @@ fn errors_are_one_line_and_exit_1() {
     ] {
         assert!(help.contains(option), "{option} not in bench --help");
     }
-    let top = Command::new(BIN).arg("--help").output().unwrap();
-    assert!(String::from_utf8(top.stdout)
-        .unwrap()
-        .contains("ddx bench TARGET"));
+    let top = Ddx::new().arg("--help").succeeds();
+    let top = String::from_utf8(top.stdout).unwrap();
+    assert!(top.contains("ddx bench TARGET"), "{top}");
 }
 
 /// A loop device over 16 MiB of pseudo-random bytes in `dir`, and the
@@ -430,7 +429,7 @@ fn loop_over_random_bytes(dir: &Path) -> Option<(rigs::LoopDevice, PathBuf, Stri
     let backing = dir.join("disk.img");
     std::fs::write(
         &backing,
-        rigs::bytes::xorshift(0x2545_f491_4f6c_dd1d, 16 << 20),
+        rigs::bytes::pattern(0x2545_f491_4f6c_dd1d, 16 << 20),
     )
     .unwrap();
     let checksum = sha256(&backing);

@@ -14,16 +14,9 @@ use std::process::{Command, Output, Stdio};
 
 use crate::rigs;
 use crate::rigs::bytes::sha256;
-use crate::rigs::cmd::{code_and_stderr, DDX};
+use crate::rigs::cmd::{gnu_dd, shell, DDX};
+use crate::rigs::fixture::{Compare, Ddx};
 use crate::rigs::{have, run_tool, LoopDevice, LoopOptions};
-
-/// ddx with no terminal on stdin: writing a whole disk from a terminal
-/// asks first, and these tests must not wait for an answer.
-fn ddx() -> Command {
-    let mut cmd = rigs::cmd::ddx();
-    cmd.stdin(Stdio::null());
-    cmd
-}
 
 fn tool(program: &str, args: &[&str]) -> Result<Output, String> {
     run_tool(
@@ -141,8 +134,11 @@ fn mbr_with_one_partition(sectors: u32) -> Vec<u8> {
     mbr
 }
 
-fn assert_refused(err: &str, code: Option<i32>, wants: &[&str]) {
-    assert_eq!(code, Some(1), "{err}");
+/// ddx (run with no terminal on stdin, so that it never asks) refuses, in
+/// one line that names the override and each of `wants`.
+#[track_caller]
+fn assert_refused(ddx: Ddx, wants: &[&str]) {
+    let err = ddx.fails().stderr;
     assert_eq!(err.lines().count(), 1, "one line: {err}");
     assert!(err.starts_with("ddx: refusing to "), "{err}");
     assert!(err.contains("--force"), "names the override: {err}");
@@ -163,15 +159,13 @@ fn a_mounted_device_is_refused_intact_and_force_overrides() {
     let mount_point = lo.mkfs_and_mount(&device).expect("mount");
     let before = sha256(&device);
 
-    let (code, err) = code_and_stderr(ddx().args([
-        "if=/dev/zero",
-        &format!("of={device}"),
-        "bs=64k",
-        "count=16",
-    ]));
     assert_refused(
-        &err,
-        code,
+        Ddx::new().args([
+            "if=/dev/zero",
+            &format!("of={device}"),
+            "bs=64k",
+            "count=16",
+        ]),
         &[
             &format!("'{device}'"),
             "32 MiB",
@@ -186,15 +180,17 @@ fn a_mounted_device_is_refused_intact_and_force_overrides() {
     );
 
     // --force writes (the last 4 KiB, which a fresh ext4 leaves unused).
-    let (code, err) = code_and_stderr(ddx().args([
-        "if=/dev/zero",
-        &format!("of={device}"),
-        "bs=4k",
-        "count=1",
-        &format!("seek={}", (32 << 20) / 4096 - 1),
-        "--force",
-    ]));
-    assert_eq!(code, Some(0), "{err}");
+    let err = Ddx::new()
+        .args([
+            "if=/dev/zero",
+            &format!("of={device}"),
+            "bs=4k",
+            "count=1",
+            &format!("seek={}", (32 << 20) / 4096 - 1),
+            "--force",
+        ])
+        .succeeds()
+        .stderr;
     assert!(
         err.starts_with("1+0 records in\n1+0 records out\n"),
         "{err}"
@@ -220,12 +216,9 @@ fn a_disk_whose_partition_is_mounted_is_refused() {
     let partition = partition.display().to_string();
     let mount_point = lo.mkfs_and_mount(&partition).expect("mount");
     let before = sha256(lo.device());
-    let (code, err) =
-        code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={}", lo.device()), "count=1"]));
     let name = Path::new(&partition).file_name().unwrap().to_string_lossy();
     assert_refused(
-        &err,
-        code,
+        Ddx::new().args(["if=/dev/zero", &format!("of={}", lo.device()), "count=1"]),
         &[&format!(
             "its partition {name} is mounted on {}",
             mount_point.display()
@@ -233,9 +226,10 @@ fn a_disk_whose_partition_is_mounted_is_refused() {
     );
     assert_eq!(sha256(lo.device()), before);
     // The partition itself is refused too.
-    let (code, err) =
-        code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={partition}"), "count=1"]));
-    assert_refused(&err, code, &["it is mounted on"]);
+    assert_refused(
+        Ddx::new().args(["if=/dev/zero", &format!("of={partition}"), "count=1"]),
+        &["it is mounted on"],
+    );
 }
 
 #[test]
@@ -255,9 +249,10 @@ fn active_swap_is_refused() {
         return rigs::skip(&format!("cannot enable swap here: {why}"));
     }
     lo.cleanups.push(vec!["swapoff".into(), device.clone()]);
-    let (code, err) =
-        code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={device}"), "count=1"]));
-    assert_refused(&err, code, &["it is active swap"]);
+    assert_refused(
+        Ddx::new().args(["if=/dev/zero", &format!("of={device}"), "count=1"]),
+        &["it is active swap"],
+    );
 }
 
 #[test]
@@ -282,9 +277,10 @@ fn a_device_held_by_device_mapper_is_refused() {
     }
     lo.cleanups
         .push(vec!["dmsetup".into(), "remove".into(), name.clone()]);
-    let (code, err) =
-        code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={device}"), "count=1"]));
-    assert_refused(&err, code, &["is held by dm-", &name]);
+    assert_refused(
+        Ddx::new().args(["if=/dev/zero", &format!("of={device}"), "count=1"]),
+        &["is held by dm-", &name],
+    );
 }
 
 #[test]
@@ -295,15 +291,16 @@ fn a_free_device_is_written_without_a_word() {
     let Some(lo) = rigs::or_skip(Loop::new(1 << 20, None)) else {
         return;
     };
-    let (code, err) = code_and_stderr(ddx().args([
-        "if=/dev/zero",
-        &format!("of={}", lo.device()),
-        "bs=4k",
-        "count=2",
-        "status=noxfer",
-    ]));
-    assert_eq!(code, Some(0), "{err}");
-    assert_eq!(err, "2+0 records in\n2+0 records out\n");
+    let err = Ddx::new()
+        .args([
+            "if=/dev/zero",
+            &format!("of={}", lo.device()),
+            "bs=4k",
+            "count=2",
+            "status=noxfer",
+        ])
+        .succeeds();
+    assert_eq!(err.stderr, "2+0 records in\n2+0 records out\n");
 }
 
 /// The same-file rule against GNU dd: what ddx lets through gives GNU's
@@ -311,7 +308,7 @@ fn a_free_device_is_written_without_a_word() {
 #[test]
 fn copies_onto_the_same_file() {
     let dir = tempfile::tempdir().unwrap();
-    let original: Vec<u8> = (0..5000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    let original = rigs::bytes::pattern(5000, 5000);
     let allowed: &[&[&str]] = &[
         &["conv=notrunc,ucase"],
         &["bs=512", "skip=1", "conv=notrunc"],
@@ -321,28 +318,12 @@ fn copies_onto_the_same_file() {
         &["bs=100", "count=1", "seek=50B", "conv=notrunc"],
     ];
     for operands in allowed {
-        let mut results = Vec::new();
-        for program in ["ddx", "dd"] {
-            let f = dir.path().join(format!("{program}.f"));
-            std::fs::write(&f, &original).unwrap();
-            let mut cmd = if program == "ddx" {
-                ddx()
-            } else {
-                Command::new("dd")
-            };
-            let (code, err) = code_and_stderr(
-                cmd.current_dir(dir.path())
-                    .arg(format!("if={program}.f"))
-                    .arg(format!("of={program}.f"))
-                    .arg("status=none")
-                    .args(*operands),
-            );
-            results.push((code, err, std::fs::read(&f).unwrap()));
-        }
-        assert!(
-            results[0] == results[1],
-            "{operands:?}: ddx differs from dd"
-        );
+        Compare::new()
+            .file("out", original.clone())
+            .args(["if=out", "status=none"])
+            .args(*operands)
+            .output_file()
+            .run();
     }
     let refused: &[(&[&str], &str)] = &[
         (&[], "truncates it at byte 0"),
@@ -364,29 +345,27 @@ fn copies_onto_the_same_file() {
     let f = dir.path().join("f");
     for (operands, what) in refused {
         std::fs::write(&f, &original).unwrap();
-        let (code, err) = code_and_stderr(
-            ddx()
+        assert_refused(
+            Ddx::new()
                 .current_dir(dir.path())
                 .args(["if=f", "of=f"])
                 .args(*operands),
+            &["onto itself", what],
         );
-        assert_refused(&err, code, &["onto itself", what]);
         assert!(std::fs::read(&f).unwrap() == original, "{operands:?} wrote");
         // --force gives GNU dd's result.
-        let (code, err) = code_and_stderr(
-            ddx()
-                .current_dir(dir.path())
-                .args(["if=f", "of=f", "count=20", "status=none", "--force"])
-                .args(operands.iter().filter(|o| !o.starts_with("count="))),
-        );
-        assert_eq!(code, Some(0), "{operands:?} --force: {err}");
+        Compare::new()
+            .file("out", original.clone())
+            .args(["if=out", "count=20", "status=none"])
+            .args(operands.iter().filter(|o| !o.starts_with("count=")))
+            .ddx_args(["--force"])
+            .output_file()
+            .succeeds();
     }
     // Through the shell's redirections: same file on stdin and stdout.
     std::fs::write(&f, &original).unwrap();
-    let out = Command::new("sh")
+    let out = shell(&format!("{DDX} bs=512 seek=1 conv=notrunc <f 1<>f"))
         .current_dir(dir.path())
-        .arg("-c")
-        .arg(format!("{DDX} bs=512 seek=1 conv=notrunc <f 1<>f"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -399,7 +378,7 @@ fn a_device_name_that_does_not_exist_is_not_created_in_dev() {
     // GNU dd creates /dev/NAME as a regular file in memory and reports the
     // copy done: a mistyped device name (`of=/dev/sdz`) seems to work.
     let name = format!("/dev/ddx-test-no-such-device-{}", std::process::id());
-    let gnu = Command::new("dd")
+    let gnu = gnu_dd()
         .args(["if=/dev/zero", &format!("of={name}"), "bs=1", "count=1"])
         .stderr(Stdio::null())
         .status()
@@ -409,43 +388,49 @@ fn a_device_name_that_does_not_exist_is_not_created_in_dev() {
     if !gnu.success() || !gnu_created {
         return rigs::skip("cannot create files in /dev here (not root?)");
     }
-    let (code, err) =
-        code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={name}"), "bs=1", "count=1"]));
-    assert_refused(&err, code, &["refusing to create", &name, "no such device"]);
+    assert_refused(
+        Ddx::new().args(["if=/dev/zero", &format!("of={name}"), "bs=1", "count=1"]),
+        &["refusing to create", &name, "no such device"],
+    );
     assert!(!Path::new(&name).exists(), "ddx created {name}");
 
     // The same name relative to /dev.
     let relative = name.trim_start_matches("/dev/");
-    let (code, err) = code_and_stderr(ddx().current_dir("/dev").args([
-        "if=/dev/zero",
-        &format!("of={relative}"),
-        "bs=1",
-        "count=1",
-    ]));
-    assert_refused(&err, code, &["refusing to create", relative]);
+    assert_refused(
+        Ddx::new().current_dir("/dev").args([
+            "if=/dev/zero",
+            &format!("of={relative}"),
+            "bs=1",
+            "count=1",
+        ]),
+        &["refusing to create", relative],
+    );
     assert!(!Path::new(&name).exists());
 
     // --force does as GNU does.
-    let (code, err) = code_and_stderr(ddx().args([
-        "--force",
-        "if=/dev/zero",
-        &format!("of={name}"),
-        "bs=1",
-        "count=1",
-    ]));
+    let err = Ddx::new()
+        .args([
+            "--force",
+            "if=/dev/zero",
+            &format!("of={name}"),
+            "bs=1",
+            "count=1",
+        ])
+        .run();
     let created = Path::new(&name).exists();
     let _ = std::fs::remove_file(&name);
-    assert_eq!(code, Some(0), "{err}");
+    assert!(err.status.success(), "{}", err.stderr);
     assert!(created);
 
     // A file in /dev/shm is a file like any other.
     let shm = format!("/dev/shm/ddx-test-{}", std::process::id());
     if Path::new("/dev/shm").is_dir() {
-        let (code, err) =
-            code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={shm}"), "bs=1", "count=1"]));
+        let err = Ddx::new()
+            .args(["if=/dev/zero", &format!("of={shm}"), "bs=1", "count=1"])
+            .run();
         let created = Path::new(&shm).exists();
         let _ = std::fs::remove_file(&shm);
-        assert_eq!(code, Some(0), "{err}");
+        assert!(err.status.success(), "{}", err.stderr);
         assert!(created);
     }
 }

@@ -2,10 +2,12 @@
 //! crate and the rigs compile once, not once per file, and a helper
 //! nothing calls is reported as dead code instead of being allowed.
 //!
-//! Each module is one family of behaviour run through the real binary
-//! (`rigs::cmd`), most of it side by side with GNU dd, the reference.
-//! Tests that need root, a tool, a device or a server build it with
-//! `rigs` and skip through `rigs::skip` where they cannot (see there).
+//! Each module is one family of behaviour run through the real binary,
+//! most of it side by side with GNU dd, the reference (`rigs::fixture`:
+//! `Compare` for both, `Ddx` for ddx alone). Tests that need root, a tool,
+//! a device or a server build it with `rigs` and skip through `rigs::skip`
+//! where they cannot: one line each past the output capture, a list by
+//! name at the end of the run, and a failure under `DDX_REQUIRE_RIGS=1`.
 
 mod rigs;
 

@@ -8,7 +8,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::rigs;
+use crate::rigs::bytes::pattern;
 use crate::rigs::cmd::{ddx, shell, DDX};
+use crate::rigs::fixture::Ddx;
 use crate::rigs::signal::wait_for_handler;
 use crate::rigs::{LoopDevice, LoopOptions};
 
@@ -116,23 +118,17 @@ fn sigusr1_writes_a_json_record_too() {
 fn progress_fd_errors_are_one_line_before_anything_is_opened() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let output = ddx()
+    let ran = Ddx::new()
         .args([
             "if=/dev/zero",
             &format!("of={}", out.display()),
             "count=1",
             "--progress-fd=77",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(
-        String::from_utf8_lossy(&output.stderr),
-        "ddx: --progress-fd=77: Bad file descriptor\n"
-    );
+        .fails();
+    assert_eq!(ran.stderr, "ddx: --progress-fd=77: Bad file descriptor\n");
     assert!(!out.exists(), "nothing is opened before the check");
-    let output = ddx().args(["--progress-fd=x"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    Ddx::new().args(["--progress-fd=x"]).fails();
 }
 
 #[test]
@@ -153,7 +149,7 @@ fn a_vanished_progress_reader_does_not_stop_the_copy() {
 
 #[test]
 fn verbose_adds_lines_after_gnu_statistics() {
-    let out = ddx()
+    let stderr = Ddx::new()
         .args([
             "if=/dev/zero",
             "of=/dev/null",
@@ -161,10 +157,8 @@ fn verbose_adds_lines_after_gnu_statistics() {
             "count=100",
             "--verbose",
         ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+        .succeeds()
+        .stderr;
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines[0], "100+0 records in");
     assert_eq!(lines[1], "100+0 records out");
@@ -180,15 +174,10 @@ fn verbose_adds_lines_after_gnu_statistics() {
     }
     assert_eq!(lines.len(), 8, "{stderr}");
     // Without --verbose, GNU's three lines only.
-    let out = ddx()
+    let out = Ddx::new()
         .args(["if=/dev/zero", "of=/dev/null", "bs=64k", "count=100"])
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 3);
-}
-
-fn pattern(len: usize) -> Vec<u8> {
-    rigs::bytes::ramp(len, 7, 4093)
+        .run();
+    assert_eq!(out.stderr.lines().count(), 3, "{}", out.stderr);
 }
 
 /// The output's first N bytes, N as the statistics report, are the
@@ -212,7 +201,7 @@ fn assert_reported_prefix_copied(stderr: &str, output: &Path, input: &[u8], what
 fn interruption_leaves_a_correct_prefix_of_the_reported_length() {
     use std::os::unix::process::ExitStatusExt;
     let dir = tempfile::tempdir().unwrap();
-    let data = pattern(16 << 20);
+    let data = pattern(1, 16 << 20);
     for (n, (signal, delay_ms)) in [
         (libc::SIGINT, 30),
         (libc::SIGTERM, 30),
@@ -275,7 +264,7 @@ fn interruption_leaves_a_correct_prefix_of_the_reported_length() {
 fn interruption_of_a_bulk_file_copy_leaves_a_correct_prefix() {
     use std::os::unix::process::ExitStatusExt;
     let dir = tempfile::tempdir().unwrap();
-    let data = pattern(96 << 20);
+    let data = pattern(2, 96 << 20);
     let input = dir.path().join("in");
     std::fs::write(&input, &data).unwrap();
     for (n, (backend, signal, delay_ms)) in [

@@ -1,12 +1,16 @@
-//! Deterministic test data, and the digest that tells whether a file
-//! changed. Each generator keeps the exact bytes its tests were written
-//! against: a changed input would change what they compare.
+//! Test data, and the digest that tells whether a file changed. One
+//! generator for every test outside the differential suite (whose cases
+//! make their own bytes from their seed, to stay replayable): the same
+//! `seed` always gives the same bytes, so a failure can be rerun.
 
 use std::path::Path;
 
-/// The low byte of each step of xorshift64 from `seed`: no short period,
-/// so a block at the wrong offset shows.
-pub fn xorshift(seed: u64, len: usize) -> Vec<u8> {
+/// `len` bytes, the low byte of each step of xorshift64 from `seed` (not
+/// 0, from which it stays 0): no short period, so a block at the wrong
+/// offset or a repeated request shows, and no block of zeros that a
+/// sparse copy could elide or a zero-filled bad sector could hide in.
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    assert_ne!(seed, 0, "xorshift from 0 gives nothing but zeros");
     let mut state = seed;
     (0..len)
         .map(|_| {
@@ -16,11 +20,6 @@ pub fn xorshift(seed: u64, len: usize) -> Vec<u8> {
             state as u8
         })
         .collect()
-}
-
-/// Byte i is `i * step + i / period`, truncated: cheap to make in bulk.
-pub fn ramp(len: usize, step: usize, period: usize) -> Vec<u8> {
-    (0..len).map(|i| (i * step + i / period) as u8).collect()
 }
 
 /// The SHA-256 of a file (or device), as sha256sum prints it.

@@ -10,11 +10,13 @@
 //! skips, visible, and a failure where CI requires every rig).
 //!
 //! The submodules hold the rest the tests share: how ddx and GNU dd are
-//! started (`cmd`), test data (`bytes`) and signalling a running ddx
-//! (`signal`).
+//! started (`cmd`), running them side by side and asserting that they
+//! agree (`fixture`), test data (`bytes`), signalling a running ddx
+//! (`signal`) and skipping (`skips`).
 
 pub mod bytes;
 pub mod cmd;
+pub mod fixture;
 pub mod signal;
 mod skips;
 
