@@ -59,88 +59,74 @@ impl Pair {
     }
 }
 
+/// A case's operands, with `NS` read as N sectors in bytes ("bs=16S" is
+/// "bs=8192" on 512-byte sectors).
+fn in_sectors(case: &str, sector_size: u32) -> Vec<String> {
+    case.split(' ')
+        .map(|operand| match operand.split_once('=') {
+            Some((key, sectors)) if sectors.ends_with('S') => {
+                let n: u32 = sectors.trim_end_matches('S').parse().unwrap();
+                format!("{key}={}", n * sector_size)
+            }
+            _ => operand.to_owned(),
+        })
+        .collect()
+}
+
+/// For each logical sector size, a pair of devices and, for each case, a
+/// comparison on every backend with the case's operands (in bytes), for
+/// `check` to finish and run.
+fn on_each_sector_size(cases: &[&str], check: impl Fn(&Pair, Compare)) {
+    for sector_size in [512, 4096] {
+        let Some(devices) = pair(sector_size) else {
+            return;
+        };
+        for case in cases {
+            let compare = Compare::new()
+                .args(in_sectors(case, sector_size))
+                .backends(BACKENDS)
+                .context(format!("sector {sector_size}"));
+            check(&devices, compare);
+        }
+    }
+}
+
 #[test]
 fn direct_writes_to_block_devices_match_gnu_dd() {
     let dir = tempfile::tempdir().unwrap();
     // Not a multiple of any sector size: the last block is partial.
     let input = dir.path().join("input");
     std::fs::write(&input, pattern(3, 300_077)).unwrap();
-    for sector_size in [512u32, 4096] {
-        let Some(devices) = pair(sector_size) else {
-            return;
-        };
-        let s = sector_size as usize;
-        let cases: Vec<Vec<String>> = vec![
-            vec![format!("bs={s}"), "oflag=direct".into()],
-            vec![format!("bs={}", s * 16), "oflag=direct".into()],
-            vec![
-                format!("bs={}", s * 3),
-                "oflag=direct".into(),
-                "seek=2".into(),
-            ],
-            vec![
-                format!("ibs={s}"),
-                format!("obs={}", s * 8),
-                "oflag=direct".into(),
-            ],
-            // Not a multiple of the sector: GNU's EINVAL, word for word.
-            vec!["bs=1000".into(), "oflag=direct".into()],
-            vec![
-                format!("bs={}", s * 4),
-                "oflag=direct".into(),
-                "count=5".into(),
-            ],
-        ];
-        for case in &cases {
-            Compare::new()
-                .input_path(&input)
-                .args(case)
-                .outputs(&devices.gnu.path, &devices.ddx.path)
-                .before_each(|| devices.reset())
-                .backends(BACKENDS)
-                .context(format!("sector {sector_size}"))
-                .run();
-        }
-    }
+    let cases = [
+        "bs=1S oflag=direct",
+        "bs=16S oflag=direct",
+        "bs=3S oflag=direct seek=2",
+        "ibs=1S obs=8S oflag=direct",
+        // Not a multiple of the sector: GNU's EINVAL, word for word.
+        "bs=1000 oflag=direct",
+        "bs=4S oflag=direct count=5",
+    ];
+    on_each_sector_size(&cases, |devices, compare| {
+        compare
+            .input_path(&input)
+            .outputs(&devices.gnu.path, &devices.ddx.path)
+            .before_each(|| devices.reset())
+            .run();
+    });
 }
 
 #[test]
 fn direct_reads_from_block_devices_match_gnu_dd() {
-    for sector_size in [512u32, 4096] {
-        let Some(devices) = pair(sector_size) else {
-            return;
-        };
-        let s = sector_size as usize;
-        let cases: Vec<Vec<String>> = vec![
-            vec![format!("bs={s}"), "iflag=direct".into()],
-            vec![
-                format!("bs={}", s * 32),
-                "iflag=direct".into(),
-                "skip=3".into(),
-            ],
-            vec![
-                format!("bs={}", s * 2),
-                "iflag=direct".into(),
-                "count=9".into(),
-            ],
-            vec!["bs=1000".into(), "iflag=direct".into(), "count=3".into()],
-            vec![
-                format!("bs={}", s * 4),
-                "iflag=direct".into(),
-                "oflag=direct".into(),
-                "count=40".into(),
-            ],
-        ];
-        for case in &cases {
-            Compare::new()
-                .input_path(&devices.gnu.path)
-                .args(case)
-                .output_file()
-                .backends(BACKENDS)
-                .context(format!("sector {sector_size}"))
-                .run();
-        }
-    }
+    let cases = [
+        "bs=1S iflag=direct",
+        "bs=32S iflag=direct skip=3",
+        "bs=2S iflag=direct count=9",
+        "bs=1000 iflag=direct count=3",
+        "bs=4S iflag=direct oflag=direct count=40",
+    ];
+    on_each_sector_size(&cases, |devices, compare| {
+        compare.input_path(&devices.gnu.path).output_file().run();
+    });
 }
 
 /// A huge bs costs nothing until it is used: buffers are mapped, not

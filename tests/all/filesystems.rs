@@ -42,10 +42,22 @@ fn ddx(args: &[&str]) {
     Ddx::new().args(args).succeeds();
 }
 
-/// `len` bytes of rigs' pattern (no zeros to elide), on the disk.
-fn write_pattern(path: &Path, len: u64) {
-    std::fs::write(path, rigs::bytes::pattern(1, len as usize)).unwrap();
+/// `dir/src`, `len` bytes of rigs' pattern (no zeros to elide) on the
+/// disk, and the operand that reads it.
+fn source(dir: &Path, len: u64) -> (PathBuf, String) {
+    let src = dir.join("src");
+    std::fs::write(&src, rigs::bytes::pattern(1, len as usize)).unwrap();
     sync();
+    let if_src = arg("if", &src);
+    (src, if_src)
+}
+
+/// A `kind` filesystem of `size` bytes (see `MountedFs`) holding a
+/// [`source`] of `len` bytes; None after skipping where it cannot be made.
+fn source_on(kind: &str, size: u64, len: u64) -> Option<(MountedFs, PathBuf, String)> {
+    let fs = rigs::or_skip(MountedFs::new(kind, size))?;
+    let (src, if_src) = source(&fs.root, len);
+    Some((fs, src, if_src))
 }
 
 fn sync() {
@@ -84,15 +96,12 @@ fn cpus() -> usize {
 
 #[test]
 fn xfs_copies_share_extents() {
-    let Some(fs) = rigs::or_skip(MountedFs::new("xfs", 512 * MIB)) else {
-        return;
-    };
     if !rigs::have("filefrag") {
         return rigs::skip("filefrag (e2fsprogs) is not installed");
     }
-    let src = fs.root.join("src");
-    write_pattern(&src, 16 * MIB);
-    let if_src = arg("if", &src);
+    let Some((fs, _, if_src)) = source_on("xfs", 512 * MIB, 16 * MIB) else {
+        return;
+    };
     for (name, operands) in [
         ("whole", vec![if_src.as_str(), "bs=1M"]),
         (
@@ -125,12 +134,9 @@ fn ext4_copies_through_ddx_and_offload_can_be_forced() {
     if cpus() < 2 {
         return rigs::skip("one CPU, where the kernel's copy is ddx's choice");
     }
-    let Some(fs) = rigs::or_skip(MountedFs::new("ext4", 256 * MIB)) else {
+    let Some((fs, _, if_src)) = source_on("ext4", 256 * MIB, 16 * MIB + 12345) else {
         return;
     };
-    let src = fs.root.join("src");
-    write_pattern(&src, 16 * MIB + 12345);
-    let if_src = arg("if", &src);
     let operands = [if_src.as_str(), "bs=1M"];
     let stderr = |options| {
         copy_like_gnu(&fs.root, options, &operands)
@@ -153,12 +159,9 @@ fn ext4_copies_through_ddx_and_offload_can_be_forced() {
 
 #[test]
 fn a_large_copy_leaves_the_page_cache_as_it_found_it() {
-    let Some(fs) = rigs::or_skip(MountedFs::new("ext4", 1024 * MIB)) else {
+    let Some((fs, src, if_src)) = source_on("ext4", 1024 * MIB, 160 * MIB) else {
         return;
     };
-    let src = fs.root.join("src");
-    write_pattern(&src, 160 * MIB);
-    let if_src = arg("if", &src);
     let operands = [if_src.as_str(), "bs=1M"];
     let path = |name: &str| -> PathBuf { fs.root.join(name) };
 
@@ -212,7 +215,7 @@ fn a_large_copy_leaves_the_page_cache_as_it_found_it() {
 
 #[test]
 fn within_one_rotating_disk_a_copy_from_the_disk_runs_in_turn() {
-    let Some(fs) = rigs::or_skip(MountedFs::new("ext4", 256 * MIB)) else {
+    let Some((fs, src, if_src)) = source_on("ext4", 256 * MIB, 24 * MIB) else {
         return;
     };
     let rotational = PathBuf::from(format!(
@@ -223,9 +226,6 @@ fn within_one_rotating_disk_a_copy_from_the_disk_runs_in_turn() {
     if !set_rotational("1") {
         return rigs::skip(&format!("cannot set {rotational:?}"));
     }
-    let src = fs.root.join("src");
-    write_pattern(&src, 24 * MIB);
-    let if_src = arg("if", &src);
     let operands = [if_src.as_str(), "bs=1M"];
     // The backend ddx chose, copying `src` as GNU dd does.
     let backend = || -> String {
@@ -258,9 +258,7 @@ fn between_tmpfs_files_the_cache_is_left_alone() {
     let Some(tmpfs) = rigs::or_skip(rigs::SmallTmpfs::new(256 * MIB)) else {
         return;
     };
-    let src = tmpfs.path().join("src");
-    write_pattern(&src, 80 * MIB);
-    let if_src = arg("if", &src);
+    let (_, if_src) = source(tmpfs.path(), 80 * MIB);
     let compared = copy_like_gnu(tmpfs.path(), &["--verbose"], &[&if_src, "bs=1M"]);
     let stderr = &compared.ddx().stderr;
     assert!(stderr.contains("cache: left to the kernel"), "{stderr}");
@@ -270,13 +268,10 @@ fn between_tmpfs_files_the_cache_is_left_alone() {
 fn where_the_kernel_cannot_write_uncached_ddx_drops_the_pages_itself() {
     // Btrfs takes no RWF_DONTCACHE writes (Linux 6.18): ddx's flusher
     // thread waits for the writeback and drops, before ddx exits.
-    let Some(fs) = rigs::or_skip(MountedFs::new("btrfs", 1024 * MIB)) else {
+    let Some((fs, src, if_src)) = source_on("btrfs", 1024 * MIB, 160 * MIB) else {
         return;
     };
-    let src = fs.root.join("src");
-    write_pattern(&src, 160 * MIB);
     drop_from_cache(&src);
-    let if_src = arg("if", &src);
     // Not the kernel's copy: Btrfs would share the extents.
     let compared = copy_like_gnu(
         &fs.root,

@@ -38,13 +38,14 @@ fn missing_facility() -> Option<String> {
     None
 }
 
-/// Skips, and says so, where device tests cannot run here.
-fn skipped_without_devices() -> bool {
-    let missing = missing_facility();
-    if let Some(why) = &missing {
-        rigs::skip(why);
+/// [`Loop::new`], or None after skipping where device tests cannot run
+/// here.
+fn device_or_skip(size: u64, image: Option<&[u8]>) -> Option<Loop> {
+    if let Some(why) = missing_facility() {
+        rigs::skip(&why);
+        return None;
     }
-    missing.is_some()
+    rigs::or_skip(Loop::new(size, image))
 }
 
 /// A loop device over a file in a temporary directory; unmounts what it
@@ -149,10 +150,7 @@ fn assert_refused(ddx: Ddx, wants: &[&str]) {
 
 #[test]
 fn a_mounted_device_is_refused_intact_and_force_overrides() {
-    if skipped_without_devices() {
-        return;
-    }
-    let Some(mut lo) = rigs::or_skip(Loop::new(32 << 20, None)) else {
+    let Some(mut lo) = device_or_skip(32 << 20, None) else {
         return;
     };
     let device = lo.device();
@@ -199,12 +197,9 @@ fn a_mounted_device_is_refused_intact_and_force_overrides() {
 
 #[test]
 fn a_disk_whose_partition_is_mounted_is_refused() {
-    if skipped_without_devices() {
-        return;
-    }
     let size: u64 = 48 << 20;
     let mbr = mbr_with_one_partition((size / 512) as u32);
-    let Some(mut lo) = rigs::or_skip(Loop::new(size, Some(&mbr))) else {
+    let Some(mut lo) = device_or_skip(size, Some(&mbr)) else {
         return;
     };
     let Some(partition) = lo.loop_device.partition(1) else {
@@ -234,13 +229,10 @@ fn a_disk_whose_partition_is_mounted_is_refused() {
 
 #[test]
 fn active_swap_is_refused() {
-    if skipped_without_devices() {
-        return;
-    }
     if !have("mkswap") || !have("swapon") {
         return rigs::skip("mkswap/swapon not installed");
     }
-    let Some(mut lo) = rigs::or_skip(Loop::new(16 << 20, None)) else {
+    let Some(mut lo) = device_or_skip(16 << 20, None) else {
         return;
     };
     let device = lo.device();
@@ -257,18 +249,16 @@ fn active_swap_is_refused() {
 
 #[test]
 fn a_device_held_by_device_mapper_is_refused() {
-    if skipped_without_devices() {
+    // The allowance last: only device-mapper may be missing.
+    let Some(mut lo) = device_or_skip(16 << 20, None) else {
         return;
-    }
+    };
     if !have("dmsetup") {
         return rigs::skip("dmsetup not installed");
     }
     if rigs::skip_if_no_device_mapper() {
         return;
     }
-    let Some(mut lo) = rigs::or_skip(Loop::new(16 << 20, None)) else {
-        return;
-    };
     let device = lo.device();
     let name = format!("ddx-guard-test-{}", std::process::id());
     let table = format!("0 {} linear {device} 0", (16 << 20) / 512);
@@ -285,13 +275,10 @@ fn a_device_held_by_device_mapper_is_refused() {
 
 #[test]
 fn a_free_device_is_written_without_a_word() {
-    if skipped_without_devices() {
-        return;
-    }
-    let Some(lo) = rigs::or_skip(Loop::new(1 << 20, None)) else {
+    let Some(lo) = device_or_skip(1 << 20, None) else {
         return;
     };
-    let err = Ddx::new()
+    let ran = Ddx::new()
         .args([
             "if=/dev/zero",
             &format!("of={}", lo.device()),
@@ -300,7 +287,7 @@ fn a_free_device_is_written_without_a_word() {
             "status=noxfer",
         ])
         .succeeds();
-    assert_eq!(err.stderr, "2+0 records in\n2+0 records out\n");
+    assert_eq!(ran.stderr, "2+0 records in\n2+0 records out\n");
 }
 
 /// The same-file rule against GNU dd: what ddx lets through gives GNU's
@@ -408,7 +395,7 @@ fn a_device_name_that_does_not_exist_is_not_created_in_dev() {
     assert!(!Path::new(&name).exists());
 
     // --force does as GNU does.
-    let err = Ddx::new()
+    let ran = Ddx::new()
         .args([
             "--force",
             "if=/dev/zero",
@@ -419,18 +406,18 @@ fn a_device_name_that_does_not_exist_is_not_created_in_dev() {
         .run();
     let created = Path::new(&name).exists();
     let _ = std::fs::remove_file(&name);
-    assert!(err.status.success(), "{}", err.stderr);
+    assert!(ran.status.success(), "{}", ran.stderr);
     assert!(created);
 
     // A file in /dev/shm is a file like any other.
     let shm = format!("/dev/shm/ddx-test-{}", std::process::id());
     if Path::new("/dev/shm").is_dir() {
-        let err = Ddx::new()
+        let ran = Ddx::new()
             .args(["if=/dev/zero", &format!("of={shm}"), "bs=1", "count=1"])
             .run();
         let created = Path::new(&shm).exists();
         let _ = std::fs::remove_file(&shm);
-        assert!(err.status.success(), "{}", err.stderr);
+        assert!(ran.status.success(), "{}", ran.stderr);
         assert!(created);
     }
 }

@@ -5,6 +5,13 @@
 use crate::rigs::bytes::pattern;
 use crate::rigs::fixture::{Compare, Ddx};
 
+/// The comparison holds, and ddx (under --verbose) says it spliced.
+fn spliced_as_gnu(compare: Compare) {
+    let compared = compare.ddx_args(["--verbose"]).run();
+    let ours = &compared.ddx().stderr;
+    assert!(ours.contains("splice"), "not spliced: {ours}");
+}
+
 #[test]
 fn a_pipe_into_a_file_is_spliced_and_equals_gnu_dd() {
     let data = pattern(1, 3_000_000 + 17);
@@ -15,15 +22,13 @@ fn a_pipe_into_a_file_is_spliced_and_equals_gnu_dd() {
     ] {
         // Read sizes from a pipe depend on timing: compare totals, which
         // do not.
-        let compared = Compare::new()
-            .args(operands)
-            .ddx_args(["--verbose"])
-            .stdin(data.clone())
-            .output_file()
-            .total_only()
-            .run();
-        let ours = &compared.ddx().stderr;
-        assert!(ours.contains("splice"), "not spliced: {ours}");
+        spliced_as_gnu(
+            Compare::new()
+                .args(operands)
+                .stdin(data.clone())
+                .output_file()
+                .total_only(),
+        );
     }
 }
 
@@ -39,14 +44,12 @@ fn a_file_into_a_pipe_is_spliced_and_equals_gnu_dd() {
     ] {
         // A file reads whole records: the statistics are exact. Standard
         // output is a pipe.
-        let compared = Compare::new()
-            .input_path(&input)
-            .args(operands)
-            .ddx_args(["--verbose"])
-            .statistics_only()
-            .run();
-        let ours = &compared.ddx().stderr;
-        assert!(ours.contains("splice"), "not spliced: {ours}");
+        spliced_as_gnu(
+            Compare::new()
+                .input_path(&input)
+                .args(operands)
+                .statistics_only(),
+        );
     }
 }
 
