@@ -6,7 +6,7 @@
 //! to the reason the case exists. The expected result is still whatever the
 //! system's dd does: the table chooses inputs, not answers.
 
-use crate::case::{Case, Signal, Stdin};
+use super::case::{Case, Signal, Stdin};
 
 const TEXT: &[u8] = b"Hello World\nab\n\nthe quick brown fox jumps\n  lead\ntrail   \nx";
 

@@ -3,22 +3,21 @@
 //! block device is never written without --destructive, a mounted one is
 //! refused with it, and the HTML page holds its three charts.
 //!
-//! Loop-device tests need root and util-linux; they print why and pass
+//! Loop-device tests need root and util-linux; they skip (`rigs::skip`)
 //! where the machine cannot give them a loop device. Nothing here touches
 //! a real disk: every device is a loop device over a file in a temp dir.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod rigs;
-
-use rigs::bytes::sha256;
-
-const BIN: &str = env!("CARGO_BIN_EXE_ddx");
+use crate::rigs;
+use crate::rigs::bytes::sha256;
+use crate::rigs::cmd::ddx;
+use crate::rigs::fixture::Ddx;
 
 /// Quick settings: seconds, not minutes, per bench.
 const QUICK: [&str; 5] = [
@@ -36,7 +35,7 @@ fn scratch() -> tempfile::TempDir {
 }
 
 fn bench(args: &[&str]) -> Output {
-    Command::new(BIN).arg("bench").args(args).output().unwrap()
+    ddx().arg("bench").args(args).output().unwrap()
 }
 
 fn listing(dir: &Path) -> Vec<(String, u64)> {
@@ -302,7 +301,7 @@ fn interrupted_mid_run(signal: i32) {
     let dir = scratch();
     std::fs::write(dir.path().join("keep"), b"mine").unwrap();
     let before = listing(dir.path());
-    let mut child = Command::new(BIN)
+    let mut child = ddx()
         .args(["bench", dir.path().to_str().unwrap()])
         .args(["--size=32M", "--runs=20", "--tests=bs-sweep,seq-write"])
         .stdout(Stdio::null())
@@ -349,7 +348,7 @@ fn sigterm_mid_run_leaves_the_directory_as_it_was() {
 fn an_existing_file_is_only_read_without_destructive() {
     let dir = scratch();
     let path = dir.path().join("data");
-    let data: Vec<u8> = (0..4u32 << 20).map(|i| (i % 251) as u8).collect();
+    let data = rigs::bytes::pattern(4, 4 << 20);
     std::fs::write(&path, &data).unwrap();
     let out = bench(&[&[path.to_str().unwrap(), "--json"][..], &QUICK].concat());
     let report = json_of(&out);
@@ -418,41 +417,26 @@ fn errors_are_one_line_and_exit_1() {
     ] {
         assert!(help.contains(option), "{option} not in bench --help");
     }
-    let top = Command::new(BIN).arg("--help").output().unwrap();
-    assert!(String::from_utf8(top.stdout)
-        .unwrap()
-        .contains("ddx bench TARGET"));
-}
-
-/// A loop device over `backing`; None, with the reason printed, where
-/// loop devices are not available.
-fn attach_loop(backing: &Path) -> Option<rigs::LoopDevice> {
-    rigs::LoopDevice::attach_or_skip(backing, rigs::LoopOptions::default())
-}
-
-/// A mount, unmounted when dropped (before the loop device is detached).
-struct Mount {
-    point: PathBuf,
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.point).status();
-    }
+    let top = Ddx::new().arg("--help").succeeds();
+    let top = String::from_utf8(top.stdout).unwrap();
+    assert!(top.contains("ddx bench TARGET"), "{top}");
 }
 
 /// A loop device over 16 MiB of pseudo-random bytes in `dir`, and the
-/// backing file's checksum before anything ran; None, with the reason
-/// printed, where loop devices are not available.
+/// backing file's checksum before anything ran; None, after skipping,
+/// where loop devices are not available.
 fn loop_over_random_bytes(dir: &Path) -> Option<(rigs::LoopDevice, PathBuf, String)> {
     let backing = dir.join("disk.img");
     std::fs::write(
         &backing,
-        rigs::bytes::xorshift(0x2545_f491_4f6c_dd1d, 16 << 20),
+        rigs::bytes::pattern(0x2545_f491_4f6c_dd1d, 16 << 20),
     )
     .unwrap();
     let checksum = sha256(&backing);
-    let device = attach_loop(&backing)?;
+    let device = rigs::or_skip(rigs::LoopDevice::attach(
+        &backing,
+        rigs::LoopOptions::default(),
+    ))?;
     Some((device, backing, checksum))
 }
 
@@ -517,46 +501,20 @@ fn destructive_writes_an_unused_loop_device() {
 
 #[test]
 fn destructive_refuses_a_mounted_loop_device() {
-    let dir = scratch();
-    let backing = dir.path().join("fs.img");
-    std::fs::write(&backing, vec![0u8; 16 << 20]).unwrap();
-    let Some(device) = attach_loop(&backing) else {
+    let Some(fs) = rigs::or_skip(rigs::MountedFs::new("ext4", 16 << 20)) else {
         return;
     };
-    let mkfs = Command::new("mkfs.ext4")
-        .args(["-q", "-F"])
-        .arg(&device.path)
-        .output();
-    if !mkfs.as_ref().is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: mkfs.ext4 unavailable or failed: {mkfs:?}");
-        return;
-    }
-    let point = dir.path().join("mnt");
-    std::fs::create_dir(&point).unwrap();
-    let mounted = Command::new("mount")
-        .arg(&device.path)
-        .arg(&point)
-        .output()
-        .unwrap();
-    if !mounted.status.success() {
-        eprintln!(
-            "skipped: mount failed: {}",
-            String::from_utf8_lossy(&mounted.stderr).trim()
-        );
-        return;
-    }
-    let mount = Mount { point };
-    std::fs::write(mount.point.join("precious"), b"data").unwrap();
-    let checksum_before = sha256(mount.point.join("precious"));
+    let precious = fs.root.join("precious");
+    std::fs::write(&precious, b"data").unwrap();
+    let checksum_before = sha256(&precious);
 
-    let out = bench(&[device.path.to_str().unwrap(), "--destructive", "--size=4M"]);
+    let device = fs.device().name();
+    let out = bench(&[&device, "--destructive", "--size=4M"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
         err.contains("refusing to write") && err.contains("mounted on"),
         "{err}"
     );
-    assert_eq!(sha256(mount.point.join("precious")), checksum_before);
-    drop(mount);
-    drop(device);
+    assert_eq!(sha256(&precious), checksum_before);
 }

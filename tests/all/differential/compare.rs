@@ -6,7 +6,7 @@
 //! Everything else is compared byte for byte, and every difference becomes a
 //! `Finding` that a human can act on without rerunning anything.
 
-use crate::run::{FileState, Outcome};
+use super::run::{FileState, Outcome};
 
 pub struct Finding {
     /// Short, stable name of what differed ("stdout", "stderr", "exit

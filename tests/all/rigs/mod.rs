@@ -5,19 +5,22 @@
 //! nbdfuse), a slow source (nbdkit's delay filter), a small tmpfs for
 //! ENOSPC and a qemu-storage-daemon FUSE export whose writes fail at a
 //! chosen offset. Each rig tears itself down in Drop, whatever the test
-//! did; a rig whose tools or privileges are missing is `None`, with the
-//! reason printed, so the test can skip rather than fail.
+//! did; a rig whose tools or privileges are missing is an `Err` saying
+//! why, which the test hands to `or_skip` (see `skips`: the one way a test
+//! skips, visible, and a failure where CI requires every rig).
 //!
-//! The submodules hold the rest the test binaries share: how ddx and GNU
-//! dd are started (`cmd`), test data (`bytes`) and signalling a running
-//! ddx (`signal`).
-
-// Each test binary compiles all of rigs and uses only some of it.
-#![allow(dead_code)]
+//! The submodules hold the rest the tests share: how ddx and GNU dd are
+//! started (`cmd`), running them side by side and asserting that they
+//! agree (`fixture`), test data (`bytes`), signalling a running ddx
+//! (`signal`) and skipping (`skips`).
 
 pub mod bytes;
 pub mod cmd;
+pub mod fixture;
 pub mod signal;
+mod skips;
+
+pub use skips::{or_skip, skip, skip_if_no_device_mapper};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -72,13 +75,6 @@ impl LoopDevice {
         Ok(LoopDevice { path: path.into() })
     }
 
-    /// [`LoopDevice::attach`], or None after printing why the test skips.
-    pub fn attach_or_skip(backing: &Path, options: LoopOptions) -> Option<LoopDevice> {
-        LoopDevice::attach(backing, options)
-            .map_err(|reason| eprintln!("skipped: {reason}"))
-            .ok()
-    }
-
     /// The device as text, for operands ("of=/dev/loop3").
     pub fn name(&self) -> String {
         self.path.display().to_string()
@@ -127,7 +123,8 @@ impl Drop for LoopDevice {
 pub struct MountedFs {
     pub root: PathBuf,
     device: LoopDevice,
-    dir: tempfile::TempDir,
+    // Removed last, after the device over its image is detached.
+    _dir: tempfile::TempDir,
 }
 
 impl MountedFs {
@@ -156,14 +153,11 @@ impl MountedFs {
             Command::new("mount").arg(&device.path).arg(&root),
             &format!("mounting {kind}"),
         )?;
-        Ok(MountedFs { root, device, dir })
-    }
-
-    /// [`MountedFs::new`], or None after printing why the test skips.
-    pub fn new_or_skip(kind: &str, size: u64) -> Option<MountedFs> {
-        MountedFs::new(kind, size)
-            .map_err(|reason| eprintln!("skipped: {reason}"))
-            .ok()
+        Ok(MountedFs {
+            root,
+            device,
+            _dir: dir,
+        })
     }
 
     /// The loop device under the filesystem.
@@ -179,17 +173,6 @@ impl Drop for MountedFs {
             .stdin(Stdio::null())
             .output();
     }
-}
-
-/// The one way a test skips for want of a facility (a tool, root, a
-/// device, a server): one line saying why, or, when `DDX_REQUIRE_RIGS` is
-/// set (as CI sets it), a failure, so that a green CI proves every rig
-/// ran. The caller returns right after.
-pub fn skip(test: &str, reason: &str) {
-    if std::env::var_os("DDX_REQUIRE_RIGS").is_some_and(|v| !v.is_empty() && v != "0") {
-        panic!("{test}: a rig this test needs is missing (DDX_REQUIRE_RIGS is set): {reason}");
-    }
-    eprintln!("SKIPPED {test}: {reason}");
 }
 
 /// Runs a set-up tool to the end, with no stdin to wait on. Err says
@@ -315,8 +298,6 @@ pub struct NbdDevice {
     pub dir: tempfile::TempDir,
     /// The device, as a file (read it like a disk).
     pub path: PathBuf,
-    /// The bytes behind it (the device's contents where readable).
-    pub image: PathBuf,
     nbdkit_pid: Option<i32>,
 }
 
@@ -404,7 +385,6 @@ impl NbdDevice {
             .map_err(|e| format!("nbdkit: {e}"))?;
         let mut device = NbdDevice {
             path: dir.path().join("dev"),
-            image,
             nbdkit_pid: None,
             dir,
         };
@@ -494,7 +474,7 @@ impl Drop for SmallTmpfs {
 /// A qemu-storage-daemon FUSE export of a raw image whose writes from
 /// `offset` on fail with EIO (blkdebug inject-error), unmounted on Drop.
 pub struct FailingWrites {
-    pub dir: tempfile::TempDir,
+    _dir: tempfile::TempDir,
     /// The export, as a file (write to it with conv=notrunc).
     pub path: PathBuf,
     pub image: PathBuf,
@@ -548,7 +528,7 @@ impl FailingWrites {
             .spawn()
             .map_err(|e| format!("qemu-storage-daemon: {e}"))?;
         let mut rig = FailingWrites {
-            dir,
+            _dir: dir,
             path,
             image,
             child: Some(child),

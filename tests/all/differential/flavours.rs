@@ -4,9 +4,9 @@
 //! Flavours only tilt the odds: they add what they are about and then let the
 //! common draft choose input source and output sink, so the areas still meet.
 
-use crate::content::Kind;
-use crate::generate::{render_size, Draft, Sink, Source};
-use crate::prng::Rng;
+use super::content::Kind;
+use super::generate::{render_size, Draft, Sink, Source};
+use super::prng::Rng;
 
 /// A flavour's name (the label of its cases), weight, and drafting step.
 pub type Flavour = (&'static str, u32, fn(&mut Draft));

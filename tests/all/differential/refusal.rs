@@ -14,9 +14,9 @@
 //! A refusal of a harmless copy (an in-place rewrite, a shift towards the
 //! start) fails the case like any other mismatch.
 
-use crate::case::{Case, Entry, Stdin};
-use crate::compare::{compare, Finding};
-use crate::run::{run, FileState, Outcome, Place, Program};
+use super::case::{Case, Entry, Stdin};
+use super::compare::{compare, Finding};
+use super::run::{run, FileState, Outcome, Place, Program};
 
 /// The name the separate output gets in the oracle's copy.
 const SEPARATE: &str = "ddx-oracle-out";

@@ -20,25 +20,15 @@
 //! Failing cases print commands that replay them by hand; their starting
 //! files are kept under `target/tmp/differential-*/failures`.
 
-#[path = "differential/case.rs"]
 mod case;
-#[path = "differential/compare.rs"]
 mod compare;
-#[path = "differential/content.rs"]
 mod content;
-#[path = "differential/driver.rs"]
 mod driver;
-#[path = "differential/fixed.rs"]
 mod fixed;
-#[path = "differential/flavours.rs"]
 mod flavours;
-#[path = "differential/generate.rs"]
 mod generate;
-#[path = "differential/prng.rs"]
 mod prng;
-#[path = "differential/refusal.rs"]
 mod refusal;
-#[path = "differential/run.rs"]
 mod run;
 
 use driver::{env_number, Driver};

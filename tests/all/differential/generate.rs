@@ -11,10 +11,10 @@
 //! copying, is what a case costs; only the "large" flavour goes up to a few
 //! MiB, for implementations that change strategy with size.
 
-use crate::case::{Case, Stdin};
-use crate::content::{self, Kind};
-use crate::flavours::FLAVOURS;
-use crate::prng::Rng;
+use super::case::{Case, Stdin};
+use super::content::{self, Kind};
+use super::flavours::FLAVOURS;
+use super::prng::Rng;
 
 pub fn case(seed: u64, index: u64) -> Case {
     let mut rng = Rng::for_case(seed, index);

@@ -5,7 +5,7 @@
 //! whole zero blocks at the output block size. Each kind here exists to make
 //! one family of conversions do real work.
 
-use crate::prng::Rng;
+use super::prng::Rng;
 
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {

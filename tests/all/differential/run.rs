@@ -23,7 +23,7 @@ use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::pipe::{pipe_with, PipeFlags};
 use rustix::process::{kill_process_group, Pid};
 
-use crate::case::{Case, Entry, Signal, Stdin};
+use super::case::{Case, Entry, Signal, Stdin};
 
 /// A hung program must not hang the suite; no case legitimately needs more
 /// than a fraction of a second.

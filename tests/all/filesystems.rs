@@ -10,84 +10,54 @@
 //! - between two tmpfs files there is no cache to keep clean.
 //!
 //! Every copy is compared with GNU dd's: same bytes, same statistics.
-//! Needs root, losetup and mkfs.ext4/mkfs.xfs; skips with a printed reason
-//! where they are missing.
+//! Needs root, losetup and mkfs.ext4/mkfs.xfs/mkfs.btrfs; skips
+//! (`rigs::skip`) where they are missing.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
-mod rigs;
-
-use rigs::MountedFs;
+use crate::rigs;
+use crate::rigs::cmd::{gnu_dd, operand as arg};
+use crate::rigs::fixture::{Compare, Compared, Ddx};
+use crate::rigs::MountedFs;
 
 const MIB: u64 = 1 << 20;
 
-fn ddx(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ddx"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run ddx")
+/// ddx (with its `options`) and GNU dd copy with `operands` to files
+/// under `dir` (on the filesystem under test): both succeed, with the same
+/// statistics and bytes. ddx runs first, so that it meets the source as
+/// the test left it (not cached by GNU's read).
+fn copy_like_gnu(dir: &Path, options: &[&str], operands: &[&str]) -> Compared {
+    Compare::new()
+        .dir(dir)
+        .ddx_args(options)
+        .args(operands)
+        .output_file()
+        .statistics_only()
+        .succeeds()
 }
 
-fn gnu_dd(args: &[&str]) -> Output {
-    Command::new("dd")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run GNU dd")
+/// ddx alone, with `args`; it succeeds.
+fn ddx(args: &[&str]) {
+    Ddx::new().args(args).succeeds();
 }
 
-fn arg(key: &str, path: &Path) -> String {
-    format!("{key}={}", path.display())
-}
-
-/// GNU's statistics: the records lines and the bytes (not the time).
-fn statistics(out: &Output) -> Vec<String> {
-    let text = String::from_utf8_lossy(&out.stderr);
-    text.lines()
-        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
-        .map(|l| l.split(" copied").next().unwrap_or(l).to_owned())
-        .collect()
-}
-
-/// Copy with ddx (its `extra` options first) and with GNU dd, the same
-/// operands; both must succeed with the same statistics and bytes.
-/// Returns ddx's stderr.
-fn copy_like_gnu(extra: &[&str], operands: &[&str], ddx_out: &Path, gnu_out: &Path) -> String {
-    let mut args: Vec<&str> = extra.to_vec();
-    let of = arg("of", ddx_out);
-    args.extend(operands);
-    args.push(&of);
-    let ours = ddx(&args);
-    let gnu_of = arg("of", gnu_out);
-    let mut gnu_args: Vec<&str> = operands.to_vec();
-    gnu_args.push(&gnu_of);
-    let theirs = gnu_dd(&gnu_args);
-    let stderr = String::from_utf8_lossy(&ours.stderr).into_owned();
-    assert!(ours.status.success(), "ddx {args:?} failed: {stderr}");
-    assert!(theirs.status.success(), "GNU dd {gnu_args:?} failed");
-    assert_eq!(statistics(&ours), statistics(&theirs), "ddx {args:?}");
-    assert!(
-        std::fs::read(ddx_out).unwrap() == std::fs::read(gnu_out).unwrap(),
-        "ddx {args:?} wrote other bytes than GNU dd"
-    );
-    stderr
-}
-
-/// `len` bytes of a fixed pseudo-random pattern (no zeros to elide).
-fn write_pattern(path: &Path, len: u64) {
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut data = Vec::with_capacity(len as usize);
-    while (data.len() as u64) < len {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        data.extend_from_slice(&state.to_le_bytes());
-    }
-    data.truncate(len as usize);
-    std::fs::write(path, data).unwrap();
+/// `dir/src`, `len` bytes of rigs' pattern (no zeros to elide) on the
+/// disk, and the operand that reads it.
+fn source(dir: &Path, len: u64) -> (PathBuf, String) {
+    let src = dir.join("src");
+    std::fs::write(&src, rigs::bytes::pattern(1, len as usize)).unwrap();
     sync();
+    let if_src = arg("if", &src);
+    (src, if_src)
+}
+
+/// A `kind` filesystem of `size` bytes (see `MountedFs`) holding a
+/// [`source`] of `len` bytes; None after skipping where it cannot be made.
+fn source_on(kind: &str, size: u64, len: u64) -> Option<(MountedFs, PathBuf, String)> {
+    let fs = rigs::or_skip(MountedFs::new(kind, size))?;
+    let (src, if_src) = source(&fs.root, len);
+    Some((fs, src, if_src))
 }
 
 fn sync() {
@@ -97,8 +67,10 @@ fn sync() {
 /// Write back and drop a file's pages (GNU dd's documented idiom).
 fn drop_from_cache(path: &Path) {
     sync();
-    let out = gnu_dd(&[&arg("if", path), "iflag=nocache", "count=0"]);
-    assert!(out.status.success());
+    let out = gnu_dd()
+        .args([&arg("if", path), "iflag=nocache", "count=0"])
+        .status();
+    assert!(out.unwrap().success());
     assert!(cached_fraction(path) < 0.01, "could not evict {path:?}");
 }
 
@@ -124,16 +96,12 @@ fn cpus() -> usize {
 
 #[test]
 fn xfs_copies_share_extents() {
-    let Some(fs) = MountedFs::new_or_skip("xfs", 512 * MIB) else {
+    if !rigs::have("filefrag") {
+        return rigs::skip("filefrag (e2fsprogs) is not installed");
+    }
+    let Some((fs, _, if_src)) = source_on("xfs", 512 * MIB, 16 * MIB) else {
         return;
     };
-    if !rigs::have("filefrag") {
-        eprintln!("skipped: filefrag (e2fsprogs) is not installed");
-        return;
-    }
-    let src = fs.root.join("src");
-    write_pattern(&src, 16 * MIB);
-    let if_src = arg("if", &src);
     for (name, operands) in [
         ("whole", vec![if_src.as_str(), "bs=1M"]),
         (
@@ -141,16 +109,16 @@ fn xfs_copies_share_extents() {
             vec![if_src.as_str(), "bs=64k", "skip=3", "seek=5", "count=100"],
         ),
     ] {
-        let ours = fs.root.join(format!("{name}-ddx"));
-        let gnu = fs.root.join(format!("{name}-gnu"));
-        let stderr = copy_like_gnu(&["--verbose"], &operands, &ours, &gnu);
+        let compared = copy_like_gnu(&fs.root, &["--verbose"], &operands);
+        let ours = compared.ddx();
         assert!(
-            stderr.contains("offload: copy_file_range copied"),
-            "{name}: {stderr}"
+            ours.stderr.contains("offload: copy_file_range copied"),
+            "{name}: {}",
+            ours.stderr
         );
         let extents = Command::new("filefrag")
             .arg("-v")
-            .arg(&ours)
+            .arg(ours.output_path())
             .output()
             .unwrap();
         let extents = String::from_utf8_lossy(&extents.stdout);
@@ -164,52 +132,36 @@ fn xfs_copies_share_extents() {
 #[test]
 fn ext4_copies_through_ddx_and_offload_can_be_forced() {
     if cpus() < 2 {
-        eprintln!("skipped: one CPU, where the kernel's copy is ddx's choice");
-        return;
+        return rigs::skip("one CPU, where the kernel's copy is ddx's choice");
     }
-    let Some(fs) = MountedFs::new_or_skip("ext4", 256 * MIB) else {
+    let Some((fs, _, if_src)) = source_on("ext4", 256 * MIB, 16 * MIB + 12345) else {
         return;
     };
-    let src = fs.root.join("src");
-    write_pattern(&src, 16 * MIB + 12345);
-    let if_src = arg("if", &src);
     let operands = [if_src.as_str(), "bs=1M"];
-    let auto = copy_like_gnu(
-        &["--verbose"],
-        &operands,
-        &fs.root.join("auto"),
-        &fs.root.join("gnu"),
-    );
+    let stderr = |options| {
+        copy_like_gnu(&fs.root, options, &operands)
+            .ddx()
+            .stderr
+            .clone()
+    };
+    let auto = stderr(&["--verbose"]);
     assert!(auto.contains("offload: not used"), "{auto}");
     assert!(auto.contains("backend: threads"), "{auto}");
-    let forced = copy_like_gnu(
-        &["--verbose", "--offload"],
-        &operands,
-        &fs.root.join("forced"),
-        &fs.root.join("gnu"),
-    );
+    let forced = stderr(&["--verbose", "--offload"]);
     assert!(
         forced.contains("offload: copy_file_range copied"),
         "{forced}"
     );
     // The last of --offload and --no-offload wins.
-    let never = copy_like_gnu(
-        &["--verbose", "--offload", "--no-offload"],
-        &operands,
-        &fs.root.join("never"),
-        &fs.root.join("gnu"),
-    );
+    let never = stderr(&["--verbose", "--offload", "--no-offload"]);
     assert!(never.contains("offload: not used"), "{never}");
 }
 
 #[test]
 fn a_large_copy_leaves_the_page_cache_as_it_found_it() {
-    let Some(fs) = MountedFs::new_or_skip("ext4", 1024 * MIB) else {
+    let Some((fs, src, if_src)) = source_on("ext4", 1024 * MIB, 160 * MIB) else {
         return;
     };
-    let src = fs.root.join("src");
-    write_pattern(&src, 160 * MIB);
-    let if_src = arg("if", &src);
     let operands = [if_src.as_str(), "bs=1M"];
     let path = |name: &str| -> PathBuf { fs.root.join(name) };
 
@@ -217,13 +169,12 @@ fn a_large_copy_leaves_the_page_cache_as_it_found_it() {
     // may still be on their way to the disk when it ends; measure once
     // they are there.
     drop_from_cache(&src);
-    copy_like_gnu(&[], &operands, &path("ddx"), &path("gnu"));
-    for name in ["ddx", "gnu"] {
-        std::fs::remove_file(path(name)).unwrap();
-    }
+    drop(copy_like_gnu(&fs.root, &[], &operands));
     drop_from_cache(&src);
-    let out = gnu_dd(&[&if_src, "bs=1M", &arg("of", &path("gnu2"))]);
-    assert!(out.status.success());
+    let out = gnu_dd()
+        .args([&if_src, "bs=1M", &arg("of", &path("gnu2"))])
+        .status();
+    assert!(out.unwrap().success());
     sync();
     assert!(cached_fraction(&src) > 0.9, "GNU dd's source not cached");
     assert!(
@@ -234,8 +185,7 @@ fn a_large_copy_leaves_the_page_cache_as_it_found_it() {
 
     // ddx by default: neither file stays.
     drop_from_cache(&src);
-    let out = ddx(&[&if_src, "bs=1M", &arg("of", &path("ddx"))]);
-    assert!(out.status.success());
+    ddx(&[&if_src, "bs=1M", &arg("of", &path("ddx"))]);
     sync();
     let (source, copy) = (cached_fraction(&src), cached_fraction(&path("ddx")));
     assert!(
@@ -249,8 +199,7 @@ fn a_large_copy_leaves_the_page_cache_as_it_found_it() {
     // A source that was cached before the copy stays cached.
     drop_from_cache(&src);
     std::fs::read(&src).unwrap();
-    let out = ddx(&[&if_src, "bs=1M", &arg("of", &path("from-hot"))]);
-    assert!(out.status.success());
+    ddx(&[&if_src, "bs=1M", &arg("of", &path("from-hot"))]);
     sync();
     assert!(cached_fraction(&src) > 0.9, "ddx dropped a hot source");
     assert!(cached_fraction(&path("from-hot")) < 0.1);
@@ -258,8 +207,7 @@ fn a_large_copy_leaves_the_page_cache_as_it_found_it() {
 
     // --keep-cache does as dd does.
     drop_from_cache(&src);
-    let out = ddx(&["--keep-cache", &if_src, "bs=1M", &arg("of", &path("kept"))]);
-    assert!(out.status.success());
+    ddx(&["--keep-cache", &if_src, "bs=1M", &arg("of", &path("kept"))]);
     sync();
     assert!(cached_fraction(&src) > 0.9);
     assert!(cached_fraction(&path("kept")) > 0.9);
@@ -267,7 +215,7 @@ fn a_large_copy_leaves_the_page_cache_as_it_found_it() {
 
 #[test]
 fn within_one_rotating_disk_a_copy_from_the_disk_runs_in_turn() {
-    let Some(fs) = MountedFs::new_or_skip("ext4", 256 * MIB) else {
+    let Some((fs, src, if_src)) = source_on("ext4", 256 * MIB, 24 * MIB) else {
         return;
     };
     let rotational = PathBuf::from(format!(
@@ -276,15 +224,15 @@ fn within_one_rotating_disk_a_copy_from_the_disk_runs_in_turn() {
     ));
     let set_rotational = |value: &str| std::fs::write(&rotational, value).is_ok();
     if !set_rotational("1") {
-        eprintln!("skipped: cannot set {rotational:?}");
-        return;
+        return rigs::skip(&format!("cannot set {rotational:?}"));
     }
-    let src = fs.root.join("src");
-    write_pattern(&src, 24 * MIB);
-    let if_src = arg("if", &src);
     let operands = [if_src.as_str(), "bs=1M"];
-    let backend = |stderr: &str| -> String {
-        stderr
+    // The backend ddx chose, copying `src` as GNU dd does.
+    let backend = || -> String {
+        let compared = copy_like_gnu(&fs.root, &["--verbose"], &operands);
+        compared
+            .ddx()
+            .stderr
             .lines()
             .find_map(|l| l.split("backend: ").nth(1))
             .unwrap_or_default()
@@ -293,37 +241,26 @@ fn within_one_rotating_disk_a_copy_from_the_disk_runs_in_turn() {
             .unwrap_or_default()
             .to_owned()
     };
-    let gnu = fs.root.join("gnu");
 
     drop_from_cache(&src);
-    let cold = copy_like_gnu(&["--verbose"], &operands, &fs.root.join("a"), &gnu);
-    assert_eq!(backend(&cold), "sequential", "{cold}");
+    assert_eq!(backend(), "sequential");
 
     std::fs::read(&src).unwrap();
-    let hot = copy_like_gnu(&["--verbose"], &operands, &fs.root.join("b"), &gnu);
-    assert_eq!(backend(&hot), "threads", "a cached source: {hot}");
+    assert_eq!(backend(), "threads", "a cached source");
 
     assert!(set_rotational("0"));
     drop_from_cache(&src);
-    let solid = copy_like_gnu(&["--verbose"], &operands, &fs.root.join("c"), &gnu);
-    assert_eq!(backend(&solid), "threads", "a solid-state disk: {solid}");
+    assert_eq!(backend(), "threads", "a solid-state disk");
 }
 
 #[test]
 fn between_tmpfs_files_the_cache_is_left_alone() {
-    let tmpfs = match rigs::SmallTmpfs::new(256 * MIB) {
-        Ok(tmpfs) => tmpfs,
-        Err(reason) => return eprintln!("skipped: {reason}"),
+    let Some(tmpfs) = rigs::or_skip(rigs::SmallTmpfs::new(256 * MIB)) else {
+        return;
     };
-    let src = tmpfs.path().join("src");
-    write_pattern(&src, 80 * MIB);
-    let if_src = arg("if", &src);
-    let stderr = copy_like_gnu(
-        &["--verbose"],
-        &[&if_src, "bs=1M"],
-        &tmpfs.path().join("ddx"),
-        &tmpfs.path().join("gnu"),
-    );
+    let (_, if_src) = source(tmpfs.path(), 80 * MIB);
+    let compared = copy_like_gnu(tmpfs.path(), &["--verbose"], &[&if_src, "bs=1M"]);
+    let stderr = &compared.ddx().stderr;
     assert!(stderr.contains("cache: left to the kernel"), "{stderr}");
 }
 
@@ -331,31 +268,27 @@ fn between_tmpfs_files_the_cache_is_left_alone() {
 fn where_the_kernel_cannot_write_uncached_ddx_drops_the_pages_itself() {
     // Btrfs takes no RWF_DONTCACHE writes (Linux 6.18): ddx's flusher
     // thread waits for the writeback and drops, before ddx exits.
-    let Some(fs) = MountedFs::new_or_skip("btrfs", 1024 * MIB) else {
+    let Some((fs, src, if_src)) = source_on("btrfs", 1024 * MIB, 160 * MIB) else {
         return;
     };
-    let src = fs.root.join("src");
-    write_pattern(&src, 160 * MIB);
     drop_from_cache(&src);
-    let if_src = arg("if", &src);
     // Not the kernel's copy: Btrfs would share the extents.
-    let stderr = copy_like_gnu(
+    let compared = copy_like_gnu(
+        &fs.root,
         &["--verbose", "--no-offload"],
         &[&if_src, "bs=1M"],
-        &fs.root.join("ddx"),
-        &fs.root.join("gnu"),
     );
+    let stderr = &compared.ddx().stderr;
     assert!(stderr.contains("offload: not used"), "{stderr}");
     // GNU's copy read the source again: measure ddx's alone.
-    std::fs::remove_file(fs.root.join("gnu")).unwrap();
+    drop(compared);
     drop_from_cache(&src);
-    let out = ddx(&[
+    ddx(&[
         "--no-offload",
         &if_src,
         "bs=1M",
         &arg("of", &fs.root.join("ddx2")),
     ]);
-    assert!(out.status.success());
     let (source, copy) = (
         cached_fraction(&src),
         cached_fraction(&fs.root.join("ddx2")),

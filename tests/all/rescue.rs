@@ -1,89 +1,36 @@
 //! Failing devices: read errors against GNU dd (conv=noerror on every
 //! backend) and GNU ddrescue (--rescue, --map), resume after SIGKILL, write
 //! errors (ENOSPC, EIO). The devices are rigs over temp files (see
-//! `rigs`); a test whose rig cannot be built here says why and passes.
-
-mod rigs;
+//! `rigs`); a test whose rig cannot be built here skips (`rigs::skip`).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-use rigs::cmd::{assert_succeeded, ddx_as_dd, gnu_dd};
+use crate::rigs;
+use crate::rigs::bytes::pattern;
+use crate::rigs::cmd::{ddx_as_dd, operand};
+use crate::rigs::fixture::{Compare, Ddx, BACKENDS};
 
-/// stderr with the time and rate of the statistics line blurred.
-fn normalised_stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .map(|line| match line.find(" copied, ") {
-            Some(at) => format!("{} copied, <time>", &line[..at]),
-            None => line.to_owned(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+/// The bytes of every input here: different in every 512-byte sector.
+const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// Deterministic bytes, different in every 512-byte sector.
-fn pattern(len: usize) -> Vec<u8> {
-    rigs::bytes::xorshift(0x9e37_79b9_7f4a_7c15, len)
-}
-
-const BACKENDS: &[&[&str]] = &[
-    &["--backend=sync"],
-    &["--backend=threads", "--queue-depth=1"],
-    &["--backend=threads"],
-    &["--backend=uring", "--queue-depth=4"],
-    &[],
-];
-
-/// `cmd` copying `input` to `output` with `operands`, to the end.
-fn copy(cmd: &mut Command, input: &Path, output: &Path, operands: &[&str]) -> Output {
-    cmd.arg(format!("if={}", input.display()))
-        .arg(format!("of={}", output.display()))
-        .args(operands)
-        .output()
-        .unwrap()
-}
-
-/// ddx's run said what GNU dd's said (timing aside) and ended the same.
-#[track_caller]
-fn assert_same_run(ours: &Output, gnu: &Output, what: &str) {
-    assert_eq!(
-        normalised_stderr(ours),
-        normalised_stderr(gnu),
-        "stderr, {what}"
-    );
-    assert_eq!(ours.status.code(), gnu.status.code(), "status, {what}");
-}
-
-fn compare_with_gnu(test: &str, input: &Path, operands: &[&str], scratch: &Path) {
-    let gnu_out = scratch.join("gnu.out");
-    let gnu = copy(&mut gnu_dd(), input, &gnu_out, operands);
-    for backend in BACKENDS {
-        let ours_out = scratch.join("ddx.out");
-        let _ = std::fs::remove_file(&ours_out);
-        let ours = copy(ddx_as_dd().args(*backend), input, &ours_out, operands);
-        let what = format!("{test}: {operands:?} {backend:?}");
-        assert_same_run(&ours, &gnu, &what);
-        assert!(
-            std::fs::read(&ours_out).unwrap() == std::fs::read(&gnu_out).unwrap(),
-            "output bytes differ, {what}"
-        );
-    }
+/// ddx (named "dd") copying `input` to `output`: add its options, run.
+fn copy(input: &Path, output: &Path) -> Ddx {
+    Ddx::as_dd()
+        .arg(operand("if", input))
+        .arg(operand("of", output))
 }
 
 #[test]
 fn read_errors_match_gnu_dd_on_every_backend() {
-    let test = "read_errors_match_gnu_dd_on_every_backend";
     let size = 1 << 20;
-    let contents = pattern(size);
+    let contents = pattern(SEED, size);
     // A two-sector range inside the 25th 4 KiB block, one lone sector, and
     // a range across a 64 KiB boundary.
     let bad = [(0x19000, 0x400), (0x4A000, 0x200), (0x8FE00, 0x600)];
-    let device = match rigs::NbdDevice::with_bad_ranges(&contents, &bad) {
-        Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+    let Some(device) = rigs::or_skip(rigs::NbdDevice::with_bad_ranges(&contents, &bad)) else {
+        return;
     };
-    let scratch = tempfile::tempdir().unwrap();
     for operands in [
         &["bs=4096", "conv=noerror,sync"][..],
         &["bs=4096", "conv=noerror"],
@@ -102,7 +49,12 @@ fn read_errors_match_gnu_dd_on_every_backend() {
         &["ibs=512", "obs=4096", "conv=noerror"],
         &["bs=128k", "conv=noerror,sync,fdatasync", "status=noxfer"],
     ] {
-        compare_with_gnu(test, &device.path, operands, scratch.path());
+        Compare::new()
+            .input_path(&device.path)
+            .args(operands)
+            .output_file()
+            .backends(BACKENDS)
+            .run();
     }
 }
 
@@ -126,21 +78,19 @@ fn bad_blocks(map: &str) -> Vec<(u64, u64)> {
 
 #[test]
 fn rescue_recovers_what_gnu_ddrescue_recovers() {
-    let test = "rescue_recovers_what_gnu_ddrescue_recovers";
     if !rigs::have("ddrescue") {
-        return rigs::skip(test, "ddrescue is not installed (package gddrescue)");
+        return rigs::skip("ddrescue is not installed (package gddrescue)");
     }
     let size = 1 << 20;
-    let contents = pattern(size);
+    let contents = pattern(SEED, size);
     let bad = [
         (0x19000, 0x400),
         (0x4A000, 0x200),
         (0x8FE00, 0x600),
         (0xFFE00, 0x200),
     ];
-    let device = match rigs::NbdDevice::with_bad_ranges(&contents, &bad) {
-        Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+    let Some(device) = rigs::or_skip(rigs::NbdDevice::with_bad_ranges(&contents, &bad)) else {
+        return;
     };
     let scratch = tempfile::tempdir().unwrap();
     let theirs = scratch.path().join("ddrescue.img");
@@ -166,23 +116,18 @@ fn rescue_recovers_what_gnu_ddrescue_recovers() {
         let ours = scratch.path().join("ddx.img");
         let our_map = scratch.path().join("ddx.map");
         let _ = std::fs::remove_file(&our_map);
-        let out = ddx_as_dd()
-            .arg("--rescue")
-            .arg(format!("--map={}", our_map.display()))
-            .arg(format!("if={}", device.path.display()))
-            .arg(format!("of={}", ours.display()))
-            .arg(bs)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{bs}: bad sectors exit 1");
+        // Bad sectors: exit 1.
+        let out = copy(&device.path, &ours)
+            .args(["--rescue", &operand("--map", &our_map), bs])
+            .fails();
         assert!(std::fs::read(&ours).unwrap() == expected, "{bs}: output");
         assert_eq!(
             bad_blocks(&std::fs::read_to_string(&our_map).unwrap()),
             bad,
             "{bs}: map"
         );
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let reported: Vec<&str> = stderr
+        let reported: Vec<&str> = out
+            .stderr
             .lines()
             .filter(|l| l.contains("bad range at offset"))
             .collect();
@@ -209,13 +154,10 @@ fn rescue_recovers_what_gnu_ddrescue_recovers() {
     assert!(ddrescue(4096, &device.path, &theirs4k, &their_map4k));
     let ours4k = scratch.path().join("ddx4k.img");
     let our_map4k = scratch.path().join("ddx4k.map");
-    ddx_as_dd()
+    copy(&device.path, &ours4k)
         .args(["--rescue", "--sector-size=4096", "bs=64k"])
-        .arg(format!("--map={}", our_map4k.display()))
-        .arg(format!("if={}", device.path.display()))
-        .arg(format!("of={}", ours4k.display()))
-        .output()
-        .unwrap();
+        .arg(operand("--map", &our_map4k))
+        .run();
     let mut their_bytes = std::fs::read(&theirs4k).unwrap();
     their_bytes.resize(size, 0);
     assert!(
@@ -253,19 +195,16 @@ impl Random {
 
 #[test]
 fn resume_after_sigkill_gives_the_uninterrupted_copy() {
-    let test = "resume_after_sigkill_gives_the_uninterrupted_copy";
     let size = 2 << 20;
-    let contents = pattern(size);
+    let contents = pattern(SEED, size);
     // About 21 ms per 16 KiB request: a whole copy takes ~2.7 s.
-    let device = match rigs::NbdDevice::slow(&contents, 20) {
-        Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+    let Some(device) = rigs::or_skip(rigs::NbdDevice::slow(&contents, 20)) else {
+        return;
     };
     // The output and its checkpoint on a tmpfs: the map is synced twice a
     // second, which need not reach this machine's disk.
-    let scratch = match rigs::SmallTmpfs::new(16 << 20) {
-        Ok(fs) => fs,
-        Err(reason) => return rigs::skip(test, &reason),
+    let Some(scratch) = rigs::or_skip(rigs::SmallTmpfs::new(16 << 20)) else {
+        return;
     };
     let output = scratch.path().join("copy.img");
     let checkpoint = scratch.path().join("copy.img.ddx-map");
@@ -358,9 +297,9 @@ fn hashes_equal_the_checksum_tools() {
     // Data, a 3 MiB hole, data, and an odd tail: bulk reads, hole events
     // and a partial last record all pass through the tap.
     let input = scratch.path().join("input");
-    let mut contents = pattern(1 << 20);
+    let mut contents = pattern(SEED, 1 << 20);
     contents.resize(4 << 20, 0);
-    contents.extend_from_slice(&pattern(123_457));
+    contents.extend_from_slice(&pattern(SEED, 123_457));
     {
         use std::io::{Seek, Write};
         let mut file = std::fs::File::create(&input).unwrap();
@@ -377,10 +316,7 @@ fn hashes_equal_the_checksum_tools() {
     for (algorithm, tool, args) in tools {
         match tool_digest(tool, args, &input) {
             Some(digest) => expected.push((algorithm, digest)),
-            None => rigs::skip(
-                &format!("hashes_equal_the_checksum_tools ({algorithm})"),
-                &format!("{tool} is not installed"),
-            ),
+            None => rigs::skip(&format!("{tool} is not installed: {algorithm} unchecked")),
         }
     }
     let output = scratch.path().join("output");
@@ -396,23 +332,21 @@ fn hashes_equal_the_checksum_tools() {
     cases.push(vec!["--map=/dev/null/x", "bs=64k"]);
     for case in &cases {
         let _ = std::fs::remove_file(&output);
-        let out = copy(
-            ddx_as_dd().arg("--hash=sha256,blake3,xxh3"),
-            &input,
-            &output,
-            case,
-        );
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if case[0].starts_with("--map") {
+        let copy = copy(&input, &output)
+            .arg("--hash=sha256,blake3,xxh3")
+            .args(case);
+        let out = if case[0].starts_with("--map") {
             // An unsavable map is reported, and the digests are still right.
-            assert!(stderr.contains("cannot save the map"), "{stderr}");
+            let out = copy.run();
+            assert!(out.stderr.contains("cannot save the map"), "{}", out.stderr);
+            out
         } else {
-            assert!(out.status.success(), "{case:?}: {stderr}");
-        }
+            copy.succeeds()
+        };
         assert!(std::fs::read(&output).unwrap() == contents, "{case:?}");
         for (algorithm, digest) in &expected {
             assert_eq!(
-                &printed_digest(&stderr, algorithm),
+                &printed_digest(&out.stderr, algorithm),
                 digest,
                 "{algorithm} {case:?}"
             );
@@ -432,18 +366,16 @@ fn hashes_equal_the_checksum_tools() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if let Some(digest) = tool_digest("sha256sum", &[], &output) {
-        assert_eq!(printed_digest(&stderr, "sha256"), digest);
-        assert!(stderr.ends_with(&format!("{digest}  -\n")), "{stderr}");
-    }
+    let digest = rigs::bytes::sha256(&output);
+    assert_eq!(printed_digest(&stderr, "sha256"), digest);
+    assert!(stderr.ends_with(&format!("{digest}  -\n")), "{stderr}");
 }
 
 #[test]
 fn verify_passes_a_good_copy_and_catches_a_flipped_byte() {
-    let test = "verify_passes_a_good_copy_and_catches_a_flipped_byte";
     let scratch = tempfile::tempdir().unwrap();
     let size = 3 << 20;
-    let mut contents = pattern(size);
+    let mut contents = pattern(SEED, size);
     let flip_at = 1_234_567u64;
     contents[flip_at as usize] = 0x80;
     let input = scratch.path().join("input");
@@ -454,47 +386,33 @@ fn verify_passes_a_good_copy_and_catches_a_flipped_byte() {
         &["bs=512", "--backend=sync"],
         &["--rescue"],
     ] {
-        let out = copy(ddx_as_dd().arg("--verify"), &input, &output, extra);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{extra:?}: {stderr}");
-        assert!(
-            stderr.contains(&format!(
-                "verify: {size} bytes of '{}' read back, identical",
-                output.display()
-            )),
-            "{stderr}"
+        let out = copy(&input, &output).arg("--verify").args(extra).succeeds();
+        let identical = format!(
+            "verify: {size} bytes of '{}' read back, identical",
+            output.display()
         );
+        assert!(out.stderr.contains(&identical), "{}", out.stderr);
     }
 
     // A device that corrupts one byte on its way down: the copy itself
     // succeeds, and only reading back from the device shows it.
     // (Every request to this device runs a shell: keep them few and large.)
-    let device = match rigs::NbdDevice::flipping_writes(&vec![0; size], flip_at) {
-        Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+    let Some(device) = rigs::or_skip(rigs::NbdDevice::flipping_writes(&vec![0; size], flip_at))
+    else {
+        return;
     };
     for extra in [
         &["bs=1M"][..],
         &["bs=256k", "--backend=sync"],
         &["--rescue", "bs=1M"],
     ] {
-        let out = ddx_as_dd()
-            .arg("--verify")
-            .arg(format!("if={}", input.display()))
-            .arg(format!("of={}", device.path.display()))
-            .arg("conv=notrunc")
+        copy(&input, &device.path)
+            .args(["--verify", "conv=notrunc"])
             .args(extra)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{extra:?}: {stderr}");
-        assert!(
-            stderr.contains(&format!(
+            .fails_with(&format!(
                 "verify: '{}' differs from what was written at offset {flip_at}\n",
                 device.path.display()
-            )),
-            "{extra:?}: {stderr}"
-        );
+            ));
     }
 }
 
@@ -503,24 +421,20 @@ fn a_signal_during_verify_ends_it_at_once() {
     // The read-back comes after the statistics, when no reporter watches
     // the signals any more; it must still stop for Ctrl-C (and SIGTERM),
     // dying of the signal, not run on to "identical" and exit 0.
-    let test = "a_signal_during_verify_ends_it_at_once";
     let size = 4 << 20;
     let scratch = tempfile::tempdir().unwrap();
     let input = scratch.path().join("input");
-    std::fs::write(&input, pattern(size)).unwrap();
+    std::fs::write(&input, pattern(SEED, size)).unwrap();
     // Reads of 100 ms each: reading 4 MiB back takes seconds.
-    let device = match rigs::NbdDevice::slow(&vec![0; size], 100) {
-        Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+    let Some(device) = rigs::or_skip(rigs::NbdDevice::slow(&vec![0; size], 100)) else {
+        return;
     };
     for signal in [libc::SIGINT, libc::SIGTERM] {
         use std::io::Read;
         use std::os::unix::process::ExitStatusExt;
         let mut child = ddx_as_dd()
-            .arg("--verify")
-            .arg(format!("if={}", input.display()))
-            .arg(format!("of={}", device.path.display()))
-            .args(["bs=1M", "conv=notrunc"])
+            .args(["--verify", "bs=1M", "conv=notrunc"])
+            .args([operand("if", &input), operand("of", &device.path)])
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
@@ -544,14 +458,12 @@ fn a_signal_during_verify_ends_it_at_once() {
 
 #[test]
 fn enospc_matches_gnu_dd_on_every_backend() {
-    let test = "enospc_matches_gnu_dd_on_every_backend";
-    let fs = match rigs::SmallTmpfs::new(1 << 20) {
-        Ok(fs) => fs,
-        Err(reason) => return rigs::skip(test, &reason),
+    let Some(fs) = rigs::or_skip(rigs::SmallTmpfs::new(1 << 20)) else {
+        return;
     };
     let scratch = tempfile::tempdir().unwrap();
     let input = scratch.path().join("input");
-    std::fs::write(&input, pattern(3 << 20)).unwrap();
+    std::fs::write(&input, pattern(SEED, 3 << 20)).unwrap();
     let output = fs.path().join("out");
     for operands in [
         &["bs=64k"][..],
@@ -562,61 +474,56 @@ fn enospc_matches_gnu_dd_on_every_backend() {
         &["bs=64k", "conv=fdatasync"],
         &["bs=64k", "seek=3", "conv=sparse"],
     ] {
-        let _ = std::fs::remove_file(&output);
-        let gnu = copy(&mut gnu_dd(), &input, &output, operands);
-        let gnu_bytes = std::fs::read(&output).unwrap();
-        for backend in BACKENDS {
-            let _ = std::fs::remove_file(&output);
-            let ours = copy(ddx_as_dd().args(*backend), &input, &output, operands);
-            let what = format!("{operands:?} {backend:?}");
-            assert_same_run(&ours, &gnu, &what);
-            assert!(std::fs::read(&output).unwrap() == gnu_bytes, "{what}");
-        }
+        Compare::new()
+            .input_path(&input)
+            .args(operands)
+            .output_at(&output)
+            .backends(BACKENDS)
+            .run();
     }
     // A positional copy says where it stopped; what it wrote stays.
     let _ = std::fs::remove_file(&output);
-    let out = copy(ddx_as_dd().arg("--resume"), &input, &output, &["bs=64k"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let resume = || copy(&input, &output).args(["--resume", "bs=64k"]);
+    let out = resume().fails();
     let written = std::fs::metadata(&output).unwrap().len();
-    assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr.contains(&format!(
+        out.stderr.contains(&format!(
             "dd: error writing '{}': No space left on device\ndd: '{}': stopped at offset \
              {written}; everything before it is written\n",
             output.display(),
             output.display()
         )),
-        "{stderr}"
+        "{}",
+        out.stderr
     );
-    assert!(stderr.contains(&format!("\n{written} bytes (")), "{stderr}");
+    let total = format!("\n{written} bytes (");
+    assert!(out.stderr.contains(&total), "{}", out.stderr);
     // Room made, the same command continues where it stopped.
     assert!(fs.resize(8 << 20), "remount the tmpfs larger");
-    let out = copy(ddx_as_dd().arg("--resume"), &input, &output, &["bs=64k"]);
-    assert_succeeded(&out);
+    let out = resume().succeeds();
     let copied = std::fs::read(&input).unwrap();
     assert!(std::fs::read(&output).unwrap() == copied);
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains(&format!(
+        out.stderr.contains(&format!(
             "\n{} bytes (",
             copied.len() as u64 - written / 65536 * 65536
         )),
-        "only the rest is copied: {stderr}"
+        "only the rest is copied: {}",
+        out.stderr
     );
 }
 
 #[test]
 fn write_eio_matches_gnu_dd_on_every_backend() {
-    let test = "write_eio_matches_gnu_dd_on_every_backend";
     let size = 1u64 << 20;
     // blkdebug's sector 512 is byte 262144.
-    let rig = match rigs::FailingWrites::new(size, 512) {
-        Ok(rig) => rig,
-        Err(reason) => return rigs::skip(test, &reason),
+    let Some(rig) = rigs::or_skip(rigs::FailingWrites::new(size, 512)) else {
+        return;
     };
     let scratch = tempfile::tempdir().unwrap();
     let input = scratch.path().join("input");
-    std::fs::write(&input, pattern(size as usize)).unwrap();
+    std::fs::write(&input, pattern(SEED, size as usize)).unwrap();
+    let reset = || std::fs::write(&rig.image, vec![0; size as usize]).unwrap();
     for operands in [
         &["bs=64k", "conv=notrunc"][..],
         &["bs=4096", "conv=notrunc"],
@@ -624,36 +531,25 @@ fn write_eio_matches_gnu_dd_on_every_backend() {
         &["ibs=4k", "obs=64k", "conv=notrunc"],
         &["bs=3000", "conv=notrunc"],
     ] {
-        std::fs::write(&rig.image, vec![0; size as usize]).unwrap();
-        let gnu = copy(&mut gnu_dd(), &input, &rig.path, operands);
-        let gnu_bytes = std::fs::read(&rig.image).unwrap();
         // Every backend, io_uring too: it keeps one write in flight, so
         // nothing lands past a write that fails (found by this test).
-        for backend in BACKENDS {
-            std::fs::write(&rig.image, vec![0; size as usize]).unwrap();
-            let ours = copy(ddx_as_dd().args(*backend), &input, &rig.path, operands);
-            let what = format!("{operands:?} {backend:?}");
-            assert_same_run(&ours, &gnu, &what);
-            assert!(std::fs::read(&rig.image).unwrap() == gnu_bytes, "{what}");
-        }
+        Compare::new()
+            .input_path(&input)
+            .args(operands)
+            .output_onto(&rig.path)
+            .read_output_from(&rig.image)
+            .before_each(reset)
+            .backends(BACKENDS)
+            .run();
     }
-    std::fs::write(&rig.image, vec![0; size as usize]).unwrap();
-    let out = copy(
-        ddx_as_dd().arg("--rescue"),
-        &input,
-        &rig.path,
-        &["bs=4096", "conv=notrunc"],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr.contains(&format!(
+    reset();
+    let out = copy(&input, &rig.path)
+        .args(["--rescue", "bs=4096", "conv=notrunc"])
+        .fails_with(&format!(
             "'{}': stopped at offset 262144; everything before it is written\n",
             rig.path.display()
-        )),
-        "{stderr}"
-    );
-    assert!(stderr.contains("\n262144 bytes ("), "{stderr}");
+        ));
+    assert!(out.stderr.contains("\n262144 bytes ("), "{}", out.stderr);
     assert!(
         std::fs::read(&rig.image).unwrap()[..262144] == std::fs::read(&input).unwrap()[..262144]
     );
@@ -688,77 +584,52 @@ fn refused_combinations_touch_nothing() {
         ),
         (&["--hash=md5"], "invalid argument 'md5' for '--hash'"),
     ] {
-        let out = ddx_as_dd()
+        copy(&input, &output)
             .current_dir(scratch.path())
-            .arg(format!("if={}", input.display()))
-            .arg(format!("of={}", output.display()))
             .args(args)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
-        assert!(stderr.contains(message), "{args:?}: {stderr}");
+            .fails_with(message);
         assert!(!output.exists(), "{args:?} created the output");
         assert!(!scratch.path().join("m").exists());
     }
     // Without of=, positional copies and --verify are refused.
-    let out = ddx_as_dd()
-        .args(["--verify"])
-        .arg(format!("if={}", input.display()))
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--verify needs of=FILE"));
+    Ddx::as_dd()
+        .args(["--verify", &operand("if", &input)])
+        .fails_with("--verify needs of=FILE");
     // A checkpoint whose output is gone is not resumed.
     std::fs::write(scratch.path().join("output.ddx-map"), "0 ? 1\n").unwrap();
-    let out = ddx_as_dd()
+    copy(&input, &output)
         .arg("--resume")
-        .arg(format!("if={}", input.display()))
-        .arg(format!("of={}", output.display()))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("which does not exist"));
+        .fails_with("which does not exist");
     assert!(!output.exists());
 }
 
 #[test]
 fn resume_continues_after_a_read_error() {
-    let test = "resume_continues_after_a_read_error";
     let size = 1 << 20;
-    let contents = pattern(size);
-    let device = match rigs::NbdDevice::with_bad_ranges(&contents, &[(0x40000, 0x200)]) {
-        Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+    let contents = pattern(SEED, size);
+    let Some(device) = rigs::or_skip(rigs::NbdDevice::with_bad_ranges(
+        &contents,
+        &[(0x40000, 0x200)],
+    )) else {
+        return;
     };
     let scratch = tempfile::tempdir().unwrap();
     let output = scratch.path().join("out");
     let map = scratch.path().join("out.map");
-    let run = |extra: &[&str]| {
-        ddx_as_dd()
-            .arg(format!("--map={}", map.display()))
-            .arg(format!("if={}", device.path.display()))
-            .arg(format!("of={}", output.display()))
+    let run = || {
+        copy(&device.path, &output)
+            .arg(operand("--map", &map))
             .arg("bs=64k")
-            .args(extra)
-            .output()
-            .unwrap()
     };
     // Stopped by the error; the map says what is done.
-    let out = run(&[]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr.contains(
-            "Input/output error\ndd: stopped at input offset 262144; continue with --resume\n"
-        ),
-        "{stderr}"
+    run().fails_with(
+        "Input/output error\ndd: stopped at input offset 262144; continue with --resume\n",
     );
     // The same command again refuses to start over the map.
-    let again = run(&[]);
-    assert!(String::from_utf8_lossy(&again.stderr).contains("add --resume"));
+    let again = run().run();
+    assert!(again.stderr.contains("add --resume"), "{}", again.stderr);
     // With --rescue, only the bad sector is retried and lost.
-    let out = run(&["--resume", "--rescue"]);
-    assert_eq!(out.status.code(), Some(1));
+    run().args(["--resume", "--rescue"]).fails();
     let mut expected = contents.clone();
     expected[0x40000..0x40200].fill(0);
     assert!(std::fs::read(&output).unwrap() == expected);

@@ -17,10 +17,10 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::Instant;
 
-use crate::case::{shell_quote, Case, Stdin};
-use crate::compare::{compare, signature, Finding};
-use crate::refusal;
-use crate::run::{populate, run, Place, Program};
+use super::case::{shell_quote, Case, Stdin};
+use super::compare::{compare, signature, Finding};
+use super::refusal;
+use super::run::{populate, run, Place, Program};
 
 /// Cases above this are reported: the default run has a time budget.
 const SLOW_CASE_SECONDS: f64 = 2.0;
@@ -161,7 +161,9 @@ impl Driver {
             print_costs(costs);
         }
         if skipped > 0 {
-            println!("note: the temporary directory does not support O_DIRECT; {skipped} direct cases skipped");
+            crate::rigs::skip(&format!(
+                "no temporary directory here supports O_DIRECT: {skipped} direct cases of {what} not run"
+            ));
         }
         if failures.is_empty() {
             println!("{summary}");

@@ -4,25 +4,14 @@
 
 use std::path::Path;
 
-mod rigs;
+use crate::rigs::cmd::{gnu_dd, operand};
+use crate::rigs::fixture::{statistics, Ddx};
 
-use rigs::cmd::{assert_succeeded, ddx_as_dd, gnu_dd};
-
-/// stderr's GNU lines, without timing (and without ddx's --verbose lines).
-fn statistics(stderr: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(stderr)
-        .lines()
-        .filter(|l| !l.starts_with("dd: "))
-        .map(|l| l.split(" copied, ").next().unwrap_or(l).to_owned())
-        .collect()
-}
-
-fn chosen_block_size(stderr: &[u8]) -> usize {
-    let text = String::from_utf8_lossy(stderr);
-    let line = text
+fn chosen_block_size(stderr: &str) -> usize {
+    let line = stderr
         .lines()
         .find(|l| l.contains("bs=auto chose"))
-        .unwrap_or_else(|| panic!("no bs=auto line in {text}"));
+        .unwrap_or_else(|| panic!("no bs=auto line in {stderr}"));
     let bytes = line
         .split('(')
         .nth(1)
@@ -31,31 +20,36 @@ fn chosen_block_size(stderr: &[u8]) -> usize {
     bytes.unwrap_or_else(|| panic!("no byte count in {line}"))
 }
 
+/// ddx with bs=auto, then GNU dd with the size ddx chose: the same
+/// statistics, exit status and bytes. (Not a `Compare`: GNU's operands
+/// come from ddx's run.)
 fn check_against_gnu(dir: &Path, input: &str, extra: &[&str]) {
     let ours = dir.join("ours");
     let theirs = dir.join("theirs");
-    let out = ddx_as_dd()
-        .arg(format!("if={input}"))
-        .arg(format!("of={}", ours.display()))
-        .arg("bs=auto")
+    let out = Ddx::as_dd()
+        .args([
+            format!("if={input}"),
+            operand("of", &ours),
+            "bs=auto".into(),
+        ])
         .args(extra)
         .arg("--verbose")
-        .output()
-        .unwrap();
-    assert_succeeded(&out);
+        .succeeds();
     let chosen = chosen_block_size(&out.stderr);
     assert!((512..=16 << 20).contains(&chosen), "chose {chosen}");
     let gnu = gnu_dd()
-        .arg(format!("if={input}"))
-        .arg(format!("of={}", theirs.display()))
-        .arg(format!("bs={chosen}"))
+        .args([
+            format!("if={input}"),
+            operand("of", &theirs),
+            format!("bs={chosen}"),
+        ])
         .args(extra)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), gnu.status.code());
     assert_eq!(
         statistics(&out.stderr),
-        statistics(&gnu.stderr),
+        statistics(&String::from_utf8_lossy(&gnu.stderr)),
         "bs={chosen} {extra:?}"
     );
     assert!(std::fs::read(&ours).unwrap() == std::fs::read(&theirs).unwrap());
@@ -66,9 +60,7 @@ fn a_probed_file_copies_as_gnu_dd_with_the_chosen_size() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("input");
     // Large enough to be probed (about 36 MiB of probe reads).
-    let data: Vec<u8> = (0..(48u32 << 20) + 12345)
-        .map(|i| (i % 253) as u8)
-        .collect();
+    let data = crate::rigs::bytes::pattern(48, (48 << 20) + 12345);
     std::fs::write(&input, &data).unwrap();
     let input = input.display().to_string();
     check_against_gnu(dir.path(), &input, &[]);
@@ -89,7 +81,7 @@ fn a_probed_file_copies_as_gnu_dd_with_the_chosen_size() {
 fn an_unprobed_input_gets_the_default_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     check_against_gnu(dir.path(), "/dev/zero", &["count=1000000B"]);
-    let out = ddx_as_dd()
+    let out = Ddx::as_dd()
         .args([
             "if=/dev/zero",
             "of=/dev/null",
@@ -97,10 +89,8 @@ fn an_unprobed_input_gets_the_default_and_says_why() {
             "count=1MB",
             "--verbose",
         ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stderr);
-    assert!(text.contains("not probed"), "{text}");
+        .run();
+    assert!(out.stderr.contains("not probed"), "{}", out.stderr);
     assert_eq!(chosen_block_size(&out.stderr), 128 * 1024);
 }
 
@@ -109,19 +99,13 @@ fn sizes_in_blocks_are_refused_before_anything_is_touched() {
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("never");
     for operand in ["count=10", "skip=2", "seek=3"] {
-        let out = ddx_as_dd()
+        let key = operand.split('=').next().unwrap();
+        let text = Ddx::as_dd()
             .args(["if=/dev/zero", "bs=auto", operand])
             .arg(format!("of={}", output.display()))
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stderr);
-        let key = operand.split('=').next().unwrap();
-        assert_eq!(out.status.code(), Some(1), "{operand}: {text}");
+            .fails_with(&format!("bs=auto needs {key}= in bytes"))
+            .stderr;
         assert_eq!(text.lines().count(), 1, "one line: {text}");
-        assert!(
-            text.contains(&format!("bs=auto needs {key}= in bytes")),
-            "{text}"
-        );
         assert!(!output.exists(), "{operand} created the output");
     }
 }

@@ -4,25 +4,19 @@
 //! device-mapper holder; and copies of a file onto itself.
 //!
 //! Device tests need root, losetup and mkfs.ext4 (and swapon, dmsetup for
-//! theirs); without them they print why and pass. Every device is
+//! theirs); without them they skip (`rigs::skip`). The device-mapper
+//! test is the one skip allowed even where every rig is required, and only
+//! on a kernel without device-mapper (this project's VM). Every device is
 //! unmounted and detached by a Drop guard, whatever happens.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-mod rigs;
-
-use rigs::bytes::sha256;
-use rigs::cmd::{code_and_stderr, DDX};
-use rigs::{have, run_tool, LoopDevice, LoopOptions};
-
-/// ddx with no terminal on stdin: writing a whole disk from a terminal
-/// asks first, and these tests must not wait for an answer.
-fn ddx() -> Command {
-    let mut cmd = rigs::cmd::ddx();
-    cmd.stdin(Stdio::null());
-    cmd
-}
+use crate::rigs;
+use crate::rigs::bytes::sha256;
+use crate::rigs::cmd::{gnu_dd, shell, DDX};
+use crate::rigs::fixture::{Compare, Ddx};
+use crate::rigs::{have, run_tool, LoopDevice, LoopOptions};
 
 fn tool(program: &str, args: &[&str]) -> Result<Output, String> {
     run_tool(
@@ -44,13 +38,14 @@ fn missing_facility() -> Option<String> {
     None
 }
 
-macro_rules! skip_without_devices {
-    () => {
-        if let Some(why) = missing_facility() {
-            eprintln!("skipped: {why}");
-            return;
-        }
-    };
+/// [`Loop::new`], or None after skipping where device tests cannot run
+/// here.
+fn device_or_skip(size: u64, image: Option<&[u8]>) -> Option<Loop> {
+    if let Some(why) = missing_facility() {
+        rigs::skip(&why);
+        return None;
+    }
+    rigs::or_skip(Loop::new(size, image))
 }
 
 /// A loop device over a file in a temporary directory; unmounts what it
@@ -140,8 +135,11 @@ fn mbr_with_one_partition(sectors: u32) -> Vec<u8> {
     mbr
 }
 
-fn assert_refused(err: &str, code: Option<i32>, wants: &[&str]) {
-    assert_eq!(code, Some(1), "{err}");
+/// ddx (run with no terminal on stdin, so that it never asks) refuses, in
+/// one line that names the override and each of `wants`.
+#[track_caller]
+fn assert_refused(ddx: Ddx, wants: &[&str]) {
+    let err = ddx.fails().stderr;
     assert_eq!(err.lines().count(), 1, "one line: {err}");
     assert!(err.starts_with("ddx: refusing to "), "{err}");
     assert!(err.contains("--force"), "names the override: {err}");
@@ -152,24 +150,20 @@ fn assert_refused(err: &str, code: Option<i32>, wants: &[&str]) {
 
 #[test]
 fn a_mounted_device_is_refused_intact_and_force_overrides() {
-    skip_without_devices!();
-    let mut lo = match Loop::new(32 << 20, None) {
-        Ok(lo) => lo,
-        Err(why) => return eprintln!("skipped: {why}"),
+    let Some(mut lo) = device_or_skip(32 << 20, None) else {
+        return;
     };
     let device = lo.device();
     let mount_point = lo.mkfs_and_mount(&device).expect("mount");
     let before = sha256(&device);
 
-    let (code, err) = code_and_stderr(ddx().args([
-        "if=/dev/zero",
-        &format!("of={device}"),
-        "bs=64k",
-        "count=16",
-    ]));
     assert_refused(
-        &err,
-        code,
+        Ddx::new().args([
+            "if=/dev/zero",
+            &format!("of={device}"),
+            "bs=64k",
+            "count=16",
+        ]),
         &[
             &format!("'{device}'"),
             "32 MiB",
@@ -184,15 +178,17 @@ fn a_mounted_device_is_refused_intact_and_force_overrides() {
     );
 
     // --force writes (the last 4 KiB, which a fresh ext4 leaves unused).
-    let (code, err) = code_and_stderr(ddx().args([
-        "if=/dev/zero",
-        &format!("of={device}"),
-        "bs=4k",
-        "count=1",
-        &format!("seek={}", (32 << 20) / 4096 - 1),
-        "--force",
-    ]));
-    assert_eq!(code, Some(0), "{err}");
+    let err = Ddx::new()
+        .args([
+            "if=/dev/zero",
+            &format!("of={device}"),
+            "bs=4k",
+            "count=1",
+            &format!("seek={}", (32 << 20) / 4096 - 1),
+            "--force",
+        ])
+        .succeeds()
+        .stderr;
     assert!(
         err.starts_with("1+0 records in\n1+0 records out\n"),
         "{err}"
@@ -201,28 +197,23 @@ fn a_mounted_device_is_refused_intact_and_force_overrides() {
 
 #[test]
 fn a_disk_whose_partition_is_mounted_is_refused() {
-    skip_without_devices!();
     let size: u64 = 48 << 20;
     let mbr = mbr_with_one_partition((size / 512) as u32);
-    let mut lo = match Loop::new(size, Some(&mbr)) {
-        Ok(lo) => lo,
-        Err(why) => return eprintln!("skipped: {why}"),
+    let Some(mut lo) = device_or_skip(size, Some(&mbr)) else {
+        return;
     };
     let Some(partition) = lo.loop_device.partition(1) else {
-        return eprintln!(
-            "skipped: no partition node {}p1 (no partition scanning here)",
+        return rigs::skip(&format!(
+            "no partition node {}p1 (no partition scanning here)",
             lo.device()
-        );
+        ));
     };
     let partition = partition.display().to_string();
     let mount_point = lo.mkfs_and_mount(&partition).expect("mount");
     let before = sha256(lo.device());
-    let (code, err) =
-        code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={}", lo.device()), "count=1"]));
     let name = Path::new(&partition).file_name().unwrap().to_string_lossy();
     assert_refused(
-        &err,
-        code,
+        Ddx::new().args(["if=/dev/zero", &format!("of={}", lo.device()), "count=1"]),
         &[&format!(
             "its partition {name} is mounted on {}",
             mount_point.display()
@@ -230,71 +221,73 @@ fn a_disk_whose_partition_is_mounted_is_refused() {
     );
     assert_eq!(sha256(lo.device()), before);
     // The partition itself is refused too.
-    let (code, err) =
-        code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={partition}"), "count=1"]));
-    assert_refused(&err, code, &["it is mounted on"]);
+    assert_refused(
+        Ddx::new().args(["if=/dev/zero", &format!("of={partition}"), "count=1"]),
+        &["it is mounted on"],
+    );
 }
 
 #[test]
 fn active_swap_is_refused() {
-    skip_without_devices!();
     if !have("mkswap") || !have("swapon") {
-        return eprintln!("skipped: mkswap/swapon not installed");
+        return rigs::skip("mkswap/swapon not installed");
     }
-    let mut lo = match Loop::new(16 << 20, None) {
-        Ok(lo) => lo,
-        Err(why) => return eprintln!("skipped: {why}"),
+    let Some(mut lo) = device_or_skip(16 << 20, None) else {
+        return;
     };
     let device = lo.device();
     tool("mkswap", &[&device]).expect("mkswap");
     if let Err(why) = tool("swapon", &[&device]) {
-        return eprintln!("skipped: cannot enable swap here: {why}");
+        return rigs::skip(&format!("cannot enable swap here: {why}"));
     }
     lo.cleanups.push(vec!["swapoff".into(), device.clone()]);
-    let (code, err) =
-        code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={device}"), "count=1"]));
-    assert_refused(&err, code, &["it is active swap"]);
+    assert_refused(
+        Ddx::new().args(["if=/dev/zero", &format!("of={device}"), "count=1"]),
+        &["it is active swap"],
+    );
 }
 
 #[test]
 fn a_device_held_by_device_mapper_is_refused() {
-    skip_without_devices!();
-    if !have("dmsetup") {
-        return eprintln!("skipped: dmsetup not installed");
-    }
-    let mut lo = match Loop::new(16 << 20, None) {
-        Ok(lo) => lo,
-        Err(why) => return eprintln!("skipped: {why}"),
+    // The allowance last: only device-mapper may be missing.
+    let Some(mut lo) = device_or_skip(16 << 20, None) else {
+        return;
     };
+    if !have("dmsetup") {
+        return rigs::skip("dmsetup not installed");
+    }
+    if rigs::skip_if_no_device_mapper() {
+        return;
+    }
     let device = lo.device();
     let name = format!("ddx-guard-test-{}", std::process::id());
     let table = format!("0 {} linear {device} 0", (16 << 20) / 512);
     if let Err(why) = tool("dmsetup", &["create", &name, "--table", &table]) {
-        return eprintln!("skipped: cannot create a device-mapper device: {why}");
+        return rigs::skip(&format!("cannot create a device-mapper device: {why}"));
     }
     lo.cleanups
         .push(vec!["dmsetup".into(), "remove".into(), name.clone()]);
-    let (code, err) =
-        code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={device}"), "count=1"]));
-    assert_refused(&err, code, &["is held by dm-", &name]);
+    assert_refused(
+        Ddx::new().args(["if=/dev/zero", &format!("of={device}"), "count=1"]),
+        &["is held by dm-", &name],
+    );
 }
 
 #[test]
 fn a_free_device_is_written_without_a_word() {
-    skip_without_devices!();
-    let lo = match Loop::new(1 << 20, None) {
-        Ok(lo) => lo,
-        Err(why) => return eprintln!("skipped: {why}"),
+    let Some(lo) = device_or_skip(1 << 20, None) else {
+        return;
     };
-    let (code, err) = code_and_stderr(ddx().args([
-        "if=/dev/zero",
-        &format!("of={}", lo.device()),
-        "bs=4k",
-        "count=2",
-        "status=noxfer",
-    ]));
-    assert_eq!(code, Some(0), "{err}");
-    assert_eq!(err, "2+0 records in\n2+0 records out\n");
+    let ran = Ddx::new()
+        .args([
+            "if=/dev/zero",
+            &format!("of={}", lo.device()),
+            "bs=4k",
+            "count=2",
+            "status=noxfer",
+        ])
+        .succeeds();
+    assert_eq!(ran.stderr, "2+0 records in\n2+0 records out\n");
 }
 
 /// The same-file rule against GNU dd: what ddx lets through gives GNU's
@@ -302,7 +295,7 @@ fn a_free_device_is_written_without_a_word() {
 #[test]
 fn copies_onto_the_same_file() {
     let dir = tempfile::tempdir().unwrap();
-    let original: Vec<u8> = (0..5000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    let original = rigs::bytes::pattern(5000, 5000);
     let allowed: &[&[&str]] = &[
         &["conv=notrunc,ucase"],
         &["bs=512", "skip=1", "conv=notrunc"],
@@ -312,28 +305,12 @@ fn copies_onto_the_same_file() {
         &["bs=100", "count=1", "seek=50B", "conv=notrunc"],
     ];
     for operands in allowed {
-        let mut results = Vec::new();
-        for program in ["ddx", "dd"] {
-            let f = dir.path().join(format!("{program}.f"));
-            std::fs::write(&f, &original).unwrap();
-            let mut cmd = if program == "ddx" {
-                ddx()
-            } else {
-                Command::new("dd")
-            };
-            let (code, err) = code_and_stderr(
-                cmd.current_dir(dir.path())
-                    .arg(format!("if={program}.f"))
-                    .arg(format!("of={program}.f"))
-                    .arg("status=none")
-                    .args(*operands),
-            );
-            results.push((code, err, std::fs::read(&f).unwrap()));
-        }
-        assert!(
-            results[0] == results[1],
-            "{operands:?}: ddx differs from dd"
-        );
+        Compare::new()
+            .file("out", original.clone())
+            .args(["if=out", "status=none"])
+            .args(*operands)
+            .output_file()
+            .run();
     }
     let refused: &[(&[&str], &str)] = &[
         (&[], "truncates it at byte 0"),
@@ -355,29 +332,27 @@ fn copies_onto_the_same_file() {
     let f = dir.path().join("f");
     for (operands, what) in refused {
         std::fs::write(&f, &original).unwrap();
-        let (code, err) = code_and_stderr(
-            ddx()
+        assert_refused(
+            Ddx::new()
                 .current_dir(dir.path())
                 .args(["if=f", "of=f"])
                 .args(*operands),
+            &["onto itself", what],
         );
-        assert_refused(&err, code, &["onto itself", what]);
         assert!(std::fs::read(&f).unwrap() == original, "{operands:?} wrote");
         // --force gives GNU dd's result.
-        let (code, err) = code_and_stderr(
-            ddx()
-                .current_dir(dir.path())
-                .args(["if=f", "of=f", "count=20", "status=none", "--force"])
-                .args(operands.iter().filter(|o| !o.starts_with("count="))),
-        );
-        assert_eq!(code, Some(0), "{operands:?} --force: {err}");
+        Compare::new()
+            .file("out", original.clone())
+            .args(["if=out", "count=20", "status=none"])
+            .args(operands.iter().filter(|o| !o.starts_with("count=")))
+            .ddx_args(["--force"])
+            .output_file()
+            .succeeds();
     }
     // Through the shell's redirections: same file on stdin and stdout.
     std::fs::write(&f, &original).unwrap();
-    let out = Command::new("sh")
+    let out = shell(&format!("{DDX} bs=512 seek=1 conv=notrunc <f 1<>f"))
         .current_dir(dir.path())
-        .arg("-c")
-        .arg(format!("{DDX} bs=512 seek=1 conv=notrunc <f 1<>f"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -390,7 +365,7 @@ fn a_device_name_that_does_not_exist_is_not_created_in_dev() {
     // GNU dd creates /dev/NAME as a regular file in memory and reports the
     // copy done: a mistyped device name (`of=/dev/sdz`) seems to work.
     let name = format!("/dev/ddx-test-no-such-device-{}", std::process::id());
-    let gnu = Command::new("dd")
+    let gnu = gnu_dd()
         .args(["if=/dev/zero", &format!("of={name}"), "bs=1", "count=1"])
         .stderr(Stdio::null())
         .status()
@@ -398,46 +373,51 @@ fn a_device_name_that_does_not_exist_is_not_created_in_dev() {
     let gnu_created = Path::new(&name).exists();
     let _ = std::fs::remove_file(&name);
     if !gnu.success() || !gnu_created {
-        eprintln!("skipped: cannot create files in /dev here (not root?)");
-        return;
+        return rigs::skip("cannot create files in /dev here (not root?)");
     }
-    let (code, err) =
-        code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={name}"), "bs=1", "count=1"]));
-    assert_refused(&err, code, &["refusing to create", &name, "no such device"]);
+    assert_refused(
+        Ddx::new().args(["if=/dev/zero", &format!("of={name}"), "bs=1", "count=1"]),
+        &["refusing to create", &name, "no such device"],
+    );
     assert!(!Path::new(&name).exists(), "ddx created {name}");
 
     // The same name relative to /dev.
     let relative = name.trim_start_matches("/dev/");
-    let (code, err) = code_and_stderr(ddx().current_dir("/dev").args([
-        "if=/dev/zero",
-        &format!("of={relative}"),
-        "bs=1",
-        "count=1",
-    ]));
-    assert_refused(&err, code, &["refusing to create", relative]);
+    assert_refused(
+        Ddx::new().current_dir("/dev").args([
+            "if=/dev/zero",
+            &format!("of={relative}"),
+            "bs=1",
+            "count=1",
+        ]),
+        &["refusing to create", relative],
+    );
     assert!(!Path::new(&name).exists());
 
     // --force does as GNU does.
-    let (code, err) = code_and_stderr(ddx().args([
-        "--force",
-        "if=/dev/zero",
-        &format!("of={name}"),
-        "bs=1",
-        "count=1",
-    ]));
+    let ran = Ddx::new()
+        .args([
+            "--force",
+            "if=/dev/zero",
+            &format!("of={name}"),
+            "bs=1",
+            "count=1",
+        ])
+        .run();
     let created = Path::new(&name).exists();
     let _ = std::fs::remove_file(&name);
-    assert_eq!(code, Some(0), "{err}");
+    assert!(ran.status.success(), "{}", ran.stderr);
     assert!(created);
 
     // A file in /dev/shm is a file like any other.
     let shm = format!("/dev/shm/ddx-test-{}", std::process::id());
     if Path::new("/dev/shm").is_dir() {
-        let (code, err) =
-            code_and_stderr(ddx().args(["if=/dev/zero", &format!("of={shm}"), "bs=1", "count=1"]));
+        let ran = Ddx::new()
+            .args(["if=/dev/zero", &format!("of={shm}"), "bs=1", "count=1"])
+            .run();
         let created = Path::new(&shm).exists();
         let _ = std::fs::remove_file(&shm);
-        assert_eq!(code, Some(0), "{err}");
+        assert!(ran.status.success(), "{}", ran.stderr);
         assert!(created);
     }
 }

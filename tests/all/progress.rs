@@ -7,11 +7,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod rigs;
-
-use rigs::cmd::{ddx, shell, DDX};
-use rigs::signal::wait_for_handler;
-use rigs::{LoopDevice, LoopOptions};
+use crate::rigs;
+use crate::rigs::bytes::pattern;
+use crate::rigs::cmd::{ddx, shell, DDX};
+use crate::rigs::fixture::Ddx;
+use crate::rigs::signal::wait_for_handler;
+use crate::rigs::{LoopDevice, LoopOptions};
 
 /// A source that writes 1000 bytes every 300 ms, 8 times: a copy of
 /// about 2.4 s, so that the once-a-second ticks happen during it.
@@ -117,23 +118,17 @@ fn sigusr1_writes_a_json_record_too() {
 fn progress_fd_errors_are_one_line_before_anything_is_opened() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let output = ddx()
+    let ran = Ddx::new()
         .args([
             "if=/dev/zero",
             &format!("of={}", out.display()),
             "count=1",
             "--progress-fd=77",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(
-        String::from_utf8_lossy(&output.stderr),
-        "ddx: --progress-fd=77: Bad file descriptor\n"
-    );
+        .fails();
+    assert_eq!(ran.stderr, "ddx: --progress-fd=77: Bad file descriptor\n");
     assert!(!out.exists(), "nothing is opened before the check");
-    let output = ddx().args(["--progress-fd=x"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    Ddx::new().args(["--progress-fd=x"]).fails();
 }
 
 #[test]
@@ -154,7 +149,7 @@ fn a_vanished_progress_reader_does_not_stop_the_copy() {
 
 #[test]
 fn verbose_adds_lines_after_gnu_statistics() {
-    let out = ddx()
+    let stderr = Ddx::new()
         .args([
             "if=/dev/zero",
             "of=/dev/null",
@@ -162,10 +157,8 @@ fn verbose_adds_lines_after_gnu_statistics() {
             "count=100",
             "--verbose",
         ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+        .succeeds()
+        .stderr;
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines[0], "100+0 records in");
     assert_eq!(lines[1], "100+0 records out");
@@ -181,15 +174,10 @@ fn verbose_adds_lines_after_gnu_statistics() {
     }
     assert_eq!(lines.len(), 8, "{stderr}");
     // Without --verbose, GNU's three lines only.
-    let out = ddx()
+    let out = Ddx::new()
         .args(["if=/dev/zero", "of=/dev/null", "bs=64k", "count=100"])
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 3);
-}
-
-fn pattern(len: usize) -> Vec<u8> {
-    rigs::bytes::ramp(len, 7, 4093)
+        .run();
+    assert_eq!(out.stderr.lines().count(), 3, "{}", out.stderr);
 }
 
 /// The output's first N bytes, N as the statistics report, are the
@@ -213,7 +201,7 @@ fn assert_reported_prefix_copied(stderr: &str, output: &Path, input: &[u8], what
 fn interruption_leaves_a_correct_prefix_of_the_reported_length() {
     use std::os::unix::process::ExitStatusExt;
     let dir = tempfile::tempdir().unwrap();
-    let data = pattern(16 << 20);
+    let data = pattern(1, 16 << 20);
     for (n, (signal, delay_ms)) in [
         (libc::SIGINT, 30),
         (libc::SIGTERM, 30),
@@ -276,7 +264,7 @@ fn interruption_leaves_a_correct_prefix_of_the_reported_length() {
 fn interruption_of_a_bulk_file_copy_leaves_a_correct_prefix() {
     use std::os::unix::process::ExitStatusExt;
     let dir = tempfile::tempdir().unwrap();
-    let data = pattern(96 << 20);
+    let data = pattern(2, 96 << 20);
     let input = dir.path().join("in");
     std::fs::write(&input, &data).unwrap();
     for (n, (backend, signal, delay_ms)) in [
@@ -328,7 +316,7 @@ fn live_line_in_a_terminal() {
     // 40 kB over about 4 s, in 2.5 kB steps.
     let command = "for i in $(seq 16); do head -c 2500 /dev/zero; sleep 0.25; done \
                    | ddx of=/dev/null bs=2500 count=16 iflag=fullblock status=progress";
-    let Some(tmux) = Tmux::start("live", 100, 8, command) else {
+    let Some(tmux) = rigs::or_skip(Tmux::start("live", 100, 8, command)) else {
         return;
     };
     let first = tmux.wait_for("ETA", Duration::from_secs(10));
@@ -365,15 +353,15 @@ fn live_line_in_a_terminal() {
 
 /// A terminal session of its own (its own tmux server socket) running
 /// `script` with `ddx` on PATH (so messages say "ddx:"), then showing
-/// "EXIT=status"; killed when dropped. None, with the reason printed,
-/// where tmux is missing.
+/// "EXIT=status"; killed when dropped. Err says why not (tmux missing or
+/// failing to start).
 struct Tmux {
     socket: String,
     _dir: tempfile::TempDir,
 }
 
 impl Tmux {
-    fn start(name: &str, width: u32, height: u32, script: &str) -> Option<Tmux> {
+    fn start(name: &str, width: u32, height: u32, script: &str) -> Result<Tmux, String> {
         let dir = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(DDX, dir.path().join("ddx")).unwrap();
         let script_path = dir.path().join("script.sh");
@@ -403,18 +391,14 @@ impl Tmux {
             .stdin(Stdio::null())
             .output();
         match started {
-            Ok(out) if out.status.success() => Some(Tmux { socket, _dir: dir }),
-            Ok(out) => {
-                eprintln!(
-                    "skipped: tmux cannot start: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-                None
-            }
-            Err(e) => {
-                eprintln!("skipped: tmux not available ({e}); CI installs it (.ci/run)");
-                None
-            }
+            Ok(out) if out.status.success() => Ok(Tmux { socket, _dir: dir }),
+            Ok(out) => Err(format!(
+                "tmux cannot start: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => Err(format!(
+                "tmux not available ({e}); CI installs it (.ci/run)"
+            )),
         }
     }
 
@@ -469,12 +453,12 @@ fn whole_disk_from_a_terminal_asks_first() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("disk.img");
     std::fs::write(&image, vec![7u8; 4 << 20]).unwrap();
-    let Some(attached) = LoopDevice::attach_or_skip(&image, LoopOptions::default()) else {
+    let Some(attached) = rigs::or_skip(LoopDevice::attach(&image, LoopOptions::default())) else {
         return;
     };
     let device = attached.name();
     let command = format!("ddx if=/dev/zero of={device} count=1");
-    let Some(tmux) = Tmux::start("disk", 160, 8, &command) else {
+    let Some(tmux) = rigs::or_skip(Tmux::start("disk", 160, 8, &command)) else {
         return;
     };
     let asked = tmux.wait_for("[y/N]", Duration::from_secs(10));

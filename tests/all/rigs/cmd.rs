@@ -1,9 +1,10 @@
 //! The programs under test, started alike: ddx and GNU dd in the C locale
-//! (messages compare word for word only untranslated), and what a test
-//! reads back from a run.
+//! (messages compare word for word only untranslated), and the operands
+//! that name files.
 
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 
 /// The ddx binary of this build, for scripts and symlinks that name it.
 pub const DDX: &str = env!("CARGO_BIN_EXE_ddx");
@@ -39,21 +40,7 @@ pub fn shell(script: &str) -> Command {
     cmd
 }
 
-/// Runs `cmd` to the end: its exit code and stderr.
-pub fn code_and_stderr(cmd: &mut Command) -> (Option<i32>, String) {
-    let out = cmd.output().expect("run");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// A run succeeded; its stderr says why if not.
-#[track_caller]
-pub fn assert_succeeded(out: &Output) {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// `key=PATH`, an operand naming a file ("if=/tmp/x").
+pub fn operand(key: &str, path: &Path) -> String {
+    format!("{key}={}", path.display())
 }

@@ -2,13 +2,13 @@
 //! suite cannot see: signals, stdin left for the next reader, validation
 //! before any file is touched, help and version.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-mod rigs;
-
-use rigs::cmd::{code_and_stderr, ddx, gnu_dd, shell, DDX};
-use rigs::signal::{send, wait_for_handler};
+use crate::rigs;
+use crate::rigs::cmd::{ddx, invoked_as, operand, shell, DDX};
+use crate::rigs::fixture::{Compare, Ddx};
+use crate::rigs::signal::{send, wait_for_handler};
 
 #[test]
 fn sigusr1_prints_statistics_and_the_copy_goes_on() {
@@ -56,12 +56,12 @@ fn stdin_after_count_is_left_for_the_next_reader() {
     std::fs::write(&input, b"abcdefghij").unwrap();
     let script = format!("{DDX} bs=3 count=1 status=none; cat");
     for feed in ["file", "pipe"] {
-        let shell = if feed == "file" {
+        let fed = if feed == "file" {
             format!("({script}) < {}", input.display())
         } else {
             format!("cat {} | ({script})", input.display())
         };
-        let out = Command::new("sh").arg("-c").arg(&shell).output().unwrap();
+        let out = shell(&fed).output().unwrap();
         assert_eq!(out.stdout, b"abcdefghij", "stdin from a {feed}");
     }
 }
@@ -73,14 +73,14 @@ fn stdin_after_a_failed_write_is_where_gnu_dd_leaves_it() {
     // standard input must not depend on which dd it ran.
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in");
-    std::fs::write(&input, rigs::bytes::xorshift(7, 8 << 20)).unwrap();
+    std::fs::write(&input, rigs::bytes::pattern(7, 8 << 20)).unwrap();
     // /dev/full fails the first write; a full 1 MiB tmpfs fails one part
     // way, after writes that went through.
     let small = rigs::SmallTmpfs::new(1 << 20);
     let mut outputs = vec![("/dev/full".to_owned(), false)];
     match &small {
         Ok(fs) => outputs.push((fs.path().join("out").display().to_string(), true)),
-        Err(reason) => eprintln!("no ENOSPC part way (only /dev/full): {reason}"),
+        Err(reason) => rigs::skip(&format!("ENOSPC part way (only /dev/full): {reason}")),
     }
     let left = |dd: &str, operands: &str, (output, scratch): &(String, bool)| {
         if *scratch {
@@ -117,11 +117,12 @@ fn stdin_after_a_failed_write_is_where_gnu_dd_leaves_it() {
 fn stdin_after_read_errors_passed_over_is_where_gnu_dd_leaves_it() {
     // With conv=noerror the copy goes on past a bad block to the end of
     // the input: nothing to give back, whatever the records counted.
-    let test = "stdin_after_read_errors_passed_over_is_where_gnu_dd_leaves_it";
-    let contents = rigs::bytes::xorshift(11, 1 << 20);
-    let device = match rigs::NbdDevice::with_bad_ranges(&contents, &[(0x40000, 0x200)]) {
-        Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+    let contents = rigs::bytes::pattern(11, 1 << 20);
+    let Some(device) = rigs::or_skip(rigs::NbdDevice::with_bad_ranges(
+        &contents,
+        &[(0x40000, 0x200)],
+    )) else {
+        return;
     };
     for operands in ["bs=4k conv=noerror", "bs=4k conv=noerror,sync", "bs=64k"] {
         let left = |dd: &str| {
@@ -157,18 +158,14 @@ fn bad_operands_touch_no_file() {
         vec![of.as_str(), "if=/nonexistent/input"],
         vec![of.as_str(), "count=1", "junk"],
     ] {
-        let (code, err) = code_and_stderr(ddx().args(&bad).stdin(Stdio::null()));
-        assert_eq!(code, Some(1), "{bad:?}: {err}");
-        assert_eq!(
-            err.lines().next().map(|l| l.starts_with("ddx: ")),
-            Some(true),
-            "{err}"
-        );
+        let ran = Ddx::new().args(&bad).fails();
+        assert!(ran.stderr.starts_with("ddx: "), "{}", ran.stderr);
         assert_eq!(std::fs::read(&out).unwrap(), b"precious", "{bad:?}");
     }
     let missing = dir.path().join("missing");
-    let (code, _) = code_and_stderr(ddx().arg(format!("of={}", missing.display())).arg("bs=0"));
-    assert_eq!(code, Some(1));
+    Ddx::new()
+        .args([operand("of", &missing), "bs=0".into()])
+        .fails();
     assert!(
         !missing.exists(),
         "an invalid operand must not create the output"
@@ -177,24 +174,18 @@ fn bad_operands_touch_no_file() {
 
 #[test]
 fn errors_name_the_operand_in_one_line() {
-    let (code, err) = code_and_stderr(ddx().arg("bs=12q"));
-    assert_eq!(code, Some(1));
-    assert_eq!(err, "ddx: invalid number: '12q'\n");
-    let (code, err) = code_and_stderr(ddx().arg("conv=lcase,nope"));
-    assert_eq!(code, Some(1));
+    let ran = Ddx::new().arg("bs=12q").fails();
+    assert_eq!(ran.stderr, "ddx: invalid number: '12q'\n");
+    let ran = Ddx::new().arg("conv=lcase,nope").fails();
     assert_eq!(
-        err,
+        ran.stderr,
         "ddx: invalid conversion: 'nope'\nTry 'ddx --help' for more information.\n"
     );
 }
 
 #[test]
 fn messages_name_the_program_as_invoked() {
-    let out = Command::new(DDX)
-        .arg("foo=1")
-        .env("LC_ALL", "C")
-        .output()
-        .unwrap();
+    let out = invoked_as(DDX, DDX).arg("foo=1").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.starts_with(&format!("{DDX}: unrecognized operand 'foo=1'\n")),
@@ -204,9 +195,7 @@ fn messages_name_the_program_as_invoked() {
 
 #[test]
 fn help_lists_every_operand_and_version_names_ddx() {
-    let out = ddx().arg("--help").output().unwrap();
-    assert!(out.status.success());
-    let help = String::from_utf8(out.stdout).unwrap();
+    let help = String::from_utf8(Ddx::new().arg("--help").succeeds().stdout).unwrap();
     for operand in [
         "bs=",
         "cbs=",
@@ -226,8 +215,8 @@ fn help_lists_every_operand_and_version_names_ddx() {
     ] {
         assert!(help.contains(operand), "--help lacks {operand}");
     }
-    let out = ddx().arg("--version").output().unwrap();
-    assert!(String::from_utf8(out.stdout).unwrap().starts_with("ddx "));
+    let version = Ddx::new().arg("--version").succeeds().stdout;
+    assert!(String::from_utf8(version).unwrap().starts_with("ddx "));
 }
 
 #[test]
@@ -264,21 +253,10 @@ fn conversion_tables_match_gnu_dd() {
         "ebcdic,ucase",
         "ascii,lcase",
     ] {
-        let run = |prog: &mut Command| {
-            let mut child = prog
-                .arg(format!("conv={conv}"))
-                .arg("status=none")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .unwrap();
-            use std::io::Write;
-            child.stdin.take().unwrap().write_all(&all).unwrap();
-            child.wait_with_output().unwrap().stdout
-        };
-        let ours = run(&mut ddx());
-        let theirs = run(&mut gnu_dd());
-        assert_eq!(ours, theirs, "conv={conv}");
+        Compare::new()
+            .args([format!("conv={conv}"), "status=none".into()])
+            .stdin(all.clone())
+            .succeeds();
     }
 }
 
@@ -287,12 +265,12 @@ fn conversion_tables_match_gnu_dd() {
 /// GNU dd's bytes, statistics, size and, under conv=sparse, allocation.
 #[test]
 fn holes_in_the_input_give_gnu_results() {
-    use std::os::unix::fs::{FileExt, MetadataExt};
+    use std::os::unix::fs::FileExt;
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("holey");
     let f = std::fs::File::create(&input).unwrap();
     f.set_len(40 << 20).unwrap();
-    let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251 + 1) as u8).collect();
+    let data = rigs::bytes::pattern(5, 300_000);
     for at in [0u64, 5 << 20, (17 << 20) + 12_345, (40 << 20) - 1000] {
         let end = (40u64 << 20).min(at + data.len() as u64);
         f.write_all_at(&data[..(end - at) as usize], at).unwrap();
@@ -312,37 +290,15 @@ fn holes_in_the_input_give_gnu_results() {
         ],
         &["bs=512", "skip=3B", "conv=sparse,notrunc"],
     ];
-    for (n, operands) in cases.iter().enumerate() {
-        let run = |program: &mut Command, name: &str| {
-            let out = dir.path().join(format!("{name}-{n}"));
-            let result = program
-                .arg(format!("if={}", input.display()))
-                .arg(format!("of={}", out.display()))
-                .args(*operands)
-                .env("LC_ALL", "C")
-                .output()
-                .unwrap();
-            let stats: Vec<String> = String::from_utf8_lossy(&result.stderr)
-                .lines()
-                .map(|l| l.split(" copied").next().unwrap().to_owned())
-                .collect();
-            let meta = std::fs::metadata(&out).unwrap();
-            (
-                result.status.code(),
-                stats,
-                std::fs::read(&out).unwrap(),
-                meta.len(),
-                meta.blocks(),
-            )
-        };
-        let ours = run(&mut ddx(), "ddx");
-        let theirs = run(&mut Command::new("dd"), "dd");
-        assert_eq!(ours.0, theirs.0, "{operands:?}: exit status");
-        assert_eq!(ours.1, theirs.1, "{operands:?}: statistics");
-        assert!(ours.2 == theirs.2, "{operands:?}: output bytes differ");
-        assert_eq!(ours.3, theirs.3, "{operands:?}: output size");
+    for operands in cases {
+        let compare = Compare::new()
+            .input_path(&input)
+            .args(*operands)
+            .output_file();
         if operands.contains(&"conv=sparse") {
-            assert_eq!(ours.4, theirs.4, "{operands:?}: allocated blocks");
+            compare.allocation().run();
+        } else {
+            compare.run();
         }
     }
 }
