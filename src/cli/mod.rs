@@ -9,6 +9,7 @@
 
 pub mod docs;
 mod extras;
+pub mod getopt;
 pub mod options;
 pub mod reference;
 mod safety;

@@ -6,7 +6,11 @@
 
 use std::fmt::Write;
 
-use super::{latency_text, rate_text, rows, size_text, summary_lines, Report, COLUMNS, NUMERIC};
+use super::{
+    latency_text, percent_text, rate_text, round_rate_text, rows, size_text, summary_lines,
+    Exporter, Report, COLUMNS, NUMERIC,
+};
+use crate::bench::BenchError;
 
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 300.0;
@@ -14,7 +18,17 @@ const LEFT: f64 = 80.0;
 const RIGHT: f64 = 40.0;
 const TOP: f64 = 30.0;
 const BOTTOM: f64 = 50.0;
-const COLORS: [&str; 4] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
+/// Reads are blue and writes red in every chart, whichever is drawn.
+const READ: &str = "#1f77b4";
+const WRITE: &str = "#d62728";
+
+pub struct Html;
+
+impl Exporter for Html {
+    fn export(&self, report: &Report) -> Result<String, BenchError> {
+        Ok(render(report))
+    }
+}
 
 /// The page for `report`.
 pub fn render(report: &Report) -> String {
@@ -88,10 +102,22 @@ fn nice_step(span: f64) -> f64 {
     nice * power
 }
 
-/// One line of a chart: its name and (x, y) points.
+/// One line of a chart: its name, colour and (x, y) points.
 struct Series {
     name: String,
+    color: &'static str,
     points: Vec<(f64, f64)>,
+}
+
+/// A vertical line at `x` that belongs to a series (a recommended size),
+/// drawn and labelled in the series' colour, and a horizontal one at `y`
+/// (the bar the sizes had to reach), unlabelled but titled.
+struct Marker {
+    series: String,
+    color: &'static str,
+    x: f64,
+    label: String,
+    bar: Option<(f64, String)>,
 }
 
 struct Chart<'a> {
@@ -102,8 +128,8 @@ struct Chart<'a> {
     x_scale: Scale,
     x_text: &'a dyn Fn(f64) -> String,
     y_text: &'a dyn Fn(f64) -> String,
-    /// Where to draw dashed vertical markers (the recommended sizes).
-    markers: Vec<(f64, String)>,
+    /// The recommended sizes, one per series that has one.
+    markers: Vec<Marker>,
     /// Draw points as circles (measurements) or not (a histogram's steps).
     dots: bool,
     /// Linear ticks fall on round multiples of this unit (1 MiB for
@@ -112,40 +138,58 @@ struct Chart<'a> {
 }
 
 fn sweep_chart(report: &Report) -> String {
-    let series: Vec<Series> = ["read", "write"]
+    let series: Vec<Series> = [("read", READ), ("write", WRITE)]
         .iter()
-        .map(|op| Series {
-            name: (*op).to_owned(),
+        .map(|&(op, color)| Series {
+            name: op.to_owned(),
+            color,
             points: report
                 .results
                 .iter()
-                .filter(|r| r.test == "bs-sweep" && r.op == *op)
-                .map(|r| (r.block_size as f64, r.throughput_bytes_per_sec))
+                .filter(|r| r.figure.test == "bs-sweep" && r.figure.op == op)
+                .map(|r| (r.figure.block_size as f64, r.throughput_bytes_per_sec))
                 .collect(),
         })
         .filter(|s| !s.points.is_empty())
         .collect();
-    let rec = &report.recommendation;
-    let markers = match (rec.read_block_size, rec.write_block_size) {
-        (Some(r), Some(w)) if r == w => vec![(r, "read, write")],
-        (r, w) => [(r, "read"), (w, "write")]
-            .into_iter()
-            .filter_map(|(bs, op)| Some((bs?, op)))
-            .collect(),
-    };
-    let markers = markers
-        .into_iter()
-        .map(|(bs, ops)| (bs as f64, format!("recommended {} ({ops})", size_text(bs))))
+    let markers = series
+        .iter()
+        .filter_map(|s| {
+            let judgement = report.recommendation.judgement(&s.name)?;
+            let bar = judgement.bar * judgement.best_bytes_per_sec;
+            Some(Marker {
+                series: s.name.clone(),
+                color: s.color,
+                x: judgement.block_size as f64,
+                label: format!(
+                    "recommended {} ({}, {} of the best)",
+                    size_text(judgement.block_size),
+                    s.name,
+                    percent_text(judgement.of_best)
+                ),
+                bar: Some((
+                    bar,
+                    format!(
+                        "{}: the bar, {} of the best ({}): {}",
+                        s.name,
+                        percent_text(judgement.bar),
+                        rate_text(judgement.best_bytes_per_sec),
+                        rate_text(bar)
+                    ),
+                )),
+            })
+        })
         .collect();
     draw(
         &Chart {
             id: "bs-sweep",
-            title: "Throughput vs block size (O_DIRECT, sequential)",
+            title: "Throughput vs block size (O_DIRECT, sequential; block size over \
+                    the median request time, median of the rounds)",
             x_label: "block size",
             y_label: "throughput",
             x_scale: Scale::Log2,
             x_text: &|x| size_text(x.round() as u64),
-            y_text: &rate_text,
+            y_text: &round_rate_text,
             markers,
             dots: true,
             x_unit: 1.0,
@@ -158,14 +202,20 @@ fn zones_chart(report: &Report) -> String {
     let points: Vec<(f64, f64)> = report
         .results
         .iter()
-        .filter(|r| r.test == "zones")
-        .map(|r| (r.offset.unwrap_or(0) as f64, r.throughput_bytes_per_sec))
+        .filter(|r| r.figure.test == "zones")
+        .map(|r| {
+            (
+                r.figure.offset.unwrap_or(0) as f64,
+                r.throughput_bytes_per_sec,
+            )
+        })
         .collect();
     let series: Vec<Series> = if points.is_empty() {
         Vec::new()
     } else {
         vec![Series {
             name: "read".to_owned(),
+            color: READ,
             points,
         }]
     };
@@ -179,7 +229,7 @@ fn zones_chart(report: &Report) -> String {
             x_text: &|x| {
                 crate::text::human::human(x.round() as u64, crate::text::human::Base::Iec, 1, 1)
             },
-            y_text: &rate_text,
+            y_text: &round_rate_text,
             markers: Vec::new(),
             dots: true,
             x_unit: (1 << 20) as f64,
@@ -214,9 +264,15 @@ fn latency_chart(report: &Report) -> String {
     let series: Vec<Series> = report
         .results
         .iter()
-        .filter(|r| r.test == "latency" && !r.latency_samples_ns.is_empty())
+        .filter(|r| r.figure.test == "latency" && !r.latency_samples_ns.is_empty())
         .map(|r| Series {
-            name: format!("{} {} {}", r.op, r.mode, size_text(r.block_size)),
+            name: format!(
+                "{} {} {}",
+                r.figure.op,
+                r.figure.mode,
+                size_text(r.figure.block_size)
+            ),
+            color: if r.figure.op == "write" { WRITE } else { READ },
             points: histogram(&r.latency_samples_ns, 40),
         })
         .collect();
@@ -352,27 +408,46 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
         TOP + ph / 2.0,
         escape(chart.y_label)
     );
-    for (i, (x, label)) in chart.markers.iter().enumerate() {
-        // Labels near the right edge go to the left of their line.
-        let (dx, anchor) = if px(*x) > LEFT + pw * 0.7 {
-            (-4.0, "end")
-        } else {
-            (4.0, "start")
-        };
+    for (i, marker) in chart.markers.iter().enumerate() {
+        // The label runs up its own line, beside it (glyphs rise to the
+        // left of a baseline turned upright, hence the 12 px); a second
+        // line at the same size takes the other side.
+        let x = px(marker.x);
+        let shared = chart.markers[..i]
+            .iter()
+            .any(|m| (px(m.x) - x).abs() < 14.0);
+        let label_x = if shared { x - 3.0 } else { x + 12.0 };
+        let label_y = TOP + ph - 6.0;
         let _ = writeln!(
             svg,
-            "<line class=\"marker\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{TOP}\" y2=\"{1:.1}\" \
-             stroke=\"#555\" stroke-dasharray=\"4 3\"/>\
-             <text x=\"{2:.1}\" y=\"{3:.1}\" text-anchor=\"{anchor}\">{4}</text>",
-            px(*x),
-            TOP + ph,
-            px(*x) + dx,
-            TOP + ph - 8.0 - 14.0 * i as f64,
-            escape(label)
+            "<line class=\"marker\" data-series=\"{series}\" data-x=\"{data_x}\" \
+             x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{TOP}\" y2=\"{bottom:.1}\" stroke=\"{color}\" \
+             stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>\
+             <text class=\"marker-label\" data-series=\"{series}\" x=\"{label_x:.1}\" \
+             y=\"{label_y:.1}\" fill=\"{color}\" transform=\"rotate(-90 {label_x:.1} {label_y:.1})\">{label}</text>",
+            series = escape(&marker.series),
+            data_x = marker.x,
+            bottom = TOP + ph,
+            color = marker.color,
+            label = escape(&marker.label),
         );
+        if let Some((y, title)) = &marker.bar {
+            let _ = writeln!(
+                svg,
+                "<line class=\"bar\" data-series=\"{series}\" data-y=\"{y:.0}\" \
+                 x1=\"{LEFT}\" x2=\"{right:.1}\" y1=\"{py:.1}\" y2=\"{py:.1}\" \
+                 stroke=\"{color}\" stroke-width=\"1\" stroke-dasharray=\"2 4\">\
+                 <title>{title}</title></line>",
+                series = escape(&marker.series),
+                right = LEFT + pw,
+                py = py(*y),
+                color = marker.color,
+                title = escape(title),
+            );
+        }
     }
     for (i, s) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
+        let color = s.color;
         let points: Vec<String> = s
             .points
             .iter()
