@@ -101,43 +101,61 @@ pub enum Format {
 /// The smallest working set worth measuring (and the smallest file).
 pub const MIN_SIZE: u64 = 1 << 20;
 
+/// What the user allowed to be done to the target, beyond reading it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Allowed {
+    /// `--destructive`: write a block device or an existing file.
+    pub destructive: bool,
+    /// `--force`: measure where the copy's guard would refuse.
+    pub force: bool,
+    /// `--allow-memory`: measure a target with no disk under it.
+    pub memory: bool,
+}
+
+/// The latency test's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LatencyArgs {
+    /// Requests per run.
+    pub count: u32,
+    /// Bytes per request; None: the target's O_DIRECT alignment.
+    pub block_size: Option<u64>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchArgs {
     /// The file, directory or block device to measure.
     pub target: PathBuf,
+    pub allowed: Allowed,
     /// The tests to run, in their order, each once.
     pub tests: Vec<TestName>,
+    /// The working set, in bytes.
     pub size: u64,
     pub runs: u32,
-    pub destructive: bool,
-    /// Measure where the copy's guard would refuse.
-    pub force: bool,
-    /// Measure a target with no disk under it.
-    pub allow_memory: bool,
-    pub format: Format,
-    pub html: Option<PathBuf>,
-    pub latency_count: u32,
-    pub latency_bs: Option<u64>,
-    pub zones: u32,
     pub time_per_run: f64,
+    pub latency: LatencyArgs,
+    pub zones: u32,
+    /// Where the HTML report goes, if anywhere.
+    pub html: Option<PathBuf>,
+    pub format: Format,
 }
 
 impl Default for BenchArgs {
+    /// Every value as `--help` states its default.
     fn default() -> BenchArgs {
         BenchArgs {
             target: PathBuf::new(),
+            allowed: Allowed::default(),
             tests: Vec::new(),
             size: 256 << 20,
             runs: 3,
-            destructive: false,
-            force: false,
-            allow_memory: false,
-            format: Format::Table,
-            html: None,
-            latency_count: 1000,
-            latency_bs: None,
-            zones: 16,
             time_per_run: 0.25,
+            latency: LatencyArgs {
+                count: 1000,
+                block_size: None,
+            },
+            zones: 16,
+            html: None,
+            format: Format::Table,
         }
     }
 }
@@ -238,7 +256,7 @@ pub const OPTIONS: &[BenchOption] = &[
              (default 1000)",
         ),
         |a, v| {
-            a.latency_count = number(v, "latency-count", 1, 1_000_000)? as u32;
+            a.latency.count = number(v, "latency-count", 1, 1_000_000)? as u32;
             Ok(())
         },
     ),
@@ -250,7 +268,7 @@ pub const OPTIONS: &[BenchOption] = &[
              alignment (default: that alignment, the logical sector)",
         ),
         |a, v| {
-            a.latency_bs = Some(size(v, "latency-bs", 1, "1 byte")?);
+            a.latency.block_size = Some(size(v, "latency-bs", 1, "1 byte")?);
             Ok(())
         },
     ),
@@ -273,7 +291,7 @@ pub const OPTIONS: &[BenchOption] = &[
              swap, held by RAID, LVM or device-mapper) is refused",
         ),
         |a, _| {
-            a.destructive = true;
+            a.allowed.destructive = true;
             Ok(())
         },
     ),
@@ -284,7 +302,7 @@ pub const OPTIONS: &[BenchOption] = &[
              (the kernel still refuses to open a device in use for writing)",
         ),
         |a, _| {
-            a.force = true;
+            a.allowed.force = true;
             Ok(())
         },
     ),
@@ -295,7 +313,7 @@ pub const OPTIONS: &[BenchOption] = &[
              disk), which is refused otherwise: its figures are the memory's",
         ),
         |a, _| {
-            a.allow_memory = true;
+            a.allowed.memory = true;
             Ok(())
         },
     ),
@@ -533,9 +551,10 @@ mod tests {
         ]);
         assert_eq!(a.tests, vec![TestName::SeqRead, TestName::Zones]);
         assert_eq!(a.size, 64 << 20);
-        assert_eq!(a.latency_bs, Some(4096));
+        assert_eq!(a.latency.block_size, Some(4096));
         let a = args(&["--json", "--destr", "x", "--allow-memory", "--html=r.html"]);
-        assert!(a.destructive && a.allow_memory && a.format == Format::Json);
+        assert!(a.allowed.destructive && a.allowed.memory && !a.allowed.force);
+        assert_eq!(a.format, Format::Json);
         assert_eq!(a.html, Some(PathBuf::from("r.html")));
     }
 

@@ -65,6 +65,17 @@ pub enum Pass {
     Measured(u32),
 }
 
+impl Pass {
+    /// How long a pass bounded by time runs: a quarter of a run for the
+    /// warm-up, which only wakes the device.
+    pub fn time(self, per_run: Duration) -> Duration {
+        match self {
+            Pass::WarmUp => per_run / 4,
+            Pass::Measured(_) => per_run,
+        }
+    }
+}
+
 /// How caches were dropped between runs, for the report.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CacheDrop {
@@ -102,15 +113,24 @@ fn measured(which: Pass, result: Result<Sample, BenchError>) -> Result<Flow, Ben
 pub struct Runner<'a> {
     pub target: &'a Target,
     pub runs: u32,
+    /// The time limit of a run the scenario bounds by time (a bs-sweep
+    /// size, a queue depth).
+    pub time_per_run: Duration,
     pub status: Status,
     pub cache: CacheDrop,
 }
 
 impl<'a> Runner<'a> {
-    pub fn new(target: &'a Target, runs: u32, status: Status) -> Runner<'a> {
+    pub fn new(
+        target: &'a Target,
+        runs: u32,
+        time_per_run: Duration,
+        status: Status,
+    ) -> Runner<'a> {
         Runner {
             target,
             runs,
+            time_per_run,
             status,
             cache: CacheDrop {
                 method: "fdatasync + posix_fadvise(DONTNEED) on the target before every run \

@@ -133,17 +133,7 @@ pub fn run(program: &str, words: &[OsString], signals: SignalPipes) -> i32 {
 }
 
 fn print(program: &str, text: &str) -> i32 {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("{program} bench: write error: {}", io_text(&e));
-            EXIT_FAILURE
-        }
-    }
+    crate::cli::print_stdout(&format!("{program} bench"), text)
 }
 
 /// Measure, then put the report together (also after an interruption,
@@ -160,16 +150,16 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
             )));
         }
     }
-    if let (true, Some(bs)) = (args.runs(TestName::Latency), args.latency_bs) {
+    if let (true, Some(bs)) = (args.runs(TestName::Latency), args.latency.block_size) {
         scenario::latency::check_block_size(&target, bs)?;
     }
     let mut out = scenario::Outcome::default();
-    let mut runner = measure::Runner::new(&target, args.runs, status);
+    let time_per_run = Duration::from_secs_f64(args.time_per_run);
+    let mut runner = measure::Runner::new(&target, args.runs, time_per_run, status);
     match target.created.then(|| scenario::fill(&target, &status)) {
         Some(Err(BenchError::Interrupted)) | None => {}
         Some(other) => other?,
     }
-    let time_per_run = Duration::from_secs_f64(args.time_per_run);
     for &test in &args.tests {
         if interrupt::pending() {
             break;
@@ -177,12 +167,15 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
         match test {
             TestName::SeqRead => scenario::seq::read(&mut runner, &mut out),
             TestName::SeqWrite => scenario::seq::write(&mut runner, &mut out),
-            TestName::BsSweep => scenario::sweep::run(&mut runner, time_per_run, &mut out),
+            TestName::BsSweep => scenario::sweep::run(&mut runner, &mut out),
             TestName::Latency => {
-                let bs = args.latency_bs.unwrap_or_else(|| target.direct_align());
-                scenario::latency::run(&mut runner, args.latency_count, bs, &mut out)
+                let bs = args
+                    .latency
+                    .block_size
+                    .unwrap_or_else(|| target.direct_align());
+                scenario::latency::run(&mut runner, args.latency.count, bs, &mut out)
             }
-            TestName::QdSweep => scenario::qd::run(&mut runner, time_per_run, &mut out),
+            TestName::QdSweep => scenario::qd::run(&mut runner, &mut out),
             TestName::Zones => scenario::zones::run(&mut runner, args.zones, &mut out),
         }
         .or_else(|e| match e {

@@ -133,14 +133,14 @@ impl Target {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(BenchError::io(format!("{}", given.display()), e)),
         };
-        let guard = |writing: bool| match args.force {
+        let guard = |writing: bool| match args.allowed.force {
             true => Ok(()),
             false => guard::check_output(given, writing).map_err(BenchError::Refused),
         };
         use std::os::unix::fs::FileTypeExt;
         match meta {
             Some(m) if m.is_dir() => {
-                not_in_memory(given, given, args.allow_memory)?;
+                not_in_memory(given, given, args.allowed.memory)?;
                 let name = format!(".ddx-bench-{}-{}", std::process::id(), nanos());
                 Self::create(given, given.join(name), Kind::Directory, args.size)
             }
@@ -150,7 +150,7 @@ impl Target {
                     Some(dir) if !dir.as_os_str().is_empty() => dir,
                     _ => Path::new("."),
                 };
-                not_in_memory(given, parent, args.allow_memory)?;
+                not_in_memory(given, parent, args.allowed.memory)?;
                 Self::create(given, given.to_owned(), Kind::File, args.size)
             }
             Some(m) if m.is_file() => {
@@ -161,8 +161,8 @@ impl Target {
                         given.display()
                     )));
                 }
-                not_in_memory(given, given, args.allow_memory)?;
-                guard(args.destructive)?;
+                not_in_memory(given, given, args.allowed.memory)?;
+                guard(args.allowed.destructive)?;
                 let device = device_info(open_path(given)?.as_fd());
                 Ok(Target {
                     given: given.to_owned(),
@@ -170,7 +170,7 @@ impl Target {
                     kind: Kind::File,
                     len: align_down(args.size.min(existing), direct_align(&device)),
                     full_len: existing,
-                    read_only: (!args.destructive)
+                    read_only: (!args.allowed.destructive)
                         .then(|| "an existing file is only written with --destructive".to_owned()),
                     created: false,
                     device,
@@ -181,7 +181,7 @@ impl Target {
                 let fd = open_path(given)?;
                 let device = device_info(fd.as_fd());
                 if let Some(disk) = device.disk_name.as_deref().filter(|d| ram_disk(d)) {
-                    if !args.allow_memory {
+                    if !args.allowed.memory {
                         return Err(BenchError::msg(format!(
                             "refusing to measure {}: it is a RAM disk ({disk}), so the figures \
                              would be the memory's, not a disk's; --allow-memory overrides",
@@ -196,14 +196,14 @@ impl Target {
                         given.display()
                     )));
                 }
-                guard(args.destructive)?;
+                guard(args.allowed.destructive)?;
                 Ok(Target {
                     given: given.to_owned(),
                     path: given.to_owned(),
                     kind: Kind::BlockDevice,
                     len: align_down(args.size.min(full_len), direct_align(&device)),
                     full_len,
-                    read_only: (!args.destructive)
+                    read_only: (!args.allowed.destructive)
                         .then(|| "a block device is only written with --destructive".to_owned()),
                     created: false,
                     device,

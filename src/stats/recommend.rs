@@ -355,6 +355,51 @@ mod tests {
         points
     }
 
+    /// Three rounds of `curve` measured with `noise` answer `expected`
+    /// for every one of `seeds` seeds.
+    fn always_answers(curve: impl Fn(u64) -> f64, seeds: u64, noise: f64, expected: u64) {
+        for seed in 0..seeds {
+            let points = measure(&curve, seed, 3, noise);
+            let answer = smallest_near_best(&points, NEAR_BEST);
+            assert_eq!(answer, Some(expected), "seed {seed}: {points:?}");
+        }
+    }
+
+    /// What a report prints is enough to check the answer: each figure is
+    /// its size's median, the best is the median of the three highest (or
+    /// a peak above it less the margin), the answer is the smallest size
+    /// at or over bar × best and every share is the figure over the best.
+    #[test]
+    fn the_answer_can_be_checked_on_the_figures() {
+        for (seed, noise) in (0..200).zip([0.0, 0.02, 0.05, 0.15].into_iter().cycle()) {
+            let points = measure(just_short_at_512k, seed, 6, noise);
+            let j = judge(&points, NEAR_BEST).unwrap();
+            let medians: Vec<(u64, f64)> = points
+                .iter()
+                .map(|(bs, s)| (*bs, median(s).unwrap()))
+                .collect();
+            assert_eq!(j.figures, medians, "seed {seed}");
+            let mut highest: Vec<f64> = medians.iter().map(|m| m.1).collect();
+            highest.sort_by(|a, b| b.total_cmp(a));
+            let plateau = median(&highest[..3]).unwrap();
+            assert!(j.best_bytes_per_sec == plateau || j.best_bytes_per_sec < highest[0]);
+            assert!(j.best_bytes_per_sec >= plateau, "seed {seed}");
+            assert!(
+                (FLOOR..=NEAR_BEST).contains(&j.bar),
+                "seed {seed}: {}",
+                j.bar
+            );
+            let line = j.bar * j.best_bytes_per_sec;
+            let chosen = medians.iter().position(|m| m.1 >= line * (1.0 - 1e-12));
+            assert_eq!(Some(medians[chosen.unwrap()].0), Some(j.block_size));
+            assert_eq!(j.of_best, j.share(medians[chosen.unwrap()].1));
+            for call in &j.close_calls {
+                let figure = medians.iter().find(|m| m.0 == call.block_size).unwrap().1;
+                assert_eq!(call.of_best, j.share(figure), "seed {seed}");
+            }
+        }
+    }
+
     /// Flat from 1 MiB; 512 KiB clearly short of it.
     fn flat_from_1mib(bs: u64) -> f64 {
         match bs {
@@ -409,14 +454,7 @@ mod tests {
         // The same noise as the flat curve, but the plateau starts at
         // 4 MiB: 2 MiB is still 25% short of it.
         let rising = |bs: u64| flat_from_1mib(bs / 4);
-        for seed in 0..200 {
-            let points = measure(rising, seed, 3, 0.05);
-            assert_eq!(
-                smallest_near_best(&points, NEAR_BEST),
-                Some(4 * MIB),
-                "seed {seed}"
-            );
-        }
+        always_answers(rising, 200, 0.05, 4 * MIB);
         // Heavy noise may blur the 95% line, but a size far short of the
         // plateau (256 KiB at 38%) is never recommended.
         for seed in 0..200 {
@@ -557,13 +595,6 @@ mod tests {
             b if b > MIB / 4 => 0.8,
             b => 0.8 * b as f64 / (MIB / 4) as f64,
         };
-        for seed in 0..50 {
-            let points = measure(peaked, seed, 3, 0.01);
-            assert_eq!(
-                smallest_near_best(&points, NEAR_BEST),
-                Some(MIB),
-                "seed {seed}"
-            );
-        }
+        always_answers(peaked, 50, 0.01, MIB);
     }
 }

@@ -162,9 +162,9 @@ fn sweep_chart(report: &Report) -> String {
                 color: s.color,
                 x: judgement.block_size as f64,
                 label: format!(
-                    "recommended {} ({}, {} of the best)",
-                    size_text(judgement.block_size),
+                    "{} {} ({} of best)",
                     s.name,
+                    size_text(judgement.block_size),
                     percent_text(judgement.of_best)
                 ),
                 bar: Some((
@@ -424,7 +424,8 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
              x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{TOP}\" y2=\"{bottom:.1}\" stroke=\"{color}\" \
              stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>\
              <text class=\"marker-label\" data-series=\"{series}\" x=\"{label_x:.1}\" \
-             y=\"{label_y:.1}\" fill=\"{color}\" transform=\"rotate(-90 {label_x:.1} {label_y:.1})\">{label}</text>",
+             y=\"{label_y:.1}\" fill=\"{color}\" stroke=\"#fafafa\" stroke-width=\"3\" \
+             paint-order=\"stroke\" transform=\"rotate(-90 {label_x:.1} {label_y:.1})\">{label}</text>",
             series = escape(&marker.series),
             data_x = marker.x,
             bottom = TOP + ph,
@@ -508,6 +509,132 @@ pub fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::measure::{CacheDrop, Sample};
+    use crate::bench::results::{Figure, Measure, Outcome, Settings, TargetReport};
+
+    /// A report of a bs-sweep whose reads level off from `read_knee` and
+    /// whose writes level off from `write_knee`, measured without noise.
+    fn sweep(read_knee: u64, write_knee: u64) -> Report {
+        let mut out = Outcome::default();
+        for (op, knee, top) in [("read", read_knee, 1e9), ("write", write_knee, 2e9)] {
+            for k in 12..=24 {
+                let bs = 1u64 << k;
+                let rate = top * (bs as f64 / knee as f64).min(1.0);
+                let ns = (bs as f64 * 1e9 / rate) as u64;
+                let run = Sample {
+                    bytes: bs * 4,
+                    ios: 4,
+                    elapsed: std::time::Duration::from_nanos(ns * 4),
+                    cpu: std::time::Duration::ZERO,
+                    latencies_ns: vec![ns; 4],
+                };
+                let figure = Figure {
+                    test: "bs-sweep",
+                    mode: "direct",
+                    op,
+                    pattern: "sequential",
+                    block_size: bs,
+                    queue_depth: 1,
+                    offset: None,
+                    measure: Measure::MedianRequest,
+                };
+                out.push(figure, &[run.clone(), run.clone(), run]);
+            }
+        }
+        let target = TargetReport {
+            path: "/dev/sdz".into(),
+            kind: "block device",
+            bench_file: None,
+            working_set_bytes: 1 << 30,
+            target_bytes: 1 << 30,
+            device: Default::default(),
+            writable: true,
+        };
+        let settings = Settings {
+            tests: vec!["bs-sweep"],
+            runs: 3,
+            sweep_rounds: 3,
+            warmup_runs: 1,
+            size: 1 << 30,
+            time_per_run_sec: 0.25,
+        };
+        let cache = CacheDrop {
+            method: "none".into(),
+            dropped: true,
+            note: None,
+        };
+        Report::assemble(std::time::UNIX_EPOCH, target, settings, cache, out, None)
+    }
+
+    /// A recommendation line or its label: series, x and colour.
+    type Drawn = (String, f64, String);
+
+    /// Each recommendation line, and each label.
+    fn markers(page: &str) -> (Vec<Drawn>, Vec<Drawn>) {
+        let attribute = |element: &str, name: &str| -> String {
+            let at = element.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            element[at..at + element[at..].find('"').unwrap()].to_owned()
+        };
+        let of_class = |class: &str, colour: &str| -> Vec<Drawn> {
+            page.split('<')
+                .filter(|e| e.contains(&format!("class=\"{class}\"")))
+                .map(|e| {
+                    let x = if class == "marker" { "x1" } else { "x" };
+                    (
+                        attribute(e, "data-series"),
+                        attribute(e, x).parse().unwrap(),
+                        attribute(e, colour),
+                    )
+                })
+                .collect()
+        };
+        (
+            of_class("marker", "stroke"),
+            of_class("marker-label", "fill"),
+        )
+    }
+
+    /// The report that put "recommended 1 MiB (write)" beside the 512 KiB
+    /// line: reads recommend 512 KiB, writes 1 MiB, the lines a size apart.
+    #[test]
+    fn each_label_sits_beside_its_own_line_in_its_colour() {
+        let report = sweep(512 << 10, 1 << 20);
+        assert_eq!(report.recommendation.read_block_size, Some(512 << 10));
+        assert_eq!(report.recommendation.write_block_size, Some(1 << 20));
+        let (lines, labels) = markers(&render(&report));
+        assert_eq!(lines.len(), 2);
+        assert_eq!(labels.len(), 2);
+        for (series, x, colour) in &lines {
+            let expected = if series == "read" { READ } else { WRITE };
+            assert_eq!(colour, expected);
+            let (_, label_x, label_colour) = labels.iter().find(|l| &l.0 == series).unwrap();
+            assert_eq!(label_colour, colour, "{series}");
+            let own = (label_x - x).abs();
+            assert!(own <= 14.0, "{series}: {own} px from its line");
+            for (_, other_x, _) in lines.iter().filter(|l| &l.0 != series) {
+                assert!(
+                    own < (label_x - other_x).abs(),
+                    "{series} nearer another line"
+                );
+            }
+        }
+    }
+
+    /// Both directions at one size: two lines in two colours at one x, the
+    /// labels on either side of it.
+    #[test]
+    fn one_size_for_both_directions_is_labelled_on_both_sides() {
+        let report = sweep(1 << 20, 1 << 20);
+        let (lines, labels) = markers(&render(&report));
+        assert_eq!(lines[0].1, lines[1].1);
+        assert_ne!(lines[0].2, lines[1].2);
+        let sides: Vec<f64> = labels.iter().map(|l| l.1 - lines[0].1).collect();
+        assert!(sides.iter().all(|d| d.abs() <= 14.0), "{sides:?}");
+        assert!(
+            sides[0] * sides[1] < 0.0,
+            "one label on each side: {sides:?}"
+        );
+    }
 
     #[test]
     fn steps_are_round() {

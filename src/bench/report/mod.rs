@@ -350,18 +350,21 @@ mod tests {
         assert!(lines[1].contains("from 600 MB/s to 1.10 GB/s"), "{lines:?}");
     }
 
+    /// Each formatter against the texts it must print.
     #[test]
     fn texts() {
-        assert_eq!(size_text(512), "512 B");
-        assert_eq!(size_text(4096), "4 KiB");
-        assert_eq!(size_text(16 << 20), "16 MiB");
-        assert_eq!(size_text(1536), "1.5 KiB");
-        assert_eq!(latency_text(85_300.0), "85.3 µs");
-        assert_eq!(latency_text(1_204_000.0), "1.20 ms");
-        assert_eq!(latency_text(950.0), "950 ns");
-        assert_eq!(iops_text(12_345.0), "12.3k");
-        assert_eq!(round_rate_text(1.5e9), "1.5 GB/s");
-        assert_eq!(rate_text(1.5e9), "1.50 GB/s");
-        assert_eq!(percent_text(0.9549), "95.5%");
+        type Format = fn(f64) -> String;
+        let cases: [(Format, f64, &str); 7] = [
+            (latency_text, 85_300.0, "85.3 µs"),
+            (latency_text, 1_204_000.0, "1.20 ms"),
+            (latency_text, 950.0, "950 ns"),
+            (iops_text, 12_345.0, "12.3k"),
+            (iops_text, 2.5e6, "2.50M"),
+            (round_rate_text, 1.5e9, "1.5 GB/s"),
+            (percent_text, 0.9549, "95.5%"),
+        ];
+        for (format, value, text) in cases {
+            assert_eq!(format(value), text, "{value}");
+        }
     }
 }

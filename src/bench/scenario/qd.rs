@@ -19,12 +19,8 @@ use crate::sys::ring::ReadRing;
 pub const DEPTHS: [u32; 5] = [1, 4, 16, 32, 64];
 const REQUEST: u64 = 4096;
 
-pub fn run(
-    runner: &mut Runner<'_>,
-    time_per_run: Duration,
-    out: &mut Outcome,
-) -> Result<(), BenchError> {
-    let target = runner.target;
+pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError> {
+    let (target, time_per_run) = (runner.target, runner.time_per_run);
     let request = REQUEST.max(target.direct_align());
     let Some(fd) = open(target, Op::Read, OFlags::DIRECT)? else {
         out.skip("qd-sweep", None, NO_DIRECT);
@@ -40,10 +36,7 @@ pub fn run(
         offset: None,
         measure: Measure::Run,
     };
-    let time_for = |pass| match pass {
-        Pass::WarmUp => time_per_run / 4,
-        Pass::Measured(_) => time_per_run,
-    };
+    let time_for = |pass: Pass| pass.time(time_per_run);
 
     for qd in DEPTHS {
         let mut ring = match ReadRing::new(qd as usize, request as usize) {

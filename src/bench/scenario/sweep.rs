@@ -10,12 +10,11 @@
 //! table prints the figures the rule was applied to.
 
 use std::os::fd::AsFd;
-use std::time::Duration;
 
 use rustix::fs::OFlags;
 
 use super::{open, sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT};
-use crate::bench::measure::{Pass, Runner};
+use crate::bench::measure::Runner;
 use crate::bench::results::{Figure, Measure};
 use crate::bench::BenchError;
 use crate::text::human::size_text;
@@ -39,12 +38,8 @@ pub fn block_sizes(smallest: u64, len: u64) -> Vec<u64> {
     sizes
 }
 
-pub fn run(
-    runner: &mut Runner<'_>,
-    time_per_run: Duration,
-    out: &mut Outcome,
-) -> Result<(), BenchError> {
-    let target = runner.target;
+pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError> {
+    let (target, time_per_run) = (runner.target, runner.time_per_run);
     let sizes = block_sizes(target.direct_align(), target.len);
     let Some(&largest) = sizes.last() else {
         out.skip(
@@ -72,10 +67,7 @@ pub fn run(
             runner.runs * ROUNDS_PER_RUN,
             |pass, i| {
                 let bs = sizes[i];
-                let time = match pass {
-                    Pass::WarmUp => time_per_run / 4,
-                    Pass::Measured(_) => time_per_run,
-                };
+                let time = pass.time(time_per_run);
                 let end = target.len - target.len % bs;
                 let stream = Stream {
                     op,
