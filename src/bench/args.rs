@@ -187,7 +187,7 @@ pub const OPTIONS: &[BenchOption] = &[
             "tests",
             "LIST",
             TEST_NAMES,
-            "the tests to run, comma-separated (default: all of them)",
+            "the tests to run, comma-separated; all of them by default",
         ),
         |a, v| {
             let mut tests = Vec::new();
