@@ -616,16 +616,17 @@ fn interrupted_mid_run(signal: i32, format: &[&str]) -> (String, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Wait for the bench file to be filled (32 MiB), then give the
+    // measuring a second and a half: runs of seq-read at least.
     let started = Instant::now();
-    while listing(dir.path()).len() == before.len() {
+    while !listing(dir.path()).iter().any(|(_, len)| *len == 32 << 20) {
         assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "no bench file appeared"
+            started.elapsed() < Duration::from_secs(30),
+            "no bench file was filled"
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    // Well into the run: past the fill and seq-read, inside the sweep.
-    std::thread::sleep(Duration::from_millis(2500));
+    std::thread::sleep(Duration::from_millis(1500));
     assert!(
         child.try_wait().unwrap().is_none(),
         "the bench ended too soon"
