@@ -8,6 +8,7 @@
 //! in order, and because option errors must read exactly as GNU getopt's.
 
 pub mod docs;
+pub mod getopt;
 pub mod options;
 pub mod reference;
 
@@ -100,8 +101,9 @@ fn try_help(program: &str) -> String {
     format!("Try '{program} --help' for more information.\n")
 }
 
-/// --help/--version output; a failed write is an error, as in GNU.
-fn print_stdout(program: &str, text: &str) -> i32 {
+/// --help/--version output; a failed write is an error, as in GNU (also
+/// `ddx bench --help`, whose `program` is "ddx bench").
+pub(crate) fn print_stdout(program: &str, text: &str) -> i32 {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     match stdout

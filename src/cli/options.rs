@@ -31,7 +31,7 @@ pub struct OptionSpec {
 }
 
 impl OptionSpec {
-    const fn switch(name: &'static str, help: &'static str) -> Self {
+    pub const fn switch(name: &'static str, help: &'static str) -> Self {
         OptionSpec {
             name,
             value: None,
@@ -40,7 +40,7 @@ impl OptionSpec {
         }
     }
 
-    const fn valued(name: &'static str, value: &'static str, help: &'static str) -> Self {
+    pub const fn valued(name: &'static str, value: &'static str, help: &'static str) -> Self {
         OptionSpec {
             name,
             value: Some(value),
@@ -49,7 +49,7 @@ impl OptionSpec {
         }
     }
 
-    const fn choice(
+    pub const fn choice(
         name: &'static str,
         value: &'static str,
         choices: &'static [&'static str],
@@ -160,10 +160,6 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::switch("version", "output version information and exit"),
 ];
 
-fn spec(name: &str) -> Option<&'static OptionSpec> {
-    OPTIONS.iter().find(|o| o.name == name)
-}
-
 pub fn scan(words: &[OsString]) -> Scan {
     let mut operands = Vec::with_capacity(words.len());
     let mut settings = Settings::default();
@@ -181,32 +177,9 @@ pub fn scan(words: &[OsString]) -> Scan {
         }
         if let Some(long) = bytes.strip_prefix(b"--") {
             let text = String::from_utf8_lossy(long);
-            let (name, inline_value) = match text.split_once('=') {
-                Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
-                None => (text.clone().into_owned(), None),
-            };
-            let matches: Vec<&OptionSpec> = OPTIONS
-                .iter()
-                .filter(|o| o.name.starts_with(name.as_str()))
-                .collect();
-            let chosen = match (spec(&name), matches.as_slice()) {
-                (Some(exact), _) => exact,
-                (None, [one]) => *one,
-                // GNU dd's own options keep every prefix GNU accepts
-                // ("--v" is --version), whatever ddx added beside them.
-                (None, several) if several.iter().any(|o| is_gnu_option(o.name)) => *several
-                    .iter()
-                    .find(|o| is_gnu_option(o.name))
-                    .expect("checked above"),
-                (None, []) => return Scan::Error(format!("unrecognized option '--{text}'")),
-                (None, several) => {
-                    let list: Vec<String> =
-                        several.iter().map(|o| format!("'--{}'", o.name)).collect();
-                    return Scan::Error(format!(
-                        "option '--{name}' is ambiguous; possibilities: {}",
-                        list.join(" ")
-                    ));
-                }
+            let (chosen, inline_value) = match super::getopt::find(OPTIONS, |o| o, &text) {
+                Ok((chosen, value)) => (chosen, value.map(str::to_owned)),
+                Err(message) => return Scan::Error(message),
             };
             if chosen.value.is_none() {
                 if inline_value.is_some() {
@@ -243,10 +216,6 @@ pub fn scan(words: &[OsString]) -> Scan {
         return Scan::Error(format!("invalid option -- '{letter}'"));
     }
     Scan::Operands(operands, settings)
-}
-
-fn is_gnu_option(name: &str) -> bool {
-    name == "help" || name == "version"
 }
 
 fn apply_switch(settings: &mut Settings, option: &str) {
@@ -337,10 +306,16 @@ fn apply_value(settings: &mut Settings, spec: &OptionSpec, value: &str) -> Resul
 /// The options part of `--help`, laid out as GNU does: the option in a
 /// 24-column gutter, its help wrapped at 78 columns beside it.
 pub fn options_help() -> String {
+    layout(OPTIONS)
+}
+
+/// `options` laid out as [`options_help`] lays out ddx's own (`ddx bench
+/// --help` uses it for its table).
+pub fn layout<'a>(options: impl IntoIterator<Item = &'a OptionSpec>) -> String {
     const GUTTER: usize = 24;
     const WIDTH: usize = 78;
     let mut out = String::new();
-    for option in OPTIONS {
+    for option in options {
         let head = match option.value {
             Some(value) => format!("      --{}={value}", option.name),
             None => format!("      --{}", option.name),

@@ -3,8 +3,7 @@
 //! over the `--progress-fd` descriptor. Nothing here opens a file.
 
 use std::io::{BufRead, IsTerminal};
-
-use rustix::event::{poll, PollFd, PollFlags};
+use std::os::fd::AsFd;
 
 use crate::guard;
 use crate::operands::CopyPlan;
@@ -47,24 +46,18 @@ pub fn guard(
 /// otherwise only note it while the read goes on.
 fn answer(signals: &SignalPipes) -> String {
     let stdin = std::io::stdin();
-    let watched: Vec<(&std::os::fd::OwnedFd, i32)> = [
-        (signals.interrupt.as_ref(), libc::SIGINT),
-        (signals.terminate.as_ref(), libc::SIGTERM),
-    ]
-    .into_iter()
-    .filter_map(|(pipe, signal)| pipe.map(|p| (p, signal)))
-    .collect();
-    let mut fds = vec![PollFd::new(&stdin, PollFlags::IN)];
-    fds.extend(watched.iter().map(|(p, _)| PollFd::new(*p, PollFlags::IN)));
-    if poll(&mut fds, None).is_ok() {
-        for (i, (_, signal)) in watched.iter().enumerate() {
-            if !fds[i + 1].revents().is_empty() {
-                emit(b"\n");
-                crate::sys::signals::die_of(*signal);
-            }
-        }
+    // Whatever else ends the wait (the answer, a poll cut short), the line
+    // is read as before.
+    let woken = crate::sys::signals::wait(
+        signals,
+        crate::sys::signals::Info::Leave,
+        Some(stdin.as_fd()),
+        None,
+    );
+    if let Some(signal) = woken.interrupted {
+        emit(b"\n");
+        crate::sys::signals::die_of(signal);
     }
-    drop(fds);
     let mut line = String::new();
     let _ = stdin.lock().read_line(&mut line);
     line

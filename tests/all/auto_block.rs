@@ -7,11 +7,17 @@ use std::path::Path;
 use crate::rigs::cmd::{gnu_dd, operand};
 use crate::rigs::fixture::{statistics, Ddx};
 
-fn chosen_block_size(stderr: &str) -> usize {
-    let line = stderr
+/// The --verbose line that says what bs=auto chose.
+fn verbose_line(stderr: &str) -> String {
+    stderr
         .lines()
         .find(|l| l.contains("bs=auto chose"))
-        .unwrap_or_else(|| panic!("no bs=auto line in {stderr}"));
+        .unwrap_or_else(|| panic!("no bs=auto line in {stderr}"))
+        .to_owned()
+}
+
+fn chosen_block_size(stderr: &str) -> usize {
+    let line = verbose_line(stderr);
     let bytes = line
         .split('(')
         .nth(1)
@@ -20,10 +26,40 @@ fn chosen_block_size(stderr: &str) -> usize {
     bytes.unwrap_or_else(|| panic!("no byte count in {line}"))
 }
 
-/// ddx with bs=auto, then GNU dd with the size ddx chose: the same
-/// statistics, exit status and bytes. (Not a `Compare`: GNU's operands
-/// come from ddx's run.)
-fn check_against_gnu(dir: &Path, input: &str, extra: &[&str]) {
+/// Read the --verbose line as a user would and check the rule it states
+/// on the figures it prints: the size it names is at or over the bar, and
+/// every smaller size it lists (the list goes from the smallest up) is
+/// under it. Returns the size it names, as printed.
+fn check_the_stated_rule(stderr: &str) -> String {
+    let line = verbose_line(stderr);
+    // "...: 256 KiB is the smallest size whose read throughput reaches the
+    // bar of 93.1% of the best (1.23 GB/s; ...); ...: 4 KiB 38.2 MB/s
+    // (3.1%), 16 KiB ..."
+    let (head, rest) = line
+        .split_once(" is the smallest size whose read throughput reaches the bar of ")
+        .unwrap_or_else(|| panic!("no rule in {line}"));
+    let answer = head.rsplit(": ").next().unwrap();
+    let (bar, rest) = rest.split_once("% of the best (").unwrap();
+    let bar: f64 = bar.parse().unwrap();
+    let points = rest.split_once(" rounds: ").unwrap().1;
+    let points = points.split("; at least").next().unwrap();
+    for point in points.split("), ") {
+        // "4 KiB 38.2 MB/s (3.1"
+        let (size, share) = point.split_once(" (").unwrap();
+        let share: f64 = share.trim_end_matches([')', '%']).parse().unwrap();
+        if size.starts_with(&format!("{answer} ")) {
+            assert!(share >= bar - 0.05, "{point} short of the bar: {line}");
+            return answer.to_owned();
+        }
+        assert!(share < bar + 0.05, "{point} reaches the bar: {line}");
+    }
+    panic!("{answer} not among the sizes listed: {line}");
+}
+
+/// Copy `input` with bs=auto, then with GNU dd at the size chosen: the
+/// same statistics, exit status and bytes (not a `Compare`: GNU's operands
+/// come from ddx's run); returns ddx's stderr.
+fn check_against_gnu(dir: &Path, input: &str, extra: &[&str]) -> String {
     let ours = dir.join("ours");
     let theirs = dir.join("theirs");
     let out = Ddx::as_dd()
@@ -53,6 +89,7 @@ fn check_against_gnu(dir: &Path, input: &str, extra: &[&str]) {
         "bs={chosen} {extra:?}"
     );
     assert!(std::fs::read(&ours).unwrap() == std::fs::read(&theirs).unwrap());
+    out.stderr
 }
 
 #[test]
@@ -63,7 +100,12 @@ fn a_probed_file_copies_as_gnu_dd_with_the_chosen_size() {
     let data = crate::rigs::bytes::pattern(48, (48 << 20) + 12345);
     std::fs::write(&input, &data).unwrap();
     let input = input.display().to_string();
-    check_against_gnu(dir.path(), &input, &[]);
+    let stderr = check_against_gnu(dir.path(), &input, &[]);
+    // Probed from offset 0: the rule's answer is the choice (no floor for
+    // a buffered copy), and it holds on the figures printed.
+    let answer = check_the_stated_rule(&stderr);
+    let chosen = chosen_block_size(&stderr);
+    assert!(verbose_line(&stderr).contains(&format!("chose {answer} ({chosen} bytes)")));
     check_against_gnu(dir.path(), &input, &["skip=1000B", "count=5000001B"]);
     check_against_gnu(
         dir.path(),
