@@ -181,11 +181,6 @@ impl Drop for MountedFs {
     }
 }
 
-/// Why a rig cannot be built here, printed by the skipping test.
-pub fn skip(test: &str, reason: &str) {
-    eprintln!("SKIPPED {test}: {reason}");
-}
-
 /// Runs a set-up tool to the end, with no stdin to wait on. Err says
 /// which step (`what`) failed, in the tool's own words.
 pub fn run_tool(cmd: &mut Command, what: &str) -> Result<Output, String> {
@@ -202,7 +197,6 @@ pub fn run_tool(cmd: &mut Command, what: &str) -> Result<Output, String> {
     Ok(out)
 }
 
-/// Whether `tool` is on PATH.
 /// The one way a test skips for want of a facility (a tool, root, a
 /// device, a server): one line saying why, or, when `DDX_REQUIRE_RIGS` is
 /// set (as CI sets it), a failure, so that a green CI proves every rig
@@ -214,6 +208,7 @@ pub fn skip(why: &str) {
     eprintln!("skipped: {why}");
 }
 
+/// Whether `tool` is on PATH.
 pub fn have(tool: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
