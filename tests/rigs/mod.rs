@@ -17,6 +17,7 @@
 
 pub mod bytes;
 pub mod cmd;
+pub mod nbd;
 pub mod signal;
 
 use std::path::{Path, PathBuf};
