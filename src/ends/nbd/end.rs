@@ -161,10 +161,13 @@ impl NbdEnd {
         conn
     }
 
-    /// Retire every completed request and hand it to whoever waits for it.
-    fn collect(&mut self) {
+    /// Retire every completed request and hand it to whoever waits for
+    /// it; how many there were.
+    fn collect(&mut self) -> usize {
+        let mut retired = 0;
         for conn in 0..self.conns.len() {
             while let Some(done) = self.conns[conn].completed() {
+                retired += 1;
                 let Some(done) = self.reads.accept(conn, done, &mut self.pool) else {
                     continue;
                 };
@@ -184,6 +187,7 @@ impl NbdEnd {
                 Err(e) => writes::State::Failed(e),
             };
         }
+        retired
     }
 
     /// Wait until some request makes progress, and collect. Err: none can
@@ -198,7 +202,9 @@ impl NbdEnd {
             }
         }
         if interest.is_empty() {
-            self.collect();
+            if self.collect() > 0 {
+                return Ok(());
+            }
             return Err(NbdError::new(
                 Errno::NOTCONN,
                 "the NBD connection has nothing in flight to wait for",
