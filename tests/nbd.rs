@@ -727,4 +727,21 @@ fn nbds_over_a_unix_socket_with_a_psk_made_here() {
             "{message}"
         );
     }
+
+    // A TLS server that dies mid-copy: an error, not SIGPIPE.
+    let mut end = NbdEnd::open(&uri(&tls), Access::Write).unwrap();
+    pipelined(&mut end, 256 * KIB, 4);
+    write_all(&mut end, &data[..MIB], 256 * KIB);
+    server.kill();
+    let mut failed = None;
+    for block in data.chunks(256 * KIB).cycle().take(64) {
+        if let Err(errno) = end.write(block) {
+            failed = Some(errno);
+            break;
+        }
+    }
+    let failed = failed.or_else(|| end.settle().err());
+    assert_eq!(failed, Some(Errno::NOTCONN));
+    let detail = end.take_detail().unwrap();
+    assert!(!detail.contains(&key), "{detail}");
 }
