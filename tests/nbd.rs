@@ -413,14 +413,16 @@ fn a_read_error_at_a_known_offset_leaves_the_position_before_it() {
 
 #[test]
 fn read_ahead_and_write_behind_overlap_requests_on_a_slow_server() {
+    // 16 in flight: ideally two delays for all; on a loaded machine
+    // anything under half the serial time still shows the overlap.
     let requests = 32;
-    let delay = Duration::from_millis(10);
+    let delay = Duration::from_millis(20);
     let Some(server) = nbdkit(&[
         "--filter=delay",
         "memory",
         "size=4M",
-        "delay-read=10ms",
-        "delay-write=10ms",
+        "delay-read=20ms",
+        "delay-write=20ms",
     ]) else {
         return;
     };
@@ -433,7 +435,7 @@ fn read_ahead_and_write_behind_overlap_requests_on_a_slow_server() {
     write_all(&mut end, &data, 64 * KIB);
     assert_eq!(end.settle(), Ok(()));
     let took = started.elapsed();
-    assert!(took < serial / 3, "{requests} writes took {took:?}");
+    assert!(took < serial / 2, "{requests} writes took {took:?}");
     Box::new(end).close().unwrap();
 
     let mut end = open(&server, Access::Read);
@@ -445,7 +447,7 @@ fn read_ahead_and_write_behind_overlap_requests_on_a_slow_server() {
         assert!(buf == block);
     }
     let took = started.elapsed();
-    assert!(took < serial / 3, "{requests} reads took {took:?}");
+    assert!(took < serial / 2, "{requests} reads took {took:?}");
 }
 
 #[test]

@@ -133,6 +133,7 @@ extern "C" {
     pub fn nbd_aio_notify_write(h: *mut nbd_handle) -> c_int;
     pub fn nbd_aio_in_flight(h: *mut nbd_handle) -> c_int;
     pub fn nbd_aio_is_dead(h: *mut nbd_handle) -> c_int;
+    pub fn nbd_aio_is_closed(h: *mut nbd_handle) -> c_int;
     pub fn nbd_aio_peek_command_completed(h: *mut nbd_handle) -> i64;
     pub fn nbd_aio_command_completed(h: *mut nbd_handle, cookie: u64) -> c_int;
 }

@@ -244,17 +244,18 @@ impl Handle {
     }
 
     /// A submission's result: its cookie, or why it was refused. A
-    /// request refused because the connection is gone says ENOTCONN, as
-    /// the requests that were in flight on it do (libnbd says EINVAL,
-    /// "invalid state: DEAD").
+    /// request refused because the connection is gone (dead, or closed by
+    /// the server) says ENOTCONN, as the requests that were in flight on
+    /// it do (libnbd says EINVAL, "invalid state: DEAD").
     fn cookie(&self, r: i64) -> Result<Cookie, NbdError> {
         if r >= 1 {
             return Ok(r as Cookie);
         }
         let mut error = last_error();
-        // SAFETY: h is live; is_dead only reads its state (the message
-        // was copied above, before this call could replace it).
-        if unsafe { ffi::nbd_aio_is_dead(self.raw.as_ptr()) } == 1 {
+        let h = self.raw.as_ptr();
+        // SAFETY: h is live; these only read its state (the message was
+        // copied above, before these calls could replace it).
+        if unsafe { ffi::nbd_aio_is_dead(h) == 1 || ffi::nbd_aio_is_closed(h) == 1 } {
             error.errno = Errno::NOTCONN;
         }
         Err(error)
