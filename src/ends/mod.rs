@@ -23,6 +23,7 @@
 //! finalised in `Drop`.
 
 pub mod file;
+pub mod nbd;
 pub mod open;
 
 use std::fmt;
@@ -170,6 +171,14 @@ pub trait End: Send + fmt::Debug {
     fn write_zeroes(&mut self, len: u64) -> Result<(), Errno> {
         let _ = len;
         Err(Errno::NOTSUP)
+    }
+
+    /// Wait for everything the end deferred (writes behind) and report
+    /// the first error not reported yet, while [`End::take_detail`] and
+    /// [`End::written_until`] can still be asked, which they cannot after
+    /// `close` consumed the end. Ends that defer nothing: Ok.
+    fn settle(&mut self) -> Result<(), Errno> {
+        Ok(())
     }
 
     /// More about the last error than its errno, once (a server's

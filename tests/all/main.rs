@@ -18,6 +18,8 @@ mod differential;
 mod direct_io;
 mod filesystems;
 mod guard;
+#[cfg(feature = "nbd")]
+mod nbd;
 mod progress;
 mod rescue;
 mod splice;

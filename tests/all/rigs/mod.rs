@@ -17,6 +17,7 @@
 pub mod bytes;
 pub mod cmd;
 pub mod fixture;
+pub mod nbd;
 pub mod signal;
 mod skips;
 
