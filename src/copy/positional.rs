@@ -39,7 +39,7 @@ pub fn run(
         command_line,
     } = *copying;
     let size = rescue::input_size(input.end.as_mut()).map_err(|errno| {
-        Failure::Diagnostic(Diagnostic::CannotFstat {
+        Failure::from(Diagnostic::CannotFstat {
             file: input.name.clone(),
             errno,
         })
@@ -88,7 +88,7 @@ pub fn run(
         tap,
     };
     let report = rescue::run(job, counters, reporter).map_err(|_| {
-        Failure::Diagnostic(Diagnostic::NoMemory {
+        Failure::from(Diagnostic::NoMemory {
             buffer: crate::engine::diagnostic::BufferKind::Input,
             size: plan.input_block_size,
         })

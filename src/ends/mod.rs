@@ -25,6 +25,7 @@
 pub mod file;
 pub mod nbd;
 pub mod open;
+pub mod remote;
 
 use std::fmt;
 use std::os::fd::BorrowedFd;
