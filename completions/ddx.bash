@@ -10,12 +10,12 @@ _ddx() {
     COMPREPLY=()
     if [[ $word != *=* ]]; then
         local IFS=$' \t\n'
-        COMPREPLY=($(compgen -W "bs= cbs= conv= count= ibs= if= iflag= obs= of= oflag= seek= skip= status= iseek= oseek= --backend= --queue-depth= --request-size= --offload --no-offload --keep-cache --rescue --map= --resume --sector-size= --hash= --verify --progress-fd= --verbose --force --help --version" -- "$word"))
+        COMPREPLY=($(compgen -W "bs= cbs= conv= count= ibs= if= iflag= obs= of= oflag= seek= skip= status= iseek= oseek= --backend= --queue-depth= --request-size= --offload --no-offload --keep-cache --rescue --map= --resume --sector-size= --hash= --hash-file= --verify --progress-fd= --verbose --force --help --version" -- "$word"))
         [[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace
         return
     fi
     case "$key=" in
-        if=|of=) 
+        if=|of=|--map=|--hash-file=) 
             local IFS=$'\n'
             COMPREPLY=($(compgen -f -- "$value"))
             COMPREPLY=("${COMPREPLY[@]/#/$lead}")
@@ -24,7 +24,10 @@ _ddx() {
         conv=) values="ascii ebcdic ibm block unblock lcase ucase sparse swab noerror nocreat excl notrunc sync fdatasync fsync"; list=1 ;;
         iflag=|oflag=) values="append direct directory dsync noatime nocache noctty nofollow nonblock sync fullblock count_bytes skip_bytes seek_bytes"; list=1 ;;
         status=) values="none noxfer progress" ;;
-        --backend=*) values="auto sync threads uring" ;;
+        --backend=) values="auto sync threads uring"; list=0 ;;
+        --sector-size=) values="512 1024 2048 4096 8192 16384 32768 65536"; list=0 ;;
+        --hash=) values="sha256 blake3 xxh3"; list=1 ;;
+        bs=) values="auto" ;;
         *) return ;;
     esac
     local done=""

@@ -1,6 +1,15 @@
 # fish completion for ddx: generated from src/cli/reference.rs and src/cli/options.rs by `DDX_REGENERATE=1 cargo test --lib docs`: do not edit
 
 complete -c ddx -f
+
+# A comma-separated list after --option=: complete its last item.
+function __ddx_list
+    set -l value (string replace -r '^--[^=]*=' '' -- (commandline -ct))
+    set -l done (string replace -r '[^,]*$' '' -- $value)
+    for word in $argv
+        echo $done$word
+    end
+end
 complete -c ddx -l backend -x -a 'auto sync threads uring' -d 'how reads and writes overlap: \'auto\''
 complete -c ddx -l queue-depth -x -d 'records'
 complete -c ddx -l request-size -x -d 'where records are decoupled from requests'
@@ -8,10 +17,11 @@ complete -c ddx -l offload -d 'hand file-to-file copies to copy_file_range where
 complete -c ddx -l no-offload -d 'copy through ddx\'s own buffers, never with copy_file_range or splice'
 complete -c ddx -l keep-cache -d 'leave a large copy\'s data in the page cache'
 complete -c ddx -l rescue -d 'on a read error, retry the failed part one logical sector at a time so'
-complete -c ddx -l map -x -d 'keep a GNU ddrescue mapfile of what is copied and what is bad, saved t'
+complete -c ddx -l map -r -F -d 'keep a GNU ddrescue mapfile of what is copied and what is bad, saved t'
 complete -c ddx -l resume -d 'continue an interrupted copy from its map'
-complete -c ddx -l sector-size -x -d 'the retry unit of --rescue'
-complete -c ddx -l hash -x -d 'digest what is copied, alongside the copy, and print it with the stati'
+complete -c ddx -l sector-size -x -a '512 1024 2048 4096 8192 16384 32768 65536' -d 'the retry unit of --rescue'
+complete -c ddx -l hash -x -a '(__ddx_list sha256 blake3 xxh3)' -d 'digest what is copied, alongside the copy, and print it with the stati'
+complete -c ddx -l hash-file -r -F -d 'also write the --hash digest'
 complete -c ddx -l verify -d 'after the copy, read the output back, bypassing the cache, and report'
 complete -c ddx -l progress-fd -x -d 'write progress as JSON, one object per line, to file descriptor FD abo'
 complete -c ddx -l verbose -d 'after the statistics, say how the copy ran: backend, request size, que'
@@ -36,6 +46,11 @@ function __ddx_operand
         case status=
             for level in none noxfer progress
                 echo $key=$level
+            end
+            return
+        case bs=
+            for word in auto
+                echo $key=$word
             end
             return
         case '*'

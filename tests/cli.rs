@@ -175,6 +175,69 @@ fn bad_operands_touch_no_file() {
     );
 }
 
+/// `--option VALUE` is never read as `--option=VALUE`: every option that
+/// takes a value, followed by an operand, by a plain word or by nothing,
+/// is getopt's "requires an argument" (exit 1, nothing created), and the
+/// word after it is left as an operand.
+#[test]
+fn an_option_never_takes_the_next_word_as_its_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::write(&input, b"data").unwrap();
+    let output = dir.path().join("out");
+    let if_ = format!("if={}", input.display());
+    let of = format!("of={}", output.display());
+    let valued: Vec<&str> = ddx::cli::options::OPTIONS
+        .iter()
+        .filter(|o| o.value.is_some())
+        .map(|o| o.name)
+        .collect();
+    for name in [
+        "map",
+        "hash",
+        "hash-file",
+        "sector-size",
+        "backend",
+        "queue-depth",
+    ] {
+        assert!(valued.contains(&name), "--{name} takes a value");
+    }
+    for name in valued {
+        let option = format!("--{name}");
+        let followers: [&[&str]; 4] = [&[&if_, &of], &[], &["FILE", &if_, &of], &[&of, "4"]];
+        for after in followers {
+            let out = ddx()
+                .arg(&option)
+                .args(after)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{option} {after:?}: {err}");
+            assert_eq!(
+                err,
+                format!(
+                    "ddx: option '{option}' requires an argument\n\
+                     Try 'ddx --help' for more information.\n"
+                ),
+                "{option} {after:?}"
+            );
+            assert!(out.stdout.is_empty());
+            assert!(!output.exists(), "{option} {after:?} created the output");
+        }
+    }
+    // With its value in the same word, the next word is an operand, and
+    // one without '=' fails as GNU dd's does.
+    let gnu = code_and_stderr(gnu_dd().args(["FILE", &if_, &of]));
+    let ours = code_and_stderr(
+        rigs::cmd::ddx_as_dd()
+            .args(["--queue-depth=4", "FILE", &if_, &of])
+            .stdin(Stdio::null()),
+    );
+    assert_eq!(ours, gnu);
+    assert!(!output.exists());
+}
+
 #[test]
 fn errors_name_the_operand_in_one_line() {
     let (code, err) = code_and_stderr(ddx().arg("bs=12q"));

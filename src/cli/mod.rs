@@ -199,7 +199,7 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     reporter.finish();
     // The statistics are out; a signal now ends the read-back at once.
     crate::sys::signals::default_from_now_on();
-    let failed = extras.finish(hash_job, &plan, &reporter) || failed;
+    let failed = extras.finish(hash_job, &plan, &reporter, failed) || failed;
     if let Some(report) = report {
         report.print(&reporter, &counters);
     }
