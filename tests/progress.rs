@@ -363,6 +363,35 @@ fn live_line_in_a_terminal() {
     );
 }
 
+/// Ctrl-C typed at the terminal during a copy: the terminal echoes "^C"
+/// where the cursor is, and the live line is cleared before the final
+/// statistics all the same (it once stayed above them: the echo wrapped
+/// past a line that filled the width, out of reach of the clear).
+#[test]
+fn ctrl_c_clears_the_live_line() {
+    // The shell survives the Ctrl-C (a handler, which ddx does not
+    // inherit, unlike an ignored signal) to show ddx's status.
+    let command = "trap 'true' INT\n\
+                   ddx if=/dev/zero of=/dev/null bs=10 count=100000000 status=progress";
+    let Some(tmux) = Tmux::start("ctrl-c", 100, 8, command) else {
+        rigs::skip("tmux cannot start (CI installs it)");
+        return;
+    };
+    let during = tmux.wait_for("ETA", Duration::from_secs(10));
+    assert!(during.contains("ETA"), "no live line: {during}");
+    // Past the first tick, so a frame has been drawn at full length.
+    std::thread::sleep(Duration::from_millis(1200));
+    tmux.press("C-c");
+    let after = tmux.wait_for("EXIT=", Duration::from_secs(10));
+    save_capture("ctrl-c-after", &after);
+    assert!(after.contains("EXIT=130"), "{after}");
+    assert!(!after.contains("ETA"), "the live line is cleared: {after}");
+    let lines: Vec<&str> = after.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines[0].ends_with("+0 records in"), "{after}");
+    assert!(lines[1].ends_with("+0 records out"), "{after}");
+    assert!(lines[2].contains(" copied, "), "{after}");
+}
+
 /// A terminal session of its own (its own tmux server socket) running
 /// `script` with `ddx` on PATH (so messages say "ddx:"), then showing
 /// "EXIT=status"; killed when dropped. None, with the reason printed,
@@ -429,6 +458,11 @@ impl Tmux {
 
     fn send(&self, keys: &str) {
         self.tmux(&["send-keys", "-t", "t", keys, "Enter"]);
+    }
+
+    /// Keys as typed, no Enter after them ("C-c" is Ctrl-C).
+    fn press(&self, keys: &str) {
+        self.tmux(&["send-keys", "-t", "t", keys]);
     }
 
     fn capture(&self) -> String {

@@ -920,6 +920,58 @@ fn resume_continues_after_a_read_error() {
     );
 }
 
+/// A resumed copy says once, before anything else, what its map holds:
+/// bytes done, left and bad.
+#[test]
+fn resume_says_where_it_stands_first() {
+    let scratch = tempfile::tempdir().unwrap();
+    let input = scratch.path().join("input");
+    let output = scratch.path().join("output");
+    let map = scratch.path().join("output.map");
+    let contents = pattern(1 << 20);
+    std::fs::write(&input, &contents).unwrap();
+    std::fs::write(&output, &contents[..1 << 18]).unwrap();
+    // ddrescue's format: 256 KiB finished, one bad sector, the rest not tried.
+    std::fs::write(
+        &map,
+        "# Mapfile\n0x00040200     ?               1\n\
+         0x00000000  0x00040000  +\n\
+         0x00040000  0x00000200  -\n\
+         0x00040200  0x000BFE00  ?\n",
+    )
+    .unwrap();
+    let out = copy(
+        ddx_as_dd().args([format!("--map={}", map.display()), "--resume".into()]),
+        &input,
+        &output,
+        &["bs=64k"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let first = stderr.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        format!(
+            "dd: resuming from '{}': 262144 bytes done, 785920 left, 512 bad (25% done)",
+            map.display()
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("resuming from").count(), 1, "{stderr}");
+    // Only what was left is copied; the bad sector stays bad (no --rescue).
+    assert!(stderr.contains("\n785920 bytes ("), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let written = std::fs::read(&output).unwrap();
+    assert!(written[0x40200..] == contents[0x40200..]);
+    // status=none: errors only, so not this line.
+    let out = copy(
+        ddx_as_dd().args([format!("--map={}", map.display()), "--resume".into()]),
+        &input,
+        &output,
+        &["bs=64k", "status=none"],
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("resuming"));
+}
+
 /// GNU ddrescue, direct, with `sector`-byte sectors: whether it succeeded.
 fn ddrescue(sector: u32, input: &Path, output: &Path, map: &Path) -> bool {
     Command::new("ddrescue")

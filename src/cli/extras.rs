@@ -306,6 +306,11 @@ impl Extras {
             }
             _ => Map::new(start, end),
         };
+        if let (Some(path), true) = (&request.map_path, self.resuming) {
+            if plan.status != crate::operands::StatusLevel::None {
+                reporter.message(rescue::resume_summary(&map, path));
+            }
+        }
         let hashing = match self.start_hashing() {
             Ok(hashing) => hashing,
             Err(message) => {
