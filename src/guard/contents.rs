@@ -294,6 +294,9 @@ pub fn describe(contents: &Contents) -> String {
                     let inside = match &entry.contents {
                         Contents::Volume(volume) => volume_text(volume),
                         Contents::Nothing => "no file system".into(),
+                        // A DOS extended partition: its logical ones
+                        // (5, 6...) are entries of their own.
+                        Contents::Table(_) => "extended, holding the logical partitions".into(),
                         other => describe(other),
                     };
                     format!("{} ({}): {inside}", entry.number, size(entry.size))
@@ -373,6 +376,31 @@ mod tests {
                     partitions: vec![],
                 }),
                 "a DOS (MBR) partition table with 0 partitions",
+            ),
+            (
+                Contents::Table(Table {
+                    kind: "dos".into(),
+                    partitions: vec![
+                        Entry {
+                            number: 2,
+                            start: 1 << 20,
+                            size: 8 << 20,
+                            contents: Contents::Table(Table {
+                                kind: "dos".into(),
+                                partitions: vec![],
+                            }),
+                        },
+                        Entry {
+                            number: 5,
+                            start: 2 << 20,
+                            size: 4 << 20,
+                            contents: Contents::Several,
+                        },
+                    ],
+                }),
+                "a DOS (MBR) partition table with 2 partitions: 2 (8.0 MiB): extended, \
+                 holding the logical partitions; 5 (4.0 MiB): signatures of several kinds \
+                 (see wipefs --no-act for the list)",
             ),
             (
                 Contents::Nothing,
