@@ -164,7 +164,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     if let Some(aftermath) = aftermath {
         failed |= aftermath.report(&reporter);
     }
-    failed |= extras.finish(hash_job, plan, &reporter);
+    failed |= extras.finish(hash_job, plan, &reporter, failed);
     if let Some(report) = report {
         report.print(&reporter, &counters);
     }

@@ -64,6 +64,11 @@ pub fn run(
             })?,
         _ => Map::new(start, end),
     };
+    if let (Some(path), true) = (&request.map_path, resuming) {
+        if plan.status != crate::operands::StatusLevel::None {
+            reporter.message(rescue::resume_summary(&map, path));
+        }
+    }
     let sector = request
         .sector
         .unwrap_or_else(|| rescue::logical_sector(input.end.as_ref()));
