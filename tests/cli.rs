@@ -121,7 +121,7 @@ fn stdin_after_read_errors_passed_over_is_where_gnu_dd_leaves_it() {
     let contents = rigs::bytes::xorshift(11, 1 << 20);
     let device = match rigs::NbdDevice::with_bad_ranges(&contents, &[(0x40000, 0x200)]) {
         Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip_test(test, &reason),
     };
     for operands in ["bs=4k conv=noerror", "bs=4k conv=noerror,sync", "bs=64k"] {
         let left = |dd: &str| {

@@ -81,7 +81,7 @@ fn read_errors_match_gnu_dd_on_every_backend() {
     let bad = [(0x19000, 0x400), (0x4A000, 0x200), (0x8FE00, 0x600)];
     let device = match rigs::NbdDevice::with_bad_ranges(&contents, &bad) {
         Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip_test(test, &reason),
     };
     let scratch = tempfile::tempdir().unwrap();
     for operands in [
@@ -128,7 +128,7 @@ fn bad_blocks(map: &str) -> Vec<(u64, u64)> {
 fn rescue_recovers_what_gnu_ddrescue_recovers() {
     let test = "rescue_recovers_what_gnu_ddrescue_recovers";
     if !rigs::have("ddrescue") {
-        return rigs::skip(test, "ddrescue is not installed (package gddrescue)");
+        return rigs::skip_test(test, "ddrescue is not installed (package gddrescue)");
     }
     let size = 1 << 20;
     let contents = pattern(size);
@@ -140,7 +140,7 @@ fn rescue_recovers_what_gnu_ddrescue_recovers() {
     ];
     let device = match rigs::NbdDevice::with_bad_ranges(&contents, &bad) {
         Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip_test(test, &reason),
     };
     let scratch = tempfile::tempdir().unwrap();
     let theirs = scratch.path().join("ddrescue.img");
@@ -259,13 +259,13 @@ fn resume_after_sigkill_gives_the_uninterrupted_copy() {
     // About 21 ms per 16 KiB request: a whole copy takes ~2.7 s.
     let device = match rigs::NbdDevice::slow(&contents, 20) {
         Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip_test(test, &reason),
     };
     // The output and its checkpoint on a tmpfs: the map is synced twice a
     // second, which need not reach this machine's disk.
     let scratch = match rigs::SmallTmpfs::new(16 << 20) {
         Ok(fs) => fs,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip_test(test, &reason),
     };
     let output = scratch.path().join("copy.img");
     let checkpoint = scratch.path().join("copy.img.ddx-map");
@@ -377,7 +377,7 @@ fn hashes_equal_the_checksum_tools() {
     for (algorithm, tool, args) in tools {
         match tool_digest(tool, args, &input) {
             Some(digest) => expected.push((algorithm, digest)),
-            None => rigs::skip(
+            None => rigs::skip_test(
                 &format!("hashes_equal_the_checksum_tools ({algorithm})"),
                 &format!("{tool} is not installed"),
             ),
@@ -471,7 +471,7 @@ fn verify_passes_a_good_copy_and_catches_a_flipped_byte() {
     // (Every request to this device runs a shell: keep them few and large.)
     let device = match rigs::NbdDevice::flipping_writes(&vec![0; size], flip_at) {
         Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip_test(test, &reason),
     };
     for extra in [
         &["bs=1M"][..],
@@ -511,7 +511,7 @@ fn a_signal_during_verify_ends_it_at_once() {
     // Reads of 100 ms each: reading 4 MiB back takes seconds.
     let device = match rigs::NbdDevice::slow(&vec![0; size], 100) {
         Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip_test(test, &reason),
     };
     for signal in [libc::SIGINT, libc::SIGTERM] {
         use std::io::Read;
@@ -547,7 +547,7 @@ fn enospc_matches_gnu_dd_on_every_backend() {
     let test = "enospc_matches_gnu_dd_on_every_backend";
     let fs = match rigs::SmallTmpfs::new(1 << 20) {
         Ok(fs) => fs,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip_test(test, &reason),
     };
     let scratch = tempfile::tempdir().unwrap();
     let input = scratch.path().join("input");
@@ -612,7 +612,7 @@ fn write_eio_matches_gnu_dd_on_every_backend() {
     // blkdebug's sector 512 is byte 262144.
     let rig = match rigs::FailingWrites::new(size, 512) {
         Ok(rig) => rig,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip_test(test, &reason),
     };
     let scratch = tempfile::tempdir().unwrap();
     let input = scratch.path().join("input");
@@ -728,7 +728,7 @@ fn resume_continues_after_a_read_error() {
     let contents = pattern(size);
     let device = match rigs::NbdDevice::with_bad_ranges(&contents, &[(0x40000, 0x200)]) {
         Ok(device) => device,
-        Err(reason) => return rigs::skip(test, &reason),
+        Err(reason) => return rigs::skip_test(test, &reason),
     };
     let scratch = tempfile::tempdir().unwrap();
     let output = scratch.path().join("out");
