@@ -9,6 +9,7 @@ pub mod cli;
 pub mod ends;
 pub mod engine;
 pub mod guard;
+pub mod image;
 pub mod integrity;
 pub mod operands;
 pub mod progress;
