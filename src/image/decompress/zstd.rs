@@ -24,7 +24,15 @@ use crate::image::source::Source;
 
 /// Compressed bytes held to find where a frame ends before decoding it as
 /// a stream instead.
-pub const MAX_FRAME_IN_MEMORY: usize = 64 << 20;
+pub const MAX_FRAME_IN_MEMORY: usize = 32 << 20;
+/// A frame whose header promises more than this is decoded as a stream at
+/// once: it is the whole file (as the zstd tool writes), there is nothing
+/// to overlap it with, and looking for its end would only delay the first
+/// byte.
+const STREAM_AT_ONCE: u64 = 256 << 20;
+/// The longest frame header (RFC 8878: magic, descriptor, window, the
+/// dictionary id and the content size).
+const MAX_HEADER: usize = 18;
 /// A frame whose header promises at most this much is decoded in one
 /// call into one buffer (zstd then writes straight into it).
 const ONE_SHOT_MAX: u64 = 32 << 20;
@@ -93,7 +101,7 @@ struct Dispatcher {
 impl Dispatcher {
     fn frames(&mut self, parts: &SyncSender<Part>, jobs: &SyncSender<Job>) -> Result<(), Stop> {
         loop {
-            self.want(8)?;
+            self.want(MAX_HEADER)?;
             let live = self.live();
             if live.is_empty() {
                 announce(parts, Part::End)?;
@@ -119,7 +127,12 @@ impl Dispatcher {
                     "unknown frame magic (not a zstd frame)",
                 )));
             }
-            match self.whole_frame(offset)? {
+            let promised = zstd_safe::get_frame_content_size(live).ok().flatten();
+            let whole = match promised {
+                Some(size) if size > STREAM_AT_ONCE => None,
+                _ => self.whole_frame(offset)?,
+            };
+            match whole {
                 Some(len) => {
                     let frame = self.buf[self.lo..self.lo + len].to_vec();
                     self.lo += len;
