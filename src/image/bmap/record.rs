@@ -8,9 +8,10 @@
 //! unmapped.
 //!
 //! Mapped means what bmaptool means where the input can say: the block
-//! meets a data extent (SEEK_DATA/SEEK_HOLE). A stream, a pipe or a block
-//! device has no extents; there a block is mapped unless all its bytes are
-//! zero. That is the only information a stream carries, and it is what a
+//! meets a data extent (SEEK_DATA/SEEK_HOLE) of a regular file (or of a
+//! remote export that reports them). A stream or a pipe has no extents,
+//! and a block device calls all of itself data; there a block is mapped
+//! unless all its bytes are zero. That is the only information a stream carries, and it is what a
 //! restore with `--bmap` then skips: the target keeps whatever those
 //! blocks held before, exactly as bmaptool treats holes. A filesystem
 //! that needs zeroed blocks it has not allocated (rare: ext4 and XFS
@@ -32,9 +33,8 @@ use crate::transform::is_all_zero;
 /// How blocks are classed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Classing {
-    /// By the input's data extents: the image offset 0 is this absolute
-    /// offset of the input.
-    Extents { base: u64 },
+    /// By the input's data extents.
+    Extents,
     /// By their bytes: all zeros is a hole.
     Zeros,
 }
@@ -198,6 +198,9 @@ pub struct BmapRecorder {
     recording: Option<Recording>,
     handed: Arc<Mutex<Option<Recording>>>,
     classing: Classing,
+    /// The input's absolute offset at image offset 0, where the input can
+    /// seek (so that seeks can be followed and extents asked for).
+    base: Option<u64>,
     /// The input offset, relative to where the recorder started.
     pos: u64,
     /// Where the image starts, relative to where the recorder started.
@@ -217,14 +220,20 @@ impl BmapRecorder {
         block_size: u64,
         origin: u64,
     ) -> (BmapRecorder, Arc<Mutex<Option<Recording>>>) {
-        let classing = match input.kind().positional() {
-            true => match input.seek(Whence::Current(0)) {
-                Ok(here) => Classing::Extents {
-                    base: here + origin,
-                },
-                Err(_) => Classing::Zeros,
-            },
-            false => Classing::Zeros,
+        let base = match input.kind().positional() {
+            true => input
+                .seek(Whence::Current(0))
+                .ok()
+                .map(|here| here + origin),
+            false => None,
+        };
+        // A regular file's extents are its allocation; a remote export
+        // may report real ones too. A block device says all of it is
+        // data, which would map every block: its zeros are the holes.
+        let extents = matches!(input.kind(), Kind::RegularFile | Kind::Remote);
+        let classing = match base {
+            Some(_) if extents => Classing::Extents,
+            _ => Classing::Zeros,
         };
         let handed = Arc::new(Mutex::new(None));
         let recorder = BmapRecorder {
@@ -243,6 +252,7 @@ impl BmapRecorder {
             }),
             handed: Arc::clone(&handed),
             classing,
+            base,
             pos: 0,
             origin,
             extent: None,
@@ -255,7 +265,7 @@ impl BmapRecorder {
     /// mapped. Extent queries move the input: it is put back at `restore`
     /// (absolute).
     fn mapped(&mut self, start: u64, end: u64, block: &[u8], restore: u64) -> bool {
-        let Classing::Extents { base } = self.classing else {
+        let (Classing::Extents, Some(base)) = (self.classing, self.base) else {
             return !is_all_zero(block);
         };
         if self.none_after.is_some_and(|after| after <= start) {
@@ -299,10 +309,7 @@ impl BmapRecorder {
         };
         let start = from.max(self.origin);
         if start < to {
-            let restore = match self.classing {
-                Classing::Extents { base } => base - self.origin + self.pos,
-                Classing::Zeros => 0,
-            };
+            let restore = self.restore();
             let mut mapped = |s: u64, e: u64, block: &[u8]| self.mapped(s, e, block, restore);
             match data {
                 Some(bytes) => {
@@ -313,6 +320,12 @@ impl BmapRecorder {
             }
         }
         self.recording = Some(recording);
+    }
+
+    /// The input's absolute position now (where extent queries put it
+    /// back).
+    fn restore(&self) -> u64 {
+        self.base.map_or(0, |base| base - self.origin + self.pos)
     }
 
     fn break_recording(&mut self, why: &str) {
@@ -344,7 +357,7 @@ impl End for BmapRecorder {
 
     fn seek(&mut self, to: Whence) -> Result<u64, Errno> {
         let at = self.inner.seek(to)?;
-        let Classing::Extents { base } = self.classing else {
+        let Some(base) = self.base else {
             // Without a known base a seek cannot be followed.
             if !matches!(to, Whence::Current(0)) {
                 self.break_recording("the input was sought, and its position is not known");
@@ -396,10 +409,7 @@ impl End for BmapRecorder {
             if !recording.block.is_empty() {
                 let start = recording.seen - recording.block.len() as u64;
                 let end = start + recording.block_size;
-                let restore = match self.classing {
-                    Classing::Extents { base } => base - self.origin + self.pos,
-                    Classing::Zeros => 0,
-                };
+                let restore = self.restore();
                 recording.pending_mapped =
                     self.mapped(start, end, &recording.block.clone(), restore);
             }

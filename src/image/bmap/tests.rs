@@ -307,3 +307,24 @@ fn an_abandoned_copy_records_no_map() {
     Box::new(recorder).abandon();
     assert!(slot.lock().unwrap().is_none());
 }
+
+#[test]
+fn a_block_device_is_mapped_by_its_zeros_not_by_its_all_data_extents() {
+    let (image, _) = image_and_map();
+    let (mut input, _) = Memory::new(Kind::BlockDevice, image.clone());
+    // What SEEK_DATA says on a block device: all of it is data.
+    input.extents = Some(vec![(0, image.len() as u64)]);
+    let (recorder, slot) = BmapRecorder::new(Box::new(input), 4096, 0);
+    let mut recorder: Box<dyn End> = Box::new(recorder);
+    assert_eq!(read_all(&mut *recorder, 1 << 20).unwrap(), image);
+    recorder.close().unwrap();
+    let map = slot
+        .lock()
+        .unwrap()
+        .take()
+        .unwrap()
+        .finish(image.len() as u64)
+        .unwrap();
+    let spans: Vec<_> = map.ranges.iter().map(|r| (r.first, r.last)).collect();
+    assert_eq!(spans, vec![(1, 2), (10, 10)]);
+}
