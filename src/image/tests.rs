@@ -218,3 +218,19 @@ fn a_skip_reads_over_the_stream_as_gnu_does_on_a_pipe() {
     assert_eq!(end.size(), Ok(None));
     assert_eq!(end.kind(), Kind::Stream);
 }
+
+#[test]
+fn concatenated_xz_streams_and_their_padding_decode_as_xz_does() {
+    let (a, b) = (sample(300_000, 21), sample(200_000, 22));
+    let mut packed = compress(&a, "xz:0", 65536);
+    packed.extend([0u8; 8]);
+    packed.extend(compress(&b, "xz:0", 65536));
+    let mut end = decompressing(packed);
+    assert_eq!(read_all(&mut end, 1 << 20).unwrap(), [a, b].concat());
+    // Padding that is not a multiple of four is corruption.
+    let mut bad = compress(&sample(1000, 23), "xz:0", 1000);
+    bad.extend([0u8; 3]);
+    let mut end = decompressing(bad);
+    assert_eq!(read_all(&mut end, 1 << 20), Err(Errno::BADMSG));
+    assert!(end.take_detail().unwrap().contains("padding"));
+}
