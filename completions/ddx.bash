@@ -1,4 +1,4 @@
-# bash completion for ddx: generated from src/cli/reference.rs and src/cli/options.rs by `DDX_REGENERATE=1 cargo test --lib docs`: do not edit
+# bash completion for ddx: generated from src/cli/reference.rs, src/cli/options.rs and src/bench/args.rs by `DDX_REGENERATE=1 cargo test --lib docs`: do not edit
 _ddx() {
     local word=${COMP_LINE:0:$COMP_POINT}
     word=${word##*[[:space:]]}
@@ -8,14 +8,28 @@ _ddx() {
     [[ ${COMP_WORDS[COMP_CWORD]} == "=" ]] && lead="="
     local key=${word%%=*} value=${word#*=} values="" list=0
     COMPREPLY=()
+    # After "ddx bench": its options, and files for its TARGET.
+    local bench=0
+    [[ ${COMP_WORDS[1]} == bench ]] && (( COMP_CWORD > 1 )) && bench=1
     if [[ $word != *=* ]]; then
         local IFS=$' \t\n'
-        COMPREPLY=($(compgen -W "bs= cbs= conv= count= ibs= if= iflag= obs= of= oflag= seek= skip= status= iseek= oseek= --backend= --queue-depth= --request-size= --offload --no-offload --keep-cache --rescue --map= --resume --sector-size= --hash= --verify --progress-fd= --verbose --force --help --version" -- "$word"))
+        if (( bench )) && [[ $word != -* ]]; then
+            IFS=$'\n'
+            COMPREPLY=($(compgen -f -- "$word"))
+            compopt -o filenames
+            return
+        elif (( bench )); then
+            COMPREPLY=($(compgen -W "--tests= --size= --runs= --time-per-run= --latency-count= --latency-bs= --zones= --destructive --force --allow-memory --json --markdown --html= --help --version" -- "$word"))
+        else
+            COMPREPLY=($(compgen -W "bs= cbs= conv= count= ibs= if= iflag= obs= of= oflag= seek= skip= status= iseek= oseek= --backend= --queue-depth= --request-size= --offload --no-offload --keep-cache --rescue --map= --resume --sector-size= --hash= --verify --progress-fd= --verbose --force --help --version" -- "$word"))
+            (( COMP_CWORD == 1 )) && COMPREPLY+=($(compgen -W "bench" -- "$word"))
+        fi
         [[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace
         return
     fi
+    (( bench )) && key="bench $key"
     case "$key=" in
-        if=|of=) 
+        if=|of=|"bench --html=") 
             local IFS=$'\n'
             COMPREPLY=($(compgen -f -- "$value"))
             COMPREPLY=("${COMPREPLY[@]/#/$lead}")
@@ -25,6 +39,7 @@ _ddx() {
         iflag=|oflag=) values="append direct directory dsync noatime nocache noctty nofollow nonblock sync fullblock count_bytes skip_bytes seek_bytes"; list=1 ;;
         status=) values="none noxfer progress" ;;
         --backend=*) values="auto sync threads uring" ;;
+        "bench --tests=") values="seq-read seq-write bs-sweep latency qd-sweep zones"; list=1 ;;
         *) return ;;
     esac
     local done=""

@@ -1,23 +1,50 @@
-# fish completion for ddx: generated from src/cli/reference.rs and src/cli/options.rs by `DDX_REGENERATE=1 cargo test --lib docs`: do not edit
+# fish completion for ddx: generated from src/cli/reference.rs, src/cli/options.rs and src/bench/args.rs by `DDX_REGENERATE=1 cargo test --lib docs`: do not edit
 
 complete -c ddx -f
-complete -c ddx -l backend -x -a 'auto sync threads uring' -d 'how reads and writes overlap: \'auto\''
-complete -c ddx -l queue-depth -x -d 'records'
-complete -c ddx -l request-size -x -d 'where records are decoupled from requests'
-complete -c ddx -l offload -d 'hand file-to-file copies to copy_file_range wherever the kernel takes'
-complete -c ddx -l no-offload -d 'copy through ddx\'s own buffers, never with copy_file_range or splice'
-complete -c ddx -l keep-cache -d 'leave a large copy\'s data in the page cache'
-complete -c ddx -l rescue -d 'on a read error, retry the failed part one logical sector at a time so'
-complete -c ddx -l map -x -d 'keep a GNU ddrescue mapfile of what is copied and what is bad, saved t'
-complete -c ddx -l resume -d 'continue an interrupted copy from its map'
-complete -c ddx -l sector-size -x -d 'the retry unit of --rescue'
-complete -c ddx -l hash -x -d 'digest what is copied, alongside the copy, and print it with the stati'
-complete -c ddx -l verify -d 'after the copy, read the output back, bypassing the cache, and report'
-complete -c ddx -l progress-fd -x -d 'write progress as JSON, one object per line, to file descriptor FD abo'
-complete -c ddx -l verbose -d 'after the statistics, say how the copy ran: backend, request size, que'
-complete -c ddx -l force -d 'write even where the guard refuses: a mounted, swap or held block devi'
-complete -c ddx -l help -d 'display this help and exit'
-complete -c ddx -l version -d 'output version information and exit'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l backend -x -a 'auto sync threads uring' -d 'how reads and writes overlap: \'auto\''
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l queue-depth -x -d 'records'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l request-size -x -d 'where records are decoupled from requests'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l offload -d 'hand file-to-file copies to copy_file_range wherever the kernel takes'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l no-offload -d 'copy through ddx\'s own buffers, never with copy_file_range or splice'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l keep-cache -d 'leave a large copy\'s data in the page cache'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l rescue -d 'on a read error, retry the failed part one logical sector at a time so'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l map -r -F -d 'keep a GNU ddrescue mapfile of what is copied and what is bad, saved t'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l resume -d 'continue an interrupted copy from its map'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l sector-size -x -d 'the retry unit of --rescue'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l hash -x -d 'digest what is copied, alongside the copy, and print it with the stati'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l verify -d 'after the copy, read the output back, bypassing the cache, and report'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l progress-fd -x -d 'write progress as JSON, one object per line, to file descriptor FD abo'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l verbose -d 'after the statistics, say how the copy ran: backend, request size, que'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l force -d 'write even where the guard refuses: a mounted, swap or held block devi'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l help -d 'display this help and exit'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l version -d 'output version information and exit'
+
+complete -c ddx -n '__fish_use_subcommand' -a bench -d 'measure a disk'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l tests -x -a '(__ddx_list seq-read seq-write bs-sweep latency qd-sweep zones)' -d 'the tests to run, comma-separated'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l size -x -d 'the working set, at least 1M'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l runs -x -d 'measured runs per figure, 1 to 100, after one warm-up'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l time-per-run -x -d 'the time limit of one run of a bs-sweep size or a queue depth'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l latency-count -x -d 'synchronous writes and reads per run of the latency test, 1 to 1000000'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l latency-bs -x -d 'the request size of the latency test, a multiple of the target\'s O_DIR'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l zones -x -d 'offsets measured by the zones test, 2 to 1024'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l destructive -d 'allow the write tests on a block device or an existing file, destroyin'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l force -d 'measure even where the copy\'s guard refuses, as the copy\'s --force doe'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l allow-memory -d 'measure a target with no disk under it'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l json -d 'print the report as JSON'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l markdown -d 'print the report as Markdown tables, for pasting into an issue'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l html -r -F -d 'also write a self-contained HTML report with charts to FILE'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l help -d 'display this help and exit'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l version -d 'output version information and exit'
+complete -c ddx -n '__fish_seen_subcommand_from bench; and not string match -q -- "-*" (commandline -ct)' -F
+
+# A comma-separated list: complete its last item.
+function __ddx_list
+    set -l value (string replace -r '^[^=]*=' '' -- (commandline -ct))
+    set -l done (string replace -r '[^,]*$' '' -- $value)
+    for item in $argv
+        echo $done$item
+    end
+end
 
 function __ddx_operand
     set -l token (commandline -ct)
@@ -64,4 +91,4 @@ function __ddx_operand
     end
 end
 
-complete -c ddx -n 'not string match -q -- "-*" (commandline -ct)' -a '(__ddx_operand)'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench; and not string match -q -- "-*" (commandline -ct)' -a '(__ddx_operand)'

@@ -6,13 +6,16 @@
 
 pub mod bench;
 pub mod cli;
+pub mod copy;
 pub mod ends;
 pub mod engine;
 pub mod guard;
 pub mod image;
 pub mod integrity;
 pub mod operands;
+pub mod planner;
 pub mod progress;
+pub mod request;
 pub mod rescue;
 pub mod stats;
 pub mod sys;

@@ -1,30 +1,41 @@
-//! The bench subcommand's options. Unlike the copy, `ddx bench` has no dd
-//! operands to keep in order, so clap parses it; sizes still use dd's
-//! number grammar (`256M`, `4K`, `1GB`) so one dialect serves both.
+//! The bench subcommand's options, in one table ([`OPTIONS`]) that keeps
+//! each option's name, help and parsing together, as the copy's options
+//! are kept (`cli::options`, whose [`OptionSpec`], help layout and getopt
+//! rules this reuses): `ddx bench --help`, the man page's bench section
+//! and the bench completions are generated from it (`cli::docs`), and its
+//! errors read as GNU getopt's, in the voice of the rest of ddx. A value is
+//! given as `--option=VALUE` only, so an option can never take the TARGET
+//! for its value. Sizes use dd's number grammar (`256M`, `4K`, `1GB`).
 
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use crate::cli::getopt;
+use crate::cli::options::OptionSpec;
+use crate::cli::reference::wrap;
 
 /// The tests `--tests` can choose, in the order they run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum TestName {
-    /// sequential read, O_DIRECT (hdparm -t) and from the page cache (hdparm -T)
     SeqRead,
-    /// sequential write: buffered, +fdatasync, +fsync, O_DSYNC, O_SYNC, O_DIRECT
     SeqWrite,
-    /// read and write throughput from 512 B to 16 MiB, and the recommended bs
     BsSweep,
-    /// small O_DIRECT+O_DSYNC writes and O_DIRECT reads, every latency kept
     Latency,
-    /// random 4 KiB reads at queue depth 1, 4, 16, 32, 64 (io_uring)
     QdSweep,
-    /// read throughput at evenly spaced offsets across the target
     Zones,
 }
 
 impl TestName {
+    pub const ALL: [TestName; 6] = [
+        TestName::SeqRead,
+        TestName::SeqWrite,
+        TestName::BsSweep,
+        TestName::Latency,
+        TestName::QdSweep,
+        TestName::Zones,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             TestName::SeqRead => "seq-read",
@@ -35,127 +46,592 @@ impl TestName {
             TestName::Zones => "zones",
         }
     }
+
+    pub fn help(self) -> &'static str {
+        match self {
+            TestName::SeqRead => {
+                "sequential read, O_DIRECT (hdparm -t) and from the page cache (hdparm -T)"
+            }
+            TestName::SeqWrite => {
+                "sequential write: buffered, +fdatasync, +fsync, O_DSYNC, O_SYNC, O_DIRECT \
+                 (needs --destructive on a block device or an existing file)"
+            }
+            TestName::BsSweep => {
+                "read and write throughput from the logical sector to 16 MiB, and the \
+                 recommended block size"
+            }
+            TestName::Latency => {
+                "small O_DIRECT+O_DSYNC writes and O_DIRECT reads, every latency kept"
+            }
+            TestName::QdSweep => "random 4 KiB reads at queue depth 1, 4, 16, 32, 64 (io_uring)",
+            TestName::Zones => "read throughput at evenly spaced offsets across the target",
+        }
+    }
+
+    /// Whether the test only writes (nothing of it runs on a target that
+    /// may only be read).
+    pub fn only_writes(self) -> bool {
+        self == TestName::SeqWrite
+    }
+
+    fn parse(name: &str) -> Option<TestName> {
+        TestName::ALL.into_iter().find(|t| t.name() == name)
+    }
 }
 
-/// Measure a disk honestly: caches bypassed or named, every figure the
-/// median of several runs, results as a table, JSON, Markdown or HTML.
-///
-/// TARGET is a file, a directory (ddx creates a temporary file there and
-/// removes it, also when interrupted) or a block device (only read, unless
-/// --destructive).
-#[derive(Debug, Parser)]
-#[command(name = "ddx bench", version, max_term_width = 100)]
-pub struct BenchArgs {
-    /// file, directory or block device to measure
-    pub target: PathBuf,
+/// The names `--tests` takes, for completions.
+const TEST_NAMES: &[&str] = &[
+    "seq-read",
+    "seq-write",
+    "bs-sweep",
+    "latency",
+    "qd-sweep",
+    "zones",
+];
 
-    /// tests to run, comma-separated [default: all]
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
-    pub tests: Vec<TestName>,
+/// How the report is printed on standard output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    #[default]
+    Table,
+    Json,
+    Markdown,
+}
 
-    /// working-set size (dd's number grammar: 256M, 1G, 64MB)
-    #[arg(long, value_name = "N", default_value = "256M", value_parser = parse_size)]
-    pub size: u64,
+/// The smallest working set worth measuring (and the smallest file).
+pub const MIN_SIZE: u64 = 1 << 20;
 
-    /// measured runs per figure, plus one warm-up (bs-sweep: twice as
-    /// many rounds, for a steady recommendation)
-    #[arg(long, value_name = "R", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub runs: u32,
-
-    /// allow write tests on a block device or an existing file (destroys
-    /// its contents); a mounted or otherwise busy device is refused
-    #[arg(long)]
+/// What the user allowed to be done to the target, beyond reading it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Allowed {
+    /// `--destructive`: write a block device or an existing file.
     pub destructive: bool,
+    /// `--force`: measure where the copy's guard would refuse.
+    pub force: bool,
+    /// `--allow-memory`: measure a target with no disk under it.
+    pub memory: bool,
+}
 
-    /// print the report as JSON (schema_version 1) instead of a table
-    #[arg(long, conflicts_with = "markdown")]
-    pub json: bool,
+/// The latency test's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LatencyArgs {
+    /// Requests per run.
+    pub count: u32,
+    /// Bytes per request; None: the target's O_DIRECT alignment.
+    pub block_size: Option<u64>,
+}
 
-    /// print the report as Markdown tables, for pasting into an issue
-    #[arg(long)]
-    pub markdown: bool,
-
-    /// also write a self-contained HTML report with charts to FILE
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-
-    /// synchronous writes and reads in the latency test
-    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
-    pub latency_count: u32,
-
-    /// request size of the latency test [default: the logical sector]
-    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
-    pub latency_bs: Option<u64>,
-
-    /// offsets measured by the zones test
-    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(2..=1024))]
-    pub zones: u32,
-
-    /// time limit of one run of a bs-sweep point or a queue depth, seconds
-    #[arg(long, value_name = "SECONDS", default_value_t = 0.25)]
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchArgs {
+    /// The file, directory or block device to measure.
+    pub target: PathBuf,
+    pub allowed: Allowed,
+    /// The tests to run, in their order, each once.
+    pub tests: Vec<TestName>,
+    /// The working set, in bytes.
+    pub size: u64,
+    pub runs: u32,
     pub time_per_run: f64,
+    pub latency: LatencyArgs,
+    pub zones: u32,
+    /// Where the HTML report goes, if anywhere.
+    pub html: Option<PathBuf>,
+    pub format: Format,
+}
+
+impl Default for BenchArgs {
+    /// Every value as `--help` states its default.
+    fn default() -> BenchArgs {
+        BenchArgs {
+            target: PathBuf::new(),
+            allowed: Allowed::default(),
+            tests: Vec::new(),
+            size: 256 << 20,
+            runs: 3,
+            time_per_run: 0.25,
+            latency: LatencyArgs {
+                count: 1000,
+                block_size: None,
+            },
+            zones: 16,
+            html: None,
+            format: Format::Table,
+        }
+    }
 }
 
 impl BenchArgs {
-    pub fn parse_from_words(program: &str, words: &[OsString]) -> Result<BenchArgs, clap::Error> {
-        let argv = std::iter::once(OsString::from(format!("{program} bench")))
-            .chain(words.iter().cloned());
-        let mut args = BenchArgs::try_parse_from(argv)?;
-        if args.tests.is_empty() {
-            args.tests = TestName::value_variants().to_vec();
-        }
-        args.tests.sort();
-        args.tests.dedup();
-        Ok(args)
-    }
-
     pub fn runs(&self, test: TestName) -> bool {
         self.tests.contains(&test)
     }
 }
 
-fn parse_size(text: &str) -> Result<u64, String> {
-    match crate::operands::number::parse(text.as_bytes()).result {
-        Ok(n) if n.value > 0 => Ok(n.value),
-        Ok(_) => Err("must be more than zero".to_owned()),
+/// One `ddx bench` option: what `--help`, the man page and the
+/// completions say of it, and how its value is taken (a switch's is "").
+pub struct BenchOption {
+    pub spec: OptionSpec,
+    apply: fn(&mut BenchArgs, &str) -> Result<(), String>,
+}
+
+const fn option(
+    spec: OptionSpec,
+    apply: fn(&mut BenchArgs, &str) -> Result<(), String>,
+) -> BenchOption {
+    BenchOption { spec, apply }
+}
+
+/// Every `ddx bench` option, in the order `--help` lists them.
+pub const OPTIONS: &[BenchOption] = &[
+    option(
+        OptionSpec::choice(
+            "tests",
+            "LIST",
+            TEST_NAMES,
+            "the tests to run, comma-separated; all of them by default",
+        ),
+        |a, v| {
+            let mut tests = Vec::new();
+            for name in v.split(',') {
+                let test = TestName::parse(name).ok_or_else(|| {
+                    let valid: Vec<String> = TEST_NAMES.iter().map(|t| format!("'{t}'")).collect();
+                    format!(
+                        "invalid argument '{name}' for '--tests'; valid arguments are {}",
+                        valid.join(", ")
+                    )
+                })?;
+                tests.push(test);
+            }
+            tests.sort();
+            tests.dedup();
+            a.tests = tests;
+            Ok(())
+        },
+    ),
+    option(
+        OptionSpec::valued(
+            "size",
+            "N",
+            "the working set, at least 1M (default 256M; dd's number grammar: 256M, \
+             1G, 64MB); a file or device smaller than N is measured whole",
+        ),
+        |a, v| {
+            a.size = size(v, "size", MIN_SIZE, "1M (1048576 bytes)")?;
+            Ok(())
+        },
+    ),
+    option(
+        OptionSpec::valued(
+            "runs",
+            "R",
+            "measured runs per figure, 1 to 100, after one warm-up (default 3; the \
+             bs-sweep measures twice as many rounds, for a steady recommendation)",
+        ),
+        |a, v| {
+            a.runs = number(v, "runs", 1, 100)? as u32;
+            Ok(())
+        },
+    ),
+    option(
+        OptionSpec::valued(
+            "time-per-run",
+            "SECONDS",
+            "the time limit of one run of a bs-sweep size or a queue depth (default 0.25)",
+        ),
+        |a, v| match v.parse::<f64>() {
+            Ok(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => {
+                a.time_per_run = s;
+                Ok(())
+            }
+            _ => Err(format!(
+                "invalid argument '{v}' for '--time-per-run': a number of seconds, more \
+                 than 0 and at most 3600"
+            )),
+        },
+    ),
+    option(
+        OptionSpec::valued(
+            "latency-count",
+            "N",
+            "synchronous writes and reads per run of the latency test, 1 to 1000000 \
+             (default 1000)",
+        ),
+        |a, v| {
+            a.latency.count = number(v, "latency-count", 1, 1_000_000)? as u32;
+            Ok(())
+        },
+    ),
+    option(
+        OptionSpec::valued(
+            "latency-bs",
+            "BYTES",
+            "the request size of the latency test, a multiple of the target's O_DIRECT \
+             alignment (default: that alignment, the logical sector)",
+        ),
+        |a, v| {
+            a.latency.block_size = Some(size(v, "latency-bs", 1, "1 byte")?);
+            Ok(())
+        },
+    ),
+    option(
+        OptionSpec::valued(
+            "zones",
+            "N",
+            "offsets measured by the zones test, 2 to 1024 (default 16)",
+        ),
+        |a, v| {
+            a.zones = number(v, "zones", 2, 1024)? as u32;
+            Ok(())
+        },
+    ),
+    option(
+        OptionSpec::switch(
+            "destructive",
+            "allow the write tests on a block device or an existing file, destroying \
+             its contents; a device the copy's wrong-device guard refuses (mounted, \
+             swap, held by RAID, LVM or device-mapper) is refused",
+        ),
+        |a, _| {
+            a.allowed.destructive = true;
+            Ok(())
+        },
+    ),
+    option(
+        OptionSpec::switch(
+            "force",
+            "measure even where the copy's guard refuses, as the copy's --force does \
+             (the kernel still refuses to open a device in use for writing)",
+        ),
+        |a, _| {
+            a.allowed.force = true;
+            Ok(())
+        },
+    ),
+    option(
+        OptionSpec::switch(
+            "allow-memory",
+            "measure a target with no disk under it (tmpfs, ramfs, devtmpfs, a RAM \
+             disk), which is refused otherwise: its figures are the memory's",
+        ),
+        |a, _| {
+            a.allowed.memory = true;
+            Ok(())
+        },
+    ),
+    option(
+        OptionSpec::switch(
+            "json",
+            "print the report as JSON (schema_version 2, every run kept) instead of a \
+             table",
+        ),
+        |a, _| set_format(a, Format::Json, "json"),
+    ),
+    option(
+        OptionSpec::switch(
+            "markdown",
+            "print the report as Markdown tables, for pasting into an issue",
+        ),
+        |a, _| set_format(a, Format::Markdown, "markdown"),
+    ),
+    option(
+        OptionSpec::valued(
+            "html",
+            "FILE",
+            "also write a self-contained HTML report with charts to FILE",
+        ),
+        |a, v| {
+            if v.is_empty() {
+                return Err("invalid argument '' for '--html': a file name".to_owned());
+            }
+            a.html = Some(PathBuf::from(v));
+            Ok(())
+        },
+    ),
+    option(
+        OptionSpec::switch("help", "display this help and exit"),
+        |_, _| Ok(()),
+    ),
+    option(
+        OptionSpec::switch("version", "output version information and exit"),
+        |_, _| Ok(()),
+    ),
+];
+
+fn set_format(a: &mut BenchArgs, format: Format, name: &str) -> Result<(), String> {
+    if a.format != Format::Table && a.format != format {
+        return Err(format!(
+            "option '--{name}' conflicts with the other report format chosen \
+             (--json or --markdown: give one)"
+        ));
+    }
+    a.format = format;
+    Ok(())
+}
+
+/// A size by dd's number grammar, at least `min`.
+fn size(value: &str, option: &str, min: u64, min_text: &str) -> Result<u64, String> {
+    match crate::operands::number::parse(value.as_bytes()).result {
+        Ok(n) if n.value >= min => Ok(n.value),
+        Ok(_) => Err(format!(
+            "invalid argument '{value}' for '--{option}': at least {min_text}"
+        )),
         Err(_) => Err(format!(
-            "invalid size '{text}' (examples: 4096, 4K, 256M, 1G)"
+            "invalid argument '{value}' for '--{option}': a size such as 4096, 4K, 256M or 1G"
         )),
     }
+}
+
+/// A whole number from `min` to `max`.
+fn number(value: &str, option: &str, min: u64, max: u64) -> Result<u64, String> {
+    match value.parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "invalid argument '{value}' for '--{option}': a number from {min} to {max}"
+        )),
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq)]
+pub enum Parsed {
+    Run(BenchArgs),
+    Help,
+    Version,
+    /// getopt's message, or why the operands do not make a bench.
+    Error(String),
+}
+
+/// Read the words after "bench", as GNU getopt would: options anywhere
+/// before "--", one TARGET operand.
+pub fn parse(words: &[OsString]) -> Parsed {
+    let mut args = BenchArgs::default();
+    let mut targets: Vec<PathBuf> = Vec::new();
+    let mut options_ended = false;
+    for word in words {
+        let bytes = word.as_bytes();
+        if options_ended || bytes.len() < 2 || bytes[0] != b'-' {
+            targets.push(PathBuf::from(word));
+            continue;
+        }
+        if bytes == b"--" {
+            options_ended = true;
+            continue;
+        }
+        let Some(long) = bytes.strip_prefix(b"--") else {
+            let letter = String::from_utf8_lossy(&bytes[1..2]).into_owned();
+            return Parsed::Error(format!("invalid option -- '{letter}'"));
+        };
+        let text = String::from_utf8_lossy(long);
+        let (option, value) = match getopt::find(OPTIONS, |o| &o.spec, &text) {
+            Ok(found) => found,
+            Err(message) => return Parsed::Error(message),
+        };
+        let name = option.spec.name;
+        match (option.spec.value, value) {
+            (None, Some(_)) => {
+                return Parsed::Error(format!("option '--{name}' doesn't allow an argument"))
+            }
+            (Some(_), None) => {
+                return Parsed::Error(format!(
+                    "option '--{name}' requires an argument (as --{name}=VALUE)"
+                ))
+            }
+            _ => {}
+        }
+        match name {
+            "help" => return Parsed::Help,
+            "version" => return Parsed::Version,
+            _ => {}
+        }
+        if let Err(message) = (option.apply)(&mut args, value.unwrap_or("")) {
+            return Parsed::Error(message);
+        }
+    }
+    match targets.as_slice() {
+        [] => return Parsed::Error("missing TARGET operand".to_owned()),
+        [target] => args.target = target.clone(),
+        [_, extra, ..] => {
+            return Parsed::Error(format!(
+                "extra operand {}",
+                crate::text::quote::quote(extra.as_os_str().as_bytes())
+            ))
+        }
+    }
+    if args.tests.is_empty() {
+        args.tests = TestName::ALL.to_vec();
+    }
+    Parsed::Run(args)
+}
+
+pub const SUMMARY: &str = "Measure a disk honestly: caches bypassed or named, every figure \
+the median of several runs after a warm-up that is thrown away, results as a table, JSON, \
+Markdown or an HTML page with charts.";
+
+pub const TARGET: &str = "TARGET is a file, a directory (ddx creates a temporary file \
+there and removes it, also when interrupted) or a block device, which is only read unless \
+--destructive is given. A target the copy's wrong-device guard refuses (a device name \
+that does not exist in /dev; with --destructive, a device in use) is refused with the \
+copy's words, and so is a target with no disk under it (tmpfs, ramfs, devtmpfs, a RAM \
+disk: the figures would be the memory's) unless --allow-memory is given.";
+
+pub const RECOMMENDATION: &str = "The bs-sweep recommends, per direction, the smallest block \
+size whose throughput reaches the bar: 95% of the best (the median of the three highest \
+throughputs), less what the noise between rounds cannot resolve, never below 85%. Its \
+throughputs are the block size over each round's median request time, the median of the \
+rounds; the report prints them, the best, the bar and each size's share of the best.";
+
+pub const SIGNALS: &str = "SIGINT or SIGTERM stop the bench at the next request: the \
+report (table, JSON, Markdown, HTML, as asked) holds the runs completed before it, the \
+temporary file is removed, and ddx dies of the signal. A second signal does not wait.";
+
+pub const EXIT: &str = "Exit status: 0 when something was measured; 1 on an error or when \
+nothing could be measured (the report says why); after SIGINT or SIGTERM, death by that \
+signal.";
+
+/// `ddx bench --help`, laid out as `ddx --help` is.
+pub fn help_text(program: &str) -> String {
+    let mut out = format!("Usage: {program} bench TARGET [OPTION]...\n");
+    out.push_str(&wrap("", SUMMARY, 0, 78));
+    out.push('\n');
+    out.push_str(&wrap("", TARGET, 0, 78));
+    out.push_str("\nTests (--tests=LIST, in this order):\n");
+    for test in TestName::ALL {
+        out.push_str(&wrap(&format!("  {}", test.name()), test.help(), 14, 78));
+    }
+    out.push_str("\nOptions (a value is given as --option=VALUE):\n");
+    out.push_str(&crate::cli::options::layout(
+        OPTIONS.iter().map(|o| &o.spec),
+    ));
+    out.push('\n');
+    out.push_str(&wrap("", RECOMMENDATION, 0, 78));
+    out.push('\n');
+    out.push_str(&wrap("", SIGNALS, 0, 78));
+    out.push('\n');
+    out.push_str(&wrap("", EXIT, 0, 78));
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn parse(words: &[&str]) -> Result<BenchArgs, clap::Error> {
+    fn parse_words(words: &[&str]) -> Parsed {
         let words: Vec<OsString> = words.iter().map(OsString::from).collect();
-        BenchArgs::parse_from_words("ddx", &words)
+        parse(&words)
+    }
+
+    fn args(words: &[&str]) -> BenchArgs {
+        match parse_words(words) {
+            Parsed::Run(args) => args,
+            other => panic!("{words:?}: {other:?}"),
+        }
+    }
+
+    fn error(words: &[&str]) -> String {
+        match parse_words(words) {
+            Parsed::Error(message) => message,
+            other => panic!("{words:?}: {other:?}"),
+        }
     }
 
     #[test]
     fn defaults_run_every_test() {
-        let a = parse(&["/tmp"]).unwrap();
-        assert_eq!(a.tests.len(), 6);
+        let a = args(&["/tmp"]);
+        assert_eq!(a.tests, TestName::ALL);
         assert_eq!((a.size, a.runs), (256 << 20, 3));
+        assert_eq!(a.target, PathBuf::from("/tmp"));
     }
 
     #[test]
     fn tests_and_sizes_use_their_grammars() {
-        let a = parse(&[
+        let a = args(&[
             "x",
-            "--tests=zones,seq-read",
+            "--tests=zones,seq-read,zones",
             "--size=64M",
             "--latency-bs=4K",
-        ])
-        .unwrap();
+        ]);
         assert_eq!(a.tests, vec![TestName::SeqRead, TestName::Zones]);
         assert_eq!(a.size, 64 << 20);
-        assert_eq!(a.latency_bs, Some(4096));
-        assert!(parse(&["x", "--tests=nope"]).is_err());
-        assert!(parse(&["x", "--size=0"]).is_err());
-        assert!(parse(&["x", "--runs=0"]).is_err());
-        assert!(parse(&["x", "--json", "--markdown"]).is_err());
-        assert!(parse(&[]).is_err());
+        assert_eq!(a.latency.block_size, Some(4096));
+        let a = args(&["--json", "--destr", "x", "--allow-memory", "--html=r.html"]);
+        assert!(a.allowed.destructive && a.allowed.memory && !a.allowed.force);
+        assert_eq!(a.format, Format::Json);
+        assert_eq!(a.html, Some(PathBuf::from("r.html")));
+    }
+
+    #[test]
+    fn errors_read_as_getopt_and_name_the_option() {
+        assert_eq!(error(&["x", "--x"]), "unrecognized option '--x'");
+        assert_eq!(error(&["x", "-q"]), "invalid option -- 'q'");
+        assert_eq!(
+            error(&["x", "--json=1"]),
+            "option '--json' doesn't allow an argument"
+        );
+        assert_eq!(
+            error(&["--size", "8M", "x"]),
+            "option '--size' requires an argument (as --size=VALUE)"
+        );
+        assert_eq!(
+            error(&["x", "--size=1"]),
+            "invalid argument '1' for '--size': at least 1M (1048576 bytes)"
+        );
+        assert_eq!(
+            error(&["x", "--size=0"]),
+            "invalid argument '0' for '--size': at least 1M (1048576 bytes)"
+        );
+        assert!(error(&["x", "--size=lots"]).starts_with("invalid argument 'lots' for '--size'"));
+        assert!(error(&["x", "--tests=nope"]).starts_with("invalid argument 'nope' for '--tests'"));
+        assert!(error(&["x", "--runs=0"]).contains("'--runs': a number from 1 to 100"));
+        assert!(error(&["x", "--zones=1"]).contains("'--zones'"));
+        assert!(error(&["x", "--time-per-run=0"]).contains("'--time-per-run'"));
+        assert!(error(&["x", "--time-per-run=nan"]).contains("'--time-per-run'"));
+        assert!(error(&["x", "--json", "--markdown"]).contains("--markdown"));
+        assert_eq!(error(&[]), "missing TARGET operand");
+        assert_eq!(error(&["a", "b"]), "extra operand 'b'");
+        assert_eq!(parse_words(&["x", "--he"]), Parsed::Help);
+        assert_eq!(parse_words(&["--v"]), Parsed::Version);
+        // After "--", a word that looks like an option is the TARGET.
+        assert_eq!(args(&["--", "--json"]).target, PathBuf::from("--json"));
+    }
+
+    #[test]
+    fn every_option_is_in_the_help_within_78_columns() {
+        let help = help_text("ddx");
+        for option in OPTIONS {
+            assert!(
+                help.contains(&format!("--{}", option.spec.name)),
+                "{}",
+                option.spec.name
+            );
+        }
+        for test in TestName::ALL {
+            assert!(help.contains(test.name()));
+        }
+        for line in help.lines() {
+            assert!(line.chars().count() <= 78, "too wide: {line:?}");
+        }
+        assert!(help.starts_with("Usage: ddx bench TARGET [OPTION]...\n"));
+    }
+
+    #[test]
+    fn every_option_parses_its_own_example() {
+        for option in OPTIONS {
+            let name = option.spec.name;
+            let word = match (option.spec.value, name) {
+                (None, _) => format!("--{name}"),
+                (Some(_), "tests") => "--tests=zones".to_owned(),
+                (Some(_), "size" | "latency-bs") => format!("--{name}=4M"),
+                (Some(_), "html") => "--html=r.html".to_owned(),
+                (Some(_), "time-per-run") => "--time-per-run=0.5".to_owned(),
+                (Some(_), _) => format!("--{name}=4"),
+            };
+            assert!(
+                !matches!(parse_words(&["x", &word]), Parsed::Error(_)),
+                "{word}"
+            );
+        }
+        assert_eq!(
+            OPTIONS[0].spec.choices,
+            TestName::ALL.map(TestName::name).as_slice()
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! Running one figure: a warm-up pass that is thrown away, then R measured
 //! runs, each after the target's cached pages were dropped, each timed
 //! with its CPU cost. The scenarios say what one pass does; this module
-//! makes every scenario repeat, clean up and time the same way.
+//! makes every scenario repeat, clean up and time the same way, and stop
+//! the same way when the bench is interrupted: the runs completed so far
+//! are returned, and no further pass starts.
 
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
@@ -10,7 +12,7 @@ use rustix::fs::OFlags;
 
 use super::progress::Status;
 use super::target::Target;
-use super::BenchError;
+use super::{interrupt, BenchError};
 use crate::sys::file;
 use crate::sys::usage::cpu_time;
 
@@ -63,6 +65,17 @@ pub enum Pass {
     Measured(u32),
 }
 
+impl Pass {
+    /// How long a pass bounded by time runs: a quarter of a run for the
+    /// warm-up, which only wakes the device.
+    pub fn time(self, per_run: Duration) -> Duration {
+        match self {
+            Pass::WarmUp => per_run / 4,
+            Pass::Measured(_) => per_run,
+        }
+    }
+}
+
 /// How caches were dropped between runs, for the report.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CacheDrop {
@@ -72,19 +85,52 @@ pub struct CacheDrop {
     pub note: Option<String>,
 }
 
+/// The warm-up, then `runs` measured passes.
+fn passes(runs: u32) -> impl Iterator<Item = Pass> {
+    std::iter::once(Pass::WarmUp).chain((1..=runs).map(Pass::Measured))
+}
+
+/// What to do with a pass's result.
+enum Flow {
+    Keep(Sample),
+    /// The warm-up: thrown away.
+    Next,
+    /// Interrupted: no more passes.
+    Stop,
+}
+
+fn measured(which: Pass, result: Result<Sample, BenchError>) -> Result<Flow, BenchError> {
+    match result {
+        // A pass cut short measured part of a run: not a figure.
+        Err(BenchError::Interrupted) => Ok(Flow::Stop),
+        Err(e) => Err(e),
+        Ok(_) if which == Pass::WarmUp => Ok(Flow::Next),
+        Ok(sample) => Ok(Flow::Keep(sample)),
+    }
+}
+
 #[derive(Debug)]
 pub struct Runner<'a> {
     pub target: &'a Target,
     pub runs: u32,
+    /// The time limit of a run the scenario bounds by time (a bs-sweep
+    /// size, a queue depth).
+    pub time_per_run: Duration,
     pub status: Status,
     pub cache: CacheDrop,
 }
 
 impl<'a> Runner<'a> {
-    pub fn new(target: &'a Target, runs: u32, status: Status) -> Runner<'a> {
+    pub fn new(
+        target: &'a Target,
+        runs: u32,
+        time_per_run: Duration,
+        status: Status,
+    ) -> Runner<'a> {
         Runner {
             target,
             runs,
+            time_per_run,
             status,
             cache: CacheDrop {
                 method: "fdatasync + posix_fadvise(DONTNEED) on the target before every run \
@@ -98,7 +144,8 @@ impl<'a> Runner<'a> {
 
     /// The warm-up and the measured runs of one figure; `drop_cache`
     /// empties the target's page cache before each pass (not wanted when
-    /// measuring the cache itself).
+    /// measuring the cache itself). Once the bench is interrupted, the
+    /// runs measured so far (perhaps none).
     pub fn repeat(
         &mut self,
         label: &str,
@@ -106,22 +153,18 @@ impl<'a> Runner<'a> {
         mut pass: impl FnMut(Pass) -> Result<Sample, BenchError>,
     ) -> Result<Vec<Sample>, BenchError> {
         let mut samples = Vec::with_capacity(self.runs as usize);
-        for n in 0..=self.runs {
-            let which = if n == 0 {
-                Pass::WarmUp
-            } else {
-                Pass::Measured(n)
-            };
-            self.status.show(&match which {
-                Pass::WarmUp => format!("{label}: warm-up"),
-                Pass::Measured(n) => format!("{label}: run {n}/{}", self.runs),
-            });
+        for which in passes(self.runs) {
+            if interrupt::pending() {
+                break;
+            }
+            self.show(label, which, self.runs);
             if drop_cache {
                 self.drop_cache();
             }
-            let sample = pass(which)?;
-            if n > 0 {
-                samples.push(sample);
+            match measured(which, pass(which))? {
+                Flow::Keep(sample) => samples.push(sample),
+                Flow::Next => {}
+                Flow::Stop => break,
             }
         }
         Ok(samples)
@@ -133,7 +176,8 @@ impl<'a> Runner<'a> {
     /// process's flush) lands in one run of many figures, where the median
     /// discards it, instead of in every run of one figure, where it would
     /// bend the curve. `runs` measured rounds follow the warm-up. Returns
-    /// the measured samples per point.
+    /// the measured samples per point (after an interruption, the rounds
+    /// completed, the last perhaps for some points only).
     pub fn rounds(
         &mut self,
         label: impl Fn(usize) -> String,
@@ -142,24 +186,27 @@ impl<'a> Runner<'a> {
         mut pass: impl FnMut(Pass, usize) -> Result<Sample, BenchError>,
     ) -> Result<Vec<Vec<Sample>>, BenchError> {
         let mut samples = vec![Vec::with_capacity(runs as usize); points];
-        for n in 0..=runs {
+        'rounds: for which in passes(runs) {
             for (point, samples) in samples.iter_mut().enumerate() {
-                let which = if n == 0 {
-                    Pass::WarmUp
-                } else {
-                    Pass::Measured(n)
-                };
-                self.status.show(&match which {
-                    Pass::WarmUp => format!("{}: warm-up", label(point)),
-                    Pass::Measured(n) => format!("{}: run {n}/{runs}", label(point)),
-                });
-                let sample = pass(which, point)?;
-                if n > 0 {
-                    samples.push(sample);
+                if interrupt::pending() {
+                    break 'rounds;
+                }
+                self.show(&label(point), which, runs);
+                match measured(which, pass(which, point))? {
+                    Flow::Keep(sample) => samples.push(sample),
+                    Flow::Next => {}
+                    Flow::Stop => break 'rounds,
                 }
             }
         }
         Ok(samples)
+    }
+
+    fn show(&self, label: &str, which: Pass, runs: u32) {
+        self.status.show(&match which {
+            Pass::WarmUp => format!("{label}: warm-up"),
+            Pass::Measured(n) => format!("{label}: run {n}/{runs}"),
+        });
     }
 
     /// Write back and drop the target's cached pages; a failure is noted

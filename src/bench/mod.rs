@@ -4,20 +4,25 @@
 //! only read unless `--destructive`, and the result is a table, JSON,
 //! Markdown or an HTML page with charts.
 //!
-//! Layout: `args` (options), `target` (what may be touched; the copy's
-//! wrong-device guard decides for `--destructive`), `measure` (repetition,
-//! timing, cache dropping), `scenario` (the tests), `stats` and `recommend`
-//! (pure figures), `report` (the outputs).
+//! Layout, in the order of the dependencies: `args` (the option table,
+//! parsed as GNU getopt would), `target` (what may be touched: the copy's
+//! wrong-device guard decides, memory is refused), `measure` (repetition,
+//! timing, cache dropping), `interrupt` (Ctrl-C stops the measuring, not
+//! the report), `scenario` (the tests, which produce results), `results`
+//! (the figures as data, and the block-size rule applied to them, from the
+//! `stats` leaf), `report` (exporters that only read results). Scenarios
+//! and reports never import each other.
 
 pub mod args;
+pub mod interrupt;
 pub mod measure;
 pub mod progress;
-/// The block-size rule lives with the engine (`bs=auto` uses it too); it is
-/// re-exported here, where the report applies it.
+/// The block-size rule lives in the statistics leaf (`bs=auto` uses it
+/// too); re-exported here, where the bench applies it.
 pub use crate::stats::recommend;
 pub mod report;
+pub mod results;
 pub mod scenario;
-pub mod stats;
 pub mod target;
 
 use std::ffi::OsString;
@@ -27,8 +32,9 @@ use std::time::Duration;
 use rustix::io::Errno;
 
 use crate::sys::signals::SignalPipes;
-use args::{BenchArgs, TestName};
-use report::Report;
+use args::{BenchArgs, Format, Parsed, TestName};
+use report::Exporter;
+use results::Report;
 
 /// Exit status of every bench failure.
 const EXIT_FAILURE: i32 = 1;
@@ -45,6 +51,12 @@ pub enum BenchError {
         context: String,
         source: std::io::Error,
     },
+    /// The copy's wrong-device guard refused the target, in its words.
+    #[error("{0}")]
+    Refused(crate::guard::Refusal),
+    /// SIGINT or SIGTERM arrived; the measuring stops, the report is made.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 impl BenchError {
@@ -75,16 +87,24 @@ fn io_text(error: &std::io::Error) -> String {
     }
 }
 
-/// Run `ddx bench` with the words after "bench"; returns the exit status.
+/// Run `ddx bench` with the words after "bench"; returns the exit status,
+/// or dies of the signal that interrupted it once the report is out.
 pub fn run(program: &str, words: &[OsString], signals: SignalPipes) -> i32 {
-    let args = match BenchArgs::parse_from_words(program, words) {
-        Ok(args) => args,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { EXIT_FAILURE } else { 0 };
+    let args = match args::parse(words) {
+        Parsed::Run(args) => args,
+        Parsed::Help => return print(program, &args::help_text(program)),
+        Parsed::Version => return print(program, &crate::cli::version_text()),
+        Parsed::Error(message) => {
+            eprintln!(
+                "{program} bench: {message}\nTry '{program} bench --help' for more information."
+            );
+            return EXIT_FAILURE;
         }
     };
-    watch_signals(signals);
+    interrupt::watch(signals, |signal| {
+        progress::Status::for_stderr().clear();
+        target::remove_temp_then(|| crate::sys::signals::die_of(signal))
+    });
     // Open the HTML file first: a bad path should fail in a second, not
     // after a minute of measuring.
     let html = match args.html.as_deref().map(HtmlFile::create).transpose() {
@@ -97,82 +117,72 @@ pub fn run(program: &str, words: &[OsString], signals: SignalPipes) -> i32 {
     let status = progress::Status::for_stderr();
     let outcome = bench(&args, status);
     status.clear();
-    match outcome.and_then(|report| output(&args, html, &report)) {
+    let status = match outcome.and_then(|report| output(&args, html, &report)) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("{program} bench: {e}");
             EXIT_FAILURE
         }
+    };
+    if let Some(signal) = interrupt::signal() {
+        // The report is out and the temporary file gone (with the target):
+        // end as an interrupted copy ends.
+        crate::sys::signals::die_of(signal);
     }
+    status
 }
 
-/// On SIGINT or SIGTERM: remove ddx's temporary file, then die of the
-/// signal as if it had not been caught.
-fn watch_signals(mut signals: SignalPipes) {
-    let pipes: Vec<(std::os::fd::OwnedFd, i32)> = [
-        signals.interrupt.take().map(|fd| (fd, libc::SIGINT)),
-        signals.terminate.take().map(|fd| (fd, libc::SIGTERM)),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    if pipes.is_empty() {
-        return;
-    }
-    let spawned = std::thread::Builder::new()
-        .name("ddx-bench-signals".to_owned())
-        .spawn(move || loop {
-            // Held, not read: a handler writing into a pipe whose reader
-            // is gone would raise SIGPIPE (SIGUSR1 during a bench is
-            // ignored).
-            let _held = &signals;
-            use rustix::event::{poll, PollFd, PollFlags};
-            let mut fds: Vec<PollFd<'_>> = pipes
-                .iter()
-                .map(|(fd, _)| PollFd::new(fd, PollFlags::IN))
-                .collect();
-            if poll(&mut fds, None).is_err() {
-                continue;
-            }
-            let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
-            for ((fd, signal), ready) in pipes.iter().zip(ready) {
-                if ready && crate::sys::signals::drain(fd) > 0 {
-                    progress::Status::for_stderr().clear();
-                    target::remove_temp_then(|| crate::sys::signals::die_of(*signal));
-                }
-            }
-        });
-    if spawned.is_err() {
-        eprintln!("ddx bench: warning: no signal watcher; an interrupted run may leave its file");
-    }
+fn print(program: &str, text: &str) -> i32 {
+    crate::cli::print_stdout(&format!("{program} bench"), text)
 }
 
+/// Measure, then put the report together (also after an interruption,
+/// from the runs completed).
 fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchError> {
-    if !(args.time_per_run > 0.0 && args.time_per_run.is_finite()) {
-        return Err(BenchError::msg(
-            "--time-per-run must be a positive number of seconds",
-        ));
-    }
     let started = std::time::SystemTime::now();
-    let target = target::Target::open(&args.target, args.size, args.destructive)?;
-    if target.created {
-        scenario::fill(&target, &status)?;
+    let target = target::Target::open(args)?;
+    if let Some(why) = &target.read_only {
+        if args.tests.iter().all(|t| t.only_writes()) {
+            let names: Vec<&str> = args.tests.iter().map(|t| t.name()).collect();
+            return Err(BenchError::msg(format!(
+                "nothing to measure: --tests={} only writes, and {why}",
+                names.join(",")
+            )));
+        }
     }
-    let mut runner = measure::Runner::new(&target, args.runs, status);
+    if let (true, Some(bs)) = (args.runs(TestName::Latency), args.latency.block_size) {
+        scenario::latency::check_block_size(&target, bs)?;
+    }
     let mut out = scenario::Outcome::default();
     let time_per_run = Duration::from_secs_f64(args.time_per_run);
+    let mut runner = measure::Runner::new(&target, args.runs, time_per_run, status);
+    match target.created.then(|| scenario::fill(&target, &status)) {
+        Some(Err(BenchError::Interrupted)) | None => {}
+        Some(other) => other?,
+    }
     for &test in &args.tests {
-        match test {
-            TestName::SeqRead => scenario::seq::read(&mut runner, &mut out)?,
-            TestName::SeqWrite => scenario::seq::write(&mut runner, &mut out)?,
-            TestName::BsSweep => scenario::sweep::run(&mut runner, time_per_run, &mut out)?,
-            TestName::Latency => {
-                let bs = args.latency_bs.unwrap_or_else(|| target.direct_align());
-                scenario::latency::run(&mut runner, args.latency_count, bs, &mut out)?
-            }
-            TestName::QdSweep => scenario::qd::run(&mut runner, time_per_run, &mut out)?,
-            TestName::Zones => scenario::zones::run(&mut runner, args.zones, &mut out)?,
+        if interrupt::pending() {
+            break;
         }
+        match test {
+            TestName::SeqRead => scenario::seq::read(&mut runner, &mut out),
+            TestName::SeqWrite => scenario::seq::write(&mut runner, &mut out),
+            TestName::BsSweep => scenario::sweep::run(&mut runner, &mut out),
+            TestName::Latency => {
+                let bs = args
+                    .latency
+                    .block_size
+                    .unwrap_or_else(|| target.direct_align());
+                scenario::latency::run(&mut runner, args.latency.count, bs, &mut out)
+            }
+            TestName::QdSweep => scenario::qd::run(&mut runner, &mut out),
+            TestName::Zones => scenario::zones::run(&mut runner, args.zones, &mut out),
+        }
+        .or_else(|e| match e {
+            // What was measured before it is kept.
+            BenchError::Interrupted => Ok(()),
+            e => Err(e),
+        })?;
     }
     if target.device.disk.is_none() && target.kind != target::Kind::BlockDevice {
         out.notes.push(format!(
@@ -188,8 +198,49 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
             report::size_text(args.size)
         ));
     }
+    let interrupted = interrupt::signal().map(interrupt::name);
+    if out.results.is_empty() && interrupted.is_none() {
+        return Err(nothing_measured(&out));
+    }
     let cache = runner.cache.clone();
-    Ok(report::build(args, &target, started, cache, out))
+    let settings = results::Settings {
+        tests: args.tests.iter().map(|t| t.name()).collect(),
+        runs: args.runs,
+        sweep_rounds: args.runs * scenario::sweep::ROUNDS_PER_RUN,
+        warmup_runs: 1,
+        size: args.size,
+        time_per_run_sec: args.time_per_run,
+    };
+    let described = results::TargetReport {
+        path: target.given.display().to_string(),
+        kind: target.kind.name(),
+        bench_file: target.created.then(|| target.path.display().to_string()),
+        working_set_bytes: target.len,
+        target_bytes: target.full_len,
+        device: target.device.clone(),
+        writable: target.writable(),
+    };
+    Ok(Report::assemble(
+        started,
+        described,
+        settings,
+        cache,
+        out,
+        interrupted,
+    ))
+}
+
+/// Every test ran and none gave a figure: say why, as one line.
+fn nothing_measured(out: &scenario::Outcome) -> BenchError {
+    let reasons: Vec<String> = out
+        .skipped
+        .iter()
+        .map(|s| {
+            let mode = s.mode.map(|m| format!(" {m}")).unwrap_or_default();
+            format!("{}{mode}: {}", s.test, s.reason)
+        })
+        .collect();
+    BenchError::msg(format!("nothing was measured ({})", reasons.join("; ")))
 }
 
 /// The `--html` file, opened before the bench; removed again if the
@@ -231,18 +282,14 @@ impl Drop for HtmlFile {
 
 fn output(args: &BenchArgs, html: Option<HtmlFile>, report: &Report) -> Result<(), BenchError> {
     if let Some(html) = html {
-        html.write(&report::html::render(report))?;
+        html.write(&report::html::Html.export(report)?)?;
     }
-    let text = if args.json {
-        let mut json = serde_json::to_string_pretty(report)
-            .map_err(|e| BenchError::msg(format!("encoding JSON: {e}")))?;
-        json.push('\n');
-        json
-    } else if args.markdown {
-        report::markdown::render(report)
-    } else {
-        report::table::render(report)
+    let exporter: &dyn Exporter = match args.format {
+        Format::Table => &report::table::Table,
+        Format::Json => &report::json::Json,
+        Format::Markdown => &report::markdown::Markdown,
     };
+    let text = exporter.export(report)?;
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(text.as_bytes())

@@ -6,23 +6,32 @@
 //! process-wide slot that the signal watcher empties before dying. Writes go
 //! only through [`Target::open_write`], which refuses unless writing was
 //! allowed: a block device or an existing file is only read without
-//! `--destructive`, and with it a device the copy's wrong-device guard
-//! would refuse (mounted, swap, held) is refused; the device is also opened
-//! with O_EXCL, which the kernel refuses while it is mounted.
+//! `--destructive`; the device is also opened with O_EXCL, which the
+//! kernel refuses while it is mounted.
+//!
+//! Before anything is created, the bench refuses what the copy refuses,
+//! by asking the copy's wrong-device guard in its words
+//! (`guard::check_output`): a path that does not exist in /dev (a mistyped
+//! device name would become a file in memory), and with `--destructive` a
+//! device or file in use (mounted, swap, held); `--force` overrides, as it
+//! does for the copy. A target with no disk under it (tmpfs, ramfs,
+//! devtmpfs, a RAM disk) would measure memory, not what the user meant to
+//! measure: refused unless `--allow-memory`.
 
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use rustix::fs::OFlags;
 
+use super::args::{BenchArgs, MIN_SIZE};
 use super::BenchError;
 use crate::guard;
 use crate::sys::device::{device_info, DeviceInfo};
 use crate::sys::file;
-
-/// The smallest working set worth measuring.
-pub const MIN_SIZE: u64 = 1 << 20;
+use crate::sys::filesystem::{storage_of, Storage};
+use crate::text::quote::quote_file;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -113,21 +122,37 @@ impl Drop for TempFile {
 }
 
 impl Target {
-    /// Work out what `given` is, create ddx's file if needed (empty: the
-    /// caller fills it), and check that writing is allowed where asked.
-    pub fn open(given: &Path, size: u64, destructive: bool) -> Result<Target, BenchError> {
+    /// Work out what the TARGET is, refuse what may not be measured, create
+    /// ddx's file if needed (empty: the caller fills it), and check that
+    /// writing is allowed where asked. Nothing is created before every
+    /// check has passed.
+    pub fn open(args: &BenchArgs) -> Result<Target, BenchError> {
+        let given = args.target.as_path();
         let meta = match std::fs::metadata(given) {
             Ok(meta) => Some(meta),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(BenchError::io(format!("{}", given.display()), e)),
         };
+        let guard = |writing: bool| match args.allowed.force {
+            true => Ok(()),
+            false => guard::check_output(given, writing).map_err(BenchError::Refused),
+        };
         use std::os::unix::fs::FileTypeExt;
         match meta {
             Some(m) if m.is_dir() => {
+                not_in_memory(given, given, args.allowed.memory)?;
                 let name = format!(".ddx-bench-{}-{}", std::process::id(), nanos());
-                Self::create(given, given.join(name), Kind::Directory, size)
+                Self::create(given, given.join(name), Kind::Directory, args.size)
             }
-            None => Self::create(given, given.to_owned(), Kind::File, size),
+            None => {
+                guard(true)?;
+                let parent = match given.parent() {
+                    Some(dir) if !dir.as_os_str().is_empty() => dir,
+                    _ => Path::new("."),
+                };
+                not_in_memory(given, parent, args.allowed.memory)?;
+                Self::create(given, given.to_owned(), Kind::File, args.size)
+            }
             Some(m) if m.is_file() => {
                 let existing = m.len();
                 if existing < MIN_SIZE {
@@ -136,48 +161,50 @@ impl Target {
                         given.display()
                     )));
                 }
-                let fd = file::open_with(given, OFlags::RDONLY, 0)
-                    .map_err(|e| BenchError::sys(format!("opening {}", given.display()), e))?;
+                not_in_memory(given, given, args.allowed.memory)?;
+                guard(args.allowed.destructive)?;
+                let device = device_info(open_path(given)?.as_fd());
                 Ok(Target {
                     given: given.to_owned(),
                     path: given.to_owned(),
                     kind: Kind::File,
-                    len: size.min(existing),
+                    len: align_down(args.size.min(existing), direct_align(&device)),
                     full_len: existing,
-                    read_only: (!destructive)
-                        .then(|| "an existing file is only read without --destructive".to_owned()),
+                    read_only: (!args.allowed.destructive)
+                        .then(|| "an existing file is only written with --destructive".to_owned()),
                     created: false,
-                    device: device_info(fd.as_fd()),
+                    device,
                     _temp: None,
                 })
             }
             Some(m) if m.file_type().is_block_device() => {
-                let fd = file::open_with(given, OFlags::RDONLY, 0)
-                    .map_err(|e| BenchError::sys(format!("opening {}", given.display()), e))?;
+                let fd = open_path(given)?;
                 let device = device_info(fd.as_fd());
+                if let Some(disk) = device.disk_name.as_deref().filter(|d| ram_disk(d)) {
+                    if !args.allowed.memory {
+                        return Err(BenchError::msg(format!(
+                            "refusing to measure {}: it is a RAM disk ({disk}), so the figures \
+                             would be the memory's, not a disk's; --allow-memory overrides",
+                            quote_file(given.as_os_str().as_bytes())
+                        )));
+                    }
+                }
                 let full_len = device.size_bytes.unwrap_or(0);
                 if full_len < MIN_SIZE {
                     return Err(BenchError::msg(format!(
-                        "{}: too small to measure ({full_len} bytes)",
+                        "{}: too small to measure ({full_len} bytes; at least 1 MiB)",
                         given.display()
                     )));
                 }
-                // The copy's wrong-device guard decides, so a device a copy
-                // would refuse to overwrite is refused here too.
-                if let Some(why) = destructive.then(|| guard::in_use_at(given)).flatten() {
-                    return Err(BenchError::msg(format!(
-                        "refusing to write to {}: {why}",
-                        given.display()
-                    )));
-                }
+                guard(args.allowed.destructive)?;
                 Ok(Target {
                     given: given.to_owned(),
                     path: given.to_owned(),
                     kind: Kind::BlockDevice,
-                    len: size.min(full_len),
+                    len: align_down(args.size.min(full_len), direct_align(&device)),
                     full_len,
-                    read_only: (!destructive)
-                        .then(|| "a block device is only read without --destructive".to_owned()),
+                    read_only: (!args.allowed.destructive)
+                        .then(|| "a block device is only written with --destructive".to_owned()),
                     created: false,
                     device,
                     _temp: None,
@@ -193,12 +220,13 @@ impl Target {
     fn create(given: &Path, path: PathBuf, kind: Kind, size: u64) -> Result<Target, BenchError> {
         let (temp, fd) = TempFile::create(&path)?;
         let device = device_info(fd.as_fd());
+        let len = align_down(size, direct_align(&device));
         Ok(Target {
             given: given.to_owned(),
             path,
             kind,
-            len: size,
-            full_len: size,
+            len,
+            full_len: len,
             read_only: None,
             created: true,
             device,
@@ -235,16 +263,81 @@ impl Target {
     /// The smallest O_DIRECT request and alignment: statx's DIO offset
     /// alignment where known, else the logical sector, else 512.
     pub fn direct_align(&self) -> u64 {
-        let sector = self.device.logical_sector.unwrap_or(512) as u64;
-        match self.device.dio_offset_align {
-            Some(a) if a > 0 => (a as u64).max(512),
-            _ => sector.max(512),
-        }
+        direct_align(&self.device)
     }
+}
+
+fn direct_align(device: &DeviceInfo) -> u64 {
+    let sector = device.logical_sector.unwrap_or(512) as u64;
+    match device.dio_offset_align {
+        Some(a) if a > 0 => (a as u64).max(512),
+        _ => sector.max(512),
+    }
+}
+
+/// `value` rounded down to a multiple of `unit`: a working set O_DIRECT
+/// can read whole.
+fn align_down(value: u64, unit: u64) -> u64 {
+    value - value % unit.max(1)
+}
+
+fn open_path(path: &Path) -> Result<OwnedFd, BenchError> {
+    file::open_with(path, OFlags::RDONLY, 0)
+        .map_err(|e| BenchError::sys(format!("opening {}", path.display()), e))
+}
+
+/// Refuse a target whose data would live in memory (`place`: the file,
+/// or the directory it is or will be made in), unless `allowed`. What
+/// cannot be opened is left to fail where it is used, with its own error.
+fn not_in_memory(given: &Path, place: &Path, allowed: bool) -> Result<(), BenchError> {
+    let Ok(fd) = open_path(place) else {
+        return Ok(());
+    };
+    if allowed || storage_of(fd.as_fd()) != Storage::Memory {
+        return Ok(());
+    }
+    let filesystem = device_info(fd.as_fd())
+        .filesystem
+        .unwrap_or_else(|| "a memory filesystem".to_owned());
+    Err(BenchError::msg(format!(
+        "refusing to measure {}: it is on {filesystem}, which keeps files in memory, so \
+         the figures would be the memory's, not a disk's; --allow-memory overrides",
+        quote_file(given.as_os_str().as_bytes())
+    )))
+}
+
+/// A block device that is memory: zram, or a brd RAM disk ("ram0").
+fn ram_disk(name: &str) -> bool {
+    let numbered = |prefix: &str| {
+        name.strip_prefix(prefix)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    numbered("zram") || numbered("ram")
 }
 
 fn nanos() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ram_disks_are_told_by_name() {
+        for name in ["zram0", "ram0", "ram15"] {
+            assert!(ram_disk(name), "{name}");
+        }
+        for name in ["sda", "ramdisk", "zram", "nvme0n1", "loop0", "dm-0"] {
+            assert!(!ram_disk(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn working_sets_are_whole_sectors() {
+        assert_eq!(align_down(1_000_001, 4096), 999_424);
+        assert_eq!(align_down(1 << 20, 512), 1 << 20);
+    }
 }

@@ -1,11 +1,13 @@
 //! Generated documentation: the man page (`doc/ddx.1`) and the bash, zsh
 //! and fish completions (`completions/`), from the same tables as
 //! `--help` (`reference::OPERANDS`, the parser's symbols,
-//! `options::OPTIONS`). A test fails when the committed files differ from
+//! `options::OPTIONS`, and for `ddx bench` its own table,
+//! `bench::args::OPTIONS`). A test fails when the committed files differ from
 //! what this generates; `DDX_REGENERATE=1 cargo test --lib docs` rewrites
 //! them.
 
-use crate::cli::options::OPTIONS;
+use crate::bench::args as bench;
+use crate::cli::options::{OptionSpec, OPTIONS};
 use crate::cli::reference::{
     Completes, CONV_HELP, FLAG_HELP, GUARD, MULTIPLIERS, OPERANDS, OPERAND_ALIASES, SIGNALS,
     SUMMARY,
@@ -22,8 +24,8 @@ pub fn generated() -> Vec<(&'static str, String)> {
     ]
 }
 
-const HEADER: &str = "generated from src/cli/reference.rs and src/cli/options.rs by \
-`DDX_REGENERATE=1 cargo test --lib docs`: do not edit";
+const HEADER: &str = "generated from src/cli/reference.rs, src/cli/options.rs and \
+src/bench/args.rs by `DDX_REGENERATE=1 cargo test --lib docs`: do not edit";
 
 /// roff text: backslashes and hyphens escaped, no line starting with a
 /// control character.
@@ -66,22 +68,52 @@ pub fn man_page() -> String {
     }
     out.push_str(".SH OPTIONS\nGNU operands stay key=value; ddx's own options are long options, so they never collide with them.\n");
     for option in OPTIONS {
-        let head = match option.value {
-            Some(value) => format!("\\fB\\-\\-{}\\fR=\\fI{value}\\fR", roff(option.name)),
-            None => format!("\\fB\\-\\-{}\\fR", roff(option.name)),
-        };
-        let mut help = roff(option.help);
-        if !option.choices.is_empty() {
-            help.push_str(&format!(" ({})", option.choices.join(", ")));
-        }
-        out.push_str(&format!(".TP\n{head}\n{help}\n"));
+        out.push_str(&man_option(option));
     }
+    out.push_str(&bench_man_section());
     out.push_str(&format!(".SH SIGNALS\n{}\n", roff(SIGNALS)));
     out.push_str(&format!(".SH SAFETY\n{}\n", roff(GUARD)));
     out.push_str(
         ".SH EXIT STATUS\n0 on success, 1 on any failure (as GNU dd); after SIGINT or SIGTERM, \
          death by that signal.\n.SH SEE ALSO\n\\fBdd\\fR(1)\n",
     );
+    out
+}
+
+/// One option as a man page paragraph.
+fn man_option(option: &OptionSpec) -> String {
+    let head = match option.value {
+        Some(value) => format!("\\fB\\-\\-{}\\fR=\\fI{value}\\fR", roff(option.name)),
+        None => format!("\\fB\\-\\-{}\\fR", roff(option.name)),
+    };
+    let mut help = roff(option.help);
+    if !option.choices.is_empty() {
+        help.push_str(&format!(" ({})", option.choices.join(", ")));
+    }
+    format!(".TP\n{head}\n{help}\n")
+}
+
+/// The man page's BENCH section, from `ddx bench`'s own table and texts.
+fn bench_man_section() -> String {
+    let mut out = String::from(".SH BENCH\n.B ddx bench\n\\fITARGET\\fR [\\fIOPTION\\fR]...\n");
+    for text in [bench::SUMMARY, bench::TARGET] {
+        out.push_str(&format!(".PP\n{}\n", roff(text)));
+    }
+    out.push_str(".SS Bench tests\n");
+    for test in bench::TestName::ALL {
+        out.push_str(&format!(
+            ".TP\n.B {}\n{}\n",
+            roff(test.name()),
+            roff(test.help())
+        ));
+    }
+    out.push_str(".SS Bench options\nA value is given as \\fB\\-\\-option\\fR=\\fIVALUE\\fR.\n");
+    for option in bench::OPTIONS {
+        out.push_str(&man_option(&option.spec));
+    }
+    for text in [bench::RECOMMENDATION, bench::SIGNALS, bench::EXIT] {
+        out.push_str(&format!(".PP\n{}\n", roff(text)));
+    }
     out
 }
 
@@ -114,17 +146,34 @@ fn all_operand_words() -> String {
         .join(" ")
 }
 
-pub fn bash() -> String {
-    let options: Vec<String> = OPTIONS
-        .iter()
-        .map(|o| {
-            if o.value.is_some() {
-                format!("--{}=", o.name)
-            } else {
-                format!("--{}", o.name)
-            }
+/// Option words as bash completes them: a valued one with its '='.
+fn bash_option_words<'a>(options: impl Iterator<Item = &'a OptionSpec>) -> String {
+    options
+        .map(|o| match o.value {
+            Some(_) => format!("--{}=", o.name),
+            None => format!("--{}", o.name),
         })
-        .collect();
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The `case` arms for `ddx bench`'s options with a closed set of values
+/// (the comma-separated `--tests=` list).
+fn bash_bench_choices() -> String {
+    bench::OPTIONS
+        .iter()
+        .filter(|o| !o.spec.choices.is_empty())
+        .map(|o| {
+            format!(
+                "        \"bench --{}=\") values=\"{}\"; list=1 ;;\n",
+                o.spec.name,
+                o.spec.choices.join(" ")
+            )
+        })
+        .collect()
+}
+
+pub fn bash() -> String {
     let mut choices = String::new();
     for option in OPTIONS.iter().filter(|o| !o.choices.is_empty()) {
         choices.push_str(&format!(
@@ -144,14 +193,28 @@ _ddx() {{
     [[ ${{COMP_WORDS[COMP_CWORD]}} == "=" ]] && lead="="
     local key=${{word%%=*}} value=${{word#*=}} values="" list=0
     COMPREPLY=()
+    # After "ddx bench": its options, and files for its TARGET.
+    local bench=0
+    [[ ${{COMP_WORDS[1]}} == bench ]] && (( COMP_CWORD > 1 )) && bench=1
     if [[ $word != *=* ]]; then
         local IFS=$' \t\n'
-        COMPREPLY=($(compgen -W "{all} {options}" -- "$word"))
+        if (( bench )) && [[ $word != -* ]]; then
+            IFS=$'\n'
+            COMPREPLY=($(compgen -f -- "$word"))
+            compopt -o filenames
+            return
+        elif (( bench )); then
+            COMPREPLY=($(compgen -W "{bench_options}" -- "$word"))
+        else
+            COMPREPLY=($(compgen -W "{all} {options}" -- "$word"))
+            (( COMP_CWORD == 1 )) && COMPREPLY+=($(compgen -W "bench" -- "$word"))
+        fi
         [[ ${{COMPREPLY[0]}} == *= ]] && compopt -o nospace
         return
     fi
+    (( bench )) && key="bench $key"
     case "$key=" in
-        {files}) 
+        {files}|"bench --html=") 
             local IFS=$'\n'
             COMPREPLY=($(compgen -f -- "$value"))
             COMPREPLY=("${{COMPREPLY[@]/#/$lead}}")
@@ -160,7 +223,7 @@ _ddx() {{
         {conv}) values="{conv_symbols}"; list=1 ;;
         {flags}) values="{flag_symbols}"; list=1 ;;
         {status}) values="{status_symbols}" ;;
-{choices}        *) return ;;
+{choices}{bench_choices}        *) return ;;
     esac
     local done=""
     if (( list )) && [[ $value == *,* ]]; then
@@ -176,7 +239,9 @@ _ddx() {{
 complete -F _ddx ddx
 "#,
         all = all_operand_words(),
-        options = options.join(" "),
+        options = bash_option_words(OPTIONS.iter()),
+        bench_options = bash_option_words(bench::OPTIONS.iter().map(|o| &o.spec)),
+        bench_choices = bash_bench_choices(),
         files = operands_with(Completes::Files)
             .iter()
             .map(|n| format!("{n}="))
@@ -212,23 +277,33 @@ fn zsh_text(text: &str) -> String {
         .replace(']', "\\]")
 }
 
+/// An option's `_arguments` spec line, ending in a backslash.
+fn zsh_spec(option: &OptionSpec) -> String {
+    let help = zsh_text(option.help);
+    let spec = match option.value {
+        None => format!("'--{}[{help}]'", option.name),
+        Some(value) if option.choices.is_empty() => {
+            format!("'--{}=[{help}]:{value}: '", option.name)
+        }
+        // A comma-separated list of the choices.
+        Some("LIST") => format!(
+            "'--{}=[{help}]:LIST:_values -s , {} {}'",
+            option.name,
+            option.name,
+            option.choices.join(" ")
+        ),
+        Some(value) => format!(
+            "'--{}=[{help}]:{value}:({})'",
+            option.name,
+            option.choices.join(" ")
+        ),
+    };
+    format!("    {spec} \\\n")
+}
+
 pub fn zsh() -> String {
-    let mut specs = String::new();
-    for option in OPTIONS {
-        let help = zsh_text(option.help);
-        let spec = match option.value {
-            None => format!("'--{}[{help}]'", option.name),
-            Some(value) if option.choices.is_empty() => {
-                format!("'--{}=[{help}]:{value}: '", option.name)
-            }
-            Some(value) => format!(
-                "'--{}=[{help}]:{value}:({})'",
-                option.name,
-                option.choices.join(" ")
-            ),
-        };
-        specs.push_str(&format!("    {spec} \\\n"));
-    }
+    let specs: String = OPTIONS.iter().map(zsh_spec).collect();
+    let bench_specs: String = bench::OPTIONS.iter().map(|o| zsh_spec(&o.spec)).collect();
     let described: Vec<String> = OPERANDS
         .iter()
         .map(|o| format!("    '{}=:{}'", o.name, zsh_text(o.help)))
@@ -258,8 +333,22 @@ _ddx_operand() {{
 {described}
     )
     _describe -t operands 'operand' operands -S ''
+    if (( CURRENT == 2 )); then
+      local -a commands
+      commands=('bench:measure a disk')
+      _describe -t commands 'command' commands
+    fi
   fi
 }}
+
+# After "ddx bench": its own options, and files for its TARGET.
+if (( CURRENT > 2 )) && [[ $words[2] == bench ]]; then
+  shift words
+  (( CURRENT-- ))
+  _arguments -S \
+{bench_specs}    '1:target:_files'
+  return
+fi
 
 _arguments -S \
 {specs}    '*:operand:_ddx_operand'
@@ -279,19 +368,60 @@ fn fish_text(text: &str) -> String {
     short(text).replace('\\', "\\\\").replace('\'', "\\'")
 }
 
+/// One option's `complete` line, offered where `condition` holds.
+fn fish_option(option: &OptionSpec, condition: &str) -> String {
+    let mut line = format!("complete -c ddx -n '{condition}' -l {}", option.name);
+    match (option.value, option.choices.is_empty()) {
+        (None, _) => {}
+        (Some("FILE"), _) => line.push_str(" -r -F"),
+        (Some(_), true) => line.push_str(" -x"),
+        // A comma-separated list of the choices.
+        (Some("LIST"), false) => line.push_str(&format!(
+            " -x -a '(__ddx_list {})'",
+            option.choices.join(" ")
+        )),
+        (Some(_), false) => line.push_str(&format!(" -x -a '{}'", option.choices.join(" "))),
+    }
+    line.push_str(&format!(" -d '{}'\n", fish_text(option.help)));
+    line
+}
+
+/// `ddx bench`'s part of the fish completion: the subcommand, its
+/// options, files for its TARGET.
+fn fish_bench() -> String {
+    const IN_BENCH: &str = "__fish_seen_subcommand_from bench";
+    let mut out =
+        String::from("\ncomplete -c ddx -n '__fish_use_subcommand' -a bench -d 'measure a disk'\n");
+    for option in bench::OPTIONS {
+        out.push_str(&fish_option(&option.spec, IN_BENCH));
+    }
+    out.push_str(&format!(
+        "complete -c ddx -n '{IN_BENCH}; and not string match -q -- \"-*\" (commandline -ct)' -F\n"
+    ));
+    out.push_str(
+        r#"
+# A comma-separated list: complete its last item.
+function __ddx_list
+    set -l value (string replace -r '^[^=]*=' '' -- (commandline -ct))
+    set -l done (string replace -r '[^,]*$' '' -- $value)
+    for item in $argv
+        echo $done$item
+    end
+end
+"#,
+    );
+    out
+}
+
 pub fn fish() -> String {
     let mut out = format!("# fish completion for ddx: {HEADER}\n\ncomplete -c ddx -f\n");
     for option in OPTIONS {
-        let mut line = format!("complete -c ddx -l {}", option.name);
-        if option.value.is_some() {
-            line.push_str(" -x");
-        }
-        if !option.choices.is_empty() {
-            line.push_str(&format!(" -a '{}'", option.choices.join(" ")));
-        }
-        line.push_str(&format!(" -d '{}'\n", fish_text(option.help)));
-        out.push_str(&line);
+        out.push_str(&fish_option(
+            option,
+            "not __fish_seen_subcommand_from bench",
+        ));
     }
+    out.push_str(&fish_bench());
     let operand_lines: Vec<String> = OPERANDS
         .iter()
         .map(|o| {
@@ -337,7 +467,7 @@ function __ddx_operand
     end
 end
 
-complete -c ddx -n 'not string match -q -- "-*" (commandline -ct)' -a '(__ddx_operand)'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench; and not string match -q -- "-*" (commandline -ct)' -a '(__ddx_operand)'
 "#,
         files = operands_with(Completes::Files)
             .iter()
@@ -403,6 +533,7 @@ t() {{ COMP_LINE="$1"; COMP_POINT=${{#1}}
   read -ra COMP_WORDS <<< "$(sed 's/=/ = /g' <<< "$1")"
   COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); _ddx 2>/dev/null; echo "${{COMPREPLY[*]}}"; }}
 t "ddx con"; t "ddx conv=uc"; t "ddx conv=ucase,not"; t "ddx status=p"; t "ddx --back"; t "ddx --backend=th"
+t "ddx ben"; t "ddx bench --te"; t "ddx bench --tests=zones,qd"; t "ddx bench --js"; t "ddx bench /tmp --back"
 "#,
             bash()
         );
@@ -416,10 +547,117 @@ t "ddx con"; t "ddx conv=uc"; t "ddx conv=ucase,not"; t "ddx status=p"; t "ddx -
         };
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),
-            "conv=\nucase\nucase,notrunc\nprogress\n--backend=\nthreads\n",
+            "conv=\nucase\nucase,notrunc\nprogress\n--backend=\nthreads\n\
+             bench\n--tests=\nzones,qd-sweep\n--json\n\n",
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+    }
+
+    /// Ask fish what it completes on `line`, with the generated script.
+    fn fish_completes(line: &str) -> Option<Vec<String>> {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("ddx.fish");
+        std::fs::write(&script, fish()).unwrap();
+        let out = std::process::Command::new("fish")
+            .arg("--no-config")
+            .arg("-c")
+            .arg(format!("source {}; complete -C '{line}'", script.display()))
+            .current_dir(dir.path())
+            .output();
+        let out = match out {
+            Ok(out) => out,
+            Err(e) => {
+                let required = std::env::var_os("DDX_REQUIRE_RIGS").is_some_and(|v| v != "0");
+                assert!(!required, "no fish ({e}) and DDX_REQUIRE_RIGS is set");
+                eprintln!("skipped: no fish ({e})");
+                return None;
+            }
+        };
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(|l| l.split('\t').next().unwrap_or(l).to_owned())
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn fish_completes_bench_apart_from_the_copy() {
+        let Some(bench_options) = fish_completes("ddx bench --") else {
+            return;
+        };
+        for option in bench::OPTIONS {
+            let name = format!("--{}", option.spec.name);
+            assert!(bench_options.contains(&name), "{name}: {bench_options:?}");
+        }
+        assert!(!bench_options.contains(&"--backend".to_owned()));
+        let copy_options = fish_completes("ddx --").unwrap();
+        assert!(copy_options.contains(&"--backend".to_owned()));
+        assert!(!copy_options.contains(&"--destructive".to_owned()));
+        assert!(fish_completes("ddx ")
+            .unwrap()
+            .contains(&"bench".to_owned()));
+        assert_eq!(
+            fish_completes("ddx bench --tests=zones,qd").unwrap(),
+            ["--tests=zones,qd-sweep"]
+        );
+    }
+
+    /// zsh reads the script without a syntax error.
+    #[test]
+    fn zsh_script_parses() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("_ddx");
+        std::fs::write(&script, zsh()).unwrap();
+        match std::process::Command::new("zsh")
+            .arg("-n")
+            .arg(&script)
+            .output()
+        {
+            Ok(out) => assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
+            Err(e) => {
+                let required = std::env::var_os("DDX_REQUIRE_RIGS").is_some_and(|v| v != "0");
+                assert!(!required, "no zsh ({e}) and DDX_REQUIRE_RIGS is set");
+                eprintln!("skipped: no zsh ({e})");
+            }
+        }
+    }
+
+    #[test]
+    fn bench_options_and_tests_are_in_the_man_page_and_completions() {
+        let man = man_page();
+        let (bash, zsh, fish) = (bash(), zsh(), fish());
+        assert!(man.contains(".SH BENCH\n"));
+        for option in bench::OPTIONS {
+            let name = option.spec.name;
+            assert!(
+                man.contains(&format!("\\fB\\-\\-{}\\fR", roff(name))),
+                "man: {name}"
+            );
+            for completion in [&bash, &zsh, &fish] {
+                assert!(
+                    completion.contains(&format!("--{name}"))
+                        || completion.contains(&format!("-l {name}")),
+                    "{name}"
+                );
+            }
+        }
+        for test in bench::TestName::ALL {
+            assert!(man.contains(&format!(".B {}\n", roff(test.name()))));
+            for completion in [&bash, &zsh, &fish] {
+                assert!(completion.contains(test.name()), "{}", test.name());
+            }
+        }
     }
 
     #[test]

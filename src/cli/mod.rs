@@ -1,28 +1,23 @@
 //! The command line: GNU's `--help`/`--version` and ddx's own `--options`,
-//! then dd operands, then the wrong-device guard (before anything is
-//! opened), then the copy, its statistics (and `--verbose` report) and the
-//! exit status.
+//! then dd operands, into a [`Request`]; the copy driver runs it, and its
+//! result becomes the exit status, printed here if anything is left to
+//! say. `ddx bench` is handed its own arguments.
 //!
 //! Options are scanned by hand rather than with clap because dd's operands
 //! are `key=value` words that must reach the operand grammar untouched and
 //! in order, and because option errors must read exactly as GNU getopt's.
 
 pub mod docs;
-mod extras;
+pub mod getopt;
 pub mod options;
 pub mod reference;
-mod safety;
-mod strategy;
-mod verbose;
 
 use std::ffi::OsString;
-use std::os::fd::AsFd;
-use std::sync::Arc;
 
-use crate::engine::{self, Counters, Events, RunResult};
-use crate::operands::{self, StatusLevel};
-use crate::progress::reporter::{emit, stderr_failed};
-use crate::progress::{Reporter, Ticker};
+use crate::copy::{self, Context};
+use crate::operands;
+use crate::progress::reporter::emit;
+use crate::request::Request;
 use crate::sys::signals::SignalPipes;
 
 pub use options::{help_text, version_text};
@@ -36,212 +31,79 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     if args.get(1).is_some_and(|a| a == "bench") {
         return crate::bench::run(&program, &args[2..], signals);
     }
-    let words = &args[args.len().min(1)..];
-    let (operand_words, settings) = match options::scan(words) {
-        options::Scan::Operands(words, settings) => (words, settings),
-        options::Scan::Help => return print_stdout(&program, &help_text(&program)),
-        options::Scan::Version => return print_stdout(&program, &version_text()),
-        options::Scan::Error(message) => {
-            emit(format!("{program}: {message}\n{}", try_help(&program)).as_bytes());
+    let request = match parse(&program, &args) {
+        Ok(Parsed::Copy(request)) => *request,
+        Ok(Parsed::Help) => return print_stdout(&program, &help_text(&program)),
+        Ok(Parsed::Version) => return print_stdout(&program, &version_text()),
+        Err(text) => {
+            emit(text.as_bytes());
             return EXIT_FAILURE;
         }
     };
+    let context = Context {
+        program: program.clone(),
+        signals,
+        command_line: args
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    match copy::run(request, context) {
+        Ok(()) => 0,
+        Err(failure) => {
+            if let Some(line) = failure.line() {
+                emit(format!("{program}: {line}\n").as_bytes());
+            }
+            EXIT_FAILURE
+        }
+    }
+}
 
+/// What the words ask for.
+enum Parsed {
+    Copy(Box<Request>),
+    Help,
+    Version,
+}
+
+/// Options, then operands (their warnings printed as they come); Err is
+/// the whole text to print, GNU's "Try --help" line included where GNU
+/// gives it.
+fn parse(program: &str, args: &[OsString]) -> Result<Parsed, String> {
+    let words = &args[args.len().min(1)..];
+    let (operand_words, settings) = match options::scan(words) {
+        options::Scan::Operands(words, settings) => (words, settings),
+        options::Scan::Help => return Ok(Parsed::Help),
+        options::Scan::Version => return Ok(Parsed::Version),
+        options::Scan::Error(message) => {
+            return Err(format!("{program}: {message}\n{}", try_help(program)))
+        }
+    };
     let parsed = operands::parse(&operand_words);
     for warning in &parsed.warnings {
         emit(format!("{program}: {warning}\n").as_bytes());
     }
-    let mut plan = match parsed.plan {
-        Ok(plan) => plan,
+    match parsed.plan {
+        Ok(plan) => Ok(Parsed::Copy(Box::new(Request { plan, settings }))),
         Err(error) => {
             let hint = if error.suggests_help() {
-                try_help(&program)
+                try_help(program)
             } else {
                 String::new()
             };
-            emit(format!("{program}: {error}\n{hint}").as_bytes());
-            return EXIT_FAILURE;
-        }
-    };
-
-    // ddx's own options, checked before anything is opened.
-    let extras = match extras::prepare(&mut plan, &settings) {
-        Ok(extras) => extras,
-        Err(message) => {
-            emit(format!("{program}: {message}\n").as_bytes());
-            return EXIT_FAILURE;
-        }
-    };
-
-    // Checked before anything is opened, as the operands are.
-    let progress_stream = match settings.progress_fd {
-        Some(fd) => match safety::progress_stream(fd, &plan) {
-            Ok(stream) => Some((stream, fd)),
-            Err(message) => {
-                emit(format!("{program}: {message}\n").as_bytes());
-                return EXIT_FAILURE;
-            }
-        },
-        None => None,
-    };
-    if let Err(message) = safety::guard(&program, &plan, settings.force, &signals) {
-        emit(format!("{program}: {message}\n").as_bytes());
-        return EXIT_FAILURE;
-    }
-
-    let counters = Arc::new(Counters::default());
-    let reporter = Arc::new(Reporter::new(&program, plan.status, Arc::clone(&counters)));
-    let live_line = plan.status == StatusLevel::Progress && {
-        use std::io::IsTerminal;
-        std::io::stderr().is_terminal()
-    };
-    if live_line {
-        reporter.use_live_line();
-    }
-    let json = progress_stream.is_some();
-    if let Some((stream, fd)) = progress_stream {
-        reporter.use_json(stream, fd);
-    }
-    let ticker = Ticker::start(
-        Arc::clone(&reporter),
-        signals,
-        plan.status == StatusLevel::Progress || json,
-        plan.status == StatusLevel::Progress && !live_line,
-    );
-
-    let endpoints = match engine::endpoints::open(&plan) {
-        Ok(endpoints) => endpoints,
-        Err(diagnostic) => {
-            ticker.stop();
-            reporter.diagnostic(diagnostic);
-            return EXIT_FAILURE;
-        }
-    };
-    let engine::Endpoints {
-        input,
-        mut output,
-        warnings,
-    } = endpoints;
-    for warning in warnings {
-        reporter.diagnostic(warning);
-    }
-    let (plan, block_choice) = resolve_auto_block_size(plan, &input, &output);
-    reporter.set_total(verbose::expected_bytes(&plan, &input));
-    reporter.start_clock();
-    if extras.positional() {
-        let command_line = args
-            .iter()
-            .map(|a| a.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ");
-        let status =
-            extras.run_positional(&plan, input, output, &counters, &reporter, command_line);
-        ticker.stop();
-        return status;
-    }
-    let (tap, hash_job) = match extras.start_hashing() {
-        Ok(Some((tap, job))) => (Some(tap), Some(job)),
-        Ok(None) => (None, None),
-        Err(message) => {
-            ticker.stop();
-            reporter.message(message);
-            return EXIT_FAILURE;
-        }
-    };
-
-    let (backend, shaping) = strategy::choose(&settings, &plan, &input, &output, tap);
-    let report = settings.verbose.then(|| {
-        verbose::Report::new(&settings, backend, &shaping, &plan)
-            .with_block_choice(block_choice.as_ref())
-    });
-    let plan = Arc::new(plan);
-    let input_start = input.offset;
-    let (result, input) = engine::backend::run(
-        backend,
-        shaping,
-        Arc::clone(&plan),
-        input,
-        &mut output,
-        &counters,
-        reporter.as_ref(),
-    );
-    ticker.stop();
-    let (failed, stopped_short) = match result {
-        RunResult::Died => return EXIT_FAILURE,
-        RunResult::Finished(outcome) => (outcome.failed, outcome.stopped_short),
-    };
-    if let (true, Some(input)) = (stopped_short, &input) {
-        let counted = counters.snapshot();
-        input.give_back_read_ahead(
-            &plan,
-            input_start,
-            counted.records_in_full + counted.records_in_partial,
-        );
-    }
-
-    // GNU closes both ends before the statistics; a close error ends it there.
-    if let Some(input) = input {
-        if let Err(errno) = input.handle.close() {
-            reporter.diagnostic(engine::Diagnostic::ClosingInput {
-                file: input.name,
-                errno,
-            });
-            return EXIT_FAILURE;
+            Err(format!("{program}: {error}\n{hint}"))
         }
     }
-    if let Err(errno) = output.handle.close() {
-        reporter.diagnostic(engine::Diagnostic::ClosingOutput {
-            file: output.name,
-            errno,
-        });
-        return EXIT_FAILURE;
-    }
-    reporter.finish();
-    // The statistics are out; a signal now ends the read-back at once.
-    crate::sys::signals::default_from_now_on();
-    let failed = extras.finish(hash_job, &plan, &reporter) || failed;
-    if let Some(report) = report {
-        report.print(&reporter, &counters);
-    }
-    if failed || stderr_failed() {
-        EXIT_FAILURE
-    } else {
-        0
-    }
-}
-
-/// bs=auto: measure now that both ends are open (the probe only reads).
-fn resolve_auto_block_size(
-    plan: operands::CopyPlan,
-    input: &engine::Input,
-    output: &engine::Output,
-) -> (operands::CopyPlan, Option<engine::auto_block::Choice>) {
-    use operands::IoFlags;
-    if !plan.auto_block_size {
-        return (plan, None);
-    }
-    let here = crate::sys::file::current_offset(input.handle.as_fd()).unwrap_or(0);
-    let skip = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
-    let choice = engine::auto_block::choose(
-        engine::auto_block::End {
-            fd: input.handle.as_fd(),
-            direct: plan.input_flags.contains(IoFlags::DIRECT),
-        },
-        engine::auto_block::End {
-            fd: output.handle.as_fd(),
-            direct: plan.output_flags.contains(IoFlags::DIRECT),
-        },
-        here.max(0) as u64 + skip,
-    );
-    (plan.with_block_size(choice.block_size), Some(choice))
 }
 
 fn try_help(program: &str) -> String {
     format!("Try '{program} --help' for more information.\n")
 }
 
-/// --help/--version output; a failed write is an error, as in GNU.
-fn print_stdout(program: &str, text: &str) -> i32 {
+/// --help/--version output; a failed write is an error, as in GNU (also
+/// `ddx bench --help`, whose `program` is "ddx bench").
+pub(crate) fn print_stdout(program: &str, text: &str) -> i32 {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     match stdout

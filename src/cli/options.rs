@@ -5,57 +5,7 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
-/// ddx's own settings, from its `--options`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Settings {
-    /// `--backend=`; None is auto.
-    pub backend: Option<BackendChoice>,
-    /// `--queue-depth=N`.
-    pub queue_depth: Option<usize>,
-    /// `--keep-cache`: leave a large copy's pages in the page cache.
-    pub keep_cache: bool,
-    /// `--rescue`: retry failed reads sector by sector.
-    pub rescue: bool,
-    /// `--map=FILE`: keep a GNU ddrescue mapfile.
-    pub map: Option<std::path::PathBuf>,
-    /// `--resume`: continue from the map (or OF.ddx-map).
-    pub resume: bool,
-    /// `--sector-size=N`: the retry unit of --rescue.
-    pub sector_size: Option<usize>,
-    /// `--hash=ALG[,ALG]`.
-    pub hash: Vec<crate::integrity::Algorithm>,
-    /// `--verify`: read the output back and compare.
-    pub verify: bool,
-    /// `--offload` / `--no-offload` (the last one given wins).
-    pub offload: Offload,
-    /// `--request-size=BYTES`: bulk request size instead of the default.
-    pub request_size: Option<usize>,
-    /// `--force`: skip the wrong-device guard's refusals and prompt.
-    pub force: bool,
-    /// `--verbose`: how the copy ran, after GNU's statistics.
-    pub verbose: bool,
-    /// `--progress-fd=N`: JSON progress records to this descriptor.
-    pub progress_fd: Option<i32>,
-}
-
-/// Whether the kernel's copy (copy_file_range, splice) may take a copy.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Offload {
-    /// Where it is expected to be the faster way (see `engine::shape`).
-    #[default]
-    Auto,
-    /// Wherever the kernel takes it.
-    Always,
-    /// Never: every byte through ddx's buffers.
-    Never,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendChoice {
-    Sync,
-    Threads,
-    Uring,
-}
+pub use crate::request::{BackendChoice, Offload, Settings};
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
@@ -81,7 +31,7 @@ pub struct OptionSpec {
 }
 
 impl OptionSpec {
-    const fn switch(name: &'static str, help: &'static str) -> Self {
+    pub const fn switch(name: &'static str, help: &'static str) -> Self {
         OptionSpec {
             name,
             value: None,
@@ -90,7 +40,7 @@ impl OptionSpec {
         }
     }
 
-    const fn valued(name: &'static str, value: &'static str, help: &'static str) -> Self {
+    pub const fn valued(name: &'static str, value: &'static str, help: &'static str) -> Self {
         OptionSpec {
             name,
             value: Some(value),
@@ -99,7 +49,7 @@ impl OptionSpec {
         }
     }
 
-    const fn choice(
+    pub const fn choice(
         name: &'static str,
         value: &'static str,
         choices: &'static [&'static str],
@@ -210,10 +160,6 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::switch("version", "output version information and exit"),
 ];
 
-fn spec(name: &str) -> Option<&'static OptionSpec> {
-    OPTIONS.iter().find(|o| o.name == name)
-}
-
 pub fn scan(words: &[OsString]) -> Scan {
     let mut operands = Vec::with_capacity(words.len());
     let mut settings = Settings::default();
@@ -231,32 +177,9 @@ pub fn scan(words: &[OsString]) -> Scan {
         }
         if let Some(long) = bytes.strip_prefix(b"--") {
             let text = String::from_utf8_lossy(long);
-            let (name, inline_value) = match text.split_once('=') {
-                Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
-                None => (text.clone().into_owned(), None),
-            };
-            let matches: Vec<&OptionSpec> = OPTIONS
-                .iter()
-                .filter(|o| o.name.starts_with(name.as_str()))
-                .collect();
-            let chosen = match (spec(&name), matches.as_slice()) {
-                (Some(exact), _) => exact,
-                (None, [one]) => *one,
-                // GNU dd's own options keep every prefix GNU accepts
-                // ("--v" is --version), whatever ddx added beside them.
-                (None, several) if several.iter().any(|o| is_gnu_option(o.name)) => *several
-                    .iter()
-                    .find(|o| is_gnu_option(o.name))
-                    .expect("checked above"),
-                (None, []) => return Scan::Error(format!("unrecognized option '--{text}'")),
-                (None, several) => {
-                    let list: Vec<String> =
-                        several.iter().map(|o| format!("'--{}'", o.name)).collect();
-                    return Scan::Error(format!(
-                        "option '--{name}' is ambiguous; possibilities: {}",
-                        list.join(" ")
-                    ));
-                }
+            let (chosen, inline_value) = match super::getopt::find(OPTIONS, |o| o, &text) {
+                Ok((chosen, value)) => (chosen, value.map(str::to_owned)),
+                Err(message) => return Scan::Error(message),
             };
             if chosen.value.is_none() {
                 if inline_value.is_some() {
@@ -293,10 +216,6 @@ pub fn scan(words: &[OsString]) -> Scan {
         return Scan::Error(format!("invalid option -- '{letter}'"));
     }
     Scan::Operands(operands, settings)
-}
-
-fn is_gnu_option(name: &str) -> bool {
-    name == "help" || name == "version"
 }
 
 fn apply_switch(settings: &mut Settings, option: &str) {
@@ -387,10 +306,16 @@ fn apply_value(settings: &mut Settings, spec: &OptionSpec, value: &str) -> Resul
 /// The options part of `--help`, laid out as GNU does: the option in a
 /// 24-column gutter, its help wrapped at 78 columns beside it.
 pub fn options_help() -> String {
+    layout(OPTIONS)
+}
+
+/// `options` laid out as [`options_help`] lays out ddx's own (`ddx bench
+/// --help` uses it for its table).
+pub fn layout<'a>(options: impl IntoIterator<Item = &'a OptionSpec>) -> String {
     const GUTTER: usize = 24;
     const WIDTH: usize = 78;
     let mut out = String::new();
-    for option in OPTIONS {
+    for option in options {
         let head = match option.value {
             Some(value) => format!("      --{}={value}", option.name),
             None => format!("      --{}", option.name),

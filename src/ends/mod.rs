@@ -22,10 +22,16 @@
 //! be left behind (an upload is aborted, not completed). Nothing is
 //! finalised in `Drop`.
 
+pub mod file;
+pub mod nbd;
+pub mod open;
+
 use std::fmt;
 use std::os::fd::BorrowedFd;
 
 use crate::sys::Errno;
+
+pub use open::{open_input, open_output, Input, Output};
 
 /// What an end is: the planner decides by it, and GNU's rules depend on it
 /// (a short read means end of file only for a regular file; a block
@@ -176,6 +182,14 @@ pub trait End: Send + fmt::Debug {
     fn write_zeroes(&mut self, len: u64) -> Result<(), Errno> {
         let _ = len;
         Err(Errno::NOTSUP)
+    }
+
+    /// Wait for everything the end deferred (writes behind) and report
+    /// the first error not reported yet, while [`End::take_detail`] and
+    /// [`End::written_until`] can still be asked, which they cannot after
+    /// `close` consumed the end. Ends that defer nothing: Ok.
+    fn settle(&mut self) -> Result<(), Errno> {
+        Ok(())
     }
 
     /// More about the last error than its errno, once (a server's

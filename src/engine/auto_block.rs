@@ -6,9 +6,13 @@
 //! block sizes (positional reads of distinct regions just past skip=, which
 //! the copy reads next anyway, so nothing is wasted and nothing written),
 //! in three short rounds over all sizes so the rule can tell the sizes'
-//! differences from the disk's own drift, and takes the smallest size within
-//! 95% of the best by the rule `ddx bench` recommends by
-//! ([`smallest_near_best`]). What cannot be probed (a pipe, a character
+//! differences from the disk's own drift, each round's figure in the rule's
+//! measure (the block size over the median request time), and takes the
+//! answer of the rule `ddx bench` recommends by ([`judge`]: the smallest
+//! size whose figure reaches the bar, 95% of the best less the noise).
+//! `--verbose` prints the figures, the best and the bar the rule was
+//! applied to, so the answer can be checked by reading them. What cannot
+//! be probed (a pipe, a character
 //! device, an input too small to measure) gets 128 KiB, the size
 //! coreutils settled on for cp and cat by measuring many systems. Device
 //! hints set a floor: under O_DIRECT, the logical sector of every direct
@@ -20,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::FileType;
 
-use crate::stats::recommend::{smallest_near_best, NEAR_BEST};
+use crate::stats::recommend::{self, judge, Judgement, NEAR_BEST};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::device::device_info;
 use crate::sys::file;
@@ -58,6 +62,8 @@ pub struct Choice {
     /// (block size, bytes per second in each round) for each size
     /// probed; empty if none.
     pub measured: Vec<(usize, Vec<f64>)>,
+    /// What the rule made of them.
+    pub judgement: Option<Judgement>,
     /// The floor the devices set, if any, and why.
     pub floor: Option<(usize, &'static str)>,
     /// Why nothing was probed, if it was not.
@@ -65,23 +71,41 @@ pub struct Choice {
 }
 
 impl Choice {
-    /// One line for `--verbose`.
+    /// One line for `--verbose`: the choice, and the figures, best and
+    /// bar the rule was applied to.
     pub fn describe(&self) -> String {
-        let size = |n: usize| crate::text::human::size_text(n as u64);
+        let size = |n: u64| crate::text::human::size_text(n);
+        let percent = |f: f64| format!("{:.1}%", f * 100.0);
         let mut text = format!(
             "bs=auto chose {} ({} bytes)",
-            size(self.block_size),
+            size(self.block_size as u64),
             self.block_size
         );
-        if !self.measured.is_empty() {
-            let points: Vec<String> = self
-                .measured
+        if let Some(judgement) = &self.judgement {
+            let rounds = self.measured.iter().map(|m| m.1.len()).max().unwrap_or(0);
+            let points: Vec<String> = judgement
+                .figures
                 .iter()
-                .map(|(bs, rounds)| format!("{} {:.0} MB/s", size(*bs), median(rounds) / 1e6))
+                .map(|&(bs, figure)| {
+                    format!(
+                        "{} {} ({})",
+                        size(bs),
+                        crate::text::human::rate_text(figure),
+                        percent(judgement.share(figure))
+                    )
+                })
                 .collect();
             text.push_str(&format!(
-                ", the smallest within {:.0}% of the best read: {}",
+                ": {} is the smallest size whose read throughput reaches the bar of {} of \
+                 the best ({}; the best is the median of the three highest, the bar {:.0}% \
+                 less the noise between rounds, never below {:.0}%); throughput is the \
+                 block size over a round's median request time, the median of {rounds} \
+                 rounds: {}",
+                size(judgement.block_size),
+                percent(judgement.bar),
+                crate::text::human::rate_text(judgement.best_bytes_per_sec),
                 NEAR_BEST * 100.0,
+                recommend::FLOOR * 100.0,
                 points.join(", ")
             ));
         }
@@ -89,7 +113,7 @@ impl Choice {
             text.push_str(&format!(" ({reason})"));
         }
         if let Some((floor, why)) = self.floor {
-            text.push_str(&format!("; at least {} ({why})", size(floor)));
+            text.push_str(&format!("; at least {} ({why})", size(floor as u64)));
         }
         text
     }
@@ -118,25 +142,17 @@ pub fn choose(input: End<'_>, output: End<'_>, start: u64) -> Choice {
         .iter()
         .map(|(bs, rounds)| (*bs as u64, rounds.clone()))
         .collect();
-    let chosen = smallest_near_best(&points, NEAR_BEST)
-        .map_or(UNMEASURED, |b| b as usize)
+    let judgement = judge(&points, NEAR_BEST);
+    let chosen = judgement
+        .as_ref()
+        .map_or(UNMEASURED, |j| j.block_size as usize)
         .max(minimum);
     Choice {
         block_size: round_up(chosen, minimum),
         measured,
+        judgement,
         floor,
         unprobed,
-    }
-}
-
-/// The median of a few samples (0 for none), for the verbose line.
-fn median(samples: &[f64]) -> f64 {
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    match sorted.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => sorted[n / 2],
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
     }
 }
 
@@ -181,9 +197,10 @@ fn floor(input: End<'_>, output: End<'_>) -> Option<(usize, &'static str)> {
     floor
 }
 
-/// Read throughput at each candidate size, one figure per round (the
-/// size over its median request's time, so a stall behind other I/O
-/// slows a request, not the figure), or why it was not measured.
+/// Read throughput at each candidate size, one figure per round in the
+/// rule's measure ([`recommend::request_rate`]: the size over the median
+/// request's time, so a stall behind other I/O slows a request, not the
+/// figure), or why it was not measured.
 fn probe(
     input: End<'_>,
     start: u64,
@@ -237,13 +254,13 @@ fn probe(
                     Ok(_) => break,
                     Err(_) => return Err("the input could not be read at every size"),
                 }
-                latencies.push(request.elapsed().as_secs_f64());
+                latencies.push(request.elapsed().as_nanos() as u64);
                 if latencies.len() >= 2 && began.elapsed() > round_time {
                     break;
                 }
             }
-            if !latencies.is_empty() {
-                rounds.push(candidate as f64 / median(&latencies).max(1e-9));
+            if let Some(rate) = recommend::request_rate(candidate as u64, &latencies) {
+                rounds.push(rate);
             }
             offset = region_end;
         }
@@ -308,9 +325,10 @@ mod tests {
             .map(|(bs, rounds)| (*bs as u64, rounds.clone()))
             .collect();
         assert_eq!(
-            smallest_near_best(&points, NEAR_BEST),
+            recommend::smallest_near_best(&points, NEAR_BEST),
             Some(choice.block_size as u64)
         );
+        assert_eq!(choice.judgement, judge(&points, NEAR_BEST));
     }
 
     #[test]

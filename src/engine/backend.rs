@@ -13,15 +13,14 @@ use std::os::fd::AsFd;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 
+use crate::ends::{Input, Output};
 use crate::engine::cache::DropBehind;
 use crate::engine::counters::Counters;
 use crate::engine::diagnostic::Events;
-use crate::engine::endpoints::{Input, Output};
 use crate::engine::handoff::Waiting;
 use crate::engine::offload::Offloaded;
 use crate::engine::reader::{Closed, Event, Reader, Sink, Stop};
-use crate::engine::shape::BulkShape;
-use crate::engine::writer::{Handled, RunResult, Writer};
+use crate::engine::writer::{Handled, RunResult, StreamEnd, Writer};
 use crate::operands::CopyPlan;
 use crate::sys::buffer::AlignedBuf;
 
@@ -46,17 +45,27 @@ pub const DEFAULT_QUEUE_DEPTH: usize = 8;
 
 /// How a copy is shaped, beyond the backend: bulk requests, and kernel
 /// offload first (with the unit its requests keep to).
-#[derive(Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Shaping {
     pub bulk: Option<BulkShape>,
     pub offload_unit: Option<usize>,
     /// Drop both files' pages behind a large bulk copy (not --keep-cache).
     pub drop_behind: bool,
-    /// `--hash`/`--verify`: the writer hands the hasher what it is given.
-    pub tap: Option<crate::integrity::Tap>,
-    /// Move records with splice(2) (a pipe end; see `shape::splice_fits`);
-    /// in-line backends only.
+    /// Move records with splice(2) (a pipe end; see
+    /// `planner::splice_fits`); in-line backends only.
     pub splice: bool,
+}
+
+/// How a bulk copy counts its records (see `planner::bulk_shape`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BulkShape {
+    /// Bytes per request: a whole number of input records.
+    pub chunk: usize,
+    /// The block GNU writes (obs when re-blocking, else ibs): holes are
+    /// passed on in whole blocks of it.
+    pub write_block: usize,
+    /// The input is a regular file whose holes can be found (SEEK_DATA).
+    pub sparse_input: bool,
 }
 
 /// The reader thread's stack: it keeps no large data on it, and a small
@@ -66,22 +75,34 @@ const READER_STACK: usize = 256 * 1024;
 /// Offload requests: large, since the kernel does the work.
 const OFFLOAD_REQUEST: u64 = 64 << 20;
 
+/// How one copy is to run: the planner's choice, and the hasher's tap
+/// (`--hash`, `--verify`), which the writer hands every byte it is given.
+pub struct How {
+    pub backend: Backend,
+    pub shaping: Shaping,
+    pub tap: Option<crate::integrity::Tap>,
+}
+
 /// Run the copy; returns the result and the input (for closing), which is
 /// absent if the reader thread could not be taken back.
 pub fn run(
-    backend: Backend,
-    shaping: Shaping,
+    how: How,
     plan: Arc<CopyPlan>,
     input: Input,
     output: &mut Output,
     counters: &Counters,
     events: &dyn Events,
 ) -> (RunResult, Option<Input>) {
+    let How {
+        backend,
+        shaping,
+        tap,
+    } = how;
     let drop_behind = shaping.drop_behind && shaping.bulk.is_some();
     let mut reader = Reader::new(Arc::clone(&plan), input).with_bulk(shaping.bulk, drop_behind);
     let mut writer = Writer::new(Arc::clone(&plan), output, counters, events)
         .with_drop_behind(drop_behind)
-        .with_tap(shaping.tap);
+        .with_tap(tap);
     let mut offload_stopped = false;
     if let Some(unit) = shaping.offload_unit {
         match try_offload(&plan, unit, &mut reader, &mut writer) {
@@ -105,7 +126,7 @@ pub fn run(
         Backend::Sync | Backend::Sequential => {
             let splice_to = shaping
                 .splice
-                .then(|| writer.output_fd().try_clone_to_owned().ok())
+                .then(|| writer.output_fd()?.try_clone_to_owned().ok())
                 .flatten();
             let reader = reader.with_splice(splice_to);
             let mut sink = InlineSink {
@@ -126,7 +147,7 @@ pub fn run(
 /// How a copy handed to the kernel (offload, io_uring) went.
 enum Kernel {
     /// The copy is over (done, or stopped by skip/seek).
-    Done(End),
+    Done(StreamEnd),
     /// Stopped part way, at a record boundary the reader and writer have
     /// been moved to: go on the ordinary way, which meets the error again.
     Stopped,
@@ -134,11 +155,8 @@ enum Kernel {
     NotHere,
 }
 
-/// How the event stream ended.
-type End = Result<(bool, Option<crate::engine::Diagnostic>), Stop>;
-
 /// skip= and seek=, ahead of a kernel copy: Err(end) if the copy ends there.
-fn skip_and_seek(reader: &mut Reader, writer: &mut Writer<'_>) -> Result<(), End> {
+fn skip_and_seek(reader: &mut Reader, writer: &mut Writer<'_>) -> Result<(), StreamEnd> {
     let mut sink = InlineSink {
         writer,
         spare: None,
@@ -176,10 +194,10 @@ fn try_offload(
     let chunk = (OFFLOAD_REQUEST / unit as u64).max(1) as usize * unit;
     // A second descriptor for the same open output (same offset), so that
     // the writer can count and drop pages while the kernel copies.
-    let Ok(output_fd) = writer.output_fd().try_clone_to_owned() else {
+    let Some(Ok(output_fd)) = writer.output_fd().map(|fd| fd.try_clone_to_owned()) else {
         return Kernel::NotHere;
     };
-    let Ok(input_fd) = reader.input_fd().try_clone_to_owned() else {
+    let Some(Ok(input_fd)) = reader.input_fd().map(|fd| fd.try_clone_to_owned()) else {
         return Kernel::NotHere;
     };
     let input_start = crate::sys::file::current_offset(input_fd.as_fd())
@@ -220,9 +238,9 @@ fn try_uring(
     if plan.conv.contains(crate::operands::Conv::SPARSE) {
         return Kernel::NotHere;
     }
-    let (Ok(input_fd), Ok(output_fd)) = (
-        reader.input_fd().try_clone_to_owned(),
-        writer.output_fd().try_clone_to_owned(),
+    let (Some(Ok(input_fd)), Some(Ok(output_fd))) = (
+        reader.input_fd().map(|fd| fd.try_clone_to_owned()),
+        writer.output_fd().map(|fd| fd.try_clone_to_owned()),
     ) else {
         return Kernel::NotHere;
     };
@@ -347,7 +365,7 @@ struct InlineSink<'w, 'a> {
     /// The one buffer, back from the writer.
     spare: Option<AlignedBuf>,
     /// How the stream ended, once it has.
-    end: Option<Result<(bool, Option<crate::engine::Diagnostic>), Stop>>,
+    end: Option<StreamEnd>,
 }
 
 impl Sink for InlineSink<'_, '_> {

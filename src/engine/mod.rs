@@ -11,16 +11,14 @@ pub mod cache;
 pub mod counters;
 pub mod depth;
 pub mod diagnostic;
-pub mod endpoints;
 pub mod handoff;
 pub mod offload;
 pub mod reader;
-pub mod shape;
 pub mod uring;
 pub mod writer;
 
+pub use crate::ends::{Input, Output};
 pub use backend::{Backend, Shaping, DEFAULT_QUEUE_DEPTH};
 pub use counters::{Counters, Snapshot};
 pub use diagnostic::{Diagnostic, Events};
-pub use endpoints::{Endpoints, Input, Output};
 pub use writer::{Outcome, RunResult};

@@ -20,19 +20,15 @@
 //! - the copy is reported done up to the first chunk not yet written, so the
 //!   counters and the file offsets handed back never claim a gap.
 //!
-//! Ownership rule for the buffers (the one `unsafe` contract here): a
-//! slot's buffer belongs to the kernel from the moment its request is
-//! pushed until its completion is reaped; the loop never touches a slot in
-//! flight, and never returns (dropping the buffers) while any request is
-//! in flight: every exit path first waits for all completions.
+//! The buffers are the ring's (`sys::ring`, which keeps the ownership
+//! rule); this module only decides which chunk goes into which slot and
+//! when it may be written.
 
 use std::collections::BTreeMap;
-use std::os::fd::{AsRawFd, BorrowedFd};
-
-use io_uring::{opcode, types, IoUring};
+use std::os::fd::BorrowedFd;
 
 use crate::engine::offload::Offloaded;
-use crate::sys::buffer::AlignedBuf;
+use crate::sys::ring::Ring;
 use crate::sys::Errno;
 
 /// Told about each request, in the order of the copy: before a chunk is
@@ -71,8 +67,9 @@ enum Phase {
     Writing,
 }
 
+/// What the copy knows of one slot of the ring.
+#[derive(Debug, Clone, Copy)]
 struct Slot {
-    buf: AlignedBuf,
     phase: Phase,
     /// Which chunk of the copy.
     index: u64,
@@ -86,15 +83,7 @@ struct Slot {
 /// be compiled out, disabled by `kernel.io_uring_disabled`, or refused by a
 /// seccomp filter in a container).
 pub fn available() -> bool {
-    ring(2).is_some()
-}
-
-fn ring(entries: u32) -> Option<IoUring> {
-    let ring = IoUring::new(entries).ok()?;
-    let mut probe = io_uring::Probe::new();
-    ring.submitter().register_probe(&mut probe).ok()?;
-    (probe.is_supported(opcode::Read::CODE) && probe.is_supported(opcode::Write::CODE))
-        .then_some(ring)
+    Ring::new(1, 4096).is_ok()
 }
 
 /// Copy `job`. `Unsupported` when no ring can be had (nothing copied);
@@ -103,27 +92,20 @@ fn ring(entries: u32) -> Option<IoUring> {
 /// left where a read(2)/write(2) copy of the same bytes would leave them.
 pub fn copy(job: Job<'_>, observer: &mut dyn Observer) -> Offloaded {
     let depth = job.queue_depth.clamp(1, (MAX_IN_FLIGHT / job.chunk).max(1));
-    let Some(mut ring) = ring(depth.next_power_of_two() as u32) else {
+    let Ok(mut ring) = Ring::new(depth, job.chunk) else {
         return Offloaded::Unsupported;
     };
-    let mut slots = Vec::with_capacity(depth);
-    for _ in 0..depth {
-        let Ok(buf) = AlignedBuf::new(job.chunk) else {
-            break;
-        };
-        slots.push(Slot {
-            buf,
-            phase: Phase::Free,
-            index: 0,
-            want: 0,
-            progress: 0,
-        });
-    }
-    if slots.is_empty() {
-        return Offloaded::Unsupported;
-    }
     let mut copy = Copy {
         job,
+        slots: vec![
+            Slot {
+                phase: Phase::Free,
+                index: 0,
+                want: 0,
+                progress: 0,
+            };
+            ring.slots()
+        ],
         next_read: 0,
         next_write: 0,
         input_end: None,
@@ -131,14 +113,10 @@ pub fn copy(job: Job<'_>, observer: &mut dyn Observer) -> Offloaded {
         written: BTreeMap::new(),
         copied_chunks: 0,
         copied: 0,
-        in_flight: 0,
     };
-    if copy.run(&mut ring, &mut slots, observer).is_err() {
-        // The kernel may still write into the buffers: they must outlive
-        // it, so they are leaked rather than freed (this cannot happen
-        // short of a broken kernel, and the process ends soon after).
-        std::mem::forget(slots);
-        std::mem::forget(ring);
+    if copy.run(&mut ring, observer).is_err() {
+        // The ring's Drop waits for what is in flight, or leaks its
+        // buffers where it cannot.
         copy.failed = Some(copy.copied_chunks);
     }
     let done = copy.copied;
@@ -155,6 +133,7 @@ struct Abandoned;
 
 struct Copy<'a> {
     job: Job<'a>,
+    slots: Vec<Slot>,
     /// The next chunk to read, and the next to write (in order).
     next_read: u64,
     next_write: u64,
@@ -166,41 +145,20 @@ struct Copy<'a> {
     written: BTreeMap<u64, usize>,
     copied_chunks: u64,
     copied: u64,
-    in_flight: usize,
 }
 
 impl Copy<'_> {
     /// Err when the ring itself failed with requests still in flight.
-    fn run(
-        &mut self,
-        ring: &mut IoUring,
-        slots: &mut [Slot],
-        observer: &mut dyn Observer,
-    ) -> Result<(), Abandoned> {
+    fn run(&mut self, ring: &mut Ring, observer: &mut dyn Observer) -> Result<(), Abandoned> {
         loop {
             if self.failed.is_none() {
-                self.queue_reads(ring, slots, observer);
+                self.queue_reads(ring, observer);
             }
-            self.queue_writes(ring, slots, observer);
-            if self.in_flight == 0 {
-                return Ok(());
-            }
-            if let Err(error) = ring.submit_and_wait(1) {
-                let transient = matches!(
-                    error.raw_os_error(),
-                    Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
-                );
-                if !transient {
-                    return Err(Abandoned);
-                }
-            }
-            let completions: Vec<(u64, i32)> = ring
-                .completion()
-                .map(|c| (c.user_data(), c.result()))
-                .collect();
-            for (slot, result) in completions {
-                self.in_flight -= 1;
-                self.complete(ring, slots, slot as usize, result, observer);
+            self.queue_writes(ring, observer);
+            match ring.wait() {
+                None => return Ok(()),
+                Some(Ok(done)) => self.complete(ring, done.slot, done.result, observer),
+                Some(Err(_)) => return Err(Abandoned),
             }
         }
     }
@@ -209,120 +167,99 @@ impl Copy<'_> {
         index * self.job.chunk as u64
     }
 
-    fn queue_reads(&mut self, ring: &mut IoUring, slots: &mut [Slot], observer: &mut dyn Observer) {
+    fn queue_reads(&mut self, ring: &mut Ring, observer: &mut dyn Observer) {
         while self.input_end.is_none() && self.chunk_offset(self.next_read) < self.job.limit {
-            let Some(free) = slots.iter().position(|s| s.phase == Phase::Free) else {
+            let Some(free) = self.slots.iter().position(|s| s.phase == Phase::Free) else {
                 return;
             };
             let offset = self.chunk_offset(self.next_read);
             let want = (self.job.chunk as u64).min(self.job.limit - offset) as usize;
             observer.before_read(offset, want as u64);
-            let slot = &mut slots[free];
-            slot.phase = Phase::Reading;
-            slot.index = self.next_read;
-            slot.want = want;
-            slot.progress = 0;
+            self.slots[free] = Slot {
+                phase: Phase::Reading,
+                index: self.next_read,
+                want,
+                progress: 0,
+            };
             self.next_read += 1;
-            self.push_read(ring, slots, free);
+            self.push_read(ring, free);
         }
     }
 
-    fn queue_writes(
-        &mut self,
-        ring: &mut IoUring,
-        slots: &mut [Slot],
-        observer: &mut dyn Observer,
-    ) {
-        if slots.iter().any(|s| s.phase == Phase::Writing) {
+    fn queue_writes(&mut self, ring: &mut Ring, observer: &mut dyn Observer) {
+        if self.slots.iter().any(|s| s.phase == Phase::Writing) {
             return;
         }
-        if let Some(ready) = slots.iter().position(|s| {
+        if let Some(ready) = self.slots.iter().position(|s| {
             s.phase == Phase::Read
                 && s.index == self.next_write
                 && self.failed.is_none_or(|failed| s.index < failed)
         }) {
-            let slot = &mut slots[ready];
+            let slot = &mut self.slots[ready];
             slot.phase = Phase::Writing;
             slot.progress = 0;
-            observer.before_write(self.chunk_offset(slot.index), slot.want as u64);
+            let (index, want) = (slot.index, slot.want);
+            let offset = self.chunk_offset(index);
+            observer.before_write(offset, want as u64);
             self.next_write += 1;
-            self.push_write(ring, slots, ready);
+            self.push_write(ring, ready);
         }
     }
 
-    fn push_read(&mut self, ring: &mut IoUring, slots: &mut [Slot], at: usize) {
-        let slot = &mut slots[at];
+    fn push_read(&mut self, ring: &mut Ring, at: usize) {
+        let slot = self.slots[at];
         let offset = self.job.input_start + self.chunk_offset(slot.index) + slot.progress as u64;
-        let rest = &mut slot.buf.as_mut_slice()[slot.progress..slot.want];
-        let entry = opcode::Read::new(
-            types::Fd(self.job.input.as_raw_fd()),
-            rest.as_mut_ptr(),
-            rest.len() as u32,
-        )
-        .offset(offset)
-        .build()
-        .user_data(at as u64);
-        self.push(ring, &entry);
-    }
-
-    fn push_write(&mut self, ring: &mut IoUring, slots: &mut [Slot], at: usize) {
-        let slot = &mut slots[at];
-        let offset = self.job.output_start + self.chunk_offset(slot.index) + slot.progress as u64;
-        let rest = &slot.buf.as_slice()[slot.progress..slot.want];
-        let entry = opcode::Write::new(
-            types::Fd(self.job.output.as_raw_fd()),
-            rest.as_ptr(),
-            rest.len() as u32,
-        )
-        .offset(offset)
-        .build()
-        .user_data(at as u64);
-        self.push(ring, &entry);
-    }
-
-    fn push(&mut self, ring: &mut IoUring, entry: &io_uring::squeue::Entry) {
-        loop {
-            // SAFETY: the entry points into a slot buffer that lives in
-            // `slots` until `run` returns, and `run` returns only once
-            // every request is complete (in_flight == 0); the slot is
-            // marked in flight, so nothing else touches the buffer.
-            let pushed = unsafe { ring.submission().push(entry) };
-            if pushed.is_ok() {
-                self.in_flight += 1;
-                return;
-            }
-            // The queue is full: hand it to the kernel and try again.
-            let _ = ring.submit();
+        if let Err(errno) = ring.read(self.job.input, at, offset, slot.progress..slot.want) {
+            self.refused(at, errno);
         }
+    }
+
+    fn push_write(&mut self, ring: &mut Ring, at: usize) {
+        let slot = self.slots[at];
+        let offset = self.job.output_start + self.chunk_offset(slot.index) + slot.progress as u64;
+        if let Err(errno) = ring.write(self.job.output, at, offset, slot.progress..slot.want) {
+            self.refused(at, errno);
+        }
+    }
+
+    /// The ring would not take a request: the chunk fails, and the copy
+    /// stops there as at any failed request.
+    fn refused(&mut self, at: usize, _errno: Errno) {
+        let index = self.slots[at].index;
+        self.failed = Some(self.failed.map_or(index, |f| f.min(index)));
+        self.slots[at].phase = Phase::Free;
     }
 
     fn complete(
         &mut self,
-        ring: &mut IoUring,
-        slots: &mut [Slot],
+        ring: &mut Ring,
         at: usize,
-        result: i32,
+        result: Result<usize, Errno>,
         observer: &mut dyn Observer,
     ) {
-        let retry = |r: i32| r == -Errno::INTR.raw_os_error() || r == -Errno::AGAIN.raw_os_error();
-        let phase = slots[at].phase;
-        let index = slots[at].index;
-        if retry(result) && self.failed.is_none() {
+        let phase = self.slots[at].phase;
+        let index = self.slots[at].index;
+        if matches!(result, Err(Errno::INTR | Errno::AGAIN)) && self.failed.is_none() {
             match phase {
-                Phase::Reading => self.push_read(ring, slots, at),
-                _ => self.push_write(ring, slots, at),
+                Phase::Reading => self.push_read(ring, at),
+                _ => self.push_write(ring, at),
             }
             return;
         }
-        if result < 0 || (phase == Phase::Writing && result == 0) {
+        let moved = match result {
+            Ok(0) if phase == Phase::Writing => None,
+            Ok(n) => Some(n),
+            Err(_) => None,
+        };
+        let Some(moved) = moved else {
             self.failed = Some(self.failed.map_or(index, |f| f.min(index)));
-            slots[at].phase = Phase::Free;
+            self.slots[at].phase = Phase::Free;
             return;
-        }
-        let slot = &mut slots[at];
-        slot.progress += result as usize;
+        };
+        let slot = &mut self.slots[at];
+        slot.progress += moved;
         match phase {
-            Phase::Reading if result == 0 => {
+            Phase::Reading if moved == 0 => {
                 // End of input inside this chunk: nothing after it counts.
                 slot.want = slot.progress;
                 self.input_end = Some(self.input_end.map_or(index, |e| e.min(index)));
@@ -335,9 +272,9 @@ impl Copy<'_> {
                     self.written.insert(index, 0);
                 }
             }
-            Phase::Reading if slot.progress < slot.want => self.push_read(ring, slots, at),
+            Phase::Reading if slot.progress < slot.want => self.push_read(ring, at),
             Phase::Reading => slot.phase = Phase::Read,
-            Phase::Writing if slot.progress < slot.want => self.push_write(ring, slots, at),
+            Phase::Writing if slot.progress < slot.want => self.push_write(ring, at),
             Phase::Writing => {
                 slot.phase = Phase::Free;
                 self.written.insert(index, slot.want);
@@ -346,7 +283,7 @@ impl Copy<'_> {
         }
         // Chunks past the end of input were read as empty: free them.
         if let Some(end) = self.input_end {
-            for slot in slots.iter_mut() {
+            for slot in self.slots.iter_mut() {
                 if slot.phase == Phase::Read && slot.index > end {
                     slot.phase = Phase::Free;
                 }

@@ -102,14 +102,8 @@ pub fn check(plan: &CopyPlan, force: bool) -> Result<Option<WholeDisk>, Refusal>
         return Ok(None);
     };
     if !force {
-        if let Some(why) = in_use(&output.place) {
-            return Err(Refusal::InUse {
-                output: match &output.place {
-                    Place::Device(device) => describe(&output_name, device),
-                    Place::File { .. } => output_name,
-                },
-                why,
-            });
+        if let Some(refusal) = in_use_refusal(&output_name, &output.place) {
+            return Err(refusal);
         }
         if let Some(damage) = input_end(plan).and_then(|input| overlap(plan, &input, &output)) {
             return Err(Refusal::Overlap {
@@ -136,7 +130,13 @@ pub fn new_file_in_dev(plan: &CopyPlan) -> bool {
     let Some(path) = &plan.output else {
         return false;
     };
-    if plan.conv.contains(Conv::NOCREAT) || path.exists() {
+    !plan.conv.contains(Conv::NOCREAT) && creates_in_dev(path)
+}
+
+/// Whether opening `path` to write would create a file in /dev (see
+/// [`new_file_in_dev`]).
+fn creates_in_dev(path: &Path) -> bool {
+    if path.exists() {
         return false;
     }
     let parent = match path.parent() {
@@ -154,6 +154,33 @@ pub fn new_file_in_dev(plan: &CopyPlan) -> bool {
             .is_some_and(|mount| mount.fstype == "devtmpfs")
     };
     dir == Path::new("/dev") || dir.starts_with("/dev/disk") || on_devtmpfs()
+}
+
+/// The guard's refusals for an output named by its path alone, in the
+/// copy's words, for writers other than the copy (`ddx bench`): a path
+/// that does not exist and would be created in /dev; and when `writing`
+/// an existing one, a device or file in use. Ok also when it cannot judge.
+pub fn check_output(path: &Path, writing: bool) -> Result<(), Refusal> {
+    let name = quote_file(path.as_os_str().as_bytes());
+    if creates_in_dev(path) {
+        return Err(Refusal::NoSuchDevice { output: name });
+    }
+    match path_end(path).filter(|_| writing) {
+        Some(end) => in_use_refusal(&name, &end.place).map_or(Ok(()), Err),
+        None => Ok(()),
+    }
+}
+
+/// The refusal for writing `place` (named `name`) while it is in use.
+fn in_use_refusal(name: &str, place: &Place) -> Option<Refusal> {
+    let why = in_use(place)?;
+    Some(Refusal::InUse {
+        output: match place {
+            Place::Device(device) => describe(name, device),
+            Place::File { .. } => name.to_owned(),
+        },
+        why,
+    })
 }
 
 /// What an end of the copy is, as far as overlap goes.
@@ -223,13 +250,6 @@ fn output_end(plan: &CopyPlan) -> Option<End> {
     };
     end.append |= plan.output_flags.contains(IoFlags::APPEND);
     Some(end)
-}
-
-/// Why writing the block device or file at `path` would destroy something
-/// in use, if it would: the copy's own refusal, for other writers
-/// (`ddx bench --destructive`). None also when `path` cannot be judged.
-pub fn in_use_at(path: &Path) -> Option<String> {
-    in_use(&path_end(path)?.place)
 }
 
 /// Why writing this place would destroy something in use, if it would.

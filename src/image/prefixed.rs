@@ -79,6 +79,10 @@ impl End for Prefixed {
         self.inner.pipeline(hint)
     }
 
+    fn settle(&mut self) -> Result<(), Errno> {
+        self.inner.settle()
+    }
+
     fn take_detail(&mut self) -> Option<String> {
         self.inner.take_detail()
     }

@@ -282,6 +282,10 @@ impl End for SafeOrder {
         self.inner.pipeline(hint)
     }
 
+    fn settle(&mut self) -> Result<(), Errno> {
+        self.inner.settle()
+    }
+
     fn written_until(&self) -> Option<u64> {
         self.inner.written_until()
     }

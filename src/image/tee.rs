@@ -154,6 +154,7 @@ enum Command {
     Truncate(u64),
     WriteZeroes(u64),
     Sync(bool, SyncSender<()>),
+    Settle(SyncSender<()>),
     Pipeline(Pipeline),
     Close,
     Abandon,
@@ -379,6 +380,17 @@ impl End for Tee {
         result
     }
 
+    /// The first output's; the others settle too, and what they report
+    /// goes to their account.
+    fn settle(&mut self) -> Result<(), Errno> {
+        let (reply, done) = sync_channel(self.extras.len().max(1));
+        self.to_extras(|| Command::Settle(reply.clone()));
+        drop(reply);
+        let result = self.first.settle();
+        while done.recv().is_ok() {}
+        result
+    }
+
     fn pipeline(&mut self, hint: Pipeline) {
         self.first.pipeline(hint);
         self.to_extras(|| Command::Pipeline(hint));
@@ -454,6 +466,11 @@ fn serve(mut end: Box<dyn End>, queue: &Receiver<Command>, budget: &Budget, repo
                 },
                 Command::Sync(data_only, reply) => {
                     let result = end.sync(data_only).map_err(|e| (e, "sync"));
+                    let _ = reply.send(());
+                    result
+                }
+                Command::Settle(reply) => {
+                    let result = end.settle().map_err(|e| (e, "write"));
                     let _ = reply.send(());
                     result
                 }

@@ -171,7 +171,7 @@ fn an_output_that_fills_up_fails_a_later_write_or_the_close() {
                 break;
             }
         }
-        let failed = failed.or_else(|| end.sync(false).err());
+        let failed = failed.or_else(|| end.settle().err());
         assert_eq!(failed, Some(Errno::NOSPC), "{spec}");
         let detail = end.take_detail().unwrap();
         assert!(

@@ -13,10 +13,10 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
 use crate::integrity::{ChunkDigests, VERIFY_CHUNK};
-use crate::operands::IoFlags;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
 use crate::sys::Errno;
+use rustix::fs::OFlags;
 
 /// How the read-back went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +44,7 @@ pub fn verify(
     chunks: &ChunkDigests,
     reference: Option<Reference<'_>>,
 ) -> Result<Verdict, Errno> {
-    let buffered = file::open_input(path, IoFlags::empty())?;
+    let buffered = file::open_input(path, OFlags::empty())?;
     file::fdatasync(buffered.as_fd()).or_else(|e| match e {
         // Not every output can be synced (a pipe cannot be verified anyway).
         Errno::INVAL | Errno::ROFS => Ok(()),
@@ -52,7 +52,7 @@ pub fn verify(
     })?;
     let _ = file::drop_cache(buffered.as_fd(), start, chunks.total);
     let direct = (start % 4096 == 0)
-        .then(|| file::open_input(path, IoFlags::DIRECT).ok())
+        .then(|| file::open_input(path, OFlags::DIRECT).ok())
         .flatten();
     let mut reader = ReadBack {
         direct,
@@ -68,7 +68,7 @@ pub fn verify(
             continue;
         }
         let exact = reference.and_then(|r| {
-            let input = file::open_input(r.path, IoFlags::empty()).ok()?;
+            let input = file::open_input(r.path, OFlags::empty()).ok()?;
             let mut original = vec![0u8; want];
             let n = rustix::io::pread(&input, &mut original, r.start + chunk_start).ok()?;
             if n != want || xxhash_rust::xxh3::xxh3_64(&original) != expected {

@@ -236,150 +236,174 @@ pub fn parse<S: AsRef<OsStr>>(operands: &[S]) -> Parsed {
 }
 
 /// A numeric operand value in the units its key gives it.
-#[derive(Default)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Amount {
     value: u64,
     has_b: bool,
+}
+
+/// `bs=`: a size, or `auto`.
+#[derive(Debug, Clone, Copy)]
+enum BlockSize {
+    Bytes(u64),
+    Auto,
+}
+
+/// The operands as written, the last of each key winning, before they
+/// are checked together: the first of the two stages (read each word,
+/// then validate the whole), as uutils' dd has it.
+#[derive(Debug, Default)]
+struct Written {
+    input: Option<PathBuf>,
+    output: Option<PathBuf>,
+    conv: Conv,
+    input_flags: IoFlags,
+    output_flags: IoFlags,
+    status: Option<StatusLevel>,
+    block_size: Option<BlockSize>,
+    input_block_size: Option<u64>,
+    output_block_size: Option<u64>,
+    conversion_block_size: Option<u64>,
+    skip: Amount,
+    seek: Amount,
+    count: Option<Amount>,
 }
 
 fn parse_into<S: AsRef<OsStr>>(
     operands: &[S],
     warnings: &mut Vec<OperandWarning>,
 ) -> Result<CopyPlan, OperandError> {
-    let mut input = None;
-    let mut output = None;
-    let mut conv = Conv::empty();
-    let mut input_flags = IoFlags::empty();
-    let mut output_flags = IoFlags::empty();
-    let mut status = StatusLevel::Default;
-    let mut block_size = 0u64;
-    let mut auto_block_size = false;
-    let mut input_block_size = 0u64;
-    let mut output_block_size = 0u64;
-    let mut conversion_block_size = 0u64;
-    let mut skip = Amount::default();
-    let mut seek = Amount::default();
-    let mut count = Amount {
-        value: UNLIMITED_RECORDS,
-        has_b: false,
-    };
-
+    let mut written = Written::default();
     for operand in operands {
-        let word = operand.as_ref().as_bytes();
-        let Some(eq) = word.iter().position(|&c| c == b'=') else {
-            return Err(OperandError::Unrecognized(word.to_vec()));
-        };
-        let (key, value) = (&word[..eq], &word[eq + 1..]);
-        let symbol_error = |kind, e: symbols::UnknownSymbol| OperandError::InvalidSymbol {
-            kind,
-            symbol: e.0.into_bytes(),
-        };
-        let symbol_list = std::str::from_utf8(value).ok();
-        match key {
-            b"if" => input = Some(PathBuf::from(OsStr::from_bytes(value))),
-            b"of" => output = Some(PathBuf::from(OsStr::from_bytes(value))),
-            b"conv" => {
-                conv |= symbol_list
-                    .ok_or_else(|| invalid_symbol_bytes(SymbolKind::Conversion, value))
-                    .and_then(|v| {
-                        symbols::parse_conv(v).map_err(|e| symbol_error(SymbolKind::Conversion, e))
-                    })?
-            }
-            b"iflag" => {
-                input_flags |= symbol_list
-                    .ok_or_else(|| invalid_symbol_bytes(SymbolKind::InputFlag, value))
-                    .and_then(|v| {
-                        symbols::parse_flags(v).map_err(|e| symbol_error(SymbolKind::InputFlag, e))
-                    })?
-            }
-            b"oflag" => {
-                output_flags |= symbol_list
-                    .ok_or_else(|| invalid_symbol_bytes(SymbolKind::OutputFlag, value))
-                    .and_then(|v| {
-                        symbols::parse_flags(v).map_err(|e| symbol_error(SymbolKind::OutputFlag, e))
-                    })?
-            }
-            b"status" => {
-                status = symbol_list
-                    .ok_or_else(|| invalid_symbol_bytes(SymbolKind::StatusLevel, value))
-                    .and_then(|v| {
-                        symbols::parse_status(v)
-                            .map_err(|e| symbol_error(SymbolKind::StatusLevel, e))
-                    })?
-            }
-            _ => {
-                // GNU recognises the key before judging the number.
-                if key == b"bs" && value == b"auto" {
-                    auto_block_size = true;
-                    block_size = DEFAULT_BLOCK_SIZE as u64;
-                    continue;
-                }
-                let (target, min, max): (&mut dyn FnMut(Amount), u64, u64) = match key {
-                    b"bs" => (
-                        &mut |a: Amount| {
-                            block_size = a.value;
-                            auto_block_size = false;
-                        },
-                        1,
-                        MAX_BLOCK_SIZE,
-                    ),
-                    b"ibs" => (
-                        &mut |a: Amount| input_block_size = a.value,
-                        1,
-                        MAX_BLOCK_SIZE,
-                    ),
-                    b"obs" => (
-                        &mut |a: Amount| output_block_size = a.value,
-                        1,
-                        MAX_BLOCK_SIZE,
-                    ),
-                    b"cbs" => (
-                        &mut |a: Amount| conversion_block_size = a.value,
-                        1,
-                        i64::MAX as u64,
-                    ),
-                    b"skip" | b"iseek" => (&mut |a| skip = a, 0, i64::MAX as u64),
-                    b"seek" | b"oseek" => (&mut |a| seek = a, 0, i64::MAX as u64),
-                    b"count" => (&mut |a| count = a, 0, i64::MAX as u64),
-                    _ => return Err(OperandError::Unrecognized(word.to_vec())),
-                };
-                let parsed = number::parse(value);
-                if parsed.zero_multiplier_warning {
-                    warnings.push(OperandWarning::ZeroMultiplier);
-                }
-                let invalid = |overflow| OperandError::InvalidNumber {
-                    value: value.to_vec(),
-                    overflow,
-                };
-                let n = match parsed.result {
-                    Ok(n) if n.value < min => return Err(invalid(false)),
-                    Ok(n) if n.value > max => return Err(invalid(true)),
-                    Ok(n) => n,
-                    Err(NumberError::Overflow) => return Err(invalid(true)),
-                    Err(NumberError::Invalid) => return Err(invalid(false)),
-                };
-                target(Amount {
-                    value: n.value,
-                    has_b: n.has_b,
-                });
+        read_word(&mut written, operand.as_ref().as_bytes(), warnings)?;
+    }
+    validate(written, warnings)
+}
+
+/// One `KEY=VALUE` word.
+fn read_word(
+    written: &mut Written,
+    word: &[u8],
+    warnings: &mut Vec<OperandWarning>,
+) -> Result<(), OperandError> {
+    let Some(eq) = word.iter().position(|&c| c == b'=') else {
+        return Err(OperandError::Unrecognized(word.to_vec()));
+    };
+    let (key, value) = (&word[..eq], &word[eq + 1..]);
+    match key {
+        b"if" => written.input = Some(PathBuf::from(OsStr::from_bytes(value))),
+        b"of" => written.output = Some(PathBuf::from(OsStr::from_bytes(value))),
+        b"conv" => written.conv |= symbols_of(SymbolKind::Conversion, value, symbols::parse_conv)?,
+        b"iflag" => {
+            written.input_flags |= symbols_of(SymbolKind::InputFlag, value, symbols::parse_flags)?
+        }
+        b"oflag" => {
+            written.output_flags |= symbols_of(SymbolKind::OutputFlag, value, symbols::parse_flags)?
+        }
+        b"status" => {
+            written.status = Some(symbols_of(
+                SymbolKind::StatusLevel,
+                value,
+                symbols::parse_status,
+            )?)
+        }
+        // GNU recognises the key before judging the number.
+        b"bs" if value == b"auto" => written.block_size = Some(BlockSize::Auto),
+        b"bs" | b"ibs" | b"obs" => {
+            let size = number_of(value, 1, MAX_BLOCK_SIZE, warnings)?.value;
+            match key {
+                b"bs" => written.block_size = Some(BlockSize::Bytes(size)),
+                b"ibs" => written.input_block_size = Some(size),
+                _ => written.output_block_size = Some(size),
             }
         }
+        b"cbs" => {
+            written.conversion_block_size =
+                Some(number_of(value, 1, i64::MAX as u64, warnings)?.value)
+        }
+        b"skip" | b"iseek" => written.skip = number_of(value, 0, i64::MAX as u64, warnings)?,
+        b"seek" | b"oseek" => written.seek = number_of(value, 0, i64::MAX as u64, warnings)?,
+        b"count" => written.count = Some(number_of(value, 0, i64::MAX as u64, warnings)?),
+        _ => return Err(OperandError::Unrecognized(word.to_vec())),
     }
+    Ok(())
+}
 
+/// A comma-separated list of symbols (conv=, iflag=, oflag=, status=).
+fn symbols_of<T>(
+    kind: SymbolKind,
+    value: &[u8],
+    parse: impl FnOnce(&str) -> Result<T, symbols::UnknownSymbol>,
+) -> Result<T, OperandError> {
+    let text = std::str::from_utf8(value).map_err(|_| invalid_symbol_bytes(kind, value))?;
+    parse(text).map_err(|e| OperandError::InvalidSymbol {
+        kind,
+        symbol: e.0.into_bytes(),
+    })
+}
+
+/// A number in GNU's grammar, within `[min, max]`.
+fn number_of(
+    value: &[u8],
+    min: u64,
+    max: u64,
+    warnings: &mut Vec<OperandWarning>,
+) -> Result<Amount, OperandError> {
+    let parsed = number::parse(value);
+    if parsed.zero_multiplier_warning {
+        warnings.push(OperandWarning::ZeroMultiplier);
+    }
+    let invalid = |overflow| OperandError::InvalidNumber {
+        value: value.to_vec(),
+        overflow,
+    };
+    match parsed.result {
+        Ok(n) if n.value < min => Err(invalid(false)),
+        Ok(n) if n.value > max => Err(invalid(true)),
+        Ok(n) => Ok(Amount {
+            value: n.value,
+            has_b: n.has_b,
+        }),
+        Err(NumberError::Overflow) => Err(invalid(true)),
+        Err(NumberError::Invalid) => Err(invalid(false)),
+    }
+}
+
+/// The operands checked together, into the plan.
+fn validate(
+    written: Written,
+    warnings: &mut Vec<OperandWarning>,
+) -> Result<CopyPlan, OperandError> {
+    let Written {
+        input,
+        output,
+        mut conv,
+        mut input_flags,
+        mut output_flags,
+        status,
+        block_size,
+        input_block_size,
+        output_block_size,
+        conversion_block_size,
+        skip,
+        seek,
+        count,
+    } = written;
+    let auto_block_size = matches!(block_size, Some(BlockSize::Auto));
     let mut two_buffers = conv.intersects(symbols::TWO_BUFFER_CONVERSIONS);
-    if block_size != 0 {
-        input_block_size = block_size;
-        output_block_size = block_size;
-    } else {
-        // POSIX: without bs=, partial reads are aggregated into obs blocks.
-        two_buffers = true;
-    }
-    if input_block_size == 0 {
-        input_block_size = DEFAULT_BLOCK_SIZE as u64;
-    }
-    if output_block_size == 0 {
-        output_block_size = DEFAULT_BLOCK_SIZE as u64;
-    }
+    let (input_block_size, output_block_size) = match block_size {
+        Some(BlockSize::Bytes(size)) => (size, size),
+        Some(BlockSize::Auto) => (DEFAULT_BLOCK_SIZE as u64, DEFAULT_BLOCK_SIZE as u64),
+        None => {
+            // POSIX: without bs=, partial reads are aggregated into obs blocks.
+            two_buffers = true;
+            (
+                input_block_size.unwrap_or(DEFAULT_BLOCK_SIZE as u64),
+                output_block_size.unwrap_or(DEFAULT_BLOCK_SIZE as u64),
+            )
+        }
+    };
+    let conversion_block_size = conversion_block_size.unwrap_or(0);
     if conversion_block_size == 0 {
         conv.remove(Conv::BLOCK | Conv::UNBLOCK);
     }
@@ -394,20 +418,22 @@ fn parse_into<S: AsRef<OsStr>>(
         });
     }
 
+    // A count in bytes ('B' suffix) implies the _bytes flag of its side.
     if skip.has_b {
         input_flags |= IoFlags::SKIP_BYTES;
     }
     let skip = split_amount(skip.value, input_flags.contains(IoFlags::SKIP_BYTES), ibs);
-    if count.has_b {
-        input_flags |= IoFlags::COUNT_BYTES;
-    }
-    let count = if count.value == UNLIMITED_RECORDS {
-        RecordsAndBytes {
+    let count = match count {
+        None => RecordsAndBytes {
             records: UNLIMITED_RECORDS,
             bytes: 0,
+        },
+        Some(count) => {
+            if count.has_b {
+                input_flags |= IoFlags::COUNT_BYTES;
+            }
+            split_amount(count.value, input_flags.contains(IoFlags::COUNT_BYTES), ibs)
         }
-    } else {
-        split_amount(count.value, input_flags.contains(IoFlags::COUNT_BYTES), ibs)
     };
     if seek.has_b {
         output_flags |= IoFlags::SEEK_BYTES;
@@ -416,55 +442,9 @@ fn parse_into<S: AsRef<OsStr>>(
 
     let warn_partial_read = warns_partial_read(two_buffers, input_flags, output_flags, skip, count);
     if auto_block_size {
-        let in_blocks = |amount: RecordsAndBytes, bytes_flag: bool| {
-            amount.records != 0 && amount.records != UNLIMITED_RECORDS && !bytes_flag
-        };
-        let checks = [
-            (
-                skip,
-                input_flags.contains(IoFlags::SKIP_BYTES),
-                "skip",
-                "iflag=skip_bytes",
-            ),
-            (
-                count,
-                input_flags.contains(IoFlags::COUNT_BYTES),
-                "count",
-                "iflag=count_bytes",
-            ),
-            (
-                seek,
-                output_flags.contains(IoFlags::SEEK_BYTES),
-                "seek",
-                "oflag=seek_bytes",
-            ),
-        ];
-        for (amount, bytes_flag, operand, flag) in checks {
-            if in_blocks(amount, bytes_flag) {
-                return Err(OperandError::AutoNeedsBytes { operand, flag });
-            }
-        }
+        check_auto_amounts(skip, count, seek, input_flags, output_flags)?;
     }
-
-    let conflicts: [(Conv, &str); 4] = [
-        (
-            Conv::ASCII | Conv::EBCDIC | Conv::IBM,
-            "any two of {ascii,ebcdic,ibm}",
-        ),
-        (Conv::BLOCK | Conv::UNBLOCK, "block and unblock"),
-        (Conv::LCASE | Conv::UCASE, "lcase and ucase"),
-        (Conv::EXCL | Conv::NOCREAT, "excl and nocreat"),
-    ];
-    for (set, what) in conflicts {
-        if (conv & set).bits().count_ones() > 1 {
-            return Err(OperandError::Conflict(what));
-        }
-    }
-    let direct_and_nocache = IoFlags::DIRECT | IoFlags::NOCACHE;
-    if input_flags.contains(direct_and_nocache) || output_flags.contains(direct_and_nocache) {
-        return Err(OperandError::Conflict("direct and nocache"));
-    }
-
+    check_conflicts(conv, input_flags, output_flags)?;
     if output_flags.contains(IoFlags::APPEND) && !conv.contains(Conv::NOTRUNC) {
         warnings.push(OperandWarning::AppendWithoutNotrunc);
     }
@@ -484,7 +464,7 @@ fn parse_into<S: AsRef<OsStr>>(
         conv,
         input_flags,
         output_flags,
-        status,
+        status: status.unwrap_or(StatusLevel::Default),
         skip,
         seek,
         count,
@@ -503,6 +483,73 @@ fn parse_into<S: AsRef<OsStr>>(
         });
     }
     Ok(plan)
+}
+
+/// bs=auto counts records in a size not known yet: skip=, count= and
+/// seek= must be in bytes.
+fn check_auto_amounts(
+    skip: RecordsAndBytes,
+    count: RecordsAndBytes,
+    seek: RecordsAndBytes,
+    input_flags: IoFlags,
+    output_flags: IoFlags,
+) -> Result<(), OperandError> {
+    let in_blocks = |amount: RecordsAndBytes, bytes_flag: bool| {
+        amount.records != 0 && amount.records != UNLIMITED_RECORDS && !bytes_flag
+    };
+    let checks = [
+        (
+            skip,
+            input_flags.contains(IoFlags::SKIP_BYTES),
+            "skip",
+            "iflag=skip_bytes",
+        ),
+        (
+            count,
+            input_flags.contains(IoFlags::COUNT_BYTES),
+            "count",
+            "iflag=count_bytes",
+        ),
+        (
+            seek,
+            output_flags.contains(IoFlags::SEEK_BYTES),
+            "seek",
+            "oflag=seek_bytes",
+        ),
+    ];
+    for (amount, bytes_flag, operand, flag) in checks {
+        if in_blocks(amount, bytes_flag) {
+            return Err(OperandError::AutoNeedsBytes { operand, flag });
+        }
+    }
+    Ok(())
+}
+
+/// Symbols GNU refuses together.
+fn check_conflicts(
+    conv: Conv,
+    input_flags: IoFlags,
+    output_flags: IoFlags,
+) -> Result<(), OperandError> {
+    let conflicts: [(Conv, &str); 4] = [
+        (
+            Conv::ASCII | Conv::EBCDIC | Conv::IBM,
+            "any two of {ascii,ebcdic,ibm}",
+        ),
+        (Conv::BLOCK | Conv::UNBLOCK, "block and unblock"),
+        (Conv::LCASE | Conv::UCASE, "lcase and ucase"),
+        (Conv::EXCL | Conv::NOCREAT, "excl and nocreat"),
+    ];
+    for (set, what) in conflicts {
+        if (conv & set).bits().count_ones() > 1 {
+            return Err(OperandError::Conflict(what));
+        }
+    }
+    let direct_and_nocache = IoFlags::DIRECT | IoFlags::NOCACHE;
+    if input_flags.contains(direct_and_nocache) || output_flags.contains(direct_and_nocache) {
+        return Err(OperandError::Conflict("direct and nocache"));
+    }
+    Ok(())
 }
 
 fn invalid_symbol_bytes(kind: SymbolKind, value: &[u8]) -> OperandError {

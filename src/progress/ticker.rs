@@ -5,16 +5,15 @@
 //! and the JSON records it has the reporter draw itself. The copy loop
 //! never reads the clock or looks for signals.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::pipe::{pipe_with, PipeFlags};
 
 use crate::progress::reporter::Reporter;
-use crate::sys::signals::{drain, SignalPipes};
+use crate::sys::signals::{wait, Info, SignalPipes};
 
 pub struct Ticker {
     stop: Option<OwnedFd>,
@@ -83,14 +82,9 @@ fn run(
     let tick = Duration::from_secs(1);
     let mut next_tick = Instant::now() + tick;
     loop {
-        let timeout = progress.then(|| {
-            let wait = next_tick.saturating_duration_since(Instant::now());
-            Timespec {
-                tv_sec: wait.as_secs() as _,
-                tv_nsec: wait.subsec_nanos() as _,
-            }
-        });
-        let (interrupted, infos, stopped) = wait(stop, signals, timeout.as_ref());
+        let timeout = progress.then(|| next_tick.saturating_duration_since(Instant::now()));
+        let woken = wait(signals, Info::Count, Some(stop.as_fd()), timeout);
+        let (interrupted, infos, stopped) = (woken.interrupted, woken.infos, woken.ready);
         if let Some(signal) = interrupted {
             reporter.interrupted(signal);
         }
@@ -108,49 +102,4 @@ fn run(
             next_tick += tick;
         }
     }
-}
-
-/// Wait for the stop pipe, a signal or the timeout; returns (SIGINT or
-/// SIGTERM seen, number of SIGUSR1s, stop requested).
-fn wait(
-    stop: &OwnedFd,
-    signals: &SignalPipes,
-    timeout: Option<&Timespec>,
-) -> (Option<i32>, usize, bool) {
-    let mut fds = vec![PollFd::new(stop, PollFlags::IN)];
-    let interrupt_index = signals.interrupt.as_ref().map(|p| {
-        fds.push(PollFd::new(p, PollFlags::IN));
-        fds.len() - 1
-    });
-    let info_index = signals.info.as_ref().map(|p| {
-        fds.push(PollFd::new(p, PollFlags::IN));
-        fds.len() - 1
-    });
-    let terminate_index = signals.terminate.as_ref().map(|p| {
-        fds.push(PollFd::new(p, PollFlags::IN));
-        fds.len() - 1
-    });
-    if poll(&mut fds, timeout).is_err() {
-        return (None, 0, false);
-    }
-    let ready = |i: usize| !fds[i].revents().is_empty();
-    let stopped = ready(0);
-    let interrupt_ready = interrupt_index.is_some_and(ready);
-    let info_ready = info_index.is_some_and(ready);
-    let terminate_ready = terminate_index.is_some_and(ready);
-    drop(fds);
-    let interrupted = if interrupt_ready && signals.interrupt.as_ref().is_some_and(|p| drain(p) > 0)
-    {
-        Some(libc::SIGINT)
-    } else if terminate_ready && signals.terminate.as_ref().is_some_and(|p| drain(p) > 0) {
-        Some(libc::SIGTERM)
-    } else {
-        None
-    };
-    let infos = if info_ready {
-        signals.info.as_ref().map_or(0, drain)
-    } else {
-        0
-    };
-    (interrupted, infos, stopped)
 }

@@ -19,13 +19,16 @@
 
 pub mod mapfile;
 
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::engine::counters::{add, bump, Counters};
 use crate::engine::Events;
 use crate::integrity::Tap;
+use rustix::fs::OFlags;
+
+use crate::ends::{End, Whence};
 use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
@@ -178,9 +181,11 @@ pub fn resuming(request: &Request, plan: &CopyPlan) -> Result<bool, String> {
 
 /// The copy's two ends and its extent, opened.
 pub struct Job<'a> {
-    pub input: BorrowedFd<'a>,
-    pub input_path: &'a Path,
-    pub output: BorrowedFd<'a>,
+    pub input: &'a mut dyn End,
+    /// The input's path, where sectors can be read again with O_DIRECT
+    /// (a file or block device).
+    pub input_path: Option<&'a Path>,
+    pub output: &'a mut dyn End,
     /// Input positions `[start, end)` are copied.
     pub start: u64,
     pub end: u64,
@@ -225,21 +230,20 @@ pub struct Report {
     pub newly_bad: u64,
 }
 
-/// The input's size: st_size for a file, the end for a device.
-pub fn input_size(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
-    match file::usable_size(fd)? {
-        Some(size) => Ok(size.max(0) as u64),
-        None => {
-            let end = file::seek_to_end(fd)?;
-            Ok(end.max(0) as u64)
-        }
+/// The input's size: its data size (a file's, an export's), else where
+/// its end is (a device's). The position is left at the end.
+pub fn input_size(input: &mut dyn End) -> Result<u64, Errno> {
+    match input.size()? {
+        Some(size) => Ok(size),
+        None => input.seek(Whence::End(0)),
     }
 }
 
 /// The input's logical sector size (BLKSSZGET for a block device).
-pub fn logical_sector(fd: BorrowedFd<'_>) -> usize {
-    rustix::fs::ioctl_blksszget(fd)
-        .ok()
+pub fn logical_sector(input: &dyn End) -> usize {
+    input
+        .fd()
+        .and_then(|fd| rustix::fs::ioctl_blksszget(fd).ok())
         .map(|s| s as usize)
         .filter(|s| s.is_power_of_two() && *s >= 512)
         .unwrap_or(DEFAULT_SECTOR)
@@ -248,7 +252,7 @@ pub fn logical_sector(fd: BorrowedFd<'_>) -> usize {
 struct Copier<'a, 'c> {
     job: Job<'a>,
     events: &'c dyn Events,
-    sink: PositionalSink<'a, 'c>,
+    sink: PositionalSink<'c>,
     direct: Option<OwnedFd>,
     buf: AlignedBuf,
     sector_buf: AlignedBuf,
@@ -260,10 +264,9 @@ struct Copier<'a, 'c> {
 
 /// Run a positional copy over the pending ranges of `job.map`.
 pub fn run(mut job: Job<'_>, counters: &Counters, events: &dyn Events) -> Result<Report, Errno> {
-    let direct = if job.rescue {
-        file::open_input(job.input_path, IoFlags::DIRECT).ok()
-    } else {
-        None
+    let direct = match job.input_path {
+        Some(path) if job.rescue => file::open_input(path, OFlags::DIRECT).ok(),
+        _ => None,
     };
     let mut copier = Copier {
         buf: AlignedBuf::new(job.chunk)?,
@@ -272,7 +275,6 @@ pub fn run(mut job: Job<'_>, counters: &Counters, events: &dyn Events) -> Result
         direct,
         events,
         sink: PositionalSink {
-            output: job.output,
             counters,
             tap: job.tap.take(),
         },
@@ -338,11 +340,11 @@ impl Copier<'_, '_> {
         let mut got = 0;
         let mut failure = None;
         while got < want {
-            match rustix::io::pread(
-                self.job.input,
-                &mut self.buf.as_mut_slice()[got..want],
-                pos + got as u64,
-            ) {
+            match self
+                .job
+                .input
+                .read_at(&mut self.buf.as_mut_slice()[got..want], pos + got as u64)
+            {
                 Ok(0) => break,
                 Ok(n) => got += n,
                 Err(Errno::INTR) => {}
@@ -389,7 +391,8 @@ impl Copier<'_, '_> {
                 }
                 Ok(n) => {
                     let at = self.output_offset(pos);
-                    self.sink.write(at, &self.sector_buf.as_slice()[..n])?;
+                    self.sink
+                        .write(&mut *self.job.output, at, &self.sector_buf.as_slice()[..n])?;
                     self.job.map.mark(pos, n as u64, Status::Finished);
                     pos += n as u64;
                 }
@@ -427,11 +430,11 @@ impl Copier<'_, '_> {
             }
         }
         loop {
-            match rustix::io::pread(
-                self.job.input,
-                &mut self.sector_buf.as_mut_slice()[..len],
-                pos,
-            ) {
+            match self
+                .job
+                .input
+                .read_at(&mut self.sector_buf.as_mut_slice()[..len], pos)
+            {
                 Err(Errno::INTR) => continue,
                 other => return other,
             }
@@ -449,7 +452,8 @@ impl Copier<'_, '_> {
             bump(&self.sink.counters.records_in_partial);
         }
         let at = self.output_offset(pos);
-        self.sink.write(at, &self.buf.as_slice()[..len])?;
+        self.sink
+            .write(&mut *self.job.output, at, &self.buf.as_slice()[..len])?;
         if full {
             bump(&self.sink.counters.records_out_full);
         } else {
@@ -462,28 +466,28 @@ impl Copier<'_, '_> {
     /// Zeros where the input could not be read; marked bad.
     fn write_bad(&mut self, pos: u64, len: usize) -> Result<(), Ended> {
         let at = self.output_offset(pos);
-        self.sink.write(at, &self.zeros[..len])?;
+        self.sink
+            .write(&mut *self.job.output, at, &self.zeros[..len])?;
         self.job.map.mark(pos, len as u64, Status::BadSector);
         self.newly_bad += len as u64;
         Ok(())
     }
 }
 
-/// The output end: positional writes, counted, and the hash tap.
-struct PositionalSink<'a, 'c> {
-    output: BorrowedFd<'a>,
+/// Counting what is written, and the hash tap.
+struct PositionalSink<'c> {
     counters: &'c Counters,
     tap: Option<Tap>,
 }
 
-impl PositionalSink<'_, '_> {
-    fn write(&mut self, at: u64, data: &[u8]) -> Result<(), Ended> {
+impl PositionalSink<'_> {
+    fn write(&mut self, output: &mut dyn End, at: u64, data: &[u8]) -> Result<(), Ended> {
         if let Some(tap) = &mut self.tap {
             tap.feed(data);
         }
         let mut done = 0;
         while done < data.len() {
-            match rustix::io::pwrite(self.output, &data[done..], at + done as u64) {
+            match output.write_at(&data[done..], at + done as u64) {
                 Ok(0) => {
                     return Err(Ended::WriteError {
                         offset: at + done as u64,
@@ -517,7 +521,7 @@ impl Copier<'_, '_> {
         let Some(path) = &self.job.map_path else {
             return;
         };
-        match file::fdatasync(self.job.output) {
+        match self.job.output.sync(true) {
             Ok(()) | Err(Errno::INVAL) | Err(Errno::ROFS) => {}
             Err(errno) => {
                 self.map_error = Some((path.clone(), crate::sys::errno_text(errno)));

@@ -1,8 +1,8 @@
-//! The block-size rule: the smallest block size that reaches a fraction
-//! (95%) of the best throughput measured. Bigger blocks past that point
-//! buy nothing but memory and coarser progress; smaller ones cost speed.
-//! `ddx bench` reports it and a copy's `bs=auto` uses the same function,
-//! so the two can never disagree.
+//! The block-size rule: the smallest block size whose throughput reaches
+//! a share (95%) of the best throughput measured. Bigger blocks past that
+//! point buy nothing but memory and coarser progress; smaller ones cost
+//! speed. `ddx bench` reports it and a copy's `bs=auto` uses the same
+//! function, so the two can never disagree.
 //!
 //! The rule is simple; estimating "the best throughput" and "reaching it"
 //! from noisy runs is not. On a disk whose curve is flat from some size
@@ -10,25 +10,26 @@
 //! not the plateau, and a 5% margin is smaller than the noise between
 //! runs on a shared machine, so the naive reading of the rule (smallest
 //! median within 95% of the largest median) wandered along the plateau
-//! from run to run. [`smallest_near_best`] therefore:
+//! from run to run. [`judge`] therefore works on figures a reader can
+//! check, and puts the estimating into two numbers it reports:
 //!
-//! 1. works on ratios within a round (all sizes measured one after the
-//!    other): each sample is divided by its round's plateau, so a round
-//!    that was slow as a whole moves no size against another;
-//! 2. takes as the best the median of the three highest per-size medians
-//!    (the plateau), not the highest, so one lucky size does not raise
-//!    the bar; a size above the plateau by more than the noise (below) is
-//!    a real peak, and the best instead;
-//! 3. lets a size qualify when its median ratio reaches 95% of the best,
-//!    or falls short by less than the measurement can resolve: [`Z`]
-//!    standard errors of that median, estimated from the scatter between
-//!    rounds (the median difference between two rounds of one size, over
-//!    all sizes);
-//! 4. never lets noise admit a size below [`FLOOR`] of the best.
+//! 1. each size's **figure** is the median of its samples (one per
+//!    round), by [`super::median`]: the figure a report prints;
+//! 2. the **best** is the median of the three highest figures (the
+//!    plateau), not the highest, so one lucky size does not raise the
+//!    bar; a figure above the plateau by more than the noise margin
+//!    (below) is a real peak, and the best is then that figure less the
+//!    margin;
+//! 3. the **bar** is the share of the best a figure must reach: 95%, less
+//!    what the measurement cannot resolve ([`Z`] standard errors of a
+//!    median, from the scatter between rounds), never below [`FLOOR`];
+//!    the answer is the smallest size whose figure reaches bar × best.
 //!
-//! Without noise (identical rounds), or with one sample per size (no
-//! scatter to measure), this is the plain rule: the smallest size within
-//! 95% of the highest.
+//! The noise is measured within rounds: each sample is divided by its
+//! round's plateau, so a round that was slow as a whole (another job woke
+//! up) does not count as scatter between sizes. Without noise (identical
+//! rounds), or with one sample per size (no scatter to measure), the bar
+//! is 95% and the best the plateau: the plain rule.
 //!
 //! No rule makes one run's answer the next run's where a size measures
 //! within the noise of its bar: the verdict is then the noise's, and a
@@ -36,9 +37,16 @@
 //! the line more often than not. A disk whose speed changes between runs
 //! (a shared or throttled volume) moves its knee with it: where it levels
 //! off lower, smaller sizes reach 95% of it. So [`judge`] says how firmly
-//! it decided: the neighbouring sizes close enough to their bar that
+//! it decided: the neighbouring sizes close enough to the bar that
 //! another run may answer them ([`CLOSE`]), and whether the best
 //! throughput held still between rounds ([`UNSTEADY`]).
+//!
+//! What one sample is, is the caller's: both callers time every request
+//! and take the block size over a round's median request time
+//! ([`request_rate`]), so a stall behind another process's I/O slows a
+//! few requests, not the figure.
+
+use super::median;
 
 /// The fraction of the best throughput `ddx bench` recommends against.
 pub const NEAR_BEST: f64 = 0.95;
@@ -48,35 +56,12 @@ pub const NEAR_BEST: f64 = 0.95;
 pub const Z: f64 = 2.0;
 
 /// However noisy the runs, a size measured below this fraction of the
-/// plateau is not recommended: the tolerance can bridge noise, not a
-/// real shortfall.
+/// best is not recommended: the tolerance can bridge noise, not a real
+/// shortfall.
 pub const FLOOR: f64 = 0.85;
 
 /// How many of the highest figures the plateau is the median of.
 const PLATEAU_OF: usize = 3;
-
-/// The median of `values` (which the caller keeps non-empty).
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
-}
-
-/// The plateau of a set of (log) throughputs: the median of the highest
-/// [`PLATEAU_OF`]. None when empty.
-fn plateau(values: impl Iterator<Item = f64>) -> Option<f64> {
-    let mut all: Vec<f64> = values.collect();
-    if all.is_empty() {
-        return None;
-    }
-    all.sort_by(|a, b| b.total_cmp(a));
-    all.truncate(PLATEAU_OF);
-    Some(median(&mut all))
-}
 
 /// Past this spread between the highest and the lowest round's plateau,
 /// the target did not hold still while it was measured: its speed, not
@@ -84,19 +69,50 @@ fn plateau(values: impl Iterator<Item = f64>) -> Option<f64> {
 /// volume), and the knee moves with the speed it levels off at.
 pub const UNSTEADY: f64 = 1.25;
 
+/// Within how many standard errors of the bar a size's verdict counts
+/// as a close call. A repeat run measures afresh, so its figure and this
+/// one differ by sqrt(2) standard errors typically; 1.8 of them is a
+/// one-in-ten chance that the next run lands on the other side.
+pub const CLOSE: f64 = 1.8;
+
+/// The one measure of a round at one block size: the block size over the
+/// round's median request time (an observed request's, see
+/// [`super::observed_median`]), in bytes per second. None when no request
+/// was timed.
+pub fn request_rate(block_size: u64, latencies_ns: &[u64]) -> Option<f64> {
+    let median_ns = super::observed_median(latencies_ns)?;
+    Some(block_size as f64 * 1e9 / median_ns.max(1) as f64)
+}
+
+/// The median of the highest [`PLATEAU_OF`] of `values`; None when empty.
+fn plateau(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let mut all: Vec<f64> = values.collect();
+    all.sort_by(|a, b| b.total_cmp(a));
+    all.truncate(PLATEAU_OF);
+    median(&all)
+}
+
 /// What the rule decided from one set of rounds, and how firmly: the
 /// answer alone cannot tell a user whether the next run will give it too.
+/// Every share is of `best_bytes_per_sec`, and every figure it compares is
+/// a size's median, so a report that prints those medians, the best and
+/// the bar can be checked by reading it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Judgement {
     /// The recommended block size.
     pub block_size: u64,
-    /// Its median throughput as a fraction of the best.
+    /// Its figure (median throughput) as a fraction of the best.
     pub of_best: f64,
+    /// The best throughput: the median of the three highest figures, or a
+    /// real peak less the noise margin.
+    pub best_bytes_per_sec: f64,
+    /// The fraction of the best a figure had to reach: [`NEAR_BEST`] less
+    /// the noise margin, never below [`FLOOR`].
+    pub bar: f64,
     /// The neighbouring sizes a run with other noise could recommend
-    /// instead (within [`CLOSE`] standard errors of their verdicts): the
-    /// next smaller one when it fell short of its bar by little; when the
-    /// answer itself cleared its bar by little, the next one that cleared
-    /// its own.
+    /// instead (within [`CLOSE`] standard errors of the bar): the next
+    /// smaller one when it fell short of the bar by little; when the
+    /// answer itself cleared it by little, the next one that cleared it.
     pub close_calls: Vec<Neighbour>,
     /// The lowest and highest plateau of a round (bytes per second): how
     /// far the target's speed moved while it was measured.
@@ -104,6 +120,10 @@ pub struct Judgement {
     pub plateau_high: f64,
     /// Whether the plateau stayed within [`UNSTEADY`] between rounds.
     pub steady: bool,
+    /// Each size's figure (the median of its samples), smallest size
+    /// first: what the shares above are shares of.
+    #[serde(skip)]
+    pub figures: Vec<(u64, f64)>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -112,63 +132,65 @@ pub struct Neighbour {
     pub of_best: f64,
 }
 
+impl Judgement {
+    /// `figure` as a fraction of the best.
+    pub fn share(&self, figure: f64) -> f64 {
+        figure / self.best_bytes_per_sec
+    }
+}
+
 /// The smallest block size in `points` that reaches `fraction` of the
-/// best throughput. Each point is a block size and its throughput samples,
-/// one per round, in round order (sample `r` of every size was measured
-/// in the same round); a size may have fewer samples than others.
-/// Samples that are not positive and finite are ignored; None when no
-/// sample is left. See the module documentation for how "best" and
-/// "reaches" are estimated.
+/// best throughput; see [`judge`].
 pub fn smallest_near_best(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<u64> {
     judge(points, fraction).map(|j| j.block_size)
 }
 
-/// Within how many standard errors of the bar a size's verdict counts
-/// as a close call. A repeat run measures afresh, so its figure and this
-/// one differ by sqrt(2) standard errors typically; 1.8 of them is a
-/// one-in-ten chance that the next run lands on the other side.
-pub const CLOSE: f64 = 1.8;
-
-/// [`smallest_near_best`], with how firmly it was decided.
+/// The rule, with how firmly it was decided. Each point is a block size
+/// and its throughput samples, one per round, in round order (sample `r`
+/// of every size was measured in the same round); a size may have fewer
+/// samples than others. Samples that are not positive and finite are
+/// ignored; None when no sample is left.
 pub fn judge(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<Judgement> {
-    let valid = |t: f64| t.is_finite() && t > 0.0;
-    let rounds = points.iter().map(|(_, s)| s.len()).max().unwrap_or(0);
-    // 1. Logarithms relative to each round's plateau.
-    let mut ratios: Vec<(u64, Vec<f64>)> = points
+    let valid = |t: &f64| t.is_finite() && *t > 0.0;
+    // 1. The figures, and the plateau of them.
+    let mut figures: Vec<(u64, f64)> = points
         .iter()
-        .map(|(bs, _)| (*bs, Vec::with_capacity(rounds)))
+        .filter_map(|(bs, samples)| {
+            let kept: Vec<f64> = samples.iter().copied().filter(valid).collect();
+            Some((*bs, median(&kept)?))
+        })
         .collect();
+    figures.sort_by_key(|(bs, _)| *bs);
+    let plateau_of_figures = plateau(figures.iter().map(|f| f.1))?;
+    // The noise, from samples divided by their round's plateau (in logs).
+    let rounds = points.iter().map(|(_, s)| s.len()).max().unwrap_or(0);
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); points.len()];
     let mut round_plateaus = Vec::with_capacity(rounds);
     for round in 0..rounds {
         let of_round = || {
             points
                 .iter()
-                .map(move |(_, s)| s.get(round).copied().filter(|&t| valid(t)))
+                .map(move |(_, s)| s.get(round).copied().filter(valid))
         };
         let Some(reference) = plateau(of_round().flatten().map(f64::ln)) else {
             continue;
         };
         round_plateaus.push(reference.exp());
-        for (sample, (_, out)) in of_round().zip(ratios.iter_mut()) {
+        for (sample, out) in of_round().zip(ratios.iter_mut()) {
             if let Some(t) = sample {
                 out.push(t.ln() - reference);
             }
         }
     }
-    ratios.retain(|(_, r)| !r.is_empty());
-    ratios.sort_by_key(|(bs, _)| *bs);
-    let centers: Vec<f64> = ratios.iter().map(|(_, r)| median(&mut r.clone())).collect();
-    // 2. The plateau of the per-size medians.
-    let best = plateau(centers.iter().copied())?;
-    // 3. One noise figure for the whole curve: every size has too few
-    //    samples to estimate its own, and the scatter is the disk's and the
-    //    machine's, much the same at every size.
-    //    Differences between two rounds of one size, not deviations from
-    //    its median: with three samples one deviation is always zero and
-    //    the median of them would understate the noise.
-    let mut differences: Vec<f64> = ratios
+    // One noise figure for the whole curve: every size has too few samples
+    // to estimate its own, and the scatter is the disk's and the
+    // machine's, much the same at every size. Differences between two
+    // rounds of one size, not deviations from its median: with three
+    // samples one deviation is always zero and the median of them would
+    // understate the noise.
+    let differences: Vec<f64> = ratios
         .iter()
-        .flat_map(|(_, r)| {
+        .flat_map(|r| {
             r.iter()
                 .enumerate()
                 .flat_map(move |(i, a)| r[i + 1..].iter().map(move |b| (a - b).abs()))
@@ -177,59 +199,58 @@ pub fn judge(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<Judgement> {
     // The difference of two samples has sqrt(2) times their standard
     // deviation, and 0.6745 of a standard deviation is the median of its
     // absolute value.
-    let sigma = match differences.is_empty() {
-        true => 0.0,
-        false => median(&mut differences) / (0.6745 * std::f64::consts::SQRT_2),
-    };
+    let sigma = median(&differences).unwrap_or(0.0) / (0.6745 * std::f64::consts::SQRT_2);
     // 1.2533 = sqrt(pi/2): the standard error of a median is that much
-    // larger than a mean's.
-    let standard_errors: Vec<f64> = ratios
+    // larger than a mean's. One standard error for all sizes, from the
+    // most rounds any size has, so that one bar serves the whole curve.
+    let samples = points
         .iter()
-        .map(|(_, r)| 1.2533 * sigma / (r.len() as f64).sqrt())
-        .collect();
-    let margins: Vec<f64> = standard_errors.iter().map(|e| Z * e).collect();
-    // A size above the plateau by more than the noise is a real peak, and
-    // the bar is measured against it.
-    let best = centers
-        .iter()
-        .zip(&margins)
-        .map(|(c, m)| c - m)
-        .fold(best, f64::max);
-    let line = best + fraction.ln();
-    let lowest = best + FLOOR.min(fraction).ln();
-    // What a size must measure to count.
-    let bar = |i: usize| (line - margins[i]).max(lowest);
-    // The epsilon: ln(95) - ln(100) can round below ln(0.95).
-    let chosen = (0..ratios.len()).find(|&i| centers[i] >= bar(i) - 1e-12)?;
-    let of_best = |i: usize| (centers[i] - best).exp();
+        .map(|(_, s)| s.iter().filter(|t| valid(t)).count())
+        .max()
+        .unwrap_or(1);
+    let standard_error = 1.2533 * sigma / (samples as f64).sqrt();
+    let margin = (Z * standard_error).exp();
+    // 2. The best: the plateau, or a figure above it by more than the
+    // noise (a real peak), less the noise.
+    let highest = figures.iter().map(|f| f.1).fold(0.0, f64::max);
+    let best = plateau_of_figures.max(highest / margin);
+    // 3. The bar, and the smallest size that reaches it. The epsilon: 95
+    // over 100 can round below 0.95.
+    let bar = (fraction / margin).max(FLOOR.min(fraction));
+    let reaches = |figure: f64| figure >= bar * best * (1.0 - 1e-12);
+    let chosen = figures.iter().position(|f| reaches(f.1))?;
     let neighbour = |i: usize| Neighbour {
-        block_size: ratios[i].0,
-        of_best: of_best(i),
+        block_size: figures[i].0,
+        of_best: figures[i].1 / best,
     };
     // Another run may decide differently where a size measured close to
-    // its bar: the size before the answer a little short of it (a run that
+    // the bar: the size before the answer a little short of it (a run that
     // measures it a little higher takes it), the answer a little over (a
     // run that measures it a little lower passes it over for the next).
-    let close_to_verdict = |i: usize| (centers[i] - bar(i)).abs() < CLOSE * standard_errors[i];
+    let close_to_bar =
+        |i: usize| (figures[i].1.ln() - (bar * best).ln()).abs() < CLOSE * standard_error;
     let mut close_calls = Vec::new();
-    if let Some(below) = chosen.checked_sub(1).filter(|&b| close_to_verdict(b)) {
+    if let Some(below) = chosen.checked_sub(1).filter(|&b| close_to_bar(b)) {
         close_calls.push(neighbour(below));
     }
-    if close_to_verdict(chosen) {
-        // Passed over, the answer would be the next size that clears its
+    if close_to_bar(chosen) {
+        // Passed over, the answer would be the next size that reaches the
         // bar, which need not be the next size.
-        let next = (chosen + 1..ratios.len()).find(|&i| centers[i] >= bar(i) - 1e-12);
+        let next = (chosen + 1..figures.len()).find(|&i| reaches(figures[i].1));
         close_calls.extend(next.map(neighbour));
     }
     let plateau_low = round_plateaus.iter().copied().fold(f64::INFINITY, f64::min);
     let plateau_high = round_plateaus.iter().copied().fold(0.0, f64::max);
     Some(Judgement {
-        block_size: ratios[chosen].0,
-        of_best: of_best(chosen),
+        block_size: figures[chosen].0,
+        of_best: figures[chosen].1 / best,
+        best_bytes_per_sec: best,
+        bar,
         close_calls,
         plateau_low,
         plateau_high,
         steady: plateau_high <= plateau_low * UNSTEADY,
+        figures,
     })
 }
 
@@ -334,6 +355,51 @@ mod tests {
         points
     }
 
+    /// Three rounds of `curve` measured with `noise` answer `expected`
+    /// for every one of `seeds` seeds.
+    fn always_answers(curve: impl Fn(u64) -> f64, seeds: u64, noise: f64, expected: u64) {
+        for seed in 0..seeds {
+            let points = measure(&curve, seed, 3, noise);
+            let answer = smallest_near_best(&points, NEAR_BEST);
+            assert_eq!(answer, Some(expected), "seed {seed}: {points:?}");
+        }
+    }
+
+    /// What a report prints is enough to check the answer: each figure is
+    /// its size's median, the best is the median of the three highest (or
+    /// a peak above it less the margin), the answer is the smallest size
+    /// at or over bar × best and every share is the figure over the best.
+    #[test]
+    fn the_answer_can_be_checked_on_the_figures() {
+        for (seed, noise) in (0..200).zip([0.0, 0.02, 0.05, 0.15].into_iter().cycle()) {
+            let points = measure(just_short_at_512k, seed, 6, noise);
+            let j = judge(&points, NEAR_BEST).unwrap();
+            let medians: Vec<(u64, f64)> = points
+                .iter()
+                .map(|(bs, s)| (*bs, median(s).unwrap()))
+                .collect();
+            assert_eq!(j.figures, medians, "seed {seed}");
+            let mut highest: Vec<f64> = medians.iter().map(|m| m.1).collect();
+            highest.sort_by(|a, b| b.total_cmp(a));
+            let plateau = median(&highest[..3]).unwrap();
+            assert!(j.best_bytes_per_sec == plateau || j.best_bytes_per_sec < highest[0]);
+            assert!(j.best_bytes_per_sec >= plateau, "seed {seed}");
+            assert!(
+                (FLOOR..=NEAR_BEST).contains(&j.bar),
+                "seed {seed}: {}",
+                j.bar
+            );
+            let line = j.bar * j.best_bytes_per_sec;
+            let chosen = medians.iter().position(|m| m.1 >= line * (1.0 - 1e-12));
+            assert_eq!(Some(medians[chosen.unwrap()].0), Some(j.block_size));
+            assert_eq!(j.of_best, j.share(medians[chosen.unwrap()].1));
+            for call in &j.close_calls {
+                let figure = medians.iter().find(|m| m.0 == call.block_size).unwrap().1;
+                assert_eq!(call.of_best, j.share(figure), "seed {seed}");
+            }
+        }
+    }
+
     /// Flat from 1 MiB; 512 KiB clearly short of it.
     fn flat_from_1mib(bs: u64) -> f64 {
         match bs {
@@ -357,7 +423,7 @@ mod tests {
     fn old_rule(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<u64> {
         let medians: Vec<(u64, f64)> = points
             .iter()
-            .map(|(bs, s)| (*bs, median(&mut s.clone())))
+            .map(|(bs, s)| (*bs, median(s).unwrap()))
             .collect();
         let best = medians.iter().map(|m| m.1).fold(f64::NAN, f64::max);
         medians
@@ -388,14 +454,7 @@ mod tests {
         // The same noise as the flat curve, but the plateau starts at
         // 4 MiB: 2 MiB is still 25% short of it.
         let rising = |bs: u64| flat_from_1mib(bs / 4);
-        for seed in 0..200 {
-            let points = measure(rising, seed, 3, 0.05);
-            assert_eq!(
-                smallest_near_best(&points, NEAR_BEST),
-                Some(4 * MIB),
-                "seed {seed}"
-            );
-        }
+        always_answers(rising, 200, 0.05, 4 * MIB);
         // Heavy noise may blur the 95% line, but a size far short of the
         // plateau (256 KiB at 38%) is never recommended.
         for seed in 0..200 {
@@ -536,13 +595,6 @@ mod tests {
             b if b > MIB / 4 => 0.8,
             b => 0.8 * b as f64 / (MIB / 4) as f64,
         };
-        for seed in 0..50 {
-            let points = measure(peaked, seed, 3, 0.01);
-            assert_eq!(
-                smallest_near_best(&points, NEAR_BEST),
-                Some(MIB),
-                "seed {seed}"
-            );
-        }
+        always_answers(peaked, 50, 0.01, MIB);
     }
 }

@@ -9,8 +9,6 @@ use std::path::Path;
 use rustix::fs::{FileType, Mode, OFlags, SeekFrom};
 use rustix::io::Errno;
 
-use crate::operands::IoFlags;
-
 /// An open end of the copy: a file we opened, or an inherited stdin/stdout.
 #[derive(Debug)]
 pub enum Handle {
@@ -58,29 +56,11 @@ impl Handle {
     }
 }
 
-/// open(2) flags for dd's iflag/oflag symbols (the private ones map to nothing).
-pub fn open_flags(flags: IoFlags) -> OFlags {
-    let table = [
-        (IoFlags::APPEND, OFlags::APPEND),
-        (IoFlags::DIRECT, OFlags::DIRECT),
-        (IoFlags::DIRECTORY, OFlags::DIRECTORY),
-        (IoFlags::DSYNC, OFlags::DSYNC),
-        (IoFlags::SYNC, OFlags::SYNC),
-        (IoFlags::NONBLOCK, OFlags::NONBLOCK),
-        (IoFlags::NOATIME, OFlags::NOATIME),
-        (IoFlags::NOCTTY, OFlags::NOCTTY),
-        (IoFlags::NOFOLLOW, OFlags::NOFOLLOW),
-    ];
-    table
-        .iter()
-        .filter(|(dd, _)| flags.contains(*dd))
-        .fold(OFlags::empty(), |acc, (_, o)| acc | *o)
-}
-
 /// How to open the output.
 #[derive(Debug, Clone, Copy)]
 pub struct OutputOpen {
-    pub flags: IoFlags,
+    /// Flags beyond the access mode and creation (O_DIRECT, O_DSYNC...).
+    pub flags: OFlags,
     pub create: bool,
     pub exclusive: bool,
     pub truncate: bool,
@@ -88,16 +68,14 @@ pub struct OutputOpen {
     pub read_write: bool,
 }
 
-pub fn open_input(path: &Path, flags: IoFlags) -> Result<OwnedFd, Errno> {
-    let mut o = OFlags::RDONLY | OFlags::CLOEXEC | open_flags(flags);
-    if flags.intersects(IoFlags::DSYNC | IoFlags::SYNC) {
-        o |= OFlags::RSYNC;
-    }
+/// open(2) for reading, with `flags` beyond O_RDONLY (O_DIRECT...).
+pub fn open_input(path: &Path, flags: OFlags) -> Result<OwnedFd, Errno> {
+    let o = OFlags::RDONLY | OFlags::CLOEXEC | flags;
     retry_eintr(|| rustix::fs::open(path, o, Mode::empty()))
 }
 
 pub fn open_output(path: &Path, how: OutputOpen) -> Result<OwnedFd, Errno> {
-    let mut o = OFlags::CLOEXEC | open_flags(how.flags);
+    let mut o = OFlags::CLOEXEC | how.flags;
     o |= if how.read_write {
         OFlags::RDWR
     } else {
@@ -115,10 +93,10 @@ pub fn open_output(path: &Path, how: OutputOpen) -> Result<OwnedFd, Errno> {
     retry_eintr(|| rustix::fs::open(path, o, Mode::from_raw_mode(0o666)))
 }
 
-/// Add dd's flags to an inherited descriptor (stdin/stdout), as GNU does
+/// Add open flags to an inherited descriptor (stdin/stdout), as GNU does
 /// with fcntl: creation-only flags are checked by hand or ignored.
-pub fn add_fd_flags(fd: BorrowedFd<'_>, flags: IoFlags) -> Result<(), Errno> {
-    let add = open_flags(flags) - (OFlags::NOCTTY | OFlags::NOFOLLOW);
+pub fn add_fd_flags(fd: BorrowedFd<'_>, flags: OFlags) -> Result<(), Errno> {
+    let add = flags - (OFlags::NOCTTY | OFlags::NOFOLLOW);
     if add.is_empty() {
         return Ok(());
     }
@@ -174,6 +152,11 @@ pub fn write_uncached(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
 /// lseek(fd, delta, SEEK_CUR), with GNU's signed offsets.
 pub fn seek_relative(fd: BorrowedFd<'_>, delta: i64) -> Result<i64, Errno> {
     rustix::fs::seek(fd, SeekFrom::Current(delta)).map(|p| p as i64)
+}
+
+/// lseek(2) to anywhere: the new offset.
+pub fn seek(fd: BorrowedFd<'_>, to: SeekFrom) -> Result<u64, Errno> {
+    rustix::fs::seek(fd, to)
 }
 
 pub fn seek_to_end(fd: BorrowedFd<'_>) -> Result<i64, Errno> {
@@ -306,6 +289,12 @@ pub fn next_data(fd: BorrowedFd<'_>, offset: u64) -> Result<Option<u64>, Errno> 
         Err(Errno::NXIO) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// Where the data at `offset` ends (SEEK_HOLE): the next hole, or the end
+/// of file, which counts as one. Moves the file offset.
+pub fn next_hole(fd: BorrowedFd<'_>, offset: u64) -> Result<u64, Errno> {
+    rustix::fs::seek(fd, SeekFrom::Hole(offset))
 }
 
 /// splice(2) from `input` to `output` at their file offsets (one of them

@@ -1,22 +1,28 @@
-//! A small io_uring of positional reads into buffers the ring owns, for
-//! measuring a device at a chosen queue depth.
+//! io_uring with buffers the ring owns: positional reads and writes from
+//! numbered slots, several in flight at once. The one io_uring layer of
+//! ddx: the overlapped copy (`engine::uring`) and the benchmark's queue
+//! depth sweep both go through it, and neither holds an `unsafe` block.
 //!
-//! Ownership rule: each slot's buffer belongs to the kernel from
-//! [`ReadRing::submit`] until its completion comes back from
-//! [`ReadRing::wait`]. The ring refuses to submit into a busy slot, and its
-//! Drop waits for every read still in flight before the buffers are
-//! unmapped, so no completion can ever land in freed memory.
+//! Ownership rule: each slot's buffer belongs to the kernel from the
+//! moment a read or write of it is queued ([`Ring::read`],
+//! [`Ring::write`]) until its completion comes back from [`Ring::wait`].
+//! The ring refuses a request on a busy slot and hands out a slot's
+//! buffer only while it is idle, and its Drop waits for every request
+//! still in flight before the buffers are unmapped; where the kernel can
+//! no longer be waited on, the buffers are leaked rather than freed, so
+//! no completion can ever land in freed memory.
 
+use std::ops::Range;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::time::Instant;
 
-use io_uring::{opcode, types, IoUring};
+use io_uring::{opcode, squeue, types, IoUring};
 use rustix::io::Errno;
 
 use super::buffer::AlignedBuf;
 
-/// One finished read: which slot, when it was submitted, and what the
-/// kernel returned (bytes read, or the error).
+/// One finished request: which slot, when it was queued, and what the
+/// kernel returned (bytes moved, or the error).
 #[derive(Debug, Clone, Copy)]
 pub struct Completion {
     pub slot: usize,
@@ -24,36 +30,44 @@ pub struct Completion {
     pub result: Result<usize, Errno>,
 }
 
-pub struct ReadRing {
+pub struct Ring {
     ring: IoUring,
     buffers: Vec<AlignedBuf>,
-    /// Submission time of each slot's read in flight; None when idle.
+    /// When each slot's request in flight was queued; None when idle.
     busy: Vec<Option<Instant>>,
     in_flight: usize,
 }
 
-impl std::fmt::Debug for ReadRing {
+impl std::fmt::Debug for Ring {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "ReadRing({} slots, {} in flight)",
+            "Ring({} slots, {} in flight)",
             self.busy.len(),
             self.in_flight
         )
     }
 }
 
-impl ReadRing {
+impl Ring {
     /// A ring with `slots` buffers of `buffer_len` bytes (page-aligned, so
     /// fit for O_DIRECT). Fails with the kernel's errno where io_uring is
-    /// missing or disabled (ENOSYS, EPERM under io_uring_disabled).
-    pub fn new(slots: usize, buffer_len: usize) -> Result<ReadRing, Errno> {
+    /// missing or disabled (ENOSYS, EPERM under io_uring_disabled, a
+    /// seccomp filter), or EOPNOTSUPP where it cannot read and write.
+    pub fn new(slots: usize, buffer_len: usize) -> Result<Ring, Errno> {
         let entries = slots.next_power_of_two().max(1) as u32;
         let ring = IoUring::new(entries).map_err(|e| errno_of(&e))?;
+        let mut probe = io_uring::Probe::new();
+        ring.submitter()
+            .register_probe(&mut probe)
+            .map_err(|e| errno_of(&e))?;
+        if !(probe.is_supported(opcode::Read::CODE) && probe.is_supported(opcode::Write::CODE)) {
+            return Err(Errno::OPNOTSUPP);
+        }
         let buffers = (0..slots)
             .map(|_| AlignedBuf::new(buffer_len))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(ReadRing {
+        Ok(Ring {
             ring,
             buffers,
             busy: vec![None; slots],
@@ -65,54 +79,58 @@ impl ReadRing {
         self.busy.len()
     }
 
-    /// Start a read of `len` bytes (at most the buffer's length) at
-    /// `offset` into slot `slot`, which must be idle. `fd` must stay open
-    /// until the completion is reaped (the kernel holds its own reference
-    /// to the file once submitted, so this is about meaning, not memory).
-    pub fn submit(
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Queue a read into `range` of slot `slot`'s buffer from `offset` of
+    /// `fd`. `fd` must stay open until the completion is reaped (the
+    /// kernel holds its own reference to the file, so this is about
+    /// meaning, not memory).
+    pub fn read(
         &mut self,
         fd: BorrowedFd<'_>,
         slot: usize,
         offset: u64,
-        len: usize,
+        range: Range<usize>,
     ) -> Result<(), Errno> {
-        if slot >= self.busy.len() || self.busy[slot].is_some() {
-            return Err(Errno::BUSY);
-        }
-        let buffer = &mut self.buffers[slot];
-        let len = len.min(buffer.len());
+        let buffer = self.idle(slot, &range)?;
+        let target = &mut buffer.as_mut_slice()[range];
         let entry = opcode::Read::new(
             types::Fd(fd.as_raw_fd()),
-            buffer.as_mut_slice().as_mut_ptr(),
-            len as u32,
+            target.as_mut_ptr(),
+            target.len() as u32,
         )
         .offset(offset)
         .build()
         .user_data(slot as u64);
-        // SAFETY: the entry points into slot `slot`'s buffer, which is idle
-        // (checked above) and is neither touched nor freed until its
-        // completion is reaped in wait() or drained in Drop.
-        unsafe {
-            self.ring
-                .submission()
-                .push(&entry)
-                .map_err(|_| Errno::AGAIN)?;
-        }
-        self.busy[slot] = Some(Instant::now());
-        self.in_flight += 1;
-        loop {
-            match self.ring.submit() {
-                Ok(_) => return Ok(()),
-                Err(e) if errno_of(&e) == Errno::INTR => continue,
-                // The entry stays queued and counted in flight: the next
-                // wait (or Drop) submits it again and reaps it, so the
-                // buffer is never reused while the kernel may hold it.
-                Err(e) => return Err(errno_of(&e)),
-            }
-        }
+        self.queue(slot, &entry)
     }
 
-    /// Wait for the next completion; None when nothing is in flight.
+    /// Queue a write of `range` of slot `slot`'s buffer at `offset` of
+    /// `fd`.
+    pub fn write(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        slot: usize,
+        offset: u64,
+        range: Range<usize>,
+    ) -> Result<(), Errno> {
+        let buffer = self.idle(slot, &range)?;
+        let source = &buffer.as_slice()[range];
+        let entry = opcode::Write::new(
+            types::Fd(fd.as_raw_fd()),
+            source.as_ptr(),
+            source.len() as u32,
+        )
+        .offset(offset)
+        .build()
+        .user_data(slot as u64);
+        self.queue(slot, &entry)
+    }
+
+    /// Submit what is queued and wait for the next completion; None when
+    /// nothing is in flight.
     pub fn wait(&mut self) -> Option<Result<Completion, Errno>> {
         if self.in_flight == 0 {
             return None;
@@ -135,19 +153,59 @@ impl ReadRing {
             }
             match self.ring.submit_and_wait(1) {
                 Ok(_) => {}
-                Err(e) if errno_of(&e) == Errno::INTR => {}
+                Err(e) if matches!(errno_of(&e), Errno::INTR | Errno::AGAIN | Errno::BUSY) => {}
                 Err(e) => return Some(Err(errno_of(&e))),
             }
         }
     }
 
-    /// The data a completed read brought in.
-    pub fn buffer(&self, slot: usize) -> &[u8] {
-        self.buffers[slot].as_slice()
+    /// An idle slot's buffer.
+    pub fn buffer(&self, slot: usize) -> Option<&[u8]> {
+        match self.busy.get(slot) {
+            Some(None) => Some(self.buffers[slot].as_slice()),
+            _ => None,
+        }
+    }
+
+    /// The buffer of `slot` for a request over `range`, if the slot is
+    /// idle and the range fits.
+    fn idle(&mut self, slot: usize, range: &Range<usize>) -> Result<&mut AlignedBuf, Errno> {
+        match self.busy.get(slot) {
+            Some(None) => {}
+            Some(Some(_)) => return Err(Errno::BUSY),
+            None => return Err(Errno::INVAL),
+        }
+        let buffer = &mut self.buffers[slot];
+        if range.start > range.end || range.end > buffer.len() {
+            return Err(Errno::INVAL);
+        }
+        Ok(buffer)
+    }
+
+    fn queue(&mut self, slot: usize, entry: &squeue::Entry) -> Result<(), Errno> {
+        loop {
+            // SAFETY: the entry points into slot `slot`'s buffer, which was
+            // idle (checked by `idle`) and is marked busy below; a busy
+            // slot's buffer is neither handed out nor freed until its
+            // completion is reaped in wait() or drained in Drop.
+            let pushed = unsafe { self.ring.submission().push(entry) };
+            if pushed.is_ok() {
+                break;
+            }
+            // The submission queue is full: hand it to the kernel first.
+            match self.ring.submit() {
+                Ok(_) => {}
+                Err(e) if matches!(errno_of(&e), Errno::INTR | Errno::AGAIN | Errno::BUSY) => {}
+                Err(e) => return Err(errno_of(&e)),
+            }
+        }
+        self.busy[slot] = Some(Instant::now());
+        self.in_flight += 1;
+        Ok(())
     }
 }
 
-impl Drop for ReadRing {
+impl Drop for Ring {
     fn drop(&mut self) {
         // Buffers may be unmapped only once the kernel is done with them.
         while self.in_flight > 0 {
@@ -176,6 +234,12 @@ mod tests {
     use std::io::Write;
     use std::os::fd::AsFd;
 
+    fn ring(slots: usize, len: usize) -> Option<Ring> {
+        Ring::new(slots, len)
+            .map_err(|e| eprintln!("skipped: io_uring unavailable here ({e})"))
+            .ok()
+    }
+
     #[test]
     fn reads_land_in_their_slots() {
         let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
@@ -184,27 +248,48 @@ mod tests {
         let data: Vec<u8> = (0..16384u32).map(|i| (i / 4096) as u8 + 1).collect();
         f.write_all(&data).unwrap();
         let f = std::fs::File::open(&path).unwrap();
-        let mut ring = match ReadRing::new(4, 4096) {
-            Ok(ring) => ring,
-            Err(e) => {
-                eprintln!("skipped: io_uring unavailable here ({e})");
-                return;
-            }
+        let Some(mut ring) = ring(4, 4096) else {
+            return;
         };
         for slot in 0..4 {
-            ring.submit(f.as_fd(), slot, (3 - slot as u64) * 4096, 4096)
+            ring.read(f.as_fd(), slot, (3 - slot as u64) * 4096, 0..4096)
                 .unwrap();
         }
-        assert_eq!(ring.submit(f.as_fd(), 0, 0, 4096), Err(Errno::BUSY));
+        assert_eq!(ring.read(f.as_fd(), 0, 0, 0..4096), Err(Errno::BUSY));
+        assert!(
+            ring.buffer(0).is_none(),
+            "a busy slot's buffer is the kernel's"
+        );
         let mut seen = 0;
         while let Some(done) = ring.wait() {
             let done = done.unwrap();
             assert_eq!(done.result, Ok(4096));
-            assert!(ring.buffer(done.slot)[..4096]
+            assert!(ring.buffer(done.slot).unwrap()[..4096]
                 .iter()
                 .all(|&b| b == 4 - done.slot as u8));
             seen += 1;
         }
         assert_eq!(seen, 4);
+    }
+
+    #[test]
+    fn a_slot_read_then_written_copies_its_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..8192u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(dir.path().join("in"), &data).unwrap();
+        let input = std::fs::File::open(dir.path().join("in")).unwrap();
+        let output = std::fs::File::create(dir.path().join("out")).unwrap();
+        let Some(mut ring) = ring(2, 4096) else {
+            return;
+        };
+        ring.read(input.as_fd(), 1, 4096, 0..4096).unwrap();
+        assert_eq!(ring.wait().unwrap().unwrap().result, Ok(4096));
+        // Half of the slot, at another offset.
+        ring.write(output.as_fd(), 1, 100, 2048..4096).unwrap();
+        assert_eq!(ring.wait().unwrap().unwrap().result, Ok(2048));
+        assert!(ring.wait().is_none());
+        let out = std::fs::read(dir.path().join("out")).unwrap();
+        assert_eq!(&out[100..], &data[4096 + 2048..]);
+        assert_eq!(ring.read(input.as_fd(), 0, 0, 0..8192), Err(Errno::INVAL));
     }
 }

@@ -3,12 +3,15 @@
 //! SIGINT (GNU dd just dies of it, without its statistics).
 //!
 //! Handlers only write a byte to a pipe (async-signal-safe); a reporter
-//! thread polls the pipes and does the printing, so the copy loop never
-//! checks anything. They must be installed first thing in main: SIGUSR1's
-//! default action kills the process, and scripts send it right after start.
+//! thread waits on the pipes ([`wait`], the one place they are polled) and
+//! does the printing, so the copy loop never checks anything. They must be
+//! installed first thing in main: SIGUSR1's default action kills the
+//! process, and scripts send it right after start.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::time::Duration;
 
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::pipe::{pipe_with, PipeFlags};
 
 /// Read ends of the self-pipes, one per caught signal. A pipe must live
@@ -86,6 +89,82 @@ pub fn drain(pipe: &OwnedFd) -> usize {
         count += n;
     }
     count
+}
+
+/// Whether a [`wait`] counts SIGUSR1s or leaves them in their pipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Info {
+    /// Drain the SIGUSR1 pipe and count (the copy's reporter prints the
+    /// statistics once per signal).
+    Count,
+    /// Leave SIGUSR1s alone (nothing to report yet, or nothing to report
+    /// at all): a later waiter that counts them still sees them.
+    Leave,
+}
+
+/// What woke a [`wait`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Woken {
+    /// SIGINT or SIGTERM arrived (SIGINT when both did).
+    pub interrupted: Option<i32>,
+    /// How many SIGUSR1s arrived (always 0 with [`Info::Leave`]).
+    pub infos: usize,
+    /// `also` is readable, or hung up.
+    pub ready: bool,
+}
+
+/// Wait until SIGINT or SIGTERM arrives, or a SIGUSR1 (with
+/// [`Info::Count`]), or `also` (a stop pipe, a terminal) can be read, or
+/// `timeout` passes; the pipes of the signals seen are drained. Returns at
+/// once with nothing seen if poll fails (EINTR): callers wait in a loop.
+pub fn wait(
+    signals: &SignalPipes,
+    info: Info,
+    also: Option<BorrowedFd<'_>>,
+    timeout: Option<Duration>,
+) -> Woken {
+    let watched: [(Option<&OwnedFd>, Option<i32>); 3] = [
+        (signals.interrupt.as_ref(), Some(libc::SIGINT)),
+        (signals.terminate.as_ref(), Some(libc::SIGTERM)),
+        (signals.info.as_ref().filter(|_| info == Info::Count), None),
+    ];
+    let watched: Vec<(&OwnedFd, Option<i32>)> = watched
+        .into_iter()
+        .filter_map(|(pipe, signal)| pipe.map(|p| (p, signal)))
+        .collect();
+    let mut fds: Vec<PollFd<'_>> = also
+        .iter()
+        .map(|fd| PollFd::from_borrowed_fd(*fd, PollFlags::IN))
+        .chain(watched.iter().map(|(p, _)| PollFd::new(*p, PollFlags::IN)))
+        .collect();
+    let timeout = timeout.map(|t| Timespec {
+        tv_sec: t.as_secs() as _,
+        tv_nsec: t.subsec_nanos() as _,
+    });
+    if poll(&mut fds, timeout.as_ref()).is_err() {
+        return Woken::default();
+    }
+    let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
+    drop(fds);
+    let (also_ready, pipes_ready) = ready.split_at(usize::from(also.is_some()));
+    let mut woken = Woken {
+        ready: also_ready.first().copied().unwrap_or(false),
+        ..Woken::default()
+    };
+    for ((pipe, signal), ready) in watched.iter().zip(pipes_ready) {
+        if !ready {
+            continue;
+        }
+        let arrived = drain(pipe);
+        match signal {
+            Some(signal) if arrived > 0 => {
+                woken.interrupted = woken.interrupted.or(Some(*signal));
+            }
+            Some(_) => {}
+            None => woken.infos += arrived,
+        }
+    }
+    woken
 }
 
 /// Keep SIGUSR1, SIGINT and SIGTERM away from the calling (copy) thread once the

@@ -191,6 +191,35 @@ pub fn size_text(bytes: u64) -> String {
     format!("{value} {}", UNITS[unit])
 }
 
+/// A measured rate in SI units with three significant figures ("1.23
+/// GB/s", "805 MB/s", "38.2 MB/s"): for ddx's own measurements (`ddx
+/// bench`, `bs=auto --verbose`), where a reader compares figures a few
+/// percent apart, which GNU's two figures ("1.2 GB/s") cannot show.
+pub fn rate_text(bytes_per_sec: f64) -> String {
+    const UNITS: [&str; 6] = ["B/s", "kB/s", "MB/s", "GB/s", "TB/s", "PB/s"];
+    let mut value = if bytes_per_sec.is_finite() {
+        bytes_per_sec.max(0.0)
+    } else {
+        0.0
+    };
+    let mut unit = 0;
+    loop {
+        let decimals = match value {
+            v if v >= 100.0 || unit == 0 => 0,
+            v if v >= 10.0 => 1,
+            _ => 2,
+        };
+        let text = format!("{value:.decimals$}");
+        // Rounding can carry into the next unit ("999.7" is "1000").
+        if text.parse::<f64>().unwrap_or(0.0) >= 1000.0 && unit + 1 < UNITS.len() {
+            value /= 1000.0;
+            unit += 1;
+            continue;
+        }
+        return format!("{text} {}", UNITS[unit]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,6 +249,18 @@ mod tests {
             human(1000, Base::Si, 1_000_000_000, 1_000_000_000),
             "1.0 kB"
         );
+    }
+
+    #[test]
+    fn measured_rates_keep_three_figures() {
+        assert_eq!(rate_text(1.234e9), "1.23 GB/s");
+        assert_eq!(rate_text(805.4e6), "805 MB/s");
+        assert_eq!(rate_text(38.24e6), "38.2 MB/s");
+        assert_eq!(rate_text(999.7e6), "1.00 GB/s");
+        assert_eq!(rate_text(950.0), "950 B/s");
+        assert_eq!(rate_text(1500.0), "1.50 kB/s");
+        assert_eq!(rate_text(0.0), "0 B/s");
+        assert_eq!(rate_text(f64::NAN), "0 B/s");
     }
 
     #[test]

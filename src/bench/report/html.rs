@@ -6,7 +6,11 @@
 
 use std::fmt::Write;
 
-use super::{latency_text, rate_text, rows, size_text, summary_lines, Report, COLUMNS, NUMERIC};
+use super::{
+    latency_text, percent_text, rate_text, round_rate_text, rows, size_text, summary_lines,
+    Exporter, Report, COLUMNS, NUMERIC,
+};
+use crate::bench::BenchError;
 
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 300.0;
@@ -14,7 +18,17 @@ const LEFT: f64 = 80.0;
 const RIGHT: f64 = 40.0;
 const TOP: f64 = 30.0;
 const BOTTOM: f64 = 50.0;
-const COLORS: [&str; 4] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
+/// Reads are blue and writes red in every chart, whichever is drawn.
+const READ: &str = "#1f77b4";
+const WRITE: &str = "#d62728";
+
+pub struct Html;
+
+impl Exporter for Html {
+    fn export(&self, report: &Report) -> Result<String, BenchError> {
+        Ok(render(report))
+    }
+}
 
 /// The page for `report`.
 pub fn render(report: &Report) -> String {
@@ -88,10 +102,22 @@ fn nice_step(span: f64) -> f64 {
     nice * power
 }
 
-/// One line of a chart: its name and (x, y) points.
+/// One line of a chart: its name, colour and (x, y) points.
 struct Series {
     name: String,
+    color: &'static str,
     points: Vec<(f64, f64)>,
+}
+
+/// A vertical line at `x` that belongs to a series (a recommended size),
+/// drawn and labelled in the series' colour, and a horizontal one at `y`
+/// (the bar the sizes had to reach), unlabelled but titled.
+struct Marker {
+    series: String,
+    color: &'static str,
+    x: f64,
+    label: String,
+    bar: Option<(f64, String)>,
 }
 
 struct Chart<'a> {
@@ -102,8 +128,8 @@ struct Chart<'a> {
     x_scale: Scale,
     x_text: &'a dyn Fn(f64) -> String,
     y_text: &'a dyn Fn(f64) -> String,
-    /// Where to draw dashed vertical markers (the recommended sizes).
-    markers: Vec<(f64, String)>,
+    /// The recommended sizes, one per series that has one.
+    markers: Vec<Marker>,
     /// Draw points as circles (measurements) or not (a histogram's steps).
     dots: bool,
     /// Linear ticks fall on round multiples of this unit (1 MiB for
@@ -112,40 +138,58 @@ struct Chart<'a> {
 }
 
 fn sweep_chart(report: &Report) -> String {
-    let series: Vec<Series> = ["read", "write"]
+    let series: Vec<Series> = [("read", READ), ("write", WRITE)]
         .iter()
-        .map(|op| Series {
-            name: (*op).to_owned(),
+        .map(|&(op, color)| Series {
+            name: op.to_owned(),
+            color,
             points: report
                 .results
                 .iter()
-                .filter(|r| r.test == "bs-sweep" && r.op == *op)
-                .map(|r| (r.block_size as f64, r.throughput_bytes_per_sec))
+                .filter(|r| r.figure.test == "bs-sweep" && r.figure.op == op)
+                .map(|r| (r.figure.block_size as f64, r.throughput_bytes_per_sec))
                 .collect(),
         })
         .filter(|s| !s.points.is_empty())
         .collect();
-    let rec = &report.recommendation;
-    let markers = match (rec.read_block_size, rec.write_block_size) {
-        (Some(r), Some(w)) if r == w => vec![(r, "read, write")],
-        (r, w) => [(r, "read"), (w, "write")]
-            .into_iter()
-            .filter_map(|(bs, op)| Some((bs?, op)))
-            .collect(),
-    };
-    let markers = markers
-        .into_iter()
-        .map(|(bs, ops)| (bs as f64, format!("recommended {} ({ops})", size_text(bs))))
+    let markers = series
+        .iter()
+        .filter_map(|s| {
+            let judgement = report.recommendation.judgement(&s.name)?;
+            let bar = judgement.bar * judgement.best_bytes_per_sec;
+            Some(Marker {
+                series: s.name.clone(),
+                color: s.color,
+                x: judgement.block_size as f64,
+                label: format!(
+                    "{} {} ({} of best)",
+                    s.name,
+                    size_text(judgement.block_size),
+                    percent_text(judgement.of_best)
+                ),
+                bar: Some((
+                    bar,
+                    format!(
+                        "{}: the bar, {} of the best ({}): {}",
+                        s.name,
+                        percent_text(judgement.bar),
+                        rate_text(judgement.best_bytes_per_sec),
+                        rate_text(bar)
+                    ),
+                )),
+            })
+        })
         .collect();
     draw(
         &Chart {
             id: "bs-sweep",
-            title: "Throughput vs block size (O_DIRECT, sequential)",
+            title: "Throughput vs block size (O_DIRECT, sequential; block size over \
+                    the median request time, median of the rounds)",
             x_label: "block size",
             y_label: "throughput",
             x_scale: Scale::Log2,
             x_text: &|x| size_text(x.round() as u64),
-            y_text: &rate_text,
+            y_text: &round_rate_text,
             markers,
             dots: true,
             x_unit: 1.0,
@@ -158,14 +202,20 @@ fn zones_chart(report: &Report) -> String {
     let points: Vec<(f64, f64)> = report
         .results
         .iter()
-        .filter(|r| r.test == "zones")
-        .map(|r| (r.offset.unwrap_or(0) as f64, r.throughput_bytes_per_sec))
+        .filter(|r| r.figure.test == "zones")
+        .map(|r| {
+            (
+                r.figure.offset.unwrap_or(0) as f64,
+                r.throughput_bytes_per_sec,
+            )
+        })
         .collect();
     let series: Vec<Series> = if points.is_empty() {
         Vec::new()
     } else {
         vec![Series {
             name: "read".to_owned(),
+            color: READ,
             points,
         }]
     };
@@ -179,7 +229,7 @@ fn zones_chart(report: &Report) -> String {
             x_text: &|x| {
                 crate::text::human::human(x.round() as u64, crate::text::human::Base::Iec, 1, 1)
             },
-            y_text: &rate_text,
+            y_text: &round_rate_text,
             markers: Vec::new(),
             dots: true,
             x_unit: (1 << 20) as f64,
@@ -214,9 +264,15 @@ fn latency_chart(report: &Report) -> String {
     let series: Vec<Series> = report
         .results
         .iter()
-        .filter(|r| r.test == "latency" && !r.latency_samples_ns.is_empty())
+        .filter(|r| r.figure.test == "latency" && !r.latency_samples_ns.is_empty())
         .map(|r| Series {
-            name: format!("{} {} {}", r.op, r.mode, size_text(r.block_size)),
+            name: format!(
+                "{} {} {}",
+                r.figure.op,
+                r.figure.mode,
+                size_text(r.figure.block_size)
+            ),
+            color: if r.figure.op == "write" { WRITE } else { READ },
             points: histogram(&r.latency_samples_ns, 40),
         })
         .collect();
@@ -352,27 +408,47 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
         TOP + ph / 2.0,
         escape(chart.y_label)
     );
-    for (i, (x, label)) in chart.markers.iter().enumerate() {
-        // Labels near the right edge go to the left of their line.
-        let (dx, anchor) = if px(*x) > LEFT + pw * 0.7 {
-            (-4.0, "end")
-        } else {
-            (4.0, "start")
-        };
+    for (i, marker) in chart.markers.iter().enumerate() {
+        // The label runs up its own line, beside it (glyphs rise to the
+        // left of a baseline turned upright, hence the 12 px); a second
+        // line at the same size takes the other side.
+        let x = px(marker.x);
+        let shared = chart.markers[..i]
+            .iter()
+            .any(|m| (px(m.x) - x).abs() < 14.0);
+        let label_x = if shared { x - 3.0 } else { x + 12.0 };
+        let label_y = TOP + ph - 6.0;
         let _ = writeln!(
             svg,
-            "<line class=\"marker\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{TOP}\" y2=\"{1:.1}\" \
-             stroke=\"#555\" stroke-dasharray=\"4 3\"/>\
-             <text x=\"{2:.1}\" y=\"{3:.1}\" text-anchor=\"{anchor}\">{4}</text>",
-            px(*x),
-            TOP + ph,
-            px(*x) + dx,
-            TOP + ph - 8.0 - 14.0 * i as f64,
-            escape(label)
+            "<line class=\"marker\" data-series=\"{series}\" data-x=\"{data_x}\" \
+             x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{TOP}\" y2=\"{bottom:.1}\" stroke=\"{color}\" \
+             stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>\
+             <text class=\"marker-label\" data-series=\"{series}\" x=\"{label_x:.1}\" \
+             y=\"{label_y:.1}\" fill=\"{color}\" stroke=\"#fafafa\" stroke-width=\"3\" \
+             paint-order=\"stroke\" transform=\"rotate(-90 {label_x:.1} {label_y:.1})\">{label}</text>",
+            series = escape(&marker.series),
+            data_x = marker.x,
+            bottom = TOP + ph,
+            color = marker.color,
+            label = escape(&marker.label),
         );
+        if let Some((y, title)) = &marker.bar {
+            let _ = writeln!(
+                svg,
+                "<line class=\"bar\" data-series=\"{series}\" data-y=\"{y:.0}\" \
+                 x1=\"{LEFT}\" x2=\"{right:.1}\" y1=\"{py:.1}\" y2=\"{py:.1}\" \
+                 stroke=\"{color}\" stroke-width=\"1\" stroke-dasharray=\"2 4\">\
+                 <title>{title}</title></line>",
+                series = escape(&marker.series),
+                right = LEFT + pw,
+                py = py(*y),
+                color = marker.color,
+                title = escape(title),
+            );
+        }
     }
     for (i, s) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
+        let color = s.color;
         let points: Vec<String> = s
             .points
             .iter()
@@ -433,6 +509,132 @@ pub fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::measure::{CacheDrop, Sample};
+    use crate::bench::results::{Figure, Measure, Outcome, Settings, TargetReport};
+
+    /// A report of a bs-sweep whose reads level off from `read_knee` and
+    /// whose writes level off from `write_knee`, measured without noise.
+    fn sweep(read_knee: u64, write_knee: u64) -> Report {
+        let mut out = Outcome::default();
+        for (op, knee, top) in [("read", read_knee, 1e9), ("write", write_knee, 2e9)] {
+            for k in 12..=24 {
+                let bs = 1u64 << k;
+                let rate = top * (bs as f64 / knee as f64).min(1.0);
+                let ns = (bs as f64 * 1e9 / rate) as u64;
+                let run = Sample {
+                    bytes: bs * 4,
+                    ios: 4,
+                    elapsed: std::time::Duration::from_nanos(ns * 4),
+                    cpu: std::time::Duration::ZERO,
+                    latencies_ns: vec![ns; 4],
+                };
+                let figure = Figure {
+                    test: "bs-sweep",
+                    mode: "direct",
+                    op,
+                    pattern: "sequential",
+                    block_size: bs,
+                    queue_depth: 1,
+                    offset: None,
+                    measure: Measure::MedianRequest,
+                };
+                out.push(figure, &[run.clone(), run.clone(), run]);
+            }
+        }
+        let target = TargetReport {
+            path: "/dev/sdz".into(),
+            kind: "block device",
+            bench_file: None,
+            working_set_bytes: 1 << 30,
+            target_bytes: 1 << 30,
+            device: Default::default(),
+            writable: true,
+        };
+        let settings = Settings {
+            tests: vec!["bs-sweep"],
+            runs: 3,
+            sweep_rounds: 3,
+            warmup_runs: 1,
+            size: 1 << 30,
+            time_per_run_sec: 0.25,
+        };
+        let cache = CacheDrop {
+            method: "none".into(),
+            dropped: true,
+            note: None,
+        };
+        Report::assemble(std::time::UNIX_EPOCH, target, settings, cache, out, None)
+    }
+
+    /// A recommendation line or its label: series, x and colour.
+    type Drawn = (String, f64, String);
+
+    /// Each recommendation line, and each label.
+    fn markers(page: &str) -> (Vec<Drawn>, Vec<Drawn>) {
+        let attribute = |element: &str, name: &str| -> String {
+            let at = element.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            element[at..at + element[at..].find('"').unwrap()].to_owned()
+        };
+        let of_class = |class: &str, colour: &str| -> Vec<Drawn> {
+            page.split('<')
+                .filter(|e| e.contains(&format!("class=\"{class}\"")))
+                .map(|e| {
+                    let x = if class == "marker" { "x1" } else { "x" };
+                    (
+                        attribute(e, "data-series"),
+                        attribute(e, x).parse().unwrap(),
+                        attribute(e, colour),
+                    )
+                })
+                .collect()
+        };
+        (
+            of_class("marker", "stroke"),
+            of_class("marker-label", "fill"),
+        )
+    }
+
+    /// The report that put "recommended 1 MiB (write)" beside the 512 KiB
+    /// line: reads recommend 512 KiB, writes 1 MiB, the lines a size apart.
+    #[test]
+    fn each_label_sits_beside_its_own_line_in_its_colour() {
+        let report = sweep(512 << 10, 1 << 20);
+        assert_eq!(report.recommendation.read_block_size, Some(512 << 10));
+        assert_eq!(report.recommendation.write_block_size, Some(1 << 20));
+        let (lines, labels) = markers(&render(&report));
+        assert_eq!(lines.len(), 2);
+        assert_eq!(labels.len(), 2);
+        for (series, x, colour) in &lines {
+            let expected = if series == "read" { READ } else { WRITE };
+            assert_eq!(colour, expected);
+            let (_, label_x, label_colour) = labels.iter().find(|l| &l.0 == series).unwrap();
+            assert_eq!(label_colour, colour, "{series}");
+            let own = (label_x - x).abs();
+            assert!(own <= 14.0, "{series}: {own} px from its line");
+            for (_, other_x, _) in lines.iter().filter(|l| &l.0 != series) {
+                assert!(
+                    own < (label_x - other_x).abs(),
+                    "{series} nearer another line"
+                );
+            }
+        }
+    }
+
+    /// Both directions at one size: two lines in two colours at one x, the
+    /// labels on either side of it.
+    #[test]
+    fn one_size_for_both_directions_is_labelled_on_both_sides() {
+        let report = sweep(1 << 20, 1 << 20);
+        let (lines, labels) = markers(&render(&report));
+        assert_eq!(lines[0].1, lines[1].1);
+        assert_ne!(lines[0].2, lines[1].2);
+        let sides: Vec<f64> = labels.iter().map(|l| l.1 - lines[0].1).collect();
+        assert!(sides.iter().all(|d| d.abs() <= 14.0), "{sides:?}");
+        assert!(
+            sides[0] * sides[1] < 0.0,
+            "one label on each side: {sides:?}"
+        );
+    }
 
     #[test]
     fn steps_are_round() {

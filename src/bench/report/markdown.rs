@@ -1,9 +1,18 @@
 //! Markdown for pasting into an issue or a forum post: one table of the
 //! figures, then the facts as a list.
 
-use super::{rows, summary_lines, Report, COLUMNS, NUMERIC};
+use super::{rows, summary_lines, Exporter, Report, COLUMNS, NUMERIC};
+use crate::bench::BenchError;
 
-pub fn render(report: &Report) -> String {
+pub struct Markdown;
+
+impl Exporter for Markdown {
+    fn export(&self, report: &Report) -> Result<String, BenchError> {
+        Ok(render(report))
+    }
+}
+
+fn render(report: &Report) -> String {
     let mut out = String::from("### ddx bench\n\n");
     out.push_str(&format!("| {} |\n", COLUMNS.join(" | ")));
     let align: Vec<&str> = NUMERIC

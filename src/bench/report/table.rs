@@ -1,9 +1,18 @@
 //! The terminal table: columns padded to their widest cell, numbers
 //! right-aligned, the facts and the recommendation underneath.
 
-use super::{rows, summary_lines, Report, COLUMNS, NUMERIC};
+use super::{rows, summary_lines, Exporter, Report, COLUMNS, NUMERIC};
+use crate::bench::BenchError;
 
-pub fn render(report: &Report) -> String {
+pub struct Table;
+
+impl Exporter for Table {
+    fn export(&self, report: &Report) -> Result<String, BenchError> {
+        Ok(render(report))
+    }
+}
+
+fn render(report: &Report) -> String {
     let rows = rows(report);
     let mut widths: Vec<usize> = COLUMNS.iter().map(|c| c.chars().count()).collect();
     for row in &rows {

@@ -12,8 +12,23 @@ use rustix::fs::OFlags;
 
 use super::{open, transfer, Op, Outcome, Rng, NO_DIRECT};
 use crate::bench::measure::{Pass, Runner, Stopwatch};
-use crate::bench::report::{Figure, TestResult};
+use crate::bench::results::{Figure, Measure};
+use crate::bench::target::Target;
 use crate::bench::BenchError;
+
+/// Whether `--latency-bs` fits the target: checked before anything is
+/// measured, so a bad value fails in a second, not after the other tests.
+pub fn check_block_size(target: &Target, bs: u64) -> Result<(), BenchError> {
+    let align = target.direct_align();
+    if bs % align != 0 || bs > target.len {
+        return Err(BenchError::msg(format!(
+            "invalid argument '{bs}' for '--latency-bs': a multiple of {align} (the target's \
+             O_DIRECT alignment) no larger than the working set ({} bytes)",
+            target.len
+        )));
+    }
+    Ok(())
+}
 
 pub fn run(
     runner: &mut Runner<'_>,
@@ -23,11 +38,7 @@ pub fn run(
 ) -> Result<(), BenchError> {
     let target = runner.target;
     let align = target.direct_align();
-    if bs % align != 0 || bs > target.len {
-        return Err(BenchError::msg(format!(
-            "--latency-bs={bs}: must be a multiple of {align} (the O_DIRECT alignment) and fit in the working set"
-        )));
-    }
+    check_block_size(target, bs)?;
     let mut buf = super::data_buffer(bs)?;
     for op in [Op::Write, Op::Read] {
         let (extra, mode, pattern) = match op {
@@ -48,7 +59,7 @@ pub fn run(
         let label = format!(
             "latency {} {}",
             op.name(),
-            crate::bench::report::size_text(bs)
+            crate::text::human::size_text(bs)
         );
         let samples = runner.repeat(&label, false, |pass| {
             let n = match pass {
@@ -78,18 +89,17 @@ pub fn run(
             sample.latencies_ns = latencies;
             Ok(sample)
         })?;
-        out.results.push(TestResult::from_samples(
-            Figure {
-                test: "latency",
-                mode,
-                op: op.name(),
-                pattern,
-                block_size: bs,
-                queue_depth: 1,
-                offset: None,
-            },
-            &samples,
-        ));
+        let figure = Figure {
+            test: "latency",
+            mode,
+            op: op.name(),
+            pattern,
+            block_size: bs,
+            queue_depth: 1,
+            offset: None,
+            measure: Measure::Run,
+        };
+        out.push(figure, &samples);
     }
     Ok(())
 }

@@ -1,6 +1,9 @@
 //! The tests themselves, one module each, and the I/O loops they share.
 //! A scenario decides what one pass does (which flags, which requests,
-//! what is timed); the runner repeats it; the report shows it.
+//! what is timed); the runner repeats it; the figures go into an
+//! [`Outcome`] (`bench::results`), which the reports show. Every request
+//! goes through [`transfer`], which also notices an interruption, so a
+//! Ctrl-C ends the pass at the next request.
 
 pub mod latency;
 pub mod qd;
@@ -15,38 +18,16 @@ use rustix::fs::OFlags;
 use rustix::io::Errno;
 
 use super::measure::{Sample, Stopwatch};
-use super::report::{Skip, TestResult};
 use super::target::Target;
-use super::BenchError;
+use super::{interrupt, BenchError};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
+
+pub use super::results::Outcome;
 
 /// Sequential tests move data in 1 MiB requests: large enough for any
 /// disk to stream, and what people compare with (dd bs=1M, fio bs=1M).
 pub const SEQ_BLOCK: u64 = 1 << 20;
-
-/// What the tests produced, in the order they ran.
-#[derive(Debug, Default)]
-pub struct Outcome {
-    pub results: Vec<TestResult>,
-    pub skipped: Vec<Skip>,
-    pub notes: Vec<String>,
-}
-
-impl Outcome {
-    pub fn skip(
-        &mut self,
-        test: &'static str,
-        mode: Option<&'static str>,
-        reason: impl Into<String>,
-    ) {
-        self.skipped.push(Skip {
-            test,
-            mode,
-            reason: reason.into(),
-        });
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
@@ -110,7 +91,8 @@ pub fn open(target: &Target, op: Op, extra: OFlags) -> Result<Option<OwnedFd>, B
 pub const NO_DIRECT: &str = "the filesystem refuses O_DIRECT";
 
 /// One request of `len` bytes at `offset`; a short transfer is completed,
-/// end of file ends it early (returns what was moved).
+/// end of file ends it early (returns what was moved). Fails with
+/// [`BenchError::Interrupted`] once the bench was interrupted.
 pub fn transfer(
     target: &Target,
     fd: BorrowedFd<'_>,
@@ -118,6 +100,7 @@ pub fn transfer(
     op: Op,
     offset: u64,
 ) -> Result<usize, BenchError> {
+    interrupt::check()?;
     let mut done = 0;
     while done < buf.len() {
         let at = offset + done as u64;
@@ -139,47 +122,44 @@ pub fn transfer(
     Ok(done)
 }
 
-/// Sequential requests of `bs` bytes from `start`, wrapping at `end`,
-/// until `limit`. Writes stamp each request with its offset so no two
-/// blocks are identical (some devices deduplicate or compress).
+/// Whether [`sequential`] times each request (the block-size rule's
+/// measure needs the typical request's time; the other tests do not pay
+/// for a clock read per request they would not report).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timing {
+    Untimed,
+    EachRequest,
+}
+
+/// One sequential pass: requests of `block_size` bytes from `start`,
+/// wrapping at `end`, until `limit`.
+#[derive(Debug, Clone, Copy)]
+pub struct Stream {
+    pub op: Op,
+    pub start: u64,
+    pub end: u64,
+    pub block_size: u64,
+    pub limit: Limit,
+    pub timing: Timing,
+}
+
+/// Run `stream` on `fd` with `buf`. Writes stamp each request with its
+/// offset so no two blocks are identical (some devices deduplicate or
+/// compress).
 pub fn sequential(
     target: &Target,
     fd: BorrowedFd<'_>,
     buf: &mut AlignedBuf,
-    op: Op,
-    range: (u64, u64),
-    bs: u64,
-    limit: Limit,
+    stream: Stream,
 ) -> Result<Sample, BenchError> {
-    sequential_loop(target, fd, buf, op, range, bs, limit, false)
-}
-
-/// [`sequential`], also keeping every request's latency in the sample.
-/// It costs a clock read and a push per request, little beside a disk
-/// request; the block-size rule needs the typical request's time.
-pub fn sequential_timed(
-    target: &Target,
-    fd: BorrowedFd<'_>,
-    buf: &mut AlignedBuf,
-    op: Op,
-    range: (u64, u64),
-    bs: u64,
-    limit: Limit,
-) -> Result<Sample, BenchError> {
-    sequential_loop(target, fd, buf, op, range, bs, limit, true)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn sequential_loop(
-    target: &Target,
-    fd: BorrowedFd<'_>,
-    buf: &mut AlignedBuf,
-    op: Op,
-    (start, end): (u64, u64),
-    bs: u64,
-    limit: Limit,
-    timed: bool,
-) -> Result<Sample, BenchError> {
+    let Stream {
+        op,
+        start,
+        end,
+        block_size: bs,
+        limit,
+        timing,
+    } = stream;
     let request = &mut buf.as_mut_slice()[..bs as usize];
     let mut latencies_ns = Vec::new();
     let watch = Stopwatch::start();
@@ -191,7 +171,7 @@ fn sequential_loop(
         if op == Op::Write && request.len() >= 8 {
             request[..8].copy_from_slice(&offset.to_le_bytes());
         }
-        let began = timed.then(Instant::now);
+        let began = (timing == Timing::EachRequest).then(Instant::now);
         let n = transfer(target, fd, request, op, offset)?;
         if let Some(began) = began {
             latencies_ns.push(began.elapsed().as_nanos() as u64);
@@ -226,7 +206,7 @@ pub fn data_buffer(len: u64) -> Result<AlignedBuf, BenchError> {
 pub fn fill(target: &Target, status: &super::progress::Status) -> Result<(), BenchError> {
     status.show(&format!(
         "preparing {} of data in {}",
-        super::report::size_text(target.len),
+        crate::text::human::size_text(target.len),
         target.path.display()
     ));
     let fd = target.open_write(OFlags::empty())?;
@@ -236,10 +216,14 @@ pub fn fill(target: &Target, status: &super::progress::Status) -> Result<(), Ben
         target,
         fd.as_fd(),
         &mut buf,
-        Op::Write,
-        (0, target.len),
-        bs,
-        Limit::bytes(target.len - target.len % bs),
+        Stream {
+            op: Op::Write,
+            start: 0,
+            end: target.len,
+            block_size: bs,
+            limit: Limit::bytes(target.len - target.len % bs),
+            timing: Timing::Untimed,
+        },
     )?;
     let tail = target.len - sample.bytes;
     if tail > 0 {

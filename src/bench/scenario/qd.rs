@@ -10,20 +10,17 @@ use std::time::{Duration, Instant};
 use rustix::fs::OFlags;
 
 use super::{open, transfer, Op, Outcome, Rng, NO_DIRECT};
+use crate::bench::interrupt;
 use crate::bench::measure::{Pass, Runner, Sample, Stopwatch};
-use crate::bench::report::{Figure, TestResult};
+use crate::bench::results::{Figure, Measure};
 use crate::bench::BenchError;
-use crate::sys::ring::ReadRing;
+use crate::sys::ring::Ring;
 
 pub const DEPTHS: [u32; 5] = [1, 4, 16, 32, 64];
 const REQUEST: u64 = 4096;
 
-pub fn run(
-    runner: &mut Runner<'_>,
-    time_per_run: Duration,
-    out: &mut Outcome,
-) -> Result<(), BenchError> {
-    let target = runner.target;
+pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError> {
+    let (target, time_per_run) = (runner.target, runner.time_per_run);
     let request = REQUEST.max(target.direct_align());
     let Some(fd) = open(target, Op::Read, OFlags::DIRECT)? else {
         out.skip("qd-sweep", None, NO_DIRECT);
@@ -37,14 +34,12 @@ pub fn run(
         block_size: request,
         queue_depth: qd,
         offset: None,
+        measure: Measure::Run,
     };
-    let time_for = |pass| match pass {
-        Pass::WarmUp => time_per_run / 4,
-        Pass::Measured(_) => time_per_run,
-    };
+    let time_for = |pass: Pass| pass.time(time_per_run);
 
     for qd in DEPTHS {
-        let mut ring = match ReadRing::new(qd as usize, request as usize) {
+        let mut ring = match Ring::new(qd as usize, request as usize) {
             Ok(ring) => ring,
             Err(errno) => {
                 let reason = format!(
@@ -68,9 +63,7 @@ pub fn run(
                     sample.latencies_ns = latencies;
                     Ok(sample)
                 })?;
-                let mut result = TestResult::from_samples(figure(1), &samples);
-                result.note = Some(reason.clone());
-                out.results.push(result);
+                out.push_noted(figure(1), &samples, Some(reason.clone()));
                 out.skip("qd-sweep", Some("direct"), reason);
                 return Ok(());
             }
@@ -79,18 +72,19 @@ pub fn run(
         let samples = runner.repeat(&format!("qd-sweep depth {qd}"), false, |pass| {
             in_flight(target, &fd, &mut ring, &mut rng, request, time_for(pass))
         })?;
-        out.results
-            .push(TestResult::from_samples(figure(qd), &samples));
+        out.push(figure(qd), &samples);
     }
     Ok(())
 }
 
 /// Keep every slot of `ring` busy with random reads for `time`, then
-/// drain; each request's latency is submission to completion.
+/// drain; each request's latency is submission to completion. An
+/// interruption stops the submitting; the reads in flight are drained
+/// before it is reported, so no buffer is freed under the kernel.
 fn in_flight(
     target: &crate::bench::target::Target,
     fd: &std::os::fd::OwnedFd,
-    ring: &mut ReadRing,
+    ring: &mut Ring,
     rng: &mut Rng,
     request: u64,
     time: Duration,
@@ -99,7 +93,7 @@ fn in_flight(
     let watch = Stopwatch::start();
     for slot in 0..ring.slots() {
         let at = rng.offset(target.len, request, request);
-        ring.submit(fd.as_fd(), slot, at, request as usize)
+        ring.read(fd.as_fd(), slot, at, 0..request as usize)
             .map_err(|e| failed("io_uring read of", e))?;
     }
     let mut latencies = Vec::new();
@@ -108,12 +102,13 @@ fn in_flight(
         let done = done.map_err(|e| failed("waiting for io_uring reads of", e))?;
         latencies.push(done.submitted.elapsed().as_nanos() as u64);
         bytes += done.result.map_err(|e| failed("reading", e))? as u64;
-        if watch.elapsed() < time {
+        if watch.elapsed() < time && !interrupt::pending() {
             let at = rng.offset(target.len, request, request);
-            ring.submit(fd.as_fd(), done.slot, at, request as usize)
+            ring.read(fd.as_fd(), done.slot, at, 0..request as usize)
                 .map_err(|e| failed("io_uring read of", e))?;
         }
     }
+    interrupt::check()?;
     let ios = latencies.len() as u64;
     let mut sample = watch.stop(bytes, ios);
     sample.latencies_ns = latencies;

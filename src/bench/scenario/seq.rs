@@ -7,9 +7,9 @@ use std::os::fd::AsFd;
 
 use rustix::fs::OFlags;
 
-use super::{open, sequential, Limit, Op, Outcome, NO_DIRECT, SEQ_BLOCK};
+use super::{open, sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT, SEQ_BLOCK};
 use crate::bench::measure::{Pass, Runner, Sample};
-use crate::bench::report::{Figure, TestResult};
+use crate::bench::results::{Figure, Measure};
 use crate::bench::BenchError;
 use crate::sys::file;
 
@@ -25,6 +25,19 @@ fn figure(test: &'static str, mode: &'static str, op: Op, bs: u64) -> Figure {
         block_size: bs,
         queue_depth: 1,
         offset: None,
+        measure: Measure::Run,
+    }
+}
+
+/// A whole pass over `0..len` in `bs` requests, or what `pass` allows.
+fn stream(op: Op, pass: Pass, len: u64, bs: u64) -> Stream {
+    Stream {
+        op,
+        start: 0,
+        end: len,
+        block_size: bs,
+        limit: Limit::bytes(pass_bytes(pass, len, bs)),
+        timing: Timing::Untimed,
     }
 }
 
@@ -48,13 +61,14 @@ pub fn read(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError
         None => out.skip("seq-read", Some("direct"), NO_DIRECT),
         Some(fd) => {
             let samples = runner.repeat("seq-read direct", true, |pass| {
-                let limit = Limit::bytes(pass_bytes(pass, len, bs));
-                sequential(target, fd.as_fd(), &mut buf, Op::Read, (0, len), bs, limit)
+                sequential(
+                    target,
+                    fd.as_fd(),
+                    &mut buf,
+                    stream(Op::Read, pass, len, bs),
+                )
             })?;
-            out.results.push(TestResult::from_samples(
-                figure("seq-read", "direct", Op::Read, bs),
-                &samples,
-            ));
+            out.push(figure("seq-read", "direct", Op::Read, bs), &samples);
         }
     }
 
@@ -65,20 +79,19 @@ pub fn read(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError
     let fd = target.open_read(OFlags::empty())?;
     runner.drop_cache();
     let samples = runner.repeat("seq-read cached", false, |_| {
-        let limit = Limit::bytes(cached);
+        let whole = Pass::Measured(0);
         sequential(
             target,
             fd.as_fd(),
             &mut buf,
-            Op::Read,
-            (0, cached),
-            bs,
-            limit,
+            stream(Op::Read, whole, cached, bs),
         )
     })?;
-    let mut result = TestResult::from_samples(figure("seq-read", "cached", Op::Read, bs), &samples);
-    result.note = Some("from the page cache: memory and kernel speed, not the disk's".to_owned());
-    out.results.push(result);
+    out.push_noted(
+        figure("seq-read", "cached", Op::Read, bs),
+        &samples,
+        Some("from the page cache: memory and kernel speed, not the disk's"),
+    );
     Ok(())
 }
 
@@ -120,9 +133,13 @@ pub fn write(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchErro
             continue;
         };
         let samples = runner.repeat(&format!("seq-write {mode}"), true, |pass| {
-            let limit = Limit::bytes(pass_bytes(pass, len, bs));
             let watch = crate::bench::measure::Stopwatch::start();
-            let written = sequential(target, fd.as_fd(), &mut buf, Op::Write, (0, len), bs, limit)?;
+            let written = sequential(
+                target,
+                fd.as_fd(),
+                &mut buf,
+                stream(Op::Write, pass, len, bs),
+            )?;
             let synced = match sync {
                 Sync::Fdatasync => file::fdatasync(fd.as_fd()),
                 Sync::Fsync => file::fsync(fd.as_fd()),
@@ -137,14 +154,12 @@ pub fn write(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchErro
             }
             Ok::<Sample, BenchError>(sample)
         })?;
-        let mut result =
-            TestResult::from_samples(figure("seq-write", mode, Op::Write, bs), &samples);
-        result.note = match mode {
+        let note = match mode {
             "buffered" => Some("into the page cache, no sync: not the disk's speed".to_owned()),
             "fdatasync" | "fsync" => Some(format!("buffered, then {mode} once at the end (timed)")),
             _ => None,
         };
-        out.results.push(result);
+        out.push_noted(figure("seq-write", mode, Op::Write, bs), &samples, note);
     }
     Ok(())
 }

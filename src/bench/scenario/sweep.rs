@@ -5,17 +5,19 @@
 //! disk do not take minutes; the sizes are measured in rounds (all sizes,
 //! then all again, [`ROUNDS_PER_RUN`] times `--runs`) so a passing
 //! disturbance cannot bend one part of the curve. Every request is timed:
-//! the rule reads each round as the size over its median request's time.
+//! a figure here is the block size over a run's median request time (the
+//! block-size rule's measure, `results::Measure::MedianRequest`), so the
+//! table prints the figures the rule was applied to.
 
 use std::os::fd::AsFd;
-use std::time::Duration;
 
 use rustix::fs::OFlags;
 
-use super::{open, sequential_timed, Limit, Op, Outcome, NO_DIRECT};
-use crate::bench::measure::{Pass, Runner};
-use crate::bench::report::{Figure, TestResult};
+use super::{open, sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT};
+use crate::bench::measure::Runner;
+use crate::bench::results::{Figure, Measure};
 use crate::bench::BenchError;
+use crate::text::human::size_text;
 
 pub const LARGEST: u64 = 16 << 20;
 
@@ -36,12 +38,8 @@ pub fn block_sizes(smallest: u64, len: u64) -> Vec<u64> {
     sizes
 }
 
-pub fn run(
-    runner: &mut Runner<'_>,
-    time_per_run: Duration,
-    out: &mut Outcome,
-) -> Result<(), BenchError> {
-    let target = runner.target;
+pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError> {
+    let (target, time_per_run) = (runner.target, runner.time_per_run);
     let sizes = block_sizes(target.direct_align(), target.len);
     let Some(&largest) = sizes.last() else {
         out.skip(
@@ -63,44 +61,46 @@ pub fn run(
             out.skip("bs-sweep", Some("direct"), NO_DIRECT);
             return Ok(());
         };
-        let size_text = crate::bench::report::size_text;
         let per_point = runner.rounds(
             |i| format!("bs-sweep {} {}", op.name(), size_text(sizes[i])),
             sizes.len(),
             runner.runs * ROUNDS_PER_RUN,
             |pass, i| {
                 let bs = sizes[i];
-                let time = match pass {
-                    Pass::WarmUp => time_per_run / 4,
-                    Pass::Measured(_) => time_per_run,
-                };
-                let limit = Limit {
-                    bytes: target.len - target.len % bs,
-                    time: Some(time),
-                    min_ios: 4,
-                };
+                let time = pass.time(time_per_run);
                 let end = target.len - target.len % bs;
-                sequential_timed(target, fd.as_fd(), &mut buf, op, (0, end), bs, limit)
+                let stream = Stream {
+                    op,
+                    start: 0,
+                    end,
+                    block_size: bs,
+                    limit: Limit {
+                        bytes: end,
+                        time: Some(time),
+                        min_ios: 4,
+                    },
+                    timing: Timing::EachRequest,
+                };
+                sequential(target, fd.as_fd(), &mut buf, stream)
             },
         )?;
         for (&bs, samples) in sizes.iter().zip(&per_point) {
-            let mut result = TestResult::from_samples(
-                Figure {
-                    test: "bs-sweep",
-                    mode: "direct",
-                    op: op.name(),
-                    pattern: "sequential",
-                    block_size: bs,
-                    queue_depth: 1,
-                    offset: None,
-                },
-                samples,
-            );
+            let figure = Figure {
+                test: "bs-sweep",
+                mode: "direct",
+                op: op.name(),
+                pattern: "sequential",
+                block_size: bs,
+                queue_depth: 1,
+                offset: None,
+                measure: Measure::MedianRequest,
+            };
             // Every request was timed for the rule (each run's median is
             // kept in its record) and summarised in latency_ns; tens of
             // thousands of raw latencies per figure would swamp the JSON.
-            result.latency_samples_ns = Vec::new();
-            out.results.push(result);
+            if let Some(result) = out.push(figure, samples) {
+                result.latency_samples_ns = Vec::new();
+            }
         }
     }
     Ok(())

@@ -8,9 +8,9 @@ use std::os::fd::AsFd;
 
 use rustix::fs::OFlags;
 
-use super::{open, sequential, Limit, Op, Outcome, NO_DIRECT, SEQ_BLOCK};
+use super::{open, sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT, SEQ_BLOCK};
 use crate::bench::measure::{Pass, Runner};
-use crate::bench::report::{Figure, TestResult};
+use crate::bench::results::{Figure, Measure};
 use crate::bench::target::Kind;
 use crate::bench::BenchError;
 
@@ -52,33 +52,29 @@ pub fn run(runner: &mut Runner<'_>, count: u32, out: &mut Outcome) -> Result<(),
                 Pass::WarmUp => (chunk / 4).max(bs),
                 Pass::Measured(_) => chunk,
             };
-            let bytes = bytes - bytes % bs;
-            sequential(
-                target,
-                fd.as_fd(),
-                &mut buf,
-                Op::Read,
-                (at, at + chunk),
-                bs,
-                Limit::bytes(bytes),
-            )
-        })?;
-        let mut result = TestResult::from_samples(
-            Figure {
-                test: "zones",
-                mode: "direct",
-                op: "read",
-                pattern: "sequential",
+            let stream = Stream {
+                op: Op::Read,
+                start: at,
+                end: at + chunk,
                 block_size: bs,
-                queue_depth: 1,
-                offset: Some(at),
-            },
-            &samples,
-        );
-        if i == 0 && target.kind != Kind::BlockDevice {
-            result.note = Some("offsets within the file, not the disk".to_owned());
-        }
-        out.results.push(result);
+                limit: Limit::bytes(bytes - bytes % bs),
+                timing: Timing::Untimed,
+            };
+            sequential(target, fd.as_fd(), &mut buf, stream)
+        })?;
+        let figure = Figure {
+            test: "zones",
+            mode: "direct",
+            op: "read",
+            pattern: "sequential",
+            block_size: bs,
+            queue_depth: 1,
+            offset: Some(at),
+            measure: Measure::Run,
+        };
+        let note = (i == 0 && target.kind != Kind::BlockDevice)
+            .then_some("offsets within the file, not the disk");
+        out.push_noted(figure, &samples, note);
     }
     Ok(())
 }

@@ -359,6 +359,10 @@ impl End for BmapFilter {
         self.inner.pipeline(hint)
     }
 
+    fn settle(&mut self) -> Result<(), Errno> {
+        self.inner.settle()
+    }
+
     fn take_detail(&mut self) -> Option<String> {
         self.detail.take()
     }

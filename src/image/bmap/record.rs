@@ -400,6 +400,10 @@ impl End for BmapRecorder {
         self.inner.pipeline(hint)
     }
 
+    fn settle(&mut self) -> Result<(), Errno> {
+        self.inner.settle()
+    }
+
     fn take_detail(&mut self) -> Option<String> {
         self.inner.take_detail()
     }

@@ -21,6 +21,8 @@
 //! and gzip, and for xz what the last sync flushed (liblzma does not say
 //! which blocks its output holds in between).
 //!
+//! [`End::settle`] and [`End::sync`] end the current frame or block and
+//! wait for the output to have everything so far (sync then syncs it).
 //! [`End::close`] finishes the stream (xz's index and footer) and, if the
 //! output was synced before (conv=fsync), syncs it again so that the end
 //! of the stream is as durable as the rest. [`End::abandon`] leaves a
@@ -67,6 +69,8 @@ enum Step {
         data_only: bool,
         reply: SyncSender<()>,
     },
+    /// Everything so far written out (no sync).
+    Settle(SyncSender<()>),
     Finish,
     Abandon,
 }
@@ -328,6 +332,21 @@ impl End for Compressed {
         Some(self.shared.written_until.load(Ordering::Acquire))
     }
 
+    /// Ends the current frame (or xz block) and waits until everything
+    /// accepted so far is in the output: its errors, with their detail,
+    /// come here rather than from close.
+    fn settle(&mut self) -> Result<(), Errno> {
+        self.submit()?;
+        let (reply, done) = sync_channel(1);
+        if self.steps.send(Step::Settle(reply)).is_err() || done.recv().is_err() {
+            return Err(self.failed().unwrap_or(Errno::IO));
+        }
+        match self.failed() {
+            Some(errno) => Err(errno),
+            None => Ok(()),
+        }
+    }
+
     fn take_detail(&mut self) -> Option<String> {
         self.detail.take()
     }
@@ -471,6 +490,14 @@ fn drive(
                         }
                         out.sync(data_only);
                         synced = Some(data_only);
+                    }
+                }
+                let _ = reply.send(());
+            }
+            Step::Settle(reply) => {
+                if let (false, Some(xz)) = (failed, xz.as_mut()) {
+                    if xz.feed(&mut out, &[], Action::FullFlush).is_ok() {
+                        shared.written_until.store(fed, Ordering::Release);
                     }
                 }
                 let _ = reply.send(());

@@ -1,0 +1,525 @@
+//! The bench's results as data: what the scenarios produce ([`Outcome`])
+//! and the one value every report consumes ([`Report`]), on the model of
+//! hyperfine's results → exporters. Scenarios push figures here and know
+//! nothing of how they are shown; the reports (`report/`) read a
+//! [`Report`] and know nothing of how it was measured. The block-size rule
+//! is applied here, once, so the table, the notes, the JSON and the HTML
+//! print the same figures the rule was applied to.
+//!
+//! The JSON report is this module's types serialized as they are: the
+//! field names and their order are its schema ([`SCHEMA_VERSION`]).
+
+use serde::Serialize;
+
+use super::measure::{CacheDrop, Sample};
+use crate::stats::recommend::{self, Judgement, NEAR_BEST};
+use crate::stats::{self, Latency};
+use crate::sys::device::DeviceInfo;
+
+/// Bumped whenever a field changes meaning or disappears. 2: a bs-sweep
+/// figure's throughput (and min, max, IOPS, each run's) is the block size
+/// over a run's median request time, the measure the block-size rule is
+/// applied to (`throughput_measure` says which measure a figure uses);
+/// the recommendation carries the best throughput and the bar; the
+/// bs-sweep figures carry their share of the best (`of_best`); `interrupted`.
+pub const SCHEMA_VERSION: u32 = 2;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub ddx_version: &'static str,
+    /// Seconds since the Unix epoch when the bench started.
+    pub started_unix: u64,
+    pub machine: Machine,
+    pub target: TargetReport,
+    pub settings: Settings,
+    pub cache: CacheDrop,
+    pub results: Vec<TestResult>,
+    pub recommendation: Recommendation,
+    /// Tests or modes not run, and why.
+    pub skipped: Vec<Skip>,
+    pub notes: Vec<String>,
+    /// The signal that stopped the bench ("SIGINT", "SIGTERM"): the
+    /// results are the runs completed before it.
+    pub interrupted: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Machine {
+    pub hostname: Option<String>,
+    pub kernel: Option<String>,
+    pub cpus: usize,
+}
+
+impl Machine {
+    /// This machine, from procfs.
+    pub fn this() -> Machine {
+        Machine {
+            hostname: read_trimmed("/proc/sys/kernel/hostname"),
+            kernel: read_trimmed("/proc/sys/kernel/osrelease"),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetReport {
+    pub path: String,
+    /// "file", "directory" or "block device".
+    pub kind: &'static str,
+    /// The file ddx created and removed (directory TARGETs).
+    pub bench_file: Option<String>,
+    pub working_set_bytes: u64,
+    pub target_bytes: u64,
+    /// What the system knows about the disk, its fields inline ("model",
+    /// "disk", "size_bytes" (for a file: its disk's) ... "dio_offset_align").
+    #[serde(flatten)]
+    pub device: DeviceInfo,
+    pub writable: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Settings {
+    pub tests: Vec<&'static str>,
+    pub runs: u32,
+    /// Measured rounds of every bs-sweep size.
+    pub sweep_rounds: u32,
+    pub warmup_runs: u32,
+    pub size: u64,
+    pub time_per_run_sec: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Recommendation {
+    pub rule: String,
+    pub read_block_size: Option<u64>,
+    pub write_block_size: Option<u64>,
+    /// How each answer was decided: the best throughput and the bar it is
+    /// a share of, what a next run may answer instead, and whether the
+    /// target held still.
+    pub read: Option<Judgement>,
+    pub write: Option<Judgement>,
+}
+
+impl Recommendation {
+    /// The judgement for `op` ("read" or "write").
+    pub fn judgement(&self, op: &str) -> Option<&Judgement> {
+        match op {
+            "read" => self.read.as_ref(),
+            "write" => self.write.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Skip {
+    pub test: &'static str,
+    pub mode: Option<&'static str>,
+    pub reason: String,
+}
+
+/// What a figure's throughput is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measure {
+    /// The bytes a run moved over its wall time (and its requests over
+    /// its wall time for IOPS).
+    Run,
+    /// The block size over the run's median request time (see
+    /// [`recommend::request_rate`]): the block-size rule's measure.
+    MedianRequest,
+}
+
+/// What identifies a figure, before it is measured.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Figure {
+    pub test: &'static str,
+    pub mode: &'static str,
+    /// "read" or "write".
+    pub op: &'static str,
+    /// "sequential" or "random".
+    pub pattern: &'static str,
+    pub block_size: u64,
+    pub queue_depth: u32,
+    /// Where the zones test read.
+    pub offset: Option<u64>,
+    #[serde(rename = "throughput_measure")]
+    pub measure: Measure,
+}
+
+/// One figure: a test in one mode, block size and queue depth (and for
+/// zones, one offset), from R measured runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestResult {
+    #[serde(flatten)]
+    pub figure: Figure,
+    /// Median over the runs, in the figure's measure.
+    pub throughput_bytes_per_sec: f64,
+    pub min: f64,
+    pub max: f64,
+    pub iops: f64,
+    /// (user + system CPU) / wall time, median over the runs; 100 = a core.
+    pub cpu_percent: f64,
+    /// From every request of every measured run, where measured.
+    pub latency_ns: Option<Latency>,
+    pub runs: Vec<RunRecord>,
+    /// Every request's latency, in order, where kept.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub latency_samples_ns: Vec<u64>,
+    pub note: Option<String>,
+    /// bs-sweep: the throughput as a fraction of the best its direction's
+    /// recommendation was measured against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub of_best: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRecord {
+    pub bytes: u64,
+    pub ios: u64,
+    pub seconds: f64,
+    /// In the figure's measure.
+    pub throughput_bytes_per_sec: f64,
+    pub iops: f64,
+    pub cpu_percent: f64,
+    /// Flagged by the median-absolute-deviation rule.
+    pub outlier: bool,
+    /// The median of this run's request latencies, where they were
+    /// timed one by one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_median_ns: Option<u64>,
+}
+
+impl TestResult {
+    pub fn from_samples(figure: Figure, samples: &[Sample]) -> TestResult {
+        let seconds = |s: &Sample| s.elapsed.as_secs_f64().max(1e-9);
+        let throughputs: Vec<f64> = samples
+            .iter()
+            .map(|s| match figure.measure {
+                Measure::Run => s.bytes as f64 / seconds(s),
+                Measure::MedianRequest => {
+                    recommend::request_rate(figure.block_size, &s.latencies_ns).unwrap_or(0.0)
+                }
+            })
+            .collect();
+        let iops: Vec<f64> = samples
+            .iter()
+            .zip(&throughputs)
+            .map(|(s, t)| match figure.measure {
+                Measure::Run => s.ios as f64 / seconds(s),
+                Measure::MedianRequest => t / figure.block_size.max(1) as f64,
+            })
+            .collect();
+        let cpu: Vec<f64> = samples
+            .iter()
+            .map(|s| 100.0 * s.cpu.as_secs_f64() / seconds(s))
+            .collect();
+        let flagged = stats::outliers(&throughputs);
+        let runs = samples
+            .iter()
+            .enumerate()
+            .map(|(i, s)| RunRecord {
+                bytes: s.bytes,
+                ios: s.ios,
+                seconds: seconds(s),
+                throughput_bytes_per_sec: throughputs[i],
+                iops: iops[i],
+                cpu_percent: cpu[i],
+                outlier: flagged.contains(&i),
+                request_median_ns: stats::observed_median(&s.latencies_ns),
+            })
+            .collect();
+        let spread = stats::Spread::of(&throughputs).unwrap_or(stats::Spread {
+            median: 0.0,
+            min: 0.0,
+            max: 0.0,
+        });
+        let latency_samples_ns: Vec<u64> = samples
+            .iter()
+            .flat_map(|s| s.latencies_ns.iter().copied())
+            .collect();
+        TestResult {
+            figure,
+            throughput_bytes_per_sec: spread.median,
+            min: spread.min,
+            max: spread.max,
+            iops: stats::median(&iops).unwrap_or(0.0),
+            cpu_percent: stats::median(&cpu).unwrap_or(0.0),
+            latency_ns: Latency::of(&latency_samples_ns),
+            runs,
+            latency_samples_ns,
+            note: None,
+            of_best: None,
+        }
+    }
+
+    /// Each run's throughput, in round order: what the block-size rule
+    /// is given for this size.
+    pub fn run_throughputs(&self) -> Vec<f64> {
+        self.runs
+            .iter()
+            .map(|run| run.throughput_bytes_per_sec)
+            .collect()
+    }
+
+    pub fn has_outlier(&self) -> bool {
+        self.runs.iter().any(|r| r.outlier)
+    }
+}
+
+/// What the tests produced, in the order they ran.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub results: Vec<TestResult>,
+    pub skipped: Vec<Skip>,
+    pub notes: Vec<String>,
+}
+
+impl Outcome {
+    pub fn skip(
+        &mut self,
+        test: &'static str,
+        mode: Option<&'static str>,
+        reason: impl Into<String>,
+    ) {
+        self.skipped.push(Skip {
+            test,
+            mode,
+            reason: reason.into(),
+        });
+    }
+
+    /// The figure from `samples`, for the caller to add to; nothing when
+    /// no run was completed (the bench was interrupted before the first).
+    pub fn push(&mut self, figure: Figure, samples: &[Sample]) -> Option<&mut TestResult> {
+        if samples.is_empty() {
+            return None;
+        }
+        self.results.push(TestResult::from_samples(figure, samples));
+        self.results.last_mut()
+    }
+
+    /// [`Outcome::push`] with a note for the figure.
+    pub fn push_noted(
+        &mut self,
+        figure: Figure,
+        samples: &[Sample],
+        note: Option<impl Into<String>>,
+    ) {
+        if let Some(result) = self.push(figure, samples) {
+            result.note = note.map(Into::into);
+        }
+    }
+}
+
+/// The rule as the report states it; `bar` and `best` are each
+/// direction's, in its own line.
+pub fn rule_text() -> String {
+    format!(
+        "the smallest bs-sweep block size whose throughput reaches the bar: {:.0}% of the \
+         best (the median of the three highest throughputs), less what the noise between \
+         rounds cannot resolve, never below {:.0}%; a bs-sweep throughput is the block \
+         size over a round's median request time, the median of the rounds",
+        NEAR_BEST * 100.0,
+        recommend::FLOOR * 100.0
+    )
+}
+
+impl Report {
+    /// Put the measured results and the facts about the target together,
+    /// and apply the block-size rule to the bs-sweep's figures.
+    pub fn assemble(
+        started: std::time::SystemTime,
+        target: TargetReport,
+        settings: Settings,
+        cache: CacheDrop,
+        mut out: Outcome,
+        interrupted: Option<&'static str>,
+    ) -> Report {
+        let judge = |results: &[TestResult], op: &str| {
+            let points: Vec<(u64, Vec<f64>)> = results
+                .iter()
+                .filter(|r| r.figure.test == "bs-sweep" && r.figure.op == op)
+                .map(|r| (r.figure.block_size, r.run_throughputs()))
+                .collect();
+            recommend::judge(&points, NEAR_BEST)
+        };
+        let read = judge(&out.results, "read");
+        let write = judge(&out.results, "write");
+        let recommendation = Recommendation {
+            rule: rule_text(),
+            read_block_size: read.as_ref().map(|j| j.block_size),
+            write_block_size: write.as_ref().map(|j| j.block_size),
+            read,
+            write,
+        };
+        for result in out
+            .results
+            .iter_mut()
+            .filter(|r| r.figure.test == "bs-sweep")
+        {
+            result.of_best = recommendation
+                .judgement(result.figure.op)
+                .map(|j| j.share(result.throughput_bytes_per_sec));
+        }
+        Report {
+            schema_version: SCHEMA_VERSION,
+            ddx_version: env!("CARGO_PKG_VERSION"),
+            started_unix: started
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |t| t.as_secs()),
+            machine: Machine::this(),
+            target,
+            settings,
+            cache,
+            results: out.results,
+            recommendation,
+            skipped: out.skipped,
+            notes: out.notes,
+            interrupted,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn figure(measure: Measure) -> Figure {
+        Figure {
+            test: "seq-read",
+            mode: "direct",
+            op: "read",
+            pattern: "sequential",
+            block_size: 1 << 20,
+            queue_depth: 1,
+            offset: None,
+            measure,
+        }
+    }
+
+    fn sample(mb: u64, ms: u64, latencies_ns: Vec<u64>) -> Sample {
+        Sample {
+            bytes: mb << 20,
+            ios: mb,
+            elapsed: Duration::from_millis(ms),
+            cpu: Duration::from_millis(ms / 10),
+            latencies_ns,
+        }
+    }
+
+    #[test]
+    fn a_figure_is_the_median_of_its_runs() {
+        let r = TestResult::from_samples(
+            figure(Measure::Run),
+            &[
+                sample(100, 1000, vec![1_000_000]),
+                sample(100, 500, vec![500_000]),
+                sample(100, 2000, vec![2_000_000]),
+            ],
+        );
+        assert_eq!(r.throughput_bytes_per_sec, (100u64 << 20) as f64 / 1.0);
+        assert_eq!(r.max, (100u64 << 20) as f64 / 0.5);
+        assert_eq!(r.iops, 100.0);
+        assert!((r.cpu_percent - 10.0).abs() < 1e-9);
+        assert_eq!(r.latency_samples_ns, vec![1_000_000, 500_000, 2_000_000]);
+        assert_eq!(r.latency_ns.unwrap().p50, 1_000_000);
+        assert_eq!(r.runs.len(), 3);
+    }
+
+    /// A median-request figure ignores a run's stalls: a run whose wall
+    /// time doubled behind one slow request measures what its typical
+    /// request did, and its throughput, IOPS and the rule's input agree.
+    #[test]
+    fn a_median_request_figure_is_the_size_over_the_typical_request() {
+        let stalled = sample(4, 8, vec![1_000_000, 1_000_000, 1_000_000, 5_000_000]);
+        let r = TestResult::from_samples(figure(Measure::MedianRequest), &[stalled]);
+        let mib_per_ms = (1u64 << 20) as f64 * 1e3;
+        assert_eq!(r.throughput_bytes_per_sec, mib_per_ms);
+        assert_eq!(r.iops, 1000.0);
+        assert_eq!(r.runs[0].request_median_ns, Some(1_000_000));
+        assert_eq!(r.run_throughputs(), vec![mib_per_ms]);
+        // The same run by bytes over wall time: half of it.
+        let by_run =
+            TestResult::from_samples(figure(Measure::Run), &[sample(4, 8, vec![1_000_000; 4])]);
+        assert_eq!(by_run.throughput_bytes_per_sec, mib_per_ms / 2.0);
+    }
+
+    #[test]
+    fn an_interrupted_figure_with_no_run_is_left_out() {
+        let mut out = Outcome::default();
+        assert!(out.push(figure(Measure::Run), &[]).is_none());
+        assert!(out.results.is_empty());
+        out.push_noted(
+            figure(Measure::Run),
+            &[sample(1, 10, vec![])],
+            Some("one run"),
+        );
+        assert_eq!(out.results[0].note.as_deref(), Some("one run"));
+    }
+
+    /// The device's fields sit inline in "target", named and ordered as
+    /// schema_version 1 had them, and its device number stays out.
+    #[test]
+    fn the_target_keeps_its_names_and_order() {
+        let target = TargetReport {
+            path: "/dev/sdz".into(),
+            kind: "block device",
+            bench_file: None,
+            working_set_bytes: 1 << 20,
+            target_bytes: 1 << 30,
+            device: DeviceInfo {
+                disk_name: Some("sdz".into()),
+                disk: Some(crate::sys::device::Disk {
+                    major: 8,
+                    minor: 16,
+                }),
+                rotational: Some(false),
+                ..DeviceInfo::default()
+            },
+            writable: false,
+        };
+        let json = serde_json::to_string(&target).unwrap();
+        assert_eq!(
+            json,
+            r#"{"path":"/dev/sdz","kind":"block device","bench_file":null,"#.to_owned()
+                + r#""working_set_bytes":1048576,"target_bytes":1073741824,"#
+                + r#""model":null,"disk":"sdz","size_bytes":null,"logical_sector":null,"#
+                + r#""physical_sector":null,"rotational":false,"scheduler":null,"#
+                + r#""nr_requests":null,"filesystem":null,"dio_mem_align":null,"#
+                + r#""dio_offset_align":null,"writable":false}"#
+        );
+    }
+
+    /// A figure's identity comes first, in schema 1's order, then what it
+    /// measured.
+    #[test]
+    fn a_result_keeps_its_names_and_order() {
+        let r = TestResult::from_samples(figure(Measure::Run), &[sample(1, 10, vec![])]);
+        let json = serde_json::to_string(&r).unwrap();
+        let at = |key: &str| json.find(&format!("\"{key}\":")).unwrap_or(usize::MAX);
+        let keys = [
+            "test",
+            "mode",
+            "op",
+            "pattern",
+            "block_size",
+            "queue_depth",
+            "offset",
+            "throughput_measure",
+            "throughput_bytes_per_sec",
+        ];
+        assert!(keys.windows(2).all(|w| at(w[0]) < at(w[1])), "{json}");
+        assert!(json.contains(r#""throughput_measure":"run""#), "{json}");
+        assert!(!json.contains("of_best"), "{json}");
+    }
+}

@@ -1,0 +1,86 @@
+//! GNU getopt_long's rules for finding a long option, over any table of
+//! [`OptionSpec`]s: the copy's (`options::OPTIONS`) and `ddx bench`'s
+//! (`bench::args`), so both say "unrecognized option '--x'" and "option
+//! '--x' is ambiguous; possibilities: ..." in getopt's words and accept
+//! the same abbreviations. Written by hand, as the copy's scanner is (see
+//! `cli`): what follows a match (values, operands) is each caller's.
+
+use super::options::OptionSpec;
+
+/// `--help` and `--version` keep every abbreviation GNU accepts ("--v" is
+/// --version), whatever ddx added beside them.
+fn is_gnu_option(name: &str) -> bool {
+    name == "help" || name == "version"
+}
+
+/// The row of `table` that the word `--text` names, and its value after
+/// '=' if it has one: the exact name, else the one name it abbreviates,
+/// else GNU's own option among several; otherwise getopt's message
+/// (without the program name).
+pub fn find<'t, 'w, T>(
+    table: &'t [T],
+    spec: impl Fn(&T) -> &OptionSpec,
+    text: &'w str,
+) -> Result<(&'t T, Option<&'w str>), String> {
+    let (name, value) = match text.split_once('=') {
+        Some((name, value)) => (name, Some(value)),
+        None => (text, None),
+    };
+    if let Some(exact) = table.iter().find(|row| spec(row).name == name) {
+        return Ok((exact, value));
+    }
+    let matches: Vec<&T> = table
+        .iter()
+        .filter(|row| spec(row).name.starts_with(name))
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok((*one, value)),
+        [] => Err(format!("unrecognized option '--{text}'")),
+        several => {
+            if let Some(gnu) = several.iter().find(|row| is_gnu_option(spec(row).name)) {
+                return Ok((*gnu, value));
+            }
+            let list: Vec<String> = several
+                .iter()
+                .map(|row| format!("'--{}'", spec(row).name))
+                .collect();
+            Err(format!(
+                "option '--{name}' is ambiguous; possibilities: {}",
+                list.join(" ")
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::options::OPTIONS;
+
+    fn name(word: &str) -> Result<&'static str, String> {
+        find(OPTIONS, |o| o, word).map(|(o, _)| o.name)
+    }
+
+    #[test]
+    fn exact_names_abbreviations_and_gnus_own() {
+        assert_eq!(name("verify"), Ok("verify"));
+        assert_eq!(name("veri"), Ok("verify"));
+        assert_eq!(name("v"), Ok("version"));
+        assert_eq!(
+            name("nosuch=1"),
+            Err("unrecognized option '--nosuch=1'".into())
+        );
+        assert_eq!(
+            find(OPTIONS, |o| o, "back=sync").map(|(o, v)| (o.name, v)),
+            Ok(("backend", Some("sync")))
+        );
+        assert_eq!(
+            name("re"),
+            Err(
+                "option '--re' is ambiguous; possibilities: '--request-size' '--rescue' \
+                 '--resume'"
+                    .into()
+            )
+        );
+    }
+}

@@ -1,0 +1,149 @@
+//! ddx's copies that go beyond dd: positional copies (`--rescue`,
+//! `--map`, `--resume`) and integrity (`--hash`, `--verify`). These
+//! options are checked against the operands before any file is opened,
+//! and what they add is printed after GNU's statistics. With none of
+//! them, nothing here runs, so dd's output stays GNU's.
+
+use crate::cli::options::Settings;
+
+use crate::integrity::verify::{self, Reference, Verdict};
+use crate::integrity::{Algorithm, HashJob, Tap};
+use crate::operands::{Conv, CopyPlan, IoFlags};
+use crate::progress::reporter::emit;
+use crate::progress::Reporter;
+use crate::rescue::{self, Request};
+use crate::text::quote::quote_file;
+
+/// What ddx's own options ask for, checked.
+#[derive(Debug, Default)]
+pub struct Extras {
+    /// A copy by position (`--rescue`, `--map`, `--resume`).
+    pub positional: Option<Request>,
+    /// `--resume` continues from an existing map.
+    pub resuming: bool,
+    hash: Vec<Algorithm>,
+    verify: bool,
+}
+
+/// Check ddx's options against the plan; a resumed copy keeps its output
+/// (conv=notrunc is added). Err is the one line to print.
+pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, String> {
+    let mut extras = Extras {
+        hash: settings.hash.clone(),
+        verify: settings.verify,
+        ..Extras::default()
+    };
+    if settings.rescue || settings.map.is_some() || settings.resume {
+        let request = rescue::check(
+            plan,
+            settings.rescue,
+            settings.map.as_deref(),
+            settings.resume,
+            settings.sector_size,
+        )?;
+        extras.resuming = rescue::resuming(&request, plan)?;
+        if extras.resuming {
+            plan.conv |= Conv::NOTRUNC;
+        }
+        extras.positional = Some(request);
+    } else if settings.sector_size.is_some() {
+        return Err("--sector-size is the retry unit of --rescue: add --rescue".into());
+    }
+    if extras.resuming && (extras.verify || !extras.hash.is_empty()) {
+        return Err(
+            "--hash and --verify cannot be combined with resuming a copy: they would see \
+             only the part copied now"
+                .into(),
+        );
+    }
+    if extras.verify {
+        if plan.output.is_none() {
+            return Err("--verify needs of=FILE: it reads the output back".into());
+        }
+        if plan.output_flags.contains(IoFlags::APPEND) {
+            return Err("--verify cannot be combined with oflag=append".into());
+        }
+    }
+    if extras.verify {
+        for (flag, name) in crate::operands::symbols::DATA_CONVERSIONS {
+            if plan.conv.contains(*flag) {
+                return Err(format!(
+                    "--verify cannot be combined with conv={name}: the output is not the \
+                     bytes read"
+                ));
+            }
+        }
+    }
+    Ok(extras)
+}
+
+impl Extras {
+    /// The hasher thread, if hashing or verifying.
+    pub fn start_hashing(&self) -> Result<Option<(Tap, HashJob)>, String> {
+        if self.hash.is_empty() && !self.verify {
+            return Ok(None);
+        }
+        crate::integrity::start(&self.hash, self.verify)
+            .map(Some)
+            .ok_or_else(|| "--hash/--verify: cannot start the hashing thread".to_owned())
+    }
+
+    /// After the statistics: the digests, then the read-back. Returns
+    /// whether the verify failed.
+    pub fn finish(&self, job: Option<HashJob>, plan: &CopyPlan, reporter: &Reporter) -> bool {
+        let Some(job) = job else {
+            return false;
+        };
+        let (digests, chunks) = job.finish();
+        let name = match &plan.input {
+            Some(path) => path.display().to_string(),
+            None => "-".to_owned(),
+        };
+        let mut text = String::new();
+        for digest in &digests {
+            text.push_str(&format!(
+                "{}: {}  {name}\n",
+                digest.algorithm.name(),
+                digest.hex
+            ));
+        }
+        emit(text.as_bytes());
+        let (Some(chunks), Some(output)) = (chunks, &plan.output) else {
+            return false;
+        };
+        let output_start = plan.seek.total_bytes(plan.output_block_size).unwrap_or(0);
+        let reference = plan.input.as_deref().map(|path| Reference {
+            path,
+            start: plan.skip.total_bytes(plan.input_block_size).unwrap_or(0),
+        });
+        let quoted = quote_file(output.as_os_str().as_encoded_bytes());
+        match verify::verify(output, output_start, &chunks, reference) {
+            Ok(Verdict::Identical { bytes }) => {
+                reporter.message(format!(
+                    "verify: {bytes} bytes of {quoted} read back, identical to what was written"
+                ));
+                false
+            }
+            Ok(Verdict::Differs { offset, exact }) => {
+                if exact {
+                    reporter.message(format!(
+                        "verify: {quoted} differs from what was written at offset {offset}"
+                    ));
+                } else {
+                    reporter.message(format!(
+                        "verify: {quoted} differs from what was written in the MiB at \
+                         offset {offset}"
+                    ));
+                }
+                true
+            }
+            Err(errno) => {
+                reporter.message(format!(
+                    "verify: cannot read {quoted} back: {}",
+                    crate::sys::errno_text(errno)
+                ));
+                true
+            }
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! The one copy driver: prepare → open the ends → plan → run (as a stream
+//! of records, or by position) → close → report.
+//!
+//! Every copy goes through [`run`], whatever its ends and options. It
+//! returns `Ok` for exit status 0 and a [`Failure`] otherwise, which the
+//! command line prints (if anything is left to print) and turns into exit
+//! status 1. GNU's order is kept throughout: the input is opened before
+//! the output, nothing is opened for writing before every check has
+//! passed, both ends are closed before the statistics, and what ddx's own
+//! options add comes after them.
+
+mod extras;
+mod failure;
+mod positional;
+mod safety;
+mod verbose;
+
+pub use failure::Failure;
+pub use verbose::expected_bytes;
+
+use std::sync::Arc;
+
+use crate::ends::{self, Input, Output};
+use crate::engine::{self, Counters, Diagnostic, Events, RunResult};
+use crate::operands::{CopyPlan, StatusLevel};
+use crate::planner::{self, OutputProbe, Strategy};
+use crate::progress::{Reporter, Ticker};
+use crate::request::Request;
+use crate::sys::signals::SignalPipes;
+
+/// What the driver needs beyond the request: how ddx was invoked, and
+/// the signal handlers installed at start.
+pub struct Context {
+    /// argv[0], as GNU names itself in messages.
+    pub program: String,
+    pub signals: SignalPipes,
+    /// The whole command line, for the map's header.
+    pub command_line: String,
+}
+
+/// What the ways of running share.
+#[derive(Clone, Copy)]
+struct Copying<'a> {
+    plan: &'a CopyPlan,
+    counters: &'a Counters,
+    reporter: &'a Reporter,
+    command_line: &'a str,
+}
+
+/// Run one copy.
+pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
+    // ddx's own options, checked before anything is opened, as the
+    // operands are.
+    let extras = extras::prepare(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
+    let progress_stream = match request.settings.progress_fd {
+        Some(fd) => Some((
+            safety::progress_stream(fd, &request.plan).map_err(Failure::Refused)?,
+            fd,
+        )),
+        None => None,
+    };
+    safety::guard(
+        &context.program,
+        &request.plan,
+        request.settings.force,
+        &context.signals,
+    )
+    .map_err(Failure::Refused)?;
+
+    let plan = &request.plan;
+    let counters = Arc::new(Counters::default());
+    let reporter = Arc::new(Reporter::new(
+        &context.program,
+        plan.status,
+        Arc::clone(&counters),
+    ));
+    let live_line = plan.status == StatusLevel::Progress && {
+        use std::io::IsTerminal;
+        std::io::stderr().is_terminal()
+    };
+    if live_line {
+        reporter.use_live_line();
+    }
+    let json = progress_stream.is_some();
+    if let Some((stream, fd)) = progress_stream {
+        reporter.use_json(stream, fd);
+    }
+    let ticker = Ticker::start(
+        Arc::clone(&reporter),
+        context.signals,
+        plan.status == StatusLevel::Progress || json,
+        plan.status == StatusLevel::Progress && !live_line,
+    );
+
+    let mut input = ends::open::open_input(plan)?;
+    let facts = planner::facts::gather(
+        &input,
+        match &plan.output {
+            Some(path) => OutputProbe::Path(path),
+            None => OutputProbe::Stdout,
+        },
+    );
+    let mut warnings = Vec::new();
+    let mut output = ends::open::open_output(plan, &mut warnings)?;
+    for warning in warnings {
+        reporter.diagnostic(warning);
+    }
+    let block_choice = resolve_auto_block_size(&mut request.plan, &input, &output);
+    let plan = &request.plan;
+    reporter.set_total(expected_bytes(plan, &input, &facts));
+    reporter.start_clock();
+    let (tap, hash_job) = match extras.start_hashing().map_err(Failure::Refused)? {
+        Some((tap, job)) => (Some(tap), Some(job)),
+        None => (None, None),
+    };
+    let copying = Copying {
+        plan,
+        counters: &counters,
+        reporter: &reporter,
+        command_line: &context.command_line,
+    };
+
+    let (failed, aftermath, report) = match &extras.positional {
+        Some(positional) => {
+            let (failed, aftermath) = positional::run(
+                positional,
+                extras.resuming,
+                &copying,
+                &mut input,
+                &mut output,
+                tap,
+            )?;
+            ticker.stop();
+            let report = request
+                .settings
+                .verbose
+                .then(|| verbose::Report::positional(plan));
+            close(input, output)?;
+            (failed, Some(aftermath), report)
+        }
+        None => {
+            let strategy = planner::plan(&request, &facts);
+            let report = request.settings.verbose.then(|| {
+                verbose::Report::new(&request.settings, &strategy, plan)
+                    .with_block_choice(block_choice.as_ref())
+            });
+            let (failed, input) = stream(strategy, tap, &copying, input, &mut output)?;
+            ticker.stop();
+            if let Some(input) = input {
+                close_input(input)?;
+            }
+            close_output(output)?;
+            (failed, None, report)
+        }
+    };
+
+    reporter.finish();
+    // The statistics are out; a signal now ends the read-back at once.
+    crate::sys::signals::default_from_now_on();
+    let mut failed = failed;
+    if let Some(aftermath) = aftermath {
+        failed |= aftermath.report(&reporter);
+    }
+    failed |= extras.finish(hash_job, plan, &reporter);
+    if let Some(report) = report {
+        report.print(&reporter, &counters);
+    }
+    if failed || crate::progress::reporter::stderr_failed() {
+        Err(Failure::Reported)
+    } else {
+        Ok(())
+    }
+}
+
+/// A copy as a stream of records, by the backend the planner chose;
+/// returns whether it failed, and the input to close (absent when its
+/// reader thread could not be taken back).
+fn stream(
+    strategy: Strategy,
+    tap: Option<crate::integrity::Tap>,
+    copying: &Copying<'_>,
+    input: Input,
+    output: &mut Output,
+) -> Result<(bool, Option<Input>), Failure> {
+    let input_start = input.offset;
+    let plan = Arc::new(copying.plan.clone());
+    let how = engine::backend::How {
+        backend: strategy.backend,
+        shaping: strategy.shaping,
+        tap,
+    };
+    let (result, input) = engine::backend::run(
+        how,
+        Arc::clone(&plan),
+        input,
+        output,
+        copying.counters,
+        copying.reporter,
+    );
+    let (failed, stopped_short) = match result {
+        RunResult::Died => return Err(Failure::Reported),
+        RunResult::Finished(outcome) => (outcome.failed, outcome.stopped_short),
+    };
+    let mut input = input;
+    if let (true, Some(input)) = (stopped_short, &mut input) {
+        let counted = copying.counters.snapshot();
+        input.give_back_read_ahead(
+            &plan,
+            input_start,
+            counted.records_in_full + counted.records_in_partial,
+        );
+    }
+    Ok((failed, input))
+}
+
+/// GNU closes both ends before the statistics; a close error ends it
+/// there.
+fn close(input: Input, output: Output) -> Result<(), Failure> {
+    close_input(input)?;
+    close_output(output)
+}
+
+fn close_input(input: Input) -> Result<(), Failure> {
+    let Input { end, name, .. } = input;
+    end.close()
+        .map_err(|errno| Failure::Diagnostic(Diagnostic::ClosingInput { file: name, errno }))
+}
+
+fn close_output(output: Output) -> Result<(), Failure> {
+    let Output { end, name } = output;
+    end.close()
+        .map_err(|errno| Failure::Diagnostic(Diagnostic::ClosingOutput { file: name, errno }))
+}
+
+/// bs=auto: measure now that both ends are open (the probe only reads).
+fn resolve_auto_block_size(
+    plan: &mut CopyPlan,
+    input: &Input,
+    output: &Output,
+) -> Option<engine::auto_block::Choice> {
+    use crate::operands::IoFlags;
+    if !plan.auto_block_size {
+        return None;
+    }
+    let (Some(input_fd), Some(output_fd)) = (input.end.fd(), output.end.fd()) else {
+        *plan = plan.clone().with_block_size(engine::auto_block::UNMEASURED);
+        return None;
+    };
+    let here = crate::sys::file::current_offset(input_fd).unwrap_or(0);
+    let skip = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
+    let choice = engine::auto_block::choose(
+        engine::auto_block::End {
+            fd: input_fd,
+            direct: plan.input_flags.contains(IoFlags::DIRECT),
+        },
+        engine::auto_block::End {
+            fd: output_fd,
+            direct: plan.output_flags.contains(IoFlags::DIRECT),
+        },
+        here.max(0) as u64 + skip,
+    );
+    *plan = plan.clone().with_block_size(choice.block_size);
+    Some(choice)
+}

@@ -1,0 +1,196 @@
+//! `--verbose`: after GNU's statistics (unchanged), how the copy ran:
+//! backend, request size, queue depth, cache policy, kernel offload and
+//! CPU use (user + system time as a share of the elapsed time, as in the
+//! copy tables of the benchmarks). Also the total a progress display can
+//! count towards.
+
+use std::sync::atomic::Ordering;
+
+use crate::engine::{Backend, Counters, Input};
+use crate::operands::CopyPlan;
+use crate::planner::{Facts, Strategy};
+use crate::progress::Reporter;
+use crate::request::Settings;
+use crate::text::human::{human, Base};
+
+/// What was decided before the copy, to print after it.
+pub struct Report {
+    backend: String,
+    requests: String,
+    cache: String,
+    offload_tried: bool,
+    splice: bool,
+    /// bs=auto's choice, and why.
+    block_size: Option<String>,
+    /// CPU time already used when the copy started (start-up, opening).
+    cpu_before: Option<(std::time::Duration, std::time::Duration)>,
+}
+
+fn size(bytes: usize) -> String {
+    human(bytes as u64, Base::Iec, 1, 1)
+}
+
+impl Report {
+    pub fn new(settings: &Settings, strategy: &Strategy, plan: &CopyPlan) -> Report {
+        let Strategy { backend, shaping } = strategy;
+        let how = if settings.backend.is_some() {
+            "as asked"
+        } else {
+            "chosen by auto"
+        };
+        let backend = match *backend {
+            Backend::Sync => format!("sync, {how} (read, then write, as GNU dd), queue depth 1"),
+            Backend::Sequential => format!(
+                "sequential, {how} (both ends on one disk: in turn, in large requests), queue depth 1"
+            ),
+            Backend::Threads { queue_depth } => format!(
+                "threads, {how} (a reader thread ahead of the writer), queue depth {queue_depth}"
+            ),
+            Backend::Uring { queue_depth } => format!(
+                "uring, {how} (io_uring, reads and writes in flight together; threads where \
+                 it cannot apply), queue depth {queue_depth}"
+            ),
+        };
+        let requests = match shaping.bulk {
+            Some(shape) => format!(
+                "{} per request (bulk; GNU's records of {} counted from the bytes)",
+                size(shape.chunk),
+                size(plan.input_block_size)
+            ),
+            None if plan.input_block_size == plan.output_block_size => {
+                format!(
+                    "{} per read and write (GNU's records)",
+                    size(plan.input_block_size)
+                )
+            }
+            None => format!(
+                "{} per read, {} per write (GNU's records)",
+                size(plan.input_block_size),
+                size(plan.output_block_size)
+            ),
+        };
+        let cache = if plan.input_nocache || plan.output_nocache {
+            "dropped as asked (iflag/oflag=nocache)".to_owned()
+        } else if shaping.drop_behind && shaping.bulk.is_some() {
+            "drop-behind: past 64 MiB, pages ddx brought in are dropped (--keep-cache keeps them)"
+                .to_owned()
+        } else if settings.keep_cache {
+            "kept (--keep-cache)".to_owned()
+        } else {
+            "left to the kernel".to_owned()
+        };
+        Report {
+            backend,
+            requests,
+            cache,
+            offload_tried: shaping.offload_unit.is_some(),
+            splice: shaping.splice,
+            block_size: None,
+            cpu_before: crate::sys::usage::cpu_times(),
+        }
+    }
+
+    /// A copy by position (`--rescue`, `--map`, `--resume`).
+    pub fn positional(plan: &CopyPlan) -> Report {
+        Report {
+            backend: "positional (--rescue/--map/--resume: each chunk read and written \
+                      at its place, one request at a time), queue depth 1"
+                .to_owned(),
+            requests: format!(
+                "{} per read and write (GNU's records)",
+                size(plan.input_block_size)
+            ),
+            cache: "left to the kernel".to_owned(),
+            offload_tried: false,
+            splice: false,
+            block_size: None,
+            cpu_before: crate::sys::usage::cpu_times(),
+        }
+    }
+
+    /// Say what bs=auto chose.
+    pub fn with_block_choice(mut self, choice: Option<&crate::engine::auto_block::Choice>) -> Self {
+        self.block_size = choice.map(|c| c.describe());
+        self
+    }
+
+    /// Print the report after the statistics.
+    pub fn print(&self, reporter: &Reporter, counters: &Counters) {
+        let elapsed = reporter.elapsed_ns();
+        let offloaded = counters.bytes_offloaded.load(Ordering::Acquire);
+        let offload = match (self.offload_tried, offloaded) {
+            _ if self.splice => {
+                "splice: records moved inside the kernel, not copied through ddx".to_owned()
+            }
+            (false, _) => "not used".to_owned(),
+            (true, 0) => "tried (copy_file_range), not supported here".to_owned(),
+            (true, bytes) => format!("copy_file_range copied {bytes} bytes"),
+        };
+        let cpu = match (crate::sys::usage::cpu_times(), self.cpu_before) {
+            (Some((user, system)), Some((user_before, system_before))) => {
+                let (user, system) = (
+                    user.saturating_sub(user_before),
+                    system.saturating_sub(system_before),
+                );
+                let busy = (user + system).as_nanos() as f64;
+                let share = if elapsed == 0 {
+                    0.0
+                } else {
+                    busy * 100.0 / elapsed as f64
+                };
+                format!(
+                    "{share:.1}% of {:.3} s (user {:.3} s, system {:.3} s)",
+                    elapsed as f64 / 1e9,
+                    user.as_secs_f64(),
+                    system.as_secs_f64()
+                )
+            }
+            _ => "unknown".to_owned(),
+        };
+        let uncached = counters.bytes_uncached.load(Ordering::Acquire);
+        let cache = if uncached > 0 {
+            format!(
+                "{}; {uncached} bytes written uncached (RWF_DONTCACHE: the kernel drops \
+                 them once they are on the device)",
+                self.cache
+            )
+        } else {
+            self.cache.clone()
+        };
+        if let Some(block_size) = &self.block_size {
+            reporter.message(format_args!("block size: {block_size}"));
+        }
+        for (what, text) in [
+            ("backend", self.backend.as_str()),
+            ("requests", self.requests.as_str()),
+            ("cache", cache.as_str()),
+            ("offload", offload.as_str()),
+            ("CPU", cpu.as_str()),
+        ] {
+            reporter.message(format_args!("{what}: {text}"));
+        }
+    }
+}
+
+/// The bytes a copy should write, when the input's size or count= says:
+/// what the input holds past skip= (a file's size, a device's), capped
+/// by count=. Conversions may change it; progress displays clamp.
+pub fn expected_bytes(plan: &CopyPlan, input: &Input, facts: &Facts) -> Option<u64> {
+    let count = if plan.has_count() {
+        plan.count.total_bytes(plan.input_block_size)
+    } else {
+        None
+    };
+    // The size as the input is now (it may be the output, truncated by
+    // opening), else the device's.
+    let size = input.end.size().ok().flatten().or(facts.input.size);
+    let available = size.and_then(|size| {
+        let skip = plan.skip.total_bytes(plan.input_block_size)?;
+        let start = (input.offset.max(0) as u64).saturating_add(skip);
+        Some(size.saturating_sub(start))
+    });
+    match (available, count) {
+        (Some(a), Some(c)) => Some(a.min(c)),
+        (a, c) => a.or(c),
+    }
+}

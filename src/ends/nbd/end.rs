@@ -1,0 +1,745 @@
+//! [`NbdEnd`]: an NBD export as an [`End`] of kind [`Kind::Remote`], a
+//! file of the export's size that reads and writes at offsets, flushes,
+//! zeroes and knows its extents.
+//!
+//! Unpipelined, every call is synchronous: a read or write is sent and
+//! waited for before the call returns, its error returned by that call.
+//! After [`End::pipeline`] the end reads ahead (up to `depth` requests of
+//! `chunk` bytes in flight beyond the position, none for runs the extents
+//! say read as zeros) and writes behind (a write is copied into one of
+//! the end's buffers, sent, and the call returns; up to `depth` in
+//! flight, completed in any order; the first failure is returned by the
+//! next write, sync, settle or close, and [`End::written_until`] tells
+//! where the acknowledged prefix ends). When the server allows multi-conn
+//! the requests are spread over up to [`MAX_CONNECTIONS`] connections to
+//! the same URI.
+//!
+//! Everything runs on the caller's thread: no thread of its own, no
+//! callback that runs elsewhere. Requests progress whenever the end waits
+//! (poll(2) over every connection's socket, then libnbd is told what is
+//! ready); between calls nothing moves, which costs nothing because a
+//! request already sent is being served meanwhile.
+
+use std::fmt;
+
+use super::buffers::Buffers;
+use super::extents::ExtentMap;
+use super::handle::{self, Completion, Cookie, ExportInfo, Handle, NbdError};
+use super::reads::{self, Piece, ReadAhead};
+use super::uri::NbdUri;
+use super::writes::{self, Op, WriteWindow};
+use crate::ends::{End, Kind, Pipeline, Whence};
+use crate::sys::Errno;
+
+/// Most connections to one export (nbdcopy's default too).
+pub const MAX_CONNECTIONS: usize = 4;
+
+/// The largest zero or trim request sent at once.
+const ZERO_MAX: u64 = 1 << 30;
+
+/// How much block status is asked for at once (a hint to the server).
+const EXTENT_QUERY: u64 = 1 << 30;
+
+/// What the end will be used for; an export the server offers read-only
+/// cannot be opened for writing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+pub struct NbdEnd {
+    uri: String,
+    conns: Vec<Handle>,
+    next_conn: usize,
+    max_connections: usize,
+    info: ExportInfo,
+    /// The server answers block status and has not failed at it.
+    extents_usable: bool,
+    pos: u64,
+    hint: Option<Pipeline>,
+    reads: ReadAhead,
+    writes: WriteWindow,
+    /// A write returned before it was acknowledged (pipelined).
+    deferred: bool,
+    extents: ExtentMap,
+    pool: Buffers,
+    detail: Option<String>,
+    /// Completions of requests a synchronous call is waiting for (and of
+    /// requests whose waiter gave up).
+    stray: Vec<(usize, Completion)>,
+}
+
+impl fmt::Debug for NbdEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NbdEnd")
+            .field("uri", &self.uri)
+            .field("size", &self.info.size)
+            .field("pos", &self.pos)
+            .field("connections", &self.conns.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl NbdEnd {
+    /// Connect to the export `uri` names, for reading or writing, with up
+    /// to [`MAX_CONNECTIONS`] connections once pipelined.
+    pub fn open(uri: &NbdUri, access: Access) -> Result<NbdEnd, NbdError> {
+        NbdEnd::open_with(uri, access, MAX_CONNECTIONS)
+    }
+
+    /// [`NbdEnd::open`] with at most `max_connections` connections (1:
+    /// never more than the first, whatever the server allows).
+    pub fn open_with(
+        uri: &NbdUri,
+        access: Access,
+        max_connections: usize,
+    ) -> Result<NbdEnd, NbdError> {
+        let handle = Handle::connect(&uri.text)?;
+        let info = handle.info()?;
+        if access == Access::Write && info.read_only {
+            // A read-only export is a read-only device: open(2) says
+            // EROFS for those, and "Read-only file system" names the
+            // cause where EPERM would read as the user's permissions.
+            return Err(NbdError::new(
+                Errno::ROFS,
+                "the server exports it read-only",
+            ));
+        }
+        Ok(NbdEnd {
+            uri: uri.text.clone(),
+            conns: vec![handle],
+            next_conn: 0,
+            max_connections: max_connections.max(1),
+            extents_usable: info.extents,
+            info,
+            pos: 0,
+            hint: None,
+            reads: ReadAhead::default(),
+            writes: WriteWindow::default(),
+            deferred: false,
+            extents: ExtentMap::default(),
+            pool: Buffers::default(),
+            detail: None,
+            stray: Vec::new(),
+        })
+    }
+
+    /// What the server said about the export.
+    pub fn info(&self) -> ExportInfo {
+        self.info
+    }
+
+    /// Connections open now (more after `pipeline` when multi-conn).
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Discard the next `len` bytes at the position (an NBD trim: the
+    /// server may free them; what they read as after is unspecified) and
+    /// move past them. EOPNOTSUPP where the server cannot trim.
+    pub fn trim(&mut self, len: u64) -> Result<(), Errno> {
+        if !self.info.can_trim && !self.info.read_only {
+            return Err(Errno::NOTSUP);
+        }
+        self.no_write_op(len, writes::Kind::Trim)
+    }
+
+    fn depth(&self) -> usize {
+        self.hint.map_or(1, |h| h.depth)
+    }
+
+    /// Keep `error`'s message for take_detail; its errno for the caller.
+    fn fail(&mut self, error: NbdError) -> Errno {
+        self.detail = Some(error.message);
+        error.errno
+    }
+
+    fn pick(&mut self) -> usize {
+        let conn = self.next_conn % self.conns.len();
+        self.next_conn = conn + 1;
+        conn
+    }
+
+    /// Retire every completed request and hand it to whoever waits for
+    /// it; how many there were.
+    fn collect(&mut self) -> usize {
+        let mut retired = 0;
+        for conn in 0..self.conns.len() {
+            while let Some(done) = self.conns[conn].completed() {
+                retired += 1;
+                let Some(done) = self.reads.accept(conn, done, &mut self.pool) else {
+                    continue;
+                };
+                let Some(done) = self.writes.accept(conn, done, &mut self.pool) else {
+                    continue;
+                };
+                self.stray.push((conn, done));
+            }
+        }
+        for op in self.writes.refused() {
+            let writes::State::Refused { conn } = op.state else {
+                continue;
+            };
+            op.kind = writes::Kind::Zero { fast: false };
+            op.state = match self.conns[conn].zero(op.len, op.offset, false) {
+                Ok(cookie) => writes::State::InFlight { conn, cookie },
+                Err(e) => writes::State::Failed(e),
+            };
+        }
+        retired
+    }
+
+    /// Wait until some request makes progress, and collect. Err: none can
+    /// (no connection has anything in flight, or poll failed).
+    fn drive(&mut self) -> Result<(), NbdError> {
+        let mut interest = Vec::with_capacity(self.conns.len());
+        let mut which = Vec::with_capacity(self.conns.len());
+        for (conn, handle) in self.conns.iter().enumerate() {
+            if let Some(wanted) = handle.interest() {
+                interest.push(wanted);
+                which.push(conn);
+            }
+        }
+        if interest.is_empty() {
+            if self.collect() > 0 {
+                return Ok(());
+            }
+            return Err(NbdError::new(
+                Errno::NOTCONN,
+                "the NBD connection has nothing in flight to wait for",
+            ));
+        }
+        let ready = handle::poll(&interest)?;
+        let mut lost = None;
+        for (k, revents) in ready.into_iter().enumerate() {
+            if !revents.is_empty() {
+                if let Err(e) = self.conns[which[k]].notify(revents) {
+                    lost = Some(e);
+                }
+            }
+        }
+        self.collect();
+        // A connection that died completes its requests with errors;
+        // what is still pending on it can never complete.
+        if let Some(e) = lost {
+            if which
+                .iter()
+                .any(|&c| self.conns[c].interest().is_none() && self.conns[c].pending() > 0)
+            {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Wait for one request sent for a synchronous call.
+    fn wait_for(&mut self, conn: usize, cookie: Cookie) -> Result<Completion, NbdError> {
+        loop {
+            self.collect();
+            if let Some(at) = self
+                .stray
+                .iter()
+                .position(|(c, done)| *c == conn && done.cookie == cookie)
+            {
+                return Ok(self.stray.swap_remove(at).1);
+            }
+            self.drive()?;
+        }
+    }
+
+    /// Wait until no write is in flight; writes that cannot complete
+    /// fail with the reason.
+    fn settle_writes(&mut self) {
+        while self.writes.in_flight() > 0 || self.writes.refused().next().is_some() {
+            if let Err(e) = self.drive() {
+                self.writes.fail_in_flight(&e);
+            }
+        }
+    }
+
+    /// The first failed write not yet reported, once; after that the end
+    /// has failed and every write says so again (without detail).
+    fn report(&mut self) -> Result<(), Errno> {
+        if let Some(errno) = self.writes.reported() {
+            return Err(errno);
+        }
+        if self.writes.failure().is_none() {
+            return Ok(());
+        }
+        self.settle_writes();
+        let error = self.writes.failure().cloned().expect("a failure");
+        self.writes.mark_reported(error.errno);
+        Err(self.fail(error))
+    }
+
+    /// Before writing: the reads planned may be stale now, and so may the
+    /// extents.
+    fn before_writing(&mut self) -> Result<(), Errno> {
+        self.report()?;
+        if self.info.read_only {
+            return Err(self.fail(NbdError::new(
+                Errno::ROFS,
+                "the server exports it read-only",
+            )));
+        }
+        self.reads.discard(&mut self.pool);
+        self.extents.clear();
+        Ok(())
+    }
+
+    /// Send `data` to `offset` through the window, in requests the server
+    /// takes, waiting for room as the depth requires. Stops at the first
+    /// failure (what is left is not sent: the prefix is what counts).
+    fn submit_data(&mut self, data: &[u8], offset: u64) {
+        let max = self.info.max_request;
+        for (k, piece) in data.chunks(max).enumerate() {
+            let at = offset + (k * max) as u64;
+            if !self.room_for_one(at, piece.len() as u64) {
+                return;
+            }
+            let mut buf = self.pool.take(piece.len());
+            buf.copy_from_slice(piece);
+            let conn = self.pick();
+            let state = match self.conns[conn].pwrite(buf, at) {
+                Ok(cookie) => writes::State::InFlight { conn, cookie },
+                Err((e, buf)) => {
+                    self.pool.give(buf);
+                    writes::State::Failed(e)
+                }
+            };
+            self.writes.push(Op {
+                offset: at,
+                len: piece.len() as u64,
+                kind: writes::Kind::Data,
+                state,
+            });
+        }
+    }
+
+    /// Wait for a free place in the window for a request over `len` bytes
+    /// at `offset`, and for the requests in flight over those bytes (the
+    /// server would apply overlapping requests in any order); false once a
+    /// write failed.
+    fn room_for_one(&mut self, offset: u64, len: u64) -> bool {
+        while self.writes.failure().is_none()
+            && (self.writes.in_flight() >= self.depth() || self.writes.overlaps(offset, len))
+        {
+            if let Err(e) = self.drive() {
+                self.writes.fail_in_flight(&e);
+            }
+        }
+        self.writes.failure().is_none()
+    }
+
+    /// A zero or trim request for `len` bytes at the position, which must
+    /// lie within the export.
+    fn no_write_op(&mut self, len: u64, kind: writes::Kind) -> Result<(), Errno> {
+        self.before_writing()?;
+        if len == 0 {
+            return Ok(());
+        }
+        if self.pos >= self.info.size || len > self.info.size - self.pos {
+            // Past the end the caller's own write gives GNU's short count
+            // and ENOSPC.
+            return Err(Errno::NOTSUP);
+        }
+        let start = self.pos;
+        let mut at = start;
+        while at < start + len {
+            let n = (start + len - at).min(ZERO_MAX);
+            if !self.room_for_one(at, n) {
+                break;
+            }
+            let conn = self.pick();
+            let sent = match kind {
+                writes::Kind::Zero { fast } => self.conns[conn].zero(n, at, fast),
+                _ => self.conns[conn].trim(n, at),
+            };
+            let state = match sent {
+                Ok(cookie) => writes::State::InFlight { conn, cookie },
+                Err(e) => writes::State::Failed(e),
+            };
+            self.writes.push(Op {
+                offset: at,
+                len: n,
+                kind,
+                state,
+            });
+            at += n;
+        }
+        if self.hint.is_some() {
+            self.deferred = true;
+        } else {
+            self.settle_writes();
+            self.report()?;
+        }
+        self.pos = start + len;
+        Ok(())
+    }
+
+    /// Where `at`'s allocation run ends (before `horizon`) and whether it
+    /// reads as zeros; asks the server when the map does not know.
+    fn allocation(&mut self, at: u64, horizon: u64) -> (u64, bool) {
+        if !self.extents_usable {
+            return (horizon, false);
+        }
+        if self.extents.lookup(at).is_none() && self.learn_extents(at).is_err() {
+            return (horizon, false);
+        }
+        match self.extents.lookup(at) {
+            Some((end, zero)) => (end.min(horizon), zero),
+            None => (horizon, false),
+        }
+    }
+
+    /// Block status from `at` on into the map. A server that fails at it
+    /// or answers nothing useful is not asked again.
+    fn learn_extents(&mut self, at: u64) -> Result<(), Errno> {
+        let len = (self.info.size - at).min(EXTENT_QUERY);
+        let learnt = self.conns[0]
+            .block_status(len, at)
+            .and_then(|cookie| self.wait_for(0, cookie))
+            .and_then(|done| done.result.map(|()| done.extents.unwrap_or_default()))
+            .map(|extents| self.extents.learn(at, &extents, self.info.size));
+        if learnt == Ok(true) {
+            Ok(())
+        } else {
+            self.extents_usable = false;
+            self.extents.clear();
+            Err(Errno::NOTSUP)
+        }
+    }
+
+    /// Plan and send read-ahead up to `horizon`: pieces of `chunk` bytes
+    /// at most, until `depth` pieces hold or await data.
+    fn plan(&mut self, horizon: u64, chunk: u64) {
+        while self.reads.data_pieces() < self.depth() {
+            let Some(at) = self.reads.planned_until() else {
+                return;
+            };
+            if at >= horizon {
+                return;
+            }
+            let (end, zero) = self.allocation(at, horizon);
+            if zero {
+                self.reads.push(Piece {
+                    offset: at,
+                    len: end - at,
+                    state: reads::State::Zeros,
+                });
+                continue;
+            }
+            let len = (end - at).min(chunk).min(self.info.max_request as u64);
+            let buf = self.pool.take(len as usize);
+            let conn = self.pick();
+            let state = match self.conns[conn].pread(buf, at) {
+                Ok(cookie) => reads::State::InFlight { conn, cookie },
+                Err((e, buf)) => {
+                    self.pool.give(buf);
+                    reads::State::Failed(e)
+                }
+            };
+            self.reads.push(Piece {
+                offset: at,
+                len,
+                state,
+            });
+        }
+    }
+}
+
+impl End for NbdEnd {
+    fn kind(&self) -> Kind {
+        Kind::Remote
+    }
+
+    /// Full requests until the end of the export, then 0. An error leaves
+    /// the position at the start of the request (what was read ahead is
+    /// given up: a retry asks the server again).
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.settle_writes();
+        let size = self.info.size;
+        if buf.is_empty() || self.pos >= size {
+            return Ok(0);
+        }
+        let start = self.pos;
+        let want = (buf.len() as u64).min(size - start) as usize;
+        if self.reads.next_offset() != Some(start) && !self.reads.skip_to(start, &mut self.pool) {
+            self.reads.restart(start, &mut self.pool);
+        }
+        let (horizon, chunk) = match self.hint {
+            Some(hint) => (size, hint.chunk as u64),
+            None => (start + want as u64, want as u64),
+        };
+        let mut filled = 0;
+        while filled < want {
+            self.plan(horizon, chunk);
+            loop {
+                match self.reads.front().map(|piece| &piece.state) {
+                    Some(reads::State::InFlight { .. }) => {
+                        if let Err(e) = self.drive() {
+                            self.reads.discard(&mut self.pool);
+                            return Err(self.fail(e));
+                        }
+                    }
+                    Some(reads::State::Failed(e)) => {
+                        let e = e.clone();
+                        self.reads.discard(&mut self.pool);
+                        return Err(self.fail(e));
+                    }
+                    Some(_) => break,
+                    None => {
+                        return Err(self.fail(NbdError::new(
+                            Errno::IO,
+                            "read-ahead planned nothing at the position",
+                        )))
+                    }
+                }
+            }
+            debug_assert!(self.reads.front_left() > 0);
+            filled += self
+                .reads
+                .take_front(&mut buf[filled..want], &mut self.pool);
+        }
+        self.pos = start + want as u64;
+        self.extents.forget_before(self.pos);
+        if self.hint.is_some() {
+            self.plan(horizon, chunk);
+        }
+        Ok(want)
+    }
+
+    /// Up to the end of the export: a write across it is written up to it
+    /// (a short count), one at or past it fails with ENOSPC.
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
+        self.before_writing()?;
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.pos >= self.info.size {
+            return Err(Errno::NOSPC);
+        }
+        let start = self.pos;
+        let n = (buf.len() as u64).min(self.info.size - start) as usize;
+        self.submit_data(&buf[..n], start);
+        if self.hint.is_some() {
+            self.deferred = true;
+            self.pos = start + n as u64;
+            return Ok(n);
+        }
+        self.settle_writes();
+        let done = match self.writes.failure_offset() {
+            // What was written before the failure is a short write; the
+            // error comes with the next call.
+            Some(at) if at > start => (at - start) as usize,
+            Some(_) => return self.report().map(|()| 0),
+            None => n,
+        };
+        self.pos = start + done as u64;
+        Ok(done)
+    }
+
+    fn seek(&mut self, to: Whence) -> Result<u64, Errno> {
+        let target = match to {
+            Whence::Start(at) => Some(at),
+            Whence::Current(by) => self.pos.checked_add_signed(by),
+            Whence::End(by) => self.info.size.checked_add_signed(by),
+        };
+        self.pos = target.ok_or(Errno::INVAL)?;
+        Ok(self.pos)
+    }
+
+    fn size(&self) -> Result<Option<u64>, Errno> {
+        Ok(Some(self.info.size))
+    }
+
+    /// From block status: only runs the server marks as reading zeros
+    /// (`NBD_STATE_ZERO`, holes and allocated zeros alike) are not data;
+    /// a hole without that bit may read as anything, so it is data.
+    /// EOPNOTSUPP when the server gives no extents.
+    fn next_data(&mut self, offset: u64) -> Result<Option<u64>, Errno> {
+        if !self.extents_usable {
+            return Err(Errno::NOTSUP);
+        }
+        self.settle_writes();
+        let mut at = offset;
+        loop {
+            if at >= self.info.size {
+                return Ok(None);
+            }
+            if self.extents.lookup(at).is_none() {
+                self.learn_extents(at)?;
+            }
+            match self.extents.lookup(at) {
+                Some((_, false)) => return Ok(Some(at)),
+                Some((end, true)) => at = end,
+                None => return Err(Errno::NOTSUP),
+            }
+        }
+    }
+
+    /// An export's size is fixed: like a block device it is never
+    /// truncated. Nothing is sent and the call succeeds, so that the
+    /// engine needs no case of its own (GNU dd ignores ftruncate's
+    /// failure on anything but a regular file).
+    fn truncate(&mut self, len: u64) -> Result<(), Errno> {
+        let _ = len;
+        Ok(())
+    }
+
+    /// An NBD flush (after every write in flight is acknowledged): one on
+    /// the first connection covers all of them, which is what the
+    /// server's multi-conn promises. A server that cannot flush has
+    /// nothing to flush.
+    fn sync(&mut self, data_only: bool) -> Result<(), Errno> {
+        let _ = data_only;
+        self.settle_writes();
+        self.report()?;
+        if !self.info.can_flush {
+            return Ok(());
+        }
+        let flushed = self.conns[0]
+            .flush()
+            .and_then(|cookie| self.wait_for(0, cookie))
+            .and_then(|done| done.result);
+        flushed.map_err(|e| self.fail(e))
+    }
+
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
+        self.settle_writes();
+        let size = self.info.size;
+        if buf.is_empty() || offset >= size {
+            return Ok(0);
+        }
+        let want = (buf.len() as u64).min(size - offset) as usize;
+        let max = self.info.max_request;
+        let mut sent = Vec::new();
+        for (k, piece) in buf[..want].chunks(max).enumerate() {
+            let conn = self.pick();
+            let at = offset + (k * max) as u64;
+            sent.push(
+                match self.conns[conn].pread(self.pool.take(piece.len()), at) {
+                    Ok(cookie) => Ok((conn, cookie)),
+                    Err((e, buf)) => {
+                        self.pool.give(buf);
+                        Err(e)
+                    }
+                },
+            );
+        }
+        let mut first_error = None;
+        for (k, request) in sent.into_iter().enumerate() {
+            let done = request.and_then(|(conn, cookie)| self.wait_for(conn, cookie));
+            let result = done.and_then(|done| {
+                let buf_back = done.buffer;
+                done.result.map(|()| buf_back)
+            });
+            match result {
+                Ok(Some(data)) => {
+                    let from = k * max;
+                    buf[from..from + data.len()].copy_from_slice(&data);
+                    self.pool.give(data);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(self.fail(e)),
+            None => Ok(want),
+        }
+    }
+
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> Result<usize, Errno> {
+        self.before_writing()?;
+        self.settle_writes();
+        self.report()?;
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if offset >= self.info.size {
+            return Err(Errno::NOSPC);
+        }
+        let n = (buf.len() as u64).min(self.info.size - offset) as usize;
+        self.submit_data(&buf[..n], offset);
+        self.settle_writes();
+        match self.writes.failure_offset() {
+            Some(at) if at > offset => Ok((at - offset) as usize),
+            Some(_) => self.report().map(|()| 0),
+            None => Ok(n),
+        }
+    }
+
+    /// Read ahead and write behind from now on, over more connections
+    /// when the server allows multi-conn (a connection that cannot be
+    /// made is done without).
+    fn pipeline(&mut self, hint: Pipeline) {
+        let hint = Pipeline {
+            chunk: hint.chunk.max(1),
+            depth: hint.depth.max(1),
+            total: hint.total,
+        };
+        self.hint = Some(hint);
+        self.pool.keep(2 * hint.depth + 2);
+        if self.info.can_multi_conn {
+            let wanted = self.max_connections.min(hint.depth);
+            while self.conns.len() < wanted {
+                match Handle::connect(&self.uri) {
+                    Ok(handle) => self.conns.push(handle),
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+
+    fn written_until(&self) -> Option<u64> {
+        if self.deferred {
+            self.writes.written_until()
+        } else {
+            None
+        }
+    }
+
+    /// An NBD zero request, with fast-zero where the server offers it (a
+    /// refused fast zero is sent again plain: it still saves sending the
+    /// zeros). EOPNOTSUPP where the server cannot zero, or past the end
+    /// of the export: the caller writes the zeros instead.
+    fn write_zeroes(&mut self, len: u64) -> Result<(), Errno> {
+        if !self.info.can_zero && !self.info.read_only {
+            return Err(Errno::NOTSUP);
+        }
+        let fast = self.info.can_fast_zero;
+        self.no_write_op(len, writes::Kind::Zero { fast })
+    }
+
+    fn take_detail(&mut self) -> Option<String> {
+        self.detail.take()
+    }
+
+    fn settle(&mut self) -> Result<(), Errno> {
+        self.settle_writes();
+        self.report()
+    }
+
+    /// Flushes nothing (conv=fsync is `sync`): waits for the writes in
+    /// flight and reports a failure not reported yet, then disconnects.
+    fn close(mut self: Box<Self>) -> Result<(), Errno> {
+        self.reads.discard(&mut self.pool);
+        self.settle_writes();
+        let reported = self.writes.reported().is_some();
+        let result = match self.report() {
+            Err(_) if reported => Ok(()),
+            other => other,
+        };
+        for handle in &mut self.conns {
+            handle.shutdown();
+        }
+        result
+    }
+
+    /// Drops the connections at once, requests in flight and all.
+    fn abandon(self: Box<Self>) {}
+}

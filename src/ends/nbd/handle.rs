@@ -1,0 +1,550 @@
+//! One libnbd handle (one connection to an export), made safe: the only
+//! module that calls into [`super::ffi`].
+//!
+//! # Who owns a buffer in flight
+//! A buffer handed to an `aio_*` call belongs to libnbd until that
+//! command's completion is reaped: libnbd writes a read's reply into it,
+//! or sends a write's payload from it, whenever the socket is ready, on
+//! whatever later call drives the connection. So the buffer *moves into*
+//! the [`Handle`] with the command ([`Handle::pread`] and
+//! [`Handle::pwrite`] take a `Vec<u8>` by value) and is kept in the
+//! handle's table of commands in flight, where nothing else can reach
+//! it; it comes back only in the [`Completion`] of that command, once
+//! `nbd_aio_command_completed` has retired it. The same holds for the
+//! list a block-status command's extents are collected into. A handle
+//! that is dropped with commands in flight closes the connection first
+//! (`nbd_close`: after it, libnbd touches nothing of ours) and only then
+//! frees the buffers. No buffer of the caller's is ever lent to libnbd.
+//!
+//! # Threads
+//! libnbd's calls on one handle are atomic (a lock per handle), so a
+//! handle may move between threads; ddx uses each from one thread at a
+//! time (`&mut self` on everything that submits or drives), which is also
+//! what `nbd_get_error`'s thread-local message needs: it is read right
+//! after the failing call, on the same thread.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::fmt;
+use std::os::fd::{BorrowedFd, RawFd};
+use std::ptr::NonNull;
+
+use rustix::event::PollFlags;
+
+use super::ffi;
+use crate::sys::Errno;
+
+/// A failed libnbd call: the errno it gave (EIO where it gave none) and
+/// libnbd's own message, which names the call and, for a server's
+/// error, what the server said. Messages carry no secrets: libnbd never
+/// prints TLS keys, only the paths they were read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NbdError {
+    pub errno: Errno,
+    pub message: String,
+}
+
+impl NbdError {
+    pub(super) fn new(errno: Errno, message: impl Into<String>) -> NbdError {
+        NbdError {
+            errno,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for NbdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for NbdError {}
+
+/// The error of the libnbd call that just failed on this thread.
+fn last_error() -> NbdError {
+    // SAFETY: nbd_get_errno and nbd_get_error only read this thread's
+    // last error; the message is copied before any other libnbd call can
+    // replace it, and may be NULL when there is none.
+    let (errno, message) = unsafe {
+        let message = ffi::nbd_get_error();
+        let message = if message.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(message).to_string_lossy().into_owned()
+        };
+        (ffi::nbd_get_errno(), message)
+    };
+    let errno = if errno > 0 {
+        Errno::from_raw_os_error(errno)
+    } else {
+        Errno::IO
+    };
+    NbdError { errno, message }
+}
+
+/// A command's cookie: libnbd's handle-unique number for it (≥ 1).
+pub type Cookie = u64;
+
+/// A run of the export with one allocation state, as block status gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extent {
+    pub start: u64,
+    pub len: u64,
+    /// Reads return zeros (`LIBNBD_STATE_ZERO`), allocated or not.
+    pub zero: bool,
+}
+
+/// What a command in flight holds on to until it is retired.
+enum Held {
+    Nothing,
+    Buffer(Vec<u8>),
+    /// From `Box::into_raw`, so that libnbd's pointer to it is the only
+    /// live one while the command is in flight; boxed again when retired
+    /// or when the handle is closed.
+    Extents(NonNull<Vec<Extent>>),
+}
+
+impl Held {
+    fn release(self) -> (Option<Vec<u8>>, Option<Vec<Extent>>) {
+        match self {
+            Held::Nothing => (None, None),
+            Held::Buffer(buf) => (Some(buf), None),
+            // SAFETY: the pointer came from Box::into_raw in block_status
+            // and the command that used it is retired (or the handle
+            // closed), so libnbd no longer holds it.
+            Held::Extents(list) => (None, Some(*unsafe { Box::from_raw(list.as_ptr()) })),
+        }
+    }
+}
+
+/// A retired command: its result and what it held (a read's data, a
+/// write's buffer to reuse, block status's extents).
+pub struct Completion {
+    pub cookie: Cookie,
+    pub result: Result<(), NbdError>,
+    pub buffer: Option<Vec<u8>>,
+    pub extents: Option<Vec<Extent>>,
+}
+
+/// What the server said about the export when the handle connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExportInfo {
+    pub size: u64,
+    pub read_only: bool,
+    pub can_flush: bool,
+    pub can_trim: bool,
+    pub can_zero: bool,
+    pub can_fast_zero: bool,
+    pub can_multi_conn: bool,
+    /// The server answers block status for `base:allocation`.
+    pub extents: bool,
+    /// The largest read or write to send in one request.
+    pub max_request: usize,
+    /// The smallest block the server wants requests aligned to (1: none).
+    pub min_block: u64,
+}
+
+/// The NBD protocol's safe largest payload when the server names none.
+const DEFAULT_MAX_REQUEST: usize = 32 << 20;
+
+/// One connection to an export.
+pub struct Handle {
+    raw: NonNull<ffi::nbd_handle>,
+    held: HashMap<Cookie, Held>,
+}
+
+// SAFETY: every libnbd call on a handle takes the handle's own lock (see
+// libnbd(3), "You can also call APIs on a single handle from multiple
+// threads"), and the buffers in `held` are plain owned memory. Handle is
+// not Sync: all its methods that drive libnbd take &mut self.
+unsafe impl Send for Handle {}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle")
+            .field("in_flight", &self.held.len())
+            .finish()
+    }
+}
+
+/// A libnbd call's `-1` as our error, anything else as its value.
+fn check(r: c_int) -> Result<c_int, NbdError> {
+    if r == -1 {
+        Err(last_error())
+    } else {
+        Ok(r)
+    }
+}
+
+impl Handle {
+    /// Connect to `uri` as libnbd parses it (nbd_connect_uri), asking for
+    /// `base:allocation` extents. Local files named in the URI
+    /// (`tls-psk-file=`, `tls-certificates=`) are allowed: the URI is the
+    /// user's own operand, not something received from elsewhere.
+    pub fn connect(uri: &str) -> Result<Handle, NbdError> {
+        let text = CString::new(uri)
+            .map_err(|_| NbdError::new(Errno::INVAL, "an NBD URI cannot contain a NUL byte"))?;
+        // SAFETY: nbd_create has no preconditions; NULL means failure.
+        let raw = NonNull::new(unsafe { ffi::nbd_create() }).ok_or_else(last_error)?;
+        let handle = Handle {
+            raw,
+            held: HashMap::new(),
+        };
+        let h = handle.raw.as_ptr();
+        // SAFETY: h is a live handle we own; the strings are NUL-terminated
+        // and outlive the calls (libnbd copies what it keeps).
+        unsafe {
+            // ddx's buffers are always initialised memory, so libnbd's
+            // zeroing of each read buffer would only cost time.
+            check(ffi::nbd_set_pread_initialize(h, false))?;
+            check(ffi::nbd_set_uri_allow_local_file(h, true))?;
+            check(ffi::nbd_add_meta_context(
+                h,
+                ffi::LIBNBD_CONTEXT_BASE_ALLOCATION.as_ptr(),
+            ))?;
+            check(ffi::nbd_connect_uri(h, text.as_ptr()))?;
+        }
+        Ok(handle)
+    }
+
+    /// The export's size and what the server can do.
+    pub fn info(&self) -> Result<ExportInfo, NbdError> {
+        let h = self.raw.as_ptr();
+        let flag = |r: c_int| check(r).map(|r| r != 0);
+        // SAFETY: h is a live, connected handle; these calls only read
+        // what the handshake negotiated.
+        unsafe {
+            let size = ffi::nbd_get_size(h);
+            if size < 0 {
+                return Err(last_error());
+            }
+            let max = ffi::nbd_get_block_size(h, ffi::LIBNBD_SIZE_MAXIMUM);
+            let min = ffi::nbd_get_block_size(h, ffi::LIBNBD_SIZE_MINIMUM);
+            Ok(ExportInfo {
+                size: size as u64,
+                read_only: flag(ffi::nbd_is_read_only(h))?,
+                can_flush: flag(ffi::nbd_can_flush(h))?,
+                can_trim: flag(ffi::nbd_can_trim(h))?,
+                can_zero: flag(ffi::nbd_can_zero(h))?,
+                can_fast_zero: flag(ffi::nbd_can_fast_zero(h))?,
+                can_multi_conn: flag(ffi::nbd_can_multi_conn(h))?,
+                extents: flag(ffi::nbd_can_meta_context(
+                    h,
+                    ffi::LIBNBD_CONTEXT_BASE_ALLOCATION.as_ptr(),
+                ))?,
+                max_request: if max > 0 {
+                    (max as usize).min(DEFAULT_MAX_REQUEST)
+                } else {
+                    DEFAULT_MAX_REQUEST
+                },
+                min_block: if min > 0 { min as u64 } else { 1 },
+            })
+        }
+    }
+
+    /// A submission's result: its cookie, or why it was refused. A
+    /// request refused because the connection is gone (dead, or closed by
+    /// the server) says ENOTCONN, as the requests that were in flight on
+    /// it do (libnbd says EINVAL, "invalid state: DEAD").
+    fn cookie(&self, r: i64) -> Result<Cookie, NbdError> {
+        if r >= 1 {
+            return Ok(r as Cookie);
+        }
+        let mut error = last_error();
+        let h = self.raw.as_ptr();
+        // SAFETY: h is live; these only read its state (the message was
+        // copied above, before these calls could replace it).
+        if unsafe { ffi::nbd_aio_is_dead(h) == 1 || ffi::nbd_aio_is_closed(h) == 1 } {
+            error.errno = Errno::NOTCONN;
+        }
+        Err(error)
+    }
+
+    fn hold(&mut self, cookie: Cookie, held: Held) -> Cookie {
+        self.held.insert(cookie, held);
+        cookie
+    }
+
+    /// Read `buf.len()` bytes at `offset` into `buf`, which the handle
+    /// keeps until the command completes. On a refusal the buffer comes
+    /// straight back.
+    pub fn pread(&mut self, mut buf: Vec<u8>, offset: u64) -> Result<Cookie, (NbdError, Vec<u8>)> {
+        debug_assert!(!buf.is_empty());
+        // SAFETY: buf's heap memory stays where it is while the Vec is
+        // moved into `held`, and nothing touches it until the command is
+        // retired or the handle closed (the module's ownership rule).
+        let r = unsafe {
+            ffi::nbd_aio_pread(
+                self.raw.as_ptr(),
+                buf.as_mut_ptr().cast::<c_void>(),
+                buf.len(),
+                offset,
+                ffi::nbd_completion_callback::NULL,
+                0,
+            )
+        };
+        match self.cookie(r) {
+            Ok(c) => Ok(self.hold(c, Held::Buffer(buf))),
+            Err(e) => Err((e, buf)),
+        }
+    }
+
+    /// Write all of `buf` at `offset`; the handle keeps `buf` until the
+    /// command completes.
+    pub fn pwrite(&mut self, buf: Vec<u8>, offset: u64) -> Result<Cookie, (NbdError, Vec<u8>)> {
+        debug_assert!(!buf.is_empty());
+        // SAFETY: as in pread: the memory is owned by `held` until the
+        // command is retired, and libnbd only reads it.
+        let r = unsafe {
+            ffi::nbd_aio_pwrite(
+                self.raw.as_ptr(),
+                buf.as_ptr().cast::<c_void>(),
+                buf.len(),
+                offset,
+                ffi::nbd_completion_callback::NULL,
+                0,
+            )
+        };
+        match self.cookie(r) {
+            Ok(c) => Ok(self.hold(c, Held::Buffer(buf))),
+            Err(e) => Err((e, buf)),
+        }
+    }
+
+    pub fn flush(&mut self) -> Result<Cookie, NbdError> {
+        // SAFETY: no memory of ours is involved.
+        let r =
+            unsafe { ffi::nbd_aio_flush(self.raw.as_ptr(), ffi::nbd_completion_callback::NULL, 0) };
+        self.cookie(r).map(|c| self.hold(c, Held::Nothing))
+    }
+
+    /// Make `len` bytes at `offset` zeros without sending them; `fast`
+    /// asks the server to refuse (ENOTSUP) rather than zero slowly.
+    pub fn zero(&mut self, len: u64, offset: u64, fast: bool) -> Result<Cookie, NbdError> {
+        let flags = if fast {
+            ffi::LIBNBD_CMD_FLAG_FAST_ZERO
+        } else {
+            0
+        };
+        // SAFETY: no memory of ours is involved.
+        let r = unsafe {
+            ffi::nbd_aio_zero(
+                self.raw.as_ptr(),
+                len,
+                offset,
+                ffi::nbd_completion_callback::NULL,
+                flags,
+            )
+        };
+        self.cookie(r).map(|c| self.hold(c, Held::Nothing))
+    }
+
+    pub fn trim(&mut self, len: u64, offset: u64) -> Result<Cookie, NbdError> {
+        // SAFETY: no memory of ours is involved.
+        let r = unsafe {
+            ffi::nbd_aio_trim(
+                self.raw.as_ptr(),
+                len,
+                offset,
+                ffi::nbd_completion_callback::NULL,
+                0,
+            )
+        };
+        self.cookie(r).map(|c| self.hold(c, Held::Nothing))
+    }
+
+    /// Ask for the `base:allocation` extents from `offset` on (`len` is a
+    /// hint: the server may answer for less, or a little more).
+    pub fn block_status(&mut self, len: u64, offset: u64) -> Result<Cookie, NbdError> {
+        let list = NonNull::from(Box::leak(Box::new(Vec::<Extent>::new())));
+        let callback = ffi::nbd_extent_callback {
+            callback: Some(collect_extents),
+            user_data: list.as_ptr().cast::<c_void>(),
+            free: None,
+        };
+        // SAFETY: the list lives (from Box::into_raw) until the command is
+        // retired or the handle closed, and the callback is only called
+        // while libnbd is driven from our own &mut self calls.
+        let r = unsafe {
+            ffi::nbd_aio_block_status(
+                self.raw.as_ptr(),
+                len,
+                offset,
+                callback,
+                ffi::nbd_completion_callback::NULL,
+                0,
+            )
+        };
+        match self.cookie(r) {
+            Ok(c) => Ok(self.hold(c, Held::Extents(list))),
+            Err(e) => {
+                // SAFETY: libnbd refused the command, so it kept no
+                // pointer to the list.
+                drop(unsafe { Box::from_raw(list.as_ptr()) });
+                Err(e)
+            }
+        }
+    }
+
+    /// Commands submitted and not yet retired.
+    pub fn pending(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Retire one completed command, if any has completed.
+    pub fn completed(&mut self) -> Option<Completion> {
+        let h = self.raw.as_ptr();
+        if self.held.is_empty() {
+            return None;
+        }
+        // SAFETY: h is live; peek only reads the handle's queue.
+        let peeked = unsafe { ffi::nbd_aio_peek_command_completed(h) };
+        if peeked < 1 {
+            return None;
+        }
+        let cookie = peeked as Cookie;
+        // SAFETY: h is live; retiring a completed command ends libnbd's
+        // use of what it held, which we release right after.
+        let result = match unsafe { ffi::nbd_aio_command_completed(h, cookie) } {
+            1 => Ok(()),
+            -1 => Err(last_error()),
+            _ => return None,
+        };
+        let (buffer, extents) = self
+            .held
+            .remove(&cookie)
+            .map(Held::release)
+            .unwrap_or((None, None));
+        Some(Completion {
+            cookie,
+            result,
+            buffer,
+            extents,
+        })
+    }
+
+    /// The socket and the events libnbd waits for, when it has commands
+    /// in flight (polling an idle connection would wait forever).
+    pub fn interest(&self) -> Option<(RawFd, PollFlags)> {
+        let h = self.raw.as_ptr();
+        // SAFETY: h is live; these calls only read the handle's state.
+        let (in_flight, dir, fd) = unsafe {
+            (
+                ffi::nbd_aio_in_flight(h),
+                ffi::nbd_aio_get_direction(h),
+                ffi::nbd_aio_get_fd(h),
+            )
+        };
+        if in_flight <= 0 || fd < 0 {
+            return None;
+        }
+        let mut events = PollFlags::empty();
+        if dir & ffi::LIBNBD_AIO_DIRECTION_READ != 0 {
+            events |= PollFlags::IN;
+        }
+        if dir & ffi::LIBNBD_AIO_DIRECTION_WRITE != 0 {
+            events |= PollFlags::OUT;
+        }
+        (!events.is_empty()).then_some((fd, events))
+    }
+
+    /// Tell libnbd what poll(2) found on its socket: it reads replies
+    /// (completing commands) or sends what it queued. An error means the
+    /// connection died; its commands then complete with errors.
+    pub fn notify(&mut self, revents: PollFlags) -> Result<(), NbdError> {
+        let h = self.raw.as_ptr();
+        // SAFETY: h is live; libnbd writes replies only into buffers held
+        // in `self.held` (the ownership rule).
+        let r = unsafe {
+            if revents.intersects(PollFlags::IN | PollFlags::HUP | PollFlags::ERR) {
+                ffi::nbd_aio_notify_read(h)
+            } else if revents.contains(PollFlags::OUT) {
+                ffi::nbd_aio_notify_write(h)
+            } else {
+                0
+            }
+        };
+        check(r).map(drop)
+    }
+
+    /// Tell the server we are going (NBD_CMD_DISC), dropping commands not
+    /// yet sent; errors are of no use then and are ignored.
+    pub fn shutdown(&mut self) {
+        // SAFETY: h is live; shutting down ends the use of held buffers
+        // only for commands never sent, and the rest stay held until Drop.
+        unsafe { ffi::nbd_shutdown(self.raw.as_ptr(), ffi::LIBNBD_SHUTDOWN_ABANDON_PENDING) };
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // SAFETY: the handle is ours and used no more; after nbd_close
+        // libnbd holds no pointer into the buffers released below.
+        unsafe { ffi::nbd_close(self.raw.as_ptr()) };
+        for (_, held) in self.held.drain() {
+            drop(held.release());
+        }
+    }
+}
+
+/// Poll `fds` (a socket per handle, with the events it waits for) until
+/// one is ready, through EINTR; the returned events line up with `fds`.
+pub fn poll(fds: &[(RawFd, PollFlags)]) -> Result<Vec<PollFlags>, NbdError> {
+    // SAFETY: each fd is a live handle's socket, owned by libnbd, and the
+    // handles outlive this call (the caller holds them borrowed).
+    let borrowed: Vec<BorrowedFd<'_>> = fds
+        .iter()
+        .map(|&(fd, _)| unsafe { BorrowedFd::borrow_raw(fd) })
+        .collect();
+    let mut pollfds: Vec<rustix::event::PollFd<'_>> = borrowed
+        .iter()
+        .zip(fds)
+        .map(|(fd, &(_, events))| rustix::event::PollFd::new(fd, events))
+        .collect();
+    loop {
+        match rustix::event::poll(&mut pollfds, None) {
+            Ok(_) => return Ok(pollfds.iter().map(|p| p.revents()).collect()),
+            Err(Errno::INTR) => continue,
+            Err(errno) => return Err(NbdError::new(errno, "poll on an NBD connection failed")),
+        }
+    }
+}
+
+/// libnbd's extent callback: append the `base:allocation` pairs
+/// (length, flags) to the list block_status gave as `user_data`.
+unsafe extern "C" fn collect_extents(
+    user_data: *mut c_void,
+    metacontext: *const c_char,
+    offset: u64,
+    entries: *mut u32,
+    nr_entries: usize,
+    _error: *mut c_int,
+) -> c_int {
+    // SAFETY: libnbd passes the metacontext as a C string and the entries
+    // as nr_entries u32s, both valid for this call.
+    let (context, entries) = unsafe {
+        (
+            CStr::from_ptr(metacontext),
+            std::slice::from_raw_parts(entries, nr_entries),
+        )
+    };
+    if context != ffi::LIBNBD_CONTEXT_BASE_ALLOCATION {
+        return 0;
+    }
+    // SAFETY: user_data is the list block_status leaked for this command,
+    // alive until the command is retired; no other reference to it exists
+    // while libnbd runs the callback.
+    let list = unsafe { &mut *user_data.cast::<Vec<Extent>>() };
+    let mut at = offset;
+    for pair in entries.chunks_exact(2) {
+        let len = u64::from(pair[0]);
+        list.push(Extent {
+            start: at,
+            len,
+            zero: pair[1] & ffi::LIBNBD_STATE_ZERO != 0,
+        });
+        at += len;
+    }
+    0
+}

@@ -1,0 +1,186 @@
+//! Opening the two ends of a copy, in GNU dd's order and with its flags.
+//!
+//! Input first (so a missing input never truncates the output), then the
+//! output: O_CREAT unless nocreat, O_EXCL with excl, O_TRUNC unless notrunc
+//! or a whole-record seek, read access when a seek may need to read, and an
+//! ftruncate to the seek offset.
+
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use super::file::{open_flags, FileEnd};
+use super::{End, Whence};
+use crate::engine::diagnostic::Diagnostic;
+use crate::operands::{Conv, CopyPlan};
+use crate::sys::file::{self, Handle, OutputOpen};
+use crate::sys::Errno;
+
+/// The input side: where it is, and GNU's notion of its offset.
+#[derive(Debug)]
+pub struct Input {
+    pub end: Box<dyn End>,
+    /// The name used in messages ("standard input" or the path).
+    pub name: Vec<u8>,
+    /// Standard input, inherited: others may read it after ddx.
+    pub inherited: bool,
+    pub seekable: bool,
+    /// The error of the initial lseek when not seekable.
+    pub seek_errno: Option<Errno>,
+    /// Bytes consumed from the start of the file; negative after overflow.
+    pub offset: i64,
+}
+
+impl Input {
+    /// After a copy that stopped short, leave an inherited seekable
+    /// input where GNU dd would have: just past the `records` it counted
+    /// (after skip=, from `start`, the offset it was handed at). GNU reads
+    /// a record, writes it and stops at a failed write; ddx's reader runs
+    /// ahead of the writer and has taken more. A script that goes on
+    /// reading the same standard input (`(dd ...; cat) < file`) must find
+    /// the same bytes. Only ever moves back; a file ddx opened itself is
+    /// closed and nobody sees its offset.
+    pub fn give_back_read_ahead(&mut self, plan: &CopyPlan, start: i64, records: u64) {
+        if !self.seekable || !self.inherited {
+            return;
+        }
+        let ibs = plan.input_block_size as u64;
+        let skipped = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
+        let Some(gnu) = records
+            .checked_mul(ibs)
+            .and_then(|b| b.checked_add(skipped))
+            .and_then(|b| b.checked_add(start.max(0) as u64))
+            .and_then(|b| i64::try_from(b).ok())
+        else {
+            return;
+        };
+        if let Ok(now) = self.end.seek(Whence::Current(0)) {
+            if now as i64 > gnu {
+                let _ = self.end.seek(Whence::Start(gnu as u64));
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Output {
+    pub end: Box<dyn End>,
+    pub name: Vec<u8>,
+}
+
+fn path_name(path: &Path) -> Vec<u8> {
+    path.as_os_str().as_bytes().to_vec()
+}
+
+/// Open the input (`if=`, else standard input with iflag= added).
+pub fn open_input(plan: &CopyPlan) -> Result<Input, Diagnostic> {
+    let (handle, name) = match &plan.input {
+        None => {
+            let name = b"standard input".to_vec();
+            let stdin = std::io::stdin();
+            file::add_fd_flags(stdin.as_fd(), open_flags(plan.input_flags, true)).map_err(
+                |errno| Diagnostic::SettingFlags {
+                    file: name.clone(),
+                    errno,
+                },
+            )?;
+            (Handle::Stdin(stdin), name)
+        }
+        Some(path) => {
+            let fd =
+                file::open_input(path, open_flags(plan.input_flags, true)).map_err(|errno| {
+                    Diagnostic::OpenFailed {
+                        file: path_name(path),
+                        errno,
+                    }
+                })?;
+            (Handle::Owned(fd), path_name(path))
+        }
+    };
+    let inherited = matches!(handle, Handle::Stdin(_));
+    let mut end: Box<dyn End> = Box::new(FileEnd::new(handle));
+    let (seekable, seek_errno, offset) = match end.seek(Whence::Current(0)) {
+        Ok(offset) => (true, None, offset.min(i64::MAX as u64) as i64),
+        Err(errno) => (false, Some(errno), 0),
+    };
+    Ok(Input {
+        end,
+        name,
+        inherited,
+        seekable,
+        seek_errno,
+        offset,
+    })
+}
+
+/// Open the output (`of=`, else standard output with oflag= added);
+/// `warnings` gets the errors GNU reports without stopping (a failed
+/// ftruncate for seek=).
+pub fn open_output(plan: &CopyPlan, warnings: &mut Vec<Diagnostic>) -> Result<Output, Diagnostic> {
+    let Some(path) = &plan.output else {
+        let name = b"standard output".to_vec();
+        let stdout = std::io::stdout();
+        file::add_fd_flags(stdout.as_fd(), open_flags(plan.output_flags, false)).map_err(
+            |errno| Diagnostic::SettingFlags {
+                file: name.clone(),
+                errno,
+            },
+        )?;
+        return Ok(Output {
+            end: Box::new(FileEnd::new(Handle::Stdout(stdout))),
+            name,
+        });
+    };
+    let name = path_name(path);
+    let mut how = OutputOpen {
+        flags: open_flags(plan.output_flags, false),
+        create: !plan.conv.contains(Conv::NOCREAT),
+        exclusive: plan.conv.contains(Conv::EXCL),
+        truncate: plan.truncates_output_on_open(),
+        read_write: plan.seek.records != 0,
+    };
+    // Read access only helps an unseekable seek; go on without it.
+    let fd = match file::open_output(path, how) {
+        Err(_) if how.read_write => {
+            how.read_write = false;
+            file::open_output(path, how)
+        }
+        other => other,
+    }
+    .map_err(|errno| Diagnostic::OpenFailed {
+        file: name.clone(),
+        errno,
+    })?;
+
+    if plan.seek.records != 0 && !plan.conv.contains(Conv::NOTRUNC) {
+        let length = plan
+            .seek
+            .total_bytes(plan.output_block_size)
+            .expect("the operand check bounds seek without notrunc");
+        if let Err(errno) = file::truncate(fd.as_fd(), length) {
+            // POSIX defines ftruncate only for regular files (and a few
+            // others): a device refusing it is not an error.
+            match file::file_type(fd.as_fd()) {
+                Err(fstat_errno) => warnings.push(Diagnostic::CannotFstat {
+                    file: name.clone(),
+                    errno: fstat_errno,
+                }),
+                Ok(t)
+                    if t == rustix::fs::FileType::RegularFile
+                        || t == rustix::fs::FileType::Directory =>
+                {
+                    warnings.push(Diagnostic::TruncateFailed {
+                        length: length as i64,
+                        file: name.clone(),
+                        errno,
+                    })
+                }
+                Ok(_) => {}
+            }
+        }
+    }
+    Ok(Output {
+        end: Box::new(FileEnd::new(Handle::Owned(fd))),
+        name,
+    })
+}

@@ -1,0 +1,180 @@
+//! Bulk reads: where records can be decoupled from requests (see
+//! `planner::bulk_shape`), whole chunks of records in one request, holes
+//! passed on without being read, and a hand-over to GNU's loop at the
+//! record that fails, so an error is met exactly as GNU meets it.
+
+use super::{advance_offset, Closed, Event, Reader, Sink};
+use crate::ends::Whence;
+use crate::engine::backend::BulkShape;
+use crate::engine::cache::DropBehind;
+use crate::sys::buffer::AlignedBuf;
+use crate::sys::Errno;
+
+impl Reader {
+    /// Bulk reads: whole chunks up to count= (in bytes), then End.
+    pub(super) fn run_bulk(
+        &mut self,
+        sink: &mut dyn Sink,
+        shape: BulkShape,
+        scratch: Option<AlignedBuf>,
+    ) -> Result<(), Closed> {
+        let ibs = self.plan.input_block_size as u64;
+        let mut remaining = if self.plan.has_count() {
+            self.plan
+                .count
+                .records
+                .saturating_mul(ibs)
+                .saturating_add(self.plan.count.bytes)
+                .saturating_sub(self.bulk_done)
+        } else {
+            u64::MAX
+        };
+        let mut next_buffer = scratch.filter(|b| b.len() >= shape.chunk);
+        let mut copied = self.bulk_done;
+        let mut behind = self.settings.drop_behind.then(|| DropBehind::new(false));
+        let result = self.bulk_loop(
+            sink,
+            shape,
+            &mut remaining,
+            &mut copied,
+            &mut next_buffer,
+            &mut behind,
+        );
+        if let (Some(behind), Some(fd)) = (&mut behind, self.input.end.fd()) {
+            behind.finish(fd);
+        }
+        match result {
+            Ok(true) => {}
+            other => return other.map(|_| ()),
+        }
+        let late = self.finish_cache();
+        sink.send(Event::End {
+            failed: false,
+            late,
+        })
+    }
+
+    /// The bulk reads; Ok(false) when the stream has been handed over or
+    /// ended already.
+    fn bulk_loop(
+        &mut self,
+        sink: &mut dyn Sink,
+        shape: BulkShape,
+        remaining: &mut u64,
+        copied: &mut u64,
+        next_buffer: &mut Option<AlignedBuf>,
+        behind: &mut Option<DropBehind>,
+    ) -> Result<bool, Closed> {
+        let ibs = self.plan.input_block_size as u64;
+        while *remaining > 0 {
+            let mut buf = match next_buffer.take() {
+                Some(buf) => buf,
+                None => match sink.buffer(shape.chunk) {
+                    Ok(buf) => buf,
+                    Err(Some(closed)) => return Err(closed),
+                    Err(None) => return self.no_memory(sink, shape.chunk).map(|()| false),
+                },
+            };
+            if let Some(hole) = self.whole_pieces_of_hole(shape, *copied, *remaining) {
+                advance_offset(&mut self.input.offset, hole);
+                *remaining -= hole;
+                *copied += hole;
+                // The buffer goes round again: it belongs to the pool.
+                *next_buffer = Some(buf);
+                sink.send(Event::Hole { len: hole })?;
+                continue;
+            }
+            let want = (shape.chunk as u64).min(*remaining) as usize;
+            if let (Some(behind), Some(fd)) = (behind.as_mut(), self.input.end.fd()) {
+                let offset = self.input.offset.max(0) as u64;
+                behind.before(fd, offset, want as u64);
+            }
+            let mut len = 0;
+            let mut error = None;
+            // A regular file returns short only at end of file; loop anyway
+            // so that a signal-shortened read changes nothing.
+            while len < want {
+                match self.input.end.read(&mut buf.as_mut_slice()[len..want]) {
+                    Ok(0) => break,
+                    Ok(n) => len += n,
+                    Err(Errno::INTR) => {}
+                    Err(e) => {
+                        error = Some(e);
+                        break;
+                    }
+                }
+            }
+            if error.is_some() {
+                // Hand over to the per-record loop at the record that
+                // failed, so that the error is met exactly as GNU meets it.
+                let good = len / ibs as usize * ibs as usize;
+                let rewind = (len - good) as i64;
+                if rewind > 0 && self.input.end.seek(Whence::Current(-rewind)).is_err() {
+                    sink.send(Event::End {
+                        failed: true,
+                        late: None,
+                    })?;
+                    return Ok(false);
+                }
+                advance_offset(&mut self.input.offset, good as u64);
+                *copied += good as u64;
+                if good > 0 {
+                    sink.send(Event::Bulk { buf, len: good })?;
+                }
+                self.records_read = *copied / ibs;
+                self.run_records(sink, None)?;
+                return Ok(false);
+            }
+            advance_offset(&mut self.input.offset, len as u64);
+            *remaining -= len as u64;
+            *copied += len as u64;
+            if let (Some(behind), Some(fd)) = (behind.as_mut(), self.input.end.fd()) {
+                behind.after(fd, len as u64);
+            }
+            if len > 0 {
+                sink.send(Event::Bulk { buf, len })?;
+            }
+            if len < want {
+                break;
+            }
+        }
+        Ok(true)
+    }
+
+    /// If the input's next bytes are a hole (SEEK_DATA) spanning whole write
+    /// blocks of the stream, skip over them and return their length: they
+    /// need not be read (nor written, under conv=sparse). Bytes of the hole
+    /// before the first block boundary are read as usual.
+    fn whole_pieces_of_hole(
+        &mut self,
+        shape: BulkShape,
+        copied: u64,
+        remaining: u64,
+    ) -> Option<u64> {
+        const MAX_HOLE_EVENT: u64 = 1 << 30;
+        if !shape.sparse_input || self.input.offset < 0 {
+            return None;
+        }
+        let offset = self.input.offset as u64;
+        let data = match self.input.end.next_data(offset) {
+            Ok(Some(data)) => data,
+            Ok(None) => self.input.end.size().ok().flatten().unwrap_or(offset),
+            Err(_) => offset,
+        };
+        let piece = shape.write_block as u64;
+        let hole = (data.saturating_sub(offset))
+            .min(remaining)
+            .min(MAX_HOLE_EVENT);
+        // Whole pieces only, counted from the stream's start.
+        let whole = if copied % piece == 0 {
+            hole / piece * piece
+        } else {
+            0
+        };
+        let resume_at = offset + whole;
+        if self.input.end.seek(Whence::Start(resume_at)).is_err() {
+            return None;
+        }
+        (whole > 0).then_some(whole)
+    }
+}

@@ -1,0 +1,799 @@
+//! The writing half of a copy: seek=, then each record as GNU dd writes it:
+//! straight through (one write per read, with `bs=` and no conversion) or
+//! converted and re-blocked into obs-sized writes ([`records`]); bulk data
+//! and holes, counted as GNU's records ([`tally`]); sparse seeks and the
+//! O_DIRECT tail ([`raw`]); drop-behind ([`behind`]); the final ftruncate
+//! and fdatasync/fsync.
+//!
+//! It consumes the reader's [`Event`]s in order and is the only place that
+//! updates the statistics counters, so statistics printed at any point of
+//! the stream are those GNU dd would print there.
+
+mod behind;
+mod raw;
+mod records;
+mod tally;
+
+use std::os::fd::BorrowedFd;
+use std::sync::Arc;
+
+use crate::ends::{End, Output, Whence};
+use crate::engine::counters::{add, bump, Counters};
+use crate::engine::diagnostic::{BufferKind, Diagnostic, Events};
+use crate::engine::reader::{Event, Stop};
+use crate::operands::{Conv, CopyPlan, IoFlags};
+use crate::sys::buffer::AlignedBuf;
+use crate::sys::Errno;
+use crate::transform::is_all_zero;
+
+use behind::Behind;
+use raw::{RawOutput, Written};
+use records::Reblocker;
+use tally::Tally;
+
+/// Zeros written per request for a hole without conv=sparse.
+const HOLE_WRITE: usize = 1 << 20;
+
+/// How a finished copy went, for the exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub failed: bool,
+    /// The copy stopped short (GNU's quit: a failed write, a read error
+    /// without noerror) rather than at the end of its input or count=.
+    pub stopped_short: bool,
+}
+
+/// The result of a run, as the caller acts on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunResult {
+    /// Print the statistics; exit 1 if `failed`.
+    Finished(Outcome),
+    /// Exit 1 without statistics (GNU's die).
+    Died,
+}
+
+/// What handling one event led to.
+pub enum Handled {
+    /// Keep going; a record's buffer comes back for reuse.
+    Continue(Option<AlignedBuf>),
+    /// The input has ended and the output is complete.
+    Done {
+        failed: bool,
+        late: Option<Diagnostic>,
+    },
+}
+
+/// How the event stream ended: done (whether it failed, and a message to
+/// print once the output is synced), or a fatal stop.
+pub type StreamEnd = Result<(bool, Option<Diagnostic>), Stop>;
+
+/// The output side: the end, how bytes reach it, and who hears of it.
+struct Out<'a> {
+    output: &'a mut Output,
+    raw: RawOutput,
+    behind: Behind,
+    counters: &'a Counters,
+    events: &'a dyn Events,
+}
+
+pub struct Writer<'a> {
+    plan: Arc<CopyPlan>,
+    out: Out<'a>,
+    reblocker: Reblocker,
+    tally: Tally,
+    /// Zeros to write for holes without conv=sparse.
+    zeros: Option<AlignedBuf>,
+    /// `--hash`/`--verify`: every byte passed on, before conversion.
+    tap: Option<crate::integrity::Tap>,
+    /// conv=fdatasync/fsync not done yet (GNU syncs once, even when a
+    /// failed write ends the copy first).
+    sync_pending: Conv,
+    /// A write failed: the copy ends here, short of its input's end.
+    write_failed: bool,
+}
+
+impl<'a> Writer<'a> {
+    pub fn new(
+        plan: Arc<CopyPlan>,
+        output: &'a mut Output,
+        counters: &'a Counters,
+        events: &'a dyn Events,
+    ) -> Self {
+        let offset = output.end.seek(Whence::Current(0)).ok();
+        Writer {
+            out: Out {
+                raw: RawOutput::new(&plan, offset),
+                behind: Behind::Off,
+                output,
+                counters,
+                events,
+            },
+            reblocker: Reblocker::new(&plan),
+            tally: Tally::new(&plan),
+            zeros: None,
+            tap: None,
+            sync_pending: plan.conv & (Conv::FDATASYNC | Conv::FSYNC),
+            write_failed: false,
+            plan,
+        }
+    }
+
+    /// Keep large bulk copies out of the page cache (see `cache`).
+    pub fn with_drop_behind(mut self, enabled: bool) -> Self {
+        self.out.behind = Behind::new(enabled);
+        self
+    }
+
+    /// Feed the hasher thread (`--hash`, `--verify`).
+    pub fn with_tap(mut self, tap: Option<crate::integrity::Tap>) -> Self {
+        self.tap = tap;
+        self
+    }
+
+    /// Whether the bytes must pass through [`Writer::handle`] (a tap).
+    pub fn has_tap(&self) -> bool {
+        self.tap.is_some()
+    }
+
+    pub fn drop_behind_enabled(&self) -> bool {
+        self.out.behind.enabled()
+    }
+
+    /// About to write `len` bytes in bulk at `offset` (an overlapped copy
+    /// writes ahead of the offset it has reported; see `uring`).
+    pub fn behind_before_at(&mut self, offset: u64, len: u64) {
+        self.out
+            .behind
+            .before(self.out.output.end.fd(), offset, len);
+    }
+
+    /// The kernel is about to copy `len` bytes to the output.
+    pub fn offload_before(&mut self, len: u64) {
+        self.out.behind_before(len);
+    }
+
+    /// Bytes written so far.
+    pub fn bytes_out(&self) -> u64 {
+        self.out
+            .counters
+            .bytes_out
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The output's descriptor, where it has one (for kernel offload
+    /// between the two ends).
+    pub fn output_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.out.output.end.fd()
+    }
+
+    /// status=progress: GNU prints its line between records, after a write
+    /// (so a line shows what has been written, never while blocked).
+    fn progress_if_due(&self) {
+        if self.out.counters.take_progress_due() {
+            self.out.events.progress();
+        }
+    }
+
+    /// Act on one event of the reader's stream.
+    pub fn handle(&mut self, event: Event) -> Result<Handled, Stop> {
+        match event {
+            Event::Skipped => {
+                self.seek_output()?;
+                if !self.plan.copies_nothing() && self.plan.two_buffers {
+                    self.reblocker.allocate().map_err(|size| {
+                        self.out.diag(Diagnostic::NoMemory {
+                            buffer: BufferKind::Output,
+                            size,
+                        });
+                        Stop::Die
+                    })?;
+                }
+            }
+            Event::Diagnostic(d) => self.out.events.diagnostic(*d),
+            Event::Statistics => self.out.events.statistics(),
+            Event::Record(record) => {
+                if let Some(tap) = &mut self.tap {
+                    tap.feed(&record.buf.as_slice()[..record.len]);
+                }
+                let handled = self.record(record.buf, record.len, record.full);
+                self.progress_if_due();
+                return handled;
+            }
+            Event::Spliced { len, full } => {
+                self.spliced(len, full);
+                self.progress_if_due();
+            }
+            Event::Bulk { buf, len } => {
+                if let Some(tap) = &mut self.tap {
+                    tap.feed(&buf.as_slice()[..len]);
+                }
+                let handled = self.bulk(buf, len);
+                self.progress_if_due();
+                return handled;
+            }
+            Event::Hole { len } => {
+                if let Some(tap) = &mut self.tap {
+                    tap.zeros(len);
+                }
+                let handled = self.hole(len);
+                self.progress_if_due();
+                return handled;
+            }
+            Event::End { failed, late } => {
+                self.tally.end_of_bulk(self.out.counters);
+                if !self.plan.copies_nothing() {
+                    let failed = self.finish_output()? || failed;
+                    return Ok(Handled::Done { failed, late });
+                }
+                return Ok(Handled::Done { failed, late });
+            }
+            Event::Stop(stop) => return Err(stop),
+            Event::InputEof => {
+                if !self.plan.conv.contains(Conv::NOTRUNC) {
+                    let cache = &mut self.out.raw.cache;
+                    cache.to_eof |= cache.enabled;
+                }
+            }
+        }
+        Ok(Handled::Continue(None))
+    }
+
+    /// After the stream: conv=fdatasync/fsync and cache advice, in GNU's
+    /// order, then the run's result.
+    pub fn conclude(&mut self, end: StreamEnd) -> RunResult {
+        self.out.behind.finish(self.out.output.end.fd());
+        match end {
+            Ok((failed, late)) => {
+                if !self.sync_pending.is_empty() {
+                    self.out.events.before_sync();
+                }
+                let sync_failed = self.synchronize();
+                let mut cache_failed = false;
+                if let Some(late) = late {
+                    self.out.events.diagnostic(late);
+                    cache_failed = true;
+                }
+                cache_failed |= self.drop_cache_at_end();
+                RunResult::Finished(Outcome {
+                    failed: failed || sync_failed || cache_failed,
+                    stopped_short: self.write_failed,
+                })
+            }
+            // GNU's quit(): a failed sync there exits before the statistics.
+            Err(Stop::Quit) => {
+                if self.synchronize() {
+                    RunResult::Died
+                } else {
+                    RunResult::Finished(Outcome {
+                        failed: true,
+                        stopped_short: true,
+                    })
+                }
+            }
+            Err(Stop::Die) => RunResult::Died,
+        }
+    }
+
+    /// A kernel copy (offload, io_uring) has moved `total` bytes so far
+    /// (whole units): the counts GNU would show after writing them.
+    pub fn offloaded(&mut self, total: u64) {
+        let new = self.tally.kernel_copied(self.out.counters, total);
+        self.out.kernel_wrote(new);
+    }
+
+    /// The kernel copied everything: `total` bytes, the last record
+    /// partial if the input ended inside one.
+    pub fn offloaded_end(&mut self, total: u64) {
+        let new = self.tally.kernel_copied_all(self.out.counters, total);
+        self.out.kernel_wrote(new);
+    }
+
+    /// One record: write it as is, or convert and re-block it.
+    fn record(&mut self, mut buf: AlignedBuf, len: usize, full: bool) -> Result<Handled, Stop> {
+        let counters = self.out.counters;
+        bump(if full {
+            &counters.records_in_full
+        } else {
+            &counters.records_in_partial
+        });
+        if !self.plan.two_buffers {
+            let written = self.out.write(&buf.as_slice()[..len], false);
+            add(&counters.bytes_out, written.bytes as u64);
+            if written.bytes != len {
+                return self.short_write(written.error, false);
+            }
+            bump(if len == self.plan.input_block_size {
+                &counters.records_out_full
+            } else {
+                &counters.records_out_partial
+            });
+            return Ok(Handled::Continue(Some(buf)));
+        }
+        let result = self.reblocker.record(&mut buf, len, &mut |block| {
+            self.out.write_output_block(block)
+        });
+        self.note_truncated();
+        result?;
+        Ok(Handled::Continue(Some(buf)))
+    }
+
+    /// conv=block's truncated lines, for the statistics.
+    fn note_truncated(&self) {
+        if self.plan.conv.contains(Conv::BLOCK) {
+            self.out.counters.records_truncated.store(
+                self.reblocker.truncated(),
+                std::sync::atomic::Ordering::Release,
+            );
+        }
+    }
+
+    /// A record the reader spliced to the output itself: count it as
+    /// written (splice is only used without re-blocking, so a record in
+    /// is a record out).
+    fn spliced(&mut self, len: usize, full: bool) {
+        let counters = self.out.counters;
+        let (records_in, records_out) = if full {
+            (&counters.records_in_full, &counters.records_out_full)
+        } else {
+            (&counters.records_in_partial, &counters.records_out_partial)
+        };
+        bump(records_in);
+        bump(records_out);
+        add(&counters.bytes_out, len as u64);
+        self.out.raw.ended_in_seek = false;
+        self.out.raw.advance(len as u64);
+    }
+
+    /// Bulk mode: whole records in one request. Counts are those of the
+    /// records GNU dd would have read and written one by one.
+    fn bulk(&mut self, buf: AlignedBuf, len: usize) -> Result<Handled, Stop> {
+        let ibs = self.plan.input_block_size;
+        let counters = self.out.counters;
+        self.tally.bulk_read(counters, len as u64);
+        let start = self.tally.read() - len as u64;
+        let data = &buf.as_slice()[..len];
+        if self.plan.two_buffers {
+            // Top up a partly filled output block first, as GNU would.
+            let obs = self.plan.output_block_size;
+            let mut data = data;
+            let mut take = 0;
+            if self.reblocker.fill() > 0 {
+                take = (obs - self.reblocker.fill()).min(data.len());
+                let topped = self.reblocker.append(&data[..take], &mut |block| {
+                    self.out.write_output_block(block)
+                });
+                if let Err(stop) = topped {
+                    self.tally
+                        .read_at_failed_write(counters, start + take as u64);
+                    return Err(stop);
+                }
+                data = &data[take..];
+            }
+            let whole = data.len() / obs * obs;
+            if whole > 0 {
+                let (written, error) = self.out.write_blocks(&data[..whole], obs);
+                add(&counters.records_out_full, (written / obs) as u64);
+                if written != whole {
+                    let failed_end = start + (take + written / obs * obs + obs) as u64;
+                    self.tally.read_at_failed_write(counters, failed_end);
+                    return self.short_write(error, written % obs != 0);
+                }
+            }
+            self.reblocker.append(&data[whole..], &mut |block| {
+                self.out.write_output_block(block)
+            })?;
+            return Ok(Handled::Continue(Some(buf)));
+        }
+        let (written, error) = self.out.write_blocks(data, ibs);
+        add(&counters.records_out_full, (written / ibs) as u64);
+        if written != len {
+            self.tally
+                .read_at_failed_write(counters, start + (written / ibs * ibs + ibs) as u64);
+            return self.short_write(error, false);
+        }
+        if len % ibs != 0 {
+            bump(&counters.records_out_partial);
+        }
+        Ok(Handled::Continue(Some(buf)))
+    }
+
+    /// A hole of the input: whole write blocks of zeros, sought over under
+    /// conv=sparse (as GNU seeks over each all-zero block), else written.
+    fn hole(&mut self, len: u64) -> Result<Handled, Stop> {
+        let counters = self.out.counters;
+        self.tally.bulk_read(counters, len);
+        let block = self.tally.write_block();
+        debug_assert_eq!(self.reblocker.fill(), 0, "holes start on block boundaries");
+        if self.out.raw.sparse() && self.out.raw.seek_over(self.out.output.end.as_mut(), len) {
+            add(&counters.bytes_out, len);
+            add(&counters.records_out_full, len / block as u64);
+            return Ok(Handled::Continue(None));
+        }
+        let zeros = match self.zeros.take() {
+            Some(z) => z,
+            None => AlignedBuf::new(HOLE_WRITE.max(block)).map_err(|_| Stop::Die)?,
+        };
+        let step = zeros.len() / block * block;
+        let mut left = len as usize;
+        let start = self.tally.read() - len;
+        while left > 0 {
+            let n = left.min(step);
+            let (written, error) = self.out.write_blocks(&zeros.as_slice()[..n], block);
+            add(&counters.records_out_full, (written / block) as u64);
+            if written != n {
+                self.zeros = Some(zeros);
+                let done = (len as usize - left + written / block * block + block) as u64;
+                self.tally.read_at_failed_write(counters, start + done);
+                return self.short_write(error, written % block != 0);
+            }
+            left -= n;
+        }
+        self.zeros = Some(zeros);
+        Ok(Handled::Continue(None))
+    }
+
+    /// A short write of whole records: GNU says "error writing" and ends
+    /// the copy normally (one write per read), or "writing to" and quits
+    /// (re-blocked output); `partial` counts a partly written block.
+    fn short_write(&mut self, error: Option<Errno>, partial: bool) -> Result<Handled, Stop> {
+        self.write_failed = true;
+        let file = self.out.output.name.clone();
+        let errno = error.unwrap_or(Errno::IO);
+        if self.plan.two_buffers {
+            if partial {
+                bump(&self.out.counters.records_out_partial);
+            }
+            self.out.diag(Diagnostic::WritingTo { file, errno });
+            return Err(Stop::Quit);
+        }
+        self.out.diag(Diagnostic::ErrorWriting { file, errno });
+        // GNU returns from the copy here (no quit): the output is still
+        // synchronised and the statistics printed.
+        Ok(Handled::Done {
+            failed: true,
+            late: None,
+        })
+    }
+
+    /// End of input: what the conversions hold back, the final partial
+    /// block, and the size of a sparse file. Ok(true) when it failed.
+    fn finish_output(&mut self) -> Result<bool, Stop> {
+        if self.plan.two_buffers {
+            let result = self
+                .reblocker
+                .finish(&mut |block| self.out.write_output_block(block));
+            self.note_truncated();
+            result?;
+        }
+        let tail = self.reblocker.partial();
+        if !tail.is_empty() {
+            let fill = tail.len();
+            let written = self.out.raw.write(
+                self.out.output.end.as_mut(),
+                &self.out.output.name,
+                tail,
+                false,
+                self.out.events,
+            );
+            add(&self.out.counters.bytes_out, written.bytes as u64);
+            if written.bytes != 0 {
+                bump(&self.out.counters.records_out_partial);
+            }
+            if written.bytes != fill {
+                self.out.diag(Diagnostic::ErrorWriting {
+                    file: self.out.output.name.clone(),
+                    errno: written.error.unwrap_or(Errno::IO),
+                });
+                return Ok(true);
+            }
+        }
+        if self.out.raw.ended_in_seek && self.extend_after_final_seek().is_err() {
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Sparse output may end in a hole: extend the file to its full size.
+    fn extend_after_final_seek(&mut self) -> Result<(), ()> {
+        let end = self.out.output.end.as_mut();
+        let size = match end.size() {
+            Err(errno) => {
+                self.out.diag(Diagnostic::CannotFstat {
+                    file: self.out.output.name.clone(),
+                    errno,
+                });
+                return Err(());
+            }
+            Ok(None) => return Ok(()),
+            Ok(Some(size)) => size,
+        };
+        if let Ok(offset) = end.seek(Whence::Current(0)) {
+            if size < offset {
+                if let Err(errno) = end.truncate(offset) {
+                    self.out.diag(Diagnostic::TruncateFailed {
+                        length: offset as i64,
+                        file: self.out.output.name.clone(),
+                        errno,
+                    });
+                    return Err(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// seek=: lseek when possible; on an unseekable output, read over what
+    /// is there and write zeros for the rest.
+    fn seek_output(&mut self) -> Result<(), Stop> {
+        if self.plan.seek.is_zero() {
+            return Ok(());
+        }
+        let obs = self.plan.output_block_size;
+        let requested = self.plan.seek.total_bytes(obs);
+        let lseek_errno = match requested {
+            Some(offset) => match self.out.output.end.seek(Whence::Current(offset as i64)) {
+                Ok(_) => {
+                    self.out.raw.advance(offset);
+                    return Ok(());
+                }
+                Err(errno) => Some(errno),
+            },
+            None => None,
+        };
+        if self.out.output.end.seek(Whence::End(0)).is_ok() {
+            self.out.diag(Diagnostic::CannotSeek {
+                file: self.out.output.name.clone(),
+                errno: Some(lseek_errno.unwrap_or(Errno::OVERFLOW)),
+            });
+            return Err(Stop::Quit);
+        }
+
+        let mut buf = AlignedBuf::new(obs).map_err(|_| {
+            self.out.diag(Diagnostic::NoMemory {
+                buffer: BufferKind::Output,
+                size: obs,
+            });
+            Stop::Die
+        })?;
+        let fullblock = self.plan.input_flags.contains(IoFlags::FULLBLOCK);
+        let mut left = self.plan.seek;
+        let read_over = loop {
+            let want = left.next_request(obs);
+            match read_block(
+                self.out.output.end.as_mut(),
+                &mut buf.as_mut_slice()[..want],
+                fullblock,
+            ) {
+                Err(_) => break Err(()),
+                Ok(0) => break Ok(()),
+                Ok(_) => {}
+            }
+            if left.complete_request() {
+                break Ok(());
+            }
+        };
+        if read_over.is_err() {
+            self.out.diag(Diagnostic::CannotSeek {
+                file: self.out.output.name.clone(),
+                errno: lseek_errno,
+            });
+            return Err(Stop::Quit);
+        }
+
+        // What could not be read over is written as zeros.
+        while !left.is_zero() {
+            let size = left.next_request(obs);
+            buf.as_mut_slice()[..size].fill(0);
+            let written = self.out.write(&buf.as_slice()[..size], false);
+            if written.bytes != size {
+                self.out.diag(Diagnostic::WritingTo {
+                    file: self.out.output.name.clone(),
+                    errno: written.error.unwrap_or(Errno::IO),
+                });
+                return Err(Stop::Quit);
+            }
+            left.complete_request();
+        }
+        Ok(())
+    }
+
+    /// conv=fdatasync/fsync (and the fsync an O_DIRECT tail requires);
+    /// true if it failed. A failed fdatasync falls back to fsync. Done
+    /// once.
+    fn synchronize(&mut self) -> bool {
+        let mut failed = false;
+        let mut fsync = self.sync_pending.contains(Conv::FSYNC) || self.out.raw.fsync_required;
+        if self.sync_pending.contains(Conv::FDATASYNC) {
+            if let Err(errno) = self.out.output.end.sync(true) {
+                if errno != Errno::NOSYS && errno != Errno::INVAL {
+                    self.out.diag(Diagnostic::FdatasyncFailed {
+                        file: self.out.output.name.clone(),
+                        errno,
+                    });
+                    failed = true;
+                }
+                fsync = true;
+            }
+        }
+        if fsync {
+            if let Err(errno) = self.out.output.end.sync(false) {
+                self.out.diag(Diagnostic::FsyncFailed {
+                    file: self.out.output.name.clone(),
+                    errno,
+                });
+                failed = true;
+            }
+        }
+        self.sync_pending = Conv::empty();
+        self.out.raw.fsync_required = false;
+        failed
+    }
+
+    /// End-of-copy cache advice for oflag=nocache; true if it failed where
+    /// GNU reports it (count=0 asks to drop a whole file's cache).
+    fn drop_cache_at_end(&mut self) -> bool {
+        let Some(fd) = self.out.output.end.fd() else {
+            return false;
+        };
+        let offset = crate::sys::file::current_offset(fd).ok();
+        match self.out.raw.cache.finish(fd, offset) {
+            Err(errno) if self.plan.copies_nothing() => {
+                self.out.diag(Diagnostic::DiscardCacheFailed {
+                    file: self.out.output.name.clone(),
+                    errno,
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Out<'_> {
+    fn diag(&self, d: Diagnostic) {
+        self.events.diagnostic(d);
+    }
+
+    /// Write `buf` whole, through the raw layer.
+    fn write(&mut self, buf: &[u8], uncached: bool) -> Written {
+        self.raw.write(
+            self.output.end.as_mut(),
+            &self.output.name,
+            buf,
+            uncached,
+            self.events,
+        )
+    }
+
+    /// About to write `len` bytes in bulk at the output's offset.
+    fn behind_before(&mut self, len: u64) {
+        let offset = self.raw.offset.unwrap_or(0);
+        self.behind.before(self.output.end.fd(), offset, len);
+    }
+
+    /// A kernel copy wrote `len` more bytes past the writer.
+    fn kernel_wrote(&mut self, len: u64) {
+        self.behind.after(self.output.end.fd(), len);
+        self.raw.advance(len);
+    }
+
+    /// dd's `write_output`: one full obs block, or quit.
+    fn write_output_block(&mut self, block: &[u8]) -> Result<(), Stop> {
+        let written = self.write(block, false);
+        add(&self.counters.bytes_out, written.bytes as u64);
+        if written.bytes != block.len() {
+            self.diag(Diagnostic::WritingTo {
+                file: self.output.name.clone(),
+                errno: written.error.unwrap_or(Errno::IO),
+            });
+            if written.bytes != 0 {
+                bump(&self.counters.records_out_partial);
+            }
+            return Err(Stop::Quit);
+        }
+        bump(&self.counters.records_out_full);
+        Ok(())
+    }
+
+    /// Write whole `block`-sized pieces (the last may be short) in as few
+    /// requests as possible; under conv=sparse, all-zero pieces become
+    /// seeks, as GNU makes them one block at a time.
+    fn write_blocks(&mut self, data: &[u8], block: usize) -> (usize, Option<Errno>) {
+        let mut done = 0;
+        while done < data.len() {
+            let mut end = data.len();
+            if self.raw.sparse() {
+                // The run of pieces that are all zero, or all not.
+                let piece = |at: usize| &data[at..(at + block).min(data.len())];
+                let zero = is_all_zero(piece(done));
+                end = done;
+                while end < data.len() && is_all_zero(piece(end)) == zero {
+                    end = (end + block).min(data.len());
+                }
+                if zero
+                    && self
+                        .raw
+                        .seek_over(self.output.end.as_mut(), (end - done) as u64)
+                {
+                    add(&self.counters.bytes_out, (end - done) as u64);
+                    done = end;
+                    continue;
+                }
+            }
+            let want = end - done;
+            let at = self.raw.offset.unwrap_or(0);
+            let uncached = self.behind.uncached();
+            if uncached {
+                self.behind.before_uncached(self.output.end.fd());
+            } else {
+                self.behind_before(want as u64);
+            }
+            let written = self.write(&data[done..end], uncached);
+            if uncached && !written.uncached_refused {
+                add(&self.counters.bytes_uncached, written.bytes as u64);
+            }
+            if written.uncached_refused {
+                self.behind.uncached_refused(at, want as u64);
+            }
+            add(&self.counters.bytes_out, written.bytes as u64);
+            self.behind
+                .after(self.output.end.fd(), written.bytes as u64);
+            done += written.bytes;
+            if written.bytes != want {
+                if want - written.bytes > block
+                    && written.bytes % block == 0
+                    && written.error.is_some()
+                {
+                    // A device may refuse a large request for one bad
+                    // block: write on block by block to fail where GNU,
+                    // writing one block at a time, would have.
+                    match self.write_piecewise(&data[done..end], block) {
+                        (n, None) => {
+                            done += n;
+                            continue;
+                        }
+                        (n, error) => return (done + n, error),
+                    }
+                }
+                return (done, written.error);
+            }
+        }
+        (done, None)
+    }
+
+    /// Write `data` one `block` at a time, stopping at the first failure.
+    fn write_piecewise(&mut self, data: &[u8], block: usize) -> (usize, Option<Errno>) {
+        let mut done = 0;
+        while done < data.len() {
+            let piece = &data[done..(done + block).min(data.len())];
+            let written = self.write(piece, false);
+            add(&self.counters.bytes_out, written.bytes as u64);
+            self.behind
+                .after(self.output.end.fd(), written.bytes as u64);
+            done += written.bytes;
+            if written.bytes != piece.len() {
+                return (done, written.error);
+            }
+        }
+        (done, None)
+    }
+}
+
+/// A read for seek= over an unseekable output (GNU reads with the input's
+/// fullblock setting here).
+fn read_block(end: &mut dyn End, buf: &mut [u8], fullblock: bool) -> Result<usize, Errno> {
+    let mut total = 0;
+    loop {
+        match end.read(&mut buf[total..]) {
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e),
+            Ok(0) => return Ok(total),
+            Ok(n) => {
+                total += n;
+                if !fullblock || total == buf.len() {
+                    return Ok(total);
+                }
+            }
+        }
+    }
+}

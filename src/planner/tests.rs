@@ -1,0 +1,441 @@
+//! The planner's table: one row per case of the README's backend rules,
+//! with made-up facts, so that no row needs root, a device or a
+//! filesystem of a kind.
+
+use super::*;
+use crate::engine::depth::QueueHint;
+use crate::request::Settings;
+use crate::sys::block::DeviceNumber;
+
+fn request(words: &[&str], settings: Settings) -> Request {
+    let words: Vec<std::ffi::OsString> = words.iter().map(Into::into).collect();
+    Request {
+        plan: crate::operands::parse(&words).plan.expect("valid operands"),
+        settings,
+    }
+}
+
+fn auto() -> Settings {
+    Settings::default()
+}
+
+const SSD: QueueHint = QueueHint {
+    rotational: Some(false),
+    nr_requests: Some(64),
+};
+const HDD: QueueHint = QueueHint {
+    rotational: Some(true),
+    nr_requests: Some(64),
+};
+
+fn disk(major: u32) -> Option<DeviceNumber> {
+    Some(DeviceNumber::from_raw(u64::from(major) << 8))
+}
+
+/// A regular file on a filesystem of `storage`, numbered `fs`, on `disk`.
+fn file(inode: u64, fs: u64, storage: Storage) -> EndFacts {
+    EndFacts {
+        kind: Kind::RegularFile,
+        descriptor: true,
+        seekable: true,
+        size: Some(1 << 30),
+        identity: Some(Identity::File { device: fs, inode }),
+        filesystem: Some(fs),
+        storage,
+        disk: None,
+        queue: None,
+        cached: false,
+    }
+}
+
+fn on(mut end: EndFacts, major: u32, queue: QueueHint) -> EndFacts {
+    end.disk = disk(major);
+    end.queue = Some(queue);
+    end
+}
+
+fn device(number: u64) -> EndFacts {
+    EndFacts {
+        kind: Kind::BlockDevice,
+        identity: Some(Identity::Device(number)),
+        storage: Storage::Memory,
+        ..file(0, 0, Storage::Other)
+    }
+}
+
+fn stream(kind: Kind) -> EndFacts {
+    EndFacts {
+        descriptor: true,
+        ..EndFacts::of_kind(kind)
+    }
+}
+
+fn facts(input: EndFacts, output: EndFacts) -> Facts {
+    Facts {
+        input,
+        output,
+        cpus: 2,
+    }
+}
+
+fn ext4(inode: u64) -> EndFacts {
+    file(inode, 1, Storage::LocalBlocks)
+}
+
+fn xfs(inode: u64) -> EndFacts {
+    file(inode, 2, Storage::Other)
+}
+
+fn tmpfs(inode: u64) -> EndFacts {
+    file(inode, 3, Storage::Memory)
+}
+
+fn threads(depth: usize) -> Backend {
+    Backend::Threads { queue_depth: depth }
+}
+
+#[test]
+fn files_overlap_in_bulk_requests_and_drop_behind() {
+    let s = plan(&request(&["bs=512"], auto()), &facts(ext4(1), ext4(2)));
+    assert_eq!(s.backend, threads(8));
+    let bulk = s.shaping.bulk.expect("bulk");
+    assert_eq!((bulk.chunk, bulk.write_block), (1 << 20, 512));
+    assert!(bulk.sparse_input);
+    assert!(s.shaping.drop_behind);
+    assert_eq!(
+        s.shaping.offload_unit, None,
+        "ext4 with two CPUs: ddx's own copy"
+    );
+    assert!(!s.shaping.splice);
+}
+
+#[test]
+fn kernel_copy_where_it_can_do_better() {
+    // XFS shares extents: the kernel's copy, in whole records.
+    let s = plan(&request(&["bs=4k"], auto()), &facts(xfs(1), xfs(2)));
+    assert_eq!(s.shaping.offload_unit, Some(4096));
+    // One CPU: no overlap to gain, the kernel moves each byte once.
+    let one_cpu = Facts {
+        cpus: 1,
+        ..facts(ext4(1), ext4(2))
+    };
+    assert_eq!(
+        plan(&request(&["bs=4k"], auto()), &one_cpu)
+            .shaping
+            .offload_unit,
+        Some(4096)
+    );
+    // --offload forces it on ext4; --no-offload forbids it on XFS.
+    let forced = Settings {
+        offload: Offload::Always,
+        ..auto()
+    };
+    assert_eq!(
+        plan(&request(&[], forced), &facts(ext4(1), ext4(2)))
+            .shaping
+            .offload_unit,
+        Some(512)
+    );
+    let never = Settings {
+        offload: Offload::Never,
+        ..auto()
+    };
+    assert_eq!(
+        plan(&request(&[], never), &facts(xfs(1), xfs(2)))
+            .shaping
+            .offload_unit,
+        None
+    );
+}
+
+#[test]
+fn no_kernel_copy_across_filesystems_with_sparse_or_when_hashing() {
+    let across = facts(xfs(1), file(2, 9, Storage::Other));
+    assert_eq!(
+        plan(&request(&[], auto()), &across).shaping.offload_unit,
+        None
+    );
+    let same = facts(xfs(1), xfs(2));
+    assert_eq!(
+        plan(&request(&["conv=sparse"], auto()), &same)
+            .shaping
+            .offload_unit,
+        None
+    );
+    let hashing = Settings {
+        hash: vec![crate::integrity::Algorithm::Sha256],
+        ..auto()
+    };
+    assert_eq!(
+        plan(&request(&[], hashing), &same).shaping.offload_unit,
+        None
+    );
+    let verifying = Settings {
+        verify: true,
+        ..auto()
+    };
+    assert_eq!(
+        plan(&request(&[], verifying), &same).shaping.offload_unit,
+        None
+    );
+}
+
+#[test]
+fn reblocking_offloads_in_a_unit_both_record_sizes_divide() {
+    let s = plan(
+        &request(&["ibs=1536", "obs=4096"], auto()),
+        &facts(xfs(1), xfs(2)),
+    );
+    assert_eq!(s.shaping.offload_unit, Some(12288));
+    assert_eq!(s.shaping.bulk.unwrap().write_block, 4096);
+}
+
+#[test]
+fn a_pipe_end_splices_with_gnus_loop() {
+    for (input, output) in [(stream(Kind::Pipe), ext4(1)), (ext4(1), stream(Kind::Pipe))] {
+        let s = plan(&request(&["bs=64k"], auto()), &facts(input, output));
+        assert_eq!(s.backend, Backend::Sync);
+        assert!(s.shaping.splice);
+    }
+    // Not when the bytes must pass through ddx, or with a conversion.
+    let hashing = Settings {
+        hash: vec![crate::integrity::Algorithm::Xxh3],
+        ..auto()
+    };
+    let pipe_in = facts(stream(Kind::Pipe), ext4(1));
+    assert!(
+        !plan(&request(&["bs=64k"], hashing), &pipe_in)
+            .shaping
+            .splice
+    );
+    assert!(
+        !plan(&request(&["bs=64k", "conv=ucase"], auto()), &pipe_in)
+            .shaping
+            .splice
+    );
+    assert!(
+        !plan(&request(&["bs=64k", "iflag=fullblock"], auto()), &pipe_in)
+            .shaping
+            .splice
+    );
+    let no_offload = Settings {
+        offload: Offload::Never,
+        ..auto()
+    };
+    assert!(
+        !plan(&request(&["bs=64k"], no_offload), &pipe_in)
+            .shaping
+            .splice
+    );
+}
+
+#[test]
+fn character_devices_keep_gnus_loop_unless_records_are_large() {
+    let zero_to_file = facts(stream(Kind::CharDevice), ext4(1));
+    let s = plan(&request(&[], auto()), &zero_to_file);
+    assert_eq!(s.backend, Backend::Sync);
+    assert_eq!(s.shaping.bulk, None);
+    // Large records: a reader thread, record by record (no bulk: a
+    // character device may return short reads).
+    let s = plan(&request(&["bs=64k"], auto()), &zero_to_file);
+    assert_eq!(s.backend, threads(8));
+    assert_eq!(s.shaping.bulk, None);
+    // Nothing that may be slow at either end: the reference loop.
+    let s = plan(
+        &request(&["bs=1M"], auto()),
+        &facts(stream(Kind::CharDevice), stream(Kind::CharDevice)),
+    );
+    assert_eq!(s.backend, Backend::Sync);
+}
+
+#[test]
+fn per_request_flags_and_conversions_keep_gnus_records() {
+    let files = facts(ext4(1), ext4(2));
+    for words in [
+        &["bs=64k", "oflag=direct"][..],
+        &["bs=64k", "iflag=direct"],
+        &["bs=64k", "oflag=dsync"],
+        &["bs=64k", "oflag=append", "conv=notrunc"],
+        &["bs=64k", "conv=ucase"],
+        &["bs=64k", "conv=swab"],
+    ] {
+        let s = plan(&request(words, auto()), &files);
+        assert_eq!(s.shaping.bulk, None, "{words:?}");
+        assert_eq!(s.backend, threads(8), "{words:?}: still overlapped");
+    }
+    // nocache: GNU's advice comes from one copying thread.
+    let s = plan(&request(&["bs=64k", "iflag=nocache"], auto()), &files);
+    assert_eq!(s.backend, Backend::Sync);
+    assert_eq!(s.shaping.bulk, None);
+}
+
+#[test]
+fn a_file_copied_onto_itself_or_nothing_copied_runs_in_gnus_loop() {
+    let same = facts(ext4(7), ext4(7));
+    for settings in [
+        auto(),
+        Settings {
+            backend: Some(BackendChoice::Threads),
+            ..auto()
+        },
+        Settings {
+            backend: Some(BackendChoice::Uring),
+            ..auto()
+        },
+    ] {
+        let s = plan(&request(&["conv=notrunc"], settings), &same);
+        assert_eq!(s.backend, Backend::Sync);
+        assert_eq!(s.shaping.bulk, None);
+    }
+    let dev = facts(device(0x0700), device(0x0700));
+    assert_eq!(plan(&request(&[], auto()), &dev).backend, Backend::Sync);
+    let s = plan(&request(&["count=0"], auto()), &facts(ext4(1), ext4(2)));
+    assert_eq!(s.backend, Backend::Sync);
+}
+
+#[test]
+fn the_backend_asked_for_is_the_backend_used() {
+    let files = facts(ext4(1), ext4(2));
+    let with = |choice| Settings {
+        backend: Some(choice),
+        ..auto()
+    };
+    assert_eq!(
+        plan(&request(&[], with(BackendChoice::Sync)), &files).backend,
+        Backend::Sync
+    );
+    assert_eq!(
+        plan(&request(&[], with(BackendChoice::Threads)), &files).backend,
+        threads(8)
+    );
+    assert_eq!(
+        plan(&request(&[], with(BackendChoice::Uring)), &files).backend,
+        Backend::Uring { queue_depth: 8 }
+    );
+    // Even where auto would keep GNU's loop.
+    let pipes = facts(stream(Kind::Pipe), stream(Kind::Pipe));
+    assert_eq!(
+        plan(&request(&[], with(BackendChoice::Threads)), &pipes).backend,
+        threads(8)
+    );
+}
+
+#[test]
+fn one_rotating_disk_copies_in_turn_in_large_requests() {
+    let hdd = facts(on(ext4(1), 8, HDD), on(ext4(2), 8, HDD));
+    let s = plan(&request(&[], auto()), &hdd);
+    assert_eq!(s.backend, Backend::Sequential);
+    assert_eq!(s.shaping.bulk.unwrap().chunk, SAME_DISK_REQUEST);
+    // In turn within one disk, the kernel's copy is the cheaper one.
+    assert_eq!(s.shaping.offload_unit, Some(512));
+    // A disk that does not say is taken to rotate.
+    let unknown = facts(
+        EndFacts {
+            disk: disk(8),
+            ..ext4(1)
+        },
+        EndFacts {
+            disk: disk(8),
+            ..ext4(2)
+        },
+    );
+    assert_eq!(
+        plan(&request(&[], auto()), &unknown).backend,
+        Backend::Sequential
+    );
+    // A solid-state disk, a cached input, two disks, or a backend asked
+    // for: overlapped.
+    let ssd = facts(on(ext4(1), 8, SSD), on(ext4(2), 8, SSD));
+    assert_eq!(plan(&request(&[], auto()), &ssd).backend, threads(16));
+    let cached = facts(
+        EndFacts {
+            cached: true,
+            ..on(ext4(1), 8, HDD)
+        },
+        on(ext4(2), 8, HDD),
+    );
+    assert_eq!(plan(&request(&[], auto()), &cached).backend, threads(4));
+    let two = facts(on(ext4(1), 8, HDD), on(ext4(2), 9, HDD));
+    assert_eq!(plan(&request(&[], auto()), &two).backend, threads(4));
+    let asked = Settings {
+        backend: Some(BackendChoice::Threads),
+        ..auto()
+    };
+    assert_eq!(plan(&request(&[], asked), &hdd).backend, threads(4));
+}
+
+#[test]
+fn queue_depth_from_the_devices_within_the_memory_budget() {
+    let hdd_to_ssd = facts(on(ext4(1), 8, HDD), on(ext4(2), 9, SSD));
+    assert_eq!(plan(&request(&[], auto()), &hdd_to_ssd).backend, threads(4));
+    let ssd = facts(on(ext4(1), 8, SSD), on(ext4(2), 9, SSD));
+    assert_eq!(plan(&request(&[], auto()), &ssd).backend, threads(16));
+    // 16 MiB records: 64 MiB of buffers at most.
+    assert_eq!(
+        plan(&request(&["bs=16M"], auto()), &ssd).backend,
+        threads(4)
+    );
+    let given = Settings {
+        queue_depth: Some(3),
+        ..auto()
+    };
+    assert_eq!(plan(&request(&[], given), &ssd).backend, threads(3));
+}
+
+#[test]
+fn request_size_rounds_to_whole_records() {
+    let files = facts(ext4(1), ext4(2));
+    let sized = Settings {
+        request_size: Some(3 << 20),
+        ..auto()
+    };
+    let s = plan(&request(&["bs=1000"], sized), &files);
+    assert_eq!(s.shaping.bulk.unwrap().chunk, (3 << 20) / 1000 * 1000);
+    // Records larger than a bulk request are requests of their own.
+    let s = plan(&request(&["bs=4M"], auto()), &files);
+    assert_eq!(s.shaping.bulk.unwrap().chunk, 4 << 20);
+}
+
+#[test]
+fn nothing_to_drop_between_memory_files_or_when_kept() {
+    let s = plan(&request(&[], auto()), &facts(tmpfs(1), tmpfs(2)));
+    assert!(!s.shaping.drop_behind);
+    let kept = Settings {
+        keep_cache: true,
+        ..auto()
+    };
+    assert!(
+        !plan(&request(&[], kept), &facts(ext4(1), ext4(2)))
+            .shaping
+            .drop_behind
+    );
+    assert!(
+        plan(&request(&[], auto()), &facts(tmpfs(1), ext4(2)))
+            .shaping
+            .drop_behind
+    );
+}
+
+#[test]
+fn block_devices_are_storage_too() {
+    let s = plan(
+        &request(&["bs=4M"], auto()),
+        &facts(device(0x0700), ext4(1)),
+    );
+    assert_eq!(s.backend, threads(8));
+    let bulk = s.shaping.bulk.unwrap();
+    assert!(!bulk.sparse_input, "holes are a file's");
+    assert_eq!(s.shaping.offload_unit, None, "copy_file_range takes files");
+}
+
+#[test]
+fn an_unseekable_input_is_not_read_in_bulk() {
+    let mut input = ext4(1);
+    input.seekable = false;
+    assert_eq!(
+        plan(&request(&[], auto()), &facts(input, ext4(2)))
+            .shaping
+            .bulk,
+        None
+    );
+}

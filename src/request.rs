@@ -1,0 +1,65 @@
+//! What the user asked for, checked and complete, before anything is
+//! opened: GNU's operands (the [`CopyPlan`]) and ddx's own `--options`
+//! ([`Settings`]). The command line produces it; the planner and the copy
+//! driver consume it. Nothing here does I/O.
+
+use crate::operands::CopyPlan;
+
+/// One copy, as asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub plan: CopyPlan,
+    pub settings: Settings,
+}
+
+/// ddx's own settings, from its `--options`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Settings {
+    /// `--backend=`; None is auto.
+    pub backend: Option<BackendChoice>,
+    /// `--queue-depth=N`.
+    pub queue_depth: Option<usize>,
+    /// `--keep-cache`: leave a large copy's pages in the page cache.
+    pub keep_cache: bool,
+    /// `--rescue`: retry failed reads sector by sector.
+    pub rescue: bool,
+    /// `--map=FILE`: keep a GNU ddrescue mapfile.
+    pub map: Option<std::path::PathBuf>,
+    /// `--resume`: continue from the map (or OF.ddx-map).
+    pub resume: bool,
+    /// `--sector-size=N`: the retry unit of --rescue.
+    pub sector_size: Option<usize>,
+    /// `--hash=ALG[,ALG]`.
+    pub hash: Vec<crate::integrity::Algorithm>,
+    /// `--verify`: read the output back and compare.
+    pub verify: bool,
+    /// `--offload` / `--no-offload` (the last one given wins).
+    pub offload: Offload,
+    /// `--request-size=BYTES`: bulk request size instead of the default.
+    pub request_size: Option<usize>,
+    /// `--force`: skip the wrong-device guard's refusals and prompt.
+    pub force: bool,
+    /// `--verbose`: how the copy ran, after GNU's statistics.
+    pub verbose: bool,
+    /// `--progress-fd=N`: JSON progress records to this descriptor.
+    pub progress_fd: Option<i32>,
+}
+
+/// Whether the kernel's copy (copy_file_range, splice) may take a copy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Offload {
+    /// Where it is expected to be the faster way (see `engine::shape`).
+    #[default]
+    Auto,
+    /// Wherever the kernel takes it.
+    Always,
+    /// Never: every byte through ddx's buffers.
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendChoice {
+    Sync,
+    Threads,
+    Uring,
+}

@@ -1,0 +1,1110 @@
+//! `ddx bench` through the real binary: the JSON carries what the issue
+//! promises, the recommendation's rule holds on the figures every report
+//! prints, the HTML labels each line where it is drawn, a directory is
+//! left as it was (also after SIGINT/SIGTERM, which keep the report), the
+//! bench refuses what the copy's guard refuses in the copy's words and a
+//! target in memory unless asked, a block device is never written without
+//! --destructive, and its options and errors read as the rest of ddx.
+//!
+//! Device tests need root and util-linux; where the machine cannot give
+//! them a loop device or a mount they skip through `rigs::skip`. Nothing
+//! here touches a real disk: every device is a loop device over a file in
+//! a temp dir, every memory filesystem is mounted by the test in one.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::rigs;
+use crate::rigs::bytes::sha256;
+
+/// One quick run of the sequential reads, as JSON.
+const ONE_READ: [&str; 3] = ["--tests=seq-read", "--runs=1", "--json"];
+
+/// Quick settings: seconds, not minutes, per bench.
+const QUICK: [&str; 5] = [
+    "--size=8M",
+    "--runs=2",
+    "--time-per-run=0.02",
+    "--latency-count=40",
+    "--zones=4",
+];
+
+/// A temp dir on the build's filesystem (O_DIRECT needs a real one;
+/// /tmp may be tmpfs).
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+/// `ddx bench`, named "ddx", in the C locale.
+fn ddx_bench() -> Command {
+    let mut cmd = rigs::cmd::ddx();
+    cmd.arg("bench");
+    cmd
+}
+
+fn bench(args: &[&str]) -> Output {
+    ddx_bench().args(args).output().unwrap()
+}
+
+fn quick(args: &[&str]) -> Output {
+    bench(&[args, &QUICK].concat())
+}
+
+fn listing(dir: &Path) -> Vec<(String, u64)> {
+    let mut entries: Vec<(String, u64)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                e.metadata().unwrap().len(),
+            )
+        })
+        .collect();
+    entries.sort();
+    entries
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "bench failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+fn results<'a>(report: &'a Value, test: &str) -> Vec<&'a Value> {
+    report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["test"] == test)
+        .collect()
+}
+
+fn f64_of(value: &Value) -> f64 {
+    value
+        .as_f64()
+        .unwrap_or_else(|| panic!("not a number: {value}"))
+}
+
+/// The one stderr line of a failed bench, without "ddx bench: ", after
+/// checking the exit status and getopt's hint where it belongs.
+fn failure(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8(out.stderr.clone()).unwrap();
+    let first = err.lines().next().unwrap_or_default();
+    first
+        .strip_prefix("ddx bench: ")
+        .unwrap_or_else(|| panic!("not a bench error: {err}"))
+        .to_owned()
+}
+
+#[test]
+fn json_carries_every_required_field() {
+    let dir = scratch();
+    std::fs::write(dir.path().join("keep"), b"mine").unwrap();
+    let before = listing(dir.path());
+    let target = dir.path().to_str().unwrap();
+    let report = json_of(&quick(&[target, "--json"]));
+    assert_eq!(listing(dir.path()), before, "the directory changed");
+
+    assert_eq!(report["schema_version"], 2);
+    assert_eq!(report["interrupted"], Value::Null);
+    for key in [
+        "model",
+        "size_bytes",
+        "logical_sector",
+        "physical_sector",
+        "rotational",
+        "scheduler",
+        "filesystem",
+    ] {
+        assert!(report["target"].get(key).is_some(), "target.{key} missing");
+    }
+    assert!(report["target"]["filesystem"].is_string());
+    assert_eq!(report["settings"]["runs"], 2);
+
+    // Every test ran (all are the default) and gave figures.
+    let tests = report["settings"]["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 6, "{tests:?}");
+    for test in tests.iter().map(|t| t.as_str().unwrap()) {
+        let found = results(&report, test);
+        assert!(!found.is_empty(), "no {test} results");
+        for r in found {
+            for key in ["mode", "block_size", "queue_depth", "min", "max"] {
+                assert!(!r[key].is_null(), "{test}.{key} missing: {r}");
+            }
+            let measure = if test == "bs-sweep" {
+                "median_request"
+            } else {
+                "run"
+            };
+            assert_eq!(r["throughput_measure"], measure, "{r}");
+            let median = f64_of(&r["throughput_bytes_per_sec"]);
+            let (min, max) = (f64_of(&r["min"]), f64_of(&r["max"]));
+            assert!(median > 0.0 && min <= median && median <= max, "{r}");
+            let runs = r["runs"].as_array().unwrap();
+            // bs-sweep measures twice as many rounds, for the recommendation.
+            let expected = if test == "bs-sweep" { 4 } else { 2 };
+            assert_eq!(runs.len(), expected, "every measured run is kept: {r}");
+            assert!(runs.iter().all(|run| run["bytes"].as_u64().unwrap() > 0));
+            // The figure is the median of the runs it keeps, in its measure.
+            let throughputs: Vec<f64> = runs
+                .iter()
+                .map(|run| f64_of(&run["throughput_bytes_per_sec"]))
+                .collect();
+            // (To the last bits: serde_json's parser may round the last.)
+            let recomputed = ddx::stats::median(&throughputs).unwrap();
+            assert!((recomputed - median).abs() <= 1e-12 * median, "{r}");
+            if test == "bs-sweep" {
+                for (run, t) in runs.iter().zip(&throughputs) {
+                    let ns = run["request_median_ns"].as_u64().unwrap();
+                    let bs = r["block_size"].as_u64().unwrap();
+                    let expected = bs as f64 * 1e9 / ns as f64;
+                    assert!((t - expected).abs() <= 1e-12 * expected, "{run}");
+                }
+            }
+        }
+    }
+    let modes: Vec<&str> = results(&report, "seq-write")
+        .iter()
+        .map(|r| r["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        modes,
+        ["buffered", "fdatasync", "fsync", "dsync", "sync", "direct"]
+    );
+    let read_modes: Vec<&str> = results(&report, "seq-read")
+        .iter()
+        .map(|r| r["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(read_modes, ["direct", "cached"]);
+
+    for r in results(&report, "latency") {
+        let l = &r["latency_ns"];
+        for key in ["min", "mean", "p50", "p90", "p99", "p999", "max"] {
+            assert!(f64_of(&l[key]) > 0.0, "latency_ns.{key}: {r}");
+        }
+        assert!(l["p50"].as_u64() <= l["p99"].as_u64());
+        assert!(l["p99"].as_u64() <= l["max"].as_u64());
+        // 40 requests in each of 2 runs, every one kept.
+        assert_eq!(r["latency_samples_ns"].as_array().unwrap().len(), 80);
+    }
+    let depths: Vec<u64> = results(&report, "qd-sweep")
+        .iter()
+        .map(|r| r["queue_depth"].as_u64().unwrap())
+        .collect();
+    assert!(depths == [1, 4, 16, 32, 64] || depths == [1], "{depths:?}");
+    assert_eq!(results(&report, "zones").len(), 4);
+    let sweep = results(&report, "bs-sweep");
+    assert!(sweep
+        .iter()
+        .any(|r| r["block_size"] == 512 || r["block_size"] == 4096));
+    assert!(sweep.iter().any(|r| r["block_size"] == 8 << 20));
+    the_rule_holds_on_the_json(&report);
+}
+
+/// The recommendation, checked against the figures the JSON prints: the
+/// best is the median of the three highest throughputs (or above it, a
+/// real peak), the answer is the smallest size at or over bar × best,
+/// each size's `of_best` is its throughput over the best; and the whole
+/// judgement is what the rule makes of the runs kept.
+fn the_rule_holds_on_the_json(report: &Value) {
+    let sweep = results(report, "bs-sweep");
+    for op in ["read", "write"] {
+        let rows: Vec<&&Value> = sweep.iter().filter(|r| r["op"] == op).collect();
+        assert!(!rows.is_empty(), "no {op} sweep");
+        let judgement = &report["recommendation"][op];
+        let best = f64_of(&judgement["best_bytes_per_sec"]);
+        let bar = f64_of(&judgement["bar"]);
+        assert!((0.85..=0.95).contains(&bar), "{op}: bar {bar}");
+        let figures: Vec<(u64, f64)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r["block_size"].as_u64().unwrap(),
+                    f64_of(&r["throughput_bytes_per_sec"]),
+                )
+            })
+            .collect();
+        let mut highest: Vec<f64> = figures.iter().map(|f| f.1).collect();
+        highest.sort_by(|a, b| b.total_cmp(a));
+        let plateau = ddx::stats::median(&highest[..3.min(highest.len())]).unwrap();
+        assert!(
+            (best - plateau).abs() <= 1e-9 * best || (best > plateau && best <= highest[0]),
+            "{op}: best {best}, plateau {plateau}"
+        );
+        let chosen = figures
+            .iter()
+            .find(|f| f.1 >= bar * best * (1.0 - 1e-9))
+            .unwrap();
+        assert_eq!(judgement["block_size"], chosen.0, "{op}");
+        assert_eq!(
+            report["recommendation"][format!("{op}_block_size")],
+            chosen.0
+        );
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+        assert!(
+            close(f64_of(&judgement["of_best"]), chosen.1 / best),
+            "{op}"
+        );
+        for r in &rows {
+            let share = f64_of(&r["throughput_bytes_per_sec"]) / best;
+            assert!(close(f64_of(&r["of_best"]), share), "{op}: {r}");
+        }
+        // And the judgement is the rule's on the runs kept.
+        let points: Vec<(u64, Vec<f64>)> = rows
+            .iter()
+            .map(|r| {
+                let runs = r["runs"].as_array().unwrap();
+                let rounds = runs
+                    .iter()
+                    .map(|run| f64_of(&run["throughput_bytes_per_sec"]));
+                (r["block_size"].as_u64().unwrap(), rounds.collect())
+            })
+            .collect();
+        let expected =
+            ddx::stats::recommend::judge(&points, ddx::stats::recommend::NEAR_BEST).unwrap();
+        assert_eq!(judgement["block_size"], expected.block_size, "{op}");
+        assert_eq!(judgement["steady"], expected.steady, "{op}");
+        for (key, value) in [
+            ("best_bytes_per_sec", expected.best_bytes_per_sec),
+            ("bar", expected.bar),
+            ("plateau_low", expected.plateau_low),
+            ("plateau_high", expected.plateau_high),
+        ] {
+            assert!(close(value, f64_of(&judgement[key])), "{op}.{key}");
+        }
+        let calls = judgement["close_calls"].as_array().unwrap();
+        assert_eq!(calls.len(), expected.close_calls.len(), "{op}");
+        for (call, neighbour) in calls.iter().zip(&expected.close_calls) {
+            assert_eq!(call["block_size"], neighbour.block_size, "{op}");
+            assert!(close(neighbour.of_best, f64_of(&call["of_best"])), "{op}");
+        }
+    }
+}
+
+/// A table's cells by the extent of each column's dashes.
+fn table_rows(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let lines: Vec<Vec<char>> = text.lines().map(|l| l.chars().collect()).collect();
+    let rule = &lines[1];
+    let mut columns = Vec::new();
+    let mut at = 0;
+    while at < rule.len() {
+        if rule[at] == '-' {
+            let start = at;
+            while at < rule.len() && rule[at] == '-' {
+                at += 1;
+            }
+            columns.push((start, at));
+        } else {
+            at += 1;
+        }
+    }
+    let cells = |line: &Vec<char>| -> Vec<String> {
+        columns
+            .iter()
+            .map(|&(a, b)| {
+                let (a, b) = (a.min(line.len()), b.min(line.len()));
+                line[a..b].iter().collect::<String>().trim().to_owned()
+            })
+            .collect()
+    };
+    let header = cells(&lines[0]);
+    let rows = lines[2..]
+        .iter()
+        .take_while(|l| !l.is_empty())
+        .map(cells)
+        .collect();
+    (header, rows)
+}
+
+fn percent(text: &str) -> f64 {
+    text.trim()
+        .trim_end_matches('%')
+        .parse()
+        .unwrap_or_else(|_| panic!("not a percentage: {text:?}"))
+}
+
+/// "1.23 GB/s" in bytes per second.
+fn rate(text: &str) -> f64 {
+    let text = text.trim().trim_end_matches(" !");
+    let (number, unit) = text.split_once(' ').unwrap();
+    let scale = match unit {
+        "B/s" => 1.0,
+        "kB/s" => 1e3,
+        "MB/s" => 1e6,
+        "GB/s" => 1e9,
+        "TB/s" => 1e12,
+        _ => panic!("unit of {text:?}"),
+    };
+    number.parse::<f64>().unwrap() * scale
+}
+
+/// "4 KiB" in bytes.
+fn size(text: &str) -> u64 {
+    let (number, unit) = text.trim().split_once(' ').unwrap();
+    let scale = match unit {
+        "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => panic!("unit of {text:?}"),
+    };
+    number.parse::<u64>().unwrap() * scale
+}
+
+/// Read the printed table as a user would: the verdict line names the
+/// answer, its share of the best and the bar; the bs-sweep rows' "of
+/// best" column shows the answer at or over the bar and every smaller
+/// size under it, and each share is the row's throughput over the best.
+#[test]
+fn the_table_states_a_rule_its_figures_bear_out() {
+    let dir = scratch();
+    let out = quick(&[dir.path().to_str().unwrap(), "--tests=bs-sweep"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (header, rows) = table_rows(&text);
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (op_at, bs_at, rate_at, share_at) = (
+        column("op"),
+        column("bs"),
+        column("throughput"),
+        column("of best"),
+    );
+    for op in ["read", "write"] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{op}: ")) && l.contains("smallest size"))
+            .unwrap_or_else(|| panic!("no {op} verdict in {text}"));
+        // "read: 512 KiB at 96.4% of the best (1.23 GB/s) is the smallest
+        // size at or over the bar of 93.1%"
+        let rest = line.strip_prefix(&format!("{op}: ")).unwrap();
+        let (answer, rest) = rest.split_once(" at ").unwrap();
+        let (answer_share, rest) = rest.split_once(" of the best (").unwrap();
+        let (best, rest) = rest.split_once(')').unwrap();
+        let bar = percent(rest.rsplit(' ').next().unwrap());
+        let (answer, answer_share, best) = (size(answer), percent(answer_share), rate(best));
+        assert!(answer_share >= bar, "{line}");
+        let sweep: Vec<&Vec<String>> = rows
+            .iter()
+            .filter(|r| r[0] == "bs-sweep" && r[op_at] == op)
+            .collect();
+        assert!(!sweep.is_empty(), "{text}");
+        for row in &sweep {
+            let (bs, share) = (size(&row[bs_at]), percent(&row[share_at]));
+            // Printed to three figures and a tenth of a percent.
+            let computed = 100.0 * rate(&row[rate_at]) / best;
+            assert!(
+                (computed - share).abs() <= 0.01 * computed + 0.1,
+                "{op} {bs}: {computed} vs {share} in {text}"
+            );
+            if bs < answer {
+                assert!(share < bar + 0.05, "{op}: {bs} reached the bar: {text}");
+            }
+            if bs == answer {
+                assert_eq!(share, answer_share, "{text}");
+            }
+        }
+        assert!(sweep.iter().any(|r| size(&r[bs_at]) == answer), "{text}");
+    }
+    assert!(
+        text.contains("rule: the smallest bs-sweep block size"),
+        "{text}"
+    );
+}
+
+/// The HTML charts: each recommendation is a line in its series' colour
+/// at the recommended size, labelled beside that line in that colour;
+/// reads and writes have different colours; the bar is drawn; the
+/// points are the figures the rule was applied to.
+#[test]
+fn html_labels_each_line_where_it_is_drawn() {
+    let dir = scratch();
+    let out_dir = scratch();
+    let page = out_dir.path().join("report.html");
+    let target = dir.path().to_str().unwrap();
+    let html_option = format!("--html={}", page.display());
+    let report = json_of(&quick(&[target, "--json", &html_option]));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    // Self-contained: no scripts, nothing fetched.
+    assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
+
+    let charts = svg_charts(&html);
+    let names: Vec<&str> = charts.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["bs-sweep", "zones", "latency"]);
+    for (name, svg) in &charts {
+        let doc = roxmltree::Document::parse(svg)
+            .unwrap_or_else(|e| panic!("{name} chart is not well-formed SVG: {e}"));
+        let points: Vec<roxmltree::Node> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("circle"))
+            .collect();
+        let lines: Vec<usize> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("polyline"))
+            .map(|n| n.attribute("points").unwrap().split(' ').count())
+            .collect();
+        match name.as_str() {
+            "bs-sweep" => {
+                assert_eq!(points.len(), results(&report, "bs-sweep").len());
+                assert_eq!(lines.len(), 2, "read and write lines");
+                for r in results(&report, "bs-sweep") {
+                    let drawn = points.iter().any(|p| {
+                        p.attribute("data-series") == r["op"].as_str()
+                            && p.attribute("data-x") == Some(&r["block_size"].to_string())
+                            && p.attribute("data-y")
+                                == Some(&format!("{:.0}", f64_of(&r["throughput_bytes_per_sec"])))
+                    });
+                    assert!(drawn, "{r} not drawn as printed");
+                }
+                markers_sit_on_their_lines(&doc, &report);
+            }
+            "zones" => assert_eq!(points.len(), 4),
+            "latency" => assert_eq!(lines, [40, 40], "write and read histograms"),
+            _ => unreachable!(),
+        }
+        // Every point lies inside the drawing.
+        for c in &points {
+            let (x, y): (f64, f64) = (
+                c.attribute("cx").unwrap().parse().unwrap(),
+                c.attribute("cy").unwrap().parse().unwrap(),
+            );
+            assert!((0.0..=760.0).contains(&x) && (0.0..=300.0).contains(&y));
+        }
+    }
+    // The facts list states the verdicts the table states.
+    for op in ["read", "write"] {
+        let bs = report["recommendation"][format!("{op}_block_size")]
+            .as_u64()
+            .unwrap();
+        assert!(html.contains(&format!("<li>{op}: ")), "{op} verdict");
+        assert!(bs > 0);
+    }
+}
+
+fn markers_sit_on_their_lines(doc: &roxmltree::Document, report: &Value) {
+    let of_class = |class: &str| -> Vec<roxmltree::Node> {
+        doc.descendants()
+            .filter(|n| n.attribute("class") == Some(class))
+            .collect()
+    };
+    let markers = of_class("marker");
+    let labels = of_class("marker-label");
+    assert_eq!(markers.len(), 2, "a line per direction");
+    assert_eq!(labels.len(), 2, "a label per line");
+    let num = |n: &roxmltree::Node, a: &str| -> f64 { n.attribute(a).unwrap().parse().unwrap() };
+    let mut colors = Vec::new();
+    for marker in &markers {
+        let series = marker.attribute("data-series").unwrap();
+        let stroke = marker.attribute("stroke").unwrap();
+        let recommended = report["recommendation"][format!("{series}_block_size")]
+            .as_u64()
+            .unwrap();
+        assert_eq!(marker.attribute("data-x"), Some(&*recommended.to_string()));
+        let curve = doc
+            .descendants()
+            .find(|n| n.has_tag_name("polyline") && n.attribute("data-series") == Some(series))
+            .unwrap();
+        assert_eq!(curve.attribute("stroke"), Some(stroke), "{series}");
+        // The line passes through its series' point at that size.
+        let point = doc
+            .descendants()
+            .find(|n| {
+                n.has_tag_name("circle")
+                    && n.attribute("data-series") == Some(series)
+                    && n.attribute("data-x") == Some(&*recommended.to_string())
+            })
+            .unwrap();
+        assert!(
+            (num(&point, "cx") - num(marker, "x1")).abs() < 0.11,
+            "{series}"
+        );
+        let label = labels
+            .iter()
+            .find(|l| l.attribute("data-series") == Some(series))
+            .unwrap();
+        assert_eq!(
+            label.attribute("fill"),
+            Some(stroke),
+            "{series} label colour"
+        );
+        let text = label.text().unwrap();
+        assert!(text.contains(series), "{text}");
+        let x = num(label, "x");
+        let own = (x - num(marker, "x1")).abs();
+        assert!(own <= 14.0, "{series} label {own} px from its line");
+        for other in markers
+            .iter()
+            .filter(|m| m.attribute("data-series") != Some(series))
+        {
+            if (num(other, "x1") - num(marker, "x1")).abs() > 1.0 {
+                assert!(
+                    own < (x - num(other, "x1")).abs(),
+                    "{series} label nearer another line"
+                );
+            }
+        }
+        let bar = of_class("bar")
+            .into_iter()
+            .find(|b| b.attribute("data-series") == Some(series))
+            .unwrap();
+        assert_eq!(bar.attribute("stroke"), Some(stroke));
+        colors.push(stroke.to_owned());
+    }
+    assert_ne!(colors[0], colors[1], "read and write in one colour");
+}
+
+/// (data-chart, the svg element's text) for every chart in the page.
+fn svg_charts(html: &str) -> Vec<(String, String)> {
+    let mut charts = Vec::new();
+    let mut rest = html;
+    while let Some(start) = rest.find("<svg") {
+        let end = rest[start..].find("</svg>").unwrap() + start + "</svg>".len();
+        let svg = &rest[start..end];
+        let name = svg.split("data-chart=\"").nth(1).unwrap();
+        let name = name[..name.find('"').unwrap()].to_owned();
+        charts.push((name, svg.to_owned()));
+        rest = &rest[end..];
+    }
+    charts
+}
+
+#[test]
+fn table_and_markdown_name_the_recommendation() {
+    let dir = scratch();
+    let target = dir.path().to_str().unwrap();
+    let table = quick(&[target, "--tests=bs-sweep"]);
+    assert!(table.status.success());
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert!(text.contains("recommended block size: read "), "{text}");
+    assert!(text.lines().next().unwrap().starts_with("test "), "{text}");
+    let md = quick(&[target, "--tests=bs-sweep", "--markdown"]);
+    let md = String::from_utf8(md.stdout).unwrap();
+    assert!(
+        md.contains("| test | mode |") && md.contains("| of best |") && md.contains("|---|"),
+        "{md}"
+    );
+    assert!(listing(dir.path()).is_empty());
+}
+
+/// Start a long bench on a directory, wait until it is measuring, send
+/// `signal`, and check that it printed the report of the runs completed
+/// (and wrote the HTML), then died of the signal leaving the directory as
+/// it was.
+fn interrupted_mid_run(signal: i32, format: &[&str]) -> (String, String) {
+    let dir = scratch();
+    let out_dir = scratch();
+    let page = out_dir.path().join("report.html");
+    std::fs::write(dir.path().join("keep"), b"mine").unwrap();
+    let before = listing(dir.path());
+    let mut child = ddx_bench()
+        .arg(dir.path())
+        .args(["--size=32M", "--runs=50", "--time-per-run=0.02"])
+        .args(["--tests=seq-read,bs-sweep,seq-write"])
+        .arg(format!("--html={}", page.display()))
+        .args(format)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the bench file to be filled (32 MiB), then give the
+    // measuring a second and a half: runs of seq-read at least.
+    let started = Instant::now();
+    while !listing(dir.path()).iter().any(|(_, len)| *len == 32 << 20) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no bench file was filled"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the bench ended too soon"
+    );
+    rigs::signal::send(child.id(), signal);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.signal(), Some(signal), "{out:?}");
+    assert_eq!(
+        listing(dir.path()),
+        before,
+        "the bench left something behind"
+    );
+    let html = std::fs::read_to_string(&page).expect("the HTML report was written");
+    (String::from_utf8(out.stdout).unwrap(), html)
+}
+
+#[test]
+fn sigint_mid_run_keeps_the_runs_completed_and_dies_of_it() {
+    let (stdout, html) = interrupted_mid_run(libc::SIGINT, &["--json"]);
+    let report: Value = serde_json::from_str(&stdout).expect("complete JSON");
+    assert_eq!(report["interrupted"], "SIGINT");
+    let all = report["results"].as_array().unwrap();
+    assert!(!all.is_empty(), "nothing kept: {report}");
+    for r in all {
+        let runs = r["runs"].as_array().unwrap();
+        assert!(!runs.is_empty() && runs.len() <= 100, "{r}");
+    }
+    assert!(!results(&report, "seq-read").is_empty());
+    assert!(html.contains("interrupted by SIGINT"));
+}
+
+#[test]
+fn sigterm_mid_run_prints_the_table_so_far_and_dies_of_it() {
+    let (stdout, html) = interrupted_mid_run(libc::SIGTERM, &[]);
+    assert!(stdout.starts_with("test "), "{stdout}");
+    assert!(stdout.contains("\nseq-read "), "{stdout}");
+    assert!(
+        stdout.contains("interrupted by SIGTERM: the figures are from the runs completed"),
+        "{stdout}"
+    );
+    assert!(html.contains("interrupted by SIGTERM"));
+}
+
+#[test]
+fn an_existing_file_is_only_read_without_destructive() {
+    let dir = scratch();
+    let path = dir.path().join("data");
+    let data: Vec<u8> = (0..4u32 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&path, &data).unwrap();
+    let report = json_of(&quick(&[path.to_str().unwrap(), "--json"]));
+    assert!(results(&report, "seq-write").is_empty());
+    assert!(!results(&report, "seq-read").is_empty());
+    assert!(report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["test"] == "seq-write"));
+    assert_eq!(std::fs::read(&path).unwrap(), data, "the file was written");
+    assert_eq!(report["target"]["working_set_bytes"], 4 << 20);
+
+    // Asked for nothing but writing: nothing runs, and it says why.
+    let out = quick(&[path.to_str().unwrap(), "--tests=seq-write"]);
+    let why = failure(&out);
+    assert!(
+        why.contains("--destructive") && why.contains("seq-write"),
+        "{why}"
+    );
+    assert!(out.stdout.is_empty(), "an empty table was printed");
+    assert_eq!(std::fs::read(&path).unwrap(), data);
+}
+
+#[test]
+fn a_working_set_too_small_is_refused_naming_size_and_its_minimum() {
+    let dir = scratch();
+    for size in ["--size=1", "--size=4K", "--size=1048575"] {
+        let out = bench(&[dir.path().to_str().unwrap(), size]);
+        let err = String::from_utf8(out.stderr.clone()).unwrap();
+        assert_eq!(
+            failure(&out),
+            format!(
+                "invalid argument '{}' for '--size': at least 1M (1048576 bytes)",
+                &size[7..]
+            )
+        );
+        assert_eq!(
+            err.lines().nth(1),
+            Some("Try 'ddx bench --help' for more information.")
+        );
+        assert!(listing(dir.path()).is_empty());
+    }
+    // A size that is no whole number of sectors is measured in whole ones.
+    let target = dir.path().to_str().unwrap();
+    let report = json_of(&bench(
+        &[&[target, "--size=1500001"][..], &ONE_READ].concat(),
+    ));
+    let len = report["target"]["working_set_bytes"].as_u64().unwrap();
+    assert!(
+        len <= 1_500_001 && len % 512 == 0 && len > 1_490_000,
+        "{len}"
+    );
+    assert!(!results(&report, "seq-read").is_empty());
+}
+
+#[test]
+fn options_and_errors_read_as_the_rest_of_ddx() {
+    for (args, message) in [
+        (&["--x"][..], "unrecognized option '--x'"),
+        (&[".", "--nosuch=1"], "unrecognized option '--nosuch=1'"),
+        (&[".", "-z"], "invalid option -- 'z'"),
+        (
+            &[".", "--json=yes"],
+            "option '--json' doesn't allow an argument",
+        ),
+        (
+            &["--size", "8M", "."],
+            "option '--size' requires an argument (as --size=VALUE)",
+        ),
+        (
+            &[".", "--runs=0"],
+            "invalid argument '0' for '--runs': a number from 1 to 100",
+        ),
+        (&[], "missing TARGET operand"),
+        (&[".", ".."], "extra operand '..'"),
+    ] {
+        let out = bench(args);
+        assert_eq!(failure(&out), message, "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 2, "{err}");
+        assert!(err.ends_with("\nTry 'ddx bench --help' for more information.\n"));
+    }
+    let out = bench(&[".", "--tests=nope"]);
+    assert!(failure(&out).starts_with("invalid argument 'nope' for '--tests'; valid arguments"));
+
+    // Help laid out as ddx's own: the usage line, the options in the same
+    // gutter, nothing wider than 78 columns.
+    let help = bench(&["--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    let help = String::from_utf8(help.stdout).unwrap();
+    assert!(
+        help.starts_with("Usage: ddx bench TARGET [OPTION]...\n"),
+        "{help}"
+    );
+    let top = rigs::cmd::ddx().arg("--help").output().unwrap();
+    let top = String::from_utf8(top.stdout).unwrap();
+    assert!(top.contains("ddx bench TARGET"));
+    let gutter = |text: &str, option: &str| -> usize {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(option))
+            .unwrap_or_else(|| panic!("{option} not in {text}"));
+        line.len() - line[option.len() + 6..].trim_start().len()
+    };
+    assert_eq!(gutter(&help, "--json"), gutter(&top, "--verify"));
+    for option in [
+        "--tests=LIST",
+        "--size=N",
+        "--runs=R",
+        "--destructive",
+        "--force",
+        "--allow-memory",
+        "--json",
+        "--markdown",
+        "--html=FILE",
+    ] {
+        assert!(
+            help.contains(&format!("      {option}")),
+            "{option} not in bench --help"
+        );
+    }
+    assert!(help.lines().all(|l| l.chars().count() <= 78), "{help}");
+    let version = bench(&["--version"]);
+    let top_version = rigs::cmd::ddx().arg("--version").output().unwrap();
+    assert_eq!(version.stdout, top_version.stdout);
+}
+
+#[test]
+fn errors_are_one_line_and_exit_1() {
+    let out = bench(&["/nonexistent-dir/sub/file"]);
+    let why = failure(&out);
+    assert!(why.contains("/nonexistent-dir/sub/file"), "{why}");
+    assert_eq!(String::from_utf8(out.stderr).unwrap().lines().count(), 1);
+
+    // A bad --html path fails before any measuring; a failed bench leaves
+    // no half-made page behind.
+    let dir = scratch();
+    let started = Instant::now();
+    let out = bench(&[
+        dir.path().to_str().unwrap(),
+        "--html=/nonexistent-dir/x.html",
+    ]);
+    assert!(failure(&out).contains("creating /nonexistent-dir/x.html"));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let page = dir.path().join("page.html");
+    let out = bench(&[
+        "/nonexistent-dir/sub/file",
+        &format!("--html={}", page.display()),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!page.exists());
+    assert!(listing(dir.path()).is_empty());
+
+    // A --latency-bs the target cannot take fails before anything runs.
+    let started = Instant::now();
+    let out = bench(&[
+        dir.path().to_str().unwrap(),
+        "--latency-bs=100",
+        "--size=64M",
+    ]);
+    assert!(
+        failure(&out).starts_with("invalid argument '100' for '--latency-bs'"),
+        "{out:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(listing(dir.path()).is_empty());
+}
+
+/// What the copy says when refused writing `output`, without "ddx: ".
+fn copy_refusal(output: &Path) -> String {
+    let out = rigs::cmd::ddx()
+        .args(["if=/dev/zero", "count=1"])
+        .arg(format!("of={}", output.display()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    err.lines()
+        .next()
+        .and_then(|l| l.strip_prefix("ddx: "))
+        .unwrap_or_else(|| panic!("{err}"))
+        .to_owned()
+}
+
+/// A mistyped device name: the copy refuses to create it in /dev, and so
+/// does the bench, in the same words, before creating anything.
+#[test]
+fn a_missing_device_is_refused_as_the_copy_refuses_it() {
+    let name = format!("/dev/ddx-bench-no-such-disk-{}", std::process::id());
+    let path = Path::new(&name);
+    let expected = copy_refusal(path);
+    assert!(expected.starts_with("refusing to create"), "{expected}");
+    for extra in [&[][..], &["--destructive"], &["--tests=seq-read"]] {
+        let out = bench(&[&[name.as_str()][..], extra].concat());
+        assert_eq!(failure(&out), expected, "{extra:?}");
+        assert!(!path.exists(), "created {name}");
+    }
+}
+
+/// A mount point made by the test in a temp dir, unmounted when dropped.
+struct Mount {
+    point: tempfile::TempDir,
+}
+
+impl Mount {
+    /// `mount -t KIND` (tmpfs, ramfs) in a new temp dir, or None after
+    /// `rigs::skip`.
+    fn memory(kind: &str) -> Option<Mount> {
+        let point = tempfile::tempdir().unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", kind, "-o", "size=64m", kind])
+            .arg(point.path())
+            .output();
+        let mounted = match mounted {
+            Ok(out) if out.status.success() => Ok(Mount { point }),
+            other => Err(format!("mounting a {kind} needs root: {other:?}")),
+        };
+        rigs::or_skip(mounted)
+    }
+
+    fn path(&self) -> &Path {
+        self.point.path()
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.point.path()).status();
+    }
+}
+
+/// A directory, a new file or an existing file on tmpfs or ramfs has no
+/// disk under it: refused, nothing created, unless --allow-memory.
+#[test]
+fn a_target_in_memory_is_refused_unless_asked_for() {
+    for kind in ["tmpfs", "ramfs"] {
+        let Some(mount) = Mount::memory(kind) else {
+            return;
+        };
+        let existing = mount.path().join("existing");
+        std::fs::write(&existing, vec![7u8; 2 << 20]).unwrap();
+        let before = listing(mount.path());
+        let new_file = mount.path().join("new");
+        for target in [mount.path(), &new_file, &existing] {
+            let out = bench(&[target.to_str().unwrap(), "--tests=seq-read"]);
+            let why = failure(&out);
+            assert_eq!(
+                why,
+                format!(
+                    "refusing to measure '{}': it is on {kind}, which keeps files in memory, \
+                     so the figures would be the memory's, not a disk's; --allow-memory \
+                     overrides",
+                    target.display()
+                )
+            );
+            assert_eq!(
+                listing(mount.path()),
+                before,
+                "{kind}: something was created"
+            );
+        }
+        let target = mount.path().to_str().unwrap();
+        let allowed = [target, "--allow-memory", "--size=4M"];
+        let report = json_of(&bench(&[&allowed[..], &ONE_READ].concat()));
+        assert!(!results(&report, "seq-read").is_empty(), "{kind}: {report}");
+        assert_eq!(report["target"]["filesystem"], kind);
+        assert_eq!(
+            listing(mount.path()),
+            before,
+            "{kind}: the bench file stayed"
+        );
+    }
+}
+
+/// A loop device over `backing`, or None after `rigs::skip`.
+fn attach_loop(backing: &Path) -> Option<rigs::LoopDevice> {
+    rigs::or_skip(rigs::LoopDevice::attach(
+        backing,
+        rigs::LoopOptions::default(),
+    ))
+}
+
+/// A loop device over 16 MiB of pseudo-random bytes in `dir`, and the
+/// backing file's checksum before anything ran; None after `rigs::skip`
+/// where loop devices are not available.
+fn loop_over_random_bytes(dir: &Path) -> Option<(rigs::LoopDevice, PathBuf, String)> {
+    let backing = dir.join("disk.img");
+    std::fs::write(
+        &backing,
+        rigs::bytes::pattern(0x2545_f491_4f6c_dd1d, 16 << 20),
+    )
+    .unwrap();
+    let checksum = sha256(&backing);
+    let device = attach_loop(&backing)?;
+    Some((device, backing, checksum))
+}
+
+#[test]
+fn a_loop_device_is_never_written_without_destructive() {
+    let dir = scratch();
+    let Some((device, backing, checksum)) = loop_over_random_bytes(dir.path()) else {
+        return;
+    };
+    let report = json_of(&quick(&[device.path.to_str().unwrap(), "--json"]));
+    drop(device);
+    assert_eq!(sha256(&backing), checksum, "the loop device was written");
+
+    assert_eq!(report["target"]["kind"], "block device");
+    assert_eq!(report["target"]["writable"], false);
+    // The read tests ran...
+    let reads = results(&report, "seq-read");
+    assert!(reads.iter().any(|r| r["mode"] == "direct"), "{report}");
+    assert!(!results(&report, "zones").is_empty());
+    assert!(results(&report, "latency")
+        .iter()
+        .all(|r| r["op"] == "read"));
+    // ...and no write test did.
+    assert!(report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["op"] == "read"));
+    assert!(results(&report, "seq-write").is_empty());
+}
+
+#[test]
+fn destructive_writes_an_unused_loop_device() {
+    // The other side of the test above: the checksum does change when
+    // writing is allowed, so an unchanged one means something.
+    let dir = scratch();
+    let Some((device, backing, checksum)) = loop_over_random_bytes(dir.path()) else {
+        return;
+    };
+    let report = json_of(&quick(&[
+        device.path.to_str().unwrap(),
+        "--destructive",
+        "--json",
+        "--tests=seq-write,latency",
+    ]));
+    drop(device);
+    assert_ne!(sha256(&backing), checksum, "nothing was written");
+    assert_eq!(report["target"]["writable"], true);
+    assert_eq!(results(&report, "seq-write").len(), 6);
+    assert!(results(&report, "latency")
+        .iter()
+        .any(|r| r["op"] == "write"));
+}
+
+/// Runs a set-up tool; None after `rigs::skip` when it is missing or fails.
+fn set_up(program: &str, args: &[&str]) -> Option<()> {
+    rigs::or_skip(rigs::run_tool(Command::new(program).args(args), program)).map(drop)
+}
+
+/// Undoes a set-up step when dropped (umount, swapoff).
+struct Undo(&'static str, PathBuf);
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        let _ = Command::new(self.0).arg(&self.1).status();
+    }
+}
+
+/// With --destructive, a device or file in use is refused as the copy
+/// refuses writing it, word for word, and left as it was; read-only
+/// benches of it are allowed.
+#[test]
+fn destructive_refuses_what_the_copy_refuses_in_its_words() {
+    let dir = scratch();
+    // A mounted loop device.
+    let backing = dir.path().join("fs.img");
+    std::fs::write(&backing, vec![0u8; 16 << 20]).unwrap();
+    let Some(device) = attach_loop(&backing) else {
+        return;
+    };
+    let Some(()) = set_up("mkfs.ext4", &["-q", "-F", device.path.to_str().unwrap()]) else {
+        return;
+    };
+    let point = dir.path().join("mnt");
+    std::fs::create_dir(&point).unwrap();
+    let Some(()) = set_up(
+        "mount",
+        &[device.path.to_str().unwrap(), point.to_str().unwrap()],
+    ) else {
+        return;
+    };
+    let mounted = Undo("umount", point.clone());
+    std::fs::write(point.join("precious"), b"data").unwrap();
+    let checksum_before = sha256(point.join("precious"));
+    // A loop device that is active swap.
+    let swap_backing = dir.path().join("swap.img");
+    std::fs::write(&swap_backing, vec![0u8; 16 << 20]).unwrap();
+    let Some(swap_device) = attach_loop(&swap_backing) else {
+        return;
+    };
+    let swap = swap_device.path.to_str().unwrap();
+    let Some(()) = set_up("mkswap", &[swap]).and_then(|()| set_up("swapon", &[swap])) else {
+        return;
+    };
+    let swapped = Undo("swapoff", swap_device.path.clone());
+    // A swap file.
+    let swap_file = dir.path().join("swapfile");
+    std::fs::write(&swap_file, vec![0u8; 16 << 20]).unwrap();
+    std::fs::set_permissions(
+        &swap_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let file = swap_file.to_str().unwrap();
+    let Some(()) = set_up("mkswap", &[file]).and_then(|()| set_up("swapon", &[file])) else {
+        return;
+    };
+    let swapped_file = Undo("swapoff", swap_file.clone());
+
+    for (target, mark) in [
+        (&device.path, "mounted on"),
+        (&swap_device.path, "active swap"),
+        (&swap_file, "active swap file"),
+    ] {
+        let expected = copy_refusal(target);
+        assert!(expected.contains(mark), "{expected}");
+        let out = bench(&[target.to_str().unwrap(), "--destructive", "--size=4M"]);
+        assert_eq!(failure(&out), expected, "{}", target.display());
+        // Reading it is no danger: allowed.
+        let read = bench(&[
+            target.to_str().unwrap(),
+            "--tests=seq-read",
+            "--size=4M",
+            "--runs=1",
+        ]);
+        assert!(read.status.success(), "{read:?}");
+    }
+    assert_eq!(sha256(point.join("precious")), checksum_before);
+    drop((swapped_file, swapped, mounted));
+}

@@ -1,0 +1,26 @@
+//! ddx's integration tests, as one binary (as ripgrep keeps its own): the
+//! crate and the rigs compile once, not once per file, and a helper
+//! nothing calls is reported as dead code instead of being allowed.
+//!
+//! Each module is one family of behaviour run through the real binary,
+//! most of it side by side with GNU dd, the reference (`rigs::fixture`:
+//! `Compare` for both, `Ddx` for ddx alone). Tests that need root, a tool,
+//! a device or a server build it with `rigs` and skip through `rigs::skip`
+//! where they cannot: one line each past the output capture, a list by
+//! name at the end of the run, and a failure under `DDX_REQUIRE_RIGS=1`.
+
+mod rigs;
+
+mod auto_block;
+mod bench;
+mod cli;
+mod differential;
+mod direct_io;
+mod filesystems;
+mod guard;
+mod image;
+#[cfg(feature = "nbd")]
+mod nbd;
+mod progress;
+mod rescue;
+mod splice;

@@ -1,0 +1,481 @@
+//! Progress and interruption, end to end: the JSON stream of
+//! `--progress-fd`, `--verbose`, SIGINT/SIGTERM at any moment leaving a
+//! correct output prefix, and the live line in a real terminal (tmux).
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::rigs;
+use crate::rigs::bytes::pattern;
+use crate::rigs::cmd::{ddx, shell, DDX};
+use crate::rigs::fixture::Ddx;
+use crate::rigs::signal::wait_for_handler;
+use crate::rigs::{LoopDevice, LoopOptions};
+
+/// A source that writes 1000 bytes every 300 ms, 8 times: a copy of
+/// about 2.4 s, so that the once-a-second ticks happen during it.
+const SLOW_SOURCE: &str = "for i in 1 2 3 4 5 6 7 8; do head -c 1000 /dev/zero; sleep 0.3; done";
+
+/// The number of bytes in GNU's transfer line ("8000 bytes (...) copied").
+fn bytes_in_statistics(stderr: &str) -> Option<u64> {
+    let line = stderr.lines().rev().find(|l| l.contains(" copied, "))?;
+    line.split(' ').next()?.parse().ok()
+}
+
+#[test]
+fn json_progress_parses_and_its_last_record_equals_the_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("progress.json");
+    let script = format!(
+        "{SLOW_SOURCE} | {DDX} of=/dev/null bs=1000 count=8 iflag=fullblock --progress-fd=3 3>{}",
+        json.display()
+    );
+    let out = shell(&script).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    assert!(records.len() >= 3, "ticks during a 2.4 s copy: {text}");
+    let mut last_bytes = 0;
+    for (n, record) in records.iter().enumerate() {
+        let bytes = record["bytes"].as_u64().unwrap();
+        assert!(bytes >= last_bytes, "bytes never go back: {text}");
+        last_bytes = bytes;
+        assert_eq!(record["total"], 8000, "count= gives the total");
+        assert_eq!(record["done"], n + 1 == records.len(), "{text}");
+        for field in ["elapsed", "rate", "recent_rate"] {
+            assert!(record[field].as_f64().is_some(), "{field}: {text}");
+        }
+    }
+    let last = records.last().unwrap();
+    // The statistics printed from the same snapshot and clock reading.
+    let expected_records = format!(
+        "{}+{} records in\n{}+{} records out\n",
+        last["records_in_full"],
+        last["records_in_partial"],
+        last["records_out_full"],
+        last["records_out_partial"]
+    );
+    assert!(
+        stderr.starts_with(&expected_records),
+        "{stderr} vs {expected_records}"
+    );
+    assert_eq!(bytes_in_statistics(&stderr), last["bytes"].as_u64());
+    let seconds = ddx::text::human::format_g(last["elapsed"].as_f64().unwrap());
+    assert!(
+        stderr.contains(&format!(" copied, {seconds} s, ")),
+        "{stderr} vs {seconds}"
+    );
+    assert_eq!(stderr.lines().count(), 3, "GNU's statistics only: {stderr}");
+}
+
+/// SIGUSR1 prints GNU's statistics and writes a record; the copy goes on.
+#[test]
+fn sigusr1_writes_a_json_record_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("progress.json");
+    let mut child = shell(&format!(
+        "exec {DDX} of=/dev/null bs=1000 --progress-fd=3 3>{}",
+        json.display()
+    ))
+    .stdin(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&[0u8; 3000]).unwrap();
+    wait_for_handler(child.id(), libc::SIGUSR1);
+    std::thread::sleep(Duration::from_millis(200));
+    rigs::signal::send(child.id(), libc::SIGUSR1);
+    std::thread::sleep(Duration::from_millis(200));
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("records in").count(), 2, "{stderr}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{text}");
+    assert_eq!(records[0]["done"], false);
+    assert_eq!(records[0]["bytes"], 3000);
+    assert_eq!(
+        records[0]["total"],
+        serde_json::Value::Null,
+        "a pipe has no size"
+    );
+    assert_eq!(records[1]["done"], true);
+}
+
+#[test]
+fn progress_fd_errors_are_one_line_before_anything_is_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let ran = Ddx::new()
+        .args([
+            "if=/dev/zero",
+            &format!("of={}", out.display()),
+            "count=1",
+            "--progress-fd=77",
+        ])
+        .fails();
+    assert_eq!(ran.stderr, "ddx: --progress-fd=77: Bad file descriptor\n");
+    assert!(!out.exists(), "nothing is opened before the check");
+    Ddx::new().args(["--progress-fd=x"]).fails();
+}
+
+#[test]
+fn a_vanished_progress_reader_does_not_stop_the_copy() {
+    let script =
+        format!("{SLOW_SOURCE} | {DDX} of=/dev/null --progress-fd=3 3>&1 | head -c 1 >/dev/null");
+    let out = shell(&script).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("ddx: --progress-fd=3: Broken pipe; the copy goes on\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("8000 bytes (8.0 kB, 7.8 KiB) copied"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn verbose_adds_lines_after_gnu_statistics() {
+    let stderr = Ddx::new()
+        .args([
+            "if=/dev/zero",
+            "of=/dev/null",
+            "bs=64k",
+            "count=100",
+            "--verbose",
+        ])
+        .succeeds()
+        .stderr;
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines[0], "100+0 records in");
+    assert_eq!(lines[1], "100+0 records out");
+    assert!(lines[2].starts_with("6553600 bytes (6.6 MB, 6.2 MiB) copied, "));
+    for (line, start) in lines[3..].iter().zip([
+        "ddx: backend: sync",
+        "ddx: requests: 64 KiB per read and write",
+        "ddx: cache: ",
+        "ddx: offload: not used",
+        "ddx: CPU: ",
+    ]) {
+        assert!(line.starts_with(start), "{line:?} vs {start:?}");
+    }
+    assert_eq!(lines.len(), 8, "{stderr}");
+    // Without --verbose, GNU's three lines only.
+    let out = Ddx::new()
+        .args(["if=/dev/zero", "of=/dev/null", "bs=64k", "count=100"])
+        .run();
+    assert_eq!(out.stderr.lines().count(), 3, "{}", out.stderr);
+}
+
+/// The output's first N bytes, N as the statistics report, are the
+/// input's; returns N.
+#[track_caller]
+fn assert_reported_prefix_copied(stderr: &str, output: &Path, input: &[u8], what: &str) -> usize {
+    let reported = bytes_in_statistics(stderr).expect("statistics") as usize;
+    let output = std::fs::read(output).unwrap();
+    assert!(output.len() >= reported, "{} < {reported}", output.len());
+    assert!(
+        output[..reported] == input[..reported],
+        "{what}: the first {reported} bytes differ"
+    );
+    reported
+}
+
+/// Interrupt a copy at several moments: the statistics are printed, ddx
+/// dies of the signal, and the output's first N bytes, N as reported,
+/// are the input's.
+#[test]
+fn interruption_leaves_a_correct_prefix_of_the_reported_length() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = pattern(1, 16 << 20);
+    for (n, (signal, delay_ms)) in [
+        (libc::SIGINT, 30),
+        (libc::SIGTERM, 30),
+        (libc::SIGINT, 200),
+        (libc::SIGTERM, 200),
+        (libc::SIGINT, 600),
+        (libc::SIGTERM, 600),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out_path = dir.path().join(format!("out{n}"));
+        let mut child = ddx()
+            .args([
+                "--backend=threads",
+                "bs=64k",
+                &format!("of={}", out_path.display()),
+            ])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_handler(child.id(), signal);
+        let mut stdin = child.stdin.take().unwrap();
+        let feed = data.clone();
+        // A steady source: 16 KiB every millisecond or so.
+        let feeder = std::thread::spawn(move || {
+            for chunk in feed.chunks(16 << 10) {
+                if stdin.write_all(chunk).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        rigs::signal::send(child.id(), signal);
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        let status = child.wait().unwrap();
+        feeder.join().unwrap();
+        assert_eq!(status.signal(), Some(signal), "{stderr}");
+        assert_reported_prefix_copied(
+            &stderr,
+            &out_path,
+            &data,
+            &format!("signal {signal} after {delay_ms} ms"),
+        );
+    }
+}
+
+/// The same from a file, where ddx copies in bulk requests or lets the
+/// kernel copy (copy_file_range): what is reported is on the output,
+/// whatever the moment. A copy that ends before the signal must be whole.
+#[test]
+fn interruption_of_a_bulk_file_copy_leaves_a_correct_prefix() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = pattern(2, 96 << 20);
+    let input = dir.path().join("in");
+    std::fs::write(&input, &data).unwrap();
+    for (n, (backend, signal, delay_ms)) in [
+        ("threads", libc::SIGTERM, 40),
+        ("threads", libc::SIGINT, 150),
+        ("auto", libc::SIGTERM, 60),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out_path = dir.path().join(format!("out{n}"));
+        let child = ddx()
+            .args([
+                &format!("--backend={backend}"),
+                "bs=64k",
+                &format!("if={}", input.display()),
+                &format!("of={}", out_path.display()),
+            ])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_handler(child.id(), signal);
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        // SAFETY: kill(2) on our own child's pid has no memory effects; a
+        // child that already exited is a zombie until waited for.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let reported = assert_reported_prefix_copied(
+            &stderr,
+            &out_path,
+            &data,
+            &format!("{backend}, signal {signal} after {delay_ms} ms"),
+        );
+        match out.status.signal() {
+            Some(s) => assert_eq!(s, signal, "{stderr}"),
+            None => {
+                assert!(out.status.success(), "{stderr}");
+                assert_eq!(reported, data.len(), "a finished copy is whole");
+            }
+        }
+    }
+}
+
+/// The live line in a real terminal: tmux runs ddx in a pane, the test
+/// reads the screen during and after the copy.
+#[test]
+fn live_line_in_a_terminal() {
+    // 40 kB over about 4 s, in 2.5 kB steps.
+    let command = "for i in $(seq 16); do head -c 2500 /dev/zero; sleep 0.25; done \
+                   | ddx of=/dev/null bs=2500 count=16 iflag=fullblock status=progress";
+    let Some(tmux) = rigs::or_skip(Tmux::start("live", 100, 8, command)) else {
+        return;
+    };
+    let first = tmux.wait_for("ETA", Duration::from_secs(10));
+    // A second frame further on, for the screenshot, if still running.
+    std::thread::sleep(Duration::from_millis(1500));
+    let later = tmux.capture();
+    let during = if later.contains("ETA") { later } else { first };
+    let after = tmux.wait_for("EXIT=", Duration::from_secs(15));
+    save_capture("live-during", &during);
+    save_capture("live-after", &after);
+    let live = during
+        .lines()
+        .find(|l| l.contains("ETA"))
+        .unwrap_or_else(|| panic!("no live line: {during:?}"));
+    assert!(live.contains(" kB/s (avg "), "{live}");
+    assert!(
+        live.contains('[') && live.contains(']') && live.contains('%'),
+        "{live}"
+    );
+    assert!(!during.contains("records"), "{during}");
+    assert!(after.contains("EXIT=0"), "{after}");
+    let lines: Vec<&str> = after.lines().filter(|l| !l.trim().is_empty()).collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == "16+0 records in")
+        .unwrap_or_else(|| panic!("statistics at the start of a line: {after:?}"));
+    assert_eq!(lines[at + 1], "16+0 records out");
+    assert!(lines[at + 2].starts_with("40000 bytes (40 kB, 39 KiB) copied, "));
+    assert!(
+        !after.contains("ETA"),
+        "the live line is cleared: {after:?}"
+    );
+}
+
+/// A terminal session of its own (its own tmux server socket) running
+/// `script` with `ddx` on PATH (so messages say "ddx:"), then showing
+/// "EXIT=status"; killed when dropped. Err says why not (tmux missing or
+/// failing to start).
+struct Tmux {
+    socket: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Tmux {
+    fn start(name: &str, width: u32, height: u32, script: &str) -> Result<Tmux, String> {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(DDX, dir.path().join("ddx")).unwrap();
+        let script_path = dir.path().join("script.sh");
+        std::fs::write(
+            &script_path,
+            format!(
+                "PATH={}:$PATH\nexport LC_ALL=C\n{script}\necho EXIT=$?\nsleep 600\n",
+                dir.path().display()
+            ),
+        )
+        .unwrap();
+        let socket = format!("ddx-test-{name}-{}", std::process::id());
+        let started = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "t",
+            ])
+            .args(["-x", &width.to_string(), "-y", &height.to_string()])
+            .arg(format!("sh {}", script_path.display()))
+            .env("TERM", "xterm")
+            .stdin(Stdio::null())
+            .output();
+        match started {
+            Ok(out) if out.status.success() => Ok(Tmux { socket, _dir: dir }),
+            Ok(out) => Err(format!(
+                "tmux cannot start: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => Err(format!(
+                "tmux not available ({e}); CI installs it (.ci/run)"
+            )),
+        }
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .expect("tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn send(&self, keys: &str) {
+        self.tmux(&["send-keys", "-t", "t", keys, "Enter"]);
+    }
+
+    fn capture(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "t"])
+    }
+
+    fn wait_for(&self, text: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let screen = self.capture();
+            if screen.contains(text) || Instant::now() > deadline {
+                return screen;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+/// Keep what the pane showed (the README's screenshot comes from it).
+fn save_capture(name: &str, text: &str) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("terminal");
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(dir.join(format!("{name}.txt")), text);
+}
+
+/// A whole disk written from a terminal: ddx says what it is and asks;
+/// anything but yes leaves it alone. Needs root and losetup.
+#[test]
+fn whole_disk_from_a_terminal_asks_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("disk.img");
+    std::fs::write(&image, vec![7u8; 4 << 20]).unwrap();
+    let Some(attached) = rigs::or_skip(LoopDevice::attach(&image, LoopOptions::default())) else {
+        return;
+    };
+    let device = attached.name();
+    let command = format!("ddx if=/dev/zero of={device} count=1");
+    let Some(tmux) = rigs::or_skip(Tmux::start("disk", 160, 8, &command)) else {
+        return;
+    };
+    let asked = tmux.wait_for("[y/N]", Duration::from_secs(10));
+    save_capture("whole-disk", &asked);
+    assert!(
+        asked.contains(&format!(
+            "ddx: about to overwrite '{device}' (loop device over "
+        )),
+        "{asked}"
+    );
+    assert!(asked.contains("4.0 MiB), no partitions"), "{asked}");
+    tmux.send("n");
+    let after = tmux.wait_for("EXIT=", Duration::from_secs(10));
+    assert!(
+        after.contains(&format!("ddx: not overwriting '{device}'")),
+        "{after}"
+    );
+    assert!(after.contains("EXIT=1"), "{after}");
+    assert!(std::fs::read(&image).unwrap().iter().all(|&b| b == 7));
+}
