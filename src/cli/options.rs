@@ -377,6 +377,13 @@ fn apply_value(
             "auto" => settings.decompress = Some(crate::image::Mode::Auto),
             _ => return Err(invalid_choice(spec, value)),
         },
+        "compress" if value.is_empty() => {
+            return Err(
+                "invalid argument '' for '--compress': zstd, xz or gzip, optionally followed \
+                 by :LEVEL"
+                    .into(),
+            )
+        }
         "compress" => {
             settings.compress =
                 Some(crate::image::Compression::parse(value).map_err(|e| e.to_string())?)

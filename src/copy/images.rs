@@ -224,9 +224,6 @@ fn check_bmap_create(plan: &CopyPlan, path: &Path) -> Result<(), String> {
             ));
         }
     }
-    if plan.two_buffers {
-        return Err("--bmap-create cannot be combined with ibs= and obs= that differ".into());
-    }
     let parent = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
