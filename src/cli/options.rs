@@ -190,15 +190,20 @@ pub const OPTIONS: &[OptionSpec] = &[
         "ALG[:LEVEL]",
         Values::OneOf(&["zstd", "xz", "gzip"]),
         "write the output compressed, on every core: zstd (default level 3), xz (6) \
-         or gzip (6), in frames that decompress in parallel",
+         or gzip (6), in frames that decompress in parallel (the statistics count the \
+         bytes read); not with seek=, conv=notrunc, oflag=append or --verify",
     ),
     OptionSpec::valued(
         "bmap",
         "FILE",
         Values::File,
         "bmaptool's block map of the input image (its decompressed stream with \
-         --decompress): write only the mapped blocks, each range checked against its \
-         checksum as it passes (a mismatch stops the copy, exit 1)",
+         --decompress): write only the mapped blocks, leaving the others as they were, \
+         each range checked against its checksum as it passes (a mismatch stops the \
+         copy, exit 1); not with skip=, count=, seek=, conv= other than \
+         fsync/fdatasync/notrunc/nocreat/excl, nor --verify. With --bmap or \
+         --decompress onto a whole block device, its first MiB is zeroed first and \
+         written last, so an interrupted write leaves a disk that looks blank",
     ),
     OptionSpec::valued(
         "bmap-create",
@@ -211,9 +216,10 @@ pub const OPTIONS: &[OptionSpec] = &[
         "tee",
         "FILE",
         Values::File,
-        "also write the output to FILE (repeatable), in parallel: each output is \
-         checked by the guard; one that fails is named and dropped while the others \
-         complete (exit status 1)",
+        "also write the output to FILE (repeatable), opened as of= is and in \
+         parallel: each output is checked by the guard; the statistics are the first \
+         output's, and a line per further output follows them; one that fails is named \
+         and dropped while the others complete (exit status 1)",
     ),
     OptionSpec::switch(
         "verify",
