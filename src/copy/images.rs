@@ -115,6 +115,13 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
     if let Some(path) = &settings.bmap_create {
         check_bmap_create(plan, path)?;
     }
+    if settings.verify && !settings.tee.is_empty() {
+        return Err(
+            "--verify cannot be combined with --tee yet: it reads back of= only, and the \
+             further outputs would go unchecked"
+                .into(),
+        );
+    }
     for path in &settings.tee {
         check_tee(plan, settings, path)?;
     }

@@ -296,6 +296,9 @@ fn options_that_cannot_go_together_are_refused_before_anything_is_opened() {
     );
     let tee = arg("--tee", &raw);
     refused(d, &raw, &[&tee], &["--tee", "end of the copy"]);
+    let other = arg("--tee", &d.join("other"));
+    refused(d, &raw, &[&other, "--verify"], &["--tee", "--verify"]);
+    assert!(!d.join("other").exists());
     // A map made for another size of image.
     std::fs::write(&map, bmap_xml(4096, &[(0, 0)])).unwrap();
     refused(d, &raw, &[&map_arg], &["--bmap", "4096-byte image"]);
