@@ -35,6 +35,16 @@ pub struct Settings {
     pub hash_file: Option<std::path::PathBuf>,
     /// `--verify`: read the output back and compare.
     pub verify: bool,
+    /// `--decompress[=auto]`: copy the input's decompressed stream.
+    pub decompress: Option<crate::image::Mode>,
+    /// `--compress=ALG[:LEVEL]`: write the output compressed.
+    pub compress: Option<crate::image::Compression>,
+    /// `--bmap=FILE`: write only the blocks the map names, checked.
+    pub bmap: Option<std::path::PathBuf>,
+    /// `--bmap-create=FILE`: record a block map of the input.
+    pub bmap_create: Option<std::path::PathBuf>,
+    /// `--tee=FILE`, repeatable: further outputs of the same bytes.
+    pub tee: Vec<std::path::PathBuf>,
     /// `--offload` / `--no-offload` (the last one given wins).
     pub offload: Offload,
     /// `--request-size=BYTES`: bulk request size instead of the default.

@@ -98,13 +98,18 @@ pub fn man_page() -> String {
 
 /// One option as a man page paragraph.
 fn man_option(option: &OptionSpec) -> String {
-    let head = match option.value {
-        Some(value) => format!("\\fB\\-\\-{}\\fR=\\fI{value}\\fR", roff(option.name)),
-        None => format!("\\fB\\-\\-{}\\fR", roff(option.name)),
+    let head = match (option.value, option.values) {
+        (Some(value), Values::Optional(_)) => {
+            format!("\\fB\\-\\-{}\\fR[=\\fI{value}\\fR]", roff(option.name))
+        }
+        (Some(value), _) => format!("\\fB\\-\\-{}\\fR=\\fI{value}\\fR", roff(option.name)),
+        (None, _) => format!("\\fB\\-\\-{}\\fR", roff(option.name)),
     };
     let mut help = roff(option.help);
     match option.values {
-        Values::OneOf(words) => help.push_str(&format!(" ({})", words.join(", "))),
+        Values::OneOf(words) | Values::Optional(words) => {
+            help.push_str(&format!(" ({})", words.join(", ")))
+        }
         Values::ListOf(words) => {
             help.push_str(&format!(" (comma\\-separated: {})", words.join(", ")))
         }
@@ -177,9 +182,10 @@ fn all_operand_words() -> String {
 /// Option words as bash completes them: a valued one with its '='.
 fn bash_option_words<'a>(options: impl Iterator<Item = &'a OptionSpec>) -> String {
     options
-        .map(|o| match o.value {
-            Some(_) => format!("--{}=", o.name),
-            None => format!("--{}", o.name),
+        .map(|o| match (o.value, o.values) {
+            (Some(_), Values::Optional(_)) => format!("--{} --{}=", o.name, o.name),
+            (Some(_), _) => format!("--{}=", o.name),
+            (None, _) => format!("--{}", o.name),
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -191,7 +197,7 @@ fn bash_bench_choices() -> String {
     bench::OPTIONS
         .iter()
         .filter_map(|o| match o.spec.values {
-            Values::OneOf(words) => Some((o, words, 0)),
+            Values::OneOf(words) | Values::Optional(words) => Some((o, words, 0)),
             Values::ListOf(words) => Some((o, words, 1)),
             Values::Free | Values::File => None,
         })
@@ -209,7 +215,7 @@ pub fn bash() -> String {
     let mut choices = String::new();
     for option in OPTIONS {
         let (words, list) = match option.values {
-            Values::OneOf(words) => (words, 0),
+            Values::OneOf(words) | Values::Optional(words) => (words, 0),
             Values::ListOf(words) => (words, 1),
             Values::Free | Values::File => continue,
         };
@@ -332,13 +338,18 @@ fn zsh_spec(option: &OptionSpec) -> String {
         Some(value) => {
             let action = match option.values {
                 Values::Free => " ".to_owned(),
-                Values::OneOf(words) => format!("({})", words.join(" ")),
+                Values::OneOf(words) | Values::Optional(words) => format!("({})", words.join(" ")),
                 Values::ListOf(words) => {
                     format!("_values -s , {} {}", option.name, words.join(" "))
                 }
                 Values::File => "_files".to_owned(),
             };
-            format!("'--{}=[{help}]:{value}:{action}'", option.name)
+            // zsh's "=-": the value may be left out.
+            let equals = match option.values {
+                Values::Optional(_) => "=-",
+                _ => "=",
+            };
+            format!("'--{}{equals}[{help}]:{value}:{action}'", option.name)
         }
     };
     format!("    {spec} \\\n")
@@ -433,6 +444,8 @@ fn fish_option(option: &OptionSpec, condition: &str) -> String {
             line.push_str(&format!(" -x -a '(__ddx_list {})'", words.join(" ")))
         }
         (Some(_), Values::File) => line.push_str(" -r -F"),
+        // No -x: the option stands alone as well.
+        (Some(_), Values::Optional(words)) => line.push_str(&format!(" -a '{}'", words.join(" "))),
     }
     line.push_str(&format!(" -d '{}'\n", fish_text(option.help)));
     line

@@ -85,7 +85,10 @@ fn parse(program: &str, args: &[OsString]) -> Result<Parsed, String> {
         emit(format!("{program}: {warning}\n").as_bytes());
     }
     match parsed.plan {
-        Ok(plan) => Ok(Parsed::Copy(Box::new(Request { plan, settings }))),
+        Ok(plan) => Ok(Parsed::Copy(Box::new(Request {
+            plan,
+            settings: *settings,
+        }))),
         Err(error) => {
             let hint = if error.suggests_help() {
                 try_help(program)

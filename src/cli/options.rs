@@ -12,7 +12,8 @@ pub use crate::request::{BackendChoice, Offload, Settings};
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Scan {
-    Operands(Vec<OsString>, Settings),
+    /// The settings boxed: they outgrew the other variants.
+    Operands(Vec<OsString>, Box<Settings>),
     Help,
     Version,
     /// A getopt-style message ("unrecognized option '--x'").
@@ -43,6 +44,9 @@ pub enum Values {
     ListOf(&'static [&'static str]),
     /// A file name.
     File,
+    /// The value may be left out (`--decompress` or `--decompress=auto`):
+    /// without it the option is a switch; with it, one word of this set.
+    Optional(&'static [&'static str]),
 }
 
 impl OptionSpec {
@@ -73,7 +77,7 @@ impl OptionSpec {
     /// empty where the set is open.
     pub fn choices(&self) -> &'static [&'static str] {
         match self.values {
-            Values::OneOf(words) | Values::ListOf(words) => words,
+            Values::OneOf(words) | Values::ListOf(words) | Values::Optional(words) => words,
             Values::Free | Values::File => &[],
         }
     }
@@ -172,6 +176,51 @@ pub const OPTIONS: &[OptionSpec] = &[
          FILE', 'b3sum -c FILE' or 'xxhsum -c FILE' checks it; written only when \
          the copy succeeds",
     ),
+    OptionSpec::valued(
+        "decompress",
+        "auto",
+        Values::Optional(&["auto"]),
+        "the input is compressed (zstd, xz, gzip, bzip2 or lz4, told by its magic \
+         bytes): copy its decompressed stream, decoded on threads of their own (skip=, \
+         count=, bs= and the statistics are the decompressed stream's); an input that \
+         is not compressed is refused, or copied as it is with =auto",
+    ),
+    OptionSpec::valued(
+        "compress",
+        "ALG[:LEVEL]",
+        Values::OneOf(&["zstd", "xz", "gzip"]),
+        "write the output compressed, on every core: zstd (default level 3), xz (6) \
+         or gzip (6), in frames that decompress in parallel (the statistics count the \
+         bytes read); not with seek=, conv=notrunc, oflag=append or --verify",
+    ),
+    OptionSpec::valued(
+        "bmap",
+        "FILE",
+        Values::File,
+        "bmaptool's block map of the input image (its decompressed stream with \
+         --decompress): write only the mapped blocks, leaving the others as they were, \
+         each range checked against its checksum as it passes (a mismatch stops the \
+         copy, exit 1); not with skip=, count=, seek=, conv= other than \
+         fsync/fdatasync/notrunc/nocreat/excl, nor --verify. With --bmap or \
+         --decompress onto a whole block device, its first MiB is zeroed first and \
+         written last, so an interrupted write leaves a disk that looks blank",
+    ),
+    OptionSpec::valued(
+        "bmap-create",
+        "FILE",
+        Values::File,
+        "write a block map of the input, as bmaptool makes them, to FILE: its data \
+         extents where it has them, else its blocks that are not all zeros",
+    ),
+    OptionSpec::valued(
+        "tee",
+        "FILE",
+        Values::File,
+        "also write the output to FILE (repeatable), opened as of= is and in \
+         parallel: each output is checked by the guard; the statistics are the first \
+         output's, and a line per further output follows them; one that fails is named \
+         and dropped while the others complete (exit status 1)",
+    ),
     OptionSpec::switch(
         "verify",
         "after the copy, read the output back, bypassing the cache, and report the \
@@ -226,6 +275,10 @@ pub fn scan(words: &[OsString]) -> Scan {
                 Ok((chosen, _)) => chosen,
                 Err(message) => return Scan::Error(message),
             };
+            if let (Values::Optional(_), None) = (chosen.values, inline_value) {
+                apply_switch(&mut settings, chosen.name);
+                continue;
+            }
             if chosen.value.is_none() {
                 if inline_value.is_some() {
                     return Scan::Error(format!(
@@ -255,7 +308,7 @@ pub fn scan(words: &[OsString]) -> Scan {
         let letter = String::from_utf8_lossy(&bytes[1..2]).into_owned();
         return Scan::Error(format!("invalid option -- '{letter}'"));
     }
-    Scan::Operands(operands, settings)
+    Scan::Operands(operands, Box::new(settings))
 }
 
 fn apply_switch(settings: &mut Settings, option: &str) {
@@ -268,6 +321,7 @@ fn apply_switch(settings: &mut Settings, option: &str) {
         "no-offload" => settings.offload = Offload::Never,
         "force" => settings.force = true,
         "verbose" => settings.verbose = true,
+        "decompress" => settings.decompress = Some(crate::image::Mode::Required),
         _ => unreachable!("every switch in OPTIONS is handled: --{option}"),
     }
 }
@@ -325,6 +379,35 @@ fn apply_value(
             }
         },
         "hash" => settings.hash = crate::integrity::Algorithm::parse_list(value)?,
+        "decompress" => match value {
+            "auto" => settings.decompress = Some(crate::image::Mode::Auto),
+            _ => return Err(invalid_choice(spec, value)),
+        },
+        "compress" if value.is_empty() => {
+            return Err(
+                "invalid argument '' for '--compress': zstd, xz or gzip, optionally followed \
+                 by :LEVEL"
+                    .into(),
+            )
+        }
+        "compress" => {
+            settings.compress =
+                Some(crate::image::Compression::parse(value).map_err(|e| e.to_string())?)
+        }
+        "bmap" | "bmap-create" | "tee" => {
+            if value.is_empty() {
+                return Err(format!(
+                    "invalid argument '' for '--{}': a file name",
+                    spec.name
+                ));
+            }
+            let path = std::path::PathBuf::from(raw);
+            match spec.name {
+                "bmap" => settings.bmap = Some(path),
+                "bmap-create" => settings.bmap_create = Some(path),
+                _ => settings.tee.push(path),
+            }
+        }
         "hash-file" => {
             if value.is_empty() {
                 return Err("invalid argument '' for '--hash-file': a file name".into());
@@ -368,9 +451,10 @@ pub fn layout<'a>(options: impl IntoIterator<Item = &'a OptionSpec>) -> String {
     const WIDTH: usize = 78;
     let mut out = String::new();
     for option in options {
-        let head = match option.value {
-            Some(value) => format!("      --{}={value}", option.name),
-            None => format!("      --{}", option.name),
+        let head = match (option.value, option.values) {
+            (Some(value), Values::Optional(_)) => format!("      --{}[={value}]", option.name),
+            (Some(value), _) => format!("      --{}={value}", option.name),
+            (None, _) => format!("      --{}", option.name),
         };
         let mut line = head.clone();
         if head.len() + 2 > GUTTER {
@@ -424,11 +508,11 @@ mod tests {
     fn operands_pass_through_in_order() {
         assert_eq!(
             scan(&words(&["if=a", "-", "of=b"])),
-            Scan::Operands(words(&["if=a", "-", "of=b"]), Settings::default())
+            Scan::Operands(words(&["if=a", "-", "of=b"]), Box::default())
         );
         assert_eq!(
             scan(&words(&["if=a", "--", "--help"])),
-            Scan::Operands(words(&["if=a", "--help"]), Settings::default())
+            Scan::Operands(words(&["if=a", "--help"]), Box::default())
         );
     }
 
@@ -441,11 +525,11 @@ mod tests {
         assert_eq!(scan(&words(&["--h"])), Scan::Help);
         assert!(matches!(
             scan(&words(&["--veri"])),
-            Scan::Operands(_, Settings { verify: true, .. })
+            Scan::Operands(_, settings) if settings.verify
         ));
         assert!(matches!(
             scan(&words(&["--verb"])),
-            Scan::Operands(_, Settings { verbose: true, .. })
+            Scan::Operands(_, settings) if settings.verbose
         ));
     }
 
@@ -484,7 +568,10 @@ mod tests {
     /// taking the next word; abbreviations alike.
     #[test]
     fn a_value_is_never_taken_from_the_next_word() {
-        for option in OPTIONS.iter().filter(|o| o.value.is_some()) {
+        for option in OPTIONS
+            .iter()
+            .filter(|o| o.value.is_some() && !matches!(o.values, Values::Optional(_)))
+        {
             let expected = Scan::Error(format!("option '--{}' requires an argument", option.name));
             let full = format!("--{}", option.name);
             let stem = &option.name[..option.name.len() - 1];

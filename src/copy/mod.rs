@@ -11,6 +11,7 @@
 
 mod extras;
 mod failure;
+mod images;
 mod positional;
 mod safety;
 mod verbose;
@@ -52,6 +53,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     // ddx's own options, checked before anything is opened, as the
     // operands are.
     let extras = extras::prepare(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
+    let mut images = images::prepare(&request.plan, &request.settings).map_err(Failure::Refused)?;
     let progress_stream = match request.settings.progress_fd {
         Some(fd) => Some((
             safety::progress_stream(fd, &request.plan).map_err(Failure::Refused)?,
@@ -66,6 +68,16 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
         &context.signals,
     )
     .map_err(Failure::Refused)?;
+    // Every further output is held to the guard as of= is.
+    for tee_plan in images.tee_plans(&request.plan) {
+        safety::guard(
+            &context.program,
+            &tee_plan,
+            request.settings.force,
+            &context.signals,
+        )
+        .map_err(Failure::Refused)?;
+    }
 
     let plan = &request.plan;
     let counters = Arc::new(Counters::default());
@@ -92,8 +104,9 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
         plan.status == StatusLevel::Progress && !live_line,
     );
 
-    let mut input = ends::open::open_input(plan)?;
-    let facts = planner::facts::gather(
+    let input = ends::open::open_input(plan)?;
+    let mut input = images.wrap_input(input, plan)?;
+    let mut facts = planner::facts::gather(
         &input,
         match &plan.output {
             Some(path) => match ends::remote::recognise(path) {
@@ -104,7 +117,14 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
         },
     );
     let mut warnings = Vec::new();
-    let mut output = ends::open::open_output(plan, &mut warnings)?;
+    let output = ends::open::open_output(plan, &mut warnings)?;
+    let mut output = images.wrap_output(output, plan, &mut warnings)?;
+    // The wrapped ends are what the planner plans for.
+    facts.input.mapped = images.mapped();
+    if output.end.fd().is_none() {
+        facts.output.descriptor = false;
+        facts.output.kind = output.end.kind();
+    }
     for warning in warnings {
         reporter.diagnostic(warning);
     }
@@ -164,6 +184,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     if let Some(aftermath) = aftermath {
         failed |= aftermath.report(&reporter);
     }
+    failed |= images.finish(&reporter, counters.snapshot().bytes_out, failed);
     failed |= extras.finish(hash_job, plan, &reporter, failed);
     if let Some(report) = report {
         report.print(&reporter, &counters);

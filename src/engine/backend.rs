@@ -66,6 +66,12 @@ pub struct BulkShape {
     pub write_block: usize,
     /// The input is a regular file whose holes can be found (SEEK_DATA).
     pub sparse_input: bool,
+    /// The input's holes are a block map's unmapped blocks (`--bmap`):
+    /// passed on wherever they start, and left unwritten in the output
+    /// (the output keeps what it had there, as with bmaptool). Records
+    /// are then counted from the bytes (see `writer`), since a hole may
+    /// start and end inside one.
+    pub mapped_holes: bool,
 }
 
 /// The reader thread's stack: it keeps no large data on it, and a small
@@ -117,6 +123,7 @@ pub fn run(
     let mut reader = Reader::new(Arc::clone(&plan), input).with_bulk(shaping.bulk, drop_behind);
     let mut writer = Writer::new(Arc::clone(&plan), output, counters, events)
         .with_drop_behind(drop_behind)
+        .with_mapped_holes(shaping.bulk.is_some_and(|shape| shape.mapped_holes))
         .with_tap(tap);
     let mut offload_stopped = false;
     if let Some(unit) = shaping.offload_unit {

@@ -139,6 +139,23 @@ pub fn status_names() -> impl Iterator<Item = &'static str> {
     STATUS_SYMBOLS.iter().map(|(name, _)| *name)
 }
 
+/// The `conv=` symbols `conv` holds, by name (for messages that name
+/// what cannot be combined).
+pub fn conv_symbols_in(conv: Conv) -> impl Iterator<Item = &'static str> {
+    CONV_SYMBOLS
+        .iter()
+        .filter(move |(_, flag)| conv.contains(*flag))
+        .map(|(name, _)| *name)
+}
+
+/// The `iflag=`/`oflag=` symbols `flags` holds, by name.
+pub fn flag_symbols_in(flags: IoFlags) -> impl Iterator<Item = &'static str> {
+    FLAG_SYMBOLS
+        .iter()
+        .filter(move |(_, flag)| flags.contains(*flag))
+        .map(|(name, _)| *name)
+}
+
 /// The first item of a list that is not a symbol of the set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownSymbol(pub String);

@@ -50,6 +50,10 @@ pub struct EndFacts {
     /// Nearly all of the data is in the page cache already (a regular
     /// input file read back soon after it was written, say).
     pub cached: bool,
+    /// The input is read through a block map (`--bmap`): its holes are
+    /// the blocks the map leaves out, found at any block boundary, and
+    /// they are left unwritten in the output, as bmaptool leaves them.
+    pub mapped: bool,
 }
 
 impl EndFacts {
@@ -67,6 +71,7 @@ impl EndFacts {
             disk: None,
             queue: None,
             cached: false,
+            mapped: false,
         }
     }
 }
@@ -213,5 +218,6 @@ fn of_descriptor(fd: BorrowedFd<'_>, kind: Kind) -> EndFacts {
         disk: crate::sys::device::disk_of(fd),
         queue: depth::hint_of(fd),
         cached: false,
+        mapped: false,
     }
 }

@@ -191,7 +191,15 @@ pub fn bulk_shape(plan: &CopyPlan, facts: &Facts) -> Option<BulkShape> {
     {
         return None;
     }
-    if !is_storage(facts.input.kind) || !is_storage(facts.output.kind) || !facts.input.seekable {
+    // A stream ddx decodes or encodes itself (--decompress, --bmap,
+    // --compress) reads and writes whole, as a file does: bulk requests
+    // keep GNU's records there too. It cannot seek back; a read error
+    // then ends the copy where it stands (see `engine::reader::bulk`).
+    let whole = |kind| is_storage(kind) || kind == Kind::Stream;
+    if !whole(facts.input.kind)
+        || !whole(facts.output.kind)
+        || !(facts.input.seekable || facts.input.kind == Kind::Stream)
+    {
         return None;
     }
     // Whole input records per request, so records are counted per chunk;
@@ -210,8 +218,11 @@ pub fn bulk_shape(plan: &CopyPlan, facts: &Facts) -> Option<BulkShape> {
     Some(BulkShape {
         chunk,
         write_block,
-        // A file's holes (SEEK_DATA), an export's (block status).
-        sparse_input: matches!(facts.input.kind, Kind::RegularFile | Kind::Remote),
+        // A file's holes (SEEK_DATA), an export's (block status), a
+        // block map's unmapped blocks.
+        sparse_input: matches!(facts.input.kind, Kind::RegularFile | Kind::Remote)
+            || facts.input.mapped,
+        mapped_holes: facts.input.mapped,
     })
 }
 

@@ -45,6 +45,7 @@ fn file(inode: u64, fs: u64, storage: Storage) -> EndFacts {
         disk: None,
         queue: None,
         cached: false,
+        mapped: false,
     }
 }
 
@@ -438,4 +439,31 @@ fn an_unseekable_input_is_not_read_in_bulk() {
             .bulk,
         None
     );
+}
+
+#[test]
+fn a_decoded_stream_is_read_in_bulk_though_it_cannot_seek() {
+    let input = EndFacts::of_kind(Kind::Stream);
+    assert!(!input.seekable);
+    let s = plan(&request(&[], auto()), &facts(input, ext4(2)));
+    assert_eq!(s.backend, threads(8));
+    let bulk = s.shaping.bulk.expect("bulk");
+    assert!(!bulk.sparse_input && !bulk.mapped_holes);
+    assert_eq!(s.shaping.offload_unit, None, "no descriptor to offload");
+    let out = plan(
+        &request(&[], auto()),
+        &facts(ext4(1), EndFacts::of_kind(Kind::Stream)),
+    );
+    assert!(out.shaping.bulk.is_some(), "a compressed output takes bulk");
+}
+
+#[test]
+fn a_mapped_input_passes_its_holes_on_to_be_left_unwritten() {
+    let mut input = EndFacts::of_kind(Kind::Stream);
+    input.mapped = true;
+    let bulk = plan(&request(&["bs=4M"], auto()), &facts(input, device(0x0700)))
+        .shaping
+        .bulk
+        .expect("bulk");
+    assert!(bulk.sparse_input && bulk.mapped_holes);
 }

@@ -184,9 +184,13 @@ fn an_option_never_takes_the_next_word_as_its_value() {
     let output = dir.path().join("out");
     let if_ = format!("if={}", input.display());
     let of = format!("of={}", output.display());
+    // An option whose value may be left out (--decompress) is a switch
+    // when given alone: the next word is then an operand, as wanted.
     let valued: Vec<&str> = ddx::cli::options::OPTIONS
         .iter()
-        .filter(|o| o.value.is_some())
+        .filter(|o| {
+            o.value.is_some() && !matches!(o.values, ddx::cli::options::Values::Optional(_))
+        })
         .map(|o| o.name)
         .collect();
     for name in [

@@ -19,6 +19,7 @@ mod direct_io;
 mod filesystems;
 mod guard;
 mod image;
+mod image_copy;
 #[cfg(feature = "nbd")]
 mod nbd;
 mod progress;

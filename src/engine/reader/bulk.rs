@@ -84,7 +84,17 @@ impl Reader {
                 sink.send(Event::Hole { len: hole })?;
                 continue;
             }
-            let want = (shape.chunk as u64).min(*remaining) as usize;
+            let mut want = (shape.chunk as u64).min(*remaining) as usize;
+            if shape.mapped_holes {
+                // Read a mapped range up to its end only: the hole after
+                // it is passed on as one, never written.
+                let offset = self.input.offset.max(0) as u64;
+                if let Ok(hole) = self.input.end.next_hole(offset) {
+                    if hole > offset {
+                        want = want.min((hole - offset).min(usize::MAX as u64) as usize);
+                    }
+                }
+            }
             if let (Some(behind), Some(fd)) = (behind.as_mut(), self.input.end.fd()) {
                 let offset = self.input.offset.max(0) as u64;
                 behind.before(fd, offset, want as u64);
@@ -103,6 +113,20 @@ impl Reader {
                         break;
                     }
                 }
+            }
+            if let (Some(errno), false) = (error, self.input.end.kind().positional()) {
+                // A stream ddx decodes (--decompress, --bmap) cannot be
+                // read again from the record that failed: what was read
+                // goes on, then GNU's message, and the copy ends there.
+                advance_offset(&mut self.input.offset, len as u64);
+                *copied += len as u64;
+                if len > 0 {
+                    sink.send(Event::Bulk { buf, len })?;
+                }
+                self.send_read_error(sink, errno)?;
+                let late = self.finish_cache();
+                sink.send(Event::End { failed: true, late })?;
+                return Ok(false);
             }
             if error.is_some() {
                 // Hand over to the per-record loop at the record that
@@ -161,7 +185,12 @@ impl Reader {
             Ok(None) => self.input.end.size().ok().flatten().unwrap_or(offset),
             Err(_) => offset,
         };
-        let piece = shape.write_block as u64;
+        // A block map's holes are passed on wherever they start.
+        let piece = if shape.mapped_holes {
+            1
+        } else {
+            shape.write_block as u64
+        };
         let hole = (data.saturating_sub(offset))
             .min(remaining)
             .min(MAX_HOLE_EVENT);

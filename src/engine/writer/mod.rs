@@ -93,6 +93,10 @@ pub struct Writer<'a> {
     sync_pending: Conv,
     /// A write failed: the copy ends here, short of its input's end.
     write_failed: bool,
+    /// The input's holes are a block map's (`--bmap`): sought over, never
+    /// written, wherever they fall, and the records out counted from the
+    /// bytes, as GNU would count them writing the whole image.
+    mapped_holes: bool,
 }
 
 impl<'a> Writer<'a> {
@@ -118,8 +122,16 @@ impl<'a> Writer<'a> {
             tap: None,
             sync_pending: plan.conv & (Conv::FDATASYNC | Conv::FSYNC),
             write_failed: false,
+            mapped_holes: false,
             plan,
         }
+    }
+
+    /// The input's holes are a block map's unmapped blocks: leave them
+    /// unwritten (see `BulkShape::mapped_holes`).
+    pub fn with_mapped_holes(mut self, mapped: bool) -> Self {
+        self.mapped_holes = mapped;
+        self
     }
 
     /// Keep large bulk copies out of the page cache (see `cache`).
@@ -226,6 +238,17 @@ impl<'a> Writer<'a> {
             }
             Event::End { failed, late } => {
                 self.tally.end_of_bulk(self.out.counters);
+                if self.mapped_holes
+                    && self
+                        .out
+                        .counters
+                        .bytes_out
+                        .load(std::sync::atomic::Ordering::Relaxed)
+                        % self.tally.write_block() as u64
+                        != 0
+                {
+                    bump(&self.out.counters.records_out_partial);
+                }
                 if !self.plan.copies_nothing() {
                     let failed = self.finish_output()? || failed;
                     return Ok(Handled::Done { failed, late });
@@ -392,6 +415,9 @@ impl<'a> Writer<'a> {
             self.reblocker.append(&data[whole..], &mut |block| {
                 self.out.write_output_block(block)
             })?;
+            if self.mapped_holes {
+                self.count_out_from_bytes();
+            }
             return Ok(Handled::Continue(Some(buf)));
         }
         let at = self.out.raw.offset;
@@ -405,10 +431,27 @@ impl<'a> Writer<'a> {
                 .read_at_failed_write(counters, start + (written / ibs * ibs + ibs) as u64);
             return self.short_write(error, false);
         }
-        if len % ibs != 0 {
+        if self.mapped_holes {
+            self.count_out_from_bytes();
+        } else if len % ibs != 0 {
             bump(&counters.records_out_partial);
         }
         Ok(Handled::Continue(Some(buf)))
+    }
+
+    /// Under `--bmap` data and holes meet anywhere inside a record: the
+    /// whole records out are those the bytes so far make up (the last,
+    /// partial one is counted at the end).
+    fn count_out_from_bytes(&self) {
+        let counters = self.out.counters;
+        let block = self.tally.write_block() as u64;
+        counters.records_out_full.store(
+            counters
+                .bytes_out
+                .load(std::sync::atomic::Ordering::Relaxed)
+                / block,
+            std::sync::atomic::Ordering::Release,
+        );
     }
 
     /// A hole of the input: whole write blocks of zeros, sought over under
@@ -418,6 +461,11 @@ impl<'a> Writer<'a> {
         self.tally.bulk_read(counters, len);
         let block = self.tally.write_block();
         debug_assert_eq!(self.reblocker.fill(), 0, "holes start on block boundaries");
+        if self.mapped_holes && self.out.raw.skip_over(self.out.output.end.as_mut(), len) {
+            add(&counters.bytes_out, len);
+            self.count_out_from_bytes();
+            return Ok(Handled::Continue(None));
+        }
         if self.out.raw.sparse() && self.out.raw.seek_over(self.out.output.end.as_mut(), len) {
             add(&counters.bytes_out, len);
             add(&counters.records_out_full, len / block as u64);
@@ -447,6 +495,9 @@ impl<'a> Writer<'a> {
             left -= n;
         }
         self.zeros = Some(zeros);
+        if self.mapped_holes {
+            self.count_out_from_bytes();
+        }
         Ok(Handled::Continue(None))
     }
 

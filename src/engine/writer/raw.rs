@@ -90,6 +90,22 @@ impl RawOutput {
         }
     }
 
+    /// Seek over `len` bytes the output keeps as they are (a block map's
+    /// unmapped blocks); false where the output cannot seek, and the
+    /// caller writes zeros instead. Unlike [`RawOutput::seek_over`], this
+    /// leaves conv=sparse as it was.
+    pub fn skip_over(&mut self, end: &mut dyn End, len: u64) -> bool {
+        let Ok(len_signed) = i64::try_from(len) else {
+            return false;
+        };
+        if end.seek(Whence::Current(len_signed)).is_err() {
+            return false;
+        }
+        self.ended_in_seek = true;
+        self.advance(len);
+        true
+    }
+
     /// Bytes were written past the writer (splice, the kernel's copy).
     pub fn advance(&mut self, len: u64) {
         if let Some(offset) = &mut self.offset {

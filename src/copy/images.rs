@@ -1,0 +1,477 @@
+//! ddx's image options (issue 15) in the copy: `--decompress`,
+//! `--compress`, `--bmap`, `--bmap-create` and `--tee`.
+//!
+//! The image ends themselves live in [`crate::image`]; this module owns
+//! when they apply. [`prepare`] checks the options against the operands
+//! and each other before anything is opened (a refusal is one line that
+//! names the options, and nothing is created or truncated); the input is
+//! then wrapped as soon as it is opened ([`Images::wrap_input`]: decoded,
+//! then filtered through its map, then recorded), before the output is
+//! opened, so that an input that is not compressed or a map made for
+//! another image still writes nothing; the output is wrapped once opened
+//! ([`Images::wrap_output`]: every output held to the safe order where it
+//! is a whole block device, the `--tee` outputs joined, then compressed).
+//! After GNU's statistics, [`Images::finish`] prints one line per further
+//! output and writes the recorded map.
+//!
+//! The wrapped ends are peers of the file end: the planner sees their
+//! kind (a stream) and plans around it; the engine knows nothing of them.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::ends::{self, End, Input, Kind, Output};
+use crate::engine::Diagnostic;
+use crate::image::{self, bmap::Recording, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport};
+use crate::operands::symbols::{conv_symbols_in, flag_symbols_in};
+use crate::operands::{Conv, CopyPlan, IoFlags};
+use crate::progress::Reporter;
+use crate::request::Settings;
+use crate::text::quote::quote_file;
+
+use super::Failure;
+
+/// bmaptool's block size, and the unit `--bmap-create` maps in.
+const BMAP_BLOCK: u64 = 4096;
+
+/// The image options, checked.
+#[derive(Debug, Default)]
+pub struct Images {
+    decompress: Option<image::Mode>,
+    compress: Option<image::Compression>,
+    /// `--bmap`: the map and the file it came from.
+    bmap: Option<(Arc<Bmap>, PathBuf)>,
+    bmap_create: Option<PathBuf>,
+    /// The recording, once the input is wrapped; handed over at close.
+    recording: Option<Arc<Mutex<Option<Recording>>>>,
+    tee: Vec<PathBuf>,
+    tee_report: Option<Arc<TeeReport>>,
+}
+
+fn quoted(path: &Path) -> String {
+    quote_file(path.as_os_str().as_encoded_bytes())
+}
+
+/// The positional copies cannot take a stream at either end.
+fn positional(settings: &Settings) -> Option<&'static str> {
+    if settings.rescue {
+        Some("--rescue")
+    } else if settings.resume {
+        Some("--resume")
+    } else if settings.map.is_some() {
+        Some("--map")
+    } else {
+        None
+    }
+}
+
+/// Check the image options against the operands and ddx's other options.
+/// Err is the one line to print; nothing has been opened.
+pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
+    let mut images = Images {
+        decompress: settings.decompress,
+        compress: settings.compress,
+        bmap_create: settings.bmap_create.clone(),
+        tee: settings.tee.clone(),
+        ..Images::default()
+    };
+    let asked: Vec<&str> = [
+        (settings.decompress.is_some(), "--decompress"),
+        (settings.compress.is_some(), "--compress"),
+        (settings.bmap.is_some(), "--bmap"),
+        (settings.bmap_create.is_some(), "--bmap-create"),
+        (!settings.tee.is_empty(), "--tee"),
+    ]
+    .into_iter()
+    .filter_map(|(given, name)| given.then_some(name))
+    .collect();
+    let Some(first) = asked.first() else {
+        return Ok(images);
+    };
+    if let Some(other) = positional(settings) {
+        return Err(format!(
+            "{first} cannot be combined with {other}: a copy by position needs a file or \
+             device at both ends, not a stream"
+        ));
+    }
+    if settings.compress.is_some() {
+        check_compress(plan, settings)?;
+    }
+    if let Some(path) = &settings.bmap {
+        check_bmap(plan, settings)?;
+        let map = Bmap::read(path).map_err(|e| e.to_string())?;
+        // Output blocks must end where the map's blocks do, so that a
+        // hole never starts inside a block held back for re-blocking.
+        if plan.two_buffers && map.block_size % plan.output_block_size as u64 != 0 {
+            return Err(format!(
+                "--bmap={}: its {}-byte blocks are not whole output blocks of obs={}",
+                quoted(path),
+                map.block_size,
+                plan.output_block_size
+            ));
+        }
+        images.bmap = Some((Arc::new(map), path.clone()));
+    }
+    if let Some(path) = &settings.bmap_create {
+        check_bmap_create(plan, path)?;
+    }
+    if settings.verify && !settings.tee.is_empty() {
+        return Err(
+            "--verify cannot be combined with --tee yet: it reads back of= only, and the \
+             further outputs would go unchecked"
+                .into(),
+        );
+    }
+    for path in &settings.tee {
+        check_tee(plan, settings, path)?;
+    }
+    Ok(images)
+}
+
+fn check_compress(plan: &CopyPlan, settings: &Settings) -> Result<(), String> {
+    let why = "the output is one compressed stream, written from its start";
+    if !plan.seek.is_zero() {
+        return Err(format!("--compress cannot be combined with seek=: {why}"));
+    }
+    if plan.conv.contains(Conv::NOTRUNC) {
+        return Err(format!(
+            "--compress cannot be combined with conv=notrunc: {why}, and the old bytes past \
+             its end would follow it"
+        ));
+    }
+    if plan.output_flags.contains(IoFlags::APPEND) {
+        return Err(format!(
+            "--compress cannot be combined with oflag=append: {why}"
+        ));
+    }
+    if settings.verify {
+        return Err(
+            "--compress cannot be combined with --verify: the output holds the compressed \
+             bytes, not those read (--hash gives the digest of what was read)"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// `--bmap` writes the image as the map describes it, from its first
+/// byte to its last: nothing that changes the bytes or where they go.
+fn check_bmap(plan: &CopyPlan, settings: &Settings) -> Result<(), String> {
+    let why = "the map describes the whole image, written from the output's start";
+    let operand = if !plan.skip.is_zero() {
+        Some("skip=".to_owned())
+    } else if plan.has_count() {
+        Some("count=".to_owned())
+    } else if !plan.seek.is_zero() {
+        Some("seek=".to_owned())
+    } else {
+        None
+    };
+    if let Some(operand) = operand {
+        return Err(format!("--bmap cannot be combined with {operand}: {why}"));
+    }
+    let kept = Conv::NOTRUNC | Conv::NOCREAT | Conv::EXCL | Conv::FDATASYNC | Conv::FSYNC;
+    if let Some(name) = conv_symbols_in(plan.conv - kept).next() {
+        return Err(format!(
+            "--bmap cannot be combined with conv={name}: the bytes written would not be the \
+             mapped blocks as the map checks them"
+        ));
+    }
+    // Holes are found and left out in large requests only (see
+    // `planner::bulk_shape`): flags that give each request a meaning
+    // would have them written as zeros.
+    let per_request = IoFlags::DIRECT
+        | IoFlags::DSYNC
+        | IoFlags::SYNC
+        | IoFlags::NONBLOCK
+        | IoFlags::NOCACHE
+        | IoFlags::FULLBLOCK;
+    if let Some(name) = flag_symbols_in(plan.input_flags & per_request).next() {
+        return Err(format!(
+            "--bmap cannot be combined with iflag={name}: the map is read in large requests"
+        ));
+    }
+    if let Some(name) = flag_symbols_in(
+        plan.output_flags & (IoFlags::APPEND | IoFlags::NONBLOCK | IoFlags::NOCACHE),
+    )
+    .next()
+    {
+        return Err(format!(
+            "--bmap cannot be combined with oflag={name}: unmapped blocks are sought over"
+        ));
+    }
+    if plan.input_nocache || plan.output_nocache {
+        return Err("--bmap cannot be combined with nocache".into());
+    }
+    if settings.verify {
+        return Err(
+            "--bmap cannot be combined with --verify: unmapped blocks are not written, so the \
+             output does not read back as the stream; --bmap checks each mapped range \
+             against its digest as it is written"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// `--bmap-create=FILE`: a map of the bytes read, as read.
+fn check_bmap_create(plan: &CopyPlan, path: &Path) -> Result<(), String> {
+    let quoted = quoted(path);
+    if let Some(name) = conv_symbols_in(plan.conv & (Conv::SYNC | Conv::NOERROR)).next() {
+        return Err(format!(
+            "--bmap-create cannot be combined with conv={name}: the map describes the bytes \
+             read, and {name} makes the output something else"
+        ));
+    }
+    for (flag, name) in crate::operands::symbols::DATA_CONVERSIONS {
+        if plan.conv.contains(*flag) {
+            return Err(format!(
+                "--bmap-create cannot be combined with conv={name}: the map describes the \
+                 bytes read, and {name} changes them"
+            ));
+        }
+    }
+    let parent = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(format!("--bmap-create={quoted}: no such directory"));
+    }
+    if same_file(plan.input.as_deref(), path) || same_file(plan.output.as_deref(), path) {
+        return Err(format!(
+            "--bmap-create={quoted} is an end of the copy: the map would overwrite it"
+        ));
+    }
+    Ok(())
+}
+
+fn check_tee(plan: &CopyPlan, settings: &Settings, path: &Path) -> Result<(), String> {
+    let quoted = quoted(path);
+    if crate::ends::remote::recognise(path).is_some() {
+        return Err(format!(
+            "--tee={quoted}: a further output is a file or a device, not a remote end"
+        ));
+    }
+    if same_file(plan.input.as_deref(), path) || same_file(plan.output.as_deref(), path) {
+        return Err(format!(
+            "--tee={quoted} is already an end of the copy: it would be written twice"
+        ));
+    }
+    if settings
+        .tee
+        .iter()
+        .filter(|other| same_file(Some(other), path))
+        .count()
+        > 1
+    {
+        return Err(format!("--tee={quoted} is given twice"));
+    }
+    Ok(())
+}
+
+/// Whether `end` names `path` (by name, or as the same file).
+fn same_file(end: Option<&Path>, path: &Path) -> bool {
+    end.is_some_and(|end| {
+        end == path
+            || matches!(
+                (rustix::fs::stat(end), rustix::fs::stat(path)),
+                (Ok(a), Ok(b)) if a.st_dev == b.st_dev && a.st_ino == b.st_ino
+            )
+    })
+}
+
+/// Threads for the codecs: every CPU this process may use.
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+impl Images {
+    /// The plans of the further outputs: of=, as `--tee` names it.
+    pub fn tee_plans(&self, plan: &CopyPlan) -> Vec<CopyPlan> {
+        self.tee
+            .iter()
+            .map(|path| CopyPlan {
+                output: Some(path.clone()),
+                ..plan.clone()
+            })
+            .collect()
+    }
+
+    /// The input read through a block map (`--bmap`): the planner leaves
+    /// its holes unwritten.
+    pub fn mapped(&self) -> bool {
+        self.bmap.is_some()
+    }
+
+    /// The input, decoded (`--decompress`), filtered through its map
+    /// (`--bmap`) and recorded (`--bmap-create`), in that order: the map
+    /// and the recording are of the decompressed image.
+    pub fn wrap_input(&mut self, input: Input, plan: &CopyPlan) -> Result<Input, Failure> {
+        let Input {
+            mut end,
+            name,
+            mut inherited,
+            mut seekable,
+            mut seek_errno,
+            mut offset,
+        } = input;
+        let quoted_name = quote_file(&name);
+        if let Some(mode) = self.decompress {
+            end = match image::open(end, &quoted_name, mode, threads()) {
+                Ok(Opened::Decompressing(decoded)) => {
+                    // GNU's view of a pipe: skip= reads over, nothing
+                    // seeks, and the offset counts the decompressed bytes.
+                    seekable = false;
+                    seek_errno = Some(crate::sys::Errno::SPIPE);
+                    offset = 0;
+                    inherited = false;
+                    Box::new(decoded)
+                }
+                Ok(Opened::Plain(end)) => end,
+                Err(error) => {
+                    let detail = match &error {
+                        image::OpenError::Read {
+                            detail: Some(text), ..
+                        } => format!(" ({text})"),
+                        _ => String::new(),
+                    };
+                    return Err(Failure::Refused(format!("{error}{detail}")));
+                }
+            };
+        }
+        if let Some((map, path)) = &self.bmap {
+            let filter = BmapFilter::new(
+                end,
+                Arc::clone(map),
+                &quoted_name,
+                &path.display().to_string(),
+            )
+            .map_err(|e| Failure::Refused(e.to_string()))?;
+            end = Box::new(filter);
+        }
+        if self.bmap_create.is_some() {
+            let origin = if seekable {
+                plan.skip.total_bytes(plan.input_block_size).unwrap_or(0)
+            } else {
+                0
+            };
+            let (recorder, slot) = BmapRecorder::new(end, BMAP_BLOCK, origin);
+            end = Box::new(recorder);
+            self.recording = Some(slot);
+        }
+        Ok(Input {
+            end,
+            name,
+            inherited,
+            seekable,
+            seek_errno,
+            offset,
+        })
+    }
+
+    /// The output, with the further outputs (`--tee`, each opened as of=
+    /// would be), held to the safe order where it is a whole block device
+    /// written from its start, and compressed (`--compress`).
+    pub fn wrap_output(
+        &mut self,
+        output: Output,
+        plan: &CopyPlan,
+        warnings: &mut Vec<Diagnostic>,
+    ) -> Result<Output, Failure> {
+        let safe = self.decompress.is_some() || self.bmap.is_some();
+        let hold = |end: Box<dyn End>| -> Box<dyn End> {
+            if safe && plan.seek.is_zero() && end.kind() == Kind::BlockDevice {
+                image::SafeOrder::wrap(end)
+            } else {
+                end
+            }
+        };
+        let Output { end, name } = output;
+        let mut end = hold(end);
+        if !self.tee.is_empty() {
+            let mut extras = Vec::new();
+            for tee_plan in self.tee_plans(plan) {
+                let opened = match ends::open::open_output(&tee_plan, warnings) {
+                    Ok(opened) => opened,
+                    Err(error) => {
+                        // The outputs opened so far are left as opened:
+                        // GNU leaves of= so when the copy cannot start.
+                        for (_, extra) in extras {
+                            let extra: Box<dyn End> = extra;
+                            extra.abandon();
+                        }
+                        end.abandon();
+                        return Err(error.into());
+                    }
+                };
+                extras.push((quote_file(&opened.name), hold(opened.end) as Box<dyn End>));
+            }
+            let tee = image::Tee::new(end, extras);
+            self.tee_report = Some(tee.report());
+            end = Box::new(tee);
+        }
+        if let Some(compression) = self.compress {
+            end = Box::new(image::Compressed::start(end, compression, threads()));
+        }
+        Ok(Output { end, name })
+    }
+
+    /// After GNU's statistics: a line per further output, and the
+    /// recorded map, written only for a copy that succeeded (of `bytes`
+    /// bytes). Returns whether something failed.
+    pub fn finish(&self, reporter: &Reporter, bytes: u64, copy_failed: bool) -> bool {
+        let mut failed = false;
+        if let Some(report) = &self.tee_report {
+            for line in report.lines() {
+                reporter.message(format_args!("--tee: {line}"));
+            }
+            failed |= report.any_failed();
+        }
+        if let (Some(path), Some(slot)) = (&self.bmap_create, &self.recording) {
+            failed |= write_map(reporter, path, slot, bytes, copy_failed);
+        }
+        failed
+    }
+}
+
+/// `--bmap-create`: the map, as bmaptool writes it; returns whether it
+/// failed.
+fn write_map(
+    reporter: &Reporter,
+    path: &Path,
+    slot: &Mutex<Option<Recording>>,
+    bytes: u64,
+    copy_failed: bool,
+) -> bool {
+    let quoted = quoted(path);
+    if copy_failed {
+        reporter.message(format_args!(
+            "--bmap-create: {quoted} not written: the copy did not succeed"
+        ));
+        return false;
+    }
+    let recording = slot.lock().ok().and_then(|mut slot| slot.take());
+    let Some(recording) = recording else {
+        reporter.message(format_args!(
+            "--bmap-create: {quoted} not written: the input was not closed"
+        ));
+        return true;
+    };
+    let map = match recording.finish(bytes) {
+        Ok(map) => map,
+        Err(why) => {
+            reporter.message(format_args!("--bmap-create: {quoted} not written: {why}"));
+            return true;
+        }
+    };
+    match std::fs::write(path, map.to_xml()) {
+        Ok(()) => false,
+        Err(error) => {
+            reporter.message(format_args!(
+                "--bmap-create: cannot write {quoted}: {error}"
+            ));
+            true
+        }
+    }
+}

@@ -1,0 +1,577 @@
+//! The image options of issue 15 through the real binary: `--decompress`
+//! held to GNU dd on the decompressed file (bytes and statistics), what
+//! `--compress` writes read back by the zstd, xz and gzip tools, `--bmap`
+//! against `bmaptool copy` on loop devices the test attaches, the maps
+//! `--bmap-create` writes accepted by `bmaptool copy`, `--tee` with one
+//! output that fills up, and every refusal: one line, exit 1, nothing
+//! created.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::rigs;
+use crate::rigs::cmd::gnu_dd;
+use crate::rigs::fixture::{statistics, Ddx};
+
+fn tools(names: &[&str]) -> bool {
+    match names.iter().find(|t| !rigs::have(t)) {
+        Some(missing) => {
+            rigs::skip(&format!("{missing} is not installed"));
+            false
+        }
+        None => true,
+    }
+}
+
+fn run(cmd: &mut Command) -> Vec<u8> {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn arg(key: &str, path: &Path) -> String {
+    rigs::cmd::operand(key, path)
+}
+
+/// Bytes that compress somewhat and have runs of zeros, as a disk has.
+fn data(len: usize) -> Vec<u8> {
+    let mut out = rigs::bytes::pattern(7, len);
+    for (n, chunk) in out.chunks_mut(100_000).enumerate() {
+        if n % 3 == 1 {
+            chunk.fill(0);
+        }
+    }
+    out
+}
+
+/// `file` compressed by `tool` into `file.EXT`.
+fn packed(file: &Path, tool: &str, ext: &str) -> PathBuf {
+    let out = PathBuf::from(format!("{}.{ext}", file.display()));
+    let bytes = run(Command::new(tool).arg("-c").arg(file));
+    std::fs::write(&out, bytes).unwrap();
+    out
+}
+
+#[test]
+fn decompressed_input_copies_as_gnu_dd_copies_the_decompressed_file() {
+    if !tools(&["zstd", "xz", "gzip", "bzip2"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw");
+    std::fs::write(&raw, data(3_000_123)).unwrap();
+    let packs = [
+        packed(&raw, "zstd", "zst"),
+        packed(&raw, "xz", "xz"),
+        packed(&raw, "gzip", "gz"),
+        packed(&raw, "bzip2", "bz2"),
+    ];
+    let cases: &[&[&str]] = &[
+        &[],
+        &["bs=4M"],
+        &["bs=700", "skip=3", "count=2000"],
+        &["ibs=1000", "obs=4096", "skip=5"],
+        &["bs=1M", "count=1"],
+        &["bs=512", "skip=100000"],
+        &[
+            "bs=64K",
+            "iflag=count_bytes,skip_bytes",
+            "skip=12345",
+            "count=99999",
+        ],
+    ];
+    let gnu_out = dir.path().join("gnu");
+    let ddx_out = dir.path().join("ddx");
+    for case in cases {
+        let gnu = gnu_dd()
+            .arg(arg("if", &raw))
+            .arg(arg("of", &gnu_out))
+            .args(*case)
+            .output()
+            .unwrap();
+        let gnu_stats = statistics(&String::from_utf8_lossy(&gnu.stderr));
+        for pack in &packs {
+            let ran = Ddx::new()
+                .arg(arg("if", pack))
+                .arg(arg("of", &ddx_out))
+                .arg("--decompress")
+                .args(*case)
+                .run();
+            assert_eq!(ran.status.code(), gnu.status.code(), "{pack:?} {case:?}");
+            assert_eq!(statistics(&ran.stderr), gnu_stats, "{pack:?} {case:?}");
+            assert!(
+                std::fs::read(&ddx_out).unwrap() == std::fs::read(&gnu_out).unwrap(),
+                "{pack:?} {case:?}: the output differs from GNU dd's"
+            );
+            // A skip past the end warns as GNU warns.
+            let warned = |s: &str| s.contains("cannot skip to specified offset");
+            assert_eq!(
+                warned(&ran.stderr),
+                warned(&String::from_utf8_lossy(&gnu.stderr)),
+                "{pack:?} {case:?}: {}",
+                ran.stderr
+            );
+        }
+    }
+}
+
+#[test]
+fn an_input_that_is_not_compressed_is_refused_unless_auto() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw");
+    std::fs::write(&raw, data(100_000)).unwrap();
+    let out = dir.path().join("out");
+    let ran = Ddx::new()
+        .arg(arg("if", &raw))
+        .arg(arg("of", &out))
+        .arg("--decompress")
+        .fails_with("is not compressed");
+    assert_eq!(ran.stderr.lines().count(), 1, "{}", ran.stderr);
+    assert!(!out.exists(), "nothing is created");
+    Ddx::new()
+        .arg(arg("if", &raw))
+        .arg(arg("of", &out))
+        .arg("--decompress=auto")
+        .succeeds();
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&raw).unwrap());
+    // From a pipe too: the bytes read to recognise it are given back.
+    let piped = Ddx::new()
+        .arg("--decompress=auto")
+        .arg("status=none")
+        .stdin(std::fs::read(&raw).unwrap())
+        .succeeds();
+    assert!(piped.stdout == std::fs::read(&raw).unwrap());
+}
+
+#[test]
+fn a_corrupt_stream_fails_naming_where() {
+    if !tools(&["zstd"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw");
+    std::fs::write(&raw, data(2_000_000)).unwrap();
+    let pack = packed(&raw, "zstd", "zst");
+    let mut bytes = std::fs::read(&pack).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle..middle + 8].copy_from_slice(b"CORRUPT!");
+    std::fs::write(&pack, bytes).unwrap();
+    let ran = Ddx::new()
+        .arg(arg("if", &pack))
+        .arg(arg("of", &dir.path().join("out")))
+        .arg("--decompress")
+        .fails_with("error reading");
+    assert!(ran.stderr.contains("corrupt zstd data"), "{}", ran.stderr);
+    assert_eq!(statistics(&ran.stderr).len(), 3, "{}", ran.stderr);
+}
+
+#[test]
+fn what_compress_writes_the_tools_and_decompress_read_back() {
+    if !tools(&["zstd", "xz", "gzip"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw");
+    let bytes = data(20_000_000);
+    std::fs::write(&raw, &bytes).unwrap();
+    for (spec, tool) in [("zstd", "zstd"), ("xz:1", "xz"), ("gzip:1", "gzip")] {
+        let out = dir.path().join(format!("out.{tool}"));
+        let ran = Ddx::new()
+            .arg(arg("if", &raw))
+            .arg(arg("of", &out))
+            .arg(format!("--compress={spec}"))
+            .arg("bs=1M")
+            .succeeds();
+        // The statistics are those of the bytes read and handed on.
+        assert_eq!(
+            statistics(&ran.stderr)[2],
+            "20000000 bytes (20 MB, 19 MiB)",
+            "{spec}"
+        );
+        let back = run(Command::new(tool).arg("-dc").arg(&out));
+        assert!(back == bytes, "{tool} -d gives the bytes back");
+        let restored = dir.path().join("restored");
+        Ddx::new()
+            .arg(arg("if", &out))
+            .arg(arg("of", &restored))
+            .arg("--decompress")
+            .arg("conv=sparse")
+            .succeeds();
+        assert!(std::fs::read(&restored).unwrap() == bytes, "{spec}");
+    }
+}
+
+/// One refusal: exit 1, one line naming `names`, the output not created.
+#[track_caller]
+fn refused(dir: &Path, input: &Path, args: &[&str], names: &[&str]) {
+    let out = dir.join("never");
+    let ran = Ddx::new()
+        .arg(arg("if", input))
+        .arg(arg("of", &out))
+        .args(args)
+        .fails();
+    assert_eq!(ran.stderr.lines().count(), 1, "{args:?}: {}", ran.stderr);
+    for name in names {
+        assert!(ran.stderr.contains(name), "{args:?}: {}", ran.stderr);
+    }
+    assert!(!out.exists(), "{args:?}: the output was created");
+}
+
+#[test]
+fn options_that_cannot_go_together_are_refused_before_anything_is_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw");
+    std::fs::write(&raw, data(8192)).unwrap();
+    let map = dir.path().join("raw.bmap");
+    std::fs::write(&map, bmap_xml(8192, &[(0, 1)])).unwrap();
+    let map_arg = arg("--bmap", &map);
+    let d = dir.path();
+    refused(
+        d,
+        &raw,
+        &["--decompress", "--rescue"],
+        &["--decompress", "--rescue"],
+    );
+    refused(
+        d,
+        &raw,
+        &["--compress=zstd", "--resume"],
+        &["--compress", "--resume"],
+    );
+    refused(
+        d,
+        &raw,
+        &["--compress=zstd", "seek=1"],
+        &["--compress", "seek="],
+    );
+    refused(
+        d,
+        &raw,
+        &["--compress=zstd", "conv=notrunc"],
+        &["--compress", "conv=notrunc"],
+    );
+    refused(
+        d,
+        &raw,
+        &["--compress=xz", "--verify"],
+        &["--compress", "--verify"],
+    );
+    refused(d, &raw, &[&map_arg, "skip=1"], &["--bmap", "skip="]);
+    refused(d, &raw, &[&map_arg, "count=1"], &["--bmap", "count="]);
+    refused(d, &raw, &[&map_arg, "seek=1"], &["--bmap", "seek="]);
+    refused(
+        d,
+        &raw,
+        &[&map_arg, "conv=ucase"],
+        &["--bmap", "conv=ucase"],
+    );
+    refused(
+        d,
+        &raw,
+        &[&map_arg, "conv=sparse"],
+        &["--bmap", "conv=sparse"],
+    );
+    refused(
+        d,
+        &raw,
+        &[&map_arg, "iflag=direct"],
+        &["--bmap", "iflag=direct"],
+    );
+    refused(d, &raw, &[&map_arg, "--verify"], &["--bmap", "--verify"]);
+    refused(
+        d,
+        &raw,
+        &["--bmap=/nonexistent.bmap"],
+        &["--bmap", "nonexistent"],
+    );
+    refused(
+        d,
+        &raw,
+        &["--bmap-create=/no/such/dir/x.bmap"],
+        &["--bmap-create"],
+    );
+    let tee = arg("--tee", &raw);
+    refused(d, &raw, &[&tee], &["--tee", "end of the copy"]);
+    let other = arg("--tee", &d.join("other"));
+    refused(d, &raw, &[&other, "--verify"], &["--tee", "--verify"]);
+    assert!(!d.join("other").exists());
+    // A map made for another size of image.
+    std::fs::write(&map, bmap_xml(4096, &[(0, 0)])).unwrap();
+    refused(d, &raw, &[&map_arg], &["--bmap", "4096-byte image"]);
+    // A further output in /dev that does not exist: the guard's refusal.
+    let ran = Ddx::new()
+        .arg(arg("if", &raw))
+        .arg(arg("of", &d.join("first")))
+        .arg("--tee=/dev/ddx-no-such-disk")
+        .fails();
+    assert!(ran.stderr.contains("ddx-no-such-disk"), "{}", ran.stderr);
+    assert!(!d.join("first").exists());
+    assert!(!Path::new("/dev/ddx-no-such-disk").exists());
+}
+
+/// A bmap 2.0 file without digests, for `blocks` (first, last) ranges.
+fn bmap_xml(image_size: u64, ranges: &[(u64, u64)]) -> String {
+    let blocks = image_size.div_ceil(4096);
+    let mapped: u64 = ranges.iter().map(|(a, b)| b - a + 1).sum();
+    let ranges: String = ranges
+        .iter()
+        .map(|(a, b)| format!("<Range> {a}-{b} </Range>\n"))
+        .collect();
+    format!(
+        "<?xml version=\"1.0\" ?>\n<bmap version=\"1.2\">\n<ImageSize> {image_size} </ImageSize>\n\
+         <BlockSize> 4096 </BlockSize>\n<BlocksCount> {blocks} </BlocksCount>\n\
+         <MappedBlocksCount> {mapped} </MappedBlocksCount>\n<BlockMap>\n{ranges}</BlockMap>\n</bmap>\n"
+    )
+}
+
+/// A small ext4 image with files in it, and bmaptool's map of it.
+fn ext4_image(dir: &Path, size: u64) -> (PathBuf, PathBuf) {
+    let content = dir.join("content");
+    std::fs::create_dir_all(&content).unwrap();
+    for n in 0..4u64 {
+        std::fs::write(
+            content.join(format!("file{n}")),
+            rigs::bytes::pattern(n + 1, (size / 12) as usize),
+        )
+        .unwrap();
+    }
+    let image = dir.join("ext4.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(size)
+        .unwrap();
+    run(Command::new("mkfs.ext4")
+        .args([
+            "-q",
+            "-F",
+            "-b",
+            "4096",
+            "-E",
+            "lazy_itable_init=1,nodiscard",
+            "-d",
+        ])
+        .arg(&content)
+        .arg(&image));
+    let map = dir.join("ext4.bmap");
+    run(Command::new("bmaptool")
+        .args(["-q", "create", "-o"])
+        .arg(&map)
+        .arg(&image));
+    (image, map)
+}
+
+/// A file of `len` bytes of noise (what a used card holds).
+fn junk_file(path: &Path, len: usize) {
+    std::fs::write(path, rigs::bytes::pattern(99, len)).unwrap();
+}
+
+#[test]
+fn bmap_writes_what_bmaptool_writes_onto_a_device_and_checks_each_range() {
+    if let Some(why) = rigs::LoopDevice::unavailable() {
+        rigs::skip(&why);
+        return;
+    }
+    if !tools(&["bmaptool", "mkfs.ext4", "zstd", "xz"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let size: u64 = 24 << 20;
+    let (image, map) = ext4_image(dir.path(), size);
+    let zst = packed(&image, "zstd", "zst");
+    let xz = packed(&image, "xz", "xz");
+    let theirs_file = dir.path().join("theirs");
+    let ours_file = dir.path().join("ours");
+    junk_file(&theirs_file, size as usize);
+    let theirs = rigs::LoopDevice::attach(&theirs_file, Default::default()).unwrap();
+    run(Command::new("bmaptool")
+        .args(["-q", "copy", "--bmap"])
+        .arg(&map)
+        .arg(&image)
+        .arg(&theirs.path));
+    let theirs_bytes = std::fs::read(&theirs.path).unwrap();
+    let image_bytes = std::fs::read(&image).unwrap();
+    const MIB: usize = 1 << 20;
+    for (input, extra) in [
+        (&zst, &["--decompress", "bs=4M"][..]),
+        (&xz, &["--decompress"][..]),
+        (&image, &["bs=64K"][..]),
+        (&image, &[][..]),
+    ] {
+        junk_file(&ours_file, size as usize);
+        let ours = rigs::LoopDevice::attach(&ours_file, Default::default()).unwrap();
+        let ran = Ddx::new()
+            .arg(arg("if", input))
+            .arg(arg("of", &ours.path))
+            .arg(arg("--bmap", &map))
+            .arg("conv=fsync")
+            .args(extra)
+            .succeeds();
+        let stats = statistics(&ran.stderr);
+        assert_eq!(
+            stats[2], "25165824 bytes (25 MB, 24 MiB)",
+            "{extra:?}: the whole image is accounted for"
+        );
+        let ours_bytes = std::fs::read(&ours.path).unwrap();
+        drop(ours);
+        // Past the first MiB, what bmaptool leaves: the image's mapped
+        // blocks, and the old bytes in the others.
+        assert!(
+            ours_bytes[MIB..] == theirs_bytes[MIB..],
+            "{input:?} {extra:?}: differs from bmaptool's copy"
+        );
+        // The first MiB is held to the safe order (written last, zeroed
+        // first): where unmapped it reads as the image does (zeros).
+        assert!(
+            ours_bytes[..MIB] == image_bytes[..MIB],
+            "{input:?} {extra:?}: the first MiB"
+        );
+    }
+
+    // A regular file as output: the image itself, holes and all.
+    let out = dir.path().join("out.img");
+    Ddx::new()
+        .arg(arg("if", &zst))
+        .arg(arg("of", &out))
+        .arg(arg("--bmap", &map))
+        .arg("--decompress")
+        .succeeds();
+    assert!(std::fs::read(&out).unwrap() == image_bytes);
+
+    // A corrupted mapped block: exit 1, naming the range and its offset.
+    let mut bad = image_bytes.clone();
+    let text = std::fs::read_to_string(&map).unwrap();
+    let second: u64 = text
+        .lines()
+        .filter(|l| l.contains("<Range"))
+        .nth(1)
+        .and_then(|l| l.split('>').nth(1))
+        .and_then(|r| r.trim().split(['-', '<']).next())
+        .and_then(|n| n.trim().parse().ok())
+        .expect("a second range");
+    let at = (second * 4096 + 10) as usize;
+    bad[at] ^= 0xff;
+    let bad_file = dir.path().join("bad.img");
+    std::fs::write(&bad_file, &bad).unwrap();
+    let bad_zst = packed(&bad_file, "zstd", "zst");
+    let ran = Ddx::new()
+        .arg(arg("if", &bad_zst))
+        .arg(arg("of", &dir.path().join("out2")))
+        .arg(arg("--bmap", &map))
+        .arg("--decompress")
+        .fails();
+    assert!(
+        ran.stderr.contains(&format!("blocks {second}-")),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr
+            .contains(&format!("image bytes {}", second * 4096)),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn the_map_bmap_create_writes_is_one_bmaptool_copies_with() {
+    if !tools(&["bmaptool", "mkfs.ext4", "zstd"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (image, theirs) = ext4_image(dir.path(), 16 << 20);
+    for (input, extra) in [
+        (image.clone(), None),
+        (packed(&image, "zstd", "zst"), Some("--decompress")),
+    ] {
+        let map = dir.path().join("ours.bmap");
+        let _ = std::fs::remove_file(&map);
+        Ddx::new()
+            .arg(arg("if", &input))
+            .arg(arg("of", &dir.path().join("copy.img")))
+            .arg(arg("--bmap-create", &map))
+            .args(extra)
+            .succeeds();
+        let out = dir.path().join("bmaptool.img");
+        let _ = std::fs::remove_file(&out);
+        run(Command::new("bmaptool")
+            .args(["-q", "copy", "--bmap"])
+            .arg(&map)
+            .arg(&image)
+            .arg(&out));
+        assert!(std::fs::read(&out).unwrap() == std::fs::read(&image).unwrap());
+        if extra.is_none() {
+            // From a file's extents, bmaptool's own ranges.
+            let ranges = |path: &Path| -> Vec<String> {
+                std::fs::read_to_string(path)
+                    .unwrap()
+                    .lines()
+                    .filter(|l| l.contains("<Range"))
+                    .map(str::to_owned)
+                    .collect()
+            };
+            assert_eq!(ranges(&map), ranges(&theirs));
+        }
+    }
+}
+
+#[test]
+fn tee_writes_every_output_and_drops_one_that_fills_up() {
+    let small = match rigs::SmallTmpfs::new(1 << 20) {
+        Ok(small) => small,
+        Err(why) => {
+            rigs::skip(&why);
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw");
+    let bytes = data(4 << 20);
+    std::fs::write(&raw, &bytes).unwrap();
+    let first = dir.path().join("first");
+    let second = dir.path().join("second");
+    let full = small.path().join("full");
+    let ran = Ddx::new()
+        .arg(arg("if", &raw))
+        .arg(arg("of", &first))
+        .arg(arg("--tee", &second))
+        .arg(arg("--tee", &full))
+        .arg("bs=1M")
+        .arg("conv=fsync")
+        .fails();
+    assert!(std::fs::read(&first).unwrap() == bytes);
+    assert!(std::fs::read(&second).unwrap() == bytes);
+    assert_eq!(
+        statistics(&ran.stderr),
+        [
+            "4+0 records in",
+            "4+0 records out",
+            "4194304 bytes (4.2 MB, 4.0 MiB)"
+        ]
+    );
+    assert!(
+        ran.stderr
+            .contains("4194304 bytes (4.2 MB, 4.0 MiB) copied\n"),
+        "{}",
+        ran.stderr
+    );
+    assert!(ran.stderr.contains("dropped after"), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("No space left on device"),
+        "{}",
+        ran.stderr
+    );
+    assert!(ran.stderr.contains("full"), "{}", ran.stderr);
+
+    // All well: exit 0, a line for the further output.
+    let ran = Ddx::new()
+        .arg(arg("if", &raw))
+        .arg(arg("of", &first))
+        .arg(arg("--tee", &second))
+        .succeeds();
+    assert!(std::fs::read(&second).unwrap() == bytes);
+    assert!(ran.stderr.contains("--tee: "), "{}", ran.stderr);
+}
