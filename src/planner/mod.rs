@@ -2,14 +2,17 @@
 //! what is known of the ends ([`Facts`], gathered once by [`facts`]).
 //!
 //! It decides the backend (GNU's loop, a reader thread ahead of the
-//! writer, io_uring, in turn within one disk), the queue depth, and the
-//! shaping: bulk requests where records can be decoupled from requests,
-//! kernel offload (copy_file_range), splice, drop-behind. Whatever it
+//! writer, io_uring, in turn within one disk or on one CPU), the queue
+//! depth, and the shaping: bulk requests where records can be decoupled
+//! from requests, kernel offload (copy_file_range), splice, and the cache
+//! policy ([`cache`]: through the page cache or dropped behind the copy,
+//! by the memory ddx may use). Whatever it
 //! decides, the bytes and the statistics are GNU's; only the requests and
 //! their overlap differ. Being pure, every row of the README's backend
 //! table is a row of this module's table tests, needing neither root nor
 //! devices.
 
+pub mod cache;
 pub mod facts;
 
 pub use facts::{EndFacts, Facts, Identity, OutputProbe};
@@ -37,6 +40,8 @@ const OVERLAP_MIN_RECORD: usize = 16 * 1024;
 pub struct Strategy {
     pub backend: Backend,
     pub shaping: Shaping,
+    /// Why the cache policy (`shaping.cache`) is what it is.
+    pub cache: cache::Reason,
 }
 
 /// The conv= symbols that leave the data and the record pattern alone.
@@ -83,7 +88,14 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
         None if bulk.is_some()
             || (storage_end && plan.input_block_size >= OVERLAP_MIN_RECORD && !nocache) =>
         {
-            Backend::Threads { queue_depth }
+            // On one CPU a reader thread only takes turns with the writer,
+            // and pays for the hand-offs, unless it waits for a device
+            // meanwhile: in turn, in bulk requests where records allow.
+            match (overlap_pays(facts), &bulk) {
+                (true, _) => Backend::Threads { queue_depth },
+                (false, Some(_)) => Backend::Sequential,
+                (false, None) => Backend::Sync,
+            }
         }
         None => Backend::Sync,
     };
@@ -135,28 +147,46 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
         && !hashing
         && splice_fits(plan, facts);
     let backend = if splice { Backend::Sync } else { backend };
+    let cache = cache::decide(plan, settings, facts);
     let shaping = match backend {
         Backend::Sync => Shaping {
             splice,
+            cache: cache.policy,
             ..Shaping::default()
         },
         Backend::Threads { .. } | Backend::Uring { .. } | Backend::Sequential => Shaping {
             bulk,
-            // In turn within one disk, the kernel's copy is the cheaper
-            // one; overlapped, ddx's may be the faster.
+            // In turn (within one disk, on one CPU), the kernel's copy is
+            // the cheaper one, but for a sparse input, whose holes it would
+            // read; overlapped, ddx's may be the faster.
             offload_unit: offload_unit(plan, facts).filter(|_| {
                 !hashing
                     && match settings.offload {
                         Offload::Never => false,
                         Offload::Always => true,
-                        Offload::Auto => backend == Backend::Sequential || kernel_copy_pays(facts),
+                        Offload::Auto => {
+                            kernel_copy_pays(facts)
+                                || (backend == Backend::Sequential && !has_holes(&facts.input))
+                        }
                     }
             }),
-            drop_behind: !settings.keep_cache && !both_in_memory(facts),
+            cache: cache.policy,
             splice: false,
         },
     };
-    Strategy { backend, shaping }
+    Strategy {
+        backend,
+        shaping,
+        cache: cache.reason,
+    }
+}
+
+/// Whether a reader thread ahead of the writer can gain: with two CPUs,
+/// or on one while the reader waits for a device (an input not in the
+/// page cache). With one CPU and an input in memory, both halves are work
+/// for the one CPU.
+pub fn overlap_pays(facts: &Facts) -> bool {
+    facts.cpus >= 2 || !facts.input.cached
 }
 
 /// A regular file or block device: storage that may be slow, where
@@ -284,15 +314,16 @@ pub fn offload_unit(plan: &CopyPlan, facts: &Facts) -> Option<usize> {
 /// on one CPU, while with a second CPU a reader thread ahead of the writer
 /// takes the time of the slower of the two instead of their sum (and can
 /// write uncached; see `engine::cache`). With one CPU, the kernel's copy,
-/// which moves each byte once, is the better one.
+/// which moves each byte once, is the better one, except from a sparse
+/// input: there the kernel reads every hole as zeros into the page cache,
+/// where ddx finds the holes (SEEK_DATA) and never reads them.
 pub fn kernel_copy_pays(facts: &Facts) -> bool {
-    facts.cpus < 2 || facts.output.storage == Storage::Other
+    (facts.cpus < 2 && !has_holes(&facts.input)) || facts.output.storage == Storage::Other
 }
 
-/// Both ends live in memory (tmpfs): their pages are the data itself, and
-/// dropping them behind a copy would do nothing but cost calls.
-pub fn both_in_memory(facts: &Facts) -> bool {
-    facts.input.storage == Storage::Memory && facts.output.storage == Storage::Memory
+/// A regular file with less allocated than its size: it has holes.
+pub fn has_holes(end: &EndFacts) -> bool {
+    matches!((end.allocated, end.size), (Some(allocated), Some(size)) if allocated < size)
 }
 
 fn gcd(a: usize, b: usize) -> usize {

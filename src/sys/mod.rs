@@ -1,5 +1,6 @@
 //! The thin platform layer: file descriptors, open flags, positional and
-//! sequential I/O, sizes, cache advice, aligned buffers and signals.
+//! sequential I/O, sizes, cache advice, aligned buffers, signals and the
+//! memory the kernel says is available.
 //!
 //! It holds no policy: callers decide what to open and when; this module
 //! only makes the system calls and reports their errors as `Errno`.
@@ -10,6 +11,7 @@ pub mod device;
 pub mod fd;
 pub mod file;
 pub mod filesystem;
+pub mod memory;
 pub mod mounts;
 pub mod ring;
 pub mod signals;
