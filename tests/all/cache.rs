@@ -10,12 +10,14 @@
 //! - `--drop-cache` and `--keep-cache` force either way (the last one
 //!   given wins), and a file cached before the copy stays cached;
 //! - whatever ddx waits for (an existing output's writeback when it is
-//!   truncated, conv=fsync) is inside the statistics' time, on a disk slow
-//!   enough for the wait to be measured;
+//!   truncated, conv=fsync, the flusher of a copy dropping behind) is
+//!   inside the statistics' time, which `time ddx` passes by less than
+//!   50 ms, on ext4 and Btrfs on a disk slow enough for the wait to be
+//!   measured;
 //! - on one CPU, a copy from memory runs in turn, by the kernel's copy or
 //!   ddx's own, and stays GNU's.
 //!
-//! Needs root, losetup, mkfs.ext4, fincore, a memory cgroup hierarchy,
+//! Needs root, losetup, mkfs.ext4, mkfs.btrfs, fincore, a memory cgroup hierarchy,
 //! nbdkit/nbdfuse and taskset; skips (`rigs::skip`) where they are missing.
 
 use std::path::{Path, PathBuf};
@@ -315,13 +317,43 @@ fn timed(cmd: &mut Command) -> (f64, f64, Output) {
     (wall, statistics_seconds(&stderr), out)
 }
 
+/// What `time ddx` may count beyond the statistics' seconds: starting the
+/// process before the clock, and leaving it after the line (issue 14's
+/// bar).
+const UNCOUNTED_SECONDS: f64 = 0.05;
+
 #[test]
 fn the_statistics_count_every_wait_of_the_copy() {
-    // Every write to this disk takes 20 ms: writing 16 MiB back takes
-    // about a second.
-    let Some(fs) = rigs::or_skip(MountedFs::slow_ext4(64 * MIB, 20)) else {
-        return;
-    };
+    // ext4 starts writing back an output that was truncated when it is
+    // closed (replace-via-truncate), and the next truncation waits for
+    // that writeback; then conv=fsync's wait, and a copy dropping behind
+    // that waits for its data with conv=fsync. Btrfs takes no uncached
+    // writes (Linux 6.18), so a copy dropping behind there waits for the
+    // writeback itself, on ddx's flusher thread.
+    let ext4: &[(&str, &[&str], &[&str])] = &[
+        ("truncating a dirty output", &["--keep-cache"], &[]),
+        ("conv=fsync", &[], &["conv=fsync"]),
+        (
+            "--drop-cache, conv=fsync",
+            &["--drop-cache"],
+            &["conv=fsync"],
+        ),
+    ];
+    let btrfs: &[(&str, &[&str], &[&str])] = &[
+        ("the flusher of --drop-cache", &["--drop-cache"], &[]),
+        ("conv=fsync", &["--keep-cache"], &["conv=fsync"]),
+    ];
+    for (kind, size, cases) in [("ext4", 64 * MIB, ext4), ("btrfs", 256 * MIB, btrfs)] {
+        // Every write to this disk takes 20 ms: writing 16 MiB back takes
+        // about a second.
+        let Some(fs) = rigs::or_skip(MountedFs::slow(kind, size, 20)) else {
+            return;
+        };
+        statistics_count_every_wait(&fs, kind, cases);
+    }
+}
+
+fn statistics_count_every_wait(fs: &MountedFs, kind: &str, cases: &[(&str, &[&str], &[&str])]) {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     std::fs::write(&src, rigs::bytes::pattern(3, 16 * MIB as usize)).unwrap();
@@ -333,33 +365,33 @@ fn the_statistics_count_every_wait_of_the_copy() {
             .args(operands);
         timed(&mut cmd)
     };
-    // ext4 starts writing back an output that was truncated when it is
-    // closed (replace-via-truncate), and the next truncation waits for
-    // that writeback; then conv=fsync's wait, and a copy dropping behind
-    // that waits for its data with conv=fsync.
+    // The first copy creates the output, the second truncates it and
+    // leaves its writeback running at the close.
     copy(&["--keep-cache"], &[]);
     copy(&["--keep-cache"], &[]);
-    for (what, options, operands) in [
-        ("truncating a dirty output", &["--keep-cache"][..], &[][..]),
-        ("conv=fsync", &[], &["conv=fsync"]),
-        (
-            "--drop-cache, conv=fsync",
-            &["--drop-cache"],
-            &["conv=fsync"],
-        ),
-    ] {
-        let (wall, statistics, _) = copy(options, operands);
+    for (what, options, operands) in cases {
+        // A loaded machine only adds to the gap: the least of a few runs
+        // is the copy's own, and a wait outside the clock (the disk's
+        // second or so) is in every run.
+        let mut least_gap = f64::INFINITY;
+        for _ in 0..3 {
+            let (wall, statistics, _) = copy(options, operands);
+            assert!(
+                statistics >= 0.4,
+                "{kind}, {what}: the statistics say {statistics:.3} s: the wait was not \
+                 counted, or the disk is not slow"
+            );
+            least_gap = least_gap.min(wall - statistics);
+            if least_gap < UNCOUNTED_SECONDS {
+                break;
+            }
+        }
         assert!(
-            statistics >= 0.4,
-            "{what}: the statistics say {statistics:.3} s: the wait was not counted, or the disk \
-             is not slow"
+            least_gap < UNCOUNTED_SECONDS,
+            "{kind}, {what}: the process ran {least_gap:.3} s past the statistics' time"
         );
-        assert!(
-            wall - statistics < 0.3,
-            "{what}: the process took {wall:.3} s, the statistics say {statistics:.3} s"
-        );
+        same_bytes(&src, &out);
     }
-    same_bytes(&src, &out);
 }
 
 #[test]

@@ -159,40 +159,43 @@ impl MountedFs {
         Self::mount(device, None, dir, &[])
     }
 
-    /// An ext4 filesystem of `size` bytes on a disk whose every write
-    /// takes `write_delay_ms`, one at a time (nbdkit's delay filter under
-    /// nbdfuse under a loop device): writeback to it takes long enough to
-    /// be measured.
-    pub fn slow_ext4(size: u64, write_delay_ms: u32) -> Result<MountedFs, String> {
+    /// A filesystem (`ext4` or `btrfs`) of `size` bytes on a disk whose
+    /// every write takes `write_delay_ms`, one at a time (nbdkit's delay
+    /// filter under nbdfuse under a loop device): writeback to it takes
+    /// long enough to be measured.
+    pub fn slow(kind: &str, size: u64, write_delay_ms: u32) -> Result<MountedFs, String> {
         if let Some(why) = LoopDevice::unavailable() {
             return Err(why);
         }
-        if !have("mkfs.ext4") {
-            return Err("mkfs.ext4 is not installed".into());
+        let mkfs = format!("mkfs.{kind}");
+        if !have(&mkfs) {
+            return Err(format!("{mkfs} is not installed"));
         }
+        // Everything written now, so that nothing is left for the slow disk
+        // to do in the background (ext4's inode tables and journal).
+        let (make_options, mount_options): (&[&str], &[&str]) = match kind {
+            "ext4" => (
+                &[
+                    "-q",
+                    "-F",
+                    "-E",
+                    "lazy_itable_init=0,lazy_journal_init=0,nodiscard",
+                ],
+                &["-o", "noinit_itable"],
+            ),
+            "btrfs" => (&["-q", "-f", "--nodiscard"], &[]),
+            _ => return Err(format!("no slow {kind} rig")),
+        };
         let make_image = |image: &Path| {
             std::fs::File::create(image)
                 .and_then(|f| f.set_len(size))
                 .map_err(|e| e.to_string())?;
-            // Everything written now, so that nothing is left for the
-            // slow disk to do in the background (inode tables, journal).
-            run_tool(
-                Command::new("mkfs.ext4")
-                    .args([
-                        "-q",
-                        "-F",
-                        "-E",
-                        "lazy_itable_init=0,lazy_journal_init=0,nodiscard",
-                    ])
-                    .arg(image),
-                "mkfs.ext4",
-            )
-            .map(drop)
+            run_tool(Command::new(&mkfs).args(make_options).arg(image), &mkfs).map(drop)
         };
         let slow = NbdDevice::slow_writes(make_image, write_delay_ms)?;
         let device = LoopDevice::attach(&slow.path, LoopOptions::default())?;
         let dir = rig_dir("ddx-slowfs-")?;
-        Self::mount(device, Some(slow), dir, &["-o", "noinit_itable"])
+        Self::mount(device, Some(slow), dir, mount_options)
     }
 
     /// Mount `device` on a directory in `dir`.
