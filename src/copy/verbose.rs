@@ -10,7 +10,7 @@ use crate::engine::cache::CachePolicy;
 use crate::engine::{Backend, Counters, Input};
 use crate::operands::CopyPlan;
 use crate::planner::cache::{Bound, Budget, Reason, NO_BUDGET_KEEP, PRESSURE_PERCENT};
-use crate::planner::{Facts, Strategy};
+use crate::planner::{Crowded, Facts, InTurn, Strategy, CPU_CONTENDED_PERCENT};
 use crate::progress::Reporter;
 use crate::request::CacheChoice;
 use crate::request::Settings;
@@ -30,6 +30,21 @@ pub struct Report {
     cpu_before: Option<(std::time::Duration, std::time::Duration)>,
 }
 
+/// Why the reads and writes take turns.
+fn in_turn_why(in_turn: Option<InTurn>) -> String {
+    match in_turn {
+        Some(InTurn::OneDisk) => "both ends on one disk".to_owned(),
+        Some(InTurn::Crowded(Crowded::OneCpu)) => "one CPU".to_owned(),
+        Some(InTurn::Crowded(Crowded::Contended { some_avg10 })) => format!(
+            "the CPUs are taken: tasks waited for one {}.{:02}% of the last 10 s, \
+             CPU pressure from {CPU_CONTENDED_PERCENT}%",
+            some_avg10 / 100,
+            some_avg10 % 100
+        ),
+        None => "as asked".to_owned(),
+    }
+}
+
 fn size(bytes: usize) -> String {
     human(bytes as u64, Base::Iec, 1, 1)
 }
@@ -40,6 +55,7 @@ impl Report {
             backend,
             shaping,
             cache,
+            in_turn,
         } = strategy;
         let how = if settings.backend.is_some() {
             "as asked"
@@ -49,7 +65,8 @@ impl Report {
         let backend = match *backend {
             Backend::Sync => format!("sync, {how} (read, then write, as GNU dd), queue depth 1"),
             Backend::Sequential => format!(
-                "sequential, {how} (both ends on one disk: in turn, in large requests), queue depth 1"
+                "sequential, {how} ({}: in turn, in large requests), queue depth 1",
+                in_turn_why(*in_turn)
             ),
             Backend::Threads { queue_depth } => format!(
                 "threads, {how} (a reader thread ahead of the writer), queue depth {queue_depth}"

@@ -86,6 +86,9 @@ pub struct Facts {
     /// `taskset` and cgroups set them): the overlap of a reader and a
     /// writer needs two.
     pub cpus: usize,
+    /// CPU pressure (PSI "some avg10", hundredths of a percent; see
+    /// `sys::cpu`): how often a runnable task lately found no CPU free.
+    pub cpu_pressure: Option<u32>,
     /// The memory ddx may fill with page cache (see `planner::cache`).
     pub memory: Memory,
 }
@@ -124,6 +127,7 @@ pub fn gather(input: &Input, output: OutputProbe<'_>) -> Facts {
         input: input_facts,
         output: output_facts(output),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpu_pressure: crate::sys::cpu::pressure(),
         memory: crate::sys::memory::read(),
     }
 }

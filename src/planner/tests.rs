@@ -78,6 +78,7 @@ pub fn facts(input: EndFacts, output: EndFacts) -> Facts {
         input,
         output,
         cpus: 2,
+        cpu_pressure: Some(0),
         memory: crate::sys::memory::Memory {
             available: Some(16 << 30),
             total: Some(24 << 30),
@@ -497,4 +498,46 @@ fn within_one_disk_a_sparse_input_is_not_handed_to_the_kernel() {
     );
     assert_eq!(s.backend, Backend::Sequential);
     assert_eq!(s.shaping.offload_unit, None);
+}
+
+#[test]
+fn on_cpus_others_wait_for_a_copy_from_memory_runs_in_turn() {
+    let mut cached = ext4(1);
+    cached.cached = true;
+    let with_pressure = |input: EndFacts, some_avg10: u32| Facts {
+        cpu_pressure: Some(some_avg10),
+        ..facts(input, ext4(2))
+    };
+    // Tasks waited for a CPU 97% of the time: no CPU for a reader thread,
+    // the kernel's copy in turn, as on one CPU.
+    let s = plan(
+        &request(&["bs=1M"], auto()),
+        &with_pressure(cached.clone(), 9700),
+    );
+    assert_eq!(s.backend, Backend::Sequential);
+    assert_eq!(
+        s.in_turn,
+        Some(InTurn::Crowded(Crowded::Contended { some_avg10: 9700 }))
+    );
+    assert_eq!(s.shaping.offload_unit, Some(1 << 20));
+    // Just below the mark, or no PSI at all: the overlap.
+    for pressure in [Some(CPU_CONTENDED_PERCENT * 100 - 1), None] {
+        let facts = Facts {
+            cpu_pressure: pressure,
+            ..facts(cached.clone(), ext4(2))
+        };
+        let s = plan(&request(&["bs=1M"], auto()), &facts);
+        assert_eq!(s.backend, threads(8), "{pressure:?}");
+        assert_eq!(s.in_turn, None);
+    }
+    // An input read from its disk: the reader waits for the device, not
+    // for a CPU, and overlapping still pays.
+    let s = plan(&request(&["bs=1M"], auto()), &with_pressure(ext4(1), 9700));
+    assert_eq!(s.backend, threads(8));
+    // Without bulk requests (a conversion), GNU's own loop.
+    let s = plan(
+        &request(&["bs=1M", "conv=ucase"], auto()),
+        &with_pressure(cached, 9700),
+    );
+    assert_eq!(s.backend, Backend::Sync);
 }

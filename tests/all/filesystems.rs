@@ -114,8 +114,15 @@ fn ext4_copies_through_ddx_and_offload_can_be_forced() {
             .clone()
     };
     let auto = stderr(&["--verbose"]);
-    assert!(auto.contains("offload: not used"), "{auto}");
-    assert!(auto.contains("backend: threads"), "{auto}");
+    if auto.contains("the CPUs are taken") {
+        // Other tasks keep the CPUs busy (a loaded machine): the copy
+        // from memory runs in turn, by the kernel's copy, as on one CPU.
+        assert!(auto.contains("backend: sequential"), "{auto}");
+        assert!(auto.contains("offload: copy_file_range copied"), "{auto}");
+    } else {
+        assert!(auto.contains("offload: not used"), "{auto}");
+        assert!(auto.contains("backend: threads"), "{auto}");
+    }
     let forced = stderr(&["--verbose", "--offload"]);
     assert!(
         forced.contains("offload: copy_file_range copied"),
@@ -140,7 +147,7 @@ fn within_one_rotating_disk_a_copy_from_the_disk_runs_in_turn() {
         return rigs::skip(&format!("cannot set {rotational:?}"));
     }
     let operands = [if_src.as_str(), "bs=1M"];
-    // The backend ddx chose, copying `src` as GNU dd does.
+    // The backend ddx chose and why, copying `src` as GNU dd does.
     let backend = || -> String {
         let compared = copy_like_gnu(&fs.root, &["--verbose"], &operands);
         compared
@@ -149,21 +156,28 @@ fn within_one_rotating_disk_a_copy_from_the_disk_runs_in_turn() {
             .lines()
             .find_map(|l| l.split("backend: ").nth(1))
             .unwrap_or_default()
-            .split(',')
-            .next()
-            .unwrap_or_default()
             .to_owned()
     };
 
     drop_from_cache(&src);
-    assert_eq!(backend(), "sequential");
+    let uncached = backend();
+    assert!(
+        uncached.starts_with("sequential") && uncached.contains("both ends on one disk"),
+        "{uncached}"
+    );
 
     std::fs::read(&src).unwrap();
-    assert_eq!(backend(), "threads", "a cached source");
+    let cached = backend();
+    // On a loaded machine (CPU pressure) a copy from memory runs in turn
+    // too, for another reason, which --verbose names.
+    if !cached.contains("the CPUs are taken") {
+        assert!(cached.starts_with("threads"), "a cached source: {cached}");
+    }
 
     assert!(set_rotational("0"));
     drop_from_cache(&src);
-    assert_eq!(backend(), "threads", "a solid-state disk");
+    let solid = backend();
+    assert!(solid.starts_with("threads"), "a solid-state disk: {solid}");
 }
 
 #[test]
