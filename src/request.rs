@@ -19,8 +19,8 @@ pub struct Settings {
     pub backend: Option<BackendChoice>,
     /// `--queue-depth=N`.
     pub queue_depth: Option<usize>,
-    /// `--keep-cache`: leave a large copy's pages in the page cache.
-    pub keep_cache: bool,
+    /// `--keep-cache` / `--drop-cache` (the last one given wins).
+    pub cache: CacheChoice,
     /// `--rescue`: retry failed reads sector by sector.
     pub rescue: bool,
     /// `--map=FILE`: keep a GNU ddrescue mapfile.
@@ -67,6 +67,18 @@ pub enum Offload {
     Always,
     /// Never: every byte through ddx's buffers.
     Never,
+}
+
+/// Whether a copy's pages stay in the page cache (see `planner::cache`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CacheChoice {
+    /// As the memory ddx may use allows.
+    #[default]
+    Auto,
+    /// `--keep-cache`: through the cache, as cp and dd.
+    Keep,
+    /// `--drop-cache`: dropped behind the copy from its first byte.
+    Drop,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

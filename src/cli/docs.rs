@@ -10,7 +10,7 @@ use crate::bench::args as bench;
 use crate::cli::options::{OptionSpec, Values, OPTIONS, VALUE_RULE};
 use crate::cli::reference::{
     Completes, CONV_HELP, EXAMPLES, FLAG_HELP, GUARD, MULTIPLIERS, OPERANDS, OPERAND_ALIASES,
-    SIGNALS, SUMMARY,
+    PAGE_CACHE, SIGNALS, SUMMARY,
 };
 use crate::operands::symbols;
 
@@ -74,6 +74,7 @@ pub fn man_page() -> String {
     for option in OPTIONS {
         out.push_str(&man_option(option));
     }
+    out.push_str(&format!(".SH PAGE CACHE\n{}\n", roff(PAGE_CACHE)));
     out.push_str(&bench_man_section());
     out.push_str(&format!(".SH SIGNALS\n{}\n", roff(SIGNALS)));
     out.push_str(&format!(".SH SAFETY\n{}\n", roff(GUARD)));

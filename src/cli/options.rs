@@ -7,7 +7,7 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
-pub use crate::request::{BackendChoice, Offload, Settings};
+pub use crate::request::{BackendChoice, CacheChoice, Offload, Settings};
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
@@ -132,9 +132,16 @@ pub const OPTIONS: &[OptionSpec] = &[
     ),
     OptionSpec::switch(
         "keep-cache",
-        "leave a large copy's data in the page cache (by default ddx drops what it \
-         streamed through once a copy passes 64 MiB, so it does not evict the \
+        "leave the copy's data in the page cache, as cp and dd do (by default ddx \
+         does so only where the copy fits comfortably in the memory it may use, \
+         and otherwise drops what it streamed through so as not to evict the \
          machine's working set)",
+    ),
+    OptionSpec::switch(
+        "drop-cache",
+        "drop the pages the copy brings into the page cache behind it, from its \
+         first byte, whatever the memory free (the opposite of --keep-cache; the \
+         last one given wins)",
     ),
     OptionSpec::switch(
         "rescue",
@@ -313,7 +320,8 @@ pub fn scan(words: &[OsString]) -> Scan {
 
 fn apply_switch(settings: &mut Settings, option: &str) {
     match option {
-        "keep-cache" => settings.keep_cache = true,
+        "keep-cache" => settings.cache = CacheChoice::Keep,
+        "drop-cache" => settings.cache = CacheChoice::Drop,
         "rescue" => settings.rescue = true,
         "resume" => settings.resume = true,
         "verify" => settings.verify = true,

@@ -200,6 +200,17 @@ before reading it, and an output that does not exist in /dev (a mistyped device 
 which GNU dd would create as a regular file); --force overrides. Writing a whole disk from a terminal, ddx first \
 says what it is about to overwrite and asks.";
 
+pub const PAGE_CACHE: &str = "A copy's pages go through the page cache, as with cp and dd, \
+where the copy fits comfortably in the memory ddx may use: what it adds to the cache (the \
+input's data it reads, unless cached already, and what it writes) is at most half of the \
+least of MemAvailable and, for each memory cgroup with a limit from ddx's own up, the limit \
+less the usage. A larger copy, or any copy while memory is under pressure (PSI: some task \
+waited for memory in 5% of the last ten seconds), drops what it brings into the cache behind \
+it and writes uncached where the kernel can (RWF_DONTCACHE). A copy of unknown size (from a \
+pipe) goes through the cache until it has filled half of that budget, then drops. Pages \
+cached before the copy stay. --keep-cache and --drop-cache force either way; --verbose says \
+which figures decided.";
+
 /// The man page's EXAMPLES: what each does, then the command line (a
 /// newline in it is a shell line continuation).
 pub const EXAMPLES: &[(&str, &str)] = &[

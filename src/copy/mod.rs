@@ -104,6 +104,13 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
         plan.status == StatusLevel::Progress && !live_line,
     );
 
+    // The statistics' time starts before the ends are opened: truncating
+    // an existing output waits for any of its pages still being written
+    // back, and bs=auto measures the input, and `time ddx` counts both.
+    // GNU's clock starts after its opens; ddx's covers everything it waits
+    // for, up to the statistics.
+    reporter.start_clock();
+    let cpu_at_start = crate::sys::usage::cpu_times();
     let input = ends::open::open_input(plan)?;
     let mut input = images.wrap_input(input, plan)?;
     let mut facts = planner::facts::gather(
@@ -131,7 +138,6 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     let block_choice = resolve_auto_block_size(&mut request.plan, &input, &output);
     let plan = &request.plan;
     reporter.set_total(expected_bytes(plan, &input, &facts));
-    reporter.start_clock();
     let (tap, hash_job) = match extras.start_hashing().map_err(Failure::Refused)? {
         Some((tap, job)) => (Some(tap), Some(job)),
         None => (None, None),
@@ -157,7 +163,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
             let report = request
                 .settings
                 .verbose
-                .then(|| verbose::Report::positional(plan));
+                .then(|| verbose::Report::positional(plan).with_cpu_since(cpu_at_start));
             close(input, output)?;
             (failed, Some(aftermath), report)
         }
@@ -166,6 +172,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
             let report = request.settings.verbose.then(|| {
                 verbose::Report::new(&request.settings, &strategy, plan)
                     .with_block_choice(block_choice.as_ref())
+                    .with_cpu_since(cpu_at_start)
             });
             let (failed, input) = stream(strategy, tap, &copying, input, &mut output)?;
             ticker.stop();

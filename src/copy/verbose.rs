@@ -6,11 +6,15 @@
 
 use std::sync::atomic::Ordering;
 
+use crate::engine::cache::CachePolicy;
 use crate::engine::{Backend, Counters, Input};
 use crate::operands::CopyPlan;
-use crate::planner::{Facts, Strategy};
+use crate::planner::cache::{Bound, Budget, Reason, NO_BUDGET_KEEP, PRESSURE_PERCENT};
+use crate::planner::{Crowded, Facts, InTurn, Strategy, CPU_CONTENDED_PERCENT};
 use crate::progress::Reporter;
+use crate::request::CacheChoice;
 use crate::request::Settings;
+use crate::sys::memory::CgroupVersion;
 use crate::text::human::{human, Base};
 
 /// What was decided before the copy, to print after it.
@@ -26,13 +30,33 @@ pub struct Report {
     cpu_before: Option<(std::time::Duration, std::time::Duration)>,
 }
 
+/// Why the reads and writes take turns.
+fn in_turn_why(in_turn: Option<InTurn>) -> String {
+    match in_turn {
+        Some(InTurn::OneDisk) => "both ends on one disk".to_owned(),
+        Some(InTurn::Crowded(Crowded::OneCpu)) => "one CPU".to_owned(),
+        Some(InTurn::Crowded(Crowded::Contended { some_avg10 })) => format!(
+            "the CPUs are taken: tasks waited for one {}.{:02}% of the last 10 s, \
+             CPU pressure from {CPU_CONTENDED_PERCENT}%",
+            some_avg10 / 100,
+            some_avg10 % 100
+        ),
+        None => "as asked".to_owned(),
+    }
+}
+
 fn size(bytes: usize) -> String {
     human(bytes as u64, Base::Iec, 1, 1)
 }
 
 impl Report {
     pub fn new(settings: &Settings, strategy: &Strategy, plan: &CopyPlan) -> Report {
-        let Strategy { backend, shaping } = strategy;
+        let Strategy {
+            backend,
+            shaping,
+            cache,
+            in_turn,
+        } = strategy;
         let how = if settings.backend.is_some() {
             "as asked"
         } else {
@@ -41,7 +65,8 @@ impl Report {
         let backend = match *backend {
             Backend::Sync => format!("sync, {how} (read, then write, as GNU dd), queue depth 1"),
             Backend::Sequential => format!(
-                "sequential, {how} (both ends on one disk: in turn, in large requests), queue depth 1"
+                "sequential, {how} ({}: in turn, in large requests), queue depth 1",
+                in_turn_why(*in_turn)
             ),
             Backend::Threads { queue_depth } => format!(
                 "threads, {how} (a reader thread ahead of the writer), queue depth {queue_depth}"
@@ -69,16 +94,7 @@ impl Report {
                 size(plan.output_block_size)
             ),
         };
-        let cache = if plan.input_nocache || plan.output_nocache {
-            "dropped as asked (iflag/oflag=nocache)".to_owned()
-        } else if shaping.drop_behind && shaping.bulk.is_some() {
-            "drop-behind: past 64 MiB, pages ddx brought in are dropped (--keep-cache keeps them)"
-                .to_owned()
-        } else if settings.keep_cache {
-            "kept (--keep-cache)".to_owned()
-        } else {
-            "left to the kernel".to_owned()
-        };
+        let cache = cache_policy(cache, shaping.cache, settings.cache);
         Report {
             backend,
             requests,
@@ -86,7 +102,7 @@ impl Report {
             offload_tried: shaping.offload_unit.is_some(),
             splice: shaping.splice,
             block_size: None,
-            cpu_before: crate::sys::usage::cpu_times(),
+            cpu_before: None,
         }
     }
 
@@ -104,8 +120,17 @@ impl Report {
             offload_tried: false,
             splice: false,
             block_size: None,
-            cpu_before: crate::sys::usage::cpu_times(),
+            cpu_before: None,
         }
+    }
+
+    /// Count CPU time from `start` (when the statistics' clock started).
+    pub fn with_cpu_since(
+        mut self,
+        start: Option<(std::time::Duration, std::time::Duration)>,
+    ) -> Self {
+        self.cpu_before = start;
+        self
     }
 
     /// Say what bs=auto chose.
@@ -169,6 +194,82 @@ impl Report {
         ] {
             reporter.message(format_args!("{what}: {text}"));
         }
+    }
+}
+
+/// The cache line: the decision, and the figures it was made on.
+fn cache_policy(reason: &Reason, policy: CachePolicy, asked: CacheChoice) -> String {
+    let size = |bytes: u64| human(bytes, Base::Iec, 1, 1);
+    let budget = |b: &Budget| {
+        let bound = match &b.bound {
+            Bound::Available => "MemAvailable".to_owned(),
+            Bound::Cgroup {
+                path,
+                version,
+                limit,
+                usage,
+            } => format!(
+                "memory cgroup {path} ({}): limit {}, usage {}",
+                match version {
+                    CgroupVersion::V1 => "v1",
+                    CgroupVersion::V2 => "v2",
+                },
+                size(*limit),
+                size(*usage)
+            ),
+        };
+        format!("half of the {} ddx may use ({bound})", size(b.bytes))
+    };
+    match reason {
+        Reason::Asked => match asked {
+            CacheChoice::Drop => "drop-behind as asked (--drop-cache): pages the copy brings \
+                                  into the page cache are dropped behind it"
+                .to_owned(),
+            _ => "kept as asked (--keep-cache): through the page cache, as cp and dd".to_owned(),
+        },
+        Reason::GnuNocache => "dropped as asked (iflag/oflag=nocache)".to_owned(),
+        Reason::InMemory => {
+            "left to the kernel: both ends are in memory (tmpfs), their pages are their data"
+                .to_owned()
+        }
+        Reason::NothingCached => {
+            "left to the kernel: nothing of this copy passes through the page cache".to_owned()
+        }
+        Reason::NoBudget => format!(
+            "drop-behind past the first {}: the memory ddx may use is unknown (no \
+             MemAvailable, no cgroup limit)",
+            size(NO_BUDGET_KEEP)
+        ),
+        Reason::Pressure { source, some_avg10 } => format!(
+            "drop-behind: memory is under pressure ({source}: some task waited for memory \
+             {}.{:02}% of the last 10 s, PSI some avg10; the bar is {PRESSURE_PERCENT}%)",
+            some_avg10 / 100,
+            some_avg10 % 100
+        ),
+        Reason::Fits {
+            footprint,
+            budget: b,
+        } => format!(
+            "kept: the copy adds about {} to the page cache, within {}; through the cache, \
+             as cp and dd",
+            size(*footprint),
+            budget(b)
+        ),
+        Reason::TooLarge {
+            footprint,
+            budget: b,
+        } => format!(
+            "drop-behind: the copy would add about {} to the page cache, more than {}; pages \
+             it brings in are dropped behind it (pages cached before it stay)",
+            size(*footprint),
+            budget(b)
+        ),
+        Reason::UnknownSize { budget: b } => format!(
+            "through the page cache for the first {} copied, then drop-behind: the input's \
+             size is unknown, and that much fills {}",
+            size(policy.drops_after().unwrap_or(0)),
+            budget(b)
+        ),
     }
 }
 

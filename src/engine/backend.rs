@@ -14,7 +14,7 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 
 use crate::ends::{Input, Output};
-use crate::engine::cache::DropBehind;
+use crate::engine::cache::{CachePolicy, DropBehind};
 use crate::engine::counters::Counters;
 use crate::engine::diagnostic::Events;
 use crate::engine::handoff::Waiting;
@@ -49,8 +49,10 @@ pub const DEFAULT_QUEUE_DEPTH: usize = 8;
 pub struct Shaping {
     pub bulk: Option<BulkShape>,
     pub offload_unit: Option<usize>,
-    /// Drop both files' pages behind a large bulk copy (not --keep-cache).
-    pub drop_behind: bool,
+    /// What becomes of the pages the copy brings into the page cache
+    /// (see `planner::cache`): the output's on every path that writes
+    /// through the cache, the input's behind bulk and kernel reads.
+    pub cache: CachePolicy,
     /// Move records with splice(2) (a pipe end; see
     /// `planner::splice_fits`); in-line backends only.
     pub splice: bool,
@@ -119,11 +121,15 @@ pub fn run(
         input.end.pipeline(hint);
         output.end.pipeline(hint);
     }
-    let drop_behind = shaping.drop_behind && shaping.bulk.is_some();
-    let mut reader = Reader::new(Arc::clone(&plan), input).with_bulk(shaping.bulk, drop_behind);
+    let input_drop_after = shaping
+        .cache
+        .drops_after()
+        .filter(|_| shaping.bulk.is_some());
+    let mut reader =
+        Reader::new(Arc::clone(&plan), input).with_bulk(shaping.bulk, input_drop_after);
     let mut writer = Writer::new(Arc::clone(&plan), output, counters, events)
-        .with_drop_behind(drop_behind)
         .with_mapped_holes(shaping.bulk.is_some_and(|shape| shape.mapped_holes))
+        .with_cache(shaping.cache)
         .with_tap(tap);
     let mut offload_stopped = false;
     if let Some(unit) = shaping.offload_unit {
@@ -235,7 +241,9 @@ fn try_offload(
         .unwrap_or(0)
         .max(0) as u64;
     let mut observer = OffloadObserver {
-        input_behind: writer.drop_behind_enabled().then(|| DropBehind::new(false)),
+        input_behind: writer
+            .drops_after()
+            .map(|after| DropBehind::new(false, after)),
         input_fd: input_fd.as_fd(),
         input_start,
         writer,
@@ -298,7 +306,9 @@ fn try_uring(
         queue_depth,
     };
     let mut observer = UringObserver {
-        input_behind: writer.drop_behind_enabled().then(|| DropBehind::new(false)),
+        input_behind: writer
+            .drops_after()
+            .map(|after| DropBehind::new(false, after)),
         input_fd: input_fd.as_fd(),
         input_start,
         output_start,

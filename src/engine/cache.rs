@@ -3,9 +3,12 @@
 //! [`CacheDropper`]: posix_fadvise(DONTNEED) bookkeeping for GNU's
 //! iflag=nocache / oflag=nocache, in 128 KiB steps as GNU gives it.
 //!
-//! [`DropBehind`]: ddx's default for large copies. A copy streamed through
-//! the page cache evicts everything the machine had cached (the "system
-//! lethargy" of the seeds) and piles up dirty pages. Past a threshold:
+//! [`DropBehind`]: what ddx does where the planner decided that a copy
+//! would not fit comfortably in the memory it may use
+//! ([`CachePolicy::DropBehind`], see `planner::cache`). A copy streamed
+//! through the page cache evicts what the machine had cached (the "system
+//! lethargy" of the seeds) and piles up dirty pages. Once the copy has
+//! moved the bytes the planner lets stay cached (`after`):
 //! - pages ddx read into the cache are dropped behind it (they are clean);
 //! - written pages go uncached where the kernel can (RWF_DONTCACHE, Linux
 //!   6.14, ext4/XFS/Btrfs): the kernel starts their writeback at once and
@@ -82,11 +85,36 @@ impl CacheDropper {
     }
 }
 
-/// Bytes copied before drop-behind starts: small copies stay cached (they
-/// are often read again right away).
-pub const DROP_BEHIND_THRESHOLD: u64 = 64 << 20;
+/// What a copy does with the pages it brings into the page cache; the
+/// planner decides (`planner::cache`), the reader and writer do it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CachePolicy {
+    /// Leave them to the kernel, as cp and dd do.
+    #[default]
+    Keep,
+    /// Leave the first `after` bytes of the copy to the kernel, then drop
+    /// what follows behind the copy (see the module header).
+    DropBehind { after: u64 },
+}
+
+impl CachePolicy {
+    /// Bytes that stay cached before dropping begins; None: never.
+    pub fn drops_after(self) -> Option<u64> {
+        match self {
+            CachePolicy::Keep => None,
+            CachePolicy::DropBehind { after } => Some(after),
+        }
+    }
+}
+
 /// How far behind the copy writeback is waited for and pages dropped.
 const WINDOW: u64 = 32 << 20;
+/// Pages are dropped in pieces of at least this much, so that a copy in
+/// small records makes a few calls per piece, not one per record.
+const DROP_STEP: u64 = WINDOW / 4;
+/// Data extents walked to tell a sparse file's data from its holes (past
+/// them, the rest of the range counts as data).
+const EXTENTS_WALKED: usize = 1024;
 
 /// Written bytes the flusher may have yet to see to the device before the
 /// copy waits for it: bounds the dirty data a copy keeps in memory.
@@ -103,16 +131,20 @@ fn was_hot(fd: BorrowedFd<'_>, offset: u64) -> bool {
     mostly_cached(fd, offset, HOT_HORIZON)
 }
 
-/// Whether 90% of the next `horizon` bytes of a file from `offset` (to its
-/// end at most; `horizon` of a device, whose size fstat does not give) are
-/// in the page cache: not all, since reclaim (memory pressure, DAMON) takes
-/// a page here and there from a file in use. False for nothing to judge.
+/// Whether 90% of the data in the next `horizon` bytes of a file from
+/// `offset` (to its end at most; `horizon` of a device, whose size fstat
+/// does not give) is in the page cache: not all, since reclaim (memory
+/// pressure, DAMON) takes a page here and there from a file in use. Only
+/// data counts: a sparse image's holes are never cached (nothing reads
+/// them), and counting them would call its cached data cold. False for
+/// nothing to judge.
 pub fn mostly_cached(fd: BorrowedFd<'_>, offset: u64, horizon: u64) -> bool {
     let len = match file::usable_size(fd) {
         Ok(Some(size)) => (size.max(0) as u64).saturating_sub(offset).min(horizon),
         _ => horizon,
     };
-    let pages = len.div_ceil(PAGE);
+    let data = file::data_in_range(fd, offset, len, EXTENTS_WALKED).unwrap_or(len);
+    let pages = data.div_ceil(PAGE);
     pages > 0 && file::cached_pages(fd, offset, len).is_some_and(|c| c * 10 >= pages * 9)
 }
 
@@ -234,10 +266,12 @@ impl FlushQueue {
 #[derive(Debug)]
 pub struct DropBehind {
     writes: bool,
+    /// Bytes of the copy left to the kernel before dropping begins.
+    after: u64,
     /// Bytes processed so far.
     done: u64,
-    /// Ranges not yet dropped: (offset, len, brought in by ddx).
-    pending: VecDeque<(u64, u64, bool)>,
+    /// Ranges not yet dropped, contiguous ones merged.
+    pending: VecDeque<Pending>,
     pending_bytes: u64,
     /// Bytes written since writeback was last started.
     unflushed: u64,
@@ -252,14 +286,27 @@ pub struct DropBehind {
     /// The kernel refused an uncached write (RWF_DONTCACHE): ddx drops
     /// written pages itself.
     uncached_refused: bool,
-    /// Writeback was started for what was written before the threshold.
+    /// Writeback was started for what was written through the cache
+    /// before the first uncached write.
     early_flushed: bool,
 }
 
+/// A range of the file waiting to be dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pending {
+    offset: u64,
+    len: u64,
+    /// ddx brought it into the cache (else it was there before: kept).
+    ours: bool,
+}
+
 impl DropBehind {
-    pub fn new(writes: bool) -> Self {
+    /// For an input (`writes` false) or an output, dropping what comes
+    /// after the first `after` bytes.
+    pub fn new(writes: bool, after: u64) -> Self {
         DropBehind {
             writes,
+            after,
             done: 0,
             pending: VecDeque::new(),
             pending_bytes: 0,
@@ -272,6 +319,22 @@ impl DropBehind {
         }
     }
 
+    /// Bytes of the copy left to the kernel before dropping begins.
+    pub fn kept(&self) -> u64 {
+        self.after
+    }
+
+    /// Judge now, before anything is read or written at `offset`, whether
+    /// the file was in the cache before the copy.
+    pub fn judge(&mut self, fd: BorrowedFd<'_>, offset: u64) {
+        self.was_hot.get_or_insert_with(|| was_hot(fd, offset));
+    }
+
+    /// Past the bytes left to the kernel.
+    fn dropping(&self) -> bool {
+        self.done >= self.after
+    }
+
     /// Call before an uncached write (see [`DropBehind::wants_uncached`]):
     /// the kernel drops its pages, ddx only starts the writeback of what
     /// went through the cache before.
@@ -279,25 +342,20 @@ impl DropBehind {
         self.last_uncached = true;
         if !self.early_flushed {
             self.early_flushed = true;
-            for &(offset, len, ours) in &self.pending {
-                if ours {
-                    let _ = file::start_writeback(fd, offset, len);
-                }
+            for range in self.pending.iter().filter(|r| r.ours) {
+                let _ = file::start_writeback(fd, range.offset, range.len);
             }
         }
     }
 
-    /// Whether writes should now go uncached (RWF_DONTCACHE): past the
-    /// threshold the kernel then writes each page back at once and drops
-    /// it when it is on the device, and the copy never waits for the disk
-    /// (a copy ends as soon as `cp` would, with nothing of it left in the
-    /// cache once the device has it). Not for a hot file, whose pages
-    /// stay.
+    /// Whether writes should now go uncached (RWF_DONTCACHE): once
+    /// dropping has begun, the kernel then writes each page back at once
+    /// and drops it when it is on the device, and the copy never waits for
+    /// the disk (a copy ends as soon as `cp` would, with nothing of it left
+    /// in the cache once the device has it). Not for a hot file, whose
+    /// pages stay.
     pub fn wants_uncached(&self) -> bool {
-        self.writes
-            && self.done >= DROP_BEHIND_THRESHOLD
-            && !self.uncached_refused
-            && self.was_hot == Some(false)
+        self.writes && self.dropping() && !self.uncached_refused && self.was_hot == Some(false)
     }
 
     /// The kernel cannot write uncached here: `[offset, offset + len)`
@@ -305,8 +363,7 @@ impl DropBehind {
     pub fn uncached_refused(&mut self, offset: u64, len: u64) {
         self.uncached_refused = true;
         self.last_uncached = false;
-        self.pending.push_back((offset, len, true));
-        self.pending_bytes += len;
+        self.push(offset, len, true);
     }
 
     /// Call before reading or writing `[offset, offset + len)`: notes
@@ -318,52 +375,79 @@ impl DropBehind {
         // ddx's previous read, and pages reclaimed here and there (memory
         // pressure, DAMON) would make a hot file look cold.
         let ours = !*self.was_hot.get_or_insert_with(|| was_hot(fd, offset));
-        self.pending.push_back((offset, len, ours));
+        // The bytes left to the kernel are not tracked at all.
+        if self.done.saturating_add(len) > self.after {
+            self.push(offset, len, ours);
+        }
+    }
+
+    fn push(&mut self, offset: u64, len: u64, ours: bool) {
         self.pending_bytes += len;
+        if let Some(last) = self.pending.back_mut() {
+            if last.ours == ours && last.offset + last.len == offset {
+                last.len += len;
+                return;
+            }
+        }
+        self.pending.push_back(Pending { offset, len, ours });
     }
 
     /// After the range noted last has been read or written.
     pub fn after(&mut self, fd: BorrowedFd<'_>, len: u64) {
         self.done += len;
-        if self.done < DROP_BEHIND_THRESHOLD {
+        if !self.dropping() {
             return;
         }
         if self.writes && !self.last_uncached {
             // Start writeback early, without waiting, so that the wait a
             // window later finds it done.
             self.unflushed += len;
-            if self.unflushed >= WINDOW / 4 {
-                if let Some(&(offset, _, true)) = self.pending.back() {
-                    let end = offset + len;
-                    let begin = end.saturating_sub(self.unflushed);
+            if self.unflushed >= DROP_STEP {
+                if let Some(last) = self.pending.back().filter(|r| r.ours) {
+                    let end = last.offset + last.len;
+                    let begin = end.saturating_sub(self.unflushed).max(last.offset);
                     let _ = file::start_writeback(fd, begin, end - begin);
                 }
                 self.unflushed = 0;
             }
         }
-        while self.pending_bytes > WINDOW {
-            let Some((offset, len, ours)) = self.pending.pop_front() else {
+        if self.pending_bytes >= WINDOW + DROP_STEP {
+            self.drop_front(fd, self.pending_bytes - WINDOW);
+        }
+    }
+
+    /// Drop the oldest `bytes` of what is pending.
+    fn drop_front(&mut self, fd: BorrowedFd<'_>, mut bytes: u64) {
+        while bytes > 0 {
+            let Some(front) = self.pending.front_mut() else {
                 break;
             };
-            self.pending_bytes -= len;
-            self.drop_range(fd, offset, len, ours);
+            let take = front.len.min(bytes);
+            let piece = Pending {
+                len: take,
+                ..*front
+            };
+            front.offset += take;
+            front.len -= take;
+            if front.len == 0 {
+                self.pending.pop_front();
+            }
+            self.pending_bytes -= take;
+            bytes -= take;
+            self.drop_range(fd, piece);
         }
     }
 
     /// End of the copy: drop what is left (waiting for its writeback).
     pub fn finish(&mut self, fd: BorrowedFd<'_>) {
-        if self.done >= DROP_BEHIND_THRESHOLD {
-            while let Some((offset, len, ours)) = self.pending.pop_front() {
-                self.drop_range(fd, offset, len, ours);
-            }
-            self.pending_bytes = 0;
-        }
+        self.drop_front(fd, self.pending_bytes);
         if let Some(flusher) = self.flusher.take() {
             flusher.finish();
         }
     }
 
-    fn drop_range(&mut self, fd: BorrowedFd<'_>, offset: u64, len: u64, ours: bool) {
+    fn drop_range(&mut self, fd: BorrowedFd<'_>, range: Pending) {
+        let Pending { offset, len, ours } = range;
         if !ours {
             return;
         }
@@ -378,5 +462,34 @@ impl DropBehind {
             let _ = file::wait_writeback(fd, offset, len);
         }
         drop_pages(fd, offset, len);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn only_what_follows_the_kept_bytes_is_tracked_in_merged_ranges() {
+        // /dev/null: nothing is cached or dropped, the bookkeeping is all.
+        let null = std::fs::File::open("/dev/null").unwrap();
+        let fd = null.as_fd();
+        let mut behind = DropBehind::new(false, 4 * MIB);
+        for i in 0..100 {
+            behind.before(fd, i * MIB, MIB);
+            behind.after(fd, MIB);
+            assert!(behind.pending.len() <= 1, "contiguous ranges merge");
+            if i < 4 {
+                assert_eq!(behind.pending_bytes, 0, "the first 4 MiB stay");
+            }
+            assert!(behind.pending_bytes < WINDOW + DROP_STEP);
+        }
+        let front = behind.pending[0];
+        assert_eq!(front.offset + front.len, 100 * MIB);
+        assert!(front.len >= WINDOW, "a window's worth is kept pending");
+        behind.finish(fd);
+        assert!(behind.pending.is_empty() && behind.pending_bytes == 0);
     }
 }

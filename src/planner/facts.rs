@@ -1,7 +1,8 @@
-//! The facts about a copy's two ends that the planner decides by, gathered
-//! once and in one place: this is the only part of planning that looks at
-//! the system (fstat, statfs, sysfs, the page cache). Everything after it
-//! is a pure function of these values, tested by tables.
+//! The facts about a copy's two ends, and about the machine, that the
+//! planner decides by, gathered once and in one place: this is the only
+//! part of planning that looks at the system (fstat, statfs, sysfs, the
+//! page cache, the memory ddx may use, its CPUs). Everything after it is a
+//! pure function of these values, tested by tables.
 //!
 //! The output is examined before it is opened for writing, through a
 //! descriptor that can neither create nor truncate (O_PATH on the output
@@ -18,6 +19,7 @@ use crate::ends::{Input, Kind};
 use crate::engine::depth::{self, QueueHint};
 use crate::sys::block::{self, DeviceNumber};
 use crate::sys::filesystem::{storage_of, Storage};
+use crate::sys::memory::Memory;
 
 /// Which file an end is, for "both ends are the same file".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +41,9 @@ pub struct EndFacts {
     pub seekable: bool,
     /// The size of its data: a file's, a block device's, an export's.
     pub size: Option<u64>,
+    /// Bytes a regular file has allocated on its filesystem (st_blocks):
+    /// less than its size for a sparse file.
+    pub allocated: Option<u64>,
     pub identity: Option<Identity>,
     /// The filesystem a regular file is on (st_dev).
     pub filesystem: Option<u64>,
@@ -65,6 +70,7 @@ impl EndFacts {
             descriptor: false,
             seekable: kind.positional(),
             size: None,
+            allocated: None,
             identity: None,
             filesystem: None,
             storage: Storage::Other,
@@ -81,9 +87,15 @@ impl EndFacts {
 pub struct Facts {
     pub input: EndFacts,
     pub output: EndFacts,
-    /// CPUs this process may run on: the overlap of a reader and a writer
-    /// needs two.
+    /// CPUs this process may run on (its affinity mask and CPU quota, as
+    /// `taskset` and cgroups set them): the overlap of a reader and a
+    /// writer needs two.
     pub cpus: usize,
+    /// CPU pressure (PSI "some avg10", hundredths of a percent; see
+    /// `sys::cpu`): how often a runnable task lately found no CPU free.
+    pub cpu_pressure: Option<u32>,
+    /// The memory ddx may fill with page cache (see `planner::cache`).
+    pub memory: Memory,
 }
 
 /// Where the output will be, to examine before it is opened for writing.
@@ -120,6 +132,8 @@ pub fn gather(input: &Input, output: OutputProbe<'_>) -> Facts {
         input: input_facts,
         output: output_facts(output),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpu_pressure: crate::sys::cpu::pressure(),
+        memory: crate::sys::memory::read(),
     }
 }
 
@@ -204,12 +218,16 @@ fn of_descriptor(fd: BorrowedFd<'_>, kind: Kind) -> EndFacts {
         }
         _ => None,
     });
+    let allocated = st
+        .filter(|_| file_type == Some(FileType::RegularFile))
+        .map(|st| (st.st_blocks.max(0) as u64).saturating_mul(512));
     let on_filesystem = matches!(file_type, Some(FileType::RegularFile | FileType::Directory));
     EndFacts {
         kind,
         descriptor: true,
         seekable: crate::sys::file::current_offset(fd).is_ok(),
         size,
+        allocated,
         identity,
         filesystem: st.filter(|_| on_filesystem).map(|st| st.st_dev),
         // Of a device node, the filesystem holding the node (devtmpfs):

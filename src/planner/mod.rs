@@ -2,14 +2,17 @@
 //! what is known of the ends ([`Facts`], gathered once by [`facts`]).
 //!
 //! It decides the backend (GNU's loop, a reader thread ahead of the
-//! writer, io_uring, in turn within one disk), the queue depth, and the
-//! shaping: bulk requests where records can be decoupled from requests,
-//! kernel offload (copy_file_range), splice, drop-behind. Whatever it
+//! writer, io_uring, in turn within one disk or on one CPU), the queue
+//! depth, and the shaping: bulk requests where records can be decoupled
+//! from requests, kernel offload (copy_file_range), splice, and the cache
+//! policy ([`cache`]: through the page cache or dropped behind the copy,
+//! by the memory ddx may use). Whatever it
 //! decides, the bytes and the statistics are GNU's; only the requests and
 //! their overlap differ. Being pure, every row of the README's backend
 //! table is a row of this module's table tests, needing neither root nor
 //! devices.
 
+pub mod cache;
 pub mod facts;
 
 pub use facts::{EndFacts, Facts, Identity, OutputProbe};
@@ -37,7 +40,39 @@ const OVERLAP_MIN_RECORD: usize = 16 * 1024;
 pub struct Strategy {
     pub backend: Backend,
     pub shaping: Shaping,
+    /// Why the cache policy (`shaping.cache`) is what it is.
+    pub cache: cache::Reason,
+    /// Why the copy runs in turn (`Backend::Sequential`), where it does.
+    pub in_turn: Option<InTurn>,
 }
+
+/// Why a copy that could overlap its reads and writes runs them in turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InTurn {
+    /// Both ends on one rotating disk: overlapping would make its head
+    /// seek between them.
+    OneDisk,
+    /// No second CPU for a reader thread.
+    Crowded(Crowded),
+}
+
+/// Why a reader thread beside the writer would find no CPU of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Crowded {
+    /// The process may run on one CPU only (affinity, quota).
+    OneCpu,
+    /// Runnable tasks already wait for the CPUs (PSI "some avg10", in
+    /// hundredths of a percent, at least [`CPU_CONTENDED_PERCENT`]).
+    Contended { some_avg10: u32 },
+}
+
+/// CPU pressure (PSI "some avg10", percent) from which the CPUs count as
+/// taken: in half of the last ten seconds some task waited for one.
+/// A second thread of ddx's would then queue behind the others, and the
+/// copy's cost is its CPU time: in turn, by the kernel's copy where it
+/// moves each byte once, costs less CPU than any overlap (which moves
+/// each byte twice and hands buffers across).
+pub const CPU_CONTENDED_PERCENT: u32 = 50;
 
 /// The conv= symbols that leave the data and the record pattern alone.
 const NEUTRAL_CONVERSIONS: Conv = Conv::NOTRUNC
@@ -83,7 +118,14 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
         None if bulk.is_some()
             || (storage_end && plan.input_block_size >= OVERLAP_MIN_RECORD && !nocache) =>
         {
-            Backend::Threads { queue_depth }
+            // On one CPU a reader thread only takes turns with the writer,
+            // and pays for the hand-offs, unless it waits for a device
+            // meanwhile: in turn, in bulk requests where records allow.
+            match (overlap_pays(facts), &bulk) {
+                (true, _) => Backend::Threads { queue_depth },
+                (false, Some(_)) => Backend::Sequential,
+                (false, None) => Backend::Sync,
+            }
         }
         None => Backend::Sync,
     };
@@ -111,10 +153,12 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
             .and_then(|hint| hint.rotational)
             .unwrap_or(true)
         && !facts.input.cached;
-    let backend = if same_disk {
-        Backend::Sequential
+    let (backend, in_turn) = if same_disk {
+        (Backend::Sequential, Some(InTurn::OneDisk))
+    } else if backend == Backend::Sequential {
+        (backend, crowded(facts).map(InTurn::Crowded))
     } else {
-        backend
+        (backend, None)
     };
     let request_size = match (settings.request_size, same_disk) {
         (Some(size), _) => Some(size),
@@ -135,28 +179,58 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
         && !hashing
         && splice_fits(plan, facts);
     let backend = if splice { Backend::Sync } else { backend };
+    let cache = cache::decide(plan, settings, facts);
     let shaping = match backend {
         Backend::Sync => Shaping {
             splice,
+            cache: cache.policy,
             ..Shaping::default()
         },
         Backend::Threads { .. } | Backend::Uring { .. } | Backend::Sequential => Shaping {
             bulk,
-            // In turn within one disk, the kernel's copy is the cheaper
-            // one; overlapped, ddx's may be the faster.
+            // In turn (within one disk, on one CPU), the kernel's copy is
+            // the cheaper one, but for a sparse input, whose holes it would
+            // read; overlapped, ddx's may be the faster.
             offload_unit: offload_unit(plan, facts).filter(|_| {
                 !hashing
                     && match settings.offload {
                         Offload::Never => false,
                         Offload::Always => true,
-                        Offload::Auto => backend == Backend::Sequential || kernel_copy_pays(facts),
+                        Offload::Auto => {
+                            kernel_copy_pays(facts)
+                                || (backend == Backend::Sequential && !has_holes(&facts.input))
+                        }
                     }
             }),
-            drop_behind: !settings.keep_cache && !both_in_memory(facts),
+            cache: cache.policy,
             splice: false,
         },
     };
-    Strategy { backend, shaping }
+    Strategy {
+        backend,
+        shaping,
+        cache: cache.reason,
+        in_turn: in_turn.filter(|_| backend == Backend::Sequential),
+    }
+}
+
+/// Whether a reader thread ahead of the writer can gain: with a second
+/// CPU free for it, or while the reader waits for a device (an input not
+/// in the page cache). With one CPU, or CPUs other tasks already wait for,
+/// and an input in memory, both halves are work for the same CPU time.
+pub fn overlap_pays(facts: &Facts) -> bool {
+    crowded(facts).is_none() || !facts.input.cached
+}
+
+/// Why a reader thread would have no CPU of its own, if it would not.
+pub fn crowded(facts: &Facts) -> Option<Crowded> {
+    if facts.cpus < 2 {
+        return Some(Crowded::OneCpu);
+    }
+    facts
+        .cpu_pressure
+        .filter(|&some_avg10| some_avg10 >= CPU_CONTENDED_PERCENT * 100)
+        .map(|some_avg10| Crowded::Contended { some_avg10 })
 }
 
 /// A regular file, a block device or an export on another machine:
@@ -296,16 +370,18 @@ pub fn offload_unit(plan: &CopyPlan, facts: &Facts) -> Option<usize> {
 /// like: no shared extents, no server), the kernel reads and writes in turn
 /// on one CPU, while with a second CPU a reader thread ahead of the writer
 /// takes the time of the slower of the two instead of their sum (and can
-/// write uncached; see `engine::cache`). With one CPU, the kernel's copy,
-/// which moves each byte once, is the better one.
+/// write uncached; see `engine::cache`). With one CPU (or CPUs taken by
+/// others, see [`crowded`]), the kernel's copy,
+/// which moves each byte once, is the better one, except from a sparse
+/// input: there the kernel reads every hole as zeros into the page cache,
+/// where ddx finds the holes (SEEK_DATA) and never reads them.
 pub fn kernel_copy_pays(facts: &Facts) -> bool {
-    facts.cpus < 2 || facts.output.storage == Storage::Other
+    (crowded(facts).is_some() && !has_holes(&facts.input)) || facts.output.storage == Storage::Other
 }
 
-/// Both ends live in memory (tmpfs): their pages are the data itself, and
-/// dropping them behind a copy would do nothing but cost calls.
-pub fn both_in_memory(facts: &Facts) -> bool {
-    facts.input.storage == Storage::Memory && facts.output.storage == Storage::Memory
+/// A regular file with less allocated than its size: it has holes.
+pub fn has_holes(end: &EndFacts) -> bool {
+    matches!((end.allocated, end.size), (Some(allocated), Some(size)) if allocated < size)
 }
 
 fn gcd(a: usize, b: usize) -> usize {

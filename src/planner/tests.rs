@@ -3,11 +3,12 @@
 //! filesystem of a kind.
 
 use super::*;
+use crate::engine::cache::CachePolicy;
 use crate::engine::depth::QueueHint;
 use crate::request::Settings;
 use crate::sys::block::DeviceNumber;
 
-fn request(words: &[&str], settings: Settings) -> Request {
+pub fn request(words: &[&str], settings: Settings) -> Request {
     let words: Vec<std::ffi::OsString> = words.iter().map(Into::into).collect();
     Request {
         plan: crate::operands::parse(&words).plan.expect("valid operands"),
@@ -15,7 +16,7 @@ fn request(words: &[&str], settings: Settings) -> Request {
     }
 }
 
-fn auto() -> Settings {
+pub fn auto() -> Settings {
     Settings::default()
 }
 
@@ -33,12 +34,13 @@ fn disk(major: u32) -> Option<DeviceNumber> {
 }
 
 /// A regular file on a filesystem of `storage`, numbered `fs`, on `disk`.
-fn file(inode: u64, fs: u64, storage: Storage) -> EndFacts {
+pub fn file(inode: u64, fs: u64, storage: Storage) -> EndFacts {
     EndFacts {
         kind: Kind::RegularFile,
         descriptor: true,
         seekable: true,
         size: Some(1 << 30),
+        allocated: Some(1 << 30),
         identity: Some(Identity::File { device: fs, inode }),
         filesystem: Some(fs),
         storage,
@@ -64,22 +66,29 @@ fn device(number: u64) -> EndFacts {
     }
 }
 
-fn stream(kind: Kind) -> EndFacts {
+pub fn stream(kind: Kind) -> EndFacts {
     EndFacts {
         descriptor: true,
         ..EndFacts::of_kind(kind)
     }
 }
 
-fn facts(input: EndFacts, output: EndFacts) -> Facts {
+/// Two CPUs and plenty of memory (16 GiB available, no cgroup limit).
+pub fn facts(input: EndFacts, output: EndFacts) -> Facts {
     Facts {
         input,
         output,
         cpus: 2,
+        cpu_pressure: Some(0),
+        memory: crate::sys::memory::Memory {
+            available: Some(16 << 30),
+            total: Some(24 << 30),
+            ..Default::default()
+        },
     }
 }
 
-fn ext4(inode: u64) -> EndFacts {
+pub fn ext4(inode: u64) -> EndFacts {
     file(inode, 1, Storage::LocalBlocks)
 }
 
@@ -87,7 +96,7 @@ fn xfs(inode: u64) -> EndFacts {
     file(inode, 2, Storage::Other)
 }
 
-fn tmpfs(inode: u64) -> EndFacts {
+pub fn tmpfs(inode: u64) -> EndFacts {
     file(inode, 3, Storage::Memory)
 }
 
@@ -96,13 +105,13 @@ fn threads(depth: usize) -> Backend {
 }
 
 #[test]
-fn files_overlap_in_bulk_requests_and_drop_behind() {
+fn files_overlap_in_bulk_requests() {
     let s = plan(&request(&["bs=512"], auto()), &facts(ext4(1), ext4(2)));
     assert_eq!(s.backend, threads(8));
     let bulk = s.shaping.bulk.expect("bulk");
     assert_eq!((bulk.chunk, bulk.write_block), (1 << 20, 512));
     assert!(bulk.sparse_input);
-    assert!(s.shaping.drop_behind);
+    assert_eq!(s.shaping.cache, CachePolicy::Keep, "2 GiB fit in 16");
     assert_eq!(
         s.shaping.offload_unit, None,
         "ext4 with two CPUs: ddx's own copy"
@@ -398,26 +407,6 @@ fn request_size_rounds_to_whole_records() {
 }
 
 #[test]
-fn nothing_to_drop_between_memory_files_or_when_kept() {
-    let s = plan(&request(&[], auto()), &facts(tmpfs(1), tmpfs(2)));
-    assert!(!s.shaping.drop_behind);
-    let kept = Settings {
-        keep_cache: true,
-        ..auto()
-    };
-    assert!(
-        !plan(&request(&[], kept), &facts(ext4(1), ext4(2)))
-            .shaping
-            .drop_behind
-    );
-    assert!(
-        plan(&request(&[], auto()), &facts(tmpfs(1), ext4(2)))
-            .shaping
-            .drop_behind
-    );
-}
-
-#[test]
 fn block_devices_are_storage_too() {
     let s = plan(
         &request(&["bs=4M"], auto()),
@@ -466,4 +455,117 @@ fn a_mapped_input_passes_its_holes_on_to_be_left_unwritten() {
         .bulk
         .expect("bulk");
     assert!(bulk.sparse_input && bulk.mapped_holes);
+}
+
+#[test]
+fn on_one_cpu_a_copy_from_memory_runs_in_turn() {
+    let mut cached = ext4(1);
+    cached.cached = true;
+    let one_cpu = |input: EndFacts, output: EndFacts| Facts {
+        cpus: 1,
+        ..facts(input, output)
+    };
+    // No overlap to gain: the kernel's copy, which moves each byte once.
+    let s = plan(
+        &request(&["bs=1M"], auto()),
+        &one_cpu(cached.clone(), ext4(2)),
+    );
+    assert_eq!(s.backend, Backend::Sequential);
+    assert_eq!(s.shaping.offload_unit, Some(1 << 20));
+    assert_eq!(
+        s.shaping.bulk.unwrap().chunk,
+        1 << 20,
+        "not the same-disk size"
+    );
+    // A sparse input: ddx's own copy, in turn, which never reads a hole
+    // (the kernel's would read each one as zeros into the cache).
+    let mut sparse = cached.clone();
+    sparse.allocated = Some(100 << 20);
+    for operands in [&["bs=1M", "conv=sparse"][..], &["bs=1M"][..], &[][..]] {
+        let s = plan(
+            &request(operands, auto()),
+            &one_cpu(sparse.clone(), ext4(2)),
+        );
+        assert_eq!(s.backend, Backend::Sequential, "{operands:?}");
+        assert!(s.shaping.bulk.is_some(), "{operands:?}");
+        assert_eq!(s.shaping.offload_unit, None, "{operands:?}");
+    }
+    // Records that must stay GNU's: GNU's loop.
+    let s = plan(
+        &request(&["bs=64k", "conv=ucase"], auto()),
+        &one_cpu(cached.clone(), ext4(2)),
+    );
+    assert_eq!(s.backend, Backend::Sync);
+    // An input that must come from its device: the reader waits for it
+    // while the writer works, on one CPU too.
+    let s = plan(&request(&["bs=1M"], auto()), &one_cpu(ext4(1), ext4(2)));
+    assert_eq!(s.backend, threads(8));
+    // Two CPUs: overlapped, cached or not.
+    let s = plan(&request(&["bs=1M"], auto()), &facts(cached, ext4(2)));
+    assert_eq!(s.backend, threads(8));
+    // What is asked for is what runs.
+    let asked = Settings {
+        backend: Some(BackendChoice::Threads),
+        ..auto()
+    };
+    let mut cached = ext4(1);
+    cached.cached = true;
+    assert_eq!(
+        plan(&request(&["bs=1M"], asked), &one_cpu(cached, ext4(2))).backend,
+        threads(8)
+    );
+}
+
+#[test]
+fn within_one_disk_a_sparse_input_is_not_handed_to_the_kernel() {
+    let mut sparse = on(ext4(1), 8, HDD);
+    sparse.allocated = Some(64 << 20);
+    let s = plan(
+        &request(&["bs=1M"], auto()),
+        &facts(sparse, on(ext4(2), 8, HDD)),
+    );
+    assert_eq!(s.backend, Backend::Sequential);
+    assert_eq!(s.shaping.offload_unit, None);
+}
+
+#[test]
+fn on_cpus_others_wait_for_a_copy_from_memory_runs_in_turn() {
+    let mut cached = ext4(1);
+    cached.cached = true;
+    let with_pressure = |input: EndFacts, some_avg10: u32| Facts {
+        cpu_pressure: Some(some_avg10),
+        ..facts(input, ext4(2))
+    };
+    // Tasks waited for a CPU 97% of the time: no CPU for a reader thread,
+    // the kernel's copy in turn, as on one CPU.
+    let s = plan(
+        &request(&["bs=1M"], auto()),
+        &with_pressure(cached.clone(), 9700),
+    );
+    assert_eq!(s.backend, Backend::Sequential);
+    assert_eq!(
+        s.in_turn,
+        Some(InTurn::Crowded(Crowded::Contended { some_avg10: 9700 }))
+    );
+    assert_eq!(s.shaping.offload_unit, Some(1 << 20));
+    // Just below the mark, or no PSI at all: the overlap.
+    for pressure in [Some(CPU_CONTENDED_PERCENT * 100 - 1), None] {
+        let facts = Facts {
+            cpu_pressure: pressure,
+            ..facts(cached.clone(), ext4(2))
+        };
+        let s = plan(&request(&["bs=1M"], auto()), &facts);
+        assert_eq!(s.backend, threads(8), "{pressure:?}");
+        assert_eq!(s.in_turn, None);
+    }
+    // An input read from its disk: the reader waits for the device, not
+    // for a CPU, and overlapping still pays.
+    let s = plan(&request(&["bs=1M"], auto()), &with_pressure(ext4(1), 9700));
+    assert_eq!(s.backend, threads(8));
+    // Without bulk requests (a conversion), GNU's own loop.
+    let s = plan(
+        &request(&["bs=1M", "conv=ucase"], auto()),
+        &with_pressure(cached, 9700),
+    );
+    assert_eq!(s.backend, Backend::Sync);
 }

@@ -22,7 +22,8 @@ pub struct Record {
     pub records_out_full: u64,
     pub records_out_partial: u64,
     pub records_truncated: u64,
-    /// Seconds since the copy started (after opening, as GNU's clock).
+    /// Seconds since the copy started (as the statistics count them, from
+    /// before the ends are opened).
     pub elapsed: f64,
     /// Average bytes per second since the start.
     pub rate: f64,

@@ -22,8 +22,8 @@ struct State {
     /// Bytes shown by the last progress line, if any was printed.
     reported_bytes: Option<u64>,
     start: Instant,
-    /// The clock has started (the ends are open): ticks before that would
-    /// report a time that later goes back.
+    /// The clock has started (the copy is under way): ticks before that
+    /// would report a time that later goes back.
     started: bool,
     /// status=progress on a terminal: the live line, from the first tick.
     live_wanted: bool,
@@ -83,7 +83,8 @@ impl Reporter {
         elapsed_ns(self.lock().start)
     }
 
-    /// The copy starts now (GNU starts the clock after opening the files).
+    /// The copy starts now: before the ends are opened (see `copy::run`:
+    /// GNU starts its clock after opening them, ddx's covers every wait).
     pub fn start_clock(&self) {
         let mut state = self.lock();
         state.start = Instant::now();

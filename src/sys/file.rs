@@ -336,6 +336,47 @@ pub fn has_hole_after(fd: BorrowedFd<'_>, offset: u64) -> bool {
     matches!((hole, size), (Ok(hole), Ok(size)) if hole < size)
 }
 
+/// The bytes of data (not holes) in `[offset, offset + len)`, by walking
+/// SEEK_DATA and SEEK_HOLE over at most `max_extents` data extents (the
+/// rest of the range then counts as data); None where the file cannot
+/// tell (not a regular file, or a filesystem without SEEK_DATA). Leaves
+/// the file offset where it was.
+pub fn data_in_range(fd: BorrowedFd<'_>, offset: u64, len: u64, max_extents: usize) -> Option<u64> {
+    let here = current_offset(fd).ok()?;
+    let end = offset.saturating_add(len);
+    let mut at = offset;
+    let mut data = 0u64;
+    let mut walked = Some(());
+    for _ in 0..max_extents {
+        if at >= end {
+            break;
+        }
+        let start = match rustix::fs::seek(fd, SeekFrom::Data(at)) {
+            Ok(start) => start,
+            Err(Errno::NXIO) => {
+                at = end;
+                break;
+            }
+            Err(_) => {
+                walked = None;
+                break;
+            }
+        };
+        if start >= end {
+            at = end;
+            break;
+        }
+        let Ok(hole) = rustix::fs::seek(fd, SeekFrom::Hole(start)) else {
+            walked = None;
+            break;
+        };
+        data += hole.min(end) - start;
+        at = hole;
+    }
+    let _ = rustix::fs::seek(fd, SeekFrom::Start(here.max(0) as u64));
+    walked.map(|()| data + end.saturating_sub(at))
+}
+
 pub fn seek_to(fd: BorrowedFd<'_>, offset: u64) -> Result<(), Errno> {
     rustix::fs::seek(fd, SeekFrom::Start(offset)).map(|_| ())
 }
@@ -354,4 +395,36 @@ pub fn write_at(fd: BorrowedFd<'_>, buf: &[u8], offset: u64) -> Result<usize, Er
 /// O_DIRECT/O_DSYNC/O_SYNC per test rather than from dd's symbols.
 pub fn open_with(path: &Path, flags: OFlags, mode: u32) -> Result<OwnedFd, Errno> {
     retry_eintr(|| rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::from_raw_mode(mode)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn data_in_range_counts_what_is_not_a_hole_and_keeps_the_offset() {
+        const MIB: u64 = 1 << 20;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse");
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(16 * MIB).unwrap();
+        for at in [2 * MIB, 10 * MIB] {
+            write_at(file.as_fd(), &[7u8; MIB as usize], at).unwrap();
+        }
+        let fd = file.as_fd();
+        seek_to(fd, 12345).unwrap();
+        let Some(all) = data_in_range(fd, 0, 16 * MIB, 64) else {
+            return; // a filesystem without SEEK_DATA: nothing to count
+        };
+        if all == 16 * MIB {
+            return; // one that reports no holes (allowed by lseek(2))
+        }
+        assert_eq!(all, 2 * MIB);
+        assert_eq!(data_in_range(fd, 2 * MIB + 4096, MIB, 64), Some(MIB - 4096));
+        assert_eq!(data_in_range(fd, 4 * MIB, 4 * MIB, 64), Some(0));
+        // Past the extents it may walk, the rest counts as data.
+        assert_eq!(data_in_range(fd, 0, 16 * MIB, 1), Some(MIB + 13 * MIB));
+        assert_eq!(current_offset(fd), Ok(12345));
+    }
 }

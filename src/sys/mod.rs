@@ -1,15 +1,18 @@
 //! The thin platform layer: file descriptors, open flags, positional and
-//! sequential I/O, sizes, cache advice, aligned buffers and signals.
+//! sequential I/O, sizes, cache advice, aligned buffers, signals, and the
+//! memory and CPU time the kernel says are available.
 //!
 //! It holds no policy: callers decide what to open and when; this module
 //! only makes the system calls and reports their errors as `Errno`.
 
 pub mod block;
 pub mod buffer;
+pub mod cpu;
 pub mod device;
 pub mod fd;
 pub mod file;
 pub mod filesystem;
+pub mod memory;
 pub mod mounts;
 pub mod ring;
 pub mod signals;

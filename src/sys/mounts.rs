@@ -1,7 +1,8 @@
 //! What is in use on this machine: mounted filesystems
 //! (`/proc/self/mountinfo`) and active swap (`/proc/swaps`), for the
-//! wrong-device guard and for naming the filesystem under a file. Parsing is split from reading so it can be tested
-//! on fixed text.
+//! wrong-device guard, for naming the filesystem under a file and for
+//! finding the cgroup hierarchies (`sys::memory`). Parsing is split from
+//! reading so it can be tested on fixed text.
 
 use std::path::PathBuf;
 
@@ -13,11 +14,18 @@ pub struct Mount {
     /// The filesystem's device number (anonymous for btrfs and the like,
     /// hence `source` too).
     pub number: DeviceNumber,
+    /// The directory of the filesystem that is mounted here ("/" for a
+    /// whole filesystem; a cgroup hierarchy mounted inside a cgroup
+    /// namespace, or a bind mount, shows the part it exposes).
+    pub root: PathBuf,
     pub mount_point: PathBuf,
     /// What was mounted ("/dev/sda1", "tmpfs", "host:/export").
     pub source: String,
     /// The filesystem type ("ext4", "tmpfs", "nfs4").
     pub fstype: String,
+    /// The filesystem's own options ("rw,memory" for cgroup v1's memory
+    /// hierarchy).
+    pub super_options: String,
 }
 
 /// The mounts of this process's namespace; empty if unreadable.
@@ -40,15 +48,19 @@ pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
         .filter_map(|line| {
             let fields: Vec<&str> = line.split(' ').collect();
             let number = DeviceNumber::parse(fields.get(2)?)?;
+            let root = PathBuf::from(unescape(fields.get(3)?));
             let mount_point = PathBuf::from(unescape(fields.get(4)?));
             let dash = fields.iter().position(|f| *f == "-")?;
             let fstype = fields.get(dash + 1)?.to_string();
             let source = unescape(fields.get(dash + 2)?);
+            let super_options = fields.get(dash + 3).map_or("", |o| o).to_owned();
             Some(Mount {
                 number,
+                root,
                 mount_point,
                 source,
                 fstype,
+                super_options,
             })
         })
         .collect()
@@ -104,6 +116,8 @@ mod tests {
         assert_eq!(mounts[1].source, "/dev/loop0");
         assert_eq!(mounts[1].fstype, "ext4");
         assert_eq!(mounts[0].fstype, "proc");
+        assert_eq!(mounts[1].root, PathBuf::from("/"));
+        assert_eq!(mounts[1].super_options, "rw");
     }
 
     #[test]

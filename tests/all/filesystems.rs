@@ -3,8 +3,6 @@
 //! - XFS shares extents: the kernel's copy (copy_file_range) reflinks;
 //! - ext4 can only copy the data: on more than one CPU ddx copies with its
 //!   own overlapped reader and writer, and `--offload` forces the kernel's;
-//! - a large copy leaves the page cache as it found it (GNU dd, the oracle,
-//!   leaves both files cached; `--keep-cache` does as dd does);
 //! - within one rotating disk, a copy whose source must come from the disk
 //!   runs in turn, in large requests;
 //! - between two tmpfs files there is no cache to keep clean.
@@ -17,8 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::rigs;
-use crate::rigs::cmd::{gnu_dd, operand as arg};
+use crate::rigs::cmd::operand as arg;
 use crate::rigs::fixture::{Compare, Compared, Ddx};
+use crate::rigs::pages::{cached_fraction, drop_from_cache, sync};
 use crate::rigs::MountedFs;
 
 const MIB: u64 = 1 << 20;
@@ -58,36 +57,6 @@ fn source_on(kind: &str, size: u64, len: u64) -> Option<(MountedFs, PathBuf, Str
     let fs = rigs::or_skip(MountedFs::new(kind, size))?;
     let (src, if_src) = source(&fs.root, len);
     Some((fs, src, if_src))
-}
-
-fn sync() {
-    assert!(Command::new("sync").status().unwrap().success());
-}
-
-/// Write back and drop a file's pages (GNU dd's documented idiom).
-fn drop_from_cache(path: &Path) {
-    sync();
-    let out = gnu_dd()
-        .args([&arg("if", path), "iflag=nocache", "count=0"])
-        .status();
-    assert!(out.unwrap().success());
-    assert!(cached_fraction(path) < 0.01, "could not evict {path:?}");
-}
-
-/// The fraction of a file's pages in the page cache (fincore, util-linux).
-fn cached_fraction(path: &Path) -> f64 {
-    let out = Command::new("fincore")
-        .args(["--bytes", "--noheadings", "--output", "RES,SIZE"])
-        .arg(path)
-        .output()
-        .expect("fincore (util-linux)");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let numbers: Vec<f64> = text
-        .split_whitespace()
-        .map(|n| n.parse().expect("fincore prints bytes"))
-        .collect();
-    assert_eq!(numbers.len(), 2, "fincore said {text:?}");
-    numbers[0] / numbers[1].max(1.0)
 }
 
 fn cpus() -> usize {
@@ -145,8 +114,15 @@ fn ext4_copies_through_ddx_and_offload_can_be_forced() {
             .clone()
     };
     let auto = stderr(&["--verbose"]);
-    assert!(auto.contains("offload: not used"), "{auto}");
-    assert!(auto.contains("backend: threads"), "{auto}");
+    if auto.contains("the CPUs are taken") {
+        // Other tasks keep the CPUs busy (a loaded machine): the copy
+        // from memory runs in turn, by the kernel's copy, as on one CPU.
+        assert!(auto.contains("backend: sequential"), "{auto}");
+        assert!(auto.contains("offload: copy_file_range copied"), "{auto}");
+    } else {
+        assert!(auto.contains("offload: not used"), "{auto}");
+        assert!(auto.contains("backend: threads"), "{auto}");
+    }
     let forced = stderr(&["--verbose", "--offload"]);
     assert!(
         forced.contains("offload: copy_file_range copied"),
@@ -155,62 +131,6 @@ fn ext4_copies_through_ddx_and_offload_can_be_forced() {
     // The last of --offload and --no-offload wins.
     let never = stderr(&["--verbose", "--offload", "--no-offload"]);
     assert!(never.contains("offload: not used"), "{never}");
-}
-
-#[test]
-fn a_large_copy_leaves_the_page_cache_as_it_found_it() {
-    let Some((fs, src, if_src)) = source_on("ext4", 1024 * MIB, 160 * MIB) else {
-        return;
-    };
-    let operands = [if_src.as_str(), "bs=1M"];
-    let path = |name: &str| -> PathBuf { fs.root.join(name) };
-
-    // GNU dd, the oracle: both files stay cached. A copy's written pages
-    // may still be on their way to the disk when it ends; measure once
-    // they are there.
-    drop_from_cache(&src);
-    drop(copy_like_gnu(&fs.root, &[], &operands));
-    drop_from_cache(&src);
-    let out = gnu_dd()
-        .args([&if_src, "bs=1M", &arg("of", &path("gnu2"))])
-        .status();
-    assert!(out.unwrap().success());
-    sync();
-    assert!(cached_fraction(&src) > 0.9, "GNU dd's source not cached");
-    assert!(
-        cached_fraction(&path("gnu2")) > 0.9,
-        "GNU dd's copy not cached"
-    );
-    std::fs::remove_file(path("gnu2")).unwrap();
-
-    // ddx by default: neither file stays.
-    drop_from_cache(&src);
-    ddx(&[&if_src, "bs=1M", &arg("of", &path("ddx"))]);
-    sync();
-    let (source, copy) = (cached_fraction(&src), cached_fraction(&path("ddx")));
-    assert!(
-        source < 0.1 && copy < 0.1,
-        "ddx left {:.0}% of the source and {:.0}% of the copy cached",
-        source * 100.0,
-        copy * 100.0
-    );
-    std::fs::remove_file(path("ddx")).unwrap();
-
-    // A source that was cached before the copy stays cached.
-    drop_from_cache(&src);
-    std::fs::read(&src).unwrap();
-    ddx(&[&if_src, "bs=1M", &arg("of", &path("from-hot"))]);
-    sync();
-    assert!(cached_fraction(&src) > 0.9, "ddx dropped a hot source");
-    assert!(cached_fraction(&path("from-hot")) < 0.1);
-    std::fs::remove_file(path("from-hot")).unwrap();
-
-    // --keep-cache does as dd does.
-    drop_from_cache(&src);
-    ddx(&["--keep-cache", &if_src, "bs=1M", &arg("of", &path("kept"))]);
-    sync();
-    assert!(cached_fraction(&src) > 0.9);
-    assert!(cached_fraction(&path("kept")) > 0.9);
 }
 
 #[test]
@@ -227,7 +147,7 @@ fn within_one_rotating_disk_a_copy_from_the_disk_runs_in_turn() {
         return rigs::skip(&format!("cannot set {rotational:?}"));
     }
     let operands = [if_src.as_str(), "bs=1M"];
-    // The backend ddx chose, copying `src` as GNU dd does.
+    // The backend ddx chose and why, copying `src` as GNU dd does.
     let backend = || -> String {
         let compared = copy_like_gnu(&fs.root, &["--verbose"], &operands);
         compared
@@ -236,21 +156,28 @@ fn within_one_rotating_disk_a_copy_from_the_disk_runs_in_turn() {
             .lines()
             .find_map(|l| l.split("backend: ").nth(1))
             .unwrap_or_default()
-            .split(',')
-            .next()
-            .unwrap_or_default()
             .to_owned()
     };
 
     drop_from_cache(&src);
-    assert_eq!(backend(), "sequential");
+    let uncached = backend();
+    assert!(
+        uncached.starts_with("sequential") && uncached.contains("both ends on one disk"),
+        "{uncached}"
+    );
 
     std::fs::read(&src).unwrap();
-    assert_eq!(backend(), "threads", "a cached source");
+    let cached = backend();
+    // On a loaded machine (CPU pressure) a copy from memory runs in turn
+    // too, for another reason, which --verbose names.
+    if !cached.contains("the CPUs are taken") {
+        assert!(cached.starts_with("threads"), "a cached source: {cached}");
+    }
 
     assert!(set_rotational("0"));
     drop_from_cache(&src);
-    assert_eq!(backend(), "threads", "a solid-state disk");
+    let solid = backend();
+    assert!(solid.starts_with("threads"), "a solid-state disk: {solid}");
 }
 
 #[test]
@@ -267,7 +194,8 @@ fn between_tmpfs_files_the_cache_is_left_alone() {
 #[test]
 fn where_the_kernel_cannot_write_uncached_ddx_drops_the_pages_itself() {
     // Btrfs takes no RWF_DONTCACHE writes (Linux 6.18): ddx's flusher
-    // thread waits for the writeback and drops, before ddx exits.
+    // thread waits for the writeback and drops, before ddx exits (what
+    // a copy too large for the memory ddx may use does; forced here).
     let Some((fs, src, if_src)) = source_on("btrfs", 1024 * MIB, 160 * MIB) else {
         return;
     };
@@ -275,7 +203,7 @@ fn where_the_kernel_cannot_write_uncached_ddx_drops_the_pages_itself() {
     // Not the kernel's copy: Btrfs would share the extents.
     let compared = copy_like_gnu(
         &fs.root,
-        &["--verbose", "--no-offload"],
+        &["--verbose", "--no-offload", "--drop-cache"],
         &[&if_src, "bs=1M"],
     );
     let stderr = &compared.ddx().stderr;
@@ -285,6 +213,7 @@ fn where_the_kernel_cannot_write_uncached_ddx_drops_the_pages_itself() {
     drop_from_cache(&src);
     ddx(&[
         "--no-offload",
+        "--drop-cache",
         &if_src,
         "bs=1M",
         &arg("of", &fs.root.join("ddx2")),

@@ -13,6 +13,7 @@ mod rigs;
 
 mod auto_block;
 mod bench;
+mod cache;
 mod cli;
 mod differential;
 mod direct_io;

@@ -31,7 +31,10 @@ impl Reader {
         };
         let mut next_buffer = scratch.filter(|b| b.len() >= shape.chunk);
         let mut copied = self.bulk_done;
-        let mut behind = self.settings.drop_behind.then(|| DropBehind::new(false));
+        let mut behind = self
+            .settings
+            .drop_after
+            .map(|after| DropBehind::new(false, after));
         let result = self.bulk_loop(
             sink,
             shape,

@@ -104,8 +104,9 @@ struct Settings {
     quiet: bool,
     /// Read in large requests (see `planner::bulk_shape`).
     bulk: Option<BulkShape>,
-    /// Drop the input's pages behind bulk reads (large copies).
-    drop_behind: bool,
+    /// Drop the input's pages behind bulk reads once this many bytes have
+    /// been read (see `engine::cache`); None: leave them to the kernel.
+    drop_after: Option<u64>,
     /// A pipe returns what it holds: one splice per record.
     input_is_pipe: bool,
 }
@@ -137,7 +138,7 @@ impl Reader {
                 direct: plan.input_flags.contains(IoFlags::DIRECT),
                 quiet: plan.status == StatusLevel::None,
                 bulk: None,
-                drop_behind: false,
+                drop_after: None,
                 input_is_pipe: false,
             },
             warn_partial_read: plan.warn_partial_read,
@@ -157,10 +158,11 @@ impl Reader {
     }
 
     /// Read in large requests (see `shape`); records are then counted by
-    /// the writer from the bytes.
-    pub fn with_bulk(mut self, shape: Option<BulkShape>, drop_behind: bool) -> Self {
+    /// the writer from the bytes. Their pages are dropped behind the
+    /// reads after `drop_after` bytes, if given.
+    pub fn with_bulk(mut self, shape: Option<BulkShape>, drop_after: Option<u64>) -> Self {
         self.settings.bulk = shape;
-        self.settings.drop_behind = drop_behind;
+        self.settings.drop_after = drop_after;
         self
     }
 

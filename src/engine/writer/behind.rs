@@ -1,30 +1,55 @@
 //! The writer's side of drop-behind (see `engine::cache`): whether the
-//! output's pages are dropped behind a large bulk copy, and the state of
-//! that once it has begun.
+//! output's pages are dropped behind the copy, from which byte on, and the
+//! state of that once the copy has begun.
 
 use std::os::fd::BorrowedFd;
 
-use crate::engine::cache::DropBehind;
+use crate::engine::cache::{CachePolicy, DropBehind};
+
+/// Writes smaller than this, or not on page boundaries, go through the
+/// cache even where writes are uncached: an uncached page written in part
+/// leaves the cache once on the device, and the next record's write to it
+/// would read it back first.
+const UNCACHED_MIN: usize = 64 * 1024;
+const PAGE: u64 = 4096;
 
 pub enum Behind {
     /// Pages are left to the kernel.
     Off,
-    /// Asked for; begins with the first bulk write.
-    Ready,
+    /// Asked for; begins once the output is positioned (seek=).
+    Ready {
+        after: u64,
+    },
     Active(DropBehind),
 }
 
 impl Behind {
-    pub fn new(enabled: bool) -> Behind {
-        if enabled {
-            Behind::Ready
-        } else {
-            Behind::Off
+    pub fn new(policy: CachePolicy) -> Behind {
+        match policy.drops_after() {
+            Some(after) => Behind::Ready { after },
+            None => Behind::Off,
         }
     }
 
-    pub fn enabled(&self) -> bool {
-        !matches!(self, Behind::Off)
+    /// Bytes left to the kernel before dropping begins; None: no dropping.
+    pub fn drops_after(&self) -> Option<u64> {
+        match self {
+            Behind::Off => None,
+            Behind::Ready { after } => Some(*after),
+            Behind::Active(behind) => Some(behind.kept()),
+        }
+    }
+
+    /// The output is positioned at `offset` and nothing is written yet:
+    /// judge now whether its pages were cached before the copy (a record
+    /// moved by splice is only heard of once written).
+    pub fn start(&mut self, fd: Option<BorrowedFd<'_>>, offset: u64) {
+        let (Behind::Ready { after }, Some(fd)) = (&*self, fd) else {
+            return;
+        };
+        let mut behind = DropBehind::new(true, *after);
+        behind.judge(fd, offset);
+        *self = Behind::Active(behind);
     }
 
     /// About to write `len` bytes at `offset` through the cache.
@@ -32,18 +57,21 @@ impl Behind {
         let Some(fd) = fd else {
             return;
         };
-        if let Behind::Ready = self {
-            *self = Behind::Active(DropBehind::new(true));
+        if let Behind::Ready { after } = self {
+            *self = Behind::Active(DropBehind::new(true, *after));
         }
         if let Behind::Active(behind) = self {
             behind.before(fd, offset, len);
         }
     }
 
-    /// Whether the next write should leave dropping its pages to the
-    /// kernel (RWF_DONTCACHE).
-    pub fn uncached(&self) -> bool {
+    /// Whether a write of `len` bytes at `offset` should leave dropping
+    /// its pages to the kernel (RWF_DONTCACHE).
+    pub fn uncached(&self, offset: u64, len: usize) -> bool {
         matches!(self, Behind::Active(behind) if behind.wants_uncached())
+            && len >= UNCACHED_MIN
+            && offset % PAGE == 0
+            && len as u64 % PAGE == 0
     }
 
     /// About to write uncached.

@@ -2,7 +2,8 @@
 //! straight through (one write per read, with `bs=` and no conversion) or
 //! converted and re-blocked into obs-sized writes ([`records`]); bulk data
 //! and holes, counted as GNU's records ([`tally`]); sparse seeks and the
-//! O_DIRECT tail ([`raw`]); drop-behind ([`behind`]); the final ftruncate
+//! O_DIRECT tail ([`raw`]); drop-behind on every path that writes through
+//! the page cache ([`behind`]); the final ftruncate
 //! and fdatasync/fsync.
 //!
 //! It consumes the reader's [`Event`]s in order and is the only place that
@@ -18,6 +19,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use crate::ends::{End, Output, Whence};
+use crate::engine::cache::CachePolicy;
 use crate::engine::counters::{add, bump, Counters};
 use crate::engine::diagnostic::{BufferKind, Diagnostic, Events};
 use crate::engine::reader::{Event, Stop};
@@ -134,9 +136,9 @@ impl<'a> Writer<'a> {
         self
     }
 
-    /// Keep large bulk copies out of the page cache (see `cache`).
-    pub fn with_drop_behind(mut self, enabled: bool) -> Self {
-        self.out.behind = Behind::new(enabled);
+    /// What to do with the output's pages (see `engine::cache`).
+    pub fn with_cache(mut self, policy: CachePolicy) -> Self {
+        self.out.behind = Behind::new(policy);
         self
     }
 
@@ -151,8 +153,10 @@ impl<'a> Writer<'a> {
         self.tap.is_some()
     }
 
-    pub fn drop_behind_enabled(&self) -> bool {
-        self.out.behind.enabled()
+    /// Bytes of the copy whose pages are left to the kernel before they
+    /// are dropped behind it; None: they all are.
+    pub fn drops_after(&self) -> Option<u64> {
+        self.out.behind.drops_after()
     }
 
     /// About to write `len` bytes in bulk at `offset` (an overlapped copy
@@ -196,6 +200,8 @@ impl<'a> Writer<'a> {
             Event::Skipped => {
                 self.seek_output()?;
                 self.out.base = self.out.raw.offset;
+                let offset = self.out.raw.offset.unwrap_or(0);
+                self.out.behind.start(self.out.output.end.fd(), offset);
                 if !self.plan.copies_nothing() && self.plan.two_buffers {
                     self.reblocker.allocate().map_err(|size| {
                         self.out.diag(Diagnostic::NoMemory {
@@ -326,7 +332,7 @@ impl<'a> Writer<'a> {
             &counters.records_in_partial
         });
         if !self.plan.two_buffers {
-            let written = self.out.write(&buf.as_slice()[..len], false);
+            let written = self.out.write_tracked(&buf.as_slice()[..len]);
             add(&counters.bytes_out, written.bytes as u64);
             if written.bytes != len {
                 return self.short_write(written.error, false);
@@ -370,6 +376,11 @@ impl<'a> Writer<'a> {
         bump(records_out);
         add(&counters.bytes_out, len as u64);
         self.out.raw.ended_in_seek = false;
+        let fd = self.out.output.end.fd();
+        if let Some(at) = self.out.raw.offset {
+            self.out.behind.before(fd, at, len as u64);
+            self.out.behind.after(fd, len as u64);
+        }
         self.out.raw.advance(len as u64);
     }
 
@@ -815,9 +826,37 @@ impl Out<'_> {
         self.raw.advance(len);
     }
 
+    /// Write `data` whole, as [`Out::write`], keeping drop-behind's
+    /// books: uncached where the copy has begun to drop and the kernel
+    /// can, else noted for dropping.
+    fn write_tracked(&mut self, data: &[u8]) -> Written {
+        // An output that cannot say where it is (a pipe) has no pages to
+        // drop.
+        let Some(at) = self.raw.offset else {
+            return self.write(data, false);
+        };
+        let want = data.len() as u64;
+        let uncached = self.behind.uncached(at, data.len());
+        if uncached {
+            self.behind.before_uncached(self.output.end.fd());
+        } else {
+            self.behind_before(want);
+        }
+        let written = self.write(data, uncached);
+        if uncached && !written.uncached_refused {
+            add(&self.counters.bytes_uncached, written.bytes as u64);
+        }
+        if written.uncached_refused {
+            self.behind.uncached_refused(at, want);
+        }
+        self.behind
+            .after(self.output.end.fd(), written.bytes as u64);
+        written
+    }
+
     /// dd's `write_output`: one full obs block, or quit.
     fn write_output_block(&mut self, block: &[u8]) -> Result<(), Stop> {
-        let written = self.write(block, false);
+        let written = self.write_tracked(block);
         add(&self.counters.bytes_out, written.bytes as u64);
         if written.bytes != block.len() {
             self.write_error(Diagnostic::WritingTo {
@@ -859,23 +898,8 @@ impl Out<'_> {
                 }
             }
             let want = end - done;
-            let at = self.raw.offset.unwrap_or(0);
-            let uncached = self.behind.uncached();
-            if uncached {
-                self.behind.before_uncached(self.output.end.fd());
-            } else {
-                self.behind_before(want as u64);
-            }
-            let written = self.write(&data[done..end], uncached);
-            if uncached && !written.uncached_refused {
-                add(&self.counters.bytes_uncached, written.bytes as u64);
-            }
-            if written.uncached_refused {
-                self.behind.uncached_refused(at, want as u64);
-            }
+            let written = self.write_tracked(&data[done..end]);
             add(&self.counters.bytes_out, written.bytes as u64);
-            self.behind
-                .after(self.output.end.fd(), written.bytes as u64);
             done += written.bytes;
             if written.bytes != want {
                 if want - written.bytes > block
@@ -904,10 +928,8 @@ impl Out<'_> {
         let mut done = 0;
         while done < data.len() {
             let piece = &data[done..(done + block).min(data.len())];
-            let written = self.write(piece, false);
+            let written = self.write_tracked(piece);
             add(&self.counters.bytes_out, written.bytes as u64);
-            self.behind
-                .after(self.output.end.fd(), written.bytes as u64);
             done += written.bytes;
             if written.bytes != piece.len() {
                 return (done, written.error);

@@ -3,24 +3,30 @@
 //! a block device attaches it here), a source with unreadable
 //! byte ranges (nbdkit's ddrescue filter over a file, exposed as a file by
 //! nbdfuse), a slow source (nbdkit's delay filter), a small tmpfs for
-//! ENOSPC and a qemu-storage-daemon FUSE export whose writes fail at a
-//! chosen offset. Each rig tears itself down in Drop, whatever the test
-//! did; a rig whose tools or privileges are missing is an `Err` saying
-//! why, which the test hands to `or_skip` (see `skips`: the one way a test
-//! skips, visible, and a failure where CI requires every rig).
+//! ENOSPC, a qemu-storage-daemon FUSE export whose writes fail at a
+//! chosen offset, an ext4 filesystem on a disk with slow writes, and a
+//! memory cgroup with a limit (`cgroup`). Each rig tears itself down in
+//! Drop, whatever the test did; a rig whose tools or privileges are
+//! missing is an `Err` saying why, which the test hands to `or_skip` (see
+//! `skips`: the one way a test skips, visible, and a failure where CI
+//! requires every rig).
 //!
 //! The submodules hold the rest the tests share: how ddx and GNU dd are
 //! started (`cmd`), running them side by side and asserting that they
-//! agree (`fixture`), test data (`bytes`), signalling a running ddx
-//! (`signal`) and skipping (`skips`).
+//! agree (`fixture`), test data (`bytes`), the page cache as fincore sees
+//! it (`pages`), signalling a running ddx (`signal`) and skipping
+//! (`skips`).
 
 pub mod bytes;
+pub mod cgroup;
 pub mod cmd;
 pub mod fixture;
 pub mod nbd;
+pub mod pages;
 pub mod signal;
 mod skips;
 
+pub use cgroup::MemoryCgroup;
 pub use skips::{or_skip, skip, skip_if_no_device_mapper};
 
 use std::path::{Path, PathBuf};
@@ -124,6 +130,8 @@ impl Drop for LoopDevice {
 pub struct MountedFs {
     pub root: PathBuf,
     device: LoopDevice,
+    // A slow device under the loop device, stopped once it is detached.
+    _slow: Option<NbdDevice>,
     // Removed last, after the device over its image is detached.
     _dir: tempfile::TempDir,
 }
@@ -148,15 +156,68 @@ impl MountedFs {
             .map_err(|e| e.to_string())?;
         let device = LoopDevice::attach(&backing, LoopOptions::default())?;
         run_tool(Command::new(&mkfs).arg("-q").arg(&device.path), &mkfs)?;
+        Self::mount(device, None, dir, &[])
+    }
+
+    /// A filesystem (`ext4` or `btrfs`) of `size` bytes on a disk whose
+    /// every write takes `write_delay_ms`, one at a time (nbdkit's delay
+    /// filter under nbdfuse under a loop device): writeback to it takes
+    /// long enough to be measured.
+    pub fn slow(kind: &str, size: u64, write_delay_ms: u32) -> Result<MountedFs, String> {
+        if let Some(why) = LoopDevice::unavailable() {
+            return Err(why);
+        }
+        let mkfs = format!("mkfs.{kind}");
+        if !have(&mkfs) {
+            return Err(format!("{mkfs} is not installed"));
+        }
+        // Everything written now, so that nothing is left for the slow disk
+        // to do in the background (ext4's inode tables and journal).
+        let (make_options, mount_options): (&[&str], &[&str]) = match kind {
+            "ext4" => (
+                &[
+                    "-q",
+                    "-F",
+                    "-E",
+                    "lazy_itable_init=0,lazy_journal_init=0,nodiscard",
+                ],
+                &["-o", "noinit_itable"],
+            ),
+            "btrfs" => (&["-q", "-f", "--nodiscard"], &[]),
+            _ => return Err(format!("no slow {kind} rig")),
+        };
+        let make_image = |image: &Path| {
+            std::fs::File::create(image)
+                .and_then(|f| f.set_len(size))
+                .map_err(|e| e.to_string())?;
+            run_tool(Command::new(&mkfs).args(make_options).arg(image), &mkfs).map(drop)
+        };
+        let slow = NbdDevice::slow_writes(make_image, write_delay_ms)?;
+        let device = LoopDevice::attach(&slow.path, LoopOptions::default())?;
+        let dir = rig_dir("ddx-slowfs-")?;
+        Self::mount(device, Some(slow), dir, mount_options)
+    }
+
+    /// Mount `device` on a directory in `dir`.
+    fn mount(
+        device: LoopDevice,
+        slow: Option<NbdDevice>,
+        dir: tempfile::TempDir,
+        options: &[&str],
+    ) -> Result<MountedFs, String> {
         let root = dir.path().join("mnt");
         std::fs::create_dir(&root).map_err(|e| e.to_string())?;
         run_tool(
-            Command::new("mount").arg(&device.path).arg(&root),
-            &format!("mounting {kind}"),
+            Command::new("mount")
+                .args(options)
+                .arg(&device.path)
+                .arg(&root),
+            &format!("mounting {}", device.name()),
         )?;
         Ok(MountedFs {
             root,
             device,
+            _slow: slow,
             _dir: dir,
         })
     }
@@ -353,8 +414,39 @@ impl NbdDevice {
         })
     }
 
+    /// A device whose writes each take `delay_ms` (one at a time), over
+    /// an image that `make_image` writes to the path it is given (a
+    /// filesystem made with mkfs, say).
+    pub fn slow_writes(
+        make_image: impl FnOnce(&Path) -> Result<(), String>,
+        delay_ms: u32,
+    ) -> Result<Self, String> {
+        Self::start_over(make_image, |_, image| {
+            Ok(vec![
+                "--filter=noparallel".into(),
+                "--filter=delay".into(),
+                "file".into(),
+                format!("file={}", image.display()),
+                "serialize=all-requests".into(),
+                format!("delay-write={delay_ms}ms"),
+            ])
+        })
+    }
+
     fn start(
         contents: &[u8],
+        args: impl FnOnce(&Path, &Path) -> Result<Vec<String>, String>,
+    ) -> Result<Self, String> {
+        Self::start_over(
+            |image| std::fs::write(image, contents).map_err(|e| e.to_string()),
+            args,
+        )
+    }
+
+    /// nbdkit with `args` over an image `make_image` writes, exposed as
+    /// a file by nbdfuse.
+    fn start_over(
+        make_image: impl FnOnce(&Path) -> Result<(), String>,
         args: impl FnOnce(&Path, &Path) -> Result<Vec<String>, String>,
     ) -> Result<Self, String> {
         for tool in ["nbdkit", "nbdfuse", "fusermount3"] {
@@ -372,7 +464,8 @@ impl NbdDevice {
         }
         let dir = rig_dir("ddx-rig-")?;
         let image = dir.path().join("image");
-        std::fs::write(&image, contents).map_err(|e| e.to_string())?;
+        make_image(&image)?;
+        let size = std::fs::metadata(&image).map_err(|e| e.to_string())?.len();
         let socket = dir.path().join("sock");
         let nbd_pid_file = dir.path().join("nbdkit.pid");
         let status = Command::new("nbdkit")
@@ -408,7 +501,7 @@ impl NbdDevice {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("nbdfuse: {e}"))?;
-        wait_for_export(&device.path, contents.len() as u64, "nbdfuse")?;
+        wait_for_export(&device.path, size, "nbdfuse")?;
         Ok(device)
     }
 }
