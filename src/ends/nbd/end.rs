@@ -54,6 +54,7 @@ pub struct NbdEnd {
     next_conn: usize,
     max_connections: usize,
     info: ExportInfo,
+    access: Access,
     /// The server answers block status and has not failed at it.
     extents_usable: bool,
     pos: u64,
@@ -113,6 +114,7 @@ impl NbdEnd {
             max_connections: max_connections.max(1),
             extents_usable: info.extents,
             info,
+            access,
             pos: 0,
             hint: None,
             reads: ReadAhead::default(),
@@ -546,7 +548,17 @@ impl End for NbdEnd {
             Whence::Current(by) => self.pos.checked_add_signed(by),
             Whence::End(by) => self.info.size.checked_add_signed(by),
         };
-        self.pos = target.ok_or(Errno::INVAL)?;
+        let target = target.ok_or(Errno::INVAL)?;
+        if self.access == Access::Write && target > self.info.size {
+            // An output export is a block device of its size: lseek(2)
+            // past a device's end is EINVAL, so seek= past the end fails
+            // as GNU dd fails on a device ("cannot seek"), and conv=sparse
+            // falls back to writing, which meets ENOSPC at the end. An
+            // input keeps a file's behaviour (skip= past the end warns),
+            // as the issue asks of if=.
+            return Err(Errno::INVAL);
+        }
+        self.pos = target;
         Ok(self.pos)
     }
 
