@@ -21,6 +21,8 @@ mod guard;
 mod image;
 #[cfg(feature = "nbd")]
 mod nbd;
+#[cfg(feature = "nbd")]
+mod nbd_cli;
 mod progress;
 mod rescue;
 mod splice;

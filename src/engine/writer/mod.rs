@@ -249,7 +249,15 @@ impl<'a> Writer<'a> {
         self.out.behind.finish(self.out.output.end.fd());
         match end {
             Ok((failed, late)) => {
-                let failed = self.settle() || failed;
+                // A write error already said (one write per read: GNU's
+                // "error writing" ends the copy) is not said again for the
+                // end's writes behind it.
+                let failed = if self.write_failed {
+                    let _ = self.out.output.end.settle();
+                    true
+                } else {
+                    self.settle() || failed
+                };
                 if !self.sync_pending.is_empty() {
                     self.out.events.before_sync();
                 }
