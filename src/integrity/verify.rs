@@ -7,11 +7,17 @@
 //! Bypassing the cache: the output is synced, its pages are dropped
 //! (fadvise DONTNEED, which only drops clean pages: hence the sync first),
 //! and it is read with O_DIRECT where the offsets allow; a filesystem that
-//! refuses O_DIRECT is read through the (now empty) cache.
+//! refuses O_DIRECT is read through the (now empty) cache. An output that
+//! is a remote end (an NBD export) is read back from its server through a
+//! connection of its own: what the server stores is what is compared
+//! (there is no local cache to bypass). A remote input is re-read the
+//! same way to find the exact differing byte.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
+use crate::ends::remote::{self, Remote};
+use crate::ends::End;
 use crate::integrity::{ChunkDigests, VERIFY_CHUNK};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
@@ -44,20 +50,12 @@ pub fn verify(
     chunks: &ChunkDigests,
     reference: Option<Reference<'_>>,
 ) -> Result<Verdict, Errno> {
-    let buffered = file::open_input(path, OFlags::empty())?;
-    file::fdatasync(buffered.as_fd()).or_else(|e| match e {
-        // Not every output can be synced (a pipe cannot be verified anyway).
-        Errno::INVAL | Errno::ROFS => Ok(()),
-        e => Err(e),
-    })?;
-    let _ = file::drop_cache(buffered.as_fd(), start, chunks.total);
-    let direct = (start % 4096 == 0)
-        .then(|| file::open_input(path, OFlags::DIRECT).ok())
-        .flatten();
-    let mut reader = ReadBack {
-        direct,
-        buffered,
-        buf: AlignedBuf::new(VERIFY_CHUNK)?,
+    let mut reader = match remote_end(path) {
+        Some(end) => ReadBack {
+            source: Source::Remote(end?),
+            buf: AlignedBuf::new(VERIFY_CHUNK)?,
+        },
+        None => ReadBack::file(path, start, chunks.total)?,
     };
     for (index, &expected) in chunks.digests.iter().enumerate() {
         let chunk_start = index as u64 * VERIFY_CHUNK as u64;
@@ -68,9 +66,17 @@ pub fn verify(
             continue;
         }
         let exact = reference.and_then(|r| {
-            let input = file::open_input(r.path, OFlags::empty()).ok()?;
             let mut original = vec![0u8; want];
-            let n = rustix::io::pread(&input, &mut original, r.start + chunk_start).ok()?;
+            let n = match remote_end(r.path) {
+                Some(end) => {
+                    read_end_full(end.ok()?.as_mut(), &mut original, r.start + chunk_start)
+                }
+                None => {
+                    let input = file::open_input(r.path, OFlags::empty()).ok()?;
+                    read_full(&input, &mut original, r.start + chunk_start)
+                }
+            }
+            .ok()?;
             if n != want || xxhash_rust::xxh3::xxh3_64(&original) != expected {
                 // The input changed since: it cannot say what was written.
                 return None;
@@ -102,26 +108,77 @@ pub fn verify(
     })
 }
 
+/// The end `path` names when it is a remote end's URI (opened for
+/// reading), None when it is a file.
+fn remote_end(path: &Path) -> Option<Result<Box<dyn End>, Errno>> {
+    match remote::recognise(path)? {
+        Ok(remote @ Remote::Nbd(_)) => Some(remote::open(&remote, false).map_err(|e| e.errno)),
+        Err(_) => None,
+    }
+}
+
 struct ReadBack {
-    direct: Option<OwnedFd>,
-    buffered: OwnedFd,
+    source: Source,
     buf: AlignedBuf,
 }
 
+enum Source {
+    File {
+        direct: Option<OwnedFd>,
+        buffered: OwnedFd,
+    },
+    Remote(Box<dyn End>),
+}
+
 impl ReadBack {
+    /// A file, synced and its cache dropped, read with O_DIRECT where the
+    /// offsets allow.
+    fn file(path: &Path, start: u64, total: u64) -> Result<ReadBack, Errno> {
+        let buffered = file::open_input(path, OFlags::empty())?;
+        file::fdatasync(buffered.as_fd()).or_else(|e| match e {
+            // Not every output can be synced (a pipe cannot be verified anyway).
+            Errno::INVAL | Errno::ROFS => Ok(()),
+            e => Err(e),
+        })?;
+        let _ = file::drop_cache(buffered.as_fd(), start, total);
+        let direct = (start % 4096 == 0)
+            .then(|| file::open_input(path, OFlags::DIRECT).ok())
+            .flatten();
+        Ok(ReadBack {
+            source: Source::File { direct, buffered },
+            buf: AlignedBuf::new(VERIFY_CHUNK)?,
+        })
+    }
+
     /// Read `want` bytes at `offset` into the buffer; fewer at end of file.
     fn read_at(&mut self, offset: u64, want: usize) -> Result<usize, Errno> {
-        if let Some(direct) = &self.direct {
+        let buf = &mut self.buf.as_mut_slice()[..want];
+        let (direct, buffered) = match &mut self.source {
+            Source::Remote(end) => return read_end_full(end.as_mut(), buf, offset),
+            Source::File { direct, buffered } => (direct, buffered),
+        };
+        if let Some(fd) = direct {
             // O_DIRECT wants whole sectors: ask for the length rounded up.
             let asked = want.div_ceil(4096) * 4096;
-            match read_full(direct, &mut self.buf.as_mut_slice()[..asked], offset) {
+            match read_full(fd, &mut self.buf.as_mut_slice()[..asked], offset) {
                 Ok(n) => return Ok(n.min(want)),
-                Err(Errno::INVAL) => self.direct = None,
+                Err(Errno::INVAL) => *direct = None,
                 Err(e) => return Err(e),
             }
         }
-        read_full(&self.buffered, &mut self.buf.as_mut_slice()[..want], offset)
+        read_full(buffered, &mut self.buf.as_mut_slice()[..want], offset)
     }
+}
+
+fn read_end_full(end: &mut dyn End, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
+    let mut done = 0;
+    while done < buf.len() {
+        match end.read_at(&mut buf[done..], offset + done as u64)? {
+            0 => break,
+            n => done += n,
+        }
+    }
+    Ok(done)
 }
 
 fn read_full(fd: &OwnedFd, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {

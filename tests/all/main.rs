@@ -23,6 +23,8 @@ mod image;
 mod image_copy;
 #[cfg(feature = "nbd")]
 mod nbd;
+#[cfg(feature = "nbd")]
+mod nbd_cli;
 mod progress;
 mod rescue;
 mod splice;

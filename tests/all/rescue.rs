@@ -59,7 +59,7 @@ fn read_errors_match_gnu_dd_on_every_backend() {
 }
 
 /// The '-' blocks of a mapfile, as (pos, size).
-fn bad_blocks(map: &str) -> Vec<(u64, u64)> {
+pub(crate) fn bad_blocks(map: &str) -> Vec<(u64, u64)> {
     let mut lines = map
         .lines()
         .map(str::trim)
@@ -848,7 +848,7 @@ fn resume_says_where_it_stands_first() {
 }
 
 /// GNU ddrescue, direct, with `sector`-byte sectors: whether it succeeded.
-fn ddrescue(sector: u32, input: &Path, output: &Path, map: &Path) -> bool {
+pub(crate) fn ddrescue(sector: u32, input: &Path, output: &Path, map: &Path) -> bool {
     Command::new("ddrescue")
         .args(["-q", "-d", &format!("-b{sector}")])
         .arg(input)

@@ -54,9 +54,12 @@ pub struct NbdEnd {
     next_conn: usize,
     max_connections: usize,
     info: ExportInfo,
+    access: Access,
     /// The server answers block status and has not failed at it.
     extents_usable: bool,
     pos: u64,
+    /// Reads before this offset are sent exactly as asked (see `read`).
+    suspect_until: u64,
     hint: Option<Pipeline>,
     reads: ReadAhead,
     writes: WriteWindow,
@@ -113,7 +116,9 @@ impl NbdEnd {
             max_connections: max_connections.max(1),
             extents_usable: info.extents,
             info,
+            access,
             pos: 0,
+            suspect_until: 0,
             hint: None,
             reads: ReadAhead::default(),
             writes: WriteWindow::default(),
@@ -465,49 +470,67 @@ impl End for NbdEnd {
         }
         let start = self.pos;
         let want = (buf.len() as u64).min(size - start) as usize;
-        if self.reads.next_offset() != Some(start) && !self.reads.skip_to(start, &mut self.pool) {
-            self.reads.restart(start, &mut self.pool);
-        }
-        let (horizon, chunk) = match self.hint {
-            Some(hint) => (size, hint.chunk as u64),
-            None => (start + want as u64, want as u64),
-        };
-        let mut filled = 0;
-        while filled < want {
-            self.plan(horizon, chunk);
-            loop {
-                match self.reads.front().map(|piece| &piece.state) {
-                    Some(reads::State::InFlight { .. }) => {
-                        if let Err(e) = self.drive() {
+        'attempt: loop {
+            if self.reads.next_offset() != Some(start) && !self.reads.skip_to(start, &mut self.pool)
+            {
+                self.reads.restart(start, &mut self.pool);
+            }
+            // Inside a read-ahead piece that failed, reads are sent as the
+            // caller asks for them, so that an error lands on the block GNU
+            // dd's read(2) would have failed on, not on the whole piece.
+            let exact = start < self.suspect_until;
+            let (horizon, chunk) = match self.hint {
+                Some(hint) if !exact => (size, hint.chunk as u64),
+                _ => (start + want as u64, want as u64),
+            };
+            let mut filled = 0;
+            while filled < want {
+                self.plan(horizon, chunk);
+                loop {
+                    match self.reads.front() {
+                        Some(Piece {
+                            state: reads::State::InFlight { .. },
+                            ..
+                        }) => {
+                            if let Err(e) = self.drive() {
+                                self.reads.discard(&mut self.pool);
+                                return Err(self.fail(e));
+                            }
+                        }
+                        Some(Piece {
+                            state: reads::State::Failed(e),
+                            offset,
+                            len,
+                        }) => {
+                            let (e, piece_end) = (e.clone(), offset + len);
                             self.reads.discard(&mut self.pool);
+                            if !exact && e.errno != Errno::NOTCONN {
+                                self.suspect_until = piece_end;
+                                continue 'attempt;
+                            }
                             return Err(self.fail(e));
                         }
-                    }
-                    Some(reads::State::Failed(e)) => {
-                        let e = e.clone();
-                        self.reads.discard(&mut self.pool);
-                        return Err(self.fail(e));
-                    }
-                    Some(_) => break,
-                    None => {
-                        return Err(self.fail(NbdError::new(
-                            Errno::IO,
-                            "read-ahead planned nothing at the position",
-                        )))
+                        Some(_) => break,
+                        None => {
+                            return Err(self.fail(NbdError::new(
+                                Errno::IO,
+                                "read-ahead planned nothing at the position",
+                            )))
+                        }
                     }
                 }
+                debug_assert!(self.reads.front_left() > 0);
+                filled += self
+                    .reads
+                    .take_front(&mut buf[filled..want], &mut self.pool);
             }
-            debug_assert!(self.reads.front_left() > 0);
-            filled += self
-                .reads
-                .take_front(&mut buf[filled..want], &mut self.pool);
+            self.pos = start + want as u64;
+            self.extents.forget_before(self.pos);
+            if self.hint.is_some() {
+                self.plan(horizon, chunk);
+            }
+            return Ok(want);
         }
-        self.pos = start + want as u64;
-        self.extents.forget_before(self.pos);
-        if self.hint.is_some() {
-            self.plan(horizon, chunk);
-        }
-        Ok(want)
     }
 
     /// Up to the end of the export: a write across it is written up to it
@@ -546,7 +569,17 @@ impl End for NbdEnd {
             Whence::Current(by) => self.pos.checked_add_signed(by),
             Whence::End(by) => self.info.size.checked_add_signed(by),
         };
-        self.pos = target.ok_or(Errno::INVAL)?;
+        let target = target.ok_or(Errno::INVAL)?;
+        if self.access == Access::Write && target > self.info.size {
+            // An output export is a block device of its size: lseek(2)
+            // past a device's end is EINVAL, so seek= past the end fails
+            // as GNU dd fails on a device ("cannot seek"), and conv=sparse
+            // falls back to writing, which meets ENOSPC at the end. An
+            // input keeps a file's behaviour (skip= past the end warns),
+            // as the issue asks of if=.
+            return Err(Errno::INVAL);
+        }
+        self.pos = target;
         Ok(self.pos)
     }
 

@@ -278,7 +278,15 @@ impl<'a> Writer<'a> {
         self.out.behind.finish(self.out.output.end.fd());
         match end {
             Ok((failed, late)) => {
-                let failed = self.settle() || failed;
+                // A write error already said (one write per read: GNU's
+                // "error writing" ends the copy) is not said again for the
+                // end's writes behind it.
+                let failed = if self.write_failed {
+                    let _ = self.out.output.end.settle();
+                    true
+                } else {
+                    self.settle() || failed
+                };
                 if !self.sync_pending.is_empty() {
                     self.out.events.before_sync();
                 }
@@ -477,17 +485,21 @@ impl<'a> Writer<'a> {
             self.count_out_from_bytes();
             return Ok(Handled::Continue(None));
         }
-        if self.out.raw.sparse() && self.out.raw.seek_over(self.out.output.end.as_mut(), len) {
-            add(&counters.bytes_out, len);
-            add(&counters.records_out_full, len / block as u64);
-            return Ok(Handled::Continue(None));
+        let mut sought = 0;
+        if self.out.raw.sparse() {
+            sought = (self.out.raw).seek_over(self.out.output.end.as_mut(), len, block as u64);
+            add(&counters.bytes_out, sought);
+            add(&counters.records_out_full, sought / block as u64);
+            if sought == len {
+                return Ok(Handled::Continue(None));
+            }
         }
         let zeros = match self.zeros.take() {
             Some(z) => z,
             None => AlignedBuf::new(HOLE_WRITE.max(block)).map_err(|_| Stop::Die)?,
         };
         let step = zeros.len() / block * block;
-        let mut left = len as usize;
+        let mut left = (len - sought) as usize;
         let start = self.tally.read() - len;
         while left > 0 {
             let n = left.min(step);
@@ -887,14 +899,15 @@ impl Out<'_> {
                 while end < data.len() && is_all_zero(piece(end)) == zero {
                     end = (end + block).min(data.len());
                 }
-                if zero
-                    && self
-                        .raw
-                        .seek_over(self.output.end.as_mut(), (end - done) as u64)
-                {
-                    add(&self.counters.bytes_out, (end - done) as u64);
-                    done = end;
-                    continue;
+                if zero {
+                    let run = (end - done) as u64;
+                    let sought =
+                        (self.raw).seek_over(self.output.end.as_mut(), run, block as u64) as usize;
+                    add(&self.counters.bytes_out, sought as u64);
+                    done += sought;
+                    if done == end {
+                        continue;
+                    }
                 }
             }
             let want = end - done;

@@ -74,20 +74,41 @@ impl RawOutput {
         self.sparse_seeks
     }
 
-    /// Seek over `len` bytes of zeros under conv=sparse; false (and
-    /// sparse off from now on) where the output cannot seek.
-    pub fn seek_over(&mut self, end: &mut dyn End, len: u64) -> bool {
-        match end.seek(Whence::Current(len as i64)) {
-            Ok(_) => {
-                self.ended_in_seek = true;
-                self.advance(len);
-                true
-            }
-            Err(_) => {
-                self.sparse_seeks = false;
-                false
+    /// Seek over `len` bytes of zeros under conv=sparse, in `block`-sized
+    /// pieces (the last may be short) as GNU seeks one block at a time:
+    /// the bytes sought, fewer than `len` where a seek failed (sparse is
+    /// then off from now on, as in GNU). A block device or an output
+    /// export refuses to seek past its end: the pieces that fit are
+    /// sought, the rest is for the caller to write, meeting ENOSPC where
+    /// GNU does. One seek when all fit; else halving steps, so a long run
+    /// that crosses the end costs a few dozen seeks, not one per block.
+    pub fn seek_over(&mut self, end: &mut dyn End, len: u64, block: u64) -> u64 {
+        if self.try_seek(end, len) {
+            return len;
+        }
+        let pieces = len.div_ceil(block.max(1));
+        let mut sought_pieces = 0;
+        let mut step = pieces / 2;
+        while step > 0 {
+            let from = (sought_pieces * block).min(len);
+            let to = ((sought_pieces + step) * block).min(len);
+            if sought_pieces + step < pieces && self.try_seek(end, to - from) {
+                sought_pieces += step;
+            } else {
+                step /= 2;
             }
         }
+        self.sparse_seeks = false;
+        (sought_pieces * block).min(len)
+    }
+
+    fn try_seek(&mut self, end: &mut dyn End, len: u64) -> bool {
+        if end.seek(Whence::Current(len as i64)).is_err() {
+            return false;
+        }
+        self.ended_in_seek = true;
+        self.advance(len);
+        true
     }
 
     /// Seek over `len` bytes the output keeps as they are (a block map's

@@ -352,7 +352,7 @@ fn make_shim(dir: &Path, gnu: &Path, ours: &Path) {
     std::os::unix::fs::symlink(ours, dir.join("ddx")).expect("shim ddx");
 }
 
-fn find_in_path(name: &str) -> Option<PathBuf> {
+pub fn find_in_path(name: &str) -> Option<PathBuf> {
     env::split_paths(&env::var_os("PATH")?)
         .map(|dir| dir.join(name))
         .find(|candidate| candidate.is_file())

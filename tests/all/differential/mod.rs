@@ -27,6 +27,8 @@ mod driver;
 mod fixed;
 mod flavours;
 mod generate;
+#[cfg(feature = "nbd")]
+mod nbd;
 mod prng;
 mod refusal;
 mod run;

@@ -67,6 +67,12 @@ pub struct Compare<'a> {
     backends: Vec<Vec<String>>,
     files: Vec<(String, Vec<u8>)>,
     stdin: Option<Vec<u8>>,
+    /// `if=` GNU's and ddx's, where they differ (a device and the export
+    /// behind it), each named `IN` in the messages compared.
+    inputs: Option<(String, String)>,
+    /// ddx's stderr lines holding this are left out of the comparison
+    /// (the line of detail ddx adds after GNU's message for a remote end).
+    ddx_extra_lines: Option<String>,
     output: Output,
     read_output_from: Option<PathBuf>,
     base: Option<PathBuf>,
@@ -106,6 +112,8 @@ impl Default for Compare<'_> {
             backends: vec![Vec::new()],
             files: Vec::new(),
             stdin: None,
+            inputs: None,
+            ddx_extra_lines: None,
             output: Output::Stdout,
             read_output_from: None,
             base: None,
@@ -155,6 +163,20 @@ impl<'a> Compare<'a> {
     /// `if=PATH` for both (a device, a file with holes...).
     pub fn input_path(self, path: &Path) -> Self {
         self.args([format!("if={}", path.display())])
+    }
+
+    /// GNU dd reads `gnu`, ddx reads `ddx` (a file and an NBD URI over
+    /// the same server, say), each named `IN` in the messages compared.
+    pub fn inputs(mut self, gnu: &Path, ddx: &str) -> Self {
+        self.inputs = Some((gnu.display().to_string(), ddx.to_owned()));
+        self
+    }
+
+    /// Leave out of ddx's stderr the lines holding `marker`: the detail
+    /// ddx adds after one of GNU's messages (a server's words).
+    pub fn ddx_extra_lines(mut self, marker: &str) -> Self {
+        self.ddx_extra_lines = Some(marker.to_owned());
+        self
     }
 
     /// `bytes` written into a pipe on standard input as fast as the
@@ -309,6 +331,13 @@ impl<'a> Compare<'a> {
             }
         };
         cmd.current_dir(dir.path()).args(&self.operands);
+        let input = self
+            .inputs
+            .as_ref()
+            .map(|(gnu, ddx)| if backend.is_some() { ddx } else { gnu });
+        if let Some(input) = input {
+            cmd.arg(format!("if={input}"));
+        }
         match &self.output {
             Output::Stdout => {}
             Output::File => {
@@ -327,6 +356,16 @@ impl<'a> Compare<'a> {
         let mut stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         if let (Output::Paths { .. }, Some(path)) = (&self.output, &output_path) {
             stderr = stderr.replace(&path.display().to_string(), "OUT");
+        }
+        if let Some(input) = input {
+            stderr = stderr.replace(input.as_str(), "IN");
+        }
+        if let (Some(marker), Some(_)) = (&self.ddx_extra_lines, backend) {
+            stderr = stderr
+                .lines()
+                .filter(|line| !line.contains(marker.as_str()))
+                .map(|line| format!("{line}\n"))
+                .collect();
         }
         Run {
             name,

@@ -271,7 +271,11 @@ fn wait_for(ready: impl FnMut() -> bool, what: &str) -> Result<(), String> {
     wait_up_to(Duration::from_secs(10), ready, what)
 }
 
-fn wait_up_to(limit: Duration, mut ready: impl FnMut() -> bool, what: &str) -> Result<(), String> {
+pub fn wait_up_to(
+    limit: Duration,
+    mut ready: impl FnMut() -> bool,
+    what: &str,
+) -> Result<(), String> {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         if ready() {
