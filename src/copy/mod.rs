@@ -102,7 +102,16 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
             },
             None => OutputProbe::Stdout,
         },
+        planner::Beside {
+            map: extras
+                .positional
+                .as_ref()
+                .and_then(|p| p.map_path.as_deref()),
+            hash_file: request.settings.hash_file.as_deref(),
+        },
     );
+    // Every option against the ends it got, before the output is opened.
+    planner::admit(&request, &facts).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
     let mut warnings = Vec::new();
     let mut output = ends::open::open_output(plan, &mut warnings)?;
     for warning in warnings {

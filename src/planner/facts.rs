@@ -12,12 +12,13 @@
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
-use rustix::fs::{FileType, OFlags};
+use rustix::fs::{AtFlags, FileType, OFlags};
 
 use crate::ends::{Input, Kind};
 use crate::engine::depth::{self, QueueHint};
 use crate::sys::block::{self, DeviceNumber};
 use crate::sys::filesystem::{storage_of, Storage};
+use crate::sys::Errno;
 
 /// Which file an end is, for "both ends are the same file".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +51,10 @@ pub struct EndFacts {
     /// Nearly all of the data is in the page cache already (a regular
     /// input file read back soon after it was written, say).
     pub cached: bool,
+    /// The null device (/dev/null): takes every write at any offset and
+    /// keeps none, so a copy by position can scan into it, and nothing
+    /// can be read back from it.
+    pub null_device: bool,
 }
 
 impl EndFacts {
@@ -67,6 +72,7 @@ impl EndFacts {
             disk: None,
             queue: None,
             cached: false,
+            null_device: false,
         }
     }
 }
@@ -79,6 +85,41 @@ pub struct Facts {
     /// CPUs this process may run on: the overlap of a reader and a writer
     /// needs two.
     pub cpus: usize,
+    /// The files ddx writes beside the copy, where they will be.
+    pub beside: Beside<Place>,
+}
+
+/// The files ddx writes beside the copy's two ends: the map of a copy by
+/// position (`--map=FILE`, or the checkpoint `--resume` keeps beside the
+/// output), and `--hash-file=FILE`. Paths before gathering, [`Place`]s
+/// after.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Beside<T> {
+    pub map: Option<T>,
+    pub hash_file: Option<T>,
+}
+
+// Not derived: the derive would ask `T: Default`, and nothing beside the
+// copy needs no `T` at all.
+impl<T> Default for Beside<T> {
+    fn default() -> Self {
+        Beside {
+            map: None,
+            hash_file: None,
+        }
+    }
+}
+
+/// Where a file ddx writes beside the copy will be: what stands there
+/// now, and whether it can be written (its directory too: a map is saved
+/// by writing a new file and renaming it over the old).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// What stands at the path now; None when nothing does.
+    pub kind: Option<Kind>,
+    /// Why the file or its directory cannot be written (EROFS on a
+    /// read-only file system, EACCES, ENOENT for a missing directory).
+    pub unwritable: Option<Errno>,
 }
 
 /// Where the output will be, to examine before it is opened for writing.
@@ -98,8 +139,9 @@ const REMOTE_QUEUE: QueueHint = QueueHint {
     nr_requests: Some(64),
 };
 
-/// Gather the facts: the input as opened, the output as it stands.
-pub fn gather(input: &Input, output: OutputProbe<'_>) -> Facts {
+/// Gather the facts: the input as opened, the output and the files
+/// beside the copy as they stand.
+pub fn gather(input: &Input, output: OutputProbe<'_>, beside: Beside<&Path>) -> Facts {
     let mut input_facts = match input.end.fd() {
         Some(fd) => of_descriptor(fd, input.end.kind()),
         None => EndFacts {
@@ -115,7 +157,32 @@ pub fn gather(input: &Input, output: OutputProbe<'_>) -> Facts {
         input: input_facts,
         output: output_facts(output),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        beside: Beside {
+            map: beside.map.map(place),
+            hash_file: beside.hash_file.map(place),
+        },
     }
+}
+
+/// What stands at `path`, and whether it (and its directory) can be
+/// written: access(2) answers as open(2) will, EROFS included.
+pub fn place(path: &Path) -> Place {
+    use rustix::fs::{Access, CWD};
+    let kind = rustix::fs::stat(path)
+        .ok()
+        .map(|st| crate::ends::file::kind_of(FileType::from_raw_mode(st.st_mode)));
+    let directory = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let writable = |p: &Path| rustix::fs::accessat(CWD, p, Access::WRITE_OK, AtFlags::empty());
+    let unwritable = writable(directory)
+        .and_then(|()| match kind {
+            Some(_) => writable(path),
+            None => Ok(()),
+        })
+        .err();
+    Place { kind, unwritable }
 }
 
 /// What is known of an end that has no descriptor: its kind.
@@ -213,5 +280,9 @@ fn of_descriptor(fd: BorrowedFd<'_>, kind: Kind) -> EndFacts {
         disk: crate::sys::device::disk_of(fd),
         queue: depth::hint_of(fd),
         cached: false,
+        null_device: st.is_some_and(|st| {
+            file_type == Some(FileType::CharacterDevice)
+                && (rustix::fs::major(st.st_rdev), rustix::fs::minor(st.st_rdev)) == (1, 3)
+        }),
     }
 }

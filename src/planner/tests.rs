@@ -45,6 +45,7 @@ fn file(inode: u64, fs: u64, storage: Storage) -> EndFacts {
         disk: None,
         queue: None,
         cached: false,
+        null_device: false,
     }
 }
 
@@ -75,6 +76,7 @@ fn facts(input: EndFacts, output: EndFacts) -> Facts {
         input,
         output,
         cpus: 2,
+        beside: Beside::default(),
     }
 }
 

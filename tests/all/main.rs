@@ -22,5 +22,6 @@ mod image;
 #[cfg(feature = "nbd")]
 mod nbd;
 mod progress;
+mod refusals;
 mod rescue;
 mod splice;
