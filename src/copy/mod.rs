@@ -146,14 +146,14 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
             let report = request
                 .settings
                 .verbose
-                .then(|| verbose::Report::positional(plan));
+                .then(|| verbose::HowItRan::positional(plan));
             close(input, output)?;
             (failed, Some(aftermath), report)
         }
         None => {
             let strategy = planner::plan(&request, &facts);
             let report = request.settings.verbose.then(|| {
-                verbose::Report::new(&request.settings, &strategy, plan)
+                verbose::HowItRan::new(&request.settings, &strategy, plan)
                     .with_block_choice(block_choice.as_ref())
             });
             let (failed, input) = stream(strategy, tap, &copying, input, &mut output)?;
@@ -261,11 +261,11 @@ fn resolve_auto_block_size(
     let here = crate::sys::file::current_offset(input_fd).unwrap_or(0);
     let skip = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
     let choice = engine::auto_block::choose(
-        engine::auto_block::End {
+        engine::auto_block::ProbeEnd {
             fd: input_fd,
             direct: plan.input_flags.contains(IoFlags::DIRECT),
         },
-        engine::auto_block::End {
+        engine::auto_block::ProbeEnd {
             fd: output_fd,
             direct: plan.output_flags.contains(IoFlags::DIRECT),
         },

@@ -18,7 +18,7 @@ use super::{Copying, Failure};
 /// What is left to say once the statistics are out.
 pub struct Aftermath {
     input_name: Vec<u8>,
-    report: rescue::Report,
+    report: rescue::RescueOutcome,
     request: Request,
 }
 

@@ -14,7 +14,7 @@ use crate::request::Settings;
 use crate::text::human::{human, Base};
 
 /// What was decided before the copy, to print after it.
-pub struct Report {
+pub struct HowItRan {
     backend: String,
     requests: String,
     cache: String,
@@ -30,8 +30,8 @@ fn size(bytes: usize) -> String {
     human(bytes as u64, Base::Iec, 1, 1)
 }
 
-impl Report {
-    pub fn new(settings: &Settings, strategy: &Strategy, plan: &CopyPlan) -> Report {
+impl HowItRan {
+    pub fn new(settings: &Settings, strategy: &Strategy, plan: &CopyPlan) -> HowItRan {
         let Strategy { backend, shaping } = strategy;
         let how = if settings.backend.is_some() {
             "as asked"
@@ -79,7 +79,7 @@ impl Report {
         } else {
             "left to the kernel".to_owned()
         };
-        Report {
+        HowItRan {
             backend,
             requests,
             cache,
@@ -91,8 +91,8 @@ impl Report {
     }
 
     /// A copy by position (`--rescue`, `--map`, `--resume`).
-    pub fn positional(plan: &CopyPlan) -> Report {
-        Report {
+    pub fn positional(plan: &CopyPlan) -> HowItRan {
+        HowItRan {
             backend: "positional (--rescue/--map/--resume: each chunk read and written \
                       at its place, one request at a time), queue depth 1"
                 .to_owned(),
