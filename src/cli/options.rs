@@ -7,6 +7,7 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
+pub use super::getopt::{OptionSpec, Values};
 pub use crate::request::{BackendChoice, Offload, Settings};
 
 /// What the command line asks for.
@@ -17,66 +18,6 @@ pub enum Scan {
     Version,
     /// A getopt-style message ("unrecognized option '--x'").
     Error(String),
-}
-
-/// One of ddx's `--options`: the single source of the scanner, `--help`,
-/// and anything generated from them (man page, completions).
-#[derive(Debug, Clone, Copy)]
-pub struct OptionSpec {
-    pub name: &'static str,
-    /// The value's placeholder in help (`N`, `NAME`); None for a switch.
-    pub value: Option<&'static str>,
-    /// What its value can be, for completions and the man page.
-    pub values: Values,
-    /// One or more lines of help text.
-    pub help: &'static str,
-}
-
-/// What an option's value can be, as far as a shell can offer it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Values {
-    /// Anything of its kind (a number, a size): nothing to offer.
-    Free,
-    /// One word of a closed set.
-    OneOf(&'static [&'static str]),
-    /// A comma-separated list of words of a closed set.
-    ListOf(&'static [&'static str]),
-    /// A file name.
-    File,
-}
-
-impl OptionSpec {
-    pub const fn switch(name: &'static str, help: &'static str) -> Self {
-        OptionSpec {
-            name,
-            value: None,
-            values: Values::Free,
-            help,
-        }
-    }
-
-    pub const fn valued(
-        name: &'static str,
-        value: &'static str,
-        values: Values,
-        help: &'static str,
-    ) -> Self {
-        OptionSpec {
-            name,
-            value: Some(value),
-            values,
-            help,
-        }
-    }
-
-    /// The closed set its value (or each item of its list) comes from;
-    /// empty where the set is open.
-    pub fn choices(&self) -> &'static [&'static str] {
-        match self.values {
-            Values::OneOf(words) | Values::ListOf(words) => words,
-            Values::Free | Values::File => &[],
-        }
-    }
 }
 
 /// `--sector-size=` values: the powers of two from 512 to 65536.
@@ -581,5 +522,34 @@ mod settings_tests {
             scan(&[OsString::from("--queue-depth=0")]),
             Scan::Error(_)
         ));
+    }
+
+    /// Every option `--help` lists has a row in the planner's table of what
+    /// options need of the ends (a new option must say what it needs), and
+    /// every row is an option or an operand ddx adds.
+    #[test]
+    fn the_table_has_a_row_for_every_option() {
+        for option in OPTIONS {
+            if matches!(option.name, "help" | "version") {
+                continue;
+            }
+            let name = format!("--{}", option.name);
+            assert!(
+                crate::planner::needs::TABLE
+                    .iter()
+                    .any(|row| row.option == name),
+                "{name} has no row in the needs table"
+            );
+        }
+        for row in crate::planner::needs::TABLE {
+            assert!(
+                row.option == "bs=auto"
+                    || OPTIONS
+                        .iter()
+                        .any(|o| format!("--{}", o.name) == row.option),
+                "{} is in the table but not an option",
+                row.option
+            );
+        }
     }
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use super::file::{open_flags, FileEnd};
 use super::{remote, End, Whence};
-use crate::engine::diagnostic::Diagnostic;
+use crate::diagnostic::Diagnostic;
 use crate::operands::{Conv, CopyPlan};
 use crate::sys::file::{self, Handle, OutputOpen};
 use crate::sys::Errno;

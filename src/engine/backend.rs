@@ -20,6 +20,7 @@ use crate::engine::diagnostic::Events;
 use crate::engine::handoff::Waiting;
 use crate::engine::offload::Offloaded;
 use crate::engine::reader::{Closed, Event, Reader, Sink, Stop};
+pub use crate::engine::shape::BulkShape;
 use crate::engine::writer::{Handled, RunResult, StreamEnd, Writer};
 use crate::operands::CopyPlan;
 use crate::sys::buffer::AlignedBuf;
@@ -54,18 +55,6 @@ pub struct Shaping {
     /// Move records with splice(2) (a pipe end; see
     /// `planner::splice_fits`); in-line backends only.
     pub splice: bool,
-}
-
-/// How a bulk copy counts its records (see `planner::bulk_shape`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BulkShape {
-    /// Bytes per request: a whole number of input records.
-    pub chunk: usize,
-    /// The block GNU writes (obs when re-blocking, else ibs): holes are
-    /// passed on in whole blocks of it.
-    pub write_block: usize,
-    /// The input is a regular file whose holes can be found (SEEK_DATA).
-    pub sparse_input: bool,
 }
 
 /// The reader thread's stack: it keeps no large data on it, and a small

@@ -77,6 +77,20 @@ fn facts(input: E, output: E) -> Facts {
     }
 }
 
+/// The default settings with `set` applied.
+fn asked(set: impl FnOnce(&mut Settings)) -> Settings {
+    let mut settings = Settings::default();
+    set(&mut settings);
+    settings
+}
+
+/// Why a copy from `input` to `output` is refused.
+fn why(settings: Settings, words: &[&str], input: E, output: E) -> String {
+    admit(&request(words, settings), &facts(input, output))
+        .expect_err("refused")
+        .to_string()
+}
+
 /// Which (input, output) pairs an option accepts.
 fn accepted(settings: &Settings, words: &[&str]) -> Vec<(E, E)> {
     let request = request(words, settings.clone());
@@ -108,19 +122,12 @@ const POSITIONAL_OUT: &[E] = &[E::File, E::Block, E::Null, E::Export];
 fn a_copy_by_position_needs_positions_at_both_ends() {
     let map = Some("m".into());
     for settings in [
-        Settings {
-            rescue: true,
-            ..Settings::default()
-        },
-        Settings {
-            map: map.clone(),
-            ..Settings::default()
-        },
-        Settings {
-            resume: true,
-            map,
-            ..Settings::default()
-        },
+        asked(|s| s.rescue = true),
+        asked(|s| s.map = map.clone()),
+        asked(|s| {
+            s.resume = true;
+            s.map = map;
+        }),
     ] {
         assert_eq!(
             accepted(&settings, &["if=a", "of=b"]),
@@ -132,21 +139,13 @@ fn a_copy_by_position_needs_positions_at_both_ends() {
 
 #[test]
 fn resume_without_a_map_needs_an_output_file_to_keep_it_beside() {
-    let settings = Settings {
-        resume: true,
-        ..Settings::default()
-    };
+    let settings = asked(|s| s.resume = true);
     assert_eq!(
         accepted(&settings, &["if=a", "of=b"]),
         every_pair_where(POSITIONAL_IN, &[E::File])
     );
-    let why = admit(
-        &request(&["if=a", "of=/dev/loop0"], settings),
-        &facts(E::File, E::Block),
-    )
-    .unwrap_err();
     assert_eq!(
-        why.to_string(),
+        why(settings, &["if=a", "of=/dev/loop0"], E::File, E::Block),
         "--resume keeps its map beside the output, and of='/dev/loop0' is a block device: \
          name the map with --map=FILE"
     );
@@ -154,37 +153,27 @@ fn resume_without_a_map_needs_an_output_file_to_keep_it_beside() {
 
 #[test]
 fn verify_needs_an_output_it_can_read_back() {
-    let settings = Settings {
-        verify: true,
-        ..Settings::default()
-    };
+    let settings = asked(|s| s.verify = true);
     assert_eq!(
         accepted(&settings, &["of=b"]),
         every_pair_where(&ALL, &[E::File, E::Block])
     );
-    let why = admit(
-        &request(&["of=/dev/null"], settings.clone()),
-        &facts(E::Zero, E::Null),
-    )
-    .unwrap_err();
     assert_eq!(
-        why.to_string(),
+        why(settings.clone(), &["of=/dev/null"], E::Zero, E::Null),
         "--verify reads the output back: of='/dev/null' is the null device, which keeps nothing"
     );
-    let why = admit(&request(&["of=p"], settings), &facts(E::File, E::Pipe)).unwrap_err();
     assert_eq!(
-        why.to_string(),
+        why(settings, &["of=p"], E::File, E::Pipe),
         "--verify reads the output back: of='p' is a pipe, which it cannot read back"
     );
 }
 
 #[test]
 fn hash_file_needs_an_input_that_reads_the_same_twice() {
-    let settings = Settings {
-        hash: vec![crate::integrity::Algorithm::Sha256],
-        hash_file: Some("sums".into()),
-        ..Settings::default()
-    };
+    let settings = asked(|s| {
+        s.hash = vec![crate::integrity::Algorithm::Sha256];
+        s.hash_file = Some("sums".into());
+    });
     assert_eq!(
         accepted(&settings, &["if=a"]),
         every_pair_where(&[E::File, E::Block, E::Export, E::Stream], &ALL)
@@ -193,16 +182,13 @@ fn hash_file_needs_an_input_that_reads_the_same_twice() {
 
 #[test]
 fn rescue_from_a_character_device_says_why_in_one_line() {
-    let settings = Settings {
-        rescue: true,
-        ..Settings::default()
-    };
-    let why = admit(
-        &request(&["if=/dev/zero", "of=r.img", "bs=1M", "count=4"], settings),
-        &facts(E::Zero, E::File),
-    )
-    .unwrap_err()
-    .to_string();
+    let settings = asked(|s| s.rescue = true);
+    let why = why(
+        settings,
+        &["if=/dev/zero", "of=r.img", "bs=1M", "count=4"],
+        E::Zero,
+        E::File,
+    );
     assert_eq!(
         why,
         "--rescue reads the input by position: if='/dev/zero' is a character device, which \
@@ -214,34 +200,18 @@ fn rescue_from_a_character_device_says_why_in_one_line() {
 #[test]
 fn options_that_tune_or_report_take_every_end() {
     let tuning = [
-        Settings {
-            backend: Some(BackendChoice::Threads),
-            ..Settings::default()
-        },
-        Settings {
-            queue_depth: Some(4),
-            ..Settings::default()
-        },
-        Settings {
-            request_size: Some(1 << 20),
-            ..Settings::default()
-        },
-        Settings {
-            offload: Offload::Always,
-            ..Settings::default()
-        },
-        Settings {
-            offload: Offload::Never,
-            ..Settings::default()
-        },
-        Settings {
-            keep_cache: true,
-            verbose: true,
-            force: true,
-            progress_fd: Some(2),
-            hash: vec![crate::integrity::Algorithm::Blake3],
-            ..Settings::default()
-        },
+        asked(|s| s.backend = Some(BackendChoice::Threads)),
+        asked(|s| s.queue_depth = Some(4)),
+        asked(|s| s.request_size = Some(1 << 20)),
+        asked(|s| s.offload = Offload::Always),
+        asked(|s| s.offload = Offload::Never),
+        asked(|s| {
+            s.keep_cache = true;
+            s.verbose = true;
+            s.force = true;
+            s.progress_fd = Some(2);
+            s.hash = vec![crate::integrity::Algorithm::Blake3];
+        }),
     ];
     let everything = every_pair_where(&ALL, &ALL);
     for settings in tuning {
@@ -259,106 +229,71 @@ fn options_that_tune_or_report_take_every_end() {
 #[test]
 fn tuning_the_overlap_contradicts_gnus_loop() {
     for settings in [
-        Settings {
-            backend: Some(BackendChoice::Sync),
-            queue_depth: Some(4),
-            ..Settings::default()
-        },
-        Settings {
-            backend: Some(BackendChoice::Sync),
-            request_size: Some(4096),
-            ..Settings::default()
-        },
+        asked(|s| {
+            s.backend = Some(BackendChoice::Sync);
+            s.queue_depth = Some(4);
+        }),
+        asked(|s| {
+            s.backend = Some(BackendChoice::Sync);
+            s.request_size = Some(4096);
+        }),
     ] {
         assert_eq!(accepted(&settings, &[]), Vec::new(), "{settings:?}");
     }
 }
 
-#[test]
-fn files_beside_the_copy_must_be_writable_files() {
-    let map = Settings {
-        map: Some("/ro/m".into()),
-        ..Settings::default()
+/// The refusal of a copy from one file to another, with `place` standing
+/// where the map (or, with `hash_file`, the digest file) will be.
+fn refused_beside(settings: Settings, words: &[&str], place: Place, hash_file: bool) -> String {
+    let mut facts = facts(E::File, E::File);
+    let slot = if hash_file {
+        &mut facts.beside.hash_file
+    } else {
+        &mut facts.beside.map
     };
-    let mut read_only = facts(E::File, E::File);
-    read_only.beside.map = Some(Place {
-        kind: None,
-        unwritable: Some(Errno::ROFS),
-    });
-    assert_eq!(
-        admit(&request(&["if=a", "of=b"], map.clone()), &read_only)
-            .unwrap_err()
-            .to_string(),
-        "--map='/ro/m' cannot be written: Read-only file system"
-    );
-    let mut device = facts(E::File, E::File);
-    device.beside.map = Some(Place {
-        kind: Some(Kind::BlockDevice),
-        unwritable: None,
-    });
-    assert_eq!(
-        admit(&request(&["if=a", "of=b"], map), &device)
-            .unwrap_err()
-            .to_string(),
-        "--map='/ro/m' is a block device, not a file ddx may write"
-    );
-    let hash_file = Settings {
-        hash: vec![crate::integrity::Algorithm::Sha256],
-        hash_file: Some("/ro/sums".into()),
-        ..Settings::default()
-    };
-    let mut read_only = facts(E::File, E::File);
-    read_only.beside.hash_file = Some(Place {
-        kind: Some(Kind::RegularFile),
-        unwritable: Some(Errno::ROFS),
-    });
-    assert_eq!(
-        admit(&request(&["if=a", "of=b"], hash_file), &read_only)
-            .unwrap_err()
-            .to_string(),
-        "--hash-file='/ro/sums' cannot be written: Read-only file system"
-    );
-    // The checkpoint beside an output on a read-only file system.
-    let resume = Settings {
-        resume: true,
-        ..Settings::default()
-    };
-    let mut read_only = facts(E::File, E::File);
-    read_only.beside.map = Some(Place {
-        kind: None,
-        unwritable: Some(Errno::ROFS),
-    });
-    assert_eq!(
-        admit(&request(&["if=a", "of=/ro/b"], resume), &read_only)
-            .unwrap_err()
-            .to_string(),
-        "--resume: its map '/ro/b.ddx-map' cannot be written: Read-only file system"
-    );
+    *slot = Some(place);
+    admit(&request(words, settings), &facts)
+        .expect_err("refused")
+        .to_string()
 }
 
-/// Every option `--help` lists has a row (a new option must say what it
-/// needs), and every row is an option or an operand ddx adds.
 #[test]
-fn the_table_has_a_row_for_every_option() {
-    for option in crate::cli::options::OPTIONS {
-        if matches!(option.name, "help" | "version") {
-            continue;
-        }
-        let name = format!("--{}", option.name);
-        assert!(
-            TABLE.iter().any(|row| row.option == name),
-            "{name} has no row in the needs table"
-        );
-    }
-    for row in TABLE {
-        assert!(
-            row.option == "bs=auto"
-                || crate::cli::options::OPTIONS
-                    .iter()
-                    .any(|o| format!("--{}", o.name) == row.option),
-            "{} is in the table but not an option",
-            row.option
-        );
+fn files_beside_the_copy_must_be_writable_files() {
+    let read_only = || Place {
+        kind: None,
+        unwritable: Some(Errno::ROFS),
+    };
+    let map = asked(|s| s.map = Some("/ro/m".into()));
+    let hash_file = asked(|s| {
+        s.hash = vec![crate::integrity::Algorithm::Sha256];
+        s.hash_file = Some("/ro/sums".into());
+    });
+    let resume = asked(|s| s.resume = true);
+    let device = Place {
+        kind: Some(Kind::BlockDevice),
+        unwritable: None,
+    };
+    let cases = [
+        (
+            refused_beside(map.clone(), &["if=a", "of=b"], read_only(), false),
+            "--map='/ro/m' cannot be written: Read-only file system",
+        ),
+        (
+            refused_beside(map, &["if=a", "of=b"], device, false),
+            "--map='/ro/m' is a block device, not a file ddx may write",
+        ),
+        (
+            refused_beside(hash_file, &["if=a", "of=b"], read_only(), true),
+            "--hash-file='/ro/sums' cannot be written: Read-only file system",
+        ),
+        // The checkpoint beside an output on a read-only file system.
+        (
+            refused_beside(resume, &["if=a", "of=/ro/b"], read_only(), false),
+            "--resume: its map '/ro/b.ddx-map' cannot be written: Read-only file system",
+        ),
+    ];
+    for (got, wanted) in cases {
+        assert_eq!(got, wanted);
     }
 }
 
@@ -366,11 +301,10 @@ fn the_table_has_a_row_for_every_option() {
 /// it as such: a pipe or socket on standard input is accepted.
 #[test]
 fn hash_file_takes_standard_input_whatever_it_is() {
-    let settings = Settings {
-        hash: vec![crate::integrity::Algorithm::Sha256],
-        hash_file: Some("sums".into()),
-        ..Settings::default()
-    };
+    let settings = asked(|s| {
+        s.hash = vec![crate::integrity::Algorithm::Sha256];
+        s.hash_file = Some("sums".into());
+    });
     for input in [E::Pipe, E::Socket, E::Zero] {
         assert_eq!(
             admit(

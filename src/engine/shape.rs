@@ -1,0 +1,15 @@
+//! The shape of a bulk copy: what the planner decides and both the reader
+//! and the backends follow. A leaf of its own, so that the reader, which
+//! the backends drive, need not import the backends to know it.
+
+/// How a bulk copy counts its records (see `planner::bulk_shape`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BulkShape {
+    /// Bytes per request: a whole number of input records.
+    pub chunk: usize,
+    /// The block GNU writes (obs when re-blocking, else ibs): holes are
+    /// passed on in whole blocks of it.
+    pub write_block: usize,
+    /// The input is a regular file whose holes can be found (SEEK_DATA).
+    pub sparse_input: bool,
+}
