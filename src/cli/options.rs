@@ -9,6 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 
 pub use super::getopt::{OptionSpec, Values};
 pub use crate::request::{BackendChoice, Offload, Settings};
+use crate::text::wrap::wrap;
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
@@ -313,32 +314,15 @@ pub fn layout<'a>(options: impl IntoIterator<Item = &'a OptionSpec>) -> String {
             Some(value) => format!("      --{}={value}", option.name),
             None => format!("      --{}", option.name),
         };
-        let mut line = head.clone();
+        // At least two spaces between an option and its help, as GNU's
+        // help leaves; a longer head takes a line of its own.
         if head.len() + 2 > GUTTER {
             out.push_str(&head);
             out.push('\n');
-            line = String::new();
+            out.push_str(&wrap("", option.help, GUTTER, WIDTH));
+        } else {
+            out.push_str(&wrap(&head, option.help, GUTTER, WIDTH));
         }
-        let mut first_word = true;
-        for word in option.help.split_whitespace() {
-            if line.len() < GUTTER {
-                line.push_str(&" ".repeat(GUTTER - line.len()));
-                first_word = true;
-            }
-            if !first_word && line.len() + 1 + word.len() > WIDTH {
-                out.push_str(&line);
-                out.push('\n');
-                line = " ".repeat(GUTTER);
-                first_word = true;
-            }
-            if !first_word {
-                line.push(' ');
-            }
-            line.push_str(word);
-            first_word = false;
-        }
-        out.push_str(&line);
-        out.push('\n');
     }
     out
 }

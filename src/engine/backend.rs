@@ -216,12 +216,7 @@ fn try_offload(
     let input_start = crate::sys::file::current_offset(input_fd.as_fd())
         .unwrap_or(0)
         .max(0) as u64;
-    let mut observer = OffloadObserver {
-        input_behind: writer.drop_behind_enabled().then(|| DropBehind::new(false)),
-        input_fd: input_fd.as_fd(),
-        input_start,
-        writer,
-    };
+    let mut observer = OffloadObserver(KernelTally::new(writer, input_fd.as_fd(), input_start));
     let outcome = crate::engine::offload::copy_range(
         input_fd.as_fd(),
         output_fd.as_fd(),
@@ -230,10 +225,7 @@ fn try_offload(
         unit,
         &mut observer,
     );
-    if let Some(behind) = &mut observer.input_behind {
-        behind.finish(input_fd.as_fd());
-    }
-    after_kernel_copy(outcome, reader, observer.writer)
+    after_kernel_copy(outcome, reader, observer.0.finish())
 }
 
 /// Run skip/seek, then the io_uring copy; an input with holes is left to
@@ -280,17 +272,11 @@ fn try_uring(
         queue_depth,
     };
     let mut observer = UringObserver {
-        input_behind: writer.drop_behind_enabled().then(|| DropBehind::new(false)),
-        input_fd: input_fd.as_fd(),
-        input_start,
+        tally: KernelTally::new(writer, input_fd.as_fd(), input_start),
         output_start,
-        writer,
     };
     let outcome = crate::engine::uring::copy(job, &mut observer);
-    if let Some(behind) = &mut observer.input_behind {
-        behind.finish(input_fd.as_fd());
-    }
-    after_kernel_copy(outcome, reader, observer.writer)
+    after_kernel_copy(outcome, reader, observer.tally.finish())
 }
 
 fn after_kernel_copy(outcome: Offloaded, reader: &mut Reader, writer: &mut Writer<'_>) -> Kernel {
@@ -317,58 +303,88 @@ fn after_kernel_copy(outcome: Offloaded, reader: &mut Reader, writer: &mut Write
     }
 }
 
-/// Counts and drop-behind while io_uring copies.
-struct UringObserver<'w, 'a, 'f> {
+/// What the kernel's copies (copy_file_range, io_uring) report to, alike:
+/// the writer's counts, and drop-behind on the input.
+struct KernelTally<'w, 'a, 'f> {
     writer: &'w mut Writer<'a>,
     input_fd: std::os::fd::BorrowedFd<'f>,
     input_start: u64,
-    output_start: u64,
     input_behind: Option<DropBehind>,
 }
 
-impl crate::engine::uring::Observer for UringObserver<'_, '_, '_> {
+impl<'w, 'a, 'f> KernelTally<'w, 'a, 'f> {
+    fn new(
+        writer: &'w mut Writer<'a>,
+        input_fd: std::os::fd::BorrowedFd<'f>,
+        input_start: u64,
+    ) -> Self {
+        KernelTally {
+            input_behind: writer.drop_behind_enabled().then(|| DropBehind::new(false)),
+            input_fd,
+            input_start,
+            writer,
+        }
+    }
+
+    /// `len` bytes of input are about to be read, `offset` bytes into the
+    /// copy.
     fn before_read(&mut self, offset: u64, len: u64) {
         if let Some(behind) = &mut self.input_behind {
             behind.before(self.input_fd, self.input_start + offset, len);
         }
     }
 
-    fn before_write(&mut self, offset: u64, len: u64) {
+    /// `copied` bytes are copied in all.
+    fn after(&mut self, copied: u64) {
+        let before = self.writer.bytes_out();
+        if let Some(behind) = &mut self.input_behind {
+            behind.after(self.input_fd, copied - before);
+        }
+        self.writer.offloaded(copied);
+    }
+
+    /// The copy is over: the input's last pages dropped, the writer back.
+    fn finish(mut self) -> &'w mut Writer<'a> {
+        if let Some(behind) = &mut self.input_behind {
+            behind.finish(self.input_fd);
+        }
         self.writer
+    }
+}
+
+/// Counts and drop-behind while io_uring copies.
+struct UringObserver<'w, 'a, 'f> {
+    tally: KernelTally<'w, 'a, 'f>,
+    output_start: u64,
+}
+
+impl crate::engine::uring::Observer for UringObserver<'_, '_, '_> {
+    fn before_read(&mut self, offset: u64, len: u64) {
+        self.tally.before_read(offset, len);
+    }
+
+    fn before_write(&mut self, offset: u64, len: u64) {
+        self.tally
+            .writer
             .behind_before_at(self.output_start + offset, len);
     }
 
     fn after(&mut self, copied: u64) {
-        let before = self.writer.bytes_out();
-        if let Some(behind) = &mut self.input_behind {
-            behind.after(self.input_fd, copied - before);
-        }
-        self.writer.offloaded(copied);
+        self.tally.after(copied);
     }
 }
 
 /// Counts and drop-behind while the kernel copies.
-struct OffloadObserver<'w, 'a, 'f> {
-    writer: &'w mut Writer<'a>,
-    input_fd: std::os::fd::BorrowedFd<'f>,
-    input_start: u64,
-    input_behind: Option<DropBehind>,
-}
+struct OffloadObserver<'w, 'a, 'f>(KernelTally<'w, 'a, 'f>);
 
 impl crate::engine::offload::Observer for OffloadObserver<'_, '_, '_> {
     fn before(&mut self, copied: u64, want: u64) {
-        if let Some(behind) = &mut self.input_behind {
-            behind.before(self.input_fd, self.input_start + copied, want);
-        }
-        self.writer.offload_before(want);
+        self.0.before_read(copied, want);
+        self.0.writer.offload_before(want);
     }
 
     fn after(&mut self, copied: u64) {
-        let before = self.writer.bytes_out();
-        if let Some(behind) = &mut self.input_behind {
-            behind.after(self.input_fd, copied - before);
-        }
-        self.writer.offloaded(copied);
+        self.0.after(copied);
     }
 }
 

@@ -134,10 +134,7 @@ pub enum OutputProbe<'a> {
 
 /// What a remote end's queue can take: a network block device serves
 /// many requests at once, as a solid-state disk does.
-const REMOTE_QUEUE: QueueHint = QueueHint {
-    rotational: Some(false),
-    nr_requests: Some(64),
-};
+const REMOTE_QUEUE: QueueHint = QueueHint::solid_state(64);
 
 /// Gather the facts: the input as opened, the output and the files
 /// beside the copy as they stand.
