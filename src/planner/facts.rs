@@ -117,6 +117,8 @@ impl<T> Default for Beside<T> {
 pub struct Place {
     /// What stands at the path now; None when nothing does.
     pub kind: Option<Kind>,
+    /// Which file that is, to tell it from the copy's own ends.
+    pub identity: Option<Identity>,
     /// Why the file or its directory cannot be written (EROFS on a
     /// read-only file system, EACCES, ENOENT for a missing directory).
     pub unwritable: Option<Errno>,
@@ -165,9 +167,15 @@ pub fn gather(input: &Input, output: OutputProbe<'_>, beside: Beside<&Path>) -> 
 /// written: access(2) answers as open(2) will, EROFS included.
 pub fn place(path: &Path) -> Place {
     use rustix::fs::{Access, CWD};
-    let kind = rustix::fs::stat(path)
-        .ok()
-        .map(|st| crate::ends::file::kind_of(FileType::from_raw_mode(st.st_mode)));
+    let st = rustix::fs::stat(path).ok();
+    let kind = st.map(|st| crate::ends::file::kind_of(FileType::from_raw_mode(st.st_mode)));
+    let identity = st.map(|st| match FileType::from_raw_mode(st.st_mode) {
+        FileType::BlockDevice => Identity::Device(st.st_rdev),
+        _ => Identity::File {
+            device: st.st_dev,
+            inode: st.st_ino,
+        },
+    });
     let directory = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -179,7 +187,11 @@ pub fn place(path: &Path) -> Place {
             None => Ok(()),
         })
         .err();
-    Place { kind, unwritable }
+    Place {
+        kind,
+        identity,
+        unwritable,
+    }
 }
 
 /// What is known of an end that has no descriptor: its kind.

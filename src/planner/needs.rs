@@ -233,7 +233,7 @@ pub fn admit(request: &Request, facts: &Facts) -> Result<(), Refusal> {
                 if let (Some(path), Some(place)) =
                     (&request.settings.hash_file, &facts.beside.hash_file)
                 {
-                    writable_place(row.option, "=", path, place)?;
+                    writable_place(row.option, "=", path, place, facts)?;
                 }
             }
         }
@@ -395,12 +395,18 @@ fn map_place(option: &str, request: &Request, facts: &Facts) -> Result<(), Refus
     };
     let option = if named { "--map" } else { option };
     let joint = if named { "=" } else { " " };
-    writable_place(option, joint, &path, place)
+    writable_place(option, joint, &path, place, facts)
 }
 
 /// A file ddx will write beside the copy: nothing there or a regular
-/// file, and writable.
-fn writable_place(option: &str, joint: &str, path: &Path, place: &Place) -> Result<(), Refusal> {
+/// file that is neither end of the copy, and writable.
+fn writable_place(
+    option: &str,
+    joint: &str,
+    path: &Path,
+    place: &Place,
+    facts: &Facts,
+) -> Result<(), Refusal> {
     let quoted = quote_file(path.as_os_str().as_bytes());
     let named = if joint == "=" {
         format!("{option}={quoted}")
@@ -411,6 +417,12 @@ fn writable_place(option: &str, joint: &str, path: &Path, place: &Place) -> Resu
         return Err(Refusal(format!(
             "{named} is {}, not a file ddx may write",
             what(kind)
+        )));
+    }
+    let ends = [facts.input.identity, facts.output.identity];
+    if place.identity.is_some() && ends.contains(&place.identity) {
+        return Err(Refusal(format!(
+            "{named} is an end of the copy, which writing it would overwrite"
         )));
     }
     if let Some(errno) = place.unwritable {

@@ -61,6 +61,7 @@ fn end(e: E) -> EndFacts {
 fn writable() -> Place {
     Place {
         kind: None,
+        identity: None,
         unwritable: None,
     }
 }
@@ -244,8 +245,13 @@ fn tuning_the_overlap_contradicts_gnus_loop() {
 
 /// The refusal of a copy from one file to another, with `place` standing
 /// where the map (or, with `hash_file`, the digest file) will be.
+/// The input is file 7 of file system 1.
 fn refused_beside(settings: Settings, words: &[&str], place: Place, hash_file: bool) -> String {
     let mut facts = facts(E::File, E::File);
+    facts.input.identity = Some(crate::planner::Identity::File {
+        device: 1,
+        inode: 7,
+    });
     let slot = if hash_file {
         &mut facts.beside.hash_file
     } else {
@@ -260,8 +266,8 @@ fn refused_beside(settings: Settings, words: &[&str], place: Place, hash_file: b
 #[test]
 fn files_beside_the_copy_must_be_writable_files() {
     let read_only = || Place {
-        kind: None,
         unwritable: Some(Errno::ROFS),
+        ..writable()
     };
     let map = asked(|s| s.map = Some("/ro/m".into()));
     let hash_file = asked(|s| {
@@ -271,7 +277,7 @@ fn files_beside_the_copy_must_be_writable_files() {
     let resume = asked(|s| s.resume = true);
     let device = Place {
         kind: Some(Kind::BlockDevice),
-        unwritable: None,
+        ..writable()
     };
     let cases = [
         (
@@ -285,6 +291,23 @@ fn files_beside_the_copy_must_be_writable_files() {
         (
             refused_beside(hash_file, &["if=a", "of=b"], read_only(), true),
             "--hash-file='/ro/sums' cannot be written: Read-only file system",
+        ),
+        // The map named as the input itself.
+        (
+            refused_beside(
+                asked(|s| s.map = Some("a".into())),
+                &["if=a", "of=b"],
+                Place {
+                    kind: Some(Kind::RegularFile),
+                    identity: Some(crate::planner::Identity::File {
+                        device: 1,
+                        inode: 7,
+                    }),
+                    unwritable: None,
+                },
+                false,
+            ),
+            "--map='a' is an end of the copy, which writing it would overwrite",
         ),
         // The checkpoint beside an output on a read-only file system.
         (
