@@ -1,12 +1,16 @@
 //! ddx: GNU dd rebuilt for today's disks.
 //!
 //! The library holds all the logic; `main.rs` only installs the signal
-//! handlers and hands argv to [`cli::run`]. Dependencies point one way:
-//! `cli` → `operands`, `engine`, `progress`; `engine` → `transform`, `sys`.
+//! handlers and hands argv to [`cli::run`] (or [`bench::run`]).
+//! Dependencies point one way, from the command line down to `sys`,
+//! `text` and `stats`, with no cycle: ARCHITECTURE.md names every module,
+//! the path from argv to exit status, and which layer imports which.
 
 pub mod bench;
 pub mod cli;
 pub mod copy;
+pub mod diagnostic;
+pub mod docs;
 pub mod ends;
 pub mod engine;
 pub mod guard;

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use crate::cli::getopt;
 use crate::cli::options::{OptionSpec, Values};
-use crate::cli::reference::wrap;
+use crate::text::wrap::wrap;
 
 /// The tests `--tests` can choose, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

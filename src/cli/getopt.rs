@@ -5,7 +5,69 @@
 //! the same abbreviations. Written by hand, as the copy's scanner is (see
 //! `cli`): what follows a match (values, operands) is each caller's.
 
-use super::options::OptionSpec;
+/// One long option of a table (ddx's `--options`, `ddx bench`'s): the
+/// single source of its scanner, `--help`, and anything generated from
+/// them (man page, completions).
+#[derive(Debug, Clone, Copy)]
+pub struct OptionSpec {
+    pub name: &'static str,
+    /// The value's placeholder in help (`N`, `NAME`); None for a switch.
+    pub value: Option<&'static str>,
+    /// What its value can be, for completions and the man page.
+    pub values: Values,
+    /// One or more lines of help text.
+    pub help: &'static str,
+}
+
+/// What an option's value can be, as far as a shell can offer it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Values {
+    /// Anything of its kind (a number, a size): nothing to offer.
+    Free,
+    /// One word of a closed set.
+    OneOf(&'static [&'static str]),
+    /// A comma-separated list of words of a closed set.
+    ListOf(&'static [&'static str]),
+    /// A file name.
+    File,
+    /// The value may be left out (`--decompress` or `--decompress=auto`):
+    /// without it the option is a switch; with it, one word of this set.
+    Optional(&'static [&'static str]),
+}
+
+impl OptionSpec {
+    pub const fn switch(name: &'static str, help: &'static str) -> Self {
+        OptionSpec {
+            name,
+            value: None,
+            values: Values::Free,
+            help,
+        }
+    }
+
+    pub const fn valued(
+        name: &'static str,
+        value: &'static str,
+        values: Values,
+        help: &'static str,
+    ) -> Self {
+        OptionSpec {
+            name,
+            value: Some(value),
+            values,
+            help,
+        }
+    }
+
+    /// The closed set its value (or each item of its list) comes from;
+    /// empty where the set is open.
+    pub fn choices(&self) -> &'static [&'static str] {
+        match self.values {
+            Values::OneOf(words) | Values::ListOf(words) | Values::Optional(words) => words,
+            Values::Free | Values::File => &[],
+        }
+    }
+}
 
 /// `--help` and `--version` keep every abbreviation GNU accepts ("--v" is
 /// --version), whatever ddx added beside them.

@@ -1,13 +1,13 @@
 //! The command line: GNU's `--help`/`--version` and ddx's own `--options`,
 //! then dd operands, into a [`Request`]; the copy driver runs it, and its
 //! result becomes the exit status, printed here if anything is left to
-//! say. `ddx bench` is handed its own arguments.
+//! say. (`ddx bench` never comes here: `main` hands it its own arguments;
+//! it borrows this module's getopt rules, help layout and `--version`.)
 //!
 //! Options are scanned by hand rather than with clap because dd's operands
 //! are `key=value` words that must reach the operand grammar untouched and
 //! in order, and because option errors must read exactly as GNU getopt's.
 
-pub mod docs;
 pub mod getopt;
 pub mod options;
 pub mod reference;
@@ -28,9 +28,6 @@ pub const EXIT_FAILURE: i32 = 1;
 /// Run ddx with `args` (argv, program name first); returns the exit status.
 pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     let program = program_name(args.first());
-    if args.get(1).is_some_and(|a| a == "bench") {
-        return crate::bench::run(&program, &args[2..], signals);
-    }
     let request = match parse(&program, &args) {
         Ok(Parsed::Copy(request)) => *request,
         Ok(Parsed::Help) => return print_stdout(&program, &help_text(&program)),
@@ -125,7 +122,7 @@ pub(crate) fn print_stdout(program: &str, text: &str) -> i32 {
 
 /// GNU names itself in messages by argv[0] exactly as it was invoked
 /// ("/usr/bin/dd: ..."), so ddx does the same.
-fn program_name(arg0: Option<&OsString>) -> String {
+pub fn program_name(arg0: Option<&OsString>) -> String {
     arg0.map(|a| a.to_string_lossy().into_owned())
         .filter(|a| !a.is_empty())
         .unwrap_or_else(|| "ddx".to_owned())

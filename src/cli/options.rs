@@ -7,7 +7,9 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
+pub use super::getopt::{OptionSpec, Values};
 pub use crate::request::{BackendChoice, CacheChoice, Offload, Settings};
+use crate::text::wrap::wrap;
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
@@ -18,69 +20,6 @@ pub enum Scan {
     Version,
     /// A getopt-style message ("unrecognized option '--x'").
     Error(String),
-}
-
-/// One of ddx's `--options`: the single source of the scanner, `--help`,
-/// and anything generated from them (man page, completions).
-#[derive(Debug, Clone, Copy)]
-pub struct OptionSpec {
-    pub name: &'static str,
-    /// The value's placeholder in help (`N`, `NAME`); None for a switch.
-    pub value: Option<&'static str>,
-    /// What its value can be, for completions and the man page.
-    pub values: Values,
-    /// One or more lines of help text.
-    pub help: &'static str,
-}
-
-/// What an option's value can be, as far as a shell can offer it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Values {
-    /// Anything of its kind (a number, a size): nothing to offer.
-    Free,
-    /// One word of a closed set.
-    OneOf(&'static [&'static str]),
-    /// A comma-separated list of words of a closed set.
-    ListOf(&'static [&'static str]),
-    /// A file name.
-    File,
-    /// The value may be left out (`--decompress` or `--decompress=auto`):
-    /// without it the option is a switch; with it, one word of this set.
-    Optional(&'static [&'static str]),
-}
-
-impl OptionSpec {
-    pub const fn switch(name: &'static str, help: &'static str) -> Self {
-        OptionSpec {
-            name,
-            value: None,
-            values: Values::Free,
-            help,
-        }
-    }
-
-    pub const fn valued(
-        name: &'static str,
-        value: &'static str,
-        values: Values,
-        help: &'static str,
-    ) -> Self {
-        OptionSpec {
-            name,
-            value: Some(value),
-            values,
-            help,
-        }
-    }
-
-    /// The closed set its value (or each item of its list) comes from;
-    /// empty where the set is open.
-    pub fn choices(&self) -> &'static [&'static str] {
-        match self.values {
-            Values::OneOf(words) | Values::ListOf(words) | Values::Optional(words) => words,
-            Values::Free | Values::File => &[],
-        }
-    }
 }
 
 /// `--sector-size=` values: the powers of two from 512 to 65536.
@@ -464,32 +403,15 @@ pub fn layout<'a>(options: impl IntoIterator<Item = &'a OptionSpec>) -> String {
             (Some(value), _) => format!("      --{}={value}", option.name),
             (None, _) => format!("      --{}", option.name),
         };
-        let mut line = head.clone();
+        // At least two spaces between an option and its help, as GNU's
+        // help leaves; a longer head takes a line of its own.
         if head.len() + 2 > GUTTER {
             out.push_str(&head);
             out.push('\n');
-            line = String::new();
+            out.push_str(&wrap("", option.help, GUTTER, WIDTH));
+        } else {
+            out.push_str(&wrap(&head, option.help, GUTTER, WIDTH));
         }
-        let mut first_word = true;
-        for word in option.help.split_whitespace() {
-            if line.len() < GUTTER {
-                line.push_str(&" ".repeat(GUTTER - line.len()));
-                first_word = true;
-            }
-            if !first_word && line.len() + 1 + word.len() > WIDTH {
-                out.push_str(&line);
-                out.push('\n');
-                line = " ".repeat(GUTTER);
-                first_word = true;
-            }
-            if !first_word {
-                line.push(' ');
-            }
-            line.push_str(word);
-            first_word = false;
-        }
-        out.push_str(&line);
-        out.push('\n');
     }
     out
 }
@@ -676,5 +598,34 @@ mod settings_tests {
             scan(&[OsString::from("--queue-depth=0")]),
             Scan::Error(_)
         ));
+    }
+
+    /// Every option `--help` lists has a row in the planner's table of what
+    /// options need of the ends (a new option must say what it needs), and
+    /// every row is an option or an operand ddx adds.
+    #[test]
+    fn the_table_has_a_row_for_every_option() {
+        for option in OPTIONS {
+            if matches!(option.name, "help" | "version") {
+                continue;
+            }
+            let name = format!("--{}", option.name);
+            assert!(
+                crate::planner::needs::TABLE
+                    .iter()
+                    .any(|row| row.option == name),
+                "{name} has no row in the needs table"
+            );
+        }
+        for row in crate::planner::needs::TABLE {
+            assert!(
+                row.option == "bs=auto"
+                    || OPTIONS
+                        .iter()
+                        .any(|o| format!("--{}", o.name) == row.option),
+                "{} is in the table but not an option",
+                row.option
+            );
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! cannot drift apart; tests hold the symbol lists to the parser's.
 
 use crate::cli::options::{options_help, VALUE_RULE};
+use crate::text::wrap::wrap;
 
 /// One GNU `key=value` operand.
 #[derive(Debug, Clone, Copy)]
@@ -244,42 +245,6 @@ pub const EXAMPLES: &[(&str, &str)] = &[
     ("", "ddx bench /var/tmp --html=report.html"),
 ];
 
-/// `text` wrapped to `width`, every line indented by `indent` spaces
-/// except the first, which continues after `first` (padded to indent).
-pub fn wrap(first: &str, text: &str, indent: usize, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = first.to_owned();
-    if line.len() + 1 > indent && !line.is_empty() {
-        // The head is wider than the gutter: help starts on the next line.
-        if line.len() >= indent {
-            out.push_str(&line);
-            out.push('\n');
-            line = String::new();
-        }
-    }
-    let mut fresh = true;
-    for word in text.split_whitespace() {
-        if line.len() < indent {
-            line.push_str(&" ".repeat(indent - line.len()));
-            fresh = true;
-        }
-        if !fresh && line.len() + 1 + word.len() > width {
-            out.push_str(&line);
-            out.push('\n');
-            line = " ".repeat(indent);
-            fresh = true;
-        }
-        if !fresh {
-            line.push(' ');
-        }
-        line.push_str(word);
-        fresh = false;
-    }
-    out.push_str(&line);
-    out.push('\n');
-    out
-}
-
 pub fn help_text(program: &str) -> String {
     let mut out = format!(
         "Usage: {program} [OPERAND]...\n  or:  {program} OPTION\n  or:  {program} {BENCH_USAGE}\n",
@@ -337,17 +302,5 @@ mod tests {
                 operand.name
             );
         }
-    }
-
-    #[test]
-    fn wrapping_keeps_the_gutter() {
-        assert_eq!(
-            wrap("  bs=BYTES", "one two three", 18, 31),
-            "  bs=BYTES        one two three\n"
-        );
-        assert_eq!(
-            wrap("  bs=BYTES", "one two three four", 18, 31),
-            "  bs=BYTES        one two three\n                  four\n"
-        );
     }
 }

@@ -122,7 +122,16 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
             },
             None => OutputProbe::Stdout,
         },
+        planner::Beside {
+            map: extras
+                .positional
+                .as_ref()
+                .and_then(|p| p.map_path.as_deref()),
+            hash_file: request.settings.hash_file.as_deref(),
+        },
     );
+    // Every option against the ends it got, before the output is opened.
+    planner::admit(&request, &facts).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
     let mut warnings = Vec::new();
     let output = ends::open::open_output(plan, &mut warnings)?;
     let mut output = images.wrap_output(output, plan, &mut warnings)?;
@@ -163,14 +172,14 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
             let report = request
                 .settings
                 .verbose
-                .then(|| verbose::Report::positional(plan).with_cpu_since(cpu_at_start));
+                .then(|| verbose::HowItRan::positional(plan).with_cpu_since(cpu_at_start));
             close(input, output)?;
             (failed, Some(aftermath), report)
         }
         None => {
             let strategy = planner::plan(&request, &facts);
             let report = request.settings.verbose.then(|| {
-                verbose::Report::new(&request.settings, &strategy, plan)
+                verbose::HowItRan::new(&request.settings, &strategy, plan)
                     .with_block_choice(block_choice.as_ref())
                     .with_cpu_since(cpu_at_start)
             });
@@ -280,11 +289,11 @@ fn resolve_auto_block_size(
     let here = crate::sys::file::current_offset(input_fd).unwrap_or(0);
     let skip = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
     let choice = engine::auto_block::choose(
-        engine::auto_block::End {
+        engine::auto_block::ProbeEnd {
             fd: input_fd,
             direct: plan.input_flags.contains(IoFlags::DIRECT),
         },
-        engine::auto_block::End {
+        engine::auto_block::ProbeEnd {
             fd: output_fd,
             direct: plan.output_flags.contains(IoFlags::DIRECT),
         },

@@ -18,7 +18,7 @@ use super::{Copying, Failure};
 /// What is left to say once the statistics are out.
 pub struct Aftermath {
     input_name: Vec<u8>,
-    report: rescue::Report,
+    report: rescue::RescueOutcome,
     request: Request,
 }
 
@@ -98,35 +98,38 @@ pub fn run(
             size: plan.input_block_size,
         })
     })?;
-    let mut failed = false;
-    match report.ended {
-        Ended::Complete => {}
-        Ended::ReadError { offset, errno } => {
-            reporter.diagnostic(Diagnostic::ReadError {
+    // Where an error stopped the copy: GNU's line, then where it stands.
+    let stopped = match report.ended {
+        Ended::Complete => None,
+        Ended::ReadError { offset, errno } => Some((
+            Diagnostic::ReadError {
                 file: input.name.clone(),
                 errno,
-            });
-            reporter.message(format!(
+            },
+            format!(
                 "stopped at input offset {offset}; continue with --resume{}",
                 if request.map_path.is_some() {
                     ""
                 } else {
                     " (and --map=FILE next time)"
                 }
-            ));
-            failed = true;
-        }
-        Ended::WriteError { offset, errno } => {
-            reporter.diagnostic(Diagnostic::ErrorWriting {
+            ),
+        )),
+        Ended::WriteError { offset, errno } => Some((
+            Diagnostic::ErrorWriting {
                 file: output.name.clone(),
                 errno,
-            });
-            reporter.message(format!(
+            },
+            format!(
                 "{}: stopped at offset {offset}; everything before it is written",
                 quote_file(&output.name)
-            ));
-            failed = true;
-        }
+            ),
+        )),
+    };
+    let mut failed = stopped.is_some();
+    if let Some((diagnostic, where_it_stands)) = stopped {
+        reporter.diagnostic(diagnostic);
+        reporter.message(where_it_stands);
     }
     if plan.conv.intersects(Conv::FSYNC | Conv::FDATASYNC) {
         let data_only = !plan.conv.contains(Conv::FSYNC);

@@ -18,7 +18,7 @@ use crate::sys::memory::CgroupVersion;
 use crate::text::human::{human, Base};
 
 /// What was decided before the copy, to print after it.
-pub struct Report {
+pub struct HowItRan {
     backend: String,
     requests: String,
     cache: String,
@@ -49,8 +49,8 @@ fn size(bytes: usize) -> String {
     human(bytes as u64, Base::Iec, 1, 1)
 }
 
-impl Report {
-    pub fn new(settings: &Settings, strategy: &Strategy, plan: &CopyPlan) -> Report {
+impl HowItRan {
+    pub fn new(settings: &Settings, strategy: &Strategy, plan: &CopyPlan) -> HowItRan {
         let Strategy {
             backend,
             shaping,
@@ -95,7 +95,7 @@ impl Report {
             ),
         };
         let cache = cache_policy(cache, shaping.cache, settings.cache);
-        Report {
+        HowItRan {
             backend,
             requests,
             cache,
@@ -107,8 +107,8 @@ impl Report {
     }
 
     /// A copy by position (`--rescue`, `--map`, `--resume`).
-    pub fn positional(plan: &CopyPlan) -> Report {
-        Report {
+    pub fn positional(plan: &CopyPlan) -> HowItRan {
+        HowItRan {
             backend: "positional (--rescue/--map/--resume: each chunk read and written \
                       at its place, one request at a time), queue depth 1"
                 .to_owned(),

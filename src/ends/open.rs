@@ -11,8 +11,8 @@ use std::path::Path;
 
 use super::file::{open_flags, FileEnd};
 use super::{remote, End, Whence};
-use crate::engine::diagnostic::Diagnostic;
-use crate::operands::{Conv, CopyPlan};
+use crate::diagnostic::Diagnostic;
+use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::sys::file::{self, Handle, OutputOpen};
 use crate::sys::Errno;
 
@@ -108,6 +108,24 @@ fn open_remote(path: &Path, writing: bool) -> Option<Result<Box<dyn End>, OpenEr
     Some(remote::open(&remote, writing).map_err(|e| failed(e.errno, e.detail)))
 }
 
+/// A standard descriptor taken as an end, as GNU does: iflag= or oflag=
+/// (`flags`, of the input when `reading`) are added to its flags (fcntl).
+/// Returns the name messages give it.
+fn inherit(
+    fd: std::os::fd::BorrowedFd<'_>,
+    name: &str,
+    flags: IoFlags,
+    reading: bool,
+) -> Result<Vec<u8>, Diagnostic> {
+    file::add_fd_flags(fd, open_flags(flags, reading)).map_err(|errno| {
+        Diagnostic::SettingFlags {
+            file: name.into(),
+            errno,
+        }
+    })?;
+    Ok(name.into())
+}
+
 /// Open the input (`if=`, else standard input with iflag= added).
 pub fn open_input(plan: &CopyPlan) -> Result<Input, OpenError> {
     if let Some(opened) = plan.input.as_deref().and_then(|p| open_remote(p, false)) {
@@ -122,14 +140,8 @@ pub fn open_input(plan: &CopyPlan) -> Result<Input, OpenError> {
     }
     let (handle, name) = match &plan.input {
         None => {
-            let name = b"standard input".to_vec();
             let stdin = std::io::stdin();
-            file::add_fd_flags(stdin.as_fd(), open_flags(plan.input_flags, true)).map_err(
-                |errno| Diagnostic::SettingFlags {
-                    file: name.clone(),
-                    errno,
-                },
-            )?;
+            let name = inherit(stdin.as_fd(), "standard input", plan.input_flags, true)?;
             (Handle::Stdin(stdin), name)
         }
         Some(path) => {
@@ -182,14 +194,8 @@ pub fn open_output(plan: &CopyPlan, warnings: &mut Vec<Diagnostic>) -> Result<Ou
         }
     }
     let Some(path) = &plan.output else {
-        let name = b"standard output".to_vec();
         let stdout = std::io::stdout();
-        file::add_fd_flags(stdout.as_fd(), open_flags(plan.output_flags, false)).map_err(
-            |errno| Diagnostic::SettingFlags {
-                file: name.clone(),
-                errno,
-            },
-        )?;
+        let name = inherit(stdout.as_fd(), "standard output", plan.output_flags, false)?;
         return Ok(Output {
             end: Box::new(FileEnd::new(Handle::Stdout(stdout))),
             name,

@@ -50,7 +50,7 @@ const PROBE_TIME: Duration = Duration::from_millis(60);
 
 /// One end of the copy as the choice sees it.
 #[derive(Debug, Clone, Copy)]
-pub struct End<'a> {
+pub struct ProbeEnd<'a> {
     pub fd: BorrowedFd<'a>,
     pub direct: bool,
 }
@@ -121,7 +121,7 @@ impl Choice {
 
 /// Choose the block size for a copy from `input` (read from `start`) to
 /// `output`.
-pub fn choose(input: End<'_>, output: End<'_>, start: u64) -> Choice {
+pub fn choose(input: ProbeEnd<'_>, output: ProbeEnd<'_>, start: u64) -> Choice {
     let floor = floor(input, output);
     let minimum = floor.map_or(1, |(f, _)| f);
     let candidates: Vec<usize> =
@@ -161,7 +161,7 @@ fn round_up(value: usize, unit: usize) -> usize {
 }
 
 /// What the devices require of every request, and why.
-fn floor(input: End<'_>, output: End<'_>) -> Option<(usize, &'static str)> {
+fn floor(input: ProbeEnd<'_>, output: ProbeEnd<'_>) -> Option<(usize, &'static str)> {
     let mut floor: Option<(usize, &'static str)> = None;
     let mut raise = |size: Option<u32>, why: &'static str| {
         if let Some(size) = size.filter(|&s| s > 1) {
@@ -202,7 +202,7 @@ fn floor(input: End<'_>, output: End<'_>) -> Option<(usize, &'static str)> {
 /// request's time, so a stall behind other I/O slows a request, not the
 /// figure), or why it was not measured.
 fn probe(
-    input: End<'_>,
+    input: ProbeEnd<'_>,
     start: u64,
     candidates: &[usize],
 ) -> Result<Vec<(usize, Vec<f64>)>, &'static str> {
@@ -277,11 +277,11 @@ mod tests {
     fn a_pipe_gets_the_unmeasured_size() {
         let (r, w) = rustix::pipe::pipe().unwrap();
         let choice = choose(
-            End {
+            ProbeEnd {
                 fd: r.as_fd(),
                 direct: false,
             },
-            End {
+            ProbeEnd {
                 fd: w.as_fd(),
                 direct: false,
             },
@@ -301,11 +301,11 @@ mod tests {
         let input = std::fs::File::open(&path).unwrap();
         let output = std::fs::File::create(dir.path().join("out")).unwrap();
         let choice = choose(
-            End {
+            ProbeEnd {
                 fd: input.as_fd(),
                 direct: false,
             },
-            End {
+            ProbeEnd {
                 fd: output.as_fd(),
                 direct: false,
             },

@@ -20,6 +20,7 @@ use crate::engine::diagnostic::Events;
 use crate::engine::handoff::Waiting;
 use crate::engine::offload::Offloaded;
 use crate::engine::reader::{Closed, Event, Reader, Sink, Stop};
+pub use crate::engine::shape::BulkShape;
 use crate::engine::writer::{Handled, RunResult, StreamEnd, Writer};
 use crate::operands::CopyPlan;
 use crate::sys::buffer::AlignedBuf;
@@ -56,24 +57,6 @@ pub struct Shaping {
     /// Move records with splice(2) (a pipe end; see
     /// `planner::splice_fits`); in-line backends only.
     pub splice: bool,
-}
-
-/// How a bulk copy counts its records (see `planner::bulk_shape`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BulkShape {
-    /// Bytes per request: a whole number of input records.
-    pub chunk: usize,
-    /// The block GNU writes (obs when re-blocking, else ibs): holes are
-    /// passed on in whole blocks of it.
-    pub write_block: usize,
-    /// The input is a regular file whose holes can be found (SEEK_DATA).
-    pub sparse_input: bool,
-    /// The input's holes are a block map's unmapped blocks (`--bmap`):
-    /// passed on wherever they start, and left unwritten in the output
-    /// (the output keeps what it had there, as with bmaptool). Records
-    /// are then counted from the bytes (see `writer`), since a hole may
-    /// start and end inside one.
-    pub mapped_holes: bool,
 }
 
 /// The reader thread's stack: it keeps no large data on it, and a small
@@ -240,14 +223,7 @@ fn try_offload(
     let input_start = crate::sys::file::current_offset(input_fd.as_fd())
         .unwrap_or(0)
         .max(0) as u64;
-    let mut observer = OffloadObserver {
-        input_behind: writer
-            .drops_after()
-            .map(|after| DropBehind::new(false, after)),
-        input_fd: input_fd.as_fd(),
-        input_start,
-        writer,
-    };
+    let mut observer = OffloadObserver(KernelTally::new(writer, input_fd.as_fd(), input_start));
     let outcome = crate::engine::offload::copy_range(
         input_fd.as_fd(),
         output_fd.as_fd(),
@@ -256,10 +232,7 @@ fn try_offload(
         unit,
         &mut observer,
     );
-    if let Some(behind) = &mut observer.input_behind {
-        behind.finish(input_fd.as_fd());
-    }
-    after_kernel_copy(outcome, reader, observer.writer)
+    after_kernel_copy(outcome, reader, observer.0.finish())
 }
 
 /// Run skip/seek, then the io_uring copy; an input with holes is left to
@@ -306,19 +279,11 @@ fn try_uring(
         queue_depth,
     };
     let mut observer = UringObserver {
-        input_behind: writer
-            .drops_after()
-            .map(|after| DropBehind::new(false, after)),
-        input_fd: input_fd.as_fd(),
-        input_start,
+        tally: KernelTally::new(writer, input_fd.as_fd(), input_start),
         output_start,
-        writer,
     };
     let outcome = crate::engine::uring::copy(job, &mut observer);
-    if let Some(behind) = &mut observer.input_behind {
-        behind.finish(input_fd.as_fd());
-    }
-    after_kernel_copy(outcome, reader, observer.writer)
+    after_kernel_copy(outcome, reader, observer.tally.finish())
 }
 
 fn after_kernel_copy(outcome: Offloaded, reader: &mut Reader, writer: &mut Writer<'_>) -> Kernel {
@@ -345,58 +310,90 @@ fn after_kernel_copy(outcome: Offloaded, reader: &mut Reader, writer: &mut Write
     }
 }
 
-/// Counts and drop-behind while io_uring copies.
-struct UringObserver<'w, 'a, 'f> {
+/// What the kernel's copies (copy_file_range, io_uring) report to, alike:
+/// the writer's counts, and drop-behind on the input.
+struct KernelTally<'w, 'a, 'f> {
     writer: &'w mut Writer<'a>,
     input_fd: std::os::fd::BorrowedFd<'f>,
     input_start: u64,
-    output_start: u64,
     input_behind: Option<DropBehind>,
 }
 
-impl crate::engine::uring::Observer for UringObserver<'_, '_, '_> {
+impl<'w, 'a, 'f> KernelTally<'w, 'a, 'f> {
+    fn new(
+        writer: &'w mut Writer<'a>,
+        input_fd: std::os::fd::BorrowedFd<'f>,
+        input_start: u64,
+    ) -> Self {
+        KernelTally {
+            input_behind: writer
+                .drops_after()
+                .map(|after| DropBehind::new(false, after)),
+            input_fd,
+            input_start,
+            writer,
+        }
+    }
+
+    /// `len` bytes of input are about to be read, `offset` bytes into the
+    /// copy.
     fn before_read(&mut self, offset: u64, len: u64) {
         if let Some(behind) = &mut self.input_behind {
             behind.before(self.input_fd, self.input_start + offset, len);
         }
     }
 
-    fn before_write(&mut self, offset: u64, len: u64) {
+    /// `copied` bytes are copied in all.
+    fn after(&mut self, copied: u64) {
+        let before = self.writer.bytes_out();
+        if let Some(behind) = &mut self.input_behind {
+            behind.after(self.input_fd, copied - before);
+        }
+        self.writer.offloaded(copied);
+    }
+
+    /// The copy is over: the input's last pages dropped, the writer back.
+    fn finish(mut self) -> &'w mut Writer<'a> {
+        if let Some(behind) = &mut self.input_behind {
+            behind.finish(self.input_fd);
+        }
         self.writer
+    }
+}
+
+/// Counts and drop-behind while io_uring copies.
+struct UringObserver<'w, 'a, 'f> {
+    tally: KernelTally<'w, 'a, 'f>,
+    output_start: u64,
+}
+
+impl crate::engine::uring::Observer for UringObserver<'_, '_, '_> {
+    fn before_read(&mut self, offset: u64, len: u64) {
+        self.tally.before_read(offset, len);
+    }
+
+    fn before_write(&mut self, offset: u64, len: u64) {
+        self.tally
+            .writer
             .behind_before_at(self.output_start + offset, len);
     }
 
     fn after(&mut self, copied: u64) {
-        let before = self.writer.bytes_out();
-        if let Some(behind) = &mut self.input_behind {
-            behind.after(self.input_fd, copied - before);
-        }
-        self.writer.offloaded(copied);
+        self.tally.after(copied);
     }
 }
 
 /// Counts and drop-behind while the kernel copies.
-struct OffloadObserver<'w, 'a, 'f> {
-    writer: &'w mut Writer<'a>,
-    input_fd: std::os::fd::BorrowedFd<'f>,
-    input_start: u64,
-    input_behind: Option<DropBehind>,
-}
+struct OffloadObserver<'w, 'a, 'f>(KernelTally<'w, 'a, 'f>);
 
 impl crate::engine::offload::Observer for OffloadObserver<'_, '_, '_> {
     fn before(&mut self, copied: u64, want: u64) {
-        if let Some(behind) = &mut self.input_behind {
-            behind.before(self.input_fd, self.input_start + copied, want);
-        }
-        self.writer.offload_before(want);
+        self.0.before_read(copied, want);
+        self.0.writer.offload_before(want);
     }
 
     fn after(&mut self, copied: u64) {
-        let before = self.writer.bytes_out();
-        if let Some(behind) = &mut self.input_behind {
-            behind.after(self.input_fd, copied - before);
-        }
-        self.writer.offloaded(copied);
+        self.0.after(copied);
     }
 }
 

@@ -17,6 +17,25 @@ pub struct QueueHint {
     pub nr_requests: Option<u32>,
 }
 
+impl QueueHint {
+    /// A queue that says it does not rotate (or serves as one that does
+    /// not: an NBD server), taking `nr_requests` at once.
+    pub const fn solid_state(nr_requests: u32) -> QueueHint {
+        QueueHint {
+            rotational: Some(false),
+            nr_requests: Some(nr_requests),
+        }
+    }
+
+    /// A queue that says it rotates, taking `nr_requests` at once.
+    pub const fn rotating(nr_requests: u32) -> QueueHint {
+        QueueHint {
+            rotational: Some(true),
+            nr_requests: Some(nr_requests),
+        }
+    }
+}
+
 /// The default depth for requests of `request_bytes`, from the hints of
 /// both ends (None where an end is not on a block device).
 pub fn default_depth(request_bytes: usize, ends: &[Option<QueueHint>]) -> usize {
@@ -50,14 +69,8 @@ pub fn hint_of(fd: std::os::fd::BorrowedFd<'_>) -> Option<QueueHint> {
 mod tests {
     use super::*;
 
-    const SSD: QueueHint = QueueHint {
-        rotational: Some(false),
-        nr_requests: Some(256),
-    };
-    const HDD: QueueHint = QueueHint {
-        rotational: Some(true),
-        nr_requests: Some(64),
-    };
+    const SSD: QueueHint = QueueHint::solid_state(256);
+    const HDD: QueueHint = QueueHint::rotating(64);
 
     #[test]
     fn the_slowest_kind_of_device_decides() {
@@ -69,10 +82,7 @@ mod tests {
 
     #[test]
     fn a_short_device_queue_limits_the_depth() {
-        let shallow = QueueHint {
-            rotational: Some(false),
-            nr_requests: Some(4),
-        };
+        let shallow = QueueHint::solid_state(4);
         assert_eq!(default_depth(1 << 20, &[Some(shallow)]), 4);
     }
 

@@ -10,13 +10,16 @@ pub mod backend;
 pub mod cache;
 pub mod counters;
 pub mod depth;
-pub mod diagnostic;
 pub mod handoff;
 pub mod offload;
 pub mod reader;
+pub mod shape;
 pub mod uring;
 pub mod writer;
 
+// GNU's messages live below the engine and the ends; the engine's path
+// to them stays.
+pub use crate::diagnostic;
 pub use crate::ends::{Input, Output};
 pub use backend::{Backend, Shaping, DEFAULT_QUEUE_DEPTH};
 pub use counters::{Counters, Snapshot};

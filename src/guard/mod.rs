@@ -205,7 +205,7 @@ enum Place {
 }
 
 #[derive(Debug, Clone)]
-struct End {
+struct OverlapEnd {
     place: Place,
     /// The descriptor's offset for standard input/output (dd starts
     /// there), 0 for a path dd opens itself.
@@ -228,36 +228,36 @@ fn place_of(st: &Stat) -> Option<Place> {
     }
 }
 
-fn path_end(path: &Path) -> Option<End> {
+fn path_end(path: &Path) -> Option<OverlapEnd> {
     let st = rustix::fs::stat(path).ok()?;
-    Some(End {
+    Some(OverlapEnd {
         place: place_of(&st)?,
         offset: 0,
         append: false,
     })
 }
 
-fn fd_end(fd: std::os::fd::BorrowedFd<'_>) -> Option<End> {
+fn fd_end(fd: std::os::fd::BorrowedFd<'_>) -> Option<OverlapEnd> {
     let st = rustix::fs::fstat(fd).ok()?;
     let offset = crate::sys::file::current_offset(fd).ok()?.max(0) as u64;
     let append = rustix::fs::fcntl_getfl(fd)
         .map(|f| f.contains(rustix::fs::OFlags::APPEND))
         .unwrap_or(false);
-    Some(End {
+    Some(OverlapEnd {
         place: place_of(&st)?,
         offset,
         append,
     })
 }
 
-fn input_end(plan: &CopyPlan) -> Option<End> {
+fn input_end(plan: &CopyPlan) -> Option<OverlapEnd> {
     match &plan.input {
         Some(path) => path_end(path),
         None => fd_end(std::io::stdin().as_fd()),
     }
 }
 
-fn output_end(plan: &CopyPlan) -> Option<End> {
+fn output_end(plan: &CopyPlan) -> Option<OverlapEnd> {
     let mut end = match &plan.output {
         Some(path) => path_end(path)?,
         None => fd_end(std::io::stdout().as_fd())?,
@@ -487,7 +487,7 @@ pub fn damage(layout: &Layout) -> Option<Damage> {
 }
 
 /// The layout of a copy whose two ends are one file or one disk.
-fn overlap(plan: &CopyPlan, input: &End, output: &End) -> Option<Damage> {
+fn overlap(plan: &CopyPlan, input: &OverlapEnd, output: &OverlapEnd) -> Option<Damage> {
     let skip = plan.skip.total_bytes(plan.input_block_size)?;
     let seek = plan.seek.total_bytes(plan.output_block_size)?;
     let (count, reads) = if plan.has_count() {

@@ -36,7 +36,7 @@ const INTMAX_MAX: u64 = i64::MAX as u64;
 
 /// gnulib's status bits; kept as bits because dd combines and masks them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Status {
+struct ParseStatus {
     overflow: bool,
     kind: Kind,
 }
@@ -48,9 +48,9 @@ enum Kind {
     InvalidSuffixChar,
 }
 
-impl Status {
+impl ParseStatus {
     fn ok() -> Self {
-        Status {
+        ParseStatus {
             overflow: false,
             kind: Kind::Ok,
         }
@@ -59,16 +59,16 @@ impl Status {
 
 /// `xstrtoumax (s, &end, 10, &val, "bcEGkKMPTwYZ0")`: returns the value,
 /// the status and the index where parsing stopped.
-fn xstrtoumax(s: &[u8]) -> (u64, Status, usize) {
+fn xstrtoumax(s: &[u8]) -> (u64, ParseStatus, usize) {
     const VALID_SUFFIXES: &[u8] = b"bcEGkKMPTwYZ0";
-    let mut status = Status::ok();
+    let mut status = ParseStatus::ok();
 
     // Negative numbers are rejected before strtoumax would wrap them.
     let first_non_blank = s.iter().position(|c| !is_c_space(*c)).unwrap_or(s.len());
     if s.get(first_non_blank) == Some(&b'-') {
         return (
             0,
-            Status {
+            ParseStatus {
                 overflow: false,
                 kind: Kind::Invalid,
             },
@@ -105,7 +105,7 @@ fn xstrtoumax(s: &[u8]) -> (u64, Status, usize) {
             _ => {
                 return (
                     0,
-                    Status {
+                    ParseStatus {
                         overflow: false,
                         kind: Kind::Invalid,
                     },

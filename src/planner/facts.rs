@@ -13,13 +13,14 @@
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
-use rustix::fs::{FileType, OFlags};
+use rustix::fs::{AtFlags, FileType, OFlags};
 
 use crate::ends::{Input, Kind};
 use crate::engine::depth::{self, QueueHint};
 use crate::sys::block::{self, DeviceNumber};
 use crate::sys::filesystem::{storage_of, Storage};
 use crate::sys::memory::Memory;
+use crate::sys::Errno;
 
 /// Which file an end is, for "both ends are the same file".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +60,10 @@ pub struct EndFacts {
     /// the blocks the map leaves out, found at any block boundary, and
     /// they are left unwritten in the output, as bmaptool leaves them.
     pub mapped: bool,
+    /// The null device (/dev/null): takes every write at any offset and
+    /// keeps none, so a copy by position can scan into it, and nothing
+    /// can be read back from it.
+    pub null_device: bool,
 }
 
 impl EndFacts {
@@ -78,6 +83,7 @@ impl EndFacts {
             queue: None,
             cached: false,
             mapped: false,
+            null_device: false,
         }
     }
 }
@@ -96,6 +102,43 @@ pub struct Facts {
     pub cpu_pressure: Option<u32>,
     /// The memory ddx may fill with page cache (see `planner::cache`).
     pub memory: Memory,
+    /// The files ddx writes beside the copy, where they will be.
+    pub beside: Beside<Place>,
+}
+
+/// The files ddx writes beside the copy's two ends: the map of a copy by
+/// position (`--map=FILE`, or the checkpoint `--resume` keeps beside the
+/// output), and `--hash-file=FILE`. Paths before gathering, [`Place`]s
+/// after.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Beside<T> {
+    pub map: Option<T>,
+    pub hash_file: Option<T>,
+}
+
+// Not derived: the derive would ask `T: Default`, and nothing beside the
+// copy needs no `T` at all.
+impl<T> Default for Beside<T> {
+    fn default() -> Self {
+        Beside {
+            map: None,
+            hash_file: None,
+        }
+    }
+}
+
+/// Where a file ddx writes beside the copy will be: what stands there
+/// now, and whether it can be written (its directory too: a map is saved
+/// by writing a new file and renaming it over the old).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// What stands at the path now; None when nothing does.
+    pub kind: Option<Kind>,
+    /// Which file that is, to tell it from the copy's own ends.
+    pub identity: Option<Identity>,
+    /// Why the file or its directory cannot be written (EROFS on a
+    /// read-only file system, EACCES, ENOENT for a missing directory).
+    pub unwritable: Option<Errno>,
 }
 
 /// Where the output will be, to examine before it is opened for writing.
@@ -110,13 +153,11 @@ pub enum OutputProbe<'a> {
 
 /// What a remote end's queue can take: a network block device serves
 /// many requests at once, as a solid-state disk does.
-const REMOTE_QUEUE: QueueHint = QueueHint {
-    rotational: Some(false),
-    nr_requests: Some(64),
-};
+const REMOTE_QUEUE: QueueHint = QueueHint::solid_state(64);
 
-/// Gather the facts: the input as opened, the output as it stands.
-pub fn gather(input: &Input, output: OutputProbe<'_>) -> Facts {
+/// Gather the facts: the input as opened, the output and the files
+/// beside the copy as they stand.
+pub fn gather(input: &Input, output: OutputProbe<'_>, beside: Beside<&Path>) -> Facts {
     let mut input_facts = match input.end.fd() {
         Some(fd) => of_descriptor(fd, input.end.kind()),
         None => EndFacts {
@@ -134,6 +175,41 @@ pub fn gather(input: &Input, output: OutputProbe<'_>) -> Facts {
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         cpu_pressure: crate::sys::cpu::pressure(),
         memory: crate::sys::memory::read(),
+        beside: Beside {
+            map: beside.map.map(place),
+            hash_file: beside.hash_file.map(place),
+        },
+    }
+}
+
+/// What stands at `path`, and whether it (and its directory) can be
+/// written: access(2) answers as open(2) will, EROFS included.
+pub fn place(path: &Path) -> Place {
+    use rustix::fs::{Access, CWD};
+    let st = rustix::fs::stat(path).ok();
+    let kind = st.map(|st| crate::ends::file::kind_of(FileType::from_raw_mode(st.st_mode)));
+    let identity = st.map(|st| match FileType::from_raw_mode(st.st_mode) {
+        FileType::BlockDevice => Identity::Device(st.st_rdev),
+        _ => Identity::File {
+            device: st.st_dev,
+            inode: st.st_ino,
+        },
+    });
+    let directory = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let writable = |p: &Path| rustix::fs::accessat(CWD, p, Access::WRITE_OK, AtFlags::empty());
+    let unwritable = writable(directory)
+        .and_then(|()| match kind {
+            Some(_) => writable(path),
+            None => Ok(()),
+        })
+        .err();
+    Place {
+        kind,
+        identity,
+        unwritable,
     }
 }
 
@@ -237,5 +313,9 @@ fn of_descriptor(fd: BorrowedFd<'_>, kind: Kind) -> EndFacts {
         queue: depth::hint_of(fd),
         cached: false,
         mapped: false,
+        null_device: st.is_some_and(|st| {
+            file_type == Some(FileType::CharacterDevice)
+                && (rustix::fs::major(st.st_rdev), rustix::fs::minor(st.st_rdev)) == (1, 3)
+        }),
     }
 }

@@ -14,8 +14,10 @@
 
 pub mod cache;
 pub mod facts;
+pub mod needs;
 
-pub use facts::{EndFacts, Facts, Identity, OutputProbe};
+pub use facts::{Beside, EndFacts, Facts, Identity, OutputProbe, Place};
+pub use needs::{admit, Refusal};
 
 use crate::ends::Kind;
 use crate::engine::backend::{Backend, BulkShape, Shaping};

@@ -20,14 +20,8 @@ pub fn auto() -> Settings {
     Settings::default()
 }
 
-const SSD: QueueHint = QueueHint {
-    rotational: Some(false),
-    nr_requests: Some(64),
-};
-const HDD: QueueHint = QueueHint {
-    rotational: Some(true),
-    nr_requests: Some(64),
-};
+const SSD: QueueHint = QueueHint::solid_state(64);
+const HDD: QueueHint = QueueHint::rotating(64);
 
 fn disk(major: u32) -> Option<DeviceNumber> {
     Some(DeviceNumber::from_raw(u64::from(major) << 8))
@@ -48,6 +42,7 @@ pub fn file(inode: u64, fs: u64, storage: Storage) -> EndFacts {
         queue: None,
         cached: false,
         mapped: false,
+        null_device: false,
     }
 }
 
@@ -85,6 +80,7 @@ pub fn facts(input: EndFacts, output: EndFacts) -> Facts {
             total: Some(24 << 30),
             ..Default::default()
         },
+        beside: Beside::default(),
     }
 }
 
@@ -119,6 +115,12 @@ fn files_overlap_in_bulk_requests() {
     assert!(!s.shaping.splice);
 }
 
+/// The offload unit the planner picks for `words` with `offload`.
+fn offload_unit_of(words: &[&str], offload: Offload, facts: &Facts) -> Option<usize> {
+    let settings = Settings { offload, ..auto() };
+    plan(&request(words, settings), facts).shaping.offload_unit
+}
+
 #[test]
 fn kernel_copy_where_it_can_do_better() {
     // XFS shares extents: the kernel's copy, in whole records.
@@ -130,30 +132,16 @@ fn kernel_copy_where_it_can_do_better() {
         ..facts(ext4(1), ext4(2))
     };
     assert_eq!(
-        plan(&request(&["bs=4k"], auto()), &one_cpu)
-            .shaping
-            .offload_unit,
+        offload_unit_of(&["bs=4k"], Offload::Auto, &one_cpu),
         Some(4096)
     );
     // --offload forces it on ext4; --no-offload forbids it on XFS.
-    let forced = Settings {
-        offload: Offload::Always,
-        ..auto()
-    };
     assert_eq!(
-        plan(&request(&[], forced), &facts(ext4(1), ext4(2)))
-            .shaping
-            .offload_unit,
+        offload_unit_of(&[], Offload::Always, &facts(ext4(1), ext4(2))),
         Some(512)
     );
-    let never = Settings {
-        offload: Offload::Never,
-        ..auto()
-    };
     assert_eq!(
-        plan(&request(&[], never), &facts(xfs(1), xfs(2)))
-            .shaping
-            .offload_unit,
+        offload_unit_of(&[], Offload::Never, &facts(xfs(1), xfs(2))),
         None
     );
 }

@@ -16,7 +16,7 @@ use std::path::Path;
 
 /// The status of one block of the map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
+pub enum BlockStatus {
     NonTried,
     NonTrimmed,
     NonScraped,
@@ -24,24 +24,24 @@ pub enum Status {
     Finished,
 }
 
-impl Status {
+impl BlockStatus {
     pub fn symbol(self) -> char {
         match self {
-            Status::NonTried => '?',
-            Status::NonTrimmed => '*',
-            Status::NonScraped => '/',
-            Status::BadSector => '-',
-            Status::Finished => '+',
+            BlockStatus::NonTried => '?',
+            BlockStatus::NonTrimmed => '*',
+            BlockStatus::NonScraped => '/',
+            BlockStatus::BadSector => '-',
+            BlockStatus::Finished => '+',
         }
     }
 
     fn from_symbol(c: char) -> Option<Self> {
         Some(match c {
-            '?' => Status::NonTried,
-            '*' => Status::NonTrimmed,
-            '/' => Status::NonScraped,
-            '-' => Status::BadSector,
-            '+' => Status::Finished,
+            '?' => BlockStatus::NonTried,
+            '*' => BlockStatus::NonTrimmed,
+            '/' => BlockStatus::NonScraped,
+            '-' => BlockStatus::BadSector,
+            '+' => BlockStatus::Finished,
             _ => return None,
         })
     }
@@ -52,7 +52,7 @@ impl Status {
 pub struct Block {
     pub pos: u64,
     pub size: u64,
-    pub status: Status,
+    pub status: BlockStatus,
 }
 
 impl Block {
@@ -87,7 +87,7 @@ impl Map {
             blocks.push(Block {
                 pos: start,
                 size: end - start,
-                status: Status::NonTried,
+                status: BlockStatus::NonTried,
             });
         }
         Map {
@@ -142,7 +142,7 @@ impl Map {
             let mut chars = fields[2].chars();
             let status = chars
                 .next()
-                .and_then(Status::from_symbol)
+                .and_then(BlockStatus::from_symbol)
                 .filter(|_| chars.next().is_none())
                 .ok_or(syntax("bad status (one of ?*/-+)"))?;
             let block_end = pos
@@ -165,7 +165,7 @@ impl Map {
 
     /// Set `[pos, pos+size)` to `status`, merging equal neighbours. The
     /// range must lie within the map.
-    pub fn mark(&mut self, pos: u64, size: u64, status: Status) {
+    pub fn mark(&mut self, pos: u64, size: u64, status: BlockStatus) {
         if size == 0 {
             return;
         }
@@ -220,7 +220,7 @@ impl Map {
     pub fn pending(&self) -> Vec<Block> {
         self.blocks
             .iter()
-            .filter(|b| !matches!(b.status, Status::Finished | Status::BadSector))
+            .filter(|b| !matches!(b.status, BlockStatus::Finished | BlockStatus::BadSector))
             .copied()
             .collect()
     }
@@ -229,13 +229,13 @@ impl Map {
     pub fn bad(&self) -> Vec<Block> {
         self.blocks
             .iter()
-            .filter(|b| b.status == Status::BadSector)
+            .filter(|b| b.status == BlockStatus::BadSector)
             .copied()
             .collect()
     }
 
     /// Bytes with `status`.
-    pub fn bytes_with(&self, status: Status) -> u64 {
+    pub fn bytes_with(&self, status: BlockStatus) -> u64 {
         self.blocks
             .iter()
             .filter(|b| b.status == status)
@@ -353,9 +353,9 @@ mod tests {
     #[test]
     fn marks_split_and_merge() {
         let mut map = Map::new(0, 100);
-        map.mark(10, 20, Status::Finished);
-        map.mark(40, 5, Status::BadSector);
-        map.mark(30, 10, Status::Finished);
+        map.mark(10, 20, BlockStatus::Finished);
+        map.mark(40, 5, BlockStatus::BadSector);
+        map.mark(30, 10, BlockStatus::Finished);
         let shape: Vec<(u64, u64, char)> = map
             .blocks()
             .iter()
@@ -366,14 +366,14 @@ mod tests {
             vec![(0, 10, '?'), (10, 30, '+'), (40, 5, '-'), (45, 55, '?')]
         );
         assert_eq!(map.pending().len(), 2);
-        assert_eq!(map.bytes_with(Status::Finished), 30);
+        assert_eq!(map.bytes_with(BlockStatus::Finished), 30);
     }
 
     #[test]
     fn round_trips_through_text() {
         let mut map = Map::new(0, 0x100000);
-        map.mark(0, 0x19000, Status::Finished);
-        map.mark(0x19000, 0x400, Status::BadSector);
+        map.mark(0, 0x19000, BlockStatus::Finished);
+        map.mark(0x19000, 0x400, BlockStatus::BadSector);
         map.current_pos = 0x19400;
         let text = map.render("ddx --rescue");
         assert!(text.contains("0x00019000  0x00000400  -\n"), "{text}");
@@ -388,7 +388,7 @@ mod tests {
         map.save(&path, "ddx").unwrap();
         let room = std::fs::metadata(&path).unwrap().len();
         assert!(room >= SAVED_ROOM as u64);
-        map.mark(0, 4096, Status::Finished);
+        map.mark(0, 4096, BlockStatus::Finished);
         save_in_place(&path, map.render("ddx")).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), room);
         let text = std::fs::read_to_string(&path).unwrap();
@@ -406,7 +406,10 @@ mod tests {
                     0x0001A000  0x000E6000  +\n";
         let map = Map::parse(text, 0x1000, 0x20000).unwrap();
         assert_eq!(map.bad().len(), 1);
-        assert_eq!(map.bytes_with(Status::Finished), 0x20000 - 0x1000 - 0x1000);
+        assert_eq!(
+            map.bytes_with(BlockStatus::Finished),
+            0x20000 - 0x1000 - 0x1000
+        );
         assert!(Map::parse("0x0 + 1\n0x0 0x10 x\n", 0, 16).is_err());
         assert!(Map::parse("", 0, 16).is_err());
     }
@@ -419,7 +422,7 @@ mod tests {
             vec![Block {
                 pos: 16,
                 size: 16,
-                status: Status::NonTried
+                status: BlockStatus::NonTried
             }]
         );
     }

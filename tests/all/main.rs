@@ -26,5 +26,6 @@ mod nbd;
 #[cfg(feature = "nbd")]
 mod nbd_cli;
 mod progress;
+mod refusals;
 mod rescue;
 mod splice;

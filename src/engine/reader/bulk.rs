@@ -5,8 +5,8 @@
 
 use super::{advance_offset, Closed, Event, Reader, Sink};
 use crate::ends::Whence;
-use crate::engine::backend::BulkShape;
 use crate::engine::cache::DropBehind;
+use crate::engine::shape::BulkShape;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 

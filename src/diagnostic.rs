@@ -1,4 +1,7 @@
-//! What the engine has to say: GNU dd's warnings and errors as values.
+//! What a copy has to say: GNU dd's warnings and errors as values. A leaf
+//! below the ends (which fail to open in GNU's words) and the engine
+//! (which reads, writes and syncs them), so that neither imports the
+//! other for its messages.
 //!
 //! The engine prints nothing; it hands these to an [`Events`] sink, whose
 //! owner decides where they go. `Display` gives GNU's exact text (without

@@ -1,7 +1,8 @@
-//! Generated documentation: the man page (`doc/ddx.1`) and the bash, zsh
-//! and fish completions (`completions/`), from the same tables as
-//! `--help` (`reference::OPERANDS`, the parser's symbols,
-//! `options::OPTIONS`, and for `ddx bench` its own table,
+//! Generated documentation, above both front doors (the copy's `cli` and
+//! `bench`), whose tables it reads: the man page (`doc/ddx.1`) and the
+//! bash, zsh and fish completions (`completions/`), from the same tables as
+//! `--help` (`cli::reference::OPERANDS`, the parser's symbols,
+//! `cli::options::OPTIONS`, and for `ddx bench` its own table,
 //! `bench::args::OPTIONS`). A test fails when the committed files differ from
 //! what this generates; `DDX_REGENERATE=1 cargo test --lib docs` rewrites
 //! them.

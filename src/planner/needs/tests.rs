@@ -1,0 +1,343 @@
+//! The needs table, cell by cell: every option against every kind of end,
+//! with made-up facts (no root, no devices).
+
+use super::*;
+use crate::planner::facts::{Beside as Places, EndFacts};
+use crate::request::Settings;
+use crate::sys::Errno;
+
+fn request(words: &[&str], settings: Settings) -> Request {
+    let words: Vec<std::ffi::OsString> = words.iter().map(Into::into).collect();
+    Request {
+        plan: crate::operands::parse(&words).plan.expect("valid operands"),
+        settings,
+    }
+}
+
+/// The ends a copy can have, as facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum E {
+    File,
+    Block,
+    Zero,
+    Null,
+    Pipe,
+    Socket,
+    Export,
+    Stream,
+}
+
+const ALL: [E; 8] = [
+    E::File,
+    E::Block,
+    E::Zero,
+    E::Null,
+    E::Pipe,
+    E::Socket,
+    E::Export,
+    E::Stream,
+];
+
+fn end(e: E) -> EndFacts {
+    let with_fd = |kind| EndFacts {
+        descriptor: true,
+        ..EndFacts::of_kind(kind)
+    };
+    match e {
+        E::File => with_fd(Kind::RegularFile),
+        E::Block => with_fd(Kind::BlockDevice),
+        E::Zero => with_fd(Kind::CharDevice),
+        E::Null => EndFacts {
+            null_device: true,
+            ..with_fd(Kind::CharDevice)
+        },
+        E::Pipe => with_fd(Kind::Pipe),
+        E::Socket => with_fd(Kind::Socket),
+        E::Export => EndFacts::of_kind(Kind::Remote),
+        E::Stream => EndFacts::of_kind(Kind::Stream),
+    }
+}
+
+fn writable() -> Place {
+    Place {
+        kind: None,
+        identity: None,
+        unwritable: None,
+    }
+}
+
+fn facts(input: E, output: E) -> Facts {
+    Facts {
+        input: end(input),
+        output: end(output),
+        cpus: 2,
+        cpu_pressure: Some(0),
+        memory: Default::default(),
+        beside: Places {
+            map: Some(writable()),
+            hash_file: Some(writable()),
+        },
+    }
+}
+
+/// The default settings with `set` applied.
+fn asked(set: impl FnOnce(&mut Settings)) -> Settings {
+    let mut settings = Settings::default();
+    set(&mut settings);
+    settings
+}
+
+/// Why a copy from `input` to `output` is refused.
+fn why(settings: Settings, words: &[&str], input: E, output: E) -> String {
+    admit(&request(words, settings), &facts(input, output))
+        .expect_err("refused")
+        .to_string()
+}
+
+/// Which (input, output) pairs an option accepts.
+fn accepted(settings: &Settings, words: &[&str]) -> Vec<(E, E)> {
+    let request = request(words, settings.clone());
+    let mut pairs = Vec::new();
+    for input in ALL {
+        for output in ALL {
+            if admit(&request, &facts(input, output)).is_ok() {
+                pairs.push((input, output));
+            }
+        }
+    }
+    pairs
+}
+
+fn every_pair_where(input: &[E], output: &[E]) -> Vec<(E, E)> {
+    let mut pairs = Vec::new();
+    for i in ALL.into_iter().filter(|e| input.contains(e)) {
+        for o in ALL.into_iter().filter(|e| output.contains(e)) {
+            pairs.push((i, o));
+        }
+    }
+    pairs
+}
+
+const POSITIONAL_IN: &[E] = &[E::File, E::Block, E::Export];
+const POSITIONAL_OUT: &[E] = &[E::File, E::Block, E::Null, E::Export];
+
+#[test]
+fn a_copy_by_position_needs_positions_at_both_ends() {
+    let map = Some("m".into());
+    for settings in [
+        asked(|s| s.rescue = true),
+        asked(|s| s.map = map.clone()),
+        asked(|s| {
+            s.resume = true;
+            s.map = map;
+        }),
+    ] {
+        assert_eq!(
+            accepted(&settings, &["if=a", "of=b"]),
+            every_pair_where(POSITIONAL_IN, POSITIONAL_OUT),
+            "{settings:?}"
+        );
+    }
+}
+
+#[test]
+fn resume_without_a_map_needs_an_output_file_to_keep_it_beside() {
+    let settings = asked(|s| s.resume = true);
+    assert_eq!(
+        accepted(&settings, &["if=a", "of=b"]),
+        every_pair_where(POSITIONAL_IN, &[E::File])
+    );
+    assert_eq!(
+        why(settings, &["if=a", "of=/dev/loop0"], E::File, E::Block),
+        "--resume keeps its map beside the output, and of='/dev/loop0' is a block device: \
+         name the map with --map=FILE"
+    );
+}
+
+#[test]
+fn verify_needs_an_output_it_can_read_back() {
+    let settings = asked(|s| s.verify = true);
+    assert_eq!(
+        accepted(&settings, &["of=b"]),
+        every_pair_where(&ALL, &[E::File, E::Block])
+    );
+    assert_eq!(
+        why(settings.clone(), &["of=/dev/null"], E::Zero, E::Null),
+        "--verify reads the output back: of='/dev/null' is the null device, which keeps nothing"
+    );
+    assert_eq!(
+        why(settings, &["of=p"], E::File, E::Pipe),
+        "--verify reads the output back: of='p' is a pipe, which it cannot read back"
+    );
+}
+
+#[test]
+fn hash_file_needs_an_input_that_reads_the_same_twice() {
+    let settings = asked(|s| {
+        s.hash = vec![crate::integrity::Algorithm::Sha256];
+        s.hash_file = Some("sums".into());
+    });
+    assert_eq!(
+        accepted(&settings, &["if=a"]),
+        every_pair_where(&[E::File, E::Block, E::Export, E::Stream], &ALL)
+    );
+}
+
+#[test]
+fn rescue_from_a_character_device_says_why_in_one_line() {
+    let settings = asked(|s| s.rescue = true);
+    let why = why(
+        settings,
+        &["if=/dev/zero", "of=r.img", "bs=1M", "count=4"],
+        E::Zero,
+        E::File,
+    );
+    assert_eq!(
+        why,
+        "--rescue reads the input by position: if='/dev/zero' is a character device, which \
+         has no positions"
+    );
+    assert!(!why.contains('\n'));
+}
+
+#[test]
+fn options_that_tune_or_report_take_every_end() {
+    let tuning = [
+        asked(|s| s.backend = Some(BackendChoice::Threads)),
+        asked(|s| s.queue_depth = Some(4)),
+        asked(|s| s.request_size = Some(1 << 20)),
+        asked(|s| s.offload = Offload::Always),
+        asked(|s| s.offload = Offload::Never),
+        asked(|s| s.cache = crate::request::CacheChoice::Drop),
+        asked(|s| {
+            s.cache = crate::request::CacheChoice::Keep;
+            s.verbose = true;
+            s.force = true;
+            s.progress_fd = Some(2);
+            s.hash = vec![crate::integrity::Algorithm::Blake3];
+        }),
+    ];
+    let everything = every_pair_where(&ALL, &ALL);
+    for settings in tuning {
+        assert_eq!(accepted(&settings, &[]), everything, "{settings:?}");
+    }
+    assert_eq!(
+        accepted(
+            &Settings::default(),
+            &["bs=auto", "count=4M", "iflag=count_bytes"]
+        ),
+        everything
+    );
+}
+
+#[test]
+fn tuning_the_overlap_contradicts_gnus_loop() {
+    for settings in [
+        asked(|s| {
+            s.backend = Some(BackendChoice::Sync);
+            s.queue_depth = Some(4);
+        }),
+        asked(|s| {
+            s.backend = Some(BackendChoice::Sync);
+            s.request_size = Some(4096);
+        }),
+    ] {
+        assert_eq!(accepted(&settings, &[]), Vec::new(), "{settings:?}");
+    }
+}
+
+/// The refusal of a copy from one file to another, with `place` standing
+/// where the map (or, with `hash_file`, the digest file) will be.
+/// The input is file 7 of file system 1.
+fn refused_beside(settings: Settings, words: &[&str], place: Place, hash_file: bool) -> String {
+    let mut facts = facts(E::File, E::File);
+    facts.input.identity = Some(crate::planner::Identity::File {
+        device: 1,
+        inode: 7,
+    });
+    let slot = if hash_file {
+        &mut facts.beside.hash_file
+    } else {
+        &mut facts.beside.map
+    };
+    *slot = Some(place);
+    admit(&request(words, settings), &facts)
+        .expect_err("refused")
+        .to_string()
+}
+
+#[test]
+fn files_beside_the_copy_must_be_writable_files() {
+    let read_only = || Place {
+        unwritable: Some(Errno::ROFS),
+        ..writable()
+    };
+    let map = asked(|s| s.map = Some("/ro/m".into()));
+    let hash_file = asked(|s| {
+        s.hash = vec![crate::integrity::Algorithm::Sha256];
+        s.hash_file = Some("/ro/sums".into());
+    });
+    let resume = asked(|s| s.resume = true);
+    let device = Place {
+        kind: Some(Kind::BlockDevice),
+        ..writable()
+    };
+    let cases = [
+        (
+            refused_beside(map.clone(), &["if=a", "of=b"], read_only(), false),
+            "--map='/ro/m' cannot be written: Read-only file system",
+        ),
+        (
+            refused_beside(map, &["if=a", "of=b"], device, false),
+            "--map='/ro/m' is a block device, not a file ddx may write",
+        ),
+        (
+            refused_beside(hash_file, &["if=a", "of=b"], read_only(), true),
+            "--hash-file='/ro/sums' cannot be written: Read-only file system",
+        ),
+        // The map named as the input itself.
+        (
+            refused_beside(
+                asked(|s| s.map = Some("a".into())),
+                &["if=a", "of=b"],
+                Place {
+                    kind: Some(Kind::RegularFile),
+                    identity: Some(crate::planner::Identity::File {
+                        device: 1,
+                        inode: 7,
+                    }),
+                    unwritable: None,
+                },
+                false,
+            ),
+            "--map='a' is an end of the copy, which writing it would overwrite",
+        ),
+        // The checkpoint beside an output on a read-only file system.
+        (
+            refused_beside(resume, &["if=a", "of=/ro/b"], read_only(), false),
+            "--resume: its map '/ro/b.ddx-map' cannot be written: Read-only file system",
+        ),
+    ];
+    for (got, wanted) in cases {
+        assert_eq!(got, wanted);
+    }
+}
+
+/// Standard input is named '-' in the digest file, and its checker reads
+/// it as such: a pipe or socket on standard input is accepted.
+#[test]
+fn hash_file_takes_standard_input_whatever_it_is() {
+    let settings = asked(|s| {
+        s.hash = vec![crate::integrity::Algorithm::Sha256];
+        s.hash_file = Some("sums".into());
+    });
+    for input in [E::Pipe, E::Socket, E::Zero] {
+        assert_eq!(
+            admit(
+                &request(&["of=b"], settings.clone()),
+                &facts(input, E::File)
+            ),
+            Ok(())
+        );
+    }
+}
