@@ -165,12 +165,14 @@ pub const OPTIONS: &[OptionSpec] = &[
         "also write the output to FILE (repeatable), opened as of= is and in \
          parallel: each output is checked by the guard; the statistics are the first \
          output's, and a line per further output follows them; one that fails is named \
-         and dropped while the others complete (exit status 1)",
+         and dropped while the others complete (exit status 1); --verify reads every \
+         output still written back",
     ),
     OptionSpec::switch(
         "verify",
-        "after the copy, read the output back, bypassing the cache, and report the \
-         first offset that differs from what was written (exit status 1)",
+        "after the copy, read the output back (and each --tee output not dropped), \
+         bypassing the cache, and report the first offset that differs from what was \
+         written, naming the output (exit status 1)",
     ),
     OptionSpec::valued(
         "progress-fd",
@@ -178,7 +180,8 @@ pub const OPTIONS: &[OptionSpec] = &[
         Values::Free,
         "write progress as JSON, one object per line, to file descriptor FD \
          about once a second and on SIGUSR1: bytes, records, elapsed seconds, \
-         rates and the total when known; the last, with \"done\": true, \
+         rates and the total when known (with --decompress, compressed_bytes and \
+         compressed_total too); the last, with \"done\": true, \
          equals the final statistics",
     ),
     OptionSpec::switch(

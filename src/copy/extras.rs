@@ -4,12 +4,12 @@
 //! and what they add is printed after GNU's statistics. With none of
 //! them, nothing here runs, so dd's output stays GNU's.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::request::Settings;
 
 use crate::integrity::verify::{self, Reference, Verdict};
-use crate::integrity::{Algorithm, HashJob, Tap};
+use crate::integrity::{Algorithm, ChunkDigests, HashJob, Tap};
 use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::progress::reporter::emit;
 use crate::progress::Reporter;
@@ -158,11 +158,15 @@ impl Extras {
     }
 
     /// After the statistics: the digests (and `--hash-file`, unless the
-    /// copy failed), then the read-back. Returns whether either failed.
+    /// copy failed), then the read-back of of= and of each further output
+    /// still written (`further`: the `--tee` outputs not dropped; a
+    /// dropped one has failed already and is not read back). Returns
+    /// whether anything failed.
     pub fn finish(
         &self,
         job: Option<HashJob>,
         plan: &CopyPlan,
+        further: &[PathBuf],
         reporter: &Reporter,
         copy_failed: bool,
     ) -> bool {
@@ -183,44 +187,21 @@ impl Extras {
             ));
         }
         emit(text.as_bytes());
-        let hash_file_failed = self.write_hash_file(&digests, plan, reporter, copy_failed);
+        let mut failed = self.write_hash_file(&digests, plan, reporter, copy_failed);
         let (Some(chunks), Some(output)) = (chunks, &plan.output) else {
-            return hash_file_failed;
+            return failed;
         };
         let output_start = plan.seek.total_bytes(plan.output_block_size).unwrap_or(0);
         let reference = plan.input.as_deref().map(|path| Reference {
             path,
             start: plan.skip.total_bytes(plan.input_block_size).unwrap_or(0),
         });
-        let quoted = quote_file(output.as_os_str().as_encoded_bytes());
-        match verify::verify(output, output_start, &chunks, reference) {
-            Ok(Verdict::Identical { bytes }) => {
-                reporter.message(format!(
-                    "verify: {bytes} bytes of {quoted} read back, identical to what was written"
-                ));
-                hash_file_failed
-            }
-            Ok(Verdict::Differs { offset, exact }) => {
-                if exact {
-                    reporter.message(format!(
-                        "verify: {quoted} differs from what was written at offset {offset}"
-                    ));
-                } else {
-                    reporter.message(format!(
-                        "verify: {quoted} differs from what was written in the MiB at \
-                         offset {offset}"
-                    ));
-                }
-                true
-            }
-            Err(errno) => {
-                reporter.message(format!(
-                    "verify: cannot read {quoted} back: {}",
-                    crate::sys::errno_text(errno)
-                ));
-                true
-            }
+        // Every output was written from the same offset with the same
+        // bytes, so each is held to the same digests.
+        for output in std::iter::once(output).chain(further) {
+            failed |= read_back(output, output_start, &chunks, reference, reporter);
         }
+        failed
     }
 
     /// `--hash-file`: the digest in its checker's format, only for a copy
@@ -252,6 +233,45 @@ impl Extras {
                 reporter.message(message);
                 true
             }
+        }
+    }
+}
+
+/// Read one output back and report it; returns whether it failed.
+fn read_back(
+    output: &Path,
+    output_start: u64,
+    chunks: &ChunkDigests,
+    reference: Option<Reference<'_>>,
+    reporter: &Reporter,
+) -> bool {
+    let quoted = quote_file(output.as_os_str().as_encoded_bytes());
+    match verify::verify(output, output_start, chunks, reference) {
+        Ok(Verdict::Identical { bytes }) => {
+            reporter.message(format!(
+                "verify: {bytes} bytes of {quoted} read back, identical to what was written"
+            ));
+            false
+        }
+        Ok(Verdict::Differs { offset, exact }) => {
+            if exact {
+                reporter.message(format!(
+                    "verify: {quoted} differs from what was written at offset {offset}"
+                ));
+            } else {
+                reporter.message(format!(
+                    "verify: {quoted} differs from what was written in the MiB at \
+                     offset {offset}"
+                ));
+            }
+            true
+        }
+        Err(errno) => {
+            reporter.message(format!(
+                "verify: cannot read {quoted} back: {}",
+                crate::sys::errno_text(errno)
+            ));
+            true
         }
     }
 }

@@ -46,6 +46,8 @@ pub struct Images {
     recording: Option<Arc<Mutex<Option<Recording>>>>,
     tee: Vec<PathBuf>,
     tee_report: Option<Arc<TeeReport>>,
+    /// The compressed input's position, once it is being decoded.
+    compressed: Option<Arc<image::InputProgress>>,
 }
 
 fn quoted(path: &Path) -> String {
@@ -114,13 +116,6 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
     }
     if let Some(path) = &settings.bmap_create {
         check_bmap_create(plan, path)?;
-    }
-    if settings.verify && !settings.tee.is_empty() {
-        return Err(
-            "--verify cannot be combined with --tee yet: it reads back of= only, and the \
-             further outputs would go unchecked"
-                .into(),
-        );
     }
     for path in &settings.tee {
         check_tee(plan, settings, path)?;
@@ -298,6 +293,33 @@ impl Images {
             .collect()
     }
 
+    /// The further outputs still written at the end: those not dropped
+    /// after a failure (all of them before the copy starts).
+    pub fn kept_outputs(&self) -> Vec<PathBuf> {
+        let dropped = |index: usize| {
+            self.tee_report.as_ref().is_some_and(|report| {
+                report
+                    .outputs
+                    .get(index)
+                    .is_some_and(|output| matches!(output.fate(), image::Fate::Failed { .. }))
+            })
+        };
+        self.tee
+            .iter()
+            .enumerate()
+            .filter(|&(index, _)| !dropped(index))
+            .map(|(_, path)| path.clone())
+            .collect()
+    }
+
+    /// Where the compressed input stands, when it is being decoded
+    /// (`--decompress`): the progress line and its ETA follow it.
+    pub fn compressed_position(&self) -> Option<Arc<dyn crate::progress::CompressedPosition>> {
+        self.compressed
+            .as_ref()
+            .map(|p| Arc::clone(p) as Arc<dyn crate::progress::CompressedPosition>)
+    }
+
     /// The input read through a block map (`--bmap`): the planner leaves
     /// its holes unwritten.
     pub fn mapped(&self) -> bool {
@@ -326,6 +348,7 @@ impl Images {
                     seek_errno = Some(crate::sys::Errno::SPIPE);
                     offset = 0;
                     inherited = false;
+                    self.compressed = Some(decoded.progress());
                     Box::new(decoded)
                 }
                 Ok(Opened::Plain(end)) => end,

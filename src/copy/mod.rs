@@ -147,6 +147,9 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     let block_choice = resolve_auto_block_size(&mut request.plan, &input, &output);
     let plan = &request.plan;
     reporter.set_total(expected_bytes(plan, &input, &facts));
+    if let Some(position) = images.compressed_position() {
+        reporter.set_compressed(position);
+    }
     let (tap, hash_job) = match extras.start_hashing().map_err(Failure::Refused)? {
         Some((tap, job)) => (Some(tap), Some(job)),
         None => (None, None),
@@ -201,7 +204,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
         failed |= aftermath.report(&reporter);
     }
     failed |= images.finish(&reporter, counters.snapshot().bytes_out, failed);
-    failed |= extras.finish(hash_job, plan, &reporter, failed);
+    failed |= extras.finish(hash_job, plan, &images.kept_outputs(), &reporter, failed);
     if let Some(report) = report {
         report.print(&reporter, &counters);
     }

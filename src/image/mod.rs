@@ -34,7 +34,7 @@ pub use format::{recognise, Format, Recognised};
 pub use prefixed::Prefixed;
 pub use safe_order::SafeOrder;
 pub use source::InputProgress;
-pub use tee::{Tee, TeeReport};
+pub use tee::{Fate, Tee, TeeReport};
 
 #[cfg(test)]
 mod testing;

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::engine::Snapshot;
 use crate::progress::rate::rate;
+use crate::progress::Compressed;
 
 /// One update. Field names are part of ddx's interface: add, never rename.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -31,6 +32,12 @@ pub struct Record {
     pub recent_rate: f64,
     /// Bytes the copy is expected to write, when known.
     pub total: Option<u64>,
+    /// With `--decompress`: compressed bytes read so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compressed_bytes: Option<u64>,
+    /// With `--decompress`: the compressed input's size, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compressed_total: Option<u64>,
     /// The final record: the copy has ended (or was interrupted).
     pub done: bool,
     /// The signal that ended the copy, if one did ("SIGINT", "SIGTERM").
@@ -44,6 +51,7 @@ impl Record {
         elapsed_ns: u64,
         recent_rate: f64,
         total: Option<u64>,
+        compressed: Option<Compressed>,
     ) -> Record {
         Record {
             bytes: snapshot.bytes_out,
@@ -56,6 +64,8 @@ impl Record {
             rate: rate(snapshot.bytes_out, elapsed_ns),
             recent_rate,
             total,
+            compressed_bytes: compressed.map(|c| c.read),
+            compressed_total: compressed.and_then(|c| c.total),
             done: false,
             signal: None,
         }
@@ -107,7 +117,7 @@ mod tests {
             records_truncated: 0,
             bytes_out: 1500,
         };
-        let mut record = Record::new(&snapshot, 500_000_000, 3000.0, Some(4096));
+        let mut record = Record::new(&snapshot, 500_000_000, 3000.0, Some(4096), None);
         record.done = true;
         let line = String::from_utf8(record.line()).unwrap();
         assert!(line.ends_with("}\n") && line.matches('\n').count() == 1);
@@ -118,5 +128,6 @@ mod tests {
         assert_eq!(value["total"], 4096);
         assert_eq!(value["done"], true);
         assert!(value.get("signal").is_none());
+        assert!(value.get("compressed_bytes").is_none());
     }
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 
+use crate::progress::Compressed;
 use crate::text::human::{human, Base};
 
 /// One frame's figures, computed by the reporter.
@@ -24,6 +25,25 @@ pub struct Frame {
     /// Average bytes per second since the start.
     pub average_rate: f64,
     pub total: Option<u64>,
+    /// With `--decompress`: how far through the compressed input.
+    pub compressed: Option<Compressed>,
+}
+
+impl Frame {
+    /// Where the bar stands and its length, when one can be drawn: the
+    /// compressed input's position and size when known (its decoded size
+    /// is not), else the bytes written and the total.
+    fn bar(&self) -> Option<(u64, u64)> {
+        match self.compressed {
+            Some(Compressed {
+                read,
+                total: Some(total),
+            }) => Some((read, total.max(read))),
+            Some(_) => None,
+            // A conversion may write more than the input's size.
+            None => self.total.map(|total| (self.bytes, total.max(self.bytes))),
+        }
+    }
 }
 
 pub struct Live {
@@ -78,8 +98,10 @@ impl TermLike for Narrower {
 }
 
 impl Live {
-    /// A live line on stderr; `total` in bytes when known.
-    pub fn new(total: Option<u64>) -> Live {
+    /// A live line on stderr, drawn from `first` on: a bar when its
+    /// length is known.
+    pub fn new(first: &Frame) -> Live {
+        let total = first.bar().map(|(_, length)| length);
         // Redraws only when asked: the reporter draws once a tick.
         let target = ProgressDrawTarget::term_like_with_hz(
             Box::new(Narrower(console::Term::buffered_stderr())),
@@ -102,11 +124,9 @@ impl Live {
         let (prefix, message) = texts(frame);
         self.bar.set_prefix(prefix);
         self.bar.set_message(message);
-        if let Some(total) = frame.total {
-            // A conversion may write more than the input's size.
-            self.bar.set_length(total.max(frame.bytes));
-        }
-        self.bar.set_position(frame.bytes);
+        let (position, length) = frame.bar().unwrap_or((frame.bytes, frame.bytes));
+        self.bar.set_length(length);
+        self.bar.set_position(position);
         self.bar.force_draw();
     }
 
@@ -130,10 +150,34 @@ pub fn texts(frame: &Frame) -> (String, String) {
         rate_text(frame.recent_rate),
         rate_text(frame.average_rate)
     );
-    let message = match frame.total {
-        Some(total) if total > 0 => {
-            let percent = (frame.bytes as f64 * 100.0 / total as f64).min(100.0);
-            let left = total.saturating_sub(frame.bytes);
+    let prefix = match frame.compressed {
+        Some(Compressed { read, total }) => {
+            let of = total.map_or(String::new(), |total| {
+                format!(" of {}", human(total, Base::Iec, 1, 1))
+            });
+            format!("{prefix}, read {}{of}", human(read, Base::Iec, 1, 1))
+        }
+        None => prefix,
+    };
+    // What is left to write: past the total, or, decompressing, what the
+    // compressed bytes left will decode to at the ratio seen so far.
+    let left = match (frame.compressed, frame.total) {
+        (
+            Some(Compressed {
+                read,
+                total: Some(total),
+            }),
+            _,
+        ) if read > 0 => {
+            Some((total.saturating_sub(read) as f64 * frame.bytes as f64 / read as f64) as u64)
+        }
+        (Some(_), _) => None,
+        (None, Some(total)) if total > 0 => Some(total.saturating_sub(frame.bytes)),
+        (None, _) => None,
+    };
+    let message = match (frame.bar(), left) {
+        (Some((position, length)), Some(left)) if length > 0 => {
+            let percent = (position as f64 * 100.0 / length as f64).min(100.0);
             let eta = if left == 0 {
                 clock(0)
             } else if frame.recent_rate >= 1.0 {
@@ -142,6 +186,11 @@ pub fn texts(frame: &Frame) -> (String, String) {
                 "--:--".to_owned()
             };
             format!("{percent:3.0}% ETA {eta}")
+        }
+        // Decompressing, before the first compressed byte is read.
+        (Some((position, length)), None) if length > 0 && frame.compressed.is_some() => {
+            let percent = (position as f64 * 100.0 / length as f64).min(100.0);
+            format!("{percent:3.0}% ETA --:--")
         }
         _ => String::new(),
     };
@@ -176,6 +225,7 @@ mod tests {
             recent_rate: 100e6,
             average_rate: 8e6,
             total: Some(1 << 30),
+            compressed: None,
         };
         let (prefix, message) = texts(&frame);
         assert_eq!(prefix, "512 MiB 1:05 100 MB/s (avg 8.0 MB/s)");
@@ -190,6 +240,7 @@ mod tests {
             recent_rate: 0.0,
             average_rate: 0.0,
             total: None,
+            compressed: None,
         };
         assert_eq!(
             texts(&frame),
@@ -205,7 +256,55 @@ mod tests {
             recent_rate: 0.0,
             average_rate: 3.0,
             total: Some(100),
+            compressed: None,
         };
         assert_eq!(texts(&frame).1, " 10% ETA --:--");
+    }
+
+    #[test]
+    fn decompressing_counts_towards_the_compressed_size() {
+        // 100 MiB of 400 MiB compressed read, decoding to 300 MiB so far:
+        // 900 MiB are left to write, at 100 MB/s.
+        let frame = Frame {
+            bytes: 300 << 20,
+            elapsed_ns: 10_000_000_000,
+            recent_rate: 100.0 * (1 << 20) as f64,
+            average_rate: 30e6,
+            total: None,
+            compressed: Some(Compressed {
+                read: 100 << 20,
+                total: Some(400 << 20),
+            }),
+        };
+        let (prefix, message) = texts(&frame);
+        assert_eq!(
+            prefix,
+            "300 MiB 0:10 105 MB/s (avg 30 MB/s), read 100 MiB of 400 MiB"
+        );
+        assert_eq!(message, " 25% ETA 0:09");
+        assert_eq!(frame.bar(), Some((100 << 20, 400 << 20)));
+    }
+
+    #[test]
+    fn decompressing_from_a_pipe_has_no_bar() {
+        let frame = Frame {
+            bytes: 3000,
+            elapsed_ns: 0,
+            recent_rate: 0.0,
+            average_rate: 0.0,
+            total: None,
+            compressed: Some(Compressed {
+                read: 1000,
+                total: None,
+            }),
+        };
+        assert_eq!(
+            texts(&frame),
+            (
+                "2.9 KiB 0:00 0 B/s (avg 0 B/s), read 1000 B".into(),
+                String::new()
+            )
+        );
+        assert_eq!(frame.bar(), None);
     }
 }

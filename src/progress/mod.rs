@@ -9,4 +9,21 @@ pub mod stats;
 pub mod ticker;
 
 pub use reporter::Reporter;
+
+/// How far a copy has got through a compressed input (`--decompress`):
+/// the position in the compressed stream, and the compressed size where
+/// the input has one. The decoded size is not known until the end, so
+/// the ETA comes from these. Defined here, where it is read, so that the
+/// reporter needs nothing of the image ends that implement it.
+pub trait CompressedPosition: Send + Sync {
+    /// Compressed bytes read so far, and the compressed input's size.
+    fn compressed(&self) -> Compressed;
+}
+
+/// A compressed input's position, as sampled for one frame or record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compressed {
+    pub read: u64,
+    pub total: Option<u64>,
+}
 pub use ticker::Ticker;

@@ -15,6 +15,7 @@ use crate::progress::json::{JsonStream, Record};
 use crate::progress::live::{Frame, Live};
 use crate::progress::rate::{rate, RateWindow};
 use crate::progress::stats::{transfer_line, write_records, TimeStyle};
+use crate::progress::CompressedPosition;
 
 struct State {
     /// Characters in the current, unfinished progress line (0: none).
@@ -32,6 +33,8 @@ struct State {
     json: Option<(JsonStream, i32)>,
     /// Bytes the copy is expected to write, when known.
     total: Option<u64>,
+    /// With `--decompress`: the compressed input's position.
+    compressed: Option<Arc<dyn CompressedPosition>>,
     window: RateWindow,
 }
 
@@ -68,6 +71,7 @@ impl Reporter {
                 live: None,
                 json: None,
                 total: None,
+                compressed: None,
                 window: RateWindow::default(),
             }),
         }
@@ -103,6 +107,12 @@ impl Reporter {
     }
 
     /// The bytes the copy should write, once the ends are open.
+    /// With `--decompress`: where the compressed input stands, for the
+    /// live line and the JSON records.
+    pub fn set_compressed(&self, position: Arc<dyn CompressedPosition>) {
+        self.lock().compressed = Some(position);
+    }
+
     pub fn set_total(&self, total: Option<u64>) {
         self.lock().total = total;
     }
@@ -165,7 +175,8 @@ impl Reporter {
         }
         if state.json.is_some() {
             let recent = state.window.sample(elapsed, snapshot.bytes_out);
-            let mut record = Record::new(&snapshot, elapsed, recent, state.total);
+            let compressed = state.compressed.as_ref().map(|c| c.compressed());
+            let mut record = Record::new(&snapshot, elapsed, recent, state.total, compressed);
             record.done = moment != Moment::Running;
             if let Moment::Signal(signal) = moment {
                 record.signal = Some(signal_name(signal));
@@ -199,19 +210,21 @@ impl Reporter {
         let snapshot = self.counters.snapshot();
         let elapsed = elapsed_ns(state.start);
         let recent = state.window.sample(elapsed, snapshot.bytes_out);
+        let compressed = state.compressed.as_ref().map(|c| c.compressed());
         if state.live_wanted {
-            let total = state.total;
-            let live = state.live.get_or_insert_with(|| Live::new(total));
-            live.draw(&Frame {
+            let frame = Frame {
                 bytes: snapshot.bytes_out,
                 elapsed_ns: elapsed,
                 recent_rate: recent,
                 average_rate: rate(snapshot.bytes_out, elapsed),
-                total,
-            });
+                total: state.total,
+                compressed,
+            };
+            let live = state.live.get_or_insert_with(|| Live::new(&frame));
+            live.draw(&frame);
         }
         if state.json.is_some() {
-            let record = Record::new(&snapshot, elapsed, recent, state.total);
+            let record = Record::new(&snapshot, elapsed, recent, state.total, compressed);
             self.write_json(&mut state, &record);
         }
     }
