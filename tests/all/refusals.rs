@@ -140,7 +140,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         args: &["--verify"],
-        accepts: |_, o| file_out(o) || o == Out::Block,
+        accepts: |_, o| file_out(o) || o == Out::Block || o == Out::Nbd,
     },
     Row {
         args: &["--hash=sha256"],

@@ -159,7 +159,7 @@ fn verify_needs_an_output_it_can_read_back() {
     let settings = asked(|s| s.verify = true);
     assert_eq!(
         accepted(&settings, &["of=b"]),
-        every_pair_where(&ALL, &[E::File, E::Block])
+        every_pair_where(&ALL, &[E::File, E::Block, E::Export])
     );
     assert_eq!(
         why(settings.clone(), &["of=/dev/null"], E::Zero, E::Null),
