@@ -24,6 +24,7 @@
 
 pub mod file;
 pub mod nbd;
+pub mod object;
 pub mod open;
 
 use std::fmt;

@@ -20,6 +20,8 @@ mod filesystems;
 mod guard;
 #[cfg(feature = "nbd")]
 mod nbd;
+#[cfg(feature = "object")]
+mod object;
 mod progress;
 mod rescue;
 mod splice;
