@@ -21,7 +21,7 @@ _ddx() {
         elif (( bench )); then
             COMPREPLY=($(compgen -W "--tests= --size= --runs= --time-per-run= --latency-count= --latency-bs= --zones= --destructive --force --allow-memory --json --markdown --html= --help --version" -- "$word"))
         else
-            COMPREPLY=($(compgen -W "bs= cbs= conv= count= ibs= if= iflag= obs= of= oflag= seek= skip= status= iseek= oseek= --backend= --queue-depth= --request-size= --offload --no-offload --keep-cache --rescue --map= --resume --sector-size= --hash= --verify --progress-fd= --verbose --force --help --version" -- "$word"))
+            COMPREPLY=($(compgen -W "bs= cbs= conv= count= ibs= if= iflag= obs= of= oflag= seek= skip= status= iseek= oseek= --backend= --queue-depth= --request-size= --offload --no-offload --keep-cache --rescue --map= --resume --sector-size= --hash= --hash-file= --verify --progress-fd= --verbose --force --help --version" -- "$word"))
             (( COMP_CWORD == 1 )) && COMPREPLY+=($(compgen -W "bench" -- "$word"))
         fi
         [[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace
@@ -29,7 +29,7 @@ _ddx() {
     fi
     (( bench )) && key="bench $key"
     case "$key=" in
-        if=|of=|"bench --html=") 
+        if=|of=|--map=|--hash-file=|"bench --html=") 
             local IFS=$'\n'
             COMPREPLY=($(compgen -f -- "$value"))
             COMPREPLY=("${COMPREPLY[@]/#/$lead}")
@@ -38,7 +38,10 @@ _ddx() {
         conv=) values="ascii ebcdic ibm block unblock lcase ucase sparse swab noerror nocreat excl notrunc sync fdatasync fsync"; list=1 ;;
         iflag=|oflag=) values="append direct directory dsync noatime nocache noctty nofollow nonblock sync fullblock count_bytes skip_bytes seek_bytes"; list=1 ;;
         status=) values="none noxfer progress" ;;
-        --backend=*) values="auto sync threads uring" ;;
+        --backend=) values="auto sync threads uring"; list=0 ;;
+        --sector-size=) values="512 1024 2048 4096 8192 16384 32768 65536"; list=0 ;;
+        --hash=) values="sha256 blake3 xxh3"; list=1 ;;
+        bs=) values="auto" ;;
         "bench --tests=") values="seq-read seq-write bs-sweep latency qd-sweep zones"; list=1 ;;
         *) return ;;
     esac

@@ -1,6 +1,15 @@
 # fish completion for ddx: generated from src/cli/reference.rs, src/cli/options.rs and src/bench/args.rs by `DDX_REGENERATE=1 cargo test --lib docs`: do not edit
 
 complete -c ddx -f
+
+# A comma-separated list after --option=: complete its last item.
+function __ddx_list
+    set -l value (string replace -r '^--[^=]*=' '' -- (commandline -ct))
+    set -l done (string replace -r '[^,]*$' '' -- $value)
+    for word in $argv
+        echo $done$word
+    end
+end
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l backend -x -a 'auto sync threads uring' -d 'how reads and writes overlap: \'auto\''
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l queue-depth -x -d 'records'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l request-size -x -d 'where records are decoupled from requests'
@@ -10,8 +19,9 @@ complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l keep-cache -d 'lea
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l rescue -d 'on a read error, retry the failed part one logical sector at a time so'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l map -r -F -d 'keep a GNU ddrescue mapfile of what is copied and what is bad, saved t'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l resume -d 'continue an interrupted copy from its map'
-complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l sector-size -x -d 'the retry unit of --rescue'
-complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l hash -x -d 'digest what is copied, alongside the copy, and print it with the stati'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l sector-size -x -a '512 1024 2048 4096 8192 16384 32768 65536' -d 'the retry unit of --rescue'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l hash -x -a '(__ddx_list sha256 blake3 xxh3)' -d 'digest what is copied, alongside the copy, and print it with the stati'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l hash-file -r -F -d 'also write the --hash digest'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l verify -d 'after the copy, read the output back, bypassing the cache, and report'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l progress-fd -x -d 'write progress as JSON, one object per line, to file descriptor FD abo'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l verbose -d 'after the statistics, say how the copy ran: backend, request size, que'
@@ -63,6 +73,11 @@ function __ddx_operand
         case status=
             for level in none noxfer progress
                 echo $key=$level
+            end
+            return
+        case bs=
+            for word in auto
+                echo $key=$word
             end
             return
         case '*'

@@ -10,6 +10,7 @@ pub mod copy;
 pub mod ends;
 pub mod engine;
 pub mod guard;
+pub mod image;
 pub mod integrity;
 pub mod operands;
 pub mod planner;

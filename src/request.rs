@@ -31,6 +31,8 @@ pub struct Settings {
     pub sector_size: Option<usize>,
     /// `--hash=ALG[,ALG]`.
     pub hash: Vec<crate::integrity::Algorithm>,
+    /// `--hash-file=FILE`: the digest in its checker's format.
+    pub hash_file: Option<std::path::PathBuf>,
     /// `--verify`: read the output back and compare.
     pub verify: bool,
     /// `--offload` / `--no-offload` (the last one given wins).

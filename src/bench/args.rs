@@ -12,7 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use crate::cli::getopt;
-use crate::cli::options::OptionSpec;
+use crate::cli::options::{OptionSpec, Values};
 use crate::cli::reference::wrap;
 
 /// The tests `--tests` can choose, in the order they run.
@@ -183,10 +183,10 @@ const fn option(
 /// Every `ddx bench` option, in the order `--help` lists them.
 pub const OPTIONS: &[BenchOption] = &[
     option(
-        OptionSpec::choice(
+        OptionSpec::valued(
             "tests",
             "LIST",
-            TEST_NAMES,
+            Values::ListOf(TEST_NAMES),
             "the tests to run, comma-separated; all of them by default",
         ),
         |a, v| {
@@ -211,6 +211,7 @@ pub const OPTIONS: &[BenchOption] = &[
         OptionSpec::valued(
             "size",
             "N",
+            Values::Free,
             "the working set, at least 1M (default 256M; dd's number grammar: 256M, \
              1G, 64MB); a file or device smaller than N is measured whole",
         ),
@@ -223,6 +224,7 @@ pub const OPTIONS: &[BenchOption] = &[
         OptionSpec::valued(
             "runs",
             "R",
+            Values::Free,
             "measured runs per figure, 1 to 100, after one warm-up (default 3; the \
              bs-sweep measures twice as many rounds, for a steady recommendation)",
         ),
@@ -235,6 +237,7 @@ pub const OPTIONS: &[BenchOption] = &[
         OptionSpec::valued(
             "time-per-run",
             "SECONDS",
+            Values::Free,
             "the time limit of one run of a bs-sweep size or a queue depth (default 0.25)",
         ),
         |a, v| match v.parse::<f64>() {
@@ -252,6 +255,7 @@ pub const OPTIONS: &[BenchOption] = &[
         OptionSpec::valued(
             "latency-count",
             "N",
+            Values::Free,
             "synchronous writes and reads per run of the latency test, 1 to 1000000 \
              (default 1000)",
         ),
@@ -264,6 +268,7 @@ pub const OPTIONS: &[BenchOption] = &[
         OptionSpec::valued(
             "latency-bs",
             "BYTES",
+            Values::Free,
             "the request size of the latency test, a multiple of the target's O_DIRECT \
              alignment (default: that alignment, the logical sector)",
         ),
@@ -276,6 +281,7 @@ pub const OPTIONS: &[BenchOption] = &[
         OptionSpec::valued(
             "zones",
             "N",
+            Values::Free,
             "offsets measured by the zones test, 2 to 1024 (default 16)",
         ),
         |a, v| {
@@ -336,6 +342,7 @@ pub const OPTIONS: &[BenchOption] = &[
         OptionSpec::valued(
             "html",
             "FILE",
+            Values::File,
             "also write a self-contained HTML report with charts to FILE",
         ),
         |a, v| {
@@ -630,7 +637,7 @@ mod tests {
             );
         }
         assert_eq!(
-            OPTIONS[0].spec.choices,
+            OPTIONS[0].spec.choices(),
             TestName::ALL.map(TestName::name).as_slice()
         );
     }

@@ -7,10 +7,10 @@
 //! them.
 
 use crate::bench::args as bench;
-use crate::cli::options::{OptionSpec, OPTIONS};
+use crate::cli::options::{OptionSpec, Values, OPTIONS, VALUE_RULE};
 use crate::cli::reference::{
-    Completes, CONV_HELP, FLAG_HELP, GUARD, MULTIPLIERS, OPERANDS, OPERAND_ALIASES, SIGNALS,
-    SUMMARY,
+    Completes, CONV_HELP, EXAMPLES, FLAG_HELP, GUARD, MULTIPLIERS, OPERANDS, OPERAND_ALIASES,
+    SIGNALS, SUMMARY,
 };
 use crate::operands::symbols;
 
@@ -66,7 +66,11 @@ pub fn man_page() -> String {
     for (name, help) in FLAG_HELP {
         out.push_str(&format!(".TP\n.B {}\n{}\n", roff(name), roff(help)));
     }
-    out.push_str(".SH OPTIONS\nGNU operands stay key=value; ddx's own options are long options, so they never collide with them.\n");
+    out.push_str(&format!(
+        ".SH OPTIONS\nGNU operands stay key=value; ddx's own options are long options, so \
+         they never collide with them. {}\n",
+        roff(VALUE_RULE)
+    ));
     for option in OPTIONS {
         out.push_str(&man_option(option));
     }
@@ -75,8 +79,20 @@ pub fn man_page() -> String {
     out.push_str(&format!(".SH SAFETY\n{}\n", roff(GUARD)));
     out.push_str(
         ".SH EXIT STATUS\n0 on success, 1 on any failure (as GNU dd); after SIGINT or SIGTERM, \
-         death by that signal.\n.SH SEE ALSO\n\\fBdd\\fR(1)\n",
+         death by that signal.\n",
     );
+    out.push_str(".SH EXAMPLES\n");
+    for (what, command) in EXAMPLES {
+        if !what.is_empty() {
+            out.push_str(&format!(".PP\n{}\n", roff(what)));
+        }
+        let lines: Vec<String> = command.lines().map(roff).collect();
+        out.push_str(&format!(
+            ".RS 4\n.EX\n{}\n.EE\n.RE\n",
+            lines.join(" \\e\n    ")
+        ));
+    }
+    out.push_str(".SH SEE ALSO\n\\fBdd\\fR(1), \\fBddrescue\\fR(1), \\fBsha256sum\\fR(1)\n");
     out
 }
 
@@ -87,8 +103,12 @@ fn man_option(option: &OptionSpec) -> String {
         None => format!("\\fB\\-\\-{}\\fR", roff(option.name)),
     };
     let mut help = roff(option.help);
-    if !option.choices.is_empty() {
-        help.push_str(&format!(" ({})", option.choices.join(", ")));
+    match option.values {
+        Values::OneOf(words) => help.push_str(&format!(" ({})", words.join(", "))),
+        Values::ListOf(words) => {
+            help.push_str(&format!(" (comma\\-separated: {})", words.join(", ")))
+        }
+        Values::Free | Values::File => {}
     }
     format!(".TP\n{head}\n{help}\n")
 }
@@ -136,6 +156,14 @@ fn operands_with(kind: Completes) -> Vec<&'static str> {
         .collect()
 }
 
+/// The options whose value is a file name.
+fn file_options() -> impl Iterator<Item = &'static str> {
+    OPTIONS
+        .iter()
+        .filter(|o| o.values == Values::File)
+        .map(|o| o.name)
+}
+
 fn all_operand_words() -> String {
     OPERANDS
         .iter()
@@ -162,12 +190,16 @@ fn bash_option_words<'a>(options: impl Iterator<Item = &'a OptionSpec>) -> Strin
 fn bash_bench_choices() -> String {
     bench::OPTIONS
         .iter()
-        .filter(|o| !o.spec.choices.is_empty())
-        .map(|o| {
+        .filter_map(|o| match o.spec.values {
+            Values::OneOf(words) => Some((o, words, 0)),
+            Values::ListOf(words) => Some((o, words, 1)),
+            Values::Free | Values::File => None,
+        })
+        .map(|(o, words, list)| {
             format!(
-                "        \"bench --{}=\") values=\"{}\"; list=1 ;;\n",
+                "        \"bench --{}=\") values=\"{}\"; list={list} ;;\n",
                 o.spec.name,
-                o.spec.choices.join(" ")
+                words.join(" ")
             )
         })
         .collect()
@@ -175,12 +207,26 @@ fn bash_bench_choices() -> String {
 
 pub fn bash() -> String {
     let mut choices = String::new();
-    for option in OPTIONS.iter().filter(|o| !o.choices.is_empty()) {
+    for option in OPTIONS {
+        let (words, list) = match option.values {
+            Values::OneOf(words) => (words, 0),
+            Values::ListOf(words) => (words, 1),
+            Values::Free | Values::File => continue,
+        };
         choices.push_str(&format!(
-            "        --{}=*) values=\"{}\" ;;\n",
+            "        --{}=) values=\"{}\"; list={list} ;;\n",
             option.name,
-            option.choices.join(" ")
+            words.join(" ")
         ));
+    }
+    for operand in OPERANDS {
+        if let Completes::Words(words) = operand.completes {
+            choices.push_str(&format!(
+                "        {}=) values=\"{}\" ;;\n",
+                operand.name,
+                words.join(" ")
+            ));
+        }
     }
     format!(
         r#"# bash completion for ddx: {HEADER}
@@ -245,6 +291,7 @@ complete -F _ddx ddx
         files = operands_with(Completes::Files)
             .iter()
             .map(|n| format!("{n}="))
+            .chain(file_options().map(|n| format!("--{n}=")))
             .collect::<Vec<_>>()
             .join("|"),
         conv = operands_with(Completes::Conversions)
@@ -282,21 +329,17 @@ fn zsh_spec(option: &OptionSpec) -> String {
     let help = zsh_text(option.help);
     let spec = match option.value {
         None => format!("'--{}[{help}]'", option.name),
-        Some(value) if option.choices.is_empty() => {
-            format!("'--{}=[{help}]:{value}: '", option.name)
+        Some(value) => {
+            let action = match option.values {
+                Values::Free => " ".to_owned(),
+                Values::OneOf(words) => format!("({})", words.join(" ")),
+                Values::ListOf(words) => {
+                    format!("_values -s , {} {}", option.name, words.join(" "))
+                }
+                Values::File => "_files".to_owned(),
+            };
+            format!("'--{}=[{help}]:{value}:{action}'", option.name)
         }
-        // A comma-separated list of the choices.
-        Some("LIST") => format!(
-            "'--{}=[{help}]:LIST:_values -s , {} {}'",
-            option.name,
-            option.name,
-            option.choices.join(" ")
-        ),
-        Some(value) => format!(
-            "'--{}=[{help}]:{value}:({})'",
-            option.name,
-            option.choices.join(" ")
-        ),
     };
     format!("    {spec} \\\n")
 }
@@ -327,7 +370,7 @@ _ddx_operand() {{
     _values -s , 'flag' {flag_symbols}
   elif compset -P '({status})='; then
     _values 'level' {status_symbols}
-  else
+{own_words}  else
     local -a operands
     operands=(
 {described}
@@ -361,6 +404,17 @@ _arguments -S \
         flag_symbols = words(symbols::flag_names()),
         status_symbols = words(symbols::status_names()),
         described = described.join("\n"),
+        own_words = OPERANDS
+            .iter()
+            .filter_map(|o| match o.completes {
+                Completes::Words(words) => Some(format!(
+                    "  elif compset -P '{}='; then\n    compadd {}\n",
+                    o.name,
+                    words.join(" ")
+                )),
+                _ => None,
+            })
+            .collect::<String>(),
     )
 }
 
@@ -371,16 +425,14 @@ fn fish_text(text: &str) -> String {
 /// One option's `complete` line, offered where `condition` holds.
 fn fish_option(option: &OptionSpec, condition: &str) -> String {
     let mut line = format!("complete -c ddx -n '{condition}' -l {}", option.name);
-    match (option.value, option.choices.is_empty()) {
+    match (option.value, option.values) {
         (None, _) => {}
-        (Some("FILE"), _) => line.push_str(" -r -F"),
-        (Some(_), true) => line.push_str(" -x"),
-        // A comma-separated list of the choices.
-        (Some("LIST"), false) => line.push_str(&format!(
-            " -x -a '(__ddx_list {})'",
-            option.choices.join(" ")
-        )),
-        (Some(_), false) => line.push_str(&format!(" -x -a '{}'", option.choices.join(" "))),
+        (Some(_), Values::Free) => line.push_str(" -x"),
+        (Some(_), Values::OneOf(words)) => line.push_str(&format!(" -x -a '{}'", words.join(" "))),
+        (Some(_), Values::ListOf(words)) => {
+            line.push_str(&format!(" -x -a '(__ddx_list {})'", words.join(" ")))
+        }
+        (Some(_), Values::File) => line.push_str(" -r -F"),
     }
     line.push_str(&format!(" -d '{}'\n", fish_text(option.help)));
     line
@@ -414,7 +466,21 @@ end
 }
 
 pub fn fish() -> String {
-    let mut out = format!("# fish completion for ddx: {HEADER}\n\ncomplete -c ddx -f\n");
+    let mut out = format!(
+        r#"# fish completion for ddx: {HEADER}
+
+complete -c ddx -f
+
+# A comma-separated list after --option=: complete its last item.
+function __ddx_list
+    set -l value (string replace -r '^--[^=]*=' '' -- (commandline -ct))
+    set -l done (string replace -r '[^,]*$' '' -- $value)
+    for word in $argv
+        echo $done$word
+    end
+end
+"#
+    );
     for option in OPTIONS {
         out.push_str(&fish_option(
             option,
@@ -453,7 +519,7 @@ function __ddx_operand
                 echo $key=$level
             end
             return
-        case '*'
+{own_words}        case '*'
             if string match -q -- '*=*' $token
                 return
             end
@@ -493,6 +559,17 @@ complete -c ddx -n 'not __fish_seen_subcommand_from bench; and not string match 
         flag_symbols = words(symbols::flag_names()),
         status_symbols = words(symbols::status_names()),
         operand_lines = operand_lines.join("\n"),
+        own_words = OPERANDS
+            .iter()
+            .filter_map(|o| match o.completes {
+                Completes::Words(words) => Some(format!(
+                    "        case {}=\n            for word in {}\n                echo $key=$word\n            end\n            return\n",
+                    o.name,
+                    words.join(" ")
+                )),
+                _ => None,
+            })
+            .collect::<String>(),
     ));
     out
 }
@@ -533,7 +610,7 @@ t() {{ COMP_LINE="$1"; COMP_POINT=${{#1}}
   read -ra COMP_WORDS <<< "$(sed 's/=/ = /g' <<< "$1")"
   COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); _ddx 2>/dev/null; echo "${{COMPREPLY[*]}}"; }}
 t "ddx con"; t "ddx conv=uc"; t "ddx conv=ucase,not"; t "ddx status=p"; t "ddx --back"; t "ddx --backend=th"
-t "ddx ben"; t "ddx bench --te"; t "ddx bench --tests=zones,qd"; t "ddx bench --js"; t "ddx bench /tmp --back"
+t "ddx ben"; t "ddx bench --te"; t "ddx bench --tests=zones,qd"; t "ddx bench --js"; t "ddx bench /tmp --back"; t "ddx --hash=sha256,bl"; t "ddx --hash=x"; t "ddx bs=a"; t "ddx --sector-size=40"; t "ddx --hash-f"
 "#,
             bash()
         );
@@ -548,7 +625,8 @@ t "ddx ben"; t "ddx bench --te"; t "ddx bench --tests=zones,qd"; t "ddx bench --
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),
             "conv=\nucase\nucase,notrunc\nprogress\n--backend=\nthreads\n\
-             bench\n--tests=\nzones,qd-sweep\n--json\n\n",
+             bench\n--tests=\nzones,qd-sweep\n--json\n\n\
+             sha256,blake3\nxxh3\nauto\n4096\n--hash-file=\n",
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
@@ -678,6 +756,21 @@ t "ddx ben"; t "ddx bench --te"; t "ddx bench --tests=zones,qd"; t "ddx bench --
             assert!(man.contains(&format!("\\fB{}\\fR=", operand.name)));
             for completion in [&bash, &zsh, &fish] {
                 assert!(completion.contains(&format!("{}=", operand.name)));
+            }
+        }
+        // Every closed set of values, options' and operands' alike.
+        let closed =
+            OPTIONS
+                .iter()
+                .flat_map(|o| o.choices().iter())
+                .chain(OPERANDS.iter().flat_map(|o| match o.completes {
+                    Completes::Words(words) => words.iter(),
+                    _ => [].iter(),
+                }));
+        for word in closed {
+            for completion in [&bash, &zsh, &fish] {
+                let mut tokens = completion.split(|c: char| !c.is_alphanumeric() && c != '-');
+                assert!(tokens.any(|token| token == *word), "{word}");
             }
         }
         for symbol in symbols::conv_names().chain(symbols::flag_names()) {

@@ -52,7 +52,7 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     match copy::run(request, context) {
         Ok(()) => 0,
         Err(failure) => {
-            if let Some(line) = failure.line() {
+            for line in failure.lines() {
                 emit(format!("{program}: {line}\n").as_bytes());
             }
             EXIT_FAILURE

@@ -1,6 +1,8 @@
 //! ddx's `--options`, told apart from dd operands as GNU getopt would:
 //! a word starting with '-' (other than "-" itself) before "--" is an
-//! option; everything else is an operand, kept in order.
+//! option; everything else is an operand, kept in order. An option's
+//! value is only ever given as `--option=VALUE`, in the same word: a
+//! separate word is always an operand (see [`VALUE_RULE`]).
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -24,10 +26,23 @@ pub struct OptionSpec {
     pub name: &'static str,
     /// The value's placeholder in help (`N`, `NAME`); None for a switch.
     pub value: Option<&'static str>,
-    /// The accepted values, where the set is closed (for completions).
-    pub choices: &'static [&'static str],
+    /// What its value can be, for completions and the man page.
+    pub values: Values,
     /// One or more lines of help text.
     pub help: &'static str,
+}
+
+/// What an option's value can be, as far as a shell can offer it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Values {
+    /// Anything of its kind (a number, a size): nothing to offer.
+    Free,
+    /// One word of a closed set.
+    OneOf(&'static [&'static str]),
+    /// A comma-separated list of words of a closed set.
+    ListOf(&'static [&'static str]),
+    /// A file name.
+    File,
 }
 
 impl OptionSpec {
@@ -35,42 +50,53 @@ impl OptionSpec {
         OptionSpec {
             name,
             value: None,
-            choices: &[],
+            values: Values::Free,
             help,
         }
     }
 
-    pub const fn valued(name: &'static str, value: &'static str, help: &'static str) -> Self {
-        OptionSpec {
-            name,
-            value: Some(value),
-            choices: &[],
-            help,
-        }
-    }
-
-    pub const fn choice(
+    pub const fn valued(
         name: &'static str,
         value: &'static str,
-        choices: &'static [&'static str],
+        values: Values,
         help: &'static str,
     ) -> Self {
         OptionSpec {
             name,
             value: Some(value),
-            choices,
+            values,
             help,
+        }
+    }
+
+    /// The closed set its value (or each item of its list) comes from;
+    /// empty where the set is open.
+    pub fn choices(&self) -> &'static [&'static str] {
+        match self.values {
+            Values::OneOf(words) | Values::ListOf(words) => words,
+            Values::Free | Values::File => &[],
         }
     }
 }
 
+/// `--sector-size=` values: the powers of two from 512 to 65536.
+const SECTOR_SIZES: &[&str] = &[
+    "512", "1024", "2048", "4096", "8192", "16384", "32768", "65536",
+];
+
+/// How an option takes its value, as `--help`, the man page and the
+/// README say it.
+pub const VALUE_RULE: &str = "An option that takes a value takes it in the same word, \
+as --option=VALUE; a separate word is always an operand, so '--map FILE' is an \
+error (option '--map' requires an argument).";
+
 /// Every long option ddx knows, in the order `--help` lists them. Unique
 /// prefixes are accepted, as with getopt.
 pub const OPTIONS: &[OptionSpec] = &[
-    OptionSpec::choice(
+    OptionSpec::valued(
         "backend",
         "NAME",
-        &["auto", "sync", "threads", "uring"],
+        Values::OneOf(&["auto", "sync", "threads", "uring"]),
         "how reads and writes overlap: 'auto' (default), 'sync' (read, then write, \
          as GNU dd), 'threads' (a reader thread runs ahead of the writer), 'uring' \
          (io_uring, several requests in flight; threads where it cannot apply)",
@@ -78,11 +104,13 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::valued(
         "queue-depth",
         "N",
+        Values::Free,
         "records (or bulk requests) in flight with an overlapped backend (1-4096)",
     ),
     OptionSpec::valued(
         "request-size",
         "BYTES",
+        Values::Free,
         "where records are decoupled from requests (files and block devices, no \
          per-request flags), read and write BYTES at a time, rounded to whole \
          input blocks (default: 1M; 8M within one disk)",
@@ -112,6 +140,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::valued(
         "map",
         "FILE",
+        Values::File,
         "keep a GNU ddrescue mapfile of what is copied and what is bad, saved twice a \
          second and at the end (implies copying by position, as --rescue)",
     ),
@@ -124,13 +153,24 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::valued(
         "sector-size",
         "N",
+        Values::OneOf(SECTOR_SIZES),
         "the retry unit of --rescue (default: the input's logical sector, else 512)",
     ),
     OptionSpec::valued(
         "hash",
         "ALG[,ALG]",
+        Values::ListOf(crate::integrity::Algorithm::NAMES),
         "digest what is copied, alongside the copy, and print it with the \
          statistics: sha256, blake3, xxh3",
+    ),
+    OptionSpec::valued(
+        "hash-file",
+        "FILE",
+        Values::File,
+        "also write the --hash digest (one algorithm) to FILE in its checker's \
+         format, naming the input ('-' for standard input), so that 'sha256sum -c \
+         FILE', 'b3sum -c FILE' or 'xxhsum -c FILE' checks it; written only when \
+         the copy succeeds",
     ),
     OptionSpec::switch(
         "verify",
@@ -140,6 +180,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::valued(
         "progress-fd",
         "FD",
+        Values::Free,
         "write progress as JSON, one object per line, to file descriptor FD \
          about once a second and on SIGUSR1: bytes, records, elapsed seconds, \
          rates and the total when known; the last, with \"done\": true, \
@@ -164,8 +205,7 @@ pub fn scan(words: &[OsString]) -> Scan {
     let mut operands = Vec::with_capacity(words.len());
     let mut settings = Settings::default();
     let mut options_ended = false;
-    let mut words = words.iter();
-    while let Some(word) = words.next() {
+    for word in words {
         let bytes = word.as_bytes();
         if options_ended || bytes.len() < 2 || bytes[0] != b'-' {
             operands.push(word.clone());
@@ -177,8 +217,13 @@ pub fn scan(words: &[OsString]) -> Scan {
         }
         if let Some(long) = bytes.strip_prefix(b"--") {
             let text = String::from_utf8_lossy(long);
-            let (chosen, inline_value) = match super::getopt::find(OPTIONS, |o| o, &text) {
-                Ok((chosen, value)) => (chosen, value.map(str::to_owned)),
+            // The value's bytes as given: a file name need not be UTF-8.
+            let inline_value = long
+                .iter()
+                .position(|&b| b == b'=')
+                .map(|at| std::ffi::OsStr::from_bytes(&long[at + 1..]));
+            let chosen = match super::getopt::find(OPTIONS, |o| o, &text) {
+                Ok((chosen, _)) => chosen,
                 Err(message) => return Scan::Error(message),
             };
             if chosen.value.is_none() {
@@ -195,19 +240,14 @@ pub fn scan(words: &[OsString]) -> Scan {
                 }
                 continue;
             }
-            let value = match inline_value {
-                Some(v) => v,
-                None => match words.next() {
-                    Some(v) => v.to_string_lossy().into_owned(),
-                    None => {
-                        return Scan::Error(format!(
-                            "option '--{}' requires an argument",
-                            chosen.name
-                        ))
-                    }
-                },
+            // A value only ever as `--opt=VALUE`: the next word is an
+            // operand (dd's operands are words too, and `--map if=A`
+            // must not take if=A for a file name), so `--opt` alone is
+            // an option without its argument, whatever follows it.
+            let Some(value) = inline_value else {
+                return Scan::Error(format!("option '--{}' requires an argument", chosen.name));
             };
-            if let Err(message) = apply_value(&mut settings, chosen, &value) {
+            if let Err(message) = apply_value(&mut settings, chosen, value) {
                 return Scan::Error(message);
             }
             continue;
@@ -234,7 +274,7 @@ fn apply_switch(settings: &mut Settings, option: &str) {
 
 /// getopt's wording for a value outside a closed set.
 fn invalid_choice(spec: &OptionSpec, value: &str) -> String {
-    let valid: Vec<String> = spec.choices.iter().map(|c| format!("'{c}'")).collect();
+    let valid: Vec<String> = spec.choices().iter().map(|c| format!("'{c}'")).collect();
     format!(
         "invalid argument '{value}' for '--{}'; valid arguments are {}",
         spec.name,
@@ -242,7 +282,13 @@ fn invalid_choice(spec: &OptionSpec, value: &str) -> String {
     )
 }
 
-fn apply_value(settings: &mut Settings, spec: &OptionSpec, value: &str) -> Result<(), String> {
+fn apply_value(
+    settings: &mut Settings,
+    spec: &OptionSpec,
+    raw: &std::ffi::OsStr,
+) -> Result<(), String> {
+    let lossy = raw.to_string_lossy();
+    let value: &str = &lossy;
     match spec.name {
         "backend" => {
             settings.backend = match value {
@@ -265,7 +311,7 @@ fn apply_value(settings: &mut Settings, spec: &OptionSpec, value: &str) -> Resul
             if value.is_empty() {
                 return Err("invalid argument '' for '--map': a file name".into());
             }
-            settings.map = Some(value.into());
+            settings.map = Some(raw.into());
         }
         "sector-size" => match value.parse::<usize>() {
             Ok(n) if (512..=65536).contains(&n) && n.is_power_of_two() => {
@@ -279,6 +325,12 @@ fn apply_value(settings: &mut Settings, spec: &OptionSpec, value: &str) -> Resul
             }
         },
         "hash" => settings.hash = crate::integrity::Algorithm::parse_list(value)?,
+        "hash-file" => {
+            if value.is_empty() {
+                return Err("invalid argument '' for '--hash-file': a file name".into());
+            }
+            settings.hash_file = Some(raw.into());
+        }
         "request-size" => {
             let parsed = crate::operands::number::parse(value.as_bytes());
             match parsed.result.map(|n| n.value) {
@@ -419,12 +471,70 @@ mod tests {
             let word = match option.value {
                 None => format!("--{}", option.name),
                 Some(_) => {
-                    let value = option.choices.first().copied().unwrap_or("1");
+                    let value = option.choices().first().copied().unwrap_or("1");
                     format!("--{}={value}", option.name)
                 }
             };
             let _ = scan(&words(&[&word]));
         }
+    }
+
+    /// Every option with a value, whatever follows it (an operand, a
+    /// plain word, nothing), says it requires an argument rather than
+    /// taking the next word; abbreviations alike.
+    #[test]
+    fn a_value_is_never_taken_from_the_next_word() {
+        for option in OPTIONS.iter().filter(|o| o.value.is_some()) {
+            let expected = Scan::Error(format!("option '--{}' requires an argument", option.name));
+            let full = format!("--{}", option.name);
+            let stem = &option.name[..option.name.len() - 1];
+            let unique = OPTIONS.iter().filter(|o| o.name.starts_with(stem)).count() == 1;
+            let prefix = format!("--{stem}");
+            let forms = if unique {
+                vec![&full, &prefix]
+            } else {
+                vec![&full]
+            };
+            for word in forms {
+                for next in [&["if=a", "of=b"][..], &["FILE", "if=a"], &["4"], &[]] {
+                    let mut list = vec![word.as_str()];
+                    list.extend_from_slice(next);
+                    assert_eq!(scan(&words(&list)), expected, "{list:?}");
+                    // After operands too.
+                    let mut list: Vec<&str> = next.to_vec();
+                    list.push(word);
+                    assert_eq!(scan(&words(&list)), expected, "{list:?}");
+                }
+            }
+        }
+    }
+
+    /// `--opt=` gives an empty value, which no option accepts: each says
+    /// so, naming itself.
+    #[test]
+    fn an_empty_value_is_refused_naming_the_option() {
+        for option in OPTIONS.iter().filter(|o| o.value.is_some()) {
+            let word = format!("--{}=", option.name);
+            match scan(&words(&[&word, "if=a"])) {
+                Scan::Error(message) => assert!(
+                    message.contains(&format!("'--{}'", option.name)),
+                    "{word}: {message}"
+                ),
+                other => panic!("{word}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_value_in_the_same_word_is_taken() {
+        let Scan::Operands(operands, settings) =
+            scan(&words(&["--ma=m", "if=a", "--sector-size=4096", "of=b"]))
+        else {
+            panic!("expected operands");
+        };
+        assert_eq!(operands, words(&["if=a", "of=b"]));
+        assert_eq!(settings.map, Some("m".into()));
+        assert_eq!(settings.sector_size, Some(4096));
     }
 
     #[test]
@@ -450,7 +560,7 @@ mod settings_tests {
 
     #[test]
     fn backend_and_queue_depth() {
-        let words: Vec<OsString> = ["if=a", "--backend=threads", "--queue-depth", "4", "of=b"]
+        let words: Vec<OsString> = ["if=a", "--backend=threads", "--queue-depth=4", "of=b"]
             .iter()
             .map(OsString::from)
             .collect();

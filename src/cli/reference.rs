@@ -4,7 +4,7 @@
 //! (`completions/`) are all generated from here (see `docs`), so they
 //! cannot drift apart; tests hold the symbol lists to the parser's.
 
-use crate::cli::options::options_help;
+use crate::cli::options::{options_help, VALUE_RULE};
 
 /// One GNU `key=value` operand.
 #[derive(Debug, Clone, Copy)]
@@ -24,14 +24,20 @@ pub enum Completes {
     Conversions,
     Flags,
     StatusLevels,
+    /// The words of its own that a size operand also takes (bs=auto).
+    Words(&'static [&'static str]),
 }
 
 pub const OPERANDS: &[OperandSpec] = &[
     OperandSpec {
         name: "bs",
         value: "BYTES",
-        help: "read and write up to BYTES bytes at a time (default: 512); overrides ibs and obs",
-        completes: Completes::Nothing,
+        help: "read and write up to BYTES bytes at a time (default: 512); overrides ibs \
+               and obs. bs=auto (ddx's own): measure reading the input at 4 KiB to 4 MiB \
+               and take the smallest size within 95% of the best (128 KiB where it \
+               cannot be measured: a pipe, a character device); count=, skip= and \
+               seek= must then be given in bytes (a 'B' suffix, or the *_bytes flags)",
+        completes: Completes::Words(&["auto"]),
     },
     OperandSpec {
         name: "cbs",
@@ -194,6 +200,39 @@ before reading it, and an output that does not exist in /dev (a mistyped device 
 which GNU dd would create as a regular file); --force overrides. Writing a whole disk from a terminal, ddx first \
 says what it is about to overwrite and asks.";
 
+/// The man page's EXAMPLES: what each does, then the command line (a
+/// newline in it is a shell line continuation).
+pub const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "Copy a whole disk to an image file, with a live progress line; a read \
+         error stops the copy, as with dd:",
+        "ddx if=/dev/sda of=sda.img bs=4M status=progress",
+    ),
+    (
+        "Flash an image onto a USB stick, wait until it is on the stick, read it \
+         back to check it, and keep its SHA-256 in sha256sum's format (from a \
+         terminal, ddx first says what the stick holds and asks):",
+        "ddx if=debian.iso of=/dev/sdb bs=4M conv=fsync status=progress\n\
+         --verify --hash=sha256 --hash-file=debian.iso.sha256",
+    ),
+    (
+        "Check the image against that digest later:",
+        "sha256sum -c debian.iso.sha256",
+    ),
+    (
+        "Rescue a failing disk: retry read errors sector by sector, keep a GNU \
+         ddrescue map, and, after an interruption, run the same command again to \
+         continue where it stopped (bad ranges are listed at the end):",
+        "ddx if=/dev/sdc of=rescued.img --rescue --map=rescued.map --resume",
+    ),
+    (
+        "Benchmark a disk without writing to it (sequential reads, block sizes, \
+         latency), or a file system through a scratch file in a directory:",
+        "ddx bench /dev/nvme0n1 --tests=seq-read,bs-sweep,latency",
+    ),
+    ("", "ddx bench /var/tmp --html=report.html"),
+];
+
 /// `text` wrapped to `width`, every line indented by `indent` spaces
 /// except the first, which continues after `first` (padded to indent).
 pub fn wrap(first: &str, text: &str, indent: usize, width: usize) -> String {
@@ -257,6 +296,8 @@ pub fn help_text(program: &str) -> String {
     out.push_str(&wrap("", GUARD, 0, 78));
     out.push_str("\nddx options (GNU operands stay key=value; these never collide with them):\n");
     out.push_str(&options_help());
+    out.push('\n');
+    out.push_str(&wrap("", VALUE_RULE, 0, 78));
     out
 }
 

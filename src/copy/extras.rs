@@ -4,7 +4,9 @@
 //! and what they add is printed after GNU's statistics. With none of
 //! them, nothing here runs, so dd's output stays GNU's.
 
-use crate::cli::options::Settings;
+use std::path::Path;
+
+use crate::request::Settings;
 
 use crate::integrity::verify::{self, Reference, Verdict};
 use crate::integrity::{Algorithm, HashJob, Tap};
@@ -22,6 +24,8 @@ pub struct Extras {
     /// `--resume` continues from an existing map.
     pub resuming: bool,
     hash: Vec<Algorithm>,
+    /// `--hash-file=FILE`, checked: where to write the one digest.
+    hash_file: Option<std::path::PathBuf>,
     verify: bool,
 }
 
@@ -56,6 +60,10 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Strin
                 .into(),
         );
     }
+    if let Some(path) = &settings.hash_file {
+        check_hash_file(plan, &extras.hash, path)?;
+        extras.hash_file = Some(path.clone());
+    }
     if extras.verify {
         if plan.output.is_none() {
             return Err("--verify needs of=FILE: it reads the output back".into());
@@ -77,6 +85,67 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Strin
     Ok(extras)
 }
 
+/// `--hash-file=FILE` before anything is opened: one algorithm, a digest
+/// that covers the input it will name (no skip=, count= or conv=sync), a
+/// name its checker can read, and a file that is neither end of the copy.
+fn check_hash_file(plan: &CopyPlan, hash: &[Algorithm], path: &Path) -> Result<(), String> {
+    use crate::integrity::checkfile;
+    let algorithm = match hash {
+        [one] => *one,
+        [] => return Err("--hash-file needs --hash=ALG: the digest it holds".into()),
+        _ => {
+            return Err(
+                "--hash-file holds one algorithm's digest, in that checker's format: \
+                 give one algorithm in --hash"
+                    .into(),
+            )
+        }
+    };
+    let part = if plan.skip.total_bytes(plan.input_block_size) != Some(0) {
+        Some("skip=")
+    } else if plan.has_count() {
+        Some("count=")
+    } else if plan.conv.contains(Conv::SYNC) {
+        Some("conv=sync")
+    } else {
+        None
+    };
+    if let Some(operand) = part {
+        return Err(format!(
+            "--hash-file names the input as what its digest covers: it cannot be \
+             combined with {operand}, which makes the digest cover something else"
+        ));
+    }
+    if let Some(why) =
+        checkfile::unwritable(algorithm, &checkfile::input_name(plan.input.as_deref()))
+    {
+        return Err(why);
+    }
+    let quoted = quote_file(path.as_os_str().as_encoded_bytes());
+    let parent = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(format!("--hash-file={quoted}: no such directory"));
+    }
+    let same = |end: Option<&Path>| {
+        end.is_some_and(|end| {
+            end == path
+                || matches!(
+                    (rustix::fs::stat(end), rustix::fs::stat(path)),
+                    (Ok(a), Ok(b)) if a.st_dev == b.st_dev && a.st_ino == b.st_ino
+                )
+        })
+    };
+    if same(plan.input.as_deref()) || same(plan.output.as_deref()) {
+        return Err(format!(
+            "--hash-file={quoted} is an end of the copy: the digest would overwrite it"
+        ));
+    }
+    Ok(())
+}
+
 impl Extras {
     /// The hasher thread, if hashing or verifying.
     pub fn start_hashing(&self) -> Result<Option<(Tap, HashJob)>, String> {
@@ -88,9 +157,15 @@ impl Extras {
             .ok_or_else(|| "--hash/--verify: cannot start the hashing thread".to_owned())
     }
 
-    /// After the statistics: the digests, then the read-back. Returns
-    /// whether the verify failed.
-    pub fn finish(&self, job: Option<HashJob>, plan: &CopyPlan, reporter: &Reporter) -> bool {
+    /// After the statistics: the digests (and `--hash-file`, unless the
+    /// copy failed), then the read-back. Returns whether either failed.
+    pub fn finish(
+        &self,
+        job: Option<HashJob>,
+        plan: &CopyPlan,
+        reporter: &Reporter,
+        copy_failed: bool,
+    ) -> bool {
         let Some(job) = job else {
             return false;
         };
@@ -108,8 +183,9 @@ impl Extras {
             ));
         }
         emit(text.as_bytes());
+        let hash_file_failed = self.write_hash_file(&digests, plan, reporter, copy_failed);
         let (Some(chunks), Some(output)) = (chunks, &plan.output) else {
-            return false;
+            return hash_file_failed;
         };
         let output_start = plan.seek.total_bytes(plan.output_block_size).unwrap_or(0);
         let reference = plan.input.as_deref().map(|path| Reference {
@@ -122,7 +198,7 @@ impl Extras {
                 reporter.message(format!(
                     "verify: {bytes} bytes of {quoted} read back, identical to what was written"
                 ));
-                false
+                hash_file_failed
             }
             Ok(Verdict::Differs { offset, exact }) => {
                 if exact {
@@ -142,6 +218,38 @@ impl Extras {
                     "verify: cannot read {quoted} back: {}",
                     crate::sys::errno_text(errno)
                 ));
+                true
+            }
+        }
+    }
+
+    /// `--hash-file`: the digest in its checker's format, only for a copy
+    /// that succeeded (a failed one's digest is not the input's). Returns
+    /// whether writing failed.
+    fn write_hash_file(
+        &self,
+        digests: &[crate::integrity::Digest],
+        plan: &CopyPlan,
+        reporter: &Reporter,
+        copy_failed: bool,
+    ) -> bool {
+        use crate::integrity::checkfile;
+        let (Some(path), [digest]) = (&self.hash_file, digests) else {
+            return false;
+        };
+        let quoted = quote_file(path.as_os_str().as_encoded_bytes());
+        if copy_failed {
+            reporter.message(format!(
+                "--hash-file: {quoted} not written: the copy did not succeed, so its \
+                 digest is not the input's"
+            ));
+            return false;
+        }
+        let name = checkfile::input_name(plan.input.as_deref());
+        match checkfile::write(path, &checkfile::line(digest, &name)) {
+            Ok(()) => false,
+            Err(message) => {
+                reporter.message(message);
                 true
             }
         }

@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use crate::ends::open::OpenError;
 use crate::engine::Diagnostic;
 
 #[derive(Debug)]
@@ -16,8 +17,9 @@ pub enum Failure {
     /// with these ends): one line, printed before anything was opened for
     /// writing.
     Refused(String),
-    /// A GNU message (an end that cannot be opened, closed, flagged).
-    Diagnostic(Diagnostic),
+    /// A GNU message (an end that cannot be opened, closed, flagged),
+    /// and what the end said beyond it, on a line of its own.
+    Diagnostic(Diagnostic, Option<Diagnostic>),
     /// Already said, at the moment it happened; only the exit status is
     /// left.
     Reported,
@@ -25,26 +27,35 @@ pub enum Failure {
 
 impl From<Diagnostic> for Failure {
     fn from(diagnostic: Diagnostic) -> Self {
-        Failure::Diagnostic(diagnostic)
+        Failure::Diagnostic(diagnostic, None)
+    }
+}
+
+impl From<OpenError> for Failure {
+    fn from(error: OpenError) -> Self {
+        Failure::Diagnostic(error.diagnostic, error.detail)
     }
 }
 
 impl Failure {
-    /// The line to print, if any is left to print.
-    pub fn line(&self) -> Option<String> {
+    /// The lines left to print, each without the program name.
+    pub fn lines(&self) -> Vec<String> {
         match self {
-            Failure::Refused(text) => Some(text.clone()),
-            Failure::Diagnostic(diagnostic) => Some(diagnostic.to_string()),
-            Failure::Reported => None,
+            Failure::Refused(text) => vec![text.clone()],
+            Failure::Diagnostic(diagnostic, detail) => std::iter::once(diagnostic)
+                .chain(detail)
+                .map(ToString::to_string)
+                .collect(),
+            Failure::Reported => Vec::new(),
         }
     }
 }
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line() {
-            Some(line) => f.write_str(&line),
-            None => f.write_str("(reported)"),
+        match self.lines().as_slice() {
+            [] => f.write_str("(reported)"),
+            lines => f.write_str(&lines.join("; ")),
         }
     }
 }

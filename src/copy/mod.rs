@@ -96,7 +96,10 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     let facts = planner::facts::gather(
         &input,
         match &plan.output {
-            Some(path) => OutputProbe::Path(path),
+            Some(path) => match ends::remote::recognise(path) {
+                Some(Ok(remote)) => OutputProbe::Remote(remote.kind()),
+                _ => OutputProbe::Path(path),
+            },
             None => OutputProbe::Stdout,
         },
     );
@@ -161,7 +164,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     if let Some(aftermath) = aftermath {
         failed |= aftermath.report(&reporter);
     }
-    failed |= extras.finish(hash_job, plan, &reporter);
+    failed |= extras.finish(hash_job, plan, &reporter, failed);
     if let Some(report) = report {
         report.print(&reporter, &counters);
     }
@@ -223,13 +226,13 @@ fn close(input: Input, output: Output) -> Result<(), Failure> {
 fn close_input(input: Input) -> Result<(), Failure> {
     let Input { end, name, .. } = input;
     end.close()
-        .map_err(|errno| Failure::Diagnostic(Diagnostic::ClosingInput { file: name, errno }))
+        .map_err(|errno| Failure::from(Diagnostic::ClosingInput { file: name, errno }))
 }
 
 fn close_output(output: Output) -> Result<(), Failure> {
     let Output { end, name } = output;
     end.close()
-        .map_err(|errno| Failure::Diagnostic(Diagnostic::ClosingOutput { file: name, errno }))
+        .map_err(|errno| Failure::from(Diagnostic::ClosingOutput { file: name, errno }))
 }
 
 /// bs=auto: measure now that both ends are open (the probe only reads).

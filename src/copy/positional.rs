@@ -39,7 +39,7 @@ pub fn run(
         command_line,
     } = *copying;
     let size = rescue::input_size(input.end.as_mut()).map_err(|errno| {
-        Failure::Diagnostic(Diagnostic::CannotFstat {
+        Failure::from(Diagnostic::CannotFstat {
             file: input.name.clone(),
             errno,
         })
@@ -64,6 +64,11 @@ pub fn run(
             })?,
         _ => Map::new(start, end),
     };
+    if let (Some(path), true) = (&request.map_path, resuming) {
+        if plan.status != crate::operands::StatusLevel::None {
+            reporter.message(rescue::resume_summary(&map, path));
+        }
+    }
     let sector = request
         .sector
         .unwrap_or_else(|| rescue::logical_sector(input.end.as_ref()));
@@ -88,7 +93,7 @@ pub fn run(
         tap,
     };
     let report = rescue::run(job, counters, reporter).map_err(|_| {
-        Failure::Diagnostic(Diagnostic::NoMemory {
+        Failure::from(Diagnostic::NoMemory {
             buffer: crate::engine::diagnostic::BufferKind::Input,
             size: plan.input_block_size,
         })

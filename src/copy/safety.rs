@@ -28,7 +28,16 @@ pub fn guard(
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         return Ok(());
     }
-    emit(format!("{program}: {disk}\n").as_bytes());
+    // Read from the device only now that someone will read the answer.
+    let contents = match &plan.output {
+        Some(path) => guard::contents::probe(path),
+        // The tools' own stdout is a pipe: name ours through /proc.
+        None => guard::contents::probe(&std::path::PathBuf::from(format!(
+            "/proc/{}/fd/1",
+            std::process::id()
+        ))),
+    };
+    emit(format!("{program}: {}\n", disk.notice(&contents)).as_bytes());
     // With no if=, stdin is the data: the answer would be read as input.
     if force || plan.input.is_none() {
         return Ok(());

@@ -101,6 +101,10 @@ impl End for FileEnd {
         file::next_data(self.handle.as_fd(), offset)
     }
 
+    fn next_hole(&mut self, offset: u64) -> Result<u64, Errno> {
+        file::next_hole(self.handle.as_fd(), offset)
+    }
+
     fn truncate(&mut self, len: u64) -> Result<(), Errno> {
         file::truncate(self.handle.as_fd(), len)
     }

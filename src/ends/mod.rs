@@ -26,6 +26,7 @@ pub mod file;
 pub mod nbd;
 pub mod object;
 pub mod open;
+pub mod remote;
 
 use std::fmt;
 use std::os::fd::BorrowedFd;
@@ -127,6 +128,17 @@ pub trait End: Send + fmt::Debug {
     /// a hole is left up to the end. The position is unspecified after.
     /// ENXIO/EOPNOTSUPP-like errors mean "no hole information".
     fn next_data(&mut self, offset: u64) -> Result<Option<u64>, Errno> {
+        let _ = offset;
+        Err(Errno::NOTSUP)
+    }
+
+    /// Where the data at `offset` ends (SEEK_HOLE): the first hole at or
+    /// after `offset`, or the end of the data if no hole comes before it.
+    /// With [`End::next_data`] it gives a data extent whole, so that the
+    /// engine can leave out exactly the holes (`--bmap` writes only mapped
+    /// blocks) and `--bmap-create` can map the input's extents. The
+    /// position is unspecified after. EOPNOTSUPP: no hole information.
+    fn next_hole(&mut self, offset: u64) -> Result<u64, Errno> {
         let _ = offset;
         Err(Errno::NOTSUP)
     }

@@ -10,7 +10,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::file::{open_flags, FileEnd};
-use super::{End, Whence};
+use super::{remote, End, Whence};
 use crate::engine::diagnostic::Diagnostic;
 use crate::operands::{Conv, CopyPlan};
 use crate::sys::file::{self, Handle, OutputOpen};
@@ -72,8 +72,54 @@ fn path_name(path: &Path) -> Vec<u8> {
     path.as_os_str().as_bytes().to_vec()
 }
 
+/// Why an end could not be opened: GNU's message, and what a remote end
+/// said beyond it.
+#[derive(Debug)]
+pub struct OpenError {
+    pub diagnostic: Diagnostic,
+    pub detail: Option<Diagnostic>,
+}
+
+impl From<Diagnostic> for OpenError {
+    fn from(diagnostic: Diagnostic) -> Self {
+        OpenError {
+            diagnostic,
+            detail: None,
+        }
+    }
+}
+
+/// Open a remote end; its failures read as GNU's "failed to open".
+fn open_remote(path: &Path, writing: bool) -> Option<Result<Box<dyn End>, OpenError>> {
+    let failed = |errno, text: String| OpenError {
+        diagnostic: Diagnostic::OpenFailed {
+            file: path_name(path),
+            errno,
+        },
+        detail: Some(Diagnostic::Detail {
+            file: path_name(path),
+            text,
+        }),
+    };
+    let remote = match remote::recognise(path)? {
+        Ok(remote) => remote,
+        Err(why) => return Some(Err(failed(Errno::INVAL, why))),
+    };
+    Some(remote::open(&remote, writing).map_err(|e| failed(e.errno, e.detail)))
+}
+
 /// Open the input (`if=`, else standard input with iflag= added).
-pub fn open_input(plan: &CopyPlan) -> Result<Input, Diagnostic> {
+pub fn open_input(plan: &CopyPlan) -> Result<Input, OpenError> {
+    if let Some(opened) = plan.input.as_deref().and_then(|p| open_remote(p, false)) {
+        return Ok(Input {
+            end: opened?,
+            name: plan.input.as_deref().map(path_name).unwrap_or_default(),
+            inherited: false,
+            seekable: true,
+            seek_errno: None,
+            offset: 0,
+        });
+    }
     let (handle, name) = match &plan.input {
         None => {
             let name = b"standard input".to_vec();
@@ -116,7 +162,25 @@ pub fn open_input(plan: &CopyPlan) -> Result<Input, Diagnostic> {
 /// Open the output (`of=`, else standard output with oflag= added);
 /// `warnings` gets the errors GNU reports without stopping (a failed
 /// ftruncate for seek=).
-pub fn open_output(plan: &CopyPlan, warnings: &mut Vec<Diagnostic>) -> Result<Output, Diagnostic> {
+pub fn open_output(plan: &CopyPlan, warnings: &mut Vec<Diagnostic>) -> Result<Output, OpenError> {
+    if let Some(path) = plan.output.as_deref() {
+        if let Some(opened) = open_remote(path, true) {
+            let end = opened?;
+            // The export is there already, as a device is: excl fails as
+            // open(2) with O_CREAT|O_EXCL does; it is never truncated.
+            if plan.conv.contains(Conv::EXCL) {
+                return Err(Diagnostic::OpenFailed {
+                    file: path_name(path),
+                    errno: Errno::EXIST,
+                }
+                .into());
+            }
+            return Ok(Output {
+                end,
+                name: path_name(path),
+            });
+        }
+    }
     let Some(path) = &plan.output else {
         let name = b"standard output".to_vec();
         let stdout = std::io::stdout();

@@ -98,6 +98,21 @@ pub fn run(
         shaping,
         tap,
     } = how;
+    let mut input = input;
+    if let Some(shape) = shaping.bulk {
+        // Ends that can have several requests in flight (an NBD export)
+        // read ahead and write behind in the bulk requests to come.
+        let hint = crate::ends::Pipeline {
+            chunk: shape.chunk,
+            depth: match backend {
+                Backend::Threads { queue_depth } | Backend::Uring { queue_depth } => queue_depth,
+                Backend::Sync | Backend::Sequential => 1,
+            },
+            total: stream_total(&plan, &input),
+        };
+        input.end.pipeline(hint);
+        output.end.pipeline(hint);
+    }
     let drop_behind = shaping.drop_behind && shaping.bulk.is_some();
     let mut reader = Reader::new(Arc::clone(&plan), input).with_bulk(shaping.bulk, drop_behind);
     let mut writer = Writer::new(Arc::clone(&plan), output, counters, events)
@@ -166,6 +181,15 @@ fn skip_and_seek(reader: &mut Reader, writer: &mut Writer<'_>) -> Result<(), Str
         Ok(true) => Ok(()),
         _ => Err(sink.end.take().unwrap_or(Err(Stop::Quit))),
     }
+}
+
+/// The bytes the stream will carry, where the input's size tells: what
+/// it holds past the offset and skip=, capped by count=.
+fn stream_total(plan: &CopyPlan, input: &Input) -> Option<u64> {
+    let size = input.end.size().ok().flatten()?;
+    let skip = plan.skip.total_bytes(plan.input_block_size)?;
+    let left = size.saturating_sub((input.offset.max(0) as u64).saturating_add(skip));
+    Some(left.min(count_limit(plan)))
 }
 
 /// The bytes count= allows, or no limit.

@@ -96,6 +96,12 @@ pub enum Diagnostic {
         buffer: BufferKind,
         size: usize,
     },
+    /// What an end knows beyond an errno (a server's message, a checksum
+    /// that did not match), on a line after GNU's: "FILE: TEXT".
+    Detail {
+        file: Vec<u8>,
+        text: String,
+    },
 }
 
 impl fmt::Display for Diagnostic {
@@ -198,6 +204,7 @@ impl fmt::Display for Diagnostic {
                 write!(f, "offset overflow while reading file {}", quote_file(file))
             }
             InvalidOffsetAfterRead => f.write_str("warning: invalid file offset after failed read"),
+            Detail { file, text } => write!(f, "{}: {text}", quote_file_if_needed(file)),
             NoMemory { buffer, size } => {
                 let which = match buffer {
                     BufferKind::Input => "input",

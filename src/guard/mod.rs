@@ -12,7 +12,11 @@
 //! written the disk (see [`new_file_in_dev`]). Everything else passes
 //! untouched, so a script that uses GNU operands on ordinary files cannot
 //! tell the guard is there. The guard only looks (stat, sysfs, procfs); it
-//! opens nothing, and when it cannot judge it lets the copy go on.
+//! opens nothing, and when it cannot judge it lets the copy go on. Before
+//! a person is asked about a whole disk, [`contents`] reads what it holds
+//! from the device itself (signatures, not the kernel's view).
+
+pub mod contents;
 
 use std::fmt;
 use std::os::fd::AsFd;
@@ -26,6 +30,7 @@ use crate::sys::block::{self, BlockDevice, DeviceNumber};
 use crate::sys::mounts;
 use crate::text::human::{human, Base};
 use crate::text::quote::quote_file;
+use contents::Contents;
 
 /// Why a copy is refused. Display is one line without the program name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -52,24 +57,33 @@ pub struct WholeDisk {
     pub device: BlockDevice,
 }
 
-impl fmt::Display for WholeDisk {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "about to overwrite {}",
-            describe(&self.path, &self.device)
-        )?;
-        if self.device.partitions.is_empty() {
-            write!(f, ", no partitions")
-        } else {
-            let parts: Vec<String> = self
-                .device
-                .partitions
-                .iter()
-                .map(|p| format!("{} ({})", p.name, size_text(p.size)))
-                .collect();
-            write!(f, ", partitions: {}", parts.join(", "))
+impl WholeDisk {
+    /// What to say before overwriting it, given what it holds (read from
+    /// the device by [`contents::probe`]). Where that could not be read,
+    /// the partitions the kernel lists stand in.
+    pub fn notice(&self, contents: &Contents) -> String {
+        let mut text = format!(
+            "about to overwrite {}, which holds {}",
+            describe(&self.path, &self.device),
+            contents::describe(contents)
+        );
+        if let Contents::Unknown(_) = contents {
+            if self.device.partitions.is_empty() {
+                text.push_str("; the kernel lists no partitions");
+            } else {
+                let parts: Vec<String> = self
+                    .device
+                    .partitions
+                    .iter()
+                    .map(|p| format!("{} ({})", p.name, size_text(p.size)))
+                    .collect();
+                text.push_str(&format!(
+                    "; the kernel lists partitions {}",
+                    parts.join(", ")
+                ));
+            }
         }
+        text
     }
 }
 

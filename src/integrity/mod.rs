@@ -12,6 +12,7 @@
 //! Buffer ownership: a staging buffer belongs to the Tap until it is sent;
 //! the hasher thread sends it back empty when done with it.
 
+pub mod checkfile;
 pub mod verify;
 
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};

@@ -87,7 +87,16 @@ pub enum OutputProbe<'a> {
     Path(&'a Path),
     /// Standard output, inherited.
     Stdout,
+    /// `of=URI`: an end on another machine, of this kind.
+    Remote(Kind),
 }
+
+/// What a remote end's queue can take: a network block device serves
+/// many requests at once, as a solid-state disk does.
+const REMOTE_QUEUE: QueueHint = QueueHint {
+    rotational: Some(false),
+    nr_requests: Some(64),
+};
 
 /// Gather the facts: the input as opened, the output as it stands.
 pub fn gather(input: &Input, output: OutputProbe<'_>) -> Facts {
@@ -95,7 +104,7 @@ pub fn gather(input: &Input, output: OutputProbe<'_>) -> Facts {
         Some(fd) => of_descriptor(fd, input.end.kind()),
         None => EndFacts {
             size: input.end.size().ok().flatten(),
-            ..EndFacts::of_kind(input.end.kind())
+            ..without_descriptor(input.end.kind())
         },
     };
     input_facts.seekable = input.seekable;
@@ -109,8 +118,17 @@ pub fn gather(input: &Input, output: OutputProbe<'_>) -> Facts {
     }
 }
 
+/// What is known of an end that has no descriptor: its kind.
+fn without_descriptor(kind: Kind) -> EndFacts {
+    EndFacts {
+        queue: (kind == Kind::Remote).then_some(REMOTE_QUEUE),
+        ..EndFacts::of_kind(kind)
+    }
+}
+
 fn output_facts(output: OutputProbe<'_>) -> EndFacts {
     match output {
+        OutputProbe::Remote(kind) => without_descriptor(kind),
         OutputProbe::Stdout => {
             let stdout = std::io::stdout();
             let fd = stdout.as_fd();

@@ -159,10 +159,11 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
     Strategy { backend, shaping }
 }
 
-/// A regular file or block device: storage that may be slow, where
-/// overlapping reads and writes pays.
+/// A regular file, a block device or an export on another machine:
+/// storage that may be slow, where overlapping reads and writes pays, and
+/// whose reads return all they are asked for until its end.
 fn is_storage(kind: Kind) -> bool {
-    matches!(kind, Kind::RegularFile | Kind::BlockDevice)
+    matches!(kind, Kind::RegularFile | Kind::BlockDevice | Kind::Remote)
 }
 
 /// Both ends are the same file or device: what is read may be what was
@@ -209,7 +210,8 @@ pub fn bulk_shape(plan: &CopyPlan, facts: &Facts) -> Option<BulkShape> {
     Some(BulkShape {
         chunk,
         write_block,
-        sparse_input: facts.input.kind == Kind::RegularFile,
+        // A file's holes (SEEK_DATA), an export's (block status).
+        sparse_input: matches!(facts.input.kind, Kind::RegularFile | Kind::Remote),
     })
 }
 

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 
 use crate::text::human::{human, Base};
 
@@ -30,11 +30,62 @@ pub struct Live {
     bar: ProgressBar,
 }
 
+/// Columns kept free at the end of the line. A Ctrl-C typed at the
+/// terminal is echoed ("^C") where the cursor stands; indicatif pads the
+/// line to the terminal's width, so after it the echo would wrap to the
+/// next row, the clear before the statistics would erase that row only,
+/// and the last frame would stay above them. With room left, the echo
+/// lands on the line and is cleared with it.
+const ECHO_ROOM: u16 = 3;
+
+/// Standard error as indicatif sees it: a terminal [`ECHO_ROOM`] columns
+/// narrower than it is (indicatif takes the width from here, for the bar
+/// and the padding alike).
+#[derive(Debug)]
+struct Narrower(console::Term);
+
+impl TermLike for Narrower {
+    fn width(&self) -> u16 {
+        self.0.size().1.saturating_sub(ECHO_ROOM).max(1)
+    }
+    fn height(&self) -> u16 {
+        self.0.size().0
+    }
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_up(n)
+    }
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_down(n)
+    }
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_right(n)
+    }
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_left(n)
+    }
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.0.write_line(s)
+    }
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        self.0.write_str(s)
+    }
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.0.clear_line()
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 impl Live {
     /// A live line on stderr; `total` in bytes when known.
     pub fn new(total: Option<u64>) -> Live {
         // Redraws only when asked: the reporter draws once a tick.
-        let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr_with_hz(1));
+        let target = ProgressDrawTarget::term_like_with_hz(
+            Box::new(Narrower(console::Term::buffered_stderr())),
+            1,
+        );
+        let bar = ProgressBar::with_draw_target(total, target);
         let template = if total.is_some() {
             "{prefix} [{wide_bar}] {msg}"
         } else {

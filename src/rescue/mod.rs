@@ -179,6 +179,25 @@ pub fn resuming(request: &Request, plan: &CopyPlan) -> Result<bool, String> {
     Ok(true)
 }
 
+/// The one line a resumed copy starts with: what its map says is done,
+/// left to read and bad, in bytes of the copy's extent.
+pub fn resume_summary(map: &Map, path: &Path) -> String {
+    let done = map.bytes_with(Status::Finished);
+    let bad = map.bytes_with(Status::BadSector);
+    let left: u64 = map.pending().iter().map(|b| b.size).sum();
+    let total = done + bad + left;
+    // Rounded down: "100% done" only when nothing is left.
+    let percent = if total == 0 {
+        100
+    } else {
+        (u128::from(done) * 100 / u128::from(total)) as u64
+    };
+    format!(
+        "resuming from {}: {done} bytes done, {left} left, {bad} bad ({percent}% done)",
+        crate::text::quote::quote_file(path.as_os_str().as_encoded_bytes())
+    )
+}
+
 /// The copy's two ends and its extent, opened.
 pub struct Job<'a> {
     pub input: &'a mut dyn End,
@@ -544,6 +563,19 @@ mod tests {
     fn plan(words: &[&str]) -> CopyPlan {
         let words: Vec<OsString> = words.iter().map(OsString::from).collect();
         crate::operands::parse(&words).plan.expect("valid operands")
+    }
+
+    #[test]
+    fn a_resume_says_what_its_map_holds() {
+        let mut map = Map::new(0, 1 << 20);
+        map.mark(0, 1 << 18, Status::Finished);
+        map.mark(1 << 18, 512, Status::BadSector);
+        assert_eq!(
+            resume_summary(&map, Path::new("out.map")),
+            "resuming from 'out.map': 262144 bytes done, 785920 left, 512 bad (25% done)"
+        );
+        map.mark(0, 1 << 20, Status::Finished);
+        assert!(resume_summary(&map, Path::new("m")).ends_with(" 0 left, 0 bad (100% done)"));
     }
 
     #[test]

@@ -291,6 +291,12 @@ pub fn next_data(fd: BorrowedFd<'_>, offset: u64) -> Result<Option<u64>, Errno> 
     }
 }
 
+/// Where the data at `offset` ends (SEEK_HOLE): the next hole, or the end
+/// of file, which counts as one. Moves the file offset.
+pub fn next_hole(fd: BorrowedFd<'_>, offset: u64) -> Result<u64, Errno> {
+    rustix::fs::seek(fd, SeekFrom::Hole(offset))
+}
+
 /// splice(2) from `input` to `output` at their file offsets (one of them
 /// must be a pipe): up to `len` bytes moved inside the kernel.
 pub fn splice(input: BorrowedFd<'_>, output: BorrowedFd<'_>, len: usize) -> Result<usize, Errno> {

@@ -172,6 +172,76 @@ fn bad_operands_touch_no_file() {
     );
 }
 
+/// `--option VALUE` is never read as `--option=VALUE`: every option that
+/// takes a value, followed by an operand, by a plain word or by nothing,
+/// is getopt's "requires an argument" (exit 1, nothing created), and the
+/// word after it is left as an operand.
+#[test]
+fn an_option_never_takes_the_next_word_as_its_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::write(&input, b"data").unwrap();
+    let output = dir.path().join("out");
+    let if_ = format!("if={}", input.display());
+    let of = format!("of={}", output.display());
+    let valued: Vec<&str> = ddx::cli::options::OPTIONS
+        .iter()
+        .filter(|o| o.value.is_some())
+        .map(|o| o.name)
+        .collect();
+    for name in [
+        "map",
+        "hash",
+        "hash-file",
+        "sector-size",
+        "backend",
+        "queue-depth",
+    ] {
+        assert!(valued.contains(&name), "--{name} takes a value");
+    }
+    for name in valued {
+        let option = format!("--{name}");
+        let followers: [&[&str]; 4] = [&[&if_, &of], &[], &["FILE", &if_, &of], &[&of, "4"]];
+        for after in followers {
+            let out = ddx()
+                .arg(&option)
+                .args(after)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{option} {after:?}: {err}");
+            assert_eq!(
+                err,
+                format!(
+                    "ddx: option '{option}' requires an argument\n\
+                     Try 'ddx --help' for more information.\n"
+                ),
+                "{option} {after:?}"
+            );
+            assert!(out.stdout.is_empty());
+            assert!(!output.exists(), "{option} {after:?} created the output");
+        }
+    }
+    // With its value in the same word, the next word is an operand, and
+    // one without '=' fails as GNU dd's does.
+    let gnu = rigs::cmd::gnu_dd()
+        .args(["FILE", &if_, &of])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let ours = rigs::cmd::ddx_as_dd()
+        .args(["--queue-depth=4", "FILE", &if_, &of])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        (ours.status.code(), String::from_utf8_lossy(&ours.stderr)),
+        (gnu.status.code(), String::from_utf8_lossy(&gnu.stderr))
+    );
+    assert!(!output.exists());
+}
+
 #[test]
 fn errors_name_the_operand_in_one_line() {
     let ran = Ddx::new().arg("bs=12q").fails();

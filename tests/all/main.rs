@@ -18,6 +18,7 @@ mod differential;
 mod direct_io;
 mod filesystems;
 mod guard;
+mod image;
 #[cfg(feature = "nbd")]
 mod nbd;
 #[cfg(feature = "object")]

@@ -351,6 +351,34 @@ fn live_line_in_a_terminal() {
     );
 }
 
+/// Ctrl-C typed at the terminal during a copy: the terminal echoes "^C"
+/// where the cursor is, and the live line is cleared before the final
+/// statistics all the same (it once stayed above them: the echo wrapped
+/// past a line that filled the width, out of reach of the clear).
+#[test]
+fn ctrl_c_clears_the_live_line() {
+    // The shell survives the Ctrl-C (a handler, which ddx does not
+    // inherit, unlike an ignored signal) to show ddx's status.
+    let command = "trap 'true' INT\n\
+                   ddx if=/dev/zero of=/dev/null bs=10 count=100000000 status=progress";
+    let Some(tmux) = rigs::or_skip(Tmux::start("ctrl-c", 100, 8, command)) else {
+        return;
+    };
+    let during = tmux.wait_for("ETA", Duration::from_secs(10));
+    assert!(during.contains("ETA"), "no live line: {during}");
+    // Past the first tick, so a frame has been drawn at full length.
+    std::thread::sleep(Duration::from_millis(1200));
+    tmux.press("C-c");
+    let after = tmux.wait_for("EXIT=", Duration::from_secs(10));
+    save_capture("ctrl-c-after", &after);
+    assert!(after.contains("EXIT=130"), "{after}");
+    assert!(!after.contains("ETA"), "the live line is cleared: {after}");
+    let lines: Vec<&str> = after.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines[0].ends_with("+0 records in"), "{after}");
+    assert!(lines[1].ends_with("+0 records out"), "{after}");
+    assert!(lines[2].contains(" copied, "), "{after}");
+}
+
 /// A terminal session of its own (its own tmux server socket) running
 /// `script` with `ddx` on PATH (so messages say "ddx:"), then showing
 /// "EXIT=status"; killed when dropped. Err says why not (tmux missing or
@@ -415,6 +443,11 @@ impl Tmux {
         self.tmux(&["send-keys", "-t", "t", keys, "Enter"]);
     }
 
+    /// Keys as typed, no Enter after them ("C-c" is Ctrl-C).
+    fn press(&self, keys: &str) {
+        self.tmux(&["send-keys", "-t", "t", keys]);
+    }
+
     fn capture(&self) -> String {
         self.tmux(&["capture-pane", "-p", "-t", "t"])
     }
@@ -469,7 +502,10 @@ fn whole_disk_from_a_terminal_asks_first() {
         )),
         "{asked}"
     );
-    assert!(asked.contains("4.0 MiB), no partitions"), "{asked}");
+    assert!(
+        asked.contains("4.0 MiB), which holds no file system or partition table that blkid knows"),
+        "{asked}"
+    );
     tmux.send("n");
     let after = tmux.wait_for("EXIT=", Duration::from_secs(10));
     assert!(
@@ -478,4 +514,215 @@ fn whole_disk_from_a_terminal_asks_first() {
     );
     assert!(after.contains("EXIT=1"), "{after}");
     assert!(std::fs::read(&image).unwrap().iter().all(|&b| b == 7));
+}
+
+/// What the whole-disk notice says of a loop device (attached without
+/// partition scanning) over an image `prepare` made: ddx is asked in a
+/// terminal, answered "n", and the image must be as it was.
+fn notice_for(name: &str, prepare: impl FnOnce(&Path) -> Result<(), String>) -> Option<String> {
+    for tool in [
+        "blkid",
+        "partx",
+        "sfdisk",
+        "mkfs.ext4",
+        "dumpe2fs",
+        "sha256sum",
+    ] {
+        if !rigs::have(tool) {
+            rigs::skip(&format!("{tool} is not installed (CI installs it)"));
+            return None;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("disk.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    if let Err(why) = prepare(&image) {
+        panic!("preparing the image: {why}");
+    }
+    let before = std::fs::read(&image).unwrap();
+    let attached = match LoopDevice::attach(&image, LoopOptions::default()) {
+        Ok(attached) => attached,
+        Err(why) => {
+            rigs::skip(&why);
+            return None;
+        }
+    };
+    let device = attached.name();
+    assert!(
+        !Path::new(&format!("{device}p1")).exists(),
+        "the kernel was not to scan the table"
+    );
+    let command = format!("ddx if=/dev/zero of={device} count=1");
+    // Wide enough that the notice stays on one line.
+    let tmux = rigs::or_skip(Tmux::start(name, 400, 8, &command))?;
+    let asked = tmux.wait_for("[y/N]", Duration::from_secs(10));
+    save_capture(name, &asked);
+    tmux.send("n");
+    let after = tmux.wait_for("EXIT=", Duration::from_secs(10));
+    assert!(after.contains("EXIT=1"), "{after}");
+    assert!(
+        std::fs::read(&image).unwrap() == before,
+        "the image was written"
+    );
+    let notice = asked
+        .lines()
+        .find(|l| l.starts_with("ddx: about to overwrite"))
+        .unwrap_or_else(|| panic!("no notice: {asked}"));
+    assert!(
+        notice.starts_with(&format!(
+            "ddx: about to overwrite '{device}' (loop device over "
+        )),
+        "{notice}"
+    );
+    Some(notice.to_owned())
+}
+
+fn tool(program: &str, args: &[&str], input: &str) -> Result<(), String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{program}: {e}"))?;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(())
+}
+
+/// ext4 with `label` at byte `offset` of `image`, `size` long, holding a
+/// file; returns the bytes in use as the superblock counts them.
+fn ext4_at(image: &Path, offset: u64, size: u64, label: &str) -> Result<u64, String> {
+    let image = image.to_str().unwrap();
+    tool(
+        "mkfs.ext4",
+        &[
+            "-q",
+            "-F",
+            "-L",
+            label,
+            "-E",
+            &format!("offset={offset}"),
+            image,
+            &format!("{}k", size / 1024),
+        ],
+        "",
+    )?;
+    let out = Command::new("dumpe2fs")
+        .args(["-h", &format!("{image}?offset={offset}")])
+        .env("LC_ALL", "C")
+        .output()
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim_start_matches(':').trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+    };
+    Ok((field("Block count") - field("Free blocks")) * field("Block size"))
+}
+
+/// ddx's size wording ("9.0 MiB"), for the expected notices.
+fn mib(bytes: u64) -> String {
+    let value = bytes as f64 / (1 << 20) as f64;
+    if value < 10.0 {
+        format!("{:.1} MiB", (value * 10.0).ceil() / 10.0)
+    } else {
+        format!("{} MiB", value.ceil())
+    }
+}
+
+#[test]
+fn the_whole_disk_notice_names_a_file_system_on_the_device() {
+    let mut used = 0;
+    let Some(notice) = notice_for("disk-ext4", |image| {
+        used = ext4_at(image, 0, 64 << 20, "ddx-test")?;
+        Ok(())
+    }) else {
+        return;
+    };
+    assert!(
+        notice.ends_with(&format!(
+            "64 MiB), which holds a file system (ext4, labelled 'ddx-test', {} used)",
+            mib(used)
+        )),
+        "{notice}"
+    );
+}
+
+#[test]
+fn the_whole_disk_notice_reads_a_gpt_table_the_kernel_has_not_scanned() {
+    let mut used = 0;
+    let Some(notice) = notice_for("disk-gpt", |image| {
+        tool(
+            "sfdisk",
+            &["-q", image.to_str().unwrap()],
+            "label: gpt\n,16M,L\n,,L\n",
+        )?;
+        used = ext4_at(image, 17 << 20, 20 << 20, "second")?;
+        Ok(())
+    }) else {
+        return;
+    };
+    // sfdisk ends the last partition on a MiB boundary before GPT's backup.
+    assert!(
+        notice.ends_with(&format!(
+            "64 MiB), which holds a GPT partition table with 2 partitions: \
+             1 (16 MiB): no file system; 2 (46 MiB): a file system (ext4, labelled \
+             'second', {} used)",
+            mib(used)
+        )),
+        "{notice}"
+    );
+}
+
+#[test]
+fn the_whole_disk_notice_reads_an_mbr_table_the_kernel_has_not_scanned() {
+    let mut used = 0;
+    let Some(notice) = notice_for("disk-mbr", |image| {
+        tool(
+            "sfdisk",
+            &["-q", image.to_str().unwrap()],
+            "label: dos\n,16M,83\n,,83\n",
+        )?;
+        used = ext4_at(image, 1 << 20, 16 << 20, "first")?;
+        Ok(())
+    }) else {
+        return;
+    };
+    assert!(
+        notice.ends_with(&format!(
+            "64 MiB), which holds a DOS (MBR) partition table with 2 partitions: \
+             1 (16 MiB): a file system (ext4, labelled 'first', {} used); \
+             2 (47 MiB): no file system",
+            mib(used)
+        )),
+        "{notice}"
+    );
+}
+
+#[test]
+fn the_whole_disk_notice_says_when_nothing_is_recognised() {
+    let Some(notice) = notice_for("disk-blank", |_| Ok(())) else {
+        return;
+    };
+    assert!(
+        notice.ends_with("64 MiB), which holds no file system or partition table that blkid knows"),
+        "{notice}"
+    );
 }

@@ -371,6 +371,166 @@ fn hashes_equal_the_checksum_tools() {
     assert!(stderr.ends_with(&format!("{digest}  -\n")), "{stderr}");
 }
 
+/// `--hash-file` in each checker's own format: `sha256sum -c`, `b3sum -c`
+/// and `xxhsum -c` accept what ddx wrote, for a file (names with a space
+/// and a backslash, given relative to where the check runs) and for
+/// standard input ('-').
+#[test]
+fn hash_files_pass_their_checkers() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    let contents = pattern(SEED, (1 << 20) + 12_345);
+    let checkers: [(&str, &str); 3] = [
+        ("sha256", "sha256sum"),
+        ("blake3", "b3sum"),
+        ("xxh3", "xxhsum"),
+    ];
+    for (algorithm, checker) in checkers {
+        if !rigs::have(checker) {
+            rigs::skip(&format!("{checker} is not installed (CI installs it)"));
+            continue;
+        }
+        let names: &[&str] = if algorithm == "xxh3" {
+            &["in put"]
+        } else {
+            &["in put", "back\\slash"]
+        };
+        for name in names {
+            std::fs::write(dir.join(name), &contents).unwrap();
+            let sums = format!("{algorithm}.sums");
+            let out = ddx_as_dd()
+                .current_dir(dir)
+                .args([
+                    format!("if={name}"),
+                    "of=output".into(),
+                    "bs=64k".into(),
+                    format!("--hash={algorithm}"),
+                    format!("--hash-file={sums}"),
+                ])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let check = Command::new(checker)
+                .current_dir(dir)
+                .args(["-c", &sums])
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&check.stdout);
+            assert!(
+                check.status.success(),
+                "{checker} -c on {:?}: {said}{}",
+                std::fs::read_to_string(dir.join(&sums)).unwrap(),
+                String::from_utf8_lossy(&check.stderr)
+            );
+            assert!(said.contains(": OK"), "{said}");
+            // A changed input fails the same check: the file names it.
+            std::fs::write(dir.join(name), b"changed").unwrap();
+            let check = Command::new(checker)
+                .current_dir(dir)
+                .args(["-c", &sums])
+                .output()
+                .unwrap();
+            assert!(!check.status.success(), "{checker} passed a changed input");
+        }
+
+        // Standard input, through a pipe: the line names '-', which the
+        // checker reads from its own standard input. xxhsum 0.8.1 (this
+        // Debian's) opens '-' as a file name instead, so for it the same
+        // bytes are there too; later versions read standard input.
+        let check_dir = tempfile::tempdir().unwrap();
+        let data = check_dir.path().join("data");
+        std::fs::write(&data, &contents).unwrap();
+        if algorithm == "xxh3" {
+            std::fs::write(check_dir.path().join("-"), &contents).unwrap();
+        }
+        let sums = check_dir.path().join("stdin.sums");
+        let out = rigs::cmd::shell(&format!(
+            "cat '{}' | {} of=/dev/null --hash={algorithm} --hash-file='{}'",
+            data.display(),
+            rigs::cmd::DDX,
+            sums.display()
+        ))
+        .output()
+        .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let written = std::fs::read_to_string(&sums).unwrap();
+        assert!(
+            written.contains(" -\n") || written.contains("(-)"),
+            "{written}"
+        );
+        let check = Command::new(checker)
+            .current_dir(check_dir.path())
+            .arg("-c")
+            .arg(&sums)
+            .stdin(std::fs::File::open(&data).unwrap())
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "{checker} -c {written:?}: {}{}",
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+}
+
+/// `--hash-file` is refused before anything is opened where its line
+/// could not be true or checked, and a failed copy writes none.
+#[test]
+fn hash_file_refusals_and_failed_copies() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    std::fs::write(dir.join("input"), pattern(SEED, 100_000)).unwrap();
+    let refused: &[&[&str]] = &[
+        &["--hash-file=sums"],
+        &["--hash=sha256,blake3", "--hash-file=sums"],
+        &["--hash=sha256", "--hash-file=sums", "skip=1"],
+        &["--hash=sha256", "--hash-file=sums", "count=1"],
+        &["--hash=sha256", "--hash-file=sums", "conv=sync"],
+        &["--hash=sha256", "--hash-file=output"],
+        &["--hash=sha256", "--hash-file=input"],
+        &["--hash=sha256", "--hash-file=no/such/dir/sums"],
+    ];
+    for extra in refused {
+        let out = ddx_as_dd()
+            .current_dir(dir)
+            .args(["if=input", "of=output"])
+            .args(*extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{extra:?}: {stderr}");
+        assert!(stderr.contains("--hash-file"), "{extra:?}: {stderr}");
+        assert!(!dir.join("output").exists(), "{extra:?}");
+        assert!(!dir.join("sums").exists(), "{extra:?}");
+        assert_eq!(std::fs::read(dir.join("input")).unwrap().len(), 100_000);
+    }
+    // A copy that fails (the output fills up) leaves no digest behind.
+    let out = ddx_as_dd()
+        .current_dir(dir)
+        .args([
+            "if=input",
+            "of=/dev/full",
+            "--hash=sha256",
+            "--hash-file=sums",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("'sums' not written"), "{stderr}");
+    assert!(!dir.join("sums").exists());
+}
+
 #[test]
 fn verify_passes_a_good_copy_and_catches_a_flipped_byte() {
     let scratch = tempfile::tempdir().unwrap();
@@ -637,6 +797,54 @@ fn resume_continues_after_a_read_error() {
         bad_blocks(&std::fs::read_to_string(&map).unwrap()),
         [(0x40000, 0x200)]
     );
+}
+
+/// A resumed copy says once, before anything else, what its map holds:
+/// bytes done, left and bad.
+#[test]
+fn resume_says_where_it_stands_first() {
+    let scratch = tempfile::tempdir().unwrap();
+    let input = scratch.path().join("input");
+    let output = scratch.path().join("output");
+    let map = scratch.path().join("output.map");
+    let contents = pattern(SEED, 1 << 20);
+    std::fs::write(&input, &contents).unwrap();
+    std::fs::write(&output, &contents[..1 << 18]).unwrap();
+    // ddrescue's format: 256 KiB finished, one bad sector, the rest not tried.
+    std::fs::write(
+        &map,
+        "# Mapfile\n0x00040200     ?               1\n\
+         0x00000000  0x00040000  +\n\
+         0x00040000  0x00000200  -\n\
+         0x00040200  0x000BFE00  ?\n",
+    )
+    .unwrap();
+    let out = copy(&input, &output)
+        .args([format!("--map={}", map.display()), "--resume".into()])
+        .arg("bs=64k")
+        .run();
+    let stderr = &out.stderr;
+    let first = stderr.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        format!(
+            "dd: resuming from '{}': 262144 bytes done, 785920 left, 512 bad (25% done)",
+            map.display()
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("resuming from").count(), 1, "{stderr}");
+    // Only what was left is copied; the bad sector stays bad (no --rescue).
+    assert!(stderr.contains("\n785920 bytes ("), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let written = std::fs::read(&output).unwrap();
+    assert!(written[0x40200..] == contents[0x40200..]);
+    // status=none: errors only, so not this line.
+    let out = copy(&input, &output)
+        .args([format!("--map={}", map.display()), "--resume".into()])
+        .args(["bs=64k", "status=none"])
+        .run();
+    assert!(!out.stderr.contains("resuming"));
 }
 
 /// GNU ddrescue, direct, with `sector`-byte sectors: whether it succeeded.

@@ -24,6 +24,7 @@ use crate::engine::cache::CacheDropper;
 use crate::engine::diagnostic::{BufferKind, Diagnostic};
 use crate::operands::{CopyPlan, IoFlags, StatusLevel};
 use crate::sys::buffer::AlignedBuf;
+use crate::sys::Errno;
 
 /// A fatal stop: dd's `quit(EXIT_FAILURE)` or `die`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,6 +251,21 @@ impl Reader {
     /// End-of-input messages for an offloaded copy (cache advice).
     pub fn end_of_offload(&mut self) -> Option<Diagnostic> {
         self.finish_cache()
+    }
+
+    /// GNU's "error reading", and what the end knows beyond the errno.
+    fn send_read_error(&mut self, sink: &mut dyn Sink, errno: Errno) -> Result<(), Closed> {
+        sink.send(Event::Diagnostic(Box::new(Diagnostic::ReadError {
+            file: self.input.name.clone(),
+            errno,
+        })))?;
+        if let Some(text) = self.input.end.take_detail() {
+            sink.send(Event::Diagnostic(Box::new(Diagnostic::Detail {
+                file: self.input.name.clone(),
+                text,
+            })))?;
+        }
+        Ok(())
     }
 
     fn no_memory(&mut self, sink: &mut dyn Sink, size: usize) -> Result<(), Closed> {

@@ -205,10 +205,7 @@ impl Reader {
     ) -> Result<AfterError, Closed> {
         let noerror = self.plan.conv.contains(Conv::NOERROR);
         if !noerror || !self.settings.quiet {
-            sink.send(Event::Diagnostic(Box::new(Diagnostic::ReadError {
-                file: self.input.name.clone(),
-                errno,
-            })))?;
+            self.send_read_error(sink, errno)?;
         }
         if !noerror {
             let late = self.finish_cache();

@@ -91,10 +91,7 @@ impl Reader {
             records = left.records;
             *scratch = Some(buf);
             if let Err(errno) = result {
-                sink.send(Event::Diagnostic(Box::new(Diagnostic::ReadError {
-                    file: self.input.name.clone(),
-                    errno,
-                })))?;
+                self.send_read_error(sink, errno)?;
                 if self.plan.conv.contains(Conv::NOERROR) {
                     sink.send(Event::Statistics)?;
                 }

@@ -71,6 +71,9 @@ pub type StreamEnd = Result<(bool, Option<Diagnostic>), Stop>;
 struct Out<'a> {
     output: &'a mut Output,
     raw: RawOutput,
+    /// The output offset of the stream's first byte (after seek=), where
+    /// the output can tell.
+    base: Option<u64>,
     behind: Behind,
     counters: &'a Counters,
     events: &'a dyn Events,
@@ -103,6 +106,7 @@ impl<'a> Writer<'a> {
         Writer {
             out: Out {
                 raw: RawOutput::new(&plan, offset),
+                base: None,
                 behind: Behind::Off,
                 output,
                 counters,
@@ -179,6 +183,7 @@ impl<'a> Writer<'a> {
         match event {
             Event::Skipped => {
                 self.seek_output()?;
+                self.out.base = self.out.raw.offset;
                 if !self.plan.copies_nothing() && self.plan.two_buffers {
                     self.reblocker.allocate().map_err(|size| {
                         self.out.diag(Diagnostic::NoMemory {
@@ -244,6 +249,7 @@ impl<'a> Writer<'a> {
         self.out.behind.finish(self.out.output.end.fd());
         match end {
             Ok((failed, late)) => {
+                let failed = self.settle() || failed;
                 if !self.sync_pending.is_empty() {
                     self.out.events.before_sync();
                 }
@@ -371,9 +377,13 @@ impl<'a> Writer<'a> {
             }
             let whole = data.len() / obs * obs;
             if whole > 0 {
+                let at = self.out.raw.offset;
                 let (written, error) = self.out.write_blocks(&data[..whole], obs);
                 add(&counters.records_out_full, (written / obs) as u64);
                 if written != whole {
+                    if let Some(stored) = self.out.failed_before(at) {
+                        return self.failed_behind(stored, error);
+                    }
                     let failed_end = start + (take + written / obs * obs + obs) as u64;
                     self.tally.read_at_failed_write(counters, failed_end);
                     return self.short_write(error, written % obs != 0);
@@ -384,9 +394,13 @@ impl<'a> Writer<'a> {
             })?;
             return Ok(Handled::Continue(Some(buf)));
         }
+        let at = self.out.raw.offset;
         let (written, error) = self.out.write_blocks(data, ibs);
         add(&counters.records_out_full, (written / ibs) as u64);
         if written != len {
+            if let Some(stored) = self.out.failed_before(at) {
+                return self.failed_behind(stored, error);
+            }
             self.tally
                 .read_at_failed_write(counters, start + (written / ibs * ibs + ibs) as u64);
             return self.short_write(error, false);
@@ -418,10 +432,14 @@ impl<'a> Writer<'a> {
         let start = self.tally.read() - len;
         while left > 0 {
             let n = left.min(step);
+            let at = self.out.raw.offset;
             let (written, error) = self.out.write_blocks(&zeros.as_slice()[..n], block);
             add(&counters.records_out_full, (written / block) as u64);
             if written != n {
                 self.zeros = Some(zeros);
+                if let Some(stored) = self.out.failed_before(at) {
+                    return self.failed_behind(stored, error);
+                }
                 let done = (len as usize - left + written / block * block + block) as u64;
                 self.tally.read_at_failed_write(counters, start + done);
                 return self.short_write(error, written % block != 0);
@@ -443,16 +461,58 @@ impl<'a> Writer<'a> {
             if partial {
                 bump(&self.out.counters.records_out_partial);
             }
-            self.out.diag(Diagnostic::WritingTo { file, errno });
+            self.out.write_error(Diagnostic::WritingTo { file, errno });
             return Err(Stop::Quit);
         }
-        self.out.diag(Diagnostic::ErrorWriting { file, errno });
+        self.out
+            .write_error(Diagnostic::ErrorWriting { file, errno });
         // GNU returns from the copy here (no quit): the output is still
         // synchronised and the statistics printed.
         Ok(Handled::Done {
             failed: true,
             late: None,
         })
+    }
+
+    /// A write the end had taken earlier failed (write-behind): GNU would
+    /// have stopped at that write.
+    fn failed_behind(&mut self, stored: u64, error: Option<Errno>) -> Result<Handled, Stop> {
+        self.count_stored(stored);
+        self.out.raw.offset = self.out.base.map(|base| base + stored);
+        let block = self.tally.write_block() as u64;
+        self.short_write(error, stored % block != 0)
+    }
+
+    /// The counts GNU would show having written the `stored` bytes before
+    /// a failed write: blocks out, and the records read up to the failed
+    /// block.
+    fn count_stored(&mut self, stored: u64) {
+        use std::sync::atomic::Ordering::Release;
+        let counters = self.out.counters;
+        let block = self.tally.write_block() as u64;
+        counters.bytes_out.store(stored, Release);
+        counters.records_out_full.store(stored / block, Release);
+        counters.records_out_partial.store(0, Release);
+        counters.records_in_partial.store(0, Release);
+        self.tally.read_at_failed_write(counters, stored + block);
+    }
+
+    /// The end of the stream for an end that writes behind: every write is
+    /// acknowledged, or the first that failed is reported now, with the
+    /// counts of what was stored before it. True when one failed.
+    fn settle(&mut self) -> bool {
+        let Err(errno) = self.out.output.end.settle() else {
+            return false;
+        };
+        if let Some(stored) = self.out.failed_before(None) {
+            self.count_stored(stored);
+        }
+        self.write_failed = true;
+        self.out.write_error(Diagnostic::ErrorWriting {
+            file: self.out.output.name.clone(),
+            errno,
+        });
+        true
     }
 
     /// End of input: what the conversions hold back, the final partial
@@ -480,7 +540,7 @@ impl<'a> Writer<'a> {
                 bump(&self.out.counters.records_out_partial);
             }
             if written.bytes != fill {
-                self.out.diag(Diagnostic::ErrorWriting {
+                self.out.write_error(Diagnostic::ErrorWriting {
                     file: self.out.output.name.clone(),
                     errno: written.error.unwrap_or(Errno::IO),
                 });
@@ -654,6 +714,33 @@ impl Out<'_> {
         self.events.diagnostic(d);
     }
 
+    /// GNU's message for a failed write, then what the end knows beyond
+    /// its errno.
+    fn write_error(&mut self, d: Diagnostic) {
+        self.diag(d);
+        if let Some(text) = self.output.end.take_detail() {
+            self.diag(Diagnostic::Detail {
+                file: self.output.name.clone(),
+                text,
+            });
+        }
+    }
+
+    /// After a failed write to an end that writes behind (an NBD export):
+    /// when the request that failed is one the end took before `at` (the
+    /// output offset the failing call began at), the stream offset before
+    /// which everything is stored. None: the failure is this call's own.
+    fn failed_before(&mut self, at: Option<u64>) -> Option<u64> {
+        // Every request still in flight ends first, so that what is
+        // acknowledged is known exactly.
+        let _ = self.output.end.settle();
+        let stored_until = self.output.end.written_until()?;
+        if at.is_some_and(|at| stored_until >= at) {
+            return None;
+        }
+        Some(stored_until.saturating_sub(self.base?))
+    }
+
     /// Write `buf` whole, through the raw layer.
     fn write(&mut self, buf: &[u8], uncached: bool) -> Written {
         self.raw.write(
@@ -682,7 +769,7 @@ impl Out<'_> {
         let written = self.write(block, false);
         add(&self.counters.bytes_out, written.bytes as u64);
         if written.bytes != block.len() {
-            self.diag(Diagnostic::WritingTo {
+            self.write_error(Diagnostic::WritingTo {
                 file: self.output.name.clone(),
                 errno: written.error.unwrap_or(Errno::IO),
             });

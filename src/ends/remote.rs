@@ -1,0 +1,114 @@
+//! Ends named by a URI in `if=`/`of=`: an NBD export (`nbd://`,
+//! `nbd+unix://`, ...). A value is taken as a URI only when no file of
+//! that name exists, nor the directory its first component would be
+//! (`nbd+unix:` in `nbd+unix:///?socket=...`, where GNU dd would create
+//! a file): GNU dd could not open such a name, so no GNU behaviour
+//! changes. Each kind of remote end is a module of `ends`; this one only
+//! tells them apart and opens them.
+
+use std::path::{Component, Path};
+
+use super::nbd::{self, NbdUri};
+use super::{End, Kind};
+use crate::sys::Errno;
+
+/// A remote end, recognised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Remote {
+    Nbd(NbdUri),
+}
+
+impl Remote {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Remote::Nbd(_) => Kind::Remote,
+        }
+    }
+}
+
+/// Why a remote end could not be opened: the errno GNU's message shows,
+/// and what the remote side said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteError {
+    pub errno: Errno,
+    pub detail: String,
+}
+
+/// What `value` names, when it names a remote end: None for a file name;
+/// Some(Err) for a URI of a known scheme that cannot be right (the
+/// reason).
+pub fn recognise(value: &Path) -> Option<Result<Remote, String>> {
+    recognise_in(Path::new("."), value)
+}
+
+/// [`recognise`], with relative names taken from `base`.
+fn recognise_in(base: &Path, value: &Path) -> Option<Result<Remote, String>> {
+    let text = value.to_str()?;
+    if base.join(value).symlink_metadata().is_ok() {
+        return None;
+    }
+    if let Some(Component::Normal(first)) = value.components().next() {
+        if base.join(first).symlink_metadata().is_ok() {
+            return None;
+        }
+    }
+    let parsed = nbd::recognise(text)?;
+    Some(parsed.map(Remote::Nbd).map_err(|e| e.0))
+}
+
+/// Open `remote` for reading, or for writing.
+pub fn open(remote: &Remote, writing: bool) -> Result<Box<dyn End>, RemoteError> {
+    match remote {
+        Remote::Nbd(uri) => open_nbd(uri, writing),
+    }
+}
+
+#[cfg(feature = "nbd")]
+fn open_nbd(uri: &NbdUri, writing: bool) -> Result<Box<dyn End>, RemoteError> {
+    let access = if writing {
+        nbd::Access::Write
+    } else {
+        nbd::Access::Read
+    };
+    nbd::NbdEnd::open(uri, access)
+        .map(|end| Box::new(end) as Box<dyn End>)
+        .map_err(|e| RemoteError {
+            errno: e.errno,
+            detail: e.message,
+        })
+}
+
+#[cfg(not(feature = "nbd"))]
+fn open_nbd(_uri: &NbdUri, _writing: bool) -> Result<Box<dyn End>, RemoteError> {
+    Err(RemoteError {
+        errno: Errno::PROTONOSUPPORT,
+        detail: "this ddx was built without NBD support (the `nbd` feature, libnbd)".into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_uri_is_a_uri_only_where_no_file_stands() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path();
+        let uri = Path::new("nbd+unix:///?socket=/tmp/x.sock");
+        let recognised = recognise_in(base, uri);
+        assert!(
+            matches!(recognised, Some(Ok(Remote::Nbd(_)))),
+            "{recognised:?}"
+        );
+        assert!(matches!(
+            recognise_in(base, Path::new("nbd+unix:///")),
+            Some(Err(_))
+        ));
+        std::fs::write(base.join("plain.img"), b"").unwrap();
+        assert_eq!(recognise_in(base, Path::new("plain.img")), None);
+        assert_eq!(recognise_in(base, Path::new("nbd:disk")), None);
+        // A directory named like the scheme: GNU dd would write into it.
+        std::fs::create_dir(base.join("nbd+unix:")).unwrap();
+        assert_eq!(recognise_in(base, uri), None);
+    }
+}

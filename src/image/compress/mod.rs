@@ -1,0 +1,641 @@
+//! `--compress=ALG[:LEVEL]`: an output end that writes the stream
+//! compressed into another end, on every core.
+//!
+//! zstd and gzip are cut into frames (members) of [`FRAME`] bytes,
+//! compressed independently by a pool of workers and written in order by
+//! one driver thread. Independent frames are what lets `--decompress` go
+//! parallel again (one zstd frame per file, as the zstd tool writes even
+//! with `-T`, can only be decoded on one core), and every frame records
+//! its content size. The zstd crate's own multi-threaded mode (zstdmt)
+//! was not used: it makes one frame of the whole stream unless ended, and
+//! ending a frame makes it wait for all its jobs, idling the cores at
+//! every boundary; the pool keeps them busy and needs no C threads.
+//! `gzip -d` reads concatenated members as one file. xz goes through
+//! liblzma's multi-threaded encoder, which writes one stream of blocks
+//! that record their sizes, the form liblzma's threaded decoder splits.
+//!
+//! Writes are behind: [`End::write`] queues the bytes and returns, and an
+//! error of the output end (ENOSPC...) surfaces on a later write, sync or
+//! close; [`End::written_until`] then says how much of the *uncompressed*
+//! stream is known to be in the output: the frames written whole for zstd
+//! and gzip, and for xz what the last sync flushed (liblzma does not say
+//! which blocks its output holds in between).
+//!
+//! [`End::settle`] and [`End::sync`] end the current frame or block and
+//! wait for the output to have everything so far (sync then syncs it).
+//! [`End::close`] finishes the stream (xz's index and footer) and, if the
+//! output was synced before (conv=fsync), syncs it again so that the end
+//! of the stream is as durable as the rest. [`End::abandon`] leaves a
+//! stream that says it is cut short: zstd and gzip get the start of a
+//! frame that never comes (so `zstd -d`/`gzip -d` report truncation
+//! instead of a complete, shorter file), xz is left without its footer.
+
+mod spec;
+
+pub use spec::{Algorithm, Compression, SpecError};
+
+use std::io::Write as _;
+use std::os::fd::BorrowedFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use liblzma::stream::{Action, Check, MtStreamBuilder, Status, Stream};
+
+use crate::ends::{End, Kind, Whence};
+use crate::image::chunks::{BufferPool, Failure};
+use crate::sys::Errno;
+
+/// Uncompressed bytes per zstd frame or gzip member.
+pub const FRAME: usize = 16 << 20;
+/// Uncompressed bytes per hand-over to the xz encoder.
+const XZ_BATCH: usize = 1 << 20;
+/// Compressed bytes per write to the output, for xz.
+const XZ_OUT: usize = 1 << 20;
+/// Workers beyond this add memory (two frames each) more than speed.
+const MAX_WORKERS: usize = 16;
+
+/// What the driver does next, in stream order.
+enum Step {
+    Frame {
+        compressed: Receiver<Result<Vec<u8>, String>>,
+        /// Uncompressed offset at the frame's end.
+        end: u64,
+    },
+    /// Bytes for the xz encoder.
+    Data(Vec<u8>),
+    Sync {
+        data_only: bool,
+        reply: SyncSender<()>,
+    },
+    /// Everything so far written out (no sync).
+    Settle(SyncSender<()>),
+    Finish,
+    Abandon,
+}
+
+struct Job {
+    data: Vec<u8>,
+    result: SyncSender<Result<Vec<u8>, String>>,
+}
+
+/// State the driver shares with the end.
+#[derive(Debug, Default)]
+struct Shared {
+    failed: AtomicBool,
+    failure: Mutex<Option<Failure>>,
+    written_until: AtomicU64,
+    compressed: Arc<AtomicU64>,
+}
+
+impl Shared {
+    fn fail(&self, failure: Failure) {
+        if let Ok(mut slot) = self.failure.lock() {
+            if slot.is_none() {
+                *slot = Some(failure);
+            }
+        }
+        self.failed.store(true, Ordering::Release);
+    }
+
+    fn failure(&self) -> Option<Failure> {
+        if !self.failed.load(Ordering::Acquire) {
+            return None;
+        }
+        self.failure.lock().ok().and_then(|slot| slot.clone())
+    }
+}
+
+/// An output end written compressed.
+#[derive(Debug)]
+pub struct Compressed {
+    compression: Compression,
+    batch: usize,
+    pending: Vec<u8>,
+    /// Uncompressed bytes accepted so far.
+    accepted: u64,
+    pool: Arc<BufferPool>,
+    steps: SyncSender<Step>,
+    jobs: Option<SyncSender<Job>>,
+    workers: Vec<JoinHandle<()>>,
+    driver: JoinHandle<Box<dyn End>>,
+    shared: Arc<Shared>,
+    detail: Option<String>,
+}
+
+impl std::fmt::Debug for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Step")
+    }
+}
+
+impl Compressed {
+    /// Compress into `output` with up to `threads` threads.
+    pub fn start(output: Box<dyn End>, compression: Compression, threads: usize) -> Compressed {
+        let threads = threads.clamp(1, MAX_WORKERS);
+        let shared = Arc::new(Shared::default());
+        let framed = compression.algorithm != Algorithm::Xz;
+        let batch = if framed { FRAME } else { XZ_BATCH };
+        let pool = BufferPool::new(2 * threads + 4);
+        let (steps_tx, steps_rx) = sync_channel(threads + 1);
+        let mut workers = Vec::new();
+        let jobs = framed.then(|| {
+            let (jobs_tx, jobs_rx) = sync_channel::<Job>(threads);
+            let jobs_rx = Arc::new(Mutex::new(jobs_rx));
+            for n in 0..threads {
+                let jobs_rx = Arc::clone(&jobs_rx);
+                let pool = Arc::clone(&pool);
+                workers.push(
+                    std::thread::Builder::new()
+                        .name(format!("ddx-{}-{n}", compression.algorithm))
+                        .spawn(move || worker(&jobs_rx, compression, &pool))
+                        .expect("spawning a compression thread"),
+                );
+            }
+            jobs_tx
+        });
+        let driver = {
+            let shared = Arc::clone(&shared);
+            let pool = Arc::clone(&pool);
+            std::thread::Builder::new()
+                .name(format!("ddx-{}-out", compression.algorithm))
+                .spawn(move || drive(output, steps_rx, &shared, &pool, compression, threads))
+                .expect("spawning the compressed writer thread")
+        };
+        Compressed {
+            compression,
+            batch,
+            pending: Vec::new(),
+            accepted: 0,
+            pool,
+            steps: steps_tx,
+            jobs,
+            workers,
+            driver,
+            shared,
+            detail: None,
+        }
+    }
+
+    /// Compressed bytes written to the output so far (for the report).
+    pub fn compressed_bytes(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.shared.compressed)
+    }
+
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    fn failed(&mut self) -> Option<Errno> {
+        let failure = self.shared.failure()?;
+        self.detail = Some(failure.detail);
+        Some(failure.errno)
+    }
+
+    /// Hand the pending bytes on.
+    fn submit(&mut self) -> Result<(), Errno> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        self.submit_frame()
+    }
+
+    /// Hand the pending bytes on as a frame, even none: an empty stream
+    /// is still one frame, as the zstd and gzip tools write it.
+    fn submit_frame(&mut self) -> Result<(), Errno> {
+        let mut next = self.pool.take();
+        next.clear();
+        let data = std::mem::replace(&mut self.pending, next);
+        let gone = |me: &mut Compressed| me.failed().unwrap_or(Errno::IO);
+        match &self.jobs {
+            Some(jobs) => {
+                let (result, compressed) = sync_channel(1);
+                if jobs.send(Job { data, result }).is_err() {
+                    return Err(gone(self));
+                }
+                let end = self.accepted;
+                if self.steps.send(Step::Frame { compressed, end }).is_err() {
+                    return Err(gone(self));
+                }
+            }
+            None => {
+                if self.steps.send(Step::Data(data)).is_err() {
+                    return Err(gone(self));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Take `len` bytes from `fill` into the stream.
+    fn accept(
+        &mut self,
+        mut len: usize,
+        fill: impl Fn(&mut Vec<u8>, usize, usize),
+    ) -> Result<(), Errno> {
+        if let Some(errno) = self.failed() {
+            return Err(errno);
+        }
+        let mut from = 0;
+        while len > 0 {
+            if self.pending.capacity() < self.batch {
+                self.pending.reserve(self.batch - self.pending.len());
+            }
+            let n = (self.batch - self.pending.len()).min(len);
+            fill(&mut self.pending, from, n);
+            from += n;
+            len -= n;
+            self.accepted += n as u64;
+            if self.pending.len() == self.batch {
+                self.submit()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stop the threads after `last`; the output end back.
+    fn finish(self, last: Step) -> (Box<dyn End>, Arc<Shared>, Option<String>) {
+        let Compressed {
+            steps,
+            jobs,
+            workers,
+            driver,
+            shared,
+            detail,
+            ..
+        } = self;
+        let _ = steps.send(last);
+        drop(steps);
+        drop(jobs);
+        for worker in workers {
+            let _ = worker.join();
+        }
+        let output = driver.join().expect("the compressed writer does not panic");
+        (output, shared, detail)
+    }
+}
+
+impl End for Compressed {
+    fn kind(&self) -> Kind {
+        Kind::Stream
+    }
+
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
+
+    fn read(&mut self, _buf: &mut [u8]) -> Result<usize, Errno> {
+        Err(Errno::BADF)
+    }
+
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
+        self.accept(buf.len(), |pending, from, n| {
+            pending.extend_from_slice(&buf[from..from + n])
+        })?;
+        Ok(buf.len())
+    }
+
+    fn write_zeroes(&mut self, len: u64) -> Result<(), Errno> {
+        let mut left = len;
+        while left > 0 {
+            let n = left.min(self.batch as u64) as usize;
+            self.accept(n, |pending, _, n| pending.resize(pending.len() + n, 0))?;
+            left -= n as u64;
+        }
+        Ok(())
+    }
+
+    fn seek(&mut self, _to: Whence) -> Result<u64, Errno> {
+        Err(Errno::SPIPE)
+    }
+
+    fn size(&self) -> Result<Option<u64>, Errno> {
+        Ok(None)
+    }
+
+    /// Ends the current frame (or xz block), waits until everything
+    /// accepted so far is in the output, and syncs the output.
+    fn sync(&mut self, data_only: bool) -> Result<(), Errno> {
+        self.submit()?;
+        let (reply, done) = sync_channel(1);
+        if self.steps.send(Step::Sync { data_only, reply }).is_err() || done.recv().is_err() {
+            return Err(self.failed().unwrap_or(Errno::IO));
+        }
+        match self.failed() {
+            Some(errno) => Err(errno),
+            None => Ok(()),
+        }
+    }
+
+    fn written_until(&self) -> Option<u64> {
+        Some(self.shared.written_until.load(Ordering::Acquire))
+    }
+
+    /// Ends the current frame (or xz block) and waits until everything
+    /// accepted so far is in the output: its errors, with their detail,
+    /// come here rather than from close.
+    fn settle(&mut self) -> Result<(), Errno> {
+        self.submit()?;
+        let (reply, done) = sync_channel(1);
+        if self.steps.send(Step::Settle(reply)).is_err() || done.recv().is_err() {
+            return Err(self.failed().unwrap_or(Errno::IO));
+        }
+        match self.failed() {
+            Some(errno) => Err(errno),
+            None => Ok(()),
+        }
+    }
+
+    fn take_detail(&mut self) -> Option<String> {
+        self.detail.take()
+    }
+
+    fn close(mut self: Box<Self>) -> Result<(), Errno> {
+        let submitted = if self.accepted == 0 && self.jobs.is_some() {
+            self.submit_frame()
+        } else {
+            self.submit()
+        };
+        let (output, shared, _) = self.finish(Step::Finish);
+        match submitted.err().or(shared.failure().map(|f| f.errno)) {
+            None => output.close(),
+            Some(errno) => {
+                output.abandon();
+                Err(errno)
+            }
+        }
+    }
+
+    fn abandon(self: Box<Self>) {
+        let (output, _, _) = self.finish(Step::Abandon);
+        output.abandon();
+    }
+}
+
+fn worker(jobs: &Mutex<Receiver<Job>>, compression: Compression, pool: &BufferPool) {
+    let mut zstd = None;
+    loop {
+        let job = match jobs.lock() {
+            Ok(rx) => match rx.recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            },
+            Err(_) => return,
+        };
+        let result = match compression.algorithm {
+            Algorithm::Zstd => zstd_frame(&mut zstd, compression.level, &job.data),
+            Algorithm::Gzip => gzip_member(compression.level, &job.data),
+            Algorithm::Xz => unreachable!("xz has no frame workers"),
+        };
+        pool.give(job.data);
+        let _ = job.result.send(result);
+    }
+}
+
+fn zstd_frame(
+    compressor: &mut Option<zstd::bulk::Compressor<'static>>,
+    level: i32,
+    data: &[u8],
+) -> Result<Vec<u8>, String> {
+    if compressor.is_none() {
+        let mut fresh = zstd::bulk::Compressor::new(level).map_err(|e| e.to_string())?;
+        fresh
+            .set_parameter(zstd::stream::raw::CParameter::ChecksumFlag(true))
+            .map_err(|e| e.to_string())?;
+        *compressor = Some(fresh);
+    }
+    let compressor = compressor.as_mut().expect("made above");
+    let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(data.len()));
+    compressor
+        .compress_to_buffer(data, &mut out)
+        .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+fn gzip_member(level: i32, data: &[u8]) -> Result<Vec<u8>, String> {
+    let out = Vec::with_capacity(data.len() / 2 + 64);
+    let mut encoder = flate2::write::GzEncoder::new(out, flate2::Compression::new(level as u32));
+    encoder.write_all(data).map_err(|e| e.to_string())?;
+    encoder.finish().map_err(|e| e.to_string())
+}
+
+/// The driver: takes the steps in order, writes the output, and gives the
+/// output end back at the end.
+fn drive(
+    mut output: Box<dyn End>,
+    steps: Receiver<Step>,
+    shared: &Shared,
+    pool: &BufferPool,
+    compression: Compression,
+    threads: usize,
+) -> Box<dyn End> {
+    let mut out = Output {
+        end: &mut *output,
+        offset: 0,
+        shared,
+        algorithm: compression.algorithm,
+    };
+    let mut xz = None;
+    if compression.algorithm == Algorithm::Xz {
+        match XzEncoder::new(compression.level, threads) {
+            Ok(encoder) => xz = Some(encoder),
+            Err(e) => shared.fail(Failure::new(
+                Errno::NOMEM,
+                format!("--compress=xz: liblzma cannot start its encoder: {e}"),
+            )),
+        }
+    }
+    let mut synced = None;
+    let mut fed = 0u64;
+    for step in steps {
+        let failed = shared.failed.load(Ordering::Acquire);
+        match step {
+            Step::Frame { compressed, end } => {
+                if failed {
+                    continue;
+                }
+                match compressed.recv() {
+                    Ok(Ok(bytes)) => {
+                        if out.put(&bytes).is_ok() {
+                            shared.written_until.store(end, Ordering::Release);
+                        }
+                    }
+                    Ok(Err(why)) => shared.fail(Failure::new(
+                        Errno::IO,
+                        format!("{} compression failed: {why}", compression.algorithm),
+                    )),
+                    Err(_) => shared.fail(Failure::new(
+                        Errno::IO,
+                        "a compression thread stopped".to_owned(),
+                    )),
+                }
+            }
+            Step::Data(data) => {
+                if let (false, Some(xz)) = (failed, xz.as_mut()) {
+                    fed += data.len() as u64;
+                    let _ = xz.feed(&mut out, &data, Action::Run);
+                }
+                pool.give(data);
+            }
+            Step::Sync { data_only, reply } => {
+                if !failed {
+                    let flushed = match xz.as_mut() {
+                        Some(xz) => xz.feed(&mut out, &[], Action::FullFlush),
+                        None => Ok(()),
+                    };
+                    if flushed.is_ok() {
+                        if xz.is_some() {
+                            shared.written_until.store(fed, Ordering::Release);
+                        }
+                        out.sync(data_only);
+                        synced = Some(data_only);
+                    }
+                }
+                let _ = reply.send(());
+            }
+            Step::Settle(reply) => {
+                if let (false, Some(xz)) = (failed, xz.as_mut()) {
+                    if xz.feed(&mut out, &[], Action::FullFlush).is_ok() {
+                        shared.written_until.store(fed, Ordering::Release);
+                    }
+                }
+                let _ = reply.send(());
+            }
+            Step::Finish => {
+                if !failed {
+                    if let Some(xz) = xz.as_mut() {
+                        if xz.feed(&mut out, &[], Action::Finish).is_ok() {
+                            shared.written_until.store(fed, Ordering::Release);
+                        }
+                    }
+                    if let Some(data_only) = synced {
+                        out.sync(data_only);
+                    }
+                }
+                break;
+            }
+            Step::Abandon => {
+                // A frame that starts and never ends: decoders report the
+                // stream as truncated. Best effort: the copy failed anyway.
+                let marker: &[u8] = match compression.algorithm {
+                    Algorithm::Zstd => &[0x28, 0xB5, 0x2F, 0xFD],
+                    Algorithm::Gzip => &[0x1F, 0x8B, 0x08],
+                    Algorithm::Xz => &[],
+                };
+                if !marker.is_empty() {
+                    let _ = out.put(marker);
+                }
+                break;
+            }
+        }
+    }
+    output
+}
+
+/// The output end as the driver writes it: whole buffers, counted, errors
+/// recorded with where they happened.
+struct Output<'a> {
+    end: &'a mut dyn End,
+    offset: u64,
+    shared: &'a Shared,
+    algorithm: Algorithm,
+}
+
+impl Output<'_> {
+    fn put(&mut self, mut buf: &[u8]) -> Result<(), ()> {
+        while !buf.is_empty() {
+            let errno = match self.end.write(buf) {
+                Ok(0) => Errno::NOSPC,
+                Ok(n) => {
+                    buf = &buf[n..];
+                    self.offset += n as u64;
+                    self.shared
+                        .compressed
+                        .fetch_add(n as u64, Ordering::Relaxed);
+                    continue;
+                }
+                Err(Errno::INTR) => continue,
+                Err(errno) => errno,
+            };
+            let said = self.end.take_detail();
+            let mut detail = format!(
+                "writing the {} stream failed at compressed offset {}",
+                self.algorithm, self.offset
+            );
+            if let Some(said) = said {
+                detail = format!("{said} ({detail})");
+            }
+            self.shared.fail(Failure::new(errno, detail));
+            return Err(());
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self, data_only: bool) {
+        if let Err(errno) = self.end.sync(data_only) {
+            let detail = self
+                .end
+                .take_detail()
+                .unwrap_or_else(|| format!("syncing the {} stream failed", self.algorithm));
+            self.shared.fail(Failure::new(errno, detail));
+        }
+    }
+}
+
+/// liblzma's multi-threaded encoder and its output buffer.
+struct XzEncoder {
+    stream: Stream,
+    out: Vec<u8>,
+}
+
+impl XzEncoder {
+    fn new(level: i32, threads: usize) -> Result<XzEncoder, liblzma::stream::Error> {
+        let stream = MtStreamBuilder::new()
+            .threads(threads as u32)
+            .preset(level as u32)
+            .check(Check::Crc64)
+            // liblzma's default block size (three dictionaries): blocks
+            // record their sizes, so its threaded decoder can split them.
+            .block_size(0)
+            .timeout_ms(0)
+            .encoder()?;
+        Ok(XzEncoder {
+            stream,
+            out: Vec::with_capacity(XZ_OUT),
+        })
+    }
+
+    /// Run `data` through the encoder with `action`, writing full output
+    /// buffers; flushes and finishes go on until liblzma says they are
+    /// done, and write what they produced.
+    fn feed(&mut self, out: &mut Output<'_>, data: &[u8], action: Action) -> Result<(), ()> {
+        let mut at = 0;
+        loop {
+            let before = self.stream.total_in();
+            let status = self.stream.process_vec(&data[at..], &mut self.out, action);
+            at += (self.stream.total_in() - before) as usize;
+            let status = match status {
+                Ok(status) => status,
+                Err(e) => {
+                    out.shared.fail(Failure::new(
+                        Errno::IO,
+                        format!("xz compression failed: {e}"),
+                    ));
+                    return Err(());
+                }
+            };
+            let done = match action {
+                Action::Run => at == data.len(),
+                _ => status == Status::StreamEnd,
+            };
+            if self.out.len() == self.out.capacity() || (done && !matches!(action, Action::Run)) {
+                out.put(&self.out)?;
+                self.out.clear();
+            }
+            if done {
+                return Ok(());
+            }
+        }
+    }
+}

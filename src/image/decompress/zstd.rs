@@ -1,0 +1,372 @@
+//! Zstandard, decoded frame by frame on every core.
+//!
+//! A zstd stream is a sequence of independent frames (and skippable
+//! frames). A frame's extent can be found from its block headers without
+//! decoding it (`ZSTD_findFrameCompressedSize`), so one thread, the
+//! dispatcher, cuts the input into frames and hands each to a pool of
+//! workers; the parts mechanism of [`crate::image::chunks`] puts their
+//! output back in order. ddx's own `--compress=zstd` writes frames of
+//! [`crate::image::compress::FRAME`] bytes for this reason; pzstd does
+//! the same. The `zstd` tool writes one frame per file, even with `-T`:
+//! such a frame (or any whose end is not found within
+//! [`MAX_FRAME_IN_MEMORY`] compressed bytes) is decoded by the dispatcher
+//! as a stream, which still overlaps decoding with writing.
+
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+
+use zstd::zstd_safe::{self, DCtx, InBuffer, OutBuffer, ResetDirective};
+
+use super::{corrupt, input_failed, CHUNK};
+use crate::image::chunks::{announce, send, BufferPool, Failure, Gone, Part, Piece};
+use crate::image::format::{is_skippable_magic, ZSTD_MAGIC};
+use crate::image::source::Source;
+
+/// Compressed bytes held to find where a frame ends before decoding it as
+/// a stream instead.
+pub const MAX_FRAME_IN_MEMORY: usize = 32 << 20;
+/// A frame whose header promises more than this is decoded as a stream at
+/// once: it is the whole file (as the zstd tool writes), there is nothing
+/// to overlap it with, and looking for its end would only delay the first
+/// byte.
+const STREAM_AT_ONCE: u64 = 256 << 20;
+/// The longest frame header (RFC 8878: magic, descriptor, window, the
+/// dictionary id and the content size).
+const MAX_HEADER: usize = 18;
+/// A frame whose header promises at most this much is decoded in one
+/// call into one buffer (zstd then writes straight into it).
+const ONE_SHOT_MAX: u64 = 32 << 20;
+const READ_STEP: usize = 1 << 20;
+/// Pieces a streamed frame may have waiting for the reader.
+const STREAM_DEPTH: usize = 8;
+
+struct Job {
+    frame: Vec<u8>,
+    /// Offset of the frame in the compressed input, for error details.
+    offset: u64,
+    part: SyncSender<Piece>,
+}
+
+/// Decode the whole input, announcing parts on `parts`; returns the source
+/// so that its end can be closed.
+pub fn run(
+    source: Source,
+    parts: SyncSender<Part>,
+    pool: Arc<BufferPool>,
+    threads: usize,
+) -> Source {
+    let (jobs_tx, jobs_rx) = sync_channel::<Job>(threads);
+    let jobs_rx = Arc::new(Mutex::new(jobs_rx));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let jobs = Arc::clone(&jobs_rx);
+            let pool = Arc::clone(&pool);
+            scope.spawn(move || worker(&jobs, &pool));
+        }
+        let mut dispatcher = Dispatcher {
+            source,
+            buf: Vec::new(),
+            lo: 0,
+            pool,
+        };
+        let outcome = dispatcher.frames(&parts, &jobs_tx);
+        drop(jobs_tx);
+        if let Err(Stop::Failed(failure)) = outcome {
+            let _ = announce(&parts, Part::Failed(failure));
+        }
+        dispatcher.source
+    })
+}
+
+enum Stop {
+    /// The reader has gone: nothing more to do.
+    Gone,
+    Failed(Failure),
+}
+
+impl From<Gone> for Stop {
+    fn from(_: Gone) -> Stop {
+        Stop::Gone
+    }
+}
+
+struct Dispatcher {
+    source: Source,
+    /// Compressed bytes read and not yet handed on; `buf[lo..]` is live.
+    buf: Vec<u8>,
+    lo: usize,
+    pool: Arc<BufferPool>,
+}
+
+impl Dispatcher {
+    fn frames(&mut self, parts: &SyncSender<Part>, jobs: &SyncSender<Job>) -> Result<(), Stop> {
+        loop {
+            self.want(MAX_HEADER)?;
+            let live = self.live();
+            if live.is_empty() {
+                announce(parts, Part::End)?;
+                return Ok(());
+            }
+            let offset = self.offset_of_lo();
+            if live.len() < 4 {
+                return Err(Stop::Failed(corrupt(
+                    "zstd",
+                    offset,
+                    "the stream ends inside a frame's magic number",
+                )));
+            }
+            let magic = u32::from_le_bytes(live[..4].try_into().expect("4 bytes"));
+            if is_skippable_magic(magic) {
+                self.skip_skippable(offset)?;
+                continue;
+            }
+            if magic != ZSTD_MAGIC {
+                return Err(Stop::Failed(corrupt(
+                    "zstd",
+                    offset,
+                    "unknown frame magic (not a zstd frame)",
+                )));
+            }
+            let promised = zstd_safe::get_frame_content_size(live).ok().flatten();
+            let whole = match promised {
+                Some(size) if size > STREAM_AT_ONCE => None,
+                _ => self.whole_frame(offset)?,
+            };
+            match whole {
+                Some(len) => {
+                    let frame = self.buf[self.lo..self.lo + len].to_vec();
+                    self.lo += len;
+                    let content = zstd_safe::get_frame_content_size(&frame).ok().flatten();
+                    let depth = if content.is_some_and(|n| n <= ONE_SHOT_MAX) {
+                        2
+                    } else {
+                        STREAM_DEPTH
+                    };
+                    let (tx, rx) = sync_channel(depth);
+                    announce(parts, Part::Next(rx))?;
+                    jobs.send(Job {
+                        frame,
+                        offset,
+                        part: tx,
+                    })
+                    .map_err(|_| Stop::Gone)?;
+                }
+                None => {
+                    let (tx, rx) = sync_channel(STREAM_DEPTH);
+                    announce(parts, Part::Next(rx))?;
+                    if let Err(Stop::Failed(failure)) = self.stream_frame(&tx, offset) {
+                        // The part carries the failure, in order; the
+                        // reader stops there.
+                        send(&tx, Piece::Failed(failure))?;
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    fn live(&self) -> &[u8] {
+        &self.buf[self.lo..]
+    }
+
+    fn offset_of_lo(&self) -> u64 {
+        self.source.offset() - (self.buf.len() - self.lo) as u64
+    }
+
+    /// Read until `n` bytes are live or the input ends.
+    fn want(&mut self, n: usize) -> Result<(), Stop> {
+        while self.buf.len() - self.lo < n && !self.source.eof {
+            self.read_more(READ_STEP.max(n))?;
+        }
+        Ok(())
+    }
+
+    fn read_more(&mut self, step: usize) -> Result<usize, Stop> {
+        if self.lo > 0 && self.lo >= self.buf.len() / 2 {
+            self.buf.drain(..self.lo);
+            self.lo = 0;
+        }
+        let old = self.buf.len();
+        self.buf.resize(old + step, 0);
+        let got = self.source.fill(&mut self.buf[old..]);
+        let n = *got.as_ref().unwrap_or(&0);
+        self.buf.truncate(old + n);
+        match got {
+            Ok(n) => Ok(n),
+            Err(_) => Err(Stop::Failed(input_failed(&self.source))),
+        }
+    }
+
+    fn skip_skippable(&mut self, offset: u64) -> Result<(), Stop> {
+        let live = self.live();
+        if live.len() < 8 {
+            return Err(Stop::Failed(corrupt(
+                "zstd",
+                offset,
+                "the stream ends inside a skippable frame's header",
+            )));
+        }
+        let mut left = 8 + u32::from_le_bytes(live[4..8].try_into().expect("4 bytes")) as u64;
+        loop {
+            let here = (self.buf.len() - self.lo) as u64;
+            let n = here.min(left) as usize;
+            self.lo += n;
+            left -= n as u64;
+            if left == 0 {
+                return Ok(());
+            }
+            if self.read_more(READ_STEP)? == 0 {
+                return Err(Stop::Failed(corrupt(
+                    "zstd",
+                    offset,
+                    "the stream ends inside a skippable frame",
+                )));
+            }
+        }
+    }
+
+    /// The length of the frame at `lo` once it is all in memory, or None
+    /// when it is too big to hold and must be streamed.
+    fn whole_frame(&mut self, offset: u64) -> Result<Option<usize>, Stop> {
+        loop {
+            let result = zstd_safe::find_frame_compressed_size(self.live());
+            if let Ok(len) = result {
+                if len <= self.live().len() {
+                    return Ok(Some(len));
+                }
+            }
+            // Most likely the frame goes on beyond what has been read;
+            // corrupt headers are found by the decoder if not here.
+            if self.live().len() >= MAX_FRAME_IN_MEMORY {
+                return Ok(None);
+            }
+            if self.source.eof || self.read_more(READ_STEP)? == 0 {
+                let why = match result {
+                    Err(code) => zstd_safe::get_error_name(code),
+                    Ok(_) => "the frame is truncated",
+                };
+                return Err(Stop::Failed(corrupt("zstd", offset, why)));
+            }
+        }
+    }
+
+    /// Decode the frame at `lo` as a stream, reading as it goes, and leave
+    /// `lo` just after it.
+    fn stream_frame(&mut self, part: &SyncSender<Piece>, offset: u64) -> Result<(), Stop> {
+        let mut dctx = DCtx::create();
+        let mut out = self.pool.take();
+        // zstd may hold decoded bytes that did not fit the last output:
+        // it is called again without new input until it has none left.
+        let mut drained = true;
+        loop {
+            if self.lo == self.buf.len() && drained && self.read_more(READ_STEP)? == 0 {
+                return Err(Stop::Failed(corrupt(
+                    "zstd",
+                    self.source.offset(),
+                    "the stream ends inside a frame (truncated input)",
+                )));
+            }
+            out.clear();
+            out.reserve(CHUNK);
+            let mut input = InBuffer::around(&self.buf[self.lo..]);
+            let result = {
+                let mut output = OutBuffer::around(&mut out);
+                dctx.decompress_stream(&mut output, &mut input)
+            };
+            let consumed = input.pos();
+            self.lo += consumed;
+            let hint = result.map_err(|code| {
+                Stop::Failed(corrupt(
+                    "zstd",
+                    self.offset_of_lo(),
+                    &format!(
+                        "{} (in the frame at compressed offset {offset})",
+                        zstd_safe::get_error_name(code)
+                    ),
+                ))
+            })?;
+            drained = out.len() < out.capacity();
+            if !out.is_empty() {
+                send(
+                    part,
+                    Piece::Data(std::mem::replace(&mut out, self.pool.take())),
+                )?;
+            }
+            if hint == 0 {
+                send(part, Piece::Done)?;
+                return Ok(());
+            }
+        }
+    }
+}
+
+fn worker(jobs: &Mutex<Receiver<Job>>, pool: &BufferPool) {
+    let mut dctx = DCtx::create();
+    loop {
+        let job = match jobs.lock() {
+            Ok(rx) => match rx.recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            },
+            Err(_) => return,
+        };
+        let result = decode_frame(&mut dctx, &job, pool);
+        let last = match result {
+            Ok(()) => Piece::Done,
+            Err(Stop::Failed(failure)) => Piece::Failed(failure),
+            Err(Stop::Gone) => continue,
+        };
+        let _ = send(&job.part, last);
+    }
+}
+
+/// Decode one whole frame into its part.
+fn decode_frame(dctx: &mut DCtx<'_>, job: &Job, pool: &BufferPool) -> Result<(), Stop> {
+    let failed = |code| {
+        Stop::Failed(corrupt(
+            "zstd",
+            job.offset,
+            &format!(
+                "{} (in the frame at this offset)",
+                zstd_safe::get_error_name(code)
+            ),
+        ))
+    };
+    let content = zstd_safe::get_frame_content_size(&job.frame).ok().flatten();
+    if let Some(size) = content.filter(|&n| n <= ONE_SHOT_MAX) {
+        let mut out = pool.take();
+        out.clear();
+        out.reserve(size as usize);
+        dctx.decompress(&mut out, &job.frame).map_err(failed)?;
+        if !out.is_empty() {
+            send(&job.part, Piece::Data(out))?;
+        }
+        return Ok(());
+    }
+    dctx.reset(ResetDirective::SessionOnly).map_err(failed)?;
+    let mut input = InBuffer::around(&job.frame);
+    loop {
+        let mut out = pool.take();
+        out.clear();
+        out.reserve(CHUNK);
+        let hint = {
+            let mut output = OutBuffer::around(&mut out);
+            dctx.decompress_stream(&mut output, &mut input)
+        }
+        .map_err(failed)?;
+        let stalled = out.is_empty() && input.pos() == job.frame.len();
+        if !out.is_empty() {
+            send(&job.part, Piece::Data(out))?;
+        }
+        if hint == 0 {
+            return Ok(());
+        }
+        if stalled {
+            return Err(Stop::Failed(corrupt(
+                "zstd",
+                job.offset,
+                "the frame is truncated",
+            )));
+        }
+    }
+}

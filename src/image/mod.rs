@@ -1,0 +1,42 @@
+//! Images: the ends that make ddx an image writer (issue 15), each a peer
+//! of the file end behind [`crate::ends::End`], built and tested on their
+//! own and wired into the copy by the planner.
+//!
+//! - [`format`]: which compression a stream is in, from its magic bytes.
+//! - [`Decompressed`]: an input read decompressed, on threads of its own
+//!   (`--decompress`); [`open`] recognises the format and starts it.
+//! - [`Compressed`]: an output written compressed (`--compress`).
+//! - [`bmap`]: bmaptool's block maps: reading one into a filter over the
+//!   input that reads unmapped blocks as holes and checks each mapped
+//!   range's digest (`--bmap`), and recording one (`--bmap-create`).
+//! - [`Tee`]: one stream written to several outputs in parallel (`--tee`).
+//! - [`SafeOrder`]: the first MiB of a device written last, so that an
+//!   interrupted write leaves no disk that looks bootable.
+//!
+//! Every end here is `Kind::Stream` or wraps another end, and none offers
+//! a descriptor: the engine's descriptor-only paths (splice,
+//! copy_file_range, io_uring) would go around them.
+
+pub mod bmap;
+mod chunks;
+pub mod compress;
+pub mod decompress;
+pub mod format;
+mod prefixed;
+pub mod safe_order;
+mod source;
+pub mod tee;
+
+pub use bmap::{Bmap, BmapError, BmapFilter, BmapRecorder};
+pub use compress::{Algorithm, Compressed, Compression, SpecError};
+pub use decompress::{open, Decompressed, Mode, OpenError, Opened};
+pub use format::{recognise, Format, Recognised};
+pub use prefixed::Prefixed;
+pub use safe_order::SafeOrder;
+pub use source::InputProgress;
+pub use tee::{Tee, TeeReport};
+
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,620 @@
+//! `--tee=OUT`: one stream written to several outputs at once.
+//!
+//! The first output is written by the engine's own thread, exactly as if
+//! it were the only one: its results are what [`End::write`] returns, so
+//! GNU's statistics and messages are the first output's. Every further
+//! output has a thread of its own and is given what the first accepted,
+//! one step behind it: while the first writes block k, the others write
+//! block k-1, so two outputs cost little more than the slower one. The
+//! bytes are copied once per write into a shared, recycled buffer,
+//! however many outputs there are; each output's queue is bounded in
+//! bytes ([`QUEUE_BYTES`]), so a slow output slows the copy rather than
+//! filling memory.
+//!
+//! An extra output that fails (ENOSPC, EIO, a removed device) is dropped:
+//! its failure is kept for [`TeeReport`], which names it, and the others
+//! go on. When the *first* output fails, the copy stops as GNU dd stops
+//! (the engine sees the error); the others have everything the first
+//! accepted before the failure, and are then closed or abandoned with it
+//! (the engine abandons a failed copy). The first output is never
+//! replaced by another: its statistics would no longer be GNU's.
+//!
+//! `sync` waits for every output, so `conv=fsync` means all of them.
+
+use std::os::fd::BorrowedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+use crate::ends::{End, Kind, Pipeline, Whence};
+use crate::sys::{errno_text, Errno};
+use crate::text::human::{human, Base};
+
+/// Bytes one extra output may have queued.
+pub const QUEUE_BYTES: u64 = 64 << 20;
+const ZEROS: usize = 1 << 20;
+
+/// What became of an extra output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fate {
+    Running,
+    /// Closed after the last byte (or abandoned with the copy).
+    Closed,
+    Abandoned,
+    /// Dropped: what failed, after how many bytes.
+    Failed {
+        errno: Errno,
+        detail: Option<String>,
+        doing: &'static str,
+    },
+}
+
+/// One extra output's account.
+#[derive(Debug)]
+pub struct OutputReport {
+    pub name: String,
+    bytes: AtomicU64,
+    fate: Mutex<Fate>,
+}
+
+impl OutputReport {
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    pub fn fate(&self) -> Fate {
+        self.fate.lock().map(|f| f.clone()).unwrap_or(Fate::Running)
+    }
+
+    fn set(&self, fate: Fate) {
+        if let Ok(mut slot) = self.fate.lock() {
+            if !matches!(*slot, Fate::Failed { .. }) {
+                *slot = fate;
+            }
+        }
+    }
+
+    /// The line the copy's report prints for this output.
+    pub fn line(&self) -> String {
+        let bytes = self.bytes();
+        let size = if bytes == 0 {
+            String::new()
+        } else {
+            format!(
+                " ({}, {})",
+                human(bytes, Base::Si, 1, 1),
+                human(bytes, Base::Iec, 1, 1)
+            )
+        };
+        match self.fate() {
+            Fate::Failed {
+                errno,
+                detail,
+                doing,
+            } => {
+                let detail = detail.map(|d| format!(" ({d})")).unwrap_or_default();
+                format!(
+                    "{}: dropped after {bytes} bytes{size}: {doing} failed: {}{detail}",
+                    self.name,
+                    errno_text(errno)
+                )
+            }
+            Fate::Abandoned => format!(
+                "{}: {bytes} bytes{size} written, stopped with the copy",
+                self.name
+            ),
+            Fate::Closed | Fate::Running => format!("{}: {bytes} bytes{size} copied", self.name),
+        }
+    }
+}
+
+/// Every extra output's account, shared with whoever reports the copy.
+#[derive(Debug)]
+pub struct TeeReport {
+    pub outputs: Vec<OutputReport>,
+}
+
+impl TeeReport {
+    /// One line per extra output, in order.
+    pub fn lines(&self) -> Vec<String> {
+        self.outputs.iter().map(OutputReport::line).collect()
+    }
+
+    /// Whether some extra output was dropped (exit status 1).
+    pub fn any_failed(&self) -> bool {
+        self.outputs
+            .iter()
+            .any(|o| matches!(o.fate(), Fate::Failed { .. }))
+    }
+}
+
+/// Bytes shared by the extra outputs; the buffer goes back to the pool
+/// when the last of them is done with it.
+struct Block {
+    data: Vec<u8>,
+    home: Arc<Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        // Recycling memory, not finalising anything.
+        if let Ok(mut free) = self.home.lock() {
+            if free.len() < 64 {
+                free.push(std::mem::take(&mut self.data));
+            }
+        }
+    }
+}
+
+enum Command {
+    Write(Arc<Block>),
+    WriteAt(Arc<Block>, u64),
+    Seek(u64),
+    Truncate(u64),
+    WriteZeroes(u64),
+    Sync(bool, SyncSender<()>),
+    Settle(SyncSender<()>),
+    Pipeline(Pipeline),
+    Close,
+    Abandon,
+}
+
+impl Command {
+    fn bytes(&self) -> u64 {
+        match self {
+            Command::Write(b) | Command::WriteAt(b, _) => b.data.len() as u64,
+            _ => 0,
+        }
+    }
+}
+
+/// Bytes queued for one output, bounded.
+#[derive(Debug, Default)]
+struct Budget {
+    used: Mutex<u64>,
+    freed: Condvar,
+}
+
+impl Budget {
+    fn take(&self, n: u64) {
+        let Ok(mut used) = self.used.lock() else {
+            return;
+        };
+        while *used > 0 && *used + n > QUEUE_BYTES {
+            match self.freed.wait(used) {
+                Ok(guard) => used = guard,
+                Err(_) => return,
+            }
+        }
+        *used += n;
+    }
+
+    fn give(&self, n: u64) {
+        if let Ok(mut used) = self.used.lock() {
+            *used -= n.min(*used);
+        }
+        self.freed.notify_all();
+    }
+}
+
+#[derive(Debug)]
+struct Extra {
+    commands: Sender<Command>,
+    budget: Arc<Budget>,
+    thread: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Command")
+    }
+}
+
+/// The first output and the extra ones.
+#[derive(Debug)]
+pub struct Tee {
+    first: Box<dyn End>,
+    extras: Vec<Extra>,
+    report: Arc<TeeReport>,
+    free: Arc<Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Tee {
+    /// `first` and the `(name, end)` extra outputs.
+    pub fn new(first: Box<dyn End>, extras: Vec<(String, Box<dyn End>)>) -> Tee {
+        let report = Arc::new(TeeReport {
+            outputs: extras
+                .iter()
+                .map(|(name, _)| OutputReport {
+                    name: name.clone(),
+                    bytes: AtomicU64::new(0),
+                    fate: Mutex::new(Fate::Running),
+                })
+                .collect(),
+        });
+        let extras = extras
+            .into_iter()
+            .enumerate()
+            .map(|(index, (_, end))| {
+                let (commands, queue) = channel();
+                let budget = Arc::new(Budget::default());
+                let thread = {
+                    let budget = Arc::clone(&budget);
+                    let report = Arc::clone(&report);
+                    std::thread::Builder::new()
+                        .name(format!("ddx-tee-{index}"))
+                        .spawn(move || serve(end, &queue, &budget, &report.outputs[index]))
+                        .expect("spawning a --tee thread")
+                };
+                Extra {
+                    commands,
+                    budget,
+                    thread,
+                }
+            })
+            .collect();
+        Tee {
+            first,
+            extras,
+            report,
+            free: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// The extra outputs' accounts (bytes, fate, report lines).
+    pub fn report(&self) -> Arc<TeeReport> {
+        Arc::clone(&self.report)
+    }
+
+    fn block(&self, data: &[u8]) -> Arc<Block> {
+        let mut buf = self
+            .free
+            .lock()
+            .ok()
+            .and_then(|mut free| free.pop())
+            .unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(data);
+        Arc::new(Block {
+            data: buf,
+            home: Arc::clone(&self.free),
+        })
+    }
+
+    /// Queue `command` for every output still going.
+    fn to_extras(&self, make: impl Fn() -> Command) {
+        for (extra, report) in self.extras.iter().zip(&self.report.outputs) {
+            if matches!(report.fate(), Fate::Failed { .. }) {
+                continue;
+            }
+            let command = make();
+            let n = command.bytes();
+            extra.budget.take(n);
+            if extra.commands.send(command).is_err() {
+                extra.budget.give(n);
+            }
+        }
+    }
+
+    fn copy_to_extras(&self, data: &[u8], at: Option<u64>) {
+        if data.is_empty() || self.extras.is_empty() {
+            return;
+        }
+        let block = self.block(data);
+        self.to_extras(|| match at {
+            None => Command::Write(Arc::clone(&block)),
+            Some(offset) => Command::WriteAt(Arc::clone(&block), offset),
+        });
+    }
+
+    fn finish(self, last: fn() -> Command) -> Box<dyn End> {
+        let Tee { first, extras, .. } = self;
+        for extra in &extras {
+            let _ = extra.commands.send(last());
+        }
+        for extra in extras {
+            drop(extra.commands);
+            let _ = extra.thread.join();
+        }
+        first
+    }
+}
+
+impl End for Tee {
+    fn kind(&self) -> Kind {
+        self.first.kind()
+    }
+
+    /// None: a descriptor would let the engine write the first output
+    /// alone.
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
+
+    fn read(&mut self, _buf: &mut [u8]) -> Result<usize, Errno> {
+        Err(Errno::BADF)
+    }
+
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
+        let n = self.first.write(buf)?;
+        self.copy_to_extras(&buf[..n], None);
+        Ok(n)
+    }
+
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> Result<usize, Errno> {
+        let n = self.first.write_at(buf, offset)?;
+        self.copy_to_extras(&buf[..n], Some(offset));
+        Ok(n)
+    }
+
+    fn seek(&mut self, to: Whence) -> Result<u64, Errno> {
+        let at = self.first.seek(to)?;
+        self.to_extras(|| Command::Seek(at));
+        Ok(at)
+    }
+
+    fn size(&self) -> Result<Option<u64>, Errno> {
+        self.first.size()
+    }
+
+    fn truncate(&mut self, len: u64) -> Result<(), Errno> {
+        self.first.truncate(len)?;
+        self.to_extras(|| Command::Truncate(len));
+        Ok(())
+    }
+
+    fn write_zeroes(&mut self, len: u64) -> Result<(), Errno> {
+        self.first.write_zeroes(len)?;
+        self.to_extras(|| Command::WriteZeroes(len));
+        Ok(())
+    }
+
+    fn sync(&mut self, data_only: bool) -> Result<(), Errno> {
+        let (reply, done) = sync_channel(self.extras.len().max(1));
+        self.to_extras(|| Command::Sync(data_only, reply.clone()));
+        drop(reply);
+        let result = self.first.sync(data_only);
+        // Every extra output replies (or has gone): wait for them all.
+        while done.recv().is_ok() {}
+        result
+    }
+
+    /// The first output's; the others settle too, and what they report
+    /// goes to their account.
+    fn settle(&mut self) -> Result<(), Errno> {
+        let (reply, done) = sync_channel(self.extras.len().max(1));
+        self.to_extras(|| Command::Settle(reply.clone()));
+        drop(reply);
+        let result = self.first.settle();
+        while done.recv().is_ok() {}
+        result
+    }
+
+    fn pipeline(&mut self, hint: Pipeline) {
+        self.first.pipeline(hint);
+        self.to_extras(|| Command::Pipeline(hint));
+    }
+
+    fn written_until(&self) -> Option<u64> {
+        self.first.written_until()
+    }
+
+    fn take_detail(&mut self) -> Option<String> {
+        self.first.take_detail()
+    }
+
+    fn close(self: Box<Self>) -> Result<(), Errno> {
+        let Tee { first, extras, .. } = *self;
+        // The extras close on their threads while the first closes here.
+        for extra in &extras {
+            let _ = extra.commands.send(Command::Close);
+        }
+        let result = first.close();
+        for extra in extras {
+            drop(extra.commands);
+            let _ = extra.thread.join();
+        }
+        result
+    }
+
+    fn abandon(self: Box<Self>) {
+        self.finish(|| Command::Abandon).abandon()
+    }
+}
+
+/// An extra output's thread: does what it is told until told to close or
+/// abandon, or until the tee goes.
+fn serve(mut end: Box<dyn End>, queue: &Receiver<Command>, budget: &Budget, report: &OutputReport) {
+    let mut failed = false;
+    let mut zeros: Vec<u8> = Vec::new();
+    for command in queue {
+        let n = command.bytes();
+        let outcome = if failed {
+            match command {
+                Command::Close | Command::Abandon => break,
+                _ => Ok(()),
+            }
+        } else {
+            match command {
+                Command::Write(block) => write_all(&mut *end, &block.data, None, report),
+                Command::WriteAt(block, offset) => {
+                    write_all(&mut *end, &block.data, Some(offset), report)
+                }
+                Command::Seek(at) => end
+                    .seek(Whence::Start(at))
+                    .map(drop)
+                    .map_err(|e| (e, "seek")),
+                Command::Truncate(len) => end.truncate(len).map_err(|e| (e, "truncate")),
+                Command::WriteZeroes(len) => match end.write_zeroes(len) {
+                    Err(Errno::NOTSUP) => {
+                        zeros.resize(ZEROS, 0);
+                        let mut left = len;
+                        let mut result = Ok(());
+                        while left > 0 && result.is_ok() {
+                            let k = left.min(ZEROS as u64) as usize;
+                            result = write_all(&mut *end, &zeros[..k], None, report);
+                            left -= k as u64;
+                        }
+                        result
+                    }
+                    Ok(()) => {
+                        report.bytes.fetch_add(len, Ordering::Relaxed);
+                        Ok(())
+                    }
+                    Err(e) => Err((e, "write")),
+                },
+                Command::Sync(data_only, reply) => {
+                    let result = end.sync(data_only).map_err(|e| (e, "sync"));
+                    let _ = reply.send(());
+                    result
+                }
+                Command::Settle(reply) => {
+                    let result = end.settle().map_err(|e| (e, "write"));
+                    let _ = reply.send(());
+                    result
+                }
+                Command::Pipeline(hint) => {
+                    end.pipeline(hint);
+                    Ok(())
+                }
+                Command::Close => {
+                    match end.close() {
+                        Ok(()) => report.set(Fate::Closed),
+                        Err(errno) => report.set(Fate::Failed {
+                            errno,
+                            detail: None,
+                            doing: "close",
+                        }),
+                    }
+                    budget.give(n);
+                    return;
+                }
+                Command::Abandon => {
+                    end.abandon();
+                    report.set(Fate::Abandoned);
+                    budget.give(n);
+                    return;
+                }
+            }
+        };
+        budget.give(n);
+        if let Err((errno, doing)) = outcome {
+            failed = true;
+            report.set(Fate::Failed {
+                errno,
+                detail: end.take_detail(),
+                doing,
+            });
+        }
+    }
+    // The tee went away without a word, or this output failed: what is
+    // half-done must not look complete.
+    end.abandon();
+    report.set(Fate::Abandoned);
+}
+
+fn write_all(
+    end: &mut dyn End,
+    mut data: &[u8],
+    mut at: Option<u64>,
+    report: &OutputReport,
+) -> Result<(), (Errno, &'static str)> {
+    while !data.is_empty() {
+        let result = match at {
+            None => end.write(data),
+            Some(offset) => end.write_at(data, offset),
+        };
+        match result {
+            Ok(0) => return Err((Errno::NOSPC, "write")),
+            Ok(n) => {
+                data = &data[n..];
+                at = at.map(|a| a + n as u64);
+                report.bytes.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(Errno::INTR) => {}
+            Err(errno) => return Err((errno, "write")),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::image::testing::{sample, Memory};
+
+    fn write_in(tee: &mut Tee, data: &[u8], piece: usize) -> Result<(), Errno> {
+        for chunk in data.chunks(piece) {
+            assert_eq!(tee.write(chunk)?, chunk.len());
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_failing_extra_output_is_dropped_and_named_while_the_others_complete() {
+        let data = sample(1 << 20, 7);
+        let (first, first_bytes) = Memory::boxed(Kind::RegularFile, Vec::new());
+        let (good, good_bytes) = Memory::boxed(Kind::RegularFile, Vec::new());
+        let (mut bad, _) = Memory::new(Kind::RegularFile, Vec::new());
+        bad.fail_at = Some((100_000, Errno::NOSPC));
+        let mut tee = Tee::new(
+            first,
+            vec![
+                ("good.img".into(), good),
+                ("full.img".into(), Box::new(bad)),
+            ],
+        );
+        let report = tee.report();
+        write_in(&mut tee, &data, 4096).unwrap();
+        tee.sync(false).unwrap();
+        Box::new(tee).close().unwrap();
+        assert_eq!(*first_bytes.lock().unwrap(), data);
+        assert_eq!(*good_bytes.lock().unwrap(), data);
+        assert_eq!(report.outputs[0].fate(), Fate::Closed);
+        assert!(report.any_failed());
+        let lines = report.lines();
+        assert_eq!(lines[0], "good.img: 1048576 bytes (1.0 MB, 1.0 MiB) copied");
+        assert_eq!(
+            lines[1],
+            "full.img: dropped after 100000 bytes (100 kB, 98 KiB): write failed: No space left on device"
+        );
+    }
+
+    #[test]
+    fn when_the_first_output_fails_the_copy_stops_there_for_all() {
+        let data = sample(256 << 10, 8);
+        let (mut first, _) = Memory::new(Kind::RegularFile, Vec::new());
+        first.fail_at = Some((100_000, Errno::IO));
+        let (extra, extra_bytes) = Memory::boxed(Kind::RegularFile, Vec::new());
+        let mut tee = Tee::new(Box::new(first), vec![("b".into(), extra)]);
+        let report = tee.report();
+        let mut written = 0;
+        let failed = loop {
+            match tee.write(&data[written..written + 4096]) {
+                Ok(n) => written += n,
+                Err(errno) => break errno,
+            }
+        };
+        assert_eq!((failed, written), (Errno::IO, 100_000));
+        Box::new(tee).abandon();
+        assert_eq!(*extra_bytes.lock().unwrap(), data[..100_000]);
+        assert_eq!(report.outputs[0].fate(), Fate::Abandoned);
+        assert!(!report.any_failed());
+    }
+
+    #[test]
+    fn seeks_and_positional_writes_reach_every_output() {
+        let (first, a) = Memory::boxed(Kind::RegularFile, Vec::new());
+        let (extra, b) = Memory::boxed(Kind::RegularFile, Vec::new());
+        let mut tee = Tee::new(first, vec![("b".into(), extra)]);
+        tee.write(b"head").unwrap();
+        tee.seek(Whence::Current(4)).unwrap();
+        tee.write(b"tail").unwrap();
+        tee.write_at(b"HE", 0).unwrap();
+        tee.truncate(10).unwrap();
+        Box::new(tee).close().unwrap();
+        assert_eq!(*a.lock().unwrap(), b"HEad\0\0\0\0ta");
+        assert_eq!(*b.lock().unwrap(), b"HEad\0\0\0\0ta");
+    }
+}
