@@ -171,7 +171,7 @@ impl Extras {
         };
         let (digests, chunks) = job.finish();
         let name = match &plan.input {
-            Some(path) => path.display().to_string(),
+            Some(path) => String::from_utf8_lossy(&crate::ends::remote::shown(path)).into_owned(),
             None => "-".to_owned(),
         };
         let mut text = String::new();
@@ -192,7 +192,7 @@ impl Extras {
             path,
             start: plan.skip.total_bytes(plan.input_block_size).unwrap_or(0),
         });
-        let quoted = quote_file(output.as_os_str().as_encoded_bytes());
+        let quoted = quote_file(&crate::ends::remote::shown(output));
         match verify::verify(output, output_start, &chunks, reference) {
             Ok(Verdict::Identical { bytes }) => {
                 reporter.message(format!(

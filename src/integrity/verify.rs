@@ -8,10 +8,15 @@
 //! (fadvise DONTNEED, which only drops clean pages: hence the sync first),
 //! and it is read with O_DIRECT where the offsets allow; a filesystem that
 //! refuses O_DIRECT is read through the (now empty) cache.
+//!
+//! An output named by a URI (an NBD export, an object) is read back
+//! through its end, opened anew for reading: for an object that is the
+//! store's copy, fetched by ranged GETs, not anything ddx kept.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
+use crate::ends::{remote, End, Pipeline, Whence};
 use crate::integrity::{ChunkDigests, VERIFY_CHUNK};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
@@ -37,6 +42,9 @@ pub struct Reference<'a> {
     pub start: u64,
 }
 
+/// Requests in flight reading an end back.
+const REMOTE_DEPTH: usize = 8;
+
 /// Read back `chunks.total` bytes of `path` from output offset `start`.
 pub fn verify(
     path: &Path,
@@ -44,19 +52,8 @@ pub fn verify(
     chunks: &ChunkDigests,
     reference: Option<Reference<'_>>,
 ) -> Result<Verdict, Errno> {
-    let buffered = file::open_input(path, OFlags::empty())?;
-    file::fdatasync(buffered.as_fd()).or_else(|e| match e {
-        // Not every output can be synced (a pipe cannot be verified anyway).
-        Errno::INVAL | Errno::ROFS => Ok(()),
-        e => Err(e),
-    })?;
-    let _ = file::drop_cache(buffered.as_fd(), start, chunks.total);
-    let direct = (start % 4096 == 0)
-        .then(|| file::open_input(path, OFlags::DIRECT).ok())
-        .flatten();
     let mut reader = ReadBack {
-        direct,
-        buffered,
+        from: Source::open(path, start, chunks.total)?,
         buf: AlignedBuf::new(VERIFY_CHUNK)?,
     };
     for (index, &expected) in chunks.digests.iter().enumerate() {
@@ -68,9 +65,8 @@ pub fn verify(
             continue;
         }
         let exact = reference.and_then(|r| {
-            let input = file::open_input(r.path, OFlags::empty()).ok()?;
             let mut original = vec![0u8; want];
-            let n = rustix::io::pread(&input, &mut original, r.start + chunk_start).ok()?;
+            let n = read_reference(r.path, &mut original, r.start + chunk_start)?;
             if n != want || xxhash_rust::xxh3::xxh3_64(&original) != expected {
                 // The input changed since: it cannot say what was written.
                 return None;
@@ -103,25 +99,116 @@ pub fn verify(
 }
 
 struct ReadBack {
-    direct: Option<OwnedFd>,
-    buffered: OwnedFd,
+    from: Source,
     buf: AlignedBuf,
+}
+
+/// What the output is read back from.
+enum Source {
+    /// A file or device: O_DIRECT where it can, else the emptied cache.
+    Local {
+        direct: Option<OwnedFd>,
+        buffered: OwnedFd,
+    },
+    /// An end named by a URI, opened for reading.
+    Remote(Box<dyn End>),
+}
+
+impl Source {
+    /// Open `path` to read `total` bytes from `start` back.
+    fn open(path: &Path, start: u64, total: u64) -> Result<Source, Errno> {
+        if let Some(opened) = open_remote(path) {
+            let mut end = opened?;
+            // Read in order, ahead of the comparison.
+            end.pipeline(Pipeline {
+                chunk: VERIFY_CHUNK,
+                depth: REMOTE_DEPTH,
+                total: Some(total),
+            });
+            end.seek(Whence::Start(start))?;
+            return Ok(Source::Remote(end));
+        }
+        let buffered = file::open_input(path, OFlags::empty())?;
+        file::fdatasync(buffered.as_fd()).or_else(|e| match e {
+            // Not every output can be synced (a pipe cannot be verified anyway).
+            Errno::INVAL | Errno::ROFS => Ok(()),
+            e => Err(e),
+        })?;
+        let _ = file::drop_cache(buffered.as_fd(), start, total);
+        let direct = (start % 4096 == 0)
+            .then(|| file::open_input(path, OFlags::DIRECT).ok())
+            .flatten();
+        Ok(Source::Local { direct, buffered })
+    }
+}
+
+/// `path` opened for reading through its end, where it names one.
+fn open_remote(path: &Path) -> Option<Result<Box<dyn End>, Errno>> {
+    Some(match remote::recognise(path)? {
+        Ok(named) => remote::open(&named, false).map_err(|e| e.errno),
+        Err(_) => Err(Errno::INVAL),
+    })
+}
+
+/// The input's bytes at `offset`, where it can be read again.
+fn read_reference(path: &Path, buf: &mut [u8], offset: u64) -> Option<usize> {
+    if let Some(opened) = open_remote(path) {
+        return read_end_full(opened.ok()?.as_mut(), buf, offset).ok();
+    }
+    let input = file::open_input(path, OFlags::empty()).ok()?;
+    read_full(&input, buf, offset).ok()
 }
 
 impl ReadBack {
     /// Read `want` bytes at `offset` into the buffer; fewer at end of file.
     fn read_at(&mut self, offset: u64, want: usize) -> Result<usize, Errno> {
-        if let Some(direct) = &self.direct {
-            // O_DIRECT wants whole sectors: ask for the length rounded up.
-            let asked = want.div_ceil(4096) * 4096;
-            match read_full(direct, &mut self.buf.as_mut_slice()[..asked], offset) {
-                Ok(n) => return Ok(n.min(want)),
-                Err(Errno::INVAL) => self.direct = None,
-                Err(e) => return Err(e),
+        let buf = self.buf.as_mut_slice();
+        match &mut self.from {
+            Source::Remote(end) => {
+                end.seek(Whence::Start(offset))?;
+                read_end_sequential(end.as_mut(), &mut buf[..want])
+            }
+            Source::Local { direct, buffered } => {
+                if let Some(fd) = direct {
+                    // O_DIRECT wants whole sectors: ask for the length rounded up.
+                    let asked = want.div_ceil(4096) * 4096;
+                    match read_full(fd, &mut buf[..asked], offset) {
+                        Ok(n) => return Ok(n.min(want)),
+                        Err(Errno::INVAL) => *direct = None,
+                        Err(e) => return Err(e),
+                    }
+                }
+                read_full(buffered, &mut buf[..want], offset)
             }
         }
-        read_full(&self.buffered, &mut self.buf.as_mut_slice()[..want], offset)
     }
+}
+
+/// Read `buf` full from an end's position; short only at its end.
+fn read_end_sequential(end: &mut dyn End, buf: &mut [u8]) -> Result<usize, Errno> {
+    let mut done = 0;
+    while done < buf.len() {
+        match end.read(&mut buf[done..]) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+fn read_end_full(end: &mut dyn End, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
+    let mut done = 0;
+    while done < buf.len() {
+        match end.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
 }
 
 fn read_full(fd: &OwnedFd, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {

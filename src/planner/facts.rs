@@ -91,8 +91,8 @@ pub enum OutputProbe<'a> {
     Remote(Kind),
 }
 
-/// What a remote end's queue can take: a network block device serves
-/// many requests at once, as a solid-state disk does.
+/// What a remote end's queue can take: a network block device or an
+/// object store serves many requests at once, as a solid-state disk does.
 const REMOTE_QUEUE: QueueHint = QueueHint {
     rotational: Some(false),
     nr_requests: Some(64),
@@ -121,7 +121,7 @@ pub fn gather(input: &Input, output: OutputProbe<'_>) -> Facts {
 /// What is known of an end that has no descriptor: its kind.
 fn without_descriptor(kind: Kind) -> EndFacts {
     EndFacts {
-        queue: (kind == Kind::Remote).then_some(REMOTE_QUEUE),
+        queue: matches!(kind, Kind::Remote | Kind::Object).then_some(REMOTE_QUEUE),
         ..EndFacts::of_kind(kind)
     }
 }

@@ -23,6 +23,8 @@ mod image;
 mod nbd;
 #[cfg(feature = "object")]
 mod object;
+#[cfg(feature = "object")]
+mod object_copy;
 mod progress;
 mod rescue;
 mod splice;

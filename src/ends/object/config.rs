@@ -303,7 +303,7 @@ impl Config {
         let _context = runtime.enter();
         let failed = |what: &str, e: object_store::Error| ObjectError {
             errno: Errno::INVAL,
-            detail: redactor.clean(&format!("{label}: {what}: {e}")),
+            detail: redactor.clean(&format!("{what}: {}", one_line(&e))),
         };
         let store: Arc<dyn ObjectStore> = match url {
             ObjectUrl::S3 { bucket, .. } => {
@@ -350,7 +350,7 @@ impl Config {
                     builder = builder.with_config(*key, value);
                 }
                 if matches!(self.credentials, Credentials::Ambient) {
-                    self.probe_ambient(builder.clone(), runtime, &redactor, &label)?;
+                    self.probe_ambient(builder.clone(), runtime, &redactor)?;
                 }
                 Arc::new(builder.build().map_err(|e| failed("configuring S3", e))?)
             }
@@ -386,7 +386,6 @@ impl Config {
         builder: AmazonS3Builder,
         runtime: &tokio::runtime::Runtime,
         redactor: &Redactor,
-        label: &str,
     ) -> Result<(), ObjectError> {
         let quick = RetryConfig {
             max_retries: 1,
@@ -402,7 +401,7 @@ impl Config {
         found.map_err(|e| ObjectError {
             errno: Errno::ACCESS,
             detail: redactor.clean(&format!(
-                "{label}: no AWS credentials: none in the environment (AWS_ACCESS_KEY_ID, \
+                "no AWS credentials: none in the environment (AWS_ACCESS_KEY_ID, \
                  AWS_SECRET_ACCESS_KEY) or a profile, and none from the instance or \
                  container: {}",
                 one_line(&e)
@@ -440,7 +439,8 @@ pub(super) struct Store {
     pub store: Arc<dyn ObjectStore>,
     pub path: object_store::path::Path,
     pub redactor: Redactor,
-    /// The URL as it may be shown.
+    /// The URL as it may be shown (the messages leave it out: the
+    /// caller names the operand).
     pub label: String,
 }
 
@@ -450,9 +450,7 @@ impl Store {
     pub fn error(&self, what: &str, e: &object_store::Error) -> ObjectError {
         ObjectError {
             errno: super::errno_of(e),
-            detail: self
-                .redactor
-                .clean(&format!("{}: {what}: {}", self.label, one_line(e))),
+            detail: self.redactor.clean(&format!("{what}: {}", one_line(e))),
         }
     }
 }

@@ -27,7 +27,7 @@
 
 mod url;
 
-pub use url::{recognise, ObjectUrl, UrlError};
+pub use url::{recognise, shown, ObjectUrl, UrlError};
 
 #[cfg(feature = "object")]
 mod config;

@@ -9,6 +9,14 @@
 //! position only: ranges that no longer follow it are dropped at the
 //! next read, and new ones started from there.
 //!
+//! Copies the engine does not pipeline (record by record, to a pipe or a
+//! terminal, with conversions) still read sequentially: reads that follow
+//! each other start read-ahead by themselves, in ranges that grow with
+//! the run of sequential bytes (twice what was read so far, from
+//! [`FIRST_AUTO_RANGE`] to [`MIN_RANGE`]), so that `bs=512` costs no GET
+//! per record while `count=` of a few records fetches little more than
+//! it reads.
+//!
 //! A web server that ignores `Range` (python's http.server) is found at
 //! open, by asking for the first byte: its object is then read as one
 //! GET of the whole body, in order, skipping forward by reading and
@@ -46,6 +54,10 @@ pub const MIN_RANGE: usize = 8 << 20;
 /// suggests one per 85-90 MB/s wanted).
 pub const MIN_DEPTH: usize = 8;
 
+/// The first range read ahead when reads turn out sequential without a
+/// pipeline hint.
+const FIRST_AUTO_RANGE: u64 = 1 << 20;
+
 /// The most bytes kept in flight, whatever the hint: ranges are fetched
 /// whole into memory.
 const MAX_AHEAD: usize = 256 << 20;
@@ -61,8 +73,13 @@ pub struct ObjectReader {
     held: Option<(u64, Bytes)>,
     /// Ranges in flight, in order, contiguous.
     ahead: VecDeque<Fetch>,
-    /// Read-ahead, once pipelined.
+    /// Read-ahead: from the pipeline hint, or found by sequential reads.
     plan: Option<ReadAhead>,
+    /// The engine gave a pipeline hint: the plan is its, not found.
+    pipelined: bool,
+    /// Bytes read in a row, ending at `run_end`.
+    run: u64,
+    run_end: u64,
     /// Whether the server serves ranges.
     ranges: bool,
     /// The whole body being read, where it does not.
@@ -70,7 +87,10 @@ pub struct ObjectReader {
     detail: Option<String>,
 }
 
-/// One GET of the whole object, read in order.
+/// One GET of the whole object, read in order. Every request and every
+/// read of its body runs as a task on the end's runtime, never in the
+/// caller's thread: a thread with a private descriptor table would make
+/// the connection's socket where the runtime's workers cannot see it.
 struct Body {
     /// The offset of the stream's next byte.
     next: u64,
@@ -128,6 +148,9 @@ impl ObjectReader {
             held: None,
             ahead: VecDeque::new(),
             plan: None,
+            pipelined: false,
+            run: 0,
+            run_end: 0,
             ranges,
             body: None,
             detail: None,
@@ -139,34 +162,48 @@ impl ObjectReader {
     /// when the position is behind it.
     fn next_from_body(&mut self) -> Result<Bytes, Errno> {
         loop {
-            if self.body.as_ref().is_none_or(|b| b.next > self.position) {
-                let options = GetOptions {
-                    if_match: self.etag.clone(),
-                    ..GetOptions::default()
-                };
-                let got = self
-                    .runtime
-                    .block_on(self.store.store.get_opts(&self.store.path, options));
-                match got {
-                    Ok(got) => {
-                        self.body = Some(Body {
+            let body = match self.body.take() {
+                Some(body) if body.next <= self.position => body,
+                _ => {
+                    let store = self.store.store.clone();
+                    let path = self.store.path.clone();
+                    let options = GetOptions {
+                        if_match: self.etag.clone(),
+                        ..GetOptions::default()
+                    };
+                    let task = self
+                        .runtime
+                        .spawn(async move { store.get_opts(&path, options).await });
+                    match self.runtime.block_on(task) {
+                        Ok(Ok(got)) => Body {
                             next: 0,
                             stream: got.into_stream(),
-                        })
+                        },
+                        Ok(Err(e)) => return Err(self.failed("reading from the start", &e)),
+                        Err(join) => {
+                            let e = object_store::Error::JoinError { source: join };
+                            return Err(self.failed("reading from the start", &e));
+                        }
                     }
-                    Err(e) => return Err(self.failed("reading from the start", &e)),
                 }
-            }
-            let body = self.body.as_mut().expect("started above");
+            };
             let start = body.next;
-            let chunk = match self.runtime.block_on(body.stream.next()) {
-                Some(Ok(chunk)) => chunk,
-                Some(Err(e)) => {
-                    self.body = None;
+            let task = self.runtime.spawn(async move {
+                let mut body = body;
+                let chunk = body.stream.next().await;
+                (body, chunk)
+            });
+            let (mut body, chunk) = match self.runtime.block_on(task) {
+                Ok(done) => done,
+                Err(join) => {
+                    let e = object_store::Error::JoinError { source: join };
                     return Err(self.failed(&format!("reading at {start}"), &e));
                 }
+            };
+            let chunk = match chunk {
+                Some(Ok(chunk)) => chunk,
+                Some(Err(e)) => return Err(self.failed(&format!("reading at {start}"), &e)),
                 None => {
-                    self.body = None;
                     return Err(self.fail(&format!(
                         "the server ended the object at {start}, short of its {} bytes",
                         self.size
@@ -174,7 +211,9 @@ impl ObjectReader {
                 }
             };
             body.next += chunk.len() as u64;
-            if body.next > self.position {
+            let after = body.next;
+            self.body = Some(body);
+            if after > self.position {
                 self.held = Some((start, chunk.clone()));
                 return Ok(chunk.slice((self.position - start) as usize..));
             }
@@ -223,11 +262,7 @@ impl ObjectReader {
     }
 
     fn fail(&mut self, what: &str) -> Errno {
-        self.detail = Some(
-            self.store
-                .redactor
-                .clean(&format!("{}: {what}", self.store.label)),
-        );
+        self.detail = Some(self.store.redactor.clean(what));
         Errno::IO
     }
 
@@ -256,6 +291,33 @@ impl ObjectReader {
             self.ahead.push_back(fetch);
             next = end;
         }
+    }
+
+    /// Without a pipeline hint: read ahead once reads follow each other,
+    /// in ranges twice the run so far; a read elsewhere starts over.
+    fn follow_run(&mut self, start: u64, want: usize) {
+        if start != self.run_end || self.run == 0 {
+            self.plan = None;
+            self.run = 0;
+        }
+        if self.run > 0 {
+            let range = (self.run * 2)
+                .next_power_of_two()
+                .clamp(FIRST_AUTO_RANGE, MIN_RANGE as u64);
+            let depth = if range == MIN_RANGE as u64 {
+                MIN_DEPTH
+            } else {
+                2
+            };
+            self.plan = Some(ReadAhead {
+                range,
+                depth,
+                total: None,
+                limit: Some(self.size),
+            });
+        }
+        self.run += want as u64;
+        self.run_end = start + want as u64;
     }
 
     /// Fill `buf` from `offset` on, without read-ahead: one GET.
@@ -329,6 +391,9 @@ impl End for ObjectReader {
             .saturating_sub(self.position)
             .min(buf.len() as u64) as usize;
         let start = self.position;
+        if self.ranges && !self.pipelined && want > 0 {
+            self.follow_run(start, want);
+        }
         let mut done = 0;
         while done < want {
             match self.next_bytes(want - done) {
@@ -382,6 +447,7 @@ impl End for ObjectReader {
     fn pipeline(&mut self, hint: Pipeline) {
         let range = hint.chunk.max(MIN_RANGE);
         let depth = hint.depth.max(MIN_DEPTH).min((MAX_AHEAD / range).max(2));
+        self.pipelined = true;
         self.plan = Some(ReadAhead {
             range: range as u64,
             depth,

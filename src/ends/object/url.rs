@@ -207,6 +207,12 @@ fn query_values(query: &str) -> impl Iterator<Item = &str> {
         .filter_map(|pair| pair.split_once('=').map(|(_, value)| value))
 }
 
+/// `value`, an operand with an object URL's scheme, as messages may show
+/// it: an http(s) URL's password and query values blanked.
+pub fn shown(value: &str) -> String {
+    redacted(value)
+}
+
 /// `url` with its password and its query's values replaced by `***` (a
 /// query part without `=` is hidden whole).
 fn redacted(url: &str) -> String {

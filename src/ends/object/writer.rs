@@ -16,20 +16,30 @@
 //! a few seconds, then cancels them) and aborts the upload, so a failed
 //! or interrupted copy leaves neither an object nor a pending upload
 //! (whose parts a bucket would keep, and bill, until a lifecycle rule
-//! removes them).
+//! removes them). A copy that failed ends with [`End::close_failed`],
+//! which aborts too: an object is kept only from a copy that succeeded.
+//!
+//! Dying of SIGINT or SIGTERM skips every close, so the writer registers
+//! the same abort with [`before_dying`]: the upload (shared with it
+//! behind a mutex) is taken from the writer, no part starts after, the
+//! parts in flight are given [`PARTS_WAIT`] to end, and the upload is
+//! aborted by a thread of the writer's that the signal's thread wakes.
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
 use object_store::{MultipartUpload, ObjectStoreExt, PutPayload};
-use tokio::runtime::Runtime;
+use tokio::runtime::{Handle, Runtime};
 use tokio::task::JoinSet;
 
 use super::config::{Config, Direction, Store};
 use super::url::ObjectUrl;
 use super::{runtime, ObjectError};
 use crate::ends::{End, Kind, Pipeline, Whence};
+use crate::sys::signals::{before_dying, BeforeDying};
 use crate::sys::Errno;
 
 /// S3's limits: parts per upload, the smallest part (all but the last)
@@ -81,13 +91,113 @@ pub struct ObjectWriter {
     /// The part being gathered.
     part: Vec<u8>,
     total: Option<u64>,
-    upload: Option<Box<dyn MultipartUpload>>,
+    /// The multipart upload, once started; shared with the work to do
+    /// before dying of a signal.
+    shared: Arc<Shared>,
+    _before_dying: BeforeDying,
     parts_sent: usize,
     in_flight: JoinSet<(usize, object_store::Result<()>)>,
     max_in_flight: usize,
     accepted: u64,
     failure: Option<ObjectError>,
     detail: Option<String>,
+}
+
+/// What the writer shares with its abort on a signal.
+#[derive(Default)]
+struct Shared {
+    upload: Mutex<Upload>,
+    /// Parts being sent.
+    in_flight: AtomicUsize,
+}
+
+#[derive(Default)]
+struct Upload {
+    /// Dying: no part may start.
+    stopping: bool,
+    multipart: Option<Box<dyn MultipartUpload>>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Upload> {
+        self.upload.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Dying of a signal: take the upload, let the parts in flight end
+    /// (for up to [`PARTS_WAIT`]) and abort it, twice if parts were cut
+    /// off (one may still land after the first abort).
+    fn abort_before_dying(&self, runtime: &Handle) {
+        let multipart = {
+            let mut upload = self.lock();
+            upload.stopping = true;
+            upload.multipart.take()
+        };
+        let Some(mut multipart) = multipart else {
+            return;
+        };
+        runtime.block_on(async {
+            let deadline = tokio::time::Instant::now() + PARTS_WAIT;
+            while self.in_flight.load(Ordering::Acquire) > 0
+                && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let cut_off = self.in_flight.load(Ordering::Acquire) > 0;
+            let _ = tokio::time::timeout(ABORT_WAIT, multipart.abort()).await;
+            if cut_off {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let _ = tokio::time::timeout(ABORT_WAIT, multipart.abort()).await;
+            }
+        });
+    }
+}
+
+/// Register the abort to run before dying of a signal. The thread that
+/// catches the signal keeps a private descriptor table (see
+/// `sys::threads`), where the runtime's sockets and wake-up descriptor
+/// are not: it only wakes a thread of this writer's, made here with the
+/// process's table, and waits for it to abort.
+fn abort_on_signal(shared: &Arc<Shared>, runtime: &Handle) -> BeforeDying {
+    let (wake, woken) = mpsc::channel::<mpsc::Sender<()>>();
+    let aborter = {
+        let shared = Arc::clone(shared);
+        let runtime = runtime.clone();
+        // Ends when the registration, which holds `wake`, is dropped.
+        move || {
+            crate::sys::signals::block_in_this_thread();
+            while let Ok(done) = woken.recv() {
+                shared.abort_before_dying(&runtime);
+                let _ = done.send(());
+            }
+        }
+    };
+    let spawned = std::thread::Builder::new()
+        .name("ddx-object-abort".into())
+        .spawn(aborter)
+        .is_ok();
+    before_dying(move || {
+        let (done, finished) = mpsc::channel();
+        if spawned && wake.send(done).is_ok() {
+            let _ = finished.recv_timeout(PARTS_WAIT + 2 * ABORT_WAIT + Duration::from_secs(2));
+        }
+    })
+}
+
+/// Counts a part in flight until the task sending it ends, however it
+/// ends.
+struct InFlight(Arc<Shared>);
+
+impl InFlight {
+    fn new(shared: &Arc<Shared>) -> InFlight {
+        shared.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight(Arc::clone(shared))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl ObjectWriter {
@@ -97,17 +207,20 @@ impl ObjectWriter {
         if !url.writable() {
             return Err(ObjectError {
                 errno: Errno::ROFS,
-                detail: format!("{url}: only s3:// objects can be written"),
+                detail: "only s3:// objects can be written".into(),
             });
         }
         let runtime = runtime::new()?;
         let store = config.store(url, Direction::Write, &runtime)?;
+        let shared = Arc::new(Shared::default());
+        let before_dying = abort_on_signal(&shared, runtime.handle());
         Ok(ObjectWriter {
             runtime,
             store,
             part: Vec::new(),
             total: None,
-            upload: None,
+            shared,
+            _before_dying: before_dying,
             parts_sent: 0,
             in_flight: JoinSet::new(),
             max_in_flight: MIN_UPLOADS,
@@ -176,10 +289,7 @@ impl ObjectWriter {
         if self.parts_sent >= MAX_PARTS {
             let error = ObjectError {
                 errno: Errno::FBIG,
-                detail: format!(
-                    "{}: more than {MAX_PARTS} parts, the most an upload may have",
-                    self.store.label
-                ),
+                detail: format!("more than {MAX_PARTS} parts, the most an upload may have"),
             };
             return Err(self.failed(error));
         }
@@ -188,12 +298,17 @@ impl ObjectWriter {
             .min(MAX_IN_FLIGHT_BYTES / self.part.len().max(1))
             .max(1);
         self.reap(parts - 1)?;
-        if self.upload.is_none() {
+        let shared = Arc::clone(&self.shared);
+        let mut upload = shared.lock();
+        if upload.stopping {
+            return Err(Errno::INTR);
+        }
+        if upload.multipart.is_none() {
             let created = self
                 .runtime
                 .block_on(self.store.store.put_multipart(&self.store.path));
             match created {
-                Ok(upload) => self.upload = Some(upload),
+                Ok(multipart) => upload.multipart = Some(multipart),
                 Err(e) => {
                     let error = self.error("starting the upload", &e);
                     return Err(self.failed(error));
@@ -201,11 +316,19 @@ impl ObjectWriter {
             }
         }
         let data = Bytes::from(std::mem::take(&mut self.part));
-        let upload = self.upload.as_mut().expect("created above");
-        let sending = upload.put_part(PutPayload::from(data));
+        let multipart = upload.multipart.as_mut().expect("created above");
+        let sending = multipart.put_part(PutPayload::from(data));
+        let counted = InFlight::new(&self.shared);
+        drop(upload);
         let index = self.parts_sent;
-        self.in_flight
-            .spawn_on(async move { (index, sending.await) }, self.runtime.handle());
+        self.in_flight.spawn_on(
+            async move {
+                let sent = sending.await;
+                drop(counted);
+                (index, sent)
+            },
+            self.runtime.handle(),
+        );
         self.parts_sent += 1;
         Ok(())
     }
@@ -228,7 +351,7 @@ impl ObjectWriter {
         let cancelled = ended.is_err();
         in_flight.abort_all();
         runtime.block_on(async { while in_flight.join_next().await.is_some() {} });
-        let Some(mut upload) = self.upload.take() else {
+        let Some(mut upload) = self.shared.lock().multipart.take() else {
             return;
         };
         runtime.block_on(async {
@@ -244,7 +367,7 @@ impl ObjectWriter {
         if let Some(failure) = &self.failure {
             return Err(failure.errno);
         }
-        if self.upload.is_none() {
+        if !self.started() {
             let data = Bytes::from(std::mem::take(&mut self.part));
             let put = self.runtime.block_on(
                 self.store
@@ -260,18 +383,25 @@ impl ObjectWriter {
             self.send_part()?;
         }
         self.reap(0)?;
-        let upload = self.upload.as_mut().expect("an upload");
+        let Some(mut upload) = self.shared.lock().multipart.take() else {
+            // Taken by the abort before dying of a signal.
+            return Err(Errno::INTR);
+        };
         let completed = self.runtime.block_on(upload.complete());
         match completed {
-            Ok(_) => {
-                self.upload = None;
-                Ok(())
-            }
+            Ok(_) => Ok(()),
             Err(e) => {
+                // Put back for the abort that follows.
+                self.shared.lock().multipart = Some(upload);
                 let error = self.error("completing the upload", &e);
                 Err(self.failed(error))
             }
         }
+    }
+
+    /// Whether the multipart upload was started.
+    fn started(&self) -> bool {
+        self.parts_sent > 0
     }
 }
 
@@ -362,6 +492,12 @@ impl End for ObjectWriter {
         finished
     }
 
+    /// The copy failed: nothing is kept under the key.
+    fn close_failed(mut self: Box<Self>) -> Result<(), Errno> {
+        self.abort();
+        Ok(())
+    }
+
     fn abandon(mut self: Box<Self>) {
         self.abort();
     }
@@ -374,7 +510,7 @@ impl fmt::Debug for ObjectWriter {
             .field("accepted", &self.accepted)
             .field("parts_sent", &self.parts_sent)
             .field("in_flight", &self.in_flight.len())
-            .field("multipart", &self.upload.is_some())
+            .field("multipart", &self.started())
             .field("failed", &self.failure.is_some())
             .finish()
     }

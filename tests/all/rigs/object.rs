@@ -377,3 +377,71 @@ impl Drop for TlsFront {
         stop(&mut self.child);
     }
 }
+
+/// An HTTP server (python3, inline) that promises `size` bytes of zeros
+/// and hangs up after `sent`: an input that fails mid-stream while the
+/// object store stays up. It ignores `Range`, so it is read as one body.
+pub struct ShortHttpServer {
+    pub port: u16,
+    child: Option<Child>,
+}
+
+const SHORT_SERVER: &str = r#"
+import http.server, sys
+size, sent = int(sys.argv[2]), int(sys.argv[3])
+class Short(http.server.BaseHTTPRequestHandler):
+    def head(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(size))
+        self.end_headers()
+    def do_HEAD(self):
+        self.head()
+    def do_GET(self):
+        self.head()
+        block = bytes(1 << 20)
+        left = sent
+        while left > 0:
+            self.wfile.write(block[:min(left, len(block))])
+            left -= len(block)
+        self.wfile.flush()
+        self.close_connection = True
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Short).serve_forever()
+"#;
+
+impl ShortHttpServer {
+    pub fn start(size: usize, sent: usize) -> Result<ShortHttpServer, String> {
+        if !have("python3") {
+            return Err("python3 is not installed".into());
+        }
+        let port = free_port();
+        let mut child = Command::new("python3")
+            .args(["-c", SHORT_SERVER])
+            .args([port.to_string(), size.to_string(), sent.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("python3: {e}"))?;
+        if let Err(e) = wait_listening(port, &mut child, "python3 (short server)") {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+        Ok(ShortHttpServer {
+            port,
+            child: Some(child),
+        })
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/image.raw", self.port)
+    }
+}
+
+impl Drop for ShortHttpServer {
+    fn drop(&mut self) {
+        stop(&mut self.child);
+    }
+}
