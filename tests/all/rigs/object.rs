@@ -3,8 +3,9 @@
 //! storing objects as plain files, so a test can compare what it stored)
 //! and rclone's HTTP server (ranges, HEAD, and TLS with a certificate the
 //! test makes with openssl and trusts explicitly), python's http.server,
-//! which ignores `Range`, and socat as a TLS front for s3s-fs (an https
-//! S3 endpoint).
+//! which ignores `Range`, a python server that hangs up mid-body (an
+//! input that fails mid-stream), and socat as a TLS front for s3s-fs (an
+//! https S3 endpoint).
 
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
