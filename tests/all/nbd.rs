@@ -732,3 +732,59 @@ fn nbds_over_a_unix_socket_with_a_psk_made_here() {
     let detail = end.take_detail().unwrap();
     assert!(!detail.contains(&key), "{detail}");
 }
+
+/// Where the dynamic loader finds libnbd here, as ldconfig's cache says.
+fn installed_libnbd() -> Option<std::path::PathBuf> {
+    let cache = Command::new("ldconfig").arg("-p").output().ok()?;
+    String::from_utf8_lossy(&cache.stdout)
+        .lines()
+        .filter(|line| line.trim_start().starts_with("libnbd.so.0 "))
+        .find_map(|line| line.rsplit(" => ").next())
+        .map(|path| std::fs::canonicalize(path.trim()).unwrap_or_else(|_| path.trim().into()))
+}
+
+#[test]
+fn without_libnbd_an_nbd_operand_is_refused_and_every_other_copy_runs() {
+    // libnbd is hidden from one ddx only: a private mount namespace
+    // (unshare -m) where an empty file is bound over the library.
+    let Some(library) = installed_libnbd() else {
+        return rigs::skip("libnbd.so.0 is not installed (package libnbd0)");
+    };
+    if !have_tools(&[("unshare", "util-linux")]) {
+        return;
+    }
+    let Some(server) = nbdkit(&["memory", "size=1M"]) else {
+        return;
+    };
+    let dir = tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    let copy_to = dir.path().join("copy");
+    let script = format!(
+        "mount --bind '{}' '{}' || exit 99; \
+         '{ddx}' if='{uri}' of='{out}' bs=64k; echo \"nbd=$?\" >&2; \
+         '{ddx}' if=/dev/zero of='{out}' bs=64k count=2 status=none; echo \"file=$?\" >&2",
+        empty.display(),
+        library.display(),
+        ddx = rigs::cmd::DDX,
+        uri = server.uri(),
+        out = copy_to.display(),
+    );
+    let run = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    if run.status.code() == Some(99) {
+        return rigs::skip(&format!(
+            "cannot hide libnbd in a mount namespace: {stderr}"
+        ));
+    }
+    assert!(stderr.contains("nbd=1\n"), "{stderr}");
+    assert!(
+        stderr.contains("cannot load libnbd") && stderr.contains("libnbd0"),
+        "the refusal says what to install: {stderr}"
+    );
+    assert!(stderr.contains("file=0\n"), "{stderr}");
+    assert_eq!(std::fs::metadata(&copy_to).unwrap().len(), 128 * 1024);
+}

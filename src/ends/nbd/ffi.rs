@@ -1,6 +1,8 @@
 //! The libnbd C functions ddx calls, declared by hand from libnbd 1.14's
 //! `<libnbd.h>`: no Rust binding is published, and these few dozen lines
-//! are all that a generated one would give us. Only [`super::handle`]
+//! are all that a generated one would give us. libnbd is opened at run
+//! time (libloading), not linked: ddx builds and runs where libnbd is not
+//! installed, and only an NBD operand needs it. Only [`super::handle`]
 //! calls them; everything here is raw and unchecked, and every rule of
 //! use (which thread, which buffer lives how long) is kept there.
 
@@ -8,6 +10,9 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::marker::{PhantomData, PhantomPinned};
+use std::sync::OnceLock;
+
+use libloading::Library;
 
 /// `struct nbd_handle`: opaque, only ever behind a pointer libnbd gave us.
 #[repr(C)]
@@ -60,80 +65,106 @@ pub const LIBNBD_SIZE_MAXIMUM: c_int = 2;
 pub const LIBNBD_STATE_ZERO: u32 = 2;
 pub const LIBNBD_CONTEXT_BASE_ALLOCATION: &CStr = c"base:allocation";
 
-#[link(name = "nbd")]
-extern "C" {
-    pub fn nbd_create() -> *mut nbd_handle;
-    pub fn nbd_close(h: *mut nbd_handle);
-    pub fn nbd_get_error() -> *const c_char;
-    pub fn nbd_get_errno() -> c_int;
+/// Declares the libnbd functions ddx calls: a table of pointers resolved
+/// from the shared library, and a function of the same name and signature
+/// for each, so callers read as if the library were linked.
+macro_rules! libnbd_functions {
+    ($(fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty;)*) => {
+        struct Functions {
+            $($name: unsafe extern "C" fn($($ty),*) -> $ret,)*
+        }
 
-    pub fn nbd_set_pread_initialize(h: *mut nbd_handle, request: bool) -> c_int;
-    pub fn nbd_set_uri_allow_local_file(h: *mut nbd_handle, allow: bool) -> c_int;
-    pub fn nbd_add_meta_context(h: *mut nbd_handle, name: *const c_char) -> c_int;
-    pub fn nbd_connect_uri(h: *mut nbd_handle, uri: *const c_char) -> c_int;
-    pub fn nbd_shutdown(h: *mut nbd_handle, flags: u32) -> c_int;
+        impl Functions {
+            fn resolve(library: &Library) -> Result<Functions, libloading::Error> {
+                // SAFETY: each symbol is given the type `<libnbd.h>` declares
+                // for it (libnbd's ABI is stable within soname libnbd.so.0),
+                // and the pointers are kept beside the library, which is
+                // never unloaded (see `LIBNBD`).
+                unsafe {
+                    Ok(Functions {
+                        $($name: *library.get::<unsafe extern "C" fn($($ty),*) -> $ret>(
+                            concat!(stringify!($name), "\0").as_bytes(),
+                        )?,)*
+                    })
+                }
+            }
+        }
 
-    pub fn nbd_get_size(h: *mut nbd_handle) -> i64;
-    pub fn nbd_get_block_size(h: *mut nbd_handle, size_type: c_int) -> i64;
-    pub fn nbd_is_read_only(h: *mut nbd_handle) -> c_int;
-    pub fn nbd_can_flush(h: *mut nbd_handle) -> c_int;
-    pub fn nbd_can_trim(h: *mut nbd_handle) -> c_int;
-    pub fn nbd_can_zero(h: *mut nbd_handle) -> c_int;
-    pub fn nbd_can_fast_zero(h: *mut nbd_handle) -> c_int;
-    pub fn nbd_can_multi_conn(h: *mut nbd_handle) -> c_int;
-    pub fn nbd_can_meta_context(h: *mut nbd_handle, metacontext: *const c_char) -> c_int;
+        $(
+            /// # Safety
+            /// As libnbd's function of this name; [`load`] must have succeeded.
+            pub unsafe fn $name($($arg: $ty),*) -> $ret {
+                // SAFETY: the caller keeps libnbd's contract for this call.
+                unsafe { (functions().$name)($($arg),*) }
+            }
+        )*
+    };
+}
 
-    pub fn nbd_aio_pread(
-        h: *mut nbd_handle,
-        buf: *mut c_void,
-        count: usize,
-        offset: u64,
-        completion: nbd_completion_callback,
-        flags: u32,
-    ) -> i64;
-    pub fn nbd_aio_pwrite(
-        h: *mut nbd_handle,
-        buf: *const c_void,
-        count: usize,
-        offset: u64,
-        completion: nbd_completion_callback,
-        flags: u32,
-    ) -> i64;
-    pub fn nbd_aio_flush(
-        h: *mut nbd_handle,
-        completion: nbd_completion_callback,
-        flags: u32,
-    ) -> i64;
-    pub fn nbd_aio_trim(
-        h: *mut nbd_handle,
-        count: u64,
-        offset: u64,
-        completion: nbd_completion_callback,
-        flags: u32,
-    ) -> i64;
-    pub fn nbd_aio_zero(
-        h: *mut nbd_handle,
-        count: u64,
-        offset: u64,
-        completion: nbd_completion_callback,
-        flags: u32,
-    ) -> i64;
-    pub fn nbd_aio_block_status(
-        h: *mut nbd_handle,
-        count: u64,
-        offset: u64,
-        extent: nbd_extent_callback,
-        completion: nbd_completion_callback,
-        flags: u32,
-    ) -> i64;
+libnbd_functions! {
+    fn nbd_create() -> *mut nbd_handle;
+    fn nbd_close(h: *mut nbd_handle) -> ();
+    fn nbd_get_error() -> *const c_char;
+    fn nbd_get_errno() -> c_int;
+    fn nbd_set_pread_initialize(h: *mut nbd_handle, request: bool) -> c_int;
+    fn nbd_set_uri_allow_local_file(h: *mut nbd_handle, allow: bool) -> c_int;
+    fn nbd_add_meta_context(h: *mut nbd_handle, name: *const c_char) -> c_int;
+    fn nbd_connect_uri(h: *mut nbd_handle, uri: *const c_char) -> c_int;
+    fn nbd_shutdown(h: *mut nbd_handle, flags: u32) -> c_int;
+    fn nbd_get_size(h: *mut nbd_handle) -> i64;
+    fn nbd_get_block_size(h: *mut nbd_handle, size_type: c_int) -> i64;
+    fn nbd_is_read_only(h: *mut nbd_handle) -> c_int;
+    fn nbd_can_flush(h: *mut nbd_handle) -> c_int;
+    fn nbd_can_trim(h: *mut nbd_handle) -> c_int;
+    fn nbd_can_zero(h: *mut nbd_handle) -> c_int;
+    fn nbd_can_fast_zero(h: *mut nbd_handle) -> c_int;
+    fn nbd_can_multi_conn(h: *mut nbd_handle) -> c_int;
+    fn nbd_can_meta_context(h: *mut nbd_handle, metacontext: *const c_char) -> c_int;
+    fn nbd_aio_pread(h: *mut nbd_handle, buf: *mut c_void, count: usize, offset: u64, completion: nbd_completion_callback, flags: u32) -> i64;
+    fn nbd_aio_pwrite(h: *mut nbd_handle, buf: *const c_void, count: usize, offset: u64, completion: nbd_completion_callback, flags: u32) -> i64;
+    fn nbd_aio_flush(h: *mut nbd_handle, completion: nbd_completion_callback, flags: u32) -> i64;
+    fn nbd_aio_trim(h: *mut nbd_handle, count: u64, offset: u64, completion: nbd_completion_callback, flags: u32) -> i64;
+    fn nbd_aio_zero(h: *mut nbd_handle, count: u64, offset: u64, completion: nbd_completion_callback, flags: u32) -> i64;
+    fn nbd_aio_block_status(h: *mut nbd_handle, count: u64, offset: u64, extent: nbd_extent_callback, completion: nbd_completion_callback, flags: u32) -> i64;
+    fn nbd_aio_get_fd(h: *mut nbd_handle) -> c_int;
+    fn nbd_aio_get_direction(h: *mut nbd_handle) -> c_uint;
+    fn nbd_aio_notify_read(h: *mut nbd_handle) -> c_int;
+    fn nbd_aio_notify_write(h: *mut nbd_handle) -> c_int;
+    fn nbd_aio_in_flight(h: *mut nbd_handle) -> c_int;
+    fn nbd_aio_is_dead(h: *mut nbd_handle) -> c_int;
+    fn nbd_aio_is_closed(h: *mut nbd_handle) -> c_int;
+    fn nbd_aio_peek_command_completed(h: *mut nbd_handle) -> i64;
+    fn nbd_aio_command_completed(h: *mut nbd_handle, cookie: u64) -> c_int;
+}
 
-    pub fn nbd_aio_get_fd(h: *mut nbd_handle) -> c_int;
-    pub fn nbd_aio_get_direction(h: *mut nbd_handle) -> c_uint;
-    pub fn nbd_aio_notify_read(h: *mut nbd_handle) -> c_int;
-    pub fn nbd_aio_notify_write(h: *mut nbd_handle) -> c_int;
-    pub fn nbd_aio_in_flight(h: *mut nbd_handle) -> c_int;
-    pub fn nbd_aio_is_dead(h: *mut nbd_handle) -> c_int;
-    pub fn nbd_aio_is_closed(h: *mut nbd_handle) -> c_int;
-    pub fn nbd_aio_peek_command_completed(h: *mut nbd_handle) -> i64;
-    pub fn nbd_aio_command_completed(h: *mut nbd_handle, cookie: u64) -> c_int;
+/// The shared library every NBD end goes through: libnbd's run-time name,
+/// the one its Debian package (libnbd0) and Fedora's install.
+const LIBRARY_NAME: &str = "libnbd.so.0";
+
+/// libnbd, opened on the first NBD operand and kept for the life of the
+/// process (unloading it under live handles would be unsound).
+static LIBNBD: OnceLock<Result<(Library, Functions), String>> = OnceLock::new();
+
+/// Opens libnbd and resolves every function, once; the error says what
+/// to install. Loading at run time, not linking, keeps libnbd out of the
+/// build and of every copy that names no NBD URI.
+pub fn load() -> Result<(), String> {
+    let loaded = LIBNBD.get_or_init(|| {
+        // SAFETY: loading libnbd runs only its ELF constructors, which
+        // set up its own thread-local error state and nothing else.
+        let library = unsafe { Library::new(LIBRARY_NAME) }.map_err(|err| {
+            format!("cannot load libnbd ({err}); install it (Debian: libnbd0) to use NBD URIs")
+        })?;
+        let functions = Functions::resolve(&library)
+            .map_err(|err| format!("{LIBRARY_NAME} lacks a function ddx needs: {err}"))?;
+        Ok((library, functions))
+    });
+    loaded.as_ref().map(|_| ()).map_err(Clone::clone)
+}
+
+fn functions() -> &'static Functions {
+    match LIBNBD.get() {
+        Some(Ok((_, functions))) => functions,
+        _ => unreachable!("libnbd is called only after ffi::load succeeded"),
+    }
 }

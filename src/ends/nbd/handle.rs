@@ -185,7 +185,9 @@ impl Handle {
     pub fn connect(uri: &str) -> Result<Handle, NbdError> {
         let text = CString::new(uri)
             .map_err(|_| NbdError::new(Errno::INVAL, "an NBD URI cannot contain a NUL byte"))?;
-        // SAFETY: nbd_create has no preconditions; NULL means failure.
+        ffi::load().map_err(|message| NbdError::new(Errno::NOPKG, message))?;
+        // SAFETY: libnbd is loaded; nbd_create has no preconditions; NULL
+        // means failure.
         let raw = NonNull::new(unsafe { ffi::nbd_create() }).ok_or_else(last_error)?;
         let handle = Handle {
             raw,

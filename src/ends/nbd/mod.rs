@@ -2,8 +2,9 @@
 //!
 //! An operand like `nbd+unix:///?socket=/run/disk.sock` names a disk on
 //! another machine (or in another process: qemu-nbd, nbdkit). ddx speaks
-//! NBD through libnbd (Debian's `libnbd-dev`), the library nbdcopy is
-//! built on, never through a protocol client of its own: `ffi` declares
+//! NBD through libnbd (Debian's `libnbd0`, opened when the first NBD
+//! operand is), the library nbdcopy is built on, never through a protocol
+//! client of its own: `ffi` declares
 //! the C calls, `handle` makes one connection safe (and owns the rule for
 //! buffers in flight), `reads` and `writes` keep read-ahead and the
 //! write-behind window, `extents` what block status said, and `end`
