@@ -175,7 +175,7 @@ impl Extras {
         };
         let (digests, chunks) = job.finish();
         let name = match &plan.input {
-            Some(path) => path.display().to_string(),
+            Some(path) => String::from_utf8_lossy(&crate::ends::remote::shown(path)).into_owned(),
             None => "-".to_owned(),
         };
         let mut text = String::new();
@@ -245,7 +245,7 @@ fn read_back(
     reference: Option<Reference<'_>>,
     reporter: &Reporter,
 ) -> bool {
-    let quoted = quote_file(output.as_os_str().as_encoded_bytes());
+    let quoted = quote_file(&crate::ends::remote::shown(output));
     match verify::verify(output, output_start, chunks, reference) {
         Ok(Verdict::Identical { bytes }) => {
             reporter.message(format!(

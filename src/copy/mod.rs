@@ -12,6 +12,7 @@
 mod extras;
 mod failure;
 mod images;
+mod objects;
 mod positional;
 mod safety;
 mod verbose;
@@ -52,6 +53,7 @@ struct Copying<'a> {
 pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     // ddx's own options, checked before anything is opened, as the
     // operands are.
+    objects::check(&request.plan, &request.settings).map_err(Failure::Refused)?;
     let extras = extras::prepare(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
     let mut images = images::prepare(&request.plan, &request.settings).map_err(Failure::Refused)?;
     let progress_stream = match request.settings.progress_fd {
@@ -191,7 +193,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
             if let Some(input) = input {
                 close_input(input)?;
             }
-            close_output(output)?;
+            close_output(output, failed)?;
             (failed, None, report)
         }
     };
@@ -260,7 +262,7 @@ fn stream(
 /// there.
 fn close(input: Input, output: Output) -> Result<(), Failure> {
     close_input(input)?;
-    close_output(output)
+    close_output(output, false)
 }
 
 fn close_input(input: Input) -> Result<(), Failure> {
@@ -269,10 +271,16 @@ fn close_input(input: Input) -> Result<(), Failure> {
         .map_err(|errno| Failure::from(Diagnostic::ClosingInput { file: name, errno }))
 }
 
-fn close_output(output: Output) -> Result<(), Failure> {
+/// Close the output; after a `failed` copy, as its end finalises one
+/// (an upload is aborted rather than completed).
+fn close_output(output: Output, failed: bool) -> Result<(), Failure> {
     let Output { end, name } = output;
-    end.close()
-        .map_err(|errno| Failure::from(Diagnostic::ClosingOutput { file: name, errno }))
+    let closed = if failed {
+        end.close_failed()
+    } else {
+        end.close()
+    };
+    closed.map_err(|errno| Failure::from(Diagnostic::ClosingOutput { file: name, errno }))
 }
 
 /// bs=auto: measure now that both ends are open (the probe only reads).

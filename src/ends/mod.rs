@@ -19,11 +19,14 @@
 //! Finalisation is explicit: [`End::close`] completes the end (close(2),
 //! or completing an upload) and reports its error; [`End::abandon`] is for
 //! a copy that failed or was interrupted, where a half-done end must not
-//! be left behind (an upload is aborted, not completed). Nothing is
-//! finalised in `Drop`.
+//! be left behind (an upload is aborted, not completed), and
+//! [`End::close_failed`] finalises the output of a copy that failed (GNU
+//! closes a file as usual; an upload is aborted). Nothing is finalised in
+//! `Drop`.
 
 pub mod file;
 pub mod nbd;
+pub mod object;
 pub mod open;
 pub mod remote;
 
@@ -202,6 +205,15 @@ pub trait End: Send + fmt::Debug {
     /// Complete the end and report its last error (close(2); completing
     /// an upload; the last flush of a remote end).
     fn close(self: Box<Self>) -> Result<(), Errno>;
+
+    /// Finalise the end of a copy that failed (exit status 1). GNU keeps
+    /// what was written and still reports close's error, which the
+    /// default does; an end where what was written would look complete
+    /// and is not (an upload) abandons it instead. A wrapper passes it
+    /// on to the end it wraps.
+    fn close_failed(self: Box<Self>) -> Result<(), Errno> {
+        self.close()
+    }
 
     /// The copy failed or was interrupted: leave nothing half-done that
     /// would look complete (abort an upload). Files need nothing.

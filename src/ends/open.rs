@@ -6,7 +6,6 @@
 //! ftruncate to the seek offset.
 
 use std::os::fd::AsFd;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::file::{open_flags, FileEnd};
@@ -68,8 +67,10 @@ pub struct Output {
     pub name: Vec<u8>,
 }
 
+/// The name messages give `path`: as given, an object URL without its
+/// secrets.
 fn path_name(path: &Path) -> Vec<u8> {
-    path.as_os_str().as_bytes().to_vec()
+    remote::shown(path)
 }
 
 /// Why an end could not be opened: GNU's message, and what a remote end
@@ -180,7 +181,7 @@ pub fn open_output(plan: &CopyPlan, warnings: &mut Vec<Diagnostic>) -> Result<Ou
             let end = opened?;
             // The export is there already, as a device is: excl fails as
             // open(2) with O_CREAT|O_EXCL does; it is never truncated.
-            if plan.conv.contains(Conv::EXCL) {
+            if plan.conv.contains(Conv::EXCL) && end.kind() == super::Kind::Remote {
                 return Err(Diagnostic::OpenFailed {
                     file: path_name(path),
                     errno: Errno::EXIST,

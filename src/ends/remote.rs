@@ -1,5 +1,6 @@
 //! Ends named by a URI in `if=`/`of=`: an NBD export (`nbd://`,
-//! `nbd+unix://`, ...). A value is taken as a URI only when no file of
+//! `nbd+unix://`, ...) or an object (`s3://BUCKET/KEY`, and for reading
+//! `http://` and `https://`). A value is taken as a URI only when no file of
 //! that name exists, nor the directory its first component would be
 //! (`nbd+unix:` in `nbd+unix:///?socket=...`, where GNU dd would create
 //! a file): GNU dd could not open such a name, so no GNU behaviour
@@ -9,6 +10,7 @@
 use std::path::{Component, Path};
 
 use super::nbd::{self, NbdUri};
+use super::object::{self, ObjectUrl};
 use super::{End, Kind};
 use crate::sys::Errno;
 
@@ -16,12 +18,14 @@ use crate::sys::Errno;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Remote {
     Nbd(NbdUri),
+    Object(ObjectUrl),
 }
 
 impl Remote {
     pub fn kind(&self) -> Kind {
         match self {
             Remote::Nbd(_) => Kind::Remote,
+            Remote::Object(_) => Kind::Object,
         }
     }
 }
@@ -52,15 +56,58 @@ fn recognise_in(base: &Path, value: &Path) -> Option<Result<Remote, String>> {
             return None;
         }
     }
-    let parsed = nbd::recognise(text)?;
-    Some(parsed.map(Remote::Nbd).map_err(|e| e.0))
+    if let Some(parsed) = nbd::recognise(text) {
+        return Some(parsed.map(Remote::Nbd).map_err(|e| e.0));
+    }
+    let parsed = object::recognise(text)?;
+    Some(parsed.map(Remote::Object).map_err(|e| e.to_string()))
+}
+
+/// How the operand `value` may appear in messages: as given, except that
+/// an object URL's secrets (a password, a presigned URL's signature) are
+/// blanked.
+pub fn shown(value: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    match value.to_str() {
+        Some(text) if object::recognise(text).is_some() && recognise(value).is_some() => {
+            object::shown(text).into_bytes()
+        }
+        _ => value.as_os_str().as_bytes().to_vec(),
+    }
 }
 
 /// Open `remote` for reading, or for writing.
 pub fn open(remote: &Remote, writing: bool) -> Result<Box<dyn End>, RemoteError> {
     match remote {
         Remote::Nbd(uri) => open_nbd(uri, writing),
+        Remote::Object(url) => open_object(url, writing),
     }
+}
+
+#[cfg(feature = "object")]
+fn open_object(url: &ObjectUrl, writing: bool) -> Result<Box<dyn End>, RemoteError> {
+    let failed = |e: object::ObjectError| RemoteError {
+        errno: e.errno,
+        detail: e.detail,
+    };
+    let config = object::Config::from_env().map_err(failed)?;
+    if writing {
+        object::ObjectWriter::create(url, &config)
+            .map(|end| Box::new(end) as Box<dyn End>)
+            .map_err(failed)
+    } else {
+        object::ObjectReader::open(url, &config)
+            .map(|end| Box::new(end) as Box<dyn End>)
+            .map_err(failed)
+    }
+}
+
+#[cfg(not(feature = "object"))]
+fn open_object(_url: &ObjectUrl, _writing: bool) -> Result<Box<dyn End>, RemoteError> {
+    Err(RemoteError {
+        errno: Errno::PROTONOSUPPORT,
+        detail: "this ddx was built without object storage support (the `object` feature)".into(),
+    })
 }
 
 #[cfg(feature = "nbd")]
@@ -107,8 +154,23 @@ mod tests {
         std::fs::write(base.join("plain.img"), b"").unwrap();
         assert_eq!(recognise_in(base, Path::new("plain.img")), None);
         assert_eq!(recognise_in(base, Path::new("nbd:disk")), None);
+        assert!(matches!(
+            recognise_in(base, Path::new("s3://bucket/disk.img")),
+            Some(Ok(Remote::Object(_)))
+        ));
+        assert!(matches!(
+            recognise_in(base, Path::new("https://host/golden.img")),
+            Some(Ok(Remote::Object(_)))
+        ));
+        assert!(matches!(
+            recognise_in(base, Path::new("s3://bucket")),
+            Some(Err(_))
+        ));
+        assert_eq!(recognise_in(base, Path::new("s3:disk")), None);
         // A directory named like the scheme: GNU dd would write into it.
         std::fs::create_dir(base.join("nbd+unix:")).unwrap();
         assert_eq!(recognise_in(base, uri), None);
+        std::fs::create_dir(base.join("s3:")).unwrap();
+        assert_eq!(recognise_in(base, Path::new("s3://bucket/disk.img")), None);
     }
 }

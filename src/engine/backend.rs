@@ -469,6 +469,7 @@ fn run_threads(
     queue_depth: usize,
 ) -> (RunResult, Option<Input>) {
     let reads_return = reader.input_seekable();
+    let detach = reader.input_has_descriptor();
     let (event_tx, event_rx) = sync_channel::<Event>(queue_depth);
     let mut waiting = Waiting::for_this_machine();
     let (free_tx, free_rx): (Sender<AlignedBuf>, Receiver<AlignedBuf>) = channel();
@@ -481,8 +482,12 @@ fn run_threads(
         .stack_size(READER_STACK)
         .spawn(move || {
             // The reader only uses its input, which its private copy of the
-            // descriptor table keeps; the writer's syscalls stay fast.
-            crate::sys::threads::detach_fd_table();
+            // descriptor table keeps; the writer's syscalls stay fast. Not
+            // for an end without a descriptor: it may open connections
+            // later (an object's client), which must be in the one table.
+            if detach {
+                crate::sys::threads::detach_fd_table();
+            }
             let reader = thread_slot.lock().ok().and_then(|mut r| r.take())?;
             let mut sink = ChannelSink {
                 events: event_tx,

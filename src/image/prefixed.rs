@@ -91,6 +91,10 @@ impl End for Prefixed {
         self.inner.close()
     }
 
+    fn close_failed(self: Box<Self>) -> Result<(), Errno> {
+        self.inner.close_failed()
+    }
+
     fn abandon(self: Box<Self>) {
         self.inner.abandon()
     }

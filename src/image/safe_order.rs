@@ -300,6 +300,11 @@ impl End for SafeOrder {
         released.and(closed)
     }
 
+    fn close_failed(self: Box<Self>) -> Result<(), Errno> {
+        // A failed copy never releases the held first blocks: the device
+        // must not look bootable (see the module's comment).
+        self.inner.close_failed()
+    }
     fn abandon(self: Box<Self>) {
         self.inner.abandon()
     }

@@ -156,7 +156,10 @@ enum Command {
     Sync(bool, SyncSender<()>),
     Settle(SyncSender<()>),
     Pipeline(Pipeline),
-    Close,
+    /// Close; `copy_failed`: as `End::close_failed` (an upload aborts).
+    Close {
+        copy_failed: bool,
+    },
     Abandon,
 }
 
@@ -221,6 +224,25 @@ pub struct Tee {
 }
 
 impl Tee {
+    /// Close every output: the extras on their threads while the first
+    /// closes here.
+    fn close_all(self, copy_failed: bool) -> Result<(), Errno> {
+        let Tee { first, extras, .. } = self;
+        for extra in &extras {
+            let _ = extra.commands.send(Command::Close { copy_failed });
+        }
+        let result = if copy_failed {
+            first.close_failed()
+        } else {
+            first.close()
+        };
+        for extra in extras {
+            drop(extra.commands);
+            let _ = extra.thread.join();
+        }
+        result
+    }
+
     /// `first` and the `(name, end)` extra outputs.
     pub fn new(first: Box<dyn End>, extras: Vec<(String, Box<dyn End>)>) -> Tee {
         let report = Arc::new(TeeReport {
@@ -405,17 +427,10 @@ impl End for Tee {
     }
 
     fn close(self: Box<Self>) -> Result<(), Errno> {
-        let Tee { first, extras, .. } = *self;
-        // The extras close on their threads while the first closes here.
-        for extra in &extras {
-            let _ = extra.commands.send(Command::Close);
-        }
-        let result = first.close();
-        for extra in extras {
-            drop(extra.commands);
-            let _ = extra.thread.join();
-        }
-        result
+        (*self).close_all(false)
+    }
+    fn close_failed(self: Box<Self>) -> Result<(), Errno> {
+        (*self).close_all(true)
     }
 
     fn abandon(self: Box<Self>) {
@@ -432,7 +447,7 @@ fn serve(mut end: Box<dyn End>, queue: &Receiver<Command>, budget: &Budget, repo
         let n = command.bytes();
         let outcome = if failed {
             match command {
-                Command::Close | Command::Abandon => break,
+                Command::Close { .. } | Command::Abandon => break,
                 _ => Ok(()),
             }
         } else {
@@ -478,8 +493,13 @@ fn serve(mut end: Box<dyn End>, queue: &Receiver<Command>, budget: &Budget, repo
                     end.pipeline(hint);
                     Ok(())
                 }
-                Command::Close => {
-                    match end.close() {
+                Command::Close { copy_failed } => {
+                    let closed = if copy_failed {
+                        end.close_failed()
+                    } else {
+                        end.close()
+                    };
+                    match closed {
                         Ok(()) => report.set(Fate::Closed),
                         Err(errno) => report.set(Fate::Failed {
                             errno,

@@ -31,7 +31,8 @@ pub fn input_name(input: Option<&Path>) -> Vec<u8> {
         None => b"-".to_vec(),
         // A file really named "-" is not standard input to a checker.
         Some(path) if path.as_os_str() == "-" => b"./-".to_vec(),
-        Some(path) => path.as_os_str().as_bytes().to_vec(),
+        // An object URL without its secrets.
+        Some(path) => crate::ends::remote::shown(path),
     }
 }
 

@@ -7,17 +7,16 @@
 //! Bypassing the cache: the output is synced, its pages are dropped
 //! (fadvise DONTNEED, which only drops clean pages: hence the sync first),
 //! and it is read with O_DIRECT where the offsets allow; a filesystem that
-//! refuses O_DIRECT is read through the (now empty) cache. An output that
-//! is a remote end (an NBD export) is read back from its server through a
-//! connection of its own: what the server stores is what is compared
-//! (there is no local cache to bypass). A remote input is re-read the
-//! same way to find the exact differing byte.
+//! refuses O_DIRECT is read through the (now empty) cache.
+//!
+//! An output named by a URI (an NBD export, an object) is read back
+//! through its end, opened anew for reading: for an object that is the
+//! store's copy, fetched by ranged GETs, not anything ddx kept.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
-use crate::ends::remote::{self, Remote};
-use crate::ends::End;
+use crate::ends::{remote, End, Pipeline, Whence};
 use crate::integrity::{ChunkDigests, VERIFY_CHUNK};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
@@ -43,6 +42,9 @@ pub struct Reference<'a> {
     pub start: u64,
 }
 
+/// Requests in flight reading an end back.
+const REMOTE_DEPTH: usize = 8;
+
 /// Read back `chunks.total` bytes of `path` from output offset `start`.
 pub fn verify(
     path: &Path,
@@ -50,12 +52,9 @@ pub fn verify(
     chunks: &ChunkDigests,
     reference: Option<Reference<'_>>,
 ) -> Result<Verdict, Errno> {
-    let mut reader = match remote_end(path) {
-        Some(end) => ReadBack {
-            source: Source::Remote(end?),
-            buf: AlignedBuf::new(VERIFY_CHUNK)?,
-        },
-        None => ReadBack::file(path, start, chunks.total)?,
+    let mut reader = ReadBack {
+        from: Source::open(path, start, chunks.total)?,
+        buf: AlignedBuf::new(VERIFY_CHUNK)?,
     };
     for (index, &expected) in chunks.digests.iter().enumerate() {
         let chunk_start = index as u64 * VERIFY_CHUNK as u64;
@@ -67,16 +66,7 @@ pub fn verify(
         }
         let exact = reference.and_then(|r| {
             let mut original = vec![0u8; want];
-            let n = match remote_end(r.path) {
-                Some(end) => {
-                    read_end_full(end.ok()?.as_mut(), &mut original, r.start + chunk_start)
-                }
-                None => {
-                    let input = file::open_input(r.path, OFlags::empty()).ok()?;
-                    read_full(&input, &mut original, r.start + chunk_start)
-                }
-            }
-            .ok()?;
+            let n = read_reference(r.path, &mut original, r.start + chunk_start)?;
             if n != want || xxhash_rust::xxh3::xxh3_64(&original) != expected {
                 // The input changed since: it cannot say what was written.
                 return None;
@@ -108,32 +98,36 @@ pub fn verify(
     })
 }
 
-/// The end `path` names when it is a remote end's URI (opened for
-/// reading), None when it is a file.
-fn remote_end(path: &Path) -> Option<Result<Box<dyn End>, Errno>> {
-    match remote::recognise(path)? {
-        Ok(remote @ Remote::Nbd(_)) => Some(remote::open(&remote, false).map_err(|e| e.errno)),
-        Err(_) => None,
-    }
-}
-
 struct ReadBack {
-    source: Source,
+    from: Source,
     buf: AlignedBuf,
 }
 
+/// What the output is read back from.
 enum Source {
-    File {
+    /// A file or device: O_DIRECT where it can, else the emptied cache.
+    Local {
         direct: Option<OwnedFd>,
         buffered: OwnedFd,
     },
+    /// An end named by a URI, opened for reading.
     Remote(Box<dyn End>),
 }
 
-impl ReadBack {
-    /// A file, synced and its cache dropped, read with O_DIRECT where the
-    /// offsets allow.
-    fn file(path: &Path, start: u64, total: u64) -> Result<ReadBack, Errno> {
+impl Source {
+    /// Open `path` to read `total` bytes from `start` back.
+    fn open(path: &Path, start: u64, total: u64) -> Result<Source, Errno> {
+        if let Some(opened) = open_remote(path) {
+            let mut end = opened?;
+            // Read in order, ahead of the comparison.
+            end.pipeline(Pipeline {
+                chunk: VERIFY_CHUNK,
+                depth: REMOTE_DEPTH,
+                total: Some(total),
+            });
+            end.seek(Whence::Start(start))?;
+            return Ok(Source::Remote(end));
+        }
         let buffered = file::open_input(path, OFlags::empty())?;
         file::fdatasync(buffered.as_fd()).or_else(|e| match e {
             // Not every output can be synced (a pipe cannot be verified anyway).
@@ -144,38 +138,74 @@ impl ReadBack {
         let direct = (start % 4096 == 0)
             .then(|| file::open_input(path, OFlags::DIRECT).ok())
             .flatten();
-        Ok(ReadBack {
-            source: Source::File { direct, buffered },
-            buf: AlignedBuf::new(VERIFY_CHUNK)?,
-        })
+        Ok(Source::Local { direct, buffered })
     }
+}
 
+/// `path` opened for reading through its end, where it names one.
+fn open_remote(path: &Path) -> Option<Result<Box<dyn End>, Errno>> {
+    Some(match remote::recognise(path)? {
+        Ok(named) => remote::open(&named, false).map_err(|e| e.errno),
+        Err(_) => Err(Errno::INVAL),
+    })
+}
+
+/// The input's bytes at `offset`, where it can be read again.
+fn read_reference(path: &Path, buf: &mut [u8], offset: u64) -> Option<usize> {
+    if let Some(opened) = open_remote(path) {
+        return read_end_full(opened.ok()?.as_mut(), buf, offset).ok();
+    }
+    let input = file::open_input(path, OFlags::empty()).ok()?;
+    read_full(&input, buf, offset).ok()
+}
+
+impl ReadBack {
     /// Read `want` bytes at `offset` into the buffer; fewer at end of file.
     fn read_at(&mut self, offset: u64, want: usize) -> Result<usize, Errno> {
-        let buf = &mut self.buf.as_mut_slice()[..want];
-        let (direct, buffered) = match &mut self.source {
-            Source::Remote(end) => return read_end_full(end.as_mut(), buf, offset),
-            Source::File { direct, buffered } => (direct, buffered),
-        };
-        if let Some(fd) = direct {
-            // O_DIRECT wants whole sectors: ask for the length rounded up.
-            let asked = want.div_ceil(4096) * 4096;
-            match read_full(fd, &mut self.buf.as_mut_slice()[..asked], offset) {
-                Ok(n) => return Ok(n.min(want)),
-                Err(Errno::INVAL) => *direct = None,
-                Err(e) => return Err(e),
+        let buf = self.buf.as_mut_slice();
+        match &mut self.from {
+            Source::Remote(end) => {
+                end.seek(Whence::Start(offset))?;
+                read_end_sequential(end.as_mut(), &mut buf[..want])
+            }
+            Source::Local { direct, buffered } => {
+                if let Some(fd) = direct {
+                    // O_DIRECT wants whole sectors: ask for the length rounded up.
+                    let asked = want.div_ceil(4096) * 4096;
+                    match read_full(fd, &mut buf[..asked], offset) {
+                        Ok(n) => return Ok(n.min(want)),
+                        Err(Errno::INVAL) => *direct = None,
+                        Err(e) => return Err(e),
+                    }
+                }
+                read_full(buffered, &mut buf[..want], offset)
             }
         }
-        read_full(buffered, &mut self.buf.as_mut_slice()[..want], offset)
     }
+}
+
+/// Read `buf` full from an end's position; short only at its end.
+fn read_end_sequential(end: &mut dyn End, buf: &mut [u8]) -> Result<usize, Errno> {
+    let mut done = 0;
+    while done < buf.len() {
+        match end.read(&mut buf[done..]) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
 }
 
 fn read_end_full(end: &mut dyn End, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
     let mut done = 0;
     while done < buf.len() {
-        match end.read_at(&mut buf[done..], offset + done as u64)? {
-            0 => break,
-            n => done += n,
+        match end.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(done)

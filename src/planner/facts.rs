@@ -151,8 +151,8 @@ pub enum OutputProbe<'a> {
     Remote(Kind),
 }
 
-/// What a remote end's queue can take: a network block device serves
-/// many requests at once, as a solid-state disk does.
+/// What a remote end's queue can take: a network block device or an
+/// object store serves many requests at once, as a solid-state disk does.
 const REMOTE_QUEUE: QueueHint = QueueHint::solid_state(64);
 
 /// Gather the facts: the input as opened, the output and the files
@@ -216,7 +216,7 @@ pub fn place(path: &Path) -> Place {
 /// What is known of an end that has no descriptor: its kind.
 fn without_descriptor(kind: Kind) -> EndFacts {
     EndFacts {
-        queue: (kind == Kind::Remote).then_some(REMOTE_QUEUE),
+        queue: matches!(kind, Kind::Remote | Kind::Object).then_some(REMOTE_QUEUE),
         ..EndFacts::of_kind(kind)
     }
 }

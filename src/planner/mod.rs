@@ -235,11 +235,15 @@ pub fn crowded(facts: &Facts) -> Option<Crowded> {
         .map(|some_avg10| Crowded::Contended { some_avg10 })
 }
 
-/// A regular file, a block device or an export on another machine:
-/// storage that may be slow, where overlapping reads and writes pays, and
-/// whose reads return all they are asked for until its end.
+/// A regular file, a block device, an export on another machine or an
+/// object in a store: storage that may be slow, where overlapping reads
+/// and writes pays, and whose reads return all they are asked for until
+/// its end.
 fn is_storage(kind: Kind) -> bool {
-    matches!(kind, Kind::RegularFile | Kind::BlockDevice | Kind::Remote)
+    matches!(
+        kind,
+        Kind::RegularFile | Kind::BlockDevice | Kind::Remote | Kind::Object
+    )
 }
 
 /// Both ends are the same file or device: what is read may be what was

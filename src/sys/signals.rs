@@ -7,8 +7,15 @@
 //! does the printing, so the copy loop never checks anything. They must be
 //! installed first thing in main: SIGUSR1's default action kills the
 //! process, and scripts send it right after start.
+//!
+//! Dying of a signal skips every close: an end whose unfinished work
+//! would outlive ddx on another machine (an upload, which a store keeps
+//! until it is aborted) registers what must be done first with
+//! [`before_dying`], and [`die_of`] runs it.
 
 use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
@@ -70,8 +77,44 @@ fn restore_default_sigpipe() {
     }
 }
 
-/// Die of `signal` as if its default action had run (after printing).
+/// Work to do before dying of a signal, by registration.
+type LastWork = Box<dyn FnOnce() + Send>;
+static BEFORE_DYING: Mutex<Vec<(u64, LastWork)>> = Mutex::new(Vec::new());
+static NEXT_REGISTRATION: AtomicU64 = AtomicU64::new(0);
+
+/// Work registered with [`before_dying`]; dropping it (the end finished
+/// or gave up by itself) unregisters the work unrun.
+#[derive(Debug)]
+pub struct BeforeDying(u64);
+
+/// Have `work` run if ddx dies of a signal while the returned
+/// registration lives: on the thread that caught the signal, after the
+/// statistics, before the process ends.
+pub fn before_dying(work: impl FnOnce() + Send + 'static) -> BeforeDying {
+    let id = NEXT_REGISTRATION.fetch_add(1, Ordering::Relaxed);
+    BEFORE_DYING
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((id, Box::new(work)));
+    BeforeDying(id)
+}
+
+impl Drop for BeforeDying {
+    fn drop(&mut self) {
+        BEFORE_DYING
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(id, _)| *id != self.0);
+    }
+}
+
+/// Die of `signal` as if its default action had run (after printing),
+/// once the work registered with [`before_dying`] is done.
 pub fn die_of(signal: libc::c_int) -> ! {
+    let work = std::mem::take(&mut *BEFORE_DYING.lock().unwrap_or_else(PoisonError::into_inner));
+    for (_, work) in work {
+        work();
+    }
     let _ = signal_hook::low_level::emulate_default_handler(signal);
     // Unreachable for SIGINT and SIGTERM (their default terminates), but
     // be sure.

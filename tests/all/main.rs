@@ -25,6 +25,10 @@ mod image_copy;
 mod nbd;
 #[cfg(feature = "nbd")]
 mod nbd_cli;
+#[cfg(feature = "object")]
+mod object;
+#[cfg(feature = "object")]
+mod object_copy;
 mod progress;
 mod refusals;
 mod rescue;

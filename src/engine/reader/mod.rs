@@ -246,6 +246,12 @@ impl Reader {
         self.input.seekable
     }
 
+    /// The input is a descriptor (not an end that makes its own
+    /// connections as it goes, such as an object's HTTP client).
+    pub fn input_has_descriptor(&self) -> bool {
+        self.input.end.fd().is_some()
+    }
+
     pub fn into_input(self) -> Input {
         self.input
     }

@@ -425,6 +425,10 @@ impl End for BmapRecorder {
         self.inner.close()
     }
 
+    fn close_failed(self: Box<Self>) -> Result<(), Errno> {
+        // No map of a failed copy is written: nothing to complete.
+        self.inner.close_failed()
+    }
     fn abandon(self: Box<Self>) {
         self.inner.abandon()
     }

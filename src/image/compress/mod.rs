@@ -351,7 +351,22 @@ impl End for Compressed {
         self.detail.take()
     }
 
-    fn close(mut self: Box<Self>) -> Result<(), Errno> {
+    fn close(self: Box<Self>) -> Result<(), Errno> {
+        (*self).end_stream(false)
+    }
+    fn close_failed(self: Box<Self>) -> Result<(), Errno> {
+        (*self).end_stream(true)
+    }
+    fn abandon(self: Box<Self>) {
+        let (output, _, _) = self.finish(Step::Abandon);
+        output.abandon();
+    }
+}
+
+impl Compressed {
+    /// Finish the compressed stream and close the output, as
+    /// `End::close_failed` when the copy failed.
+    fn end_stream(mut self, copy_failed: bool) -> Result<(), Errno> {
         let submitted = if self.accepted == 0 && self.jobs.is_some() {
             self.submit_frame()
         } else {
@@ -359,17 +374,13 @@ impl End for Compressed {
         };
         let (output, shared, _) = self.finish(Step::Finish);
         match submitted.err().or(shared.failure().map(|f| f.errno)) {
+            None if copy_failed => output.close_failed(),
             None => output.close(),
             Some(errno) => {
                 output.abandon();
                 Err(errno)
             }
         }
-    }
-
-    fn abandon(self: Box<Self>) {
-        let (output, _, _) = self.finish(Step::Abandon);
-        output.abandon();
     }
 }
 

@@ -14,14 +14,17 @@
 //! The submodules hold the rest the tests share: how ddx and GNU dd are
 //! started (`cmd`), running them side by side and asserting that they
 //! agree (`fixture`), test data (`bytes`), the page cache as fincore sees
-//! it (`pages`), signalling a running ddx (`signal`) and skipping
-//! (`skips`).
+//! it (`pages`), object servers (`object`: s3s-fs, rclone's and python's
+//! HTTP servers, a TLS front), signalling a running ddx (`signal`) and
+//! skipping (`skips`).
 
 pub mod bytes;
 pub mod cgroup;
 pub mod cmd;
 pub mod fixture;
 pub mod nbd;
+#[cfg(feature = "object")]
+pub mod object;
 pub mod pages;
 pub mod signal;
 mod skips;
