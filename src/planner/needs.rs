@@ -391,11 +391,11 @@ fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
             does: "reads the output back",
             lacks: "is the null device, which keeps nothing".into(),
         }),
-        // Read back through a descriptor of its own, or an export through
-        // a connection of its own.
+        // Read back through a descriptor of its own, or an export or an
+        // object through a connection of its own.
         Need::ReadBack
             if (end.descriptor && matches!(end.kind, Kind::RegularFile | Kind::BlockDevice))
-                || end.kind == Kind::Remote =>
+                || matches!(end.kind, Kind::Remote | Kind::Object) =>
         {
             None
         }
