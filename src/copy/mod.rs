@@ -134,6 +134,14 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     );
     // Every option against the ends it got, before the output is opened.
     planner::admit(&request, &facts).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
+    let tees: Vec<_> = request
+        .settings
+        .tee
+        .iter()
+        .map(|path| (path.as_path(), planner::facts::output_facts_at(path)))
+        .collect();
+    planner::needs::admit_tees(&request, &tees)
+        .map_err(|refusal| Failure::Refused(refusal.to_string()))?;
     let mut warnings = Vec::new();
     let output = ends::open::open_output(plan, &mut warnings)?;
     let mut output = images.wrap_output(output, plan, &mut warnings)?;

@@ -221,6 +221,14 @@ fn without_descriptor(kind: Kind) -> EndFacts {
     }
 }
 
+/// The facts of a further output (`--tee=PATH`), as of= would have them.
+pub fn output_facts_at(path: &Path) -> EndFacts {
+    output_facts(match crate::ends::remote::recognise(path) {
+        Some(Ok(remote)) => OutputProbe::Remote(remote.kind()),
+        _ => OutputProbe::Path(path),
+    })
+}
+
 fn output_facts(output: OutputProbe<'_>) -> EndFacts {
     match output {
         OutputProbe::Remote(kind) => without_descriptor(kind),

@@ -286,6 +286,22 @@ pub fn admit(request: &Request, facts: &Facts) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// The same needs of every `--tee` output as of `of=`: each is written
+/// the same bytes and, under `--verify`, read back the same way.
+/// `tees` pairs each `--tee` path with its facts (see
+/// `facts::output_facts_at`).
+pub fn admit_tees(request: &Request, tees: &[(&Path, EndFacts)]) -> Result<(), Refusal> {
+    for row in TABLE.iter().filter(|row| (row.asked)(request)) {
+        for (path, end) in tees {
+            if let Some(why) = unmet_output(row.output, end) {
+                let name = EndName(format!("--tee={}", quote_file(path.as_os_str().as_bytes())));
+                return Err(refusal(row, &name, why));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Options that contradict each other whatever the ends: a tuning of the
 /// overlapped backends with GNU's own loop asked for.
 fn contradictions(request: &Request) -> Result<(), Refusal> {

@@ -692,3 +692,46 @@ fn verify_onto_what_cannot_be_read_back_is_refused_before_copying() {
          keeps nothing\n"
     );
 }
+
+/// A `--tee` output is held to what `of=` is: under `--verify` one that
+/// cannot be read back is refused before anything is created.
+#[test]
+fn verify_onto_a_tee_output_that_cannot_be_read_back_is_refused_before_copying() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::write(&input, vec![7u8; 100_000]).unwrap();
+    let output = dir.path().join("out");
+    let readable = dir.path().join("tee");
+    for tee in ["/dev/null", "/dev/zero"] {
+        let run = ddx()
+            .arg(operand("if", &input))
+            .arg(operand("of", &output))
+            .arg(format!("--tee={tee}"))
+            .arg("--verify")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!("--verify reads the output back: --tee='{tee}'")),
+            "{stderr}"
+        );
+        assert!(!output.exists(), "nothing is created before the refusal");
+    }
+    // A tee output that can be read back is verified like of=.
+    let run = ddx()
+        .arg(operand("if", &input))
+        .arg(operand("of", &output))
+        .arg(format!("--tee={}", readable.display()))
+        .args(["--verify", "bs=64k"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr.matches("identical to what was written").count(),
+        2,
+        "{stderr}"
+    );
+}
