@@ -69,8 +69,12 @@ pub struct ObjectReader {
     size: u64,
     etag: Option<String>,
     position: u64,
-    /// Bytes fetched, starting at the offset given.
-    held: Option<(u64, Bytes)>,
+    /// Bytes fetched, as the server's body arrived: chunks in order,
+    /// contiguous from `held_start`. Kept as they came, because joining
+    /// them into one buffer would copy every byte once more (on loopback
+    /// the copy's CPU, not the network, is what a download costs).
+    held: VecDeque<Bytes>,
+    held_start: u64,
     /// Ranges in flight, in order, contiguous.
     ahead: VecDeque<Fetch>,
     /// Read-ahead: from the pipeline hint, or found by sequential reads.
@@ -99,7 +103,7 @@ struct Body {
 
 struct Fetch {
     range: Range<u64>,
-    task: JoinHandle<object_store::Result<Bytes>>,
+    task: JoinHandle<object_store::Result<VecDeque<Bytes>>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -145,7 +149,8 @@ impl ObjectReader {
             etag: meta.e_tag.filter(|tag| !tag.starts_with("W/")),
             store,
             position: 0,
-            held: None,
+            held: VecDeque::new(),
+            held_start: 0,
             ahead: VecDeque::new(),
             plan: None,
             pipelined: false,
@@ -214,7 +219,8 @@ impl ObjectReader {
             let after = body.next;
             self.body = Some(body);
             if after > self.position {
-                self.held = Some((start, chunk.clone()));
+                self.held = VecDeque::from([chunk.clone()]);
+                self.held_start = start;
                 return Ok(chunk.slice((self.position - start) as usize..));
             }
         }
@@ -236,29 +242,70 @@ impl ObjectReader {
             if_match: self.etag.clone(),
             ..GetOptions::default()
         };
-        let task = self
-            .runtime
-            .spawn(async move { store.get_opts(&path, options).await?.bytes().await });
+        let task = self.runtime.spawn(async move {
+            let mut body = store.get_opts(&path, options).await?.into_stream();
+            let mut chunks = VecDeque::new();
+            while let Some(chunk) = body.next().await {
+                let chunk = chunk?;
+                if !chunk.is_empty() {
+                    chunks.push_back(chunk);
+                }
+            }
+            Ok(chunks)
+        });
         Fetch { range, task }
     }
 
-    /// Wait for `fetch`; its bytes, checked to be the whole range.
-    fn wait(&mut self, fetch: Fetch) -> Result<Bytes, Errno> {
+    /// Wait for `fetch`; its chunks, checked to be the whole range.
+    fn wait(&mut self, fetch: Fetch) -> Result<VecDeque<Bytes>, Errno> {
         let Fetch { range, task } = fetch;
         let result = match self.runtime.block_on(task) {
             Ok(result) => result,
             Err(join) => Err(object_store::Error::JoinError { source: join }),
         };
         match result {
-            Ok(bytes) if bytes.len() as u64 == range.end - range.start => Ok(bytes),
-            Ok(bytes) => Err(self.fail(&format!(
-                "reading {} bytes at {}: the server sent {}",
-                range.end - range.start,
-                range.start,
-                bytes.len()
-            ))),
+            Ok(chunks) => {
+                let sent: u64 = chunks.iter().map(|c| c.len() as u64).sum();
+                if sent == range.end - range.start {
+                    Ok(chunks)
+                } else {
+                    Err(self.fail(&format!(
+                        "reading {} bytes at {}: the server sent {sent}",
+                        range.end - range.start,
+                        range.start,
+                    )))
+                }
+            }
             Err(e) => Err(self.failed(&format!("reading at {}", range.start), &e)),
         }
+    }
+
+    /// Hold the chunks of a range fetched from `start`; the bytes at the
+    /// position, at most `want` (the position is in the range).
+    fn hold(&mut self, start: u64, chunks: VecDeque<Bytes>, want: usize) -> Bytes {
+        self.held = chunks;
+        self.held_start = start;
+        self.take_held(want).unwrap_or_default()
+    }
+
+    /// The held bytes at the position, at most `want`; chunks behind the
+    /// position are let go, and all of them when it moved elsewhere.
+    fn take_held(&mut self, want: usize) -> Option<Bytes> {
+        while let Some(front) = self.held.front() {
+            let end = self.held_start + front.len() as u64;
+            if (self.held_start..end).contains(&self.position) {
+                let from = (self.position - self.held_start) as usize;
+                let take = want.min(front.len() - from);
+                return Some(front.slice(from..from + take));
+            }
+            if self.position < self.held_start {
+                self.held.clear();
+            } else {
+                self.held_start = end;
+                self.held.pop_front();
+            }
+        }
+        None
     }
 
     fn fail(&mut self, what: &str) -> Errno {
@@ -327,22 +374,19 @@ impl ObjectReader {
             return Ok(0);
         }
         let fetch = self.fetch(offset..end);
-        let bytes = self.wait(fetch)?;
-        buf[..bytes.len()].copy_from_slice(&bytes);
-        Ok(bytes.len())
+        let mut done = 0;
+        for chunk in self.wait(fetch)? {
+            buf[done..done + chunk.len()].copy_from_slice(&chunk);
+            done += chunk.len();
+        }
+        Ok(done)
     }
 
     /// Bytes held or fetched for the position, at most `want`.
     fn next_bytes(&mut self, want: usize) -> Result<Bytes, Errno> {
-        if let Some((start, bytes)) = &self.held {
-            let end = start + bytes.len() as u64;
-            if (*start..end).contains(&self.position) {
-                let from = (self.position - start) as usize;
-                let take = want.min(bytes.len() - from);
-                return Ok(bytes.slice(from..from + take));
-            }
+        if let Some(bytes) = self.take_held(want) {
+            return Ok(bytes);
         }
-        self.held = None;
         if !self.ranges {
             let bytes = self.next_from_body()?;
             return Ok(bytes.slice(..want.min(bytes.len())));
@@ -350,7 +394,8 @@ impl ObjectReader {
         let Some(mut plan) = self.plan else {
             let end = self.size.min(self.position + want as u64);
             let fetch = self.fetch(self.position..end);
-            return self.wait(fetch);
+            let chunks = self.wait(fetch)?;
+            return Ok(self.hold(self.position, chunks, want));
         };
         if plan.limit.is_none() {
             let limit = match plan.total {
@@ -367,16 +412,14 @@ impl ObjectReader {
             // total): one GET, as before pipelining.
             let end = self.size.min(self.position + want as u64);
             let fetch = self.fetch(self.position..end);
-            return self.wait(fetch);
+            let chunks = self.wait(fetch)?;
+            return Ok(self.hold(self.position, chunks, want));
         };
         let (start, end) = (fetch.range.start, fetch.range.end);
         // The next range starts while this one is waited for.
         self.fill(plan, end);
-        let bytes = self.wait(fetch)?;
-        let take = want.min(bytes.len());
-        let first = bytes.slice(..take);
-        self.held = Some((start, bytes));
-        Ok(first)
+        let chunks = self.wait(fetch)?;
+        Ok(self.hold(start, chunks, want))
     }
 }
 
