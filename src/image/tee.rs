@@ -3,18 +3,29 @@
 //! The first output is written by the engine's own thread, exactly as if
 //! it were the only one: its results are what [`End::write`] returns, so
 //! GNU's statistics and messages are the first output's. Every further
-//! output has a thread of its own and is given what the first accepted,
-//! one step behind it: while the first writes block k, the others write
-//! block k-1, so two outputs cost little more than the slower one. The
-//! bytes are copied once per write into a shared, recycled buffer,
-//! however many outputs there are; each output's queue is bounded in
-//! bytes ([`QUEUE_BYTES`]), so a slow output slows the copy rather than
-//! filling memory.
+//! output has a thread of its own. How it gets the bytes depends on the
+//! write's size:
+//! - A large write ([`LEND_BYTES`] or more) onto outputs that are all
+//!   addressed by position (files, block devices, NBD exports) is *lent*:
+//!   every output writes the caller's own buffer at the same time, and
+//!   the write returns when all are done with it. Nothing is copied, so
+//!   two outputs cost the slower one's write; a copy per write would cost
+//!   as much CPU as the write itself (a loop device over tmpfs, or a
+//!   cached block device, is a memory copy). Should the first output
+//!   accept less than the whole buffer (the end of the device), the
+//!   others are sought back to where the first stands, so that every
+//!   output holds the same stream.
+//! - A small write, or one to a pipe or an object, is copied once into a
+//!   shared, recycled, page-aligned buffer (O_DIRECT outputs need the
+//!   alignment), however many outputs there are, and the others write it
+//!   one step behind the first. Each output's queue is bounded in bytes
+//!   ([`QUEUE_BYTES`]), so a slow output slows the copy rather than
+//!   filling memory.
 //!
 //! An extra output that fails (ENOSPC, EIO, a removed device) is dropped:
 //! its failure is kept for [`TeeReport`], which names it, and the others
 //! go on. When the *first* output fails, the copy stops as GNU dd stops
-//! (the engine sees the error); the others have everything the first
+//! (the engine sees the error); the others have at least everything the first
 //! accepted before the failure, and are then closed or abandoned with it
 //! (the engine abandons a failed copy). The first output is never
 //! replaced by another: its statistics would no longer be GNU's.
@@ -28,11 +39,22 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use crate::ends::{End, Kind, Pipeline, Whence};
+use crate::sys::buffer::AlignedBuf;
 use crate::sys::{errno_text, Errno};
 use crate::text::human::{human, Base};
 
 /// Bytes one extra output may have queued.
 pub const QUEUE_BYTES: u64 = 64 << 20;
+
+/// The smallest write lent to the outputs rather than copied: below it,
+/// waiting for every output at each write costs more than the copy (a
+/// thread's wake-up is tens of microseconds here; copying 256 KiB takes
+/// about as long).
+pub const LEND_BYTES: usize = 256 << 10;
+
+/// The smallest buffer the copy path maps: records of a few bytes share
+/// a recycled page rather than each mapping its own.
+const MIN_BLOCK: usize = 64 << 10;
 const ZEROS: usize = 1 << 20;
 
 /// What became of an extra output.
@@ -132,24 +154,58 @@ impl TeeReport {
 /// Bytes shared by the extra outputs; the buffer goes back to the pool
 /// when the last of them is done with it.
 struct Block {
-    data: Vec<u8>,
-    home: Arc<Mutex<Vec<Vec<u8>>>>,
+    buf: Option<AlignedBuf>,
+    len: usize,
+    home: Arc<Mutex<Vec<AlignedBuf>>>,
+}
+
+impl Block {
+    fn data(&self) -> &[u8] {
+        self.buf
+            .as_ref()
+            .map_or(&[], |buf| &buf.as_slice()[..self.len])
+    }
 }
 
 impl Drop for Block {
     fn drop(&mut self) {
         // Recycling memory, not finalising anything.
-        if let Ok(mut free) = self.home.lock() {
+        if let (Ok(mut free), Some(buf)) = (self.home.lock(), self.buf.take()) {
             if free.len() < 64 {
-                free.push(std::mem::take(&mut self.data));
+                free.push(buf);
             }
         }
+    }
+}
+
+/// The caller's buffer, lent to the extra outputs for one write.
+struct Lent {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: a Lent is only made by `Tee::lend` from a slice the caller
+// holds borrowed for the whole call, and `lend` returns only after every
+// extra output's thread has replied that it is done with it (or has gone,
+// dropping the command and the reply's sender with it, after its last use
+// of the bytes). The bytes are only read, by one thread at a time per
+// output, while the caller reads them too: shared reads of memory nobody
+// writes.
+unsafe impl Send for Lent {}
+
+impl Lent {
+    fn data(&self) -> &[u8] {
+        // SAFETY: see `unsafe impl Send for Lent`: the slice is alive and
+        // unchanged until the thread holding this Lent replies.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
 
 enum Command {
     Write(Arc<Block>),
     WriteAt(Arc<Block>, u64),
+    /// Write the lent bytes (at the offset, if any), then reply.
+    Lend(Lent, Option<u64>, SyncSender<()>),
     Seek(u64),
     Truncate(u64),
     WriteZeroes(u64),
@@ -166,7 +222,7 @@ enum Command {
 impl Command {
     fn bytes(&self) -> u64 {
         match self {
-            Command::Write(b) | Command::WriteAt(b, _) => b.data.len() as u64,
+            Command::Write(b) | Command::WriteAt(b, _) => b.len as u64,
             _ => 0,
         }
     }
@@ -203,6 +259,9 @@ impl Budget {
 
 #[derive(Debug)]
 struct Extra {
+    /// Addressed by position, so that it can be lent a write and sought
+    /// back after one.
+    positional: bool,
     commands: Sender<Command>,
     budget: Arc<Budget>,
     thread: JoinHandle<()>,
@@ -220,7 +279,7 @@ pub struct Tee {
     first: Box<dyn End>,
     extras: Vec<Extra>,
     report: Arc<TeeReport>,
-    free: Arc<Mutex<Vec<Vec<u8>>>>,
+    free: Arc<Mutex<Vec<AlignedBuf>>>,
 }
 
 impl Tee {
@@ -259,6 +318,7 @@ impl Tee {
             .into_iter()
             .enumerate()
             .map(|(index, (_, end))| {
+                let positional = positional(end.kind());
                 let (commands, queue) = channel();
                 let budget = Arc::new(Budget::default());
                 let thread = {
@@ -270,6 +330,7 @@ impl Tee {
                         .expect("spawning a --tee thread")
                 };
                 Extra {
+                    positional,
                     commands,
                     budget,
                     thread,
@@ -289,19 +350,65 @@ impl Tee {
         Arc::clone(&self.report)
     }
 
-    fn block(&self, data: &[u8]) -> Arc<Block> {
-        let mut buf = self
-            .free
-            .lock()
-            .ok()
-            .and_then(|mut free| free.pop())
-            .unwrap_or_default();
-        buf.clear();
-        buf.extend_from_slice(data);
-        Arc::new(Block {
-            data: buf,
+    fn block(&self, data: &[u8]) -> Result<Arc<Block>, Errno> {
+        let recycled = self.free.lock().ok().and_then(|mut free| {
+            let fits = free.iter().position(|buf| buf.len() >= data.len())?;
+            Some(free.swap_remove(fits))
+        });
+        let mut buf = match recycled {
+            Some(buf) => buf,
+            None => AlignedBuf::new(data.len().max(MIN_BLOCK)).map_err(Errno::from)?,
+        };
+        buf.as_mut_slice()[..data.len()].copy_from_slice(data);
+        Ok(Arc::new(Block {
+            buf: Some(buf),
+            len: data.len(),
             home: Arc::clone(&self.free),
-        })
+        }))
+    }
+
+    /// Whether `len` bytes go to the extras lent rather than copied.
+    fn lends(&self, len: usize) -> bool {
+        len >= LEND_BYTES
+            && positional(self.first.kind())
+            && self
+                .extras
+                .iter()
+                .zip(&self.report.outputs)
+                .all(|(extra, report)| {
+                    extra.positional || matches!(report.fate(), Fate::Failed { .. })
+                })
+    }
+
+    /// Write `buf` (at `at`) to the first output while the extras write
+    /// it from the same memory; return when all are done with it.
+    fn lend(&mut self, buf: &[u8], at: Option<u64>) -> Result<usize, Errno> {
+        let (reply, done) = sync_channel(self.extras.len());
+        self.to_extras(|| {
+            Command::Lend(
+                Lent {
+                    ptr: buf.as_ptr(),
+                    len: buf.len(),
+                },
+                at,
+                reply.clone(),
+            )
+        });
+        drop(reply);
+        let written = match at {
+            None => self.first.write(buf),
+            Some(offset) => self.first.write_at(buf, offset),
+        };
+        // The extras must be done with `buf` before it goes back to the
+        // caller: every one replies, or drops its sender by going away.
+        while done.recv().is_ok() {}
+        if at.is_none() && written.as_ref().is_ok_and(|&n| n < buf.len()) {
+            // The extras wrote all of it: put them where the first is.
+            if let Ok(position) = self.first.seek(Whence::Current(0)) {
+                self.to_extras(|| Command::Seek(position));
+            }
+        }
+        written
     }
 
     /// Queue `command` for every output still going.
@@ -319,15 +426,16 @@ impl Tee {
         }
     }
 
-    fn copy_to_extras(&self, data: &[u8], at: Option<u64>) {
+    fn copy_to_extras(&self, data: &[u8], at: Option<u64>) -> Result<(), Errno> {
         if data.is_empty() || self.extras.is_empty() {
-            return;
+            return Ok(());
         }
-        let block = self.block(data);
+        let block = self.block(data)?;
         self.to_extras(|| match at {
             None => Command::Write(Arc::clone(&block)),
             Some(offset) => Command::WriteAt(Arc::clone(&block), offset),
         });
+        Ok(())
     }
 
     fn finish(self, last: fn() -> Command) -> Box<dyn End> {
@@ -359,14 +467,20 @@ impl End for Tee {
     }
 
     fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
+        if self.lends(buf.len()) {
+            return self.lend(buf, None);
+        }
         let n = self.first.write(buf)?;
-        self.copy_to_extras(&buf[..n], None);
+        self.copy_to_extras(&buf[..n], None)?;
         Ok(n)
     }
 
     fn write_at(&mut self, buf: &[u8], offset: u64) -> Result<usize, Errno> {
+        if self.lends(buf.len()) {
+            return self.lend(buf, Some(offset));
+        }
         let n = self.first.write_at(buf, offset)?;
-        self.copy_to_extras(&buf[..n], Some(offset));
+        self.copy_to_extras(&buf[..n], Some(offset))?;
         Ok(n)
     }
 
@@ -452,9 +566,15 @@ fn serve(mut end: Box<dyn End>, queue: &Receiver<Command>, budget: &Budget, repo
             }
         } else {
             match command {
-                Command::Write(block) => write_all(&mut *end, &block.data, None, report),
+                Command::Write(block) => write_all(&mut *end, block.data(), None, report),
                 Command::WriteAt(block, offset) => {
-                    write_all(&mut *end, &block.data, Some(offset), report)
+                    write_all(&mut *end, block.data(), Some(offset), report)
+                }
+                Command::Lend(lent, at, reply) => {
+                    let result = write_all(&mut *end, lent.data(), at, report);
+                    drop(lent);
+                    let _ = reply.send(());
+                    result
                 }
                 Command::Seek(at) => end
                     .seek(Whence::Start(at))
@@ -532,6 +652,12 @@ fn serve(mut end: Box<dyn End>, queue: &Receiver<Command>, budget: &Budget, repo
     // half-done must not look complete.
     end.abandon();
     report.set(Fate::Abandoned);
+}
+
+/// Whether an end of this kind is addressed by position (a lent write
+/// needs an output that can be sought back).
+fn positional(kind: Kind) -> bool {
+    matches!(kind, Kind::RegularFile | Kind::BlockDevice | Kind::Remote)
 }
 
 fn write_all(
@@ -621,6 +747,73 @@ mod tests {
         assert_eq!(*extra_bytes.lock().unwrap(), data[..100_000]);
         assert_eq!(report.outputs[0].fate(), Fate::Abandoned);
         assert!(!report.any_failed());
+    }
+
+    #[test]
+    fn large_writes_are_lent_and_every_output_gets_the_same_stream() {
+        let data = sample(6 << 20, 9);
+        let (first, a) = Memory::boxed(Kind::BlockDevice, Vec::new());
+        let (extra, b) = Memory::boxed(Kind::RegularFile, Vec::new());
+        let mut tee = Tee::new(first, vec![("b".into(), extra)]);
+        // Lent, copied, lent again and positional: one stream throughout.
+        write_in(&mut tee, &data[..2 << 20], LEND_BYTES).unwrap();
+        write_in(&mut tee, &data[2 << 20..3 << 20], 4096).unwrap();
+        write_in(&mut tee, &data[3 << 20..], 1 << 20).unwrap();
+        tee.write_at(&data[..LEND_BYTES], 5 << 20).unwrap();
+        Box::new(tee).close().unwrap();
+        let mut want = data.clone();
+        want[5 << 20..(5 << 20) + LEND_BYTES].copy_from_slice(&data[..LEND_BYTES]);
+        assert_eq!(*a.lock().unwrap(), want);
+        assert_eq!(*b.lock().unwrap(), want);
+    }
+
+    #[test]
+    fn when_the_first_output_takes_part_of_a_lent_write_the_others_follow_its_position() {
+        let data = sample(4 << 20, 10);
+        let end = (3 << 20) + 100;
+        let (mut first, a) = Memory::new(Kind::BlockDevice, Vec::new());
+        first.fail_at = Some((end, Errno::NOSPC));
+        let (extra, b) = Memory::boxed(Kind::BlockDevice, Vec::new());
+        let mut tee = Tee::new(Box::new(first), vec![("b".into(), extra)]);
+        let report = tee.report();
+        // As the engine does: the rest of a short write is written again.
+        let mut written = 0;
+        let failed = loop {
+            let piece = (written + (1 << 20)).min(data.len()) - written;
+            match tee.write(&data[written..written + piece]) {
+                Ok(n) => written += n,
+                Err(errno) => break errno,
+            }
+        };
+        assert_eq!((failed, written as u64), (Errno::NOSPC, end));
+        Box::new(tee).abandon();
+        assert_eq!(*a.lock().unwrap(), data[..end as usize]);
+        // Every byte in its place: what the extra wrote past the first's
+        // end was written again at the same offset, not after it.
+        assert_eq!(*b.lock().unwrap(), data);
+        assert!(!report.any_failed());
+    }
+
+    #[test]
+    fn an_extra_output_failing_a_lent_write_is_dropped_while_the_others_complete() {
+        let data = sample(4 << 20, 11);
+        let (first, a) = Memory::boxed(Kind::RegularFile, Vec::new());
+        let (good, b) = Memory::boxed(Kind::RegularFile, Vec::new());
+        let (mut bad, _) = Memory::new(Kind::BlockDevice, Vec::new());
+        bad.fail_at = Some((3 << 19, Errno::IO));
+        let mut tee = Tee::new(
+            first,
+            vec![("good".into(), good), ("bad".into(), Box::new(bad))],
+        );
+        let report = tee.report();
+        write_in(&mut tee, &data, 1 << 20).unwrap();
+        Box::new(tee).close().unwrap();
+        assert_eq!(*a.lock().unwrap(), data);
+        assert_eq!(*b.lock().unwrap(), data);
+        assert_eq!(
+            report.lines()[1],
+            "bad: dropped after 1572864 bytes (1.6 MB, 1.5 MiB): write failed: Input/output error"
+        );
     }
 
     #[test]

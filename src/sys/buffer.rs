@@ -19,6 +19,11 @@ pub struct AlignedBuf {
 // other handle to the memory exists, so moving it across threads is sound.
 unsafe impl Send for AlignedBuf {}
 
+// SAFETY: through a shared reference the memory can only be read
+// (`as_slice`); writing needs `&mut self` (`as_mut_slice`), as for a
+// Box<[u8]>, so threads sharing one AlignedBuf only read it.
+unsafe impl Sync for AlignedBuf {}
+
 impl std::fmt::Debug for AlignedBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "AlignedBuf({} bytes)", self.len)
