@@ -7,6 +7,12 @@
 #  4. block-size recommendation: ddx's bs-sweep three times in a row on the
 #     same file must give the same answer (bench/bs-stability.sh, which
 #     also prints how firmly each run decided).
+#  5. the same sequential read and write (bs=1M, one request in flight) of
+#     an NBD export: ddx bench nbd+unix:///?socket=S beside fio's nbd
+#     engine (--ioengine=nbd --uri=...), on an nbdkit file export of a file
+#     on a tmpfs that this script starts on a Unix socket and stops
+#     (issue 16's bar: within 10%). Skipped, saying so, where nbdkit or
+#     fio's nbd engine is missing; NBD=0 skips it.
 # Bars: bandwidth within 10% of fio, p50 within 15%. Both sides get one
 # warm-up pass that is not counted (ddx's own). Each round measures
 # every figure with fio and with ddx back to back, in alternating order
@@ -17,7 +23,9 @@
 #
 # usage: bench/bench-vs-fio.sh [SIZE_MiB] (default 512). DIR=... picks the
 # directory (default: a temp dir under /var/tmp: O_DIRECT needs a real
-# filesystem, not tmpfs). Only a file in that temp dir is ever written.
+# filesystem, not tmpfs). Only a file in that temp dir is ever written,
+# and (part 5) the export's file in a temp dir under SHM (default
+# /dev/shm, a tmpfs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size_mib=${1:-512}
@@ -26,7 +34,12 @@ ddx=$(realpath "${DDX:-target/release/ddx}")
 [ -x "$ddx" ] || cargo build --release -q
 command -v fio >/dev/null || { echo "fio is needed (apt-get install fio)"; exit 1; }
 dir=$(mktemp -d "${DIR:-/var/tmp}/ddx-vs-fio.XXXXXX")
-trap 'rm -rf "$dir"' EXIT
+nbd_dir= nbd_pid=
+cleanup() {
+  if [ -n "$nbd_pid" ]; then kill "$nbd_pid" 2>/dev/null || true; wait "$nbd_pid" 2>/dev/null || true; fi
+  rm -rf "$dir" ${nbd_dir:+"$nbd_dir"}
+}
+trap cleanup EXIT
 file=$dir/data
 head -c "$((size_mib << 20))" /dev/urandom > "$file"
 sync "$file"
@@ -70,8 +83,55 @@ for i in $(seq "$rounds"); do
   pair "$i" write write --bs=1M -- seq-write
   pair "$i" lat write --bs=4k --sync=dsync --number_ios=1000 -- latency --latency-bs=4K --latency-count=1000
 done
+
+# Part 5: an NBD export. Each side reads or writes the export's first
+# SIZE_MiB in 1 MiB requests, one in flight, over one connection (ddx
+# bench's seq tests on an export; fio's nbd engine at iodepth 1).
+nbd=0
+if [ "${NBD:-1}" = 0 ]; then
+  echo "NBD part skipped (NBD=0)"
+elif ! command -v nbdkit >/dev/null; then
+  echo "NBD part skipped: nbdkit is missing (apt-get install nbdkit)"
+elif ! fio --enghelp 2>/dev/null | grep -qw nbd; then
+  echo "NBD part skipped: this fio has no nbd engine"
+else
+  nbd=1
+  nbd_dir=$(mktemp -d "${SHM:-/dev/shm}/ddx-vs-fio-nbd.XXXXXX")
+  head -c "$((size_mib << 20))" /dev/urandom > "$nbd_dir/export"
+  sock=$nbd_dir/nbd.sock
+  nbdkit --foreground --exit-with-parent --unix "$sock" file "$nbd_dir/export" &
+  nbd_pid=$!
+  for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+  uri="nbd+unix:///?socket=$sock"
+  echo "NBD export: nbdkit file plugin over $size_mib MiB on $(df -T "$nbd_dir" | awk 'NR==2 {print $2}') at $uri"
+  fio_nbd() { # rw -> JSON on stdout
+    fio --name=warmup --ioengine=nbd --uri="$uri" --rw="$1" --bs=1M --iodepth=1 \
+      --size="$((size_mib / 4))M" >/dev/null
+    # The nbd engine prints "connected to NBD server" on stdout: the JSON
+    # goes to a file of its own.
+    fio --name=vs --ioengine=nbd --uri="$uri" --rw="$1" --bs=1M --iodepth=1 \
+      --size="${size_mib}M" --output-format=json --output="$dir/fio.json" >/dev/null
+    cat "$dir/fio.json"
+  }
+  ddx_nbd() { # tests -> JSON on stdout
+    "$ddx" bench "$uri" --destructive --size="${size_mib}M" --runs=1 --tests="$1" --json
+  }
+  for i in $(seq "$rounds"); do
+    for rw in read write; do
+      if [ $((i % 2)) -eq 1 ]; then
+        fio_nbd "$rw" > "$dir/fio-nbd$rw-$i.json"
+        ddx_nbd "seq-$rw" > "$dir/ddx-nbd$rw-$i.json"
+      else
+        ddx_nbd "seq-$rw" > "$dir/ddx-nbd$rw-$i.json"
+        fio_nbd "$rw" > "$dir/fio-nbd$rw-$i.json"
+      fi
+    done
+  done
+  kill "$nbd_pid"; wait "$nbd_pid" 2>/dev/null || true; nbd_pid=
+fi
+
 measured=0
-python3 - "$dir" "$rounds" <<'PY' || measured=$?
+python3 - "$dir" "$rounds" "$nbd" <<'PY' || measured=$?
 import json, statistics, sys
 d, rounds = sys.argv[1], int(sys.argv[2])
 load = lambda name: json.load(open(f"{d}/{name}"))
@@ -108,6 +168,9 @@ def compare(label, f, x, bar, unit, scale):
 compare("seq read 1M O_DIRECT QD1", fio("read", "read", "bw"), ddx("read", "seq-read", "direct", "read", "bw"), 0.10, "MB/s", 1e6)
 compare("seq write 1M O_DIRECT QD1", fio("write", "write", "bw"), ddx("write", "seq-write", "direct", "write", "bw"), 0.10, "MB/s", 1e6)
 compare("O_DSYNC 4k write p50", fio("lat", "write", "p50"), ddx("lat", "latency", "dsync", "write", "p50"), 0.15, "us  ", 1e3)
+if sys.argv[3] == "1":
+    compare("NBD seq read 1M QD1", fio("nbdread", "read", "bw"), ddx("nbdread", "seq-read", "nbd", "read", "bw"), 0.10, "MB/s", 1e6)
+    compare("NBD seq write 1M QD1", fio("nbdwrite", "write", "bw"), ddx("nbdwrite", "seq-write", "nbd", "write", "bw"), 0.10, "MB/s", 1e6)
 sys.exit(0 if ok else 1)
 PY
 # The recommendation with ddx's defaults, on the same file.

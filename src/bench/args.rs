@@ -63,7 +63,10 @@ impl TestName {
             TestName::Latency => {
                 "small O_DIRECT+O_DSYNC writes and O_DIRECT reads, every latency kept"
             }
-            TestName::QdSweep => "random 4 KiB reads at queue depth 1, 4, 16, 32, 64 (io_uring)",
+            TestName::QdSweep => {
+                "random 4 KiB reads at queue depth 1, 4, 16, 32, 64 (io_uring; on an NBD \
+                 export, libnbd's asynchronous reads)"
+            }
             TestName::Zones => "read throughput at evenly spaced offsets across the target",
         }
     }
@@ -478,7 +481,12 @@ there and removes it, also when interrupted) or a block device, which is only re
 --destructive is given. A target the copy's wrong-device guard refuses (a device name \
 that does not exist in /dev; with --destructive, a device in use) is refused with the \
 copy's words, and so is a target with no disk under it (tmpfs, ramfs, devtmpfs, a RAM \
-disk: the figures would be the memory's) unless --allow-memory is given.";
+disk: the figures would be the memory's) unless --allow-memory is given. TARGET may \
+also be an NBD export (nbd://HOST/NAME, nbd+unix:///NAME?socket=PATH, as for if=), \
+measured through ddx's NBD end like a device: only read unless --destructive, one \
+connection; O_DIRECT, the page cache and O_DSYNC/O_SYNC have no meaning there, so the \
+tests run as plain NBD requests (mode 'nbd'; seq-write adds 'flush', an NBD flush) and \
+the rest is reported as skipped, with the reason.";
 
 pub const RECOMMENDATION: &str = "The bs-sweep recommends, per direction, the smallest block \
 size whose throughput reaches the bar: 95% of the best (the median of the three highest \

@@ -127,15 +127,20 @@ impl<'a> Runner<'a> {
         time_per_run: Duration,
         status: Status,
     ) -> Runner<'a> {
+        let method = if target.export.is_some() {
+            "none: an NBD export is read from its server, where ddx keeps no cache (the \
+             server's own caches are its own)"
+        } else {
+            "fdatasync + posix_fadvise(DONTNEED) on the target before every run \
+             (no root needed; O_DIRECT tests bypass the cache anyway)"
+        };
         Runner {
             target,
             runs,
             time_per_run,
             status,
             cache: CacheDrop {
-                method: "fdatasync + posix_fadvise(DONTNEED) on the target before every run \
-                         (no root needed; O_DIRECT tests bypass the cache anyway)"
-                    .to_owned(),
+                method: method.to_owned(),
                 dropped: true,
                 note: None,
             },
@@ -212,6 +217,9 @@ impl<'a> Runner<'a> {
     /// Write back and drop the target's cached pages; a failure is noted
     /// in the report rather than ending the bench.
     pub fn drop_cache(&mut self) {
+        if self.target.export.is_some() {
+            return;
+        }
         let result = self
             .target
             .open_read(OFlags::empty())

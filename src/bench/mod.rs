@@ -14,6 +14,7 @@
 //! and reports never import each other.
 
 pub mod args;
+pub mod export;
 pub mod interrupt;
 pub mod measure;
 pub mod progress;
@@ -184,7 +185,14 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
             e => Err(e),
         })?;
     }
-    if target.device.disk.is_none() && target.kind != target::Kind::BlockDevice {
+    if target.kind == target::Kind::Export {
+        out.notes.push(
+            "an NBD export: the figures are the server's and the connection's (network, \
+             socket, the server's storage and caches), measured through libnbd as a copy \
+             reaches it"
+                .to_owned(),
+        );
+    } else if target.device.disk.is_none() && target.kind != target::Kind::BlockDevice {
         out.notes.push(format!(
             "no disk under the target (filesystem {}): the figures measure memory or a \
              network, not a disk",

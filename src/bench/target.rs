@@ -1,6 +1,7 @@
 //! What is being measured and what may be done to it.
 //!
-//! A TARGET is a file, a directory or a block device. In a directory (or
+//! A TARGET is a file, a directory, a block device or an NBD export (see
+//! `export`: only read unless `--destructive`). In a directory (or
 //! at a path that does not exist yet) ddx creates its own file, and removes
 //! it when the bench ends, also on SIGINT or SIGTERM: the path is kept in a
 //! process-wide slot that the signal watcher empties before dying. Writes go
@@ -26,7 +27,10 @@ use std::sync::Mutex;
 use rustix::fs::OFlags;
 
 use super::args::{BenchArgs, MIN_SIZE};
+use super::export::{Connection, Export};
 use super::BenchError;
+use crate::ends::nbd::NbdUri;
+use crate::ends::remote::Remote;
 use crate::guard;
 use crate::sys::device::{device_info, DeviceInfo};
 use crate::sys::file;
@@ -38,6 +42,8 @@ pub enum Kind {
     File,
     Directory,
     BlockDevice,
+    /// An NBD export, measured through the copy's NBD end.
+    Export,
 }
 
 impl Kind {
@@ -46,6 +52,7 @@ impl Kind {
             Kind::File => "file",
             Kind::Directory => "directory",
             Kind::BlockDevice => "block device",
+            Kind::Export => "NBD export",
         }
     }
 }
@@ -66,6 +73,9 @@ pub struct Target {
     /// ddx made the file and must fill it before reading.
     pub created: bool,
     pub device: DeviceInfo,
+    /// The export, when the TARGET is one: the scenarios connect to it
+    /// instead of opening `path`.
+    pub export: Option<Export>,
     _temp: Option<TempFile>,
 }
 
@@ -128,6 +138,18 @@ impl Target {
     /// check has passed.
     pub fn open(args: &BenchArgs) -> Result<Target, BenchError> {
         let given = args.target.as_path();
+        match crate::ends::remote::recognise(given) {
+            None => {}
+            Some(Ok(Remote::Nbd(uri))) => return Self::export(args, &uri),
+            Some(Ok(Remote::Object(_))) => {
+                return Err(BenchError::msg(format!(
+                    "{}: an object is not something ddx bench measures (a file, a \
+                     directory, a block device or an NBD export)",
+                    String::from_utf8_lossy(&crate::ends::remote::shown(given))
+                )))
+            }
+            Some(Err(why)) => return Err(BenchError::msg(format!("{}: {why}", given.display()))),
+        }
         let meta = match std::fs::metadata(given) {
             Ok(meta) => Some(meta),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -174,6 +196,7 @@ impl Target {
                         .then(|| "an existing file is only written with --destructive".to_owned()),
                     created: false,
                     device,
+                    export: None,
                     _temp: None,
                 })
             }
@@ -207,6 +230,7 @@ impl Target {
                         .then(|| "a block device is only written with --destructive".to_owned()),
                     created: false,
                     device,
+                    export: None,
                     _temp: None,
                 })
             }
@@ -230,8 +254,57 @@ impl Target {
             read_only: None,
             created: true,
             device,
+            export: None,
             _temp: Some(temp),
         })
+    }
+
+    /// An NBD export: only read unless --destructive (it is a block
+    /// device on another machine), never written where the server
+    /// exports it read-only. The wrong-device guard and the memory check
+    /// are the local machine's and do not apply.
+    fn export(args: &BenchArgs, uri: &NbdUri) -> Result<Target, BenchError> {
+        let export = Export::probe(uri)?;
+        if export.size < MIN_SIZE {
+            return Err(BenchError::msg(format!(
+                "{}: too small to measure ({} bytes; at least 1 MiB)",
+                uri.text, export.size
+            )));
+        }
+        let read_only = if export.read_only {
+            Some("the server exports it read-only".to_owned())
+        } else if !args.allowed.destructive {
+            Some("an NBD export is only written with --destructive".to_owned())
+        } else {
+            None
+        };
+        let len = align_down(args.size.min(export.size), EXPORT_BLOCK);
+        Ok(Target {
+            given: PathBuf::from(&uri.text),
+            path: PathBuf::from(&uri.text),
+            kind: Kind::Export,
+            len,
+            full_len: export.size,
+            read_only,
+            created: false,
+            device: DeviceInfo::default(),
+            export: Some(export),
+            _temp: None,
+        })
+    }
+
+    /// A connection of its own to the export, for reading or (refused
+    /// unless writing is allowed) writing. None: the target is no export.
+    pub fn connect(&self, writing: bool) -> Result<Option<Connection>, BenchError> {
+        let Some(export) = &self.export else {
+            return Ok(None);
+        };
+        if writing {
+            if let Some(why) = &self.read_only {
+                return Err(BenchError::msg(format!("not writing: {why}")));
+            }
+        }
+        export.connect(writing).map(Some)
     }
 
     /// Open for reading, with extra flags (O_DIRECT).
@@ -262,10 +335,20 @@ impl Target {
 
     /// The smallest O_DIRECT request and alignment: statx's DIO offset
     /// alignment where known, else the logical sector, else 512.
+    /// On an export, which has no O_DIRECT, 4 KiB: the smallest request
+    /// worth measuring there (servers work in pages; 512-byte requests
+    /// would measure the round trip eight times over).
     pub fn direct_align(&self) -> u64 {
+        if self.export.is_some() {
+            return EXPORT_BLOCK;
+        }
         direct_align(&self.device)
     }
 }
+
+/// An export's smallest request and the unit of its working set: whole
+/// 4 KiB blocks, what servers take without read-modify-write.
+const EXPORT_BLOCK: u64 = 4096;
 
 fn direct_align(device: &DeviceInfo) -> u64 {
     let sector = device.logical_sector.unwrap_or(512) as u64;

@@ -1108,3 +1108,175 @@ fn destructive_refuses_what_the_copy_refuses_in_its_words() {
     assert_eq!(sha256(point.join("precious")), checksum_before);
     drop((swapped_file, swapped, mounted));
 }
+
+/// nbdkit with `args` on a socket of its own, or None after
+/// `rigs::skip` says why not (no nbdkit, or no `filter`).
+fn nbdkit(
+    dir: tempfile::TempDir,
+    filter: Option<&str>,
+    args: &[&str],
+) -> Option<rigs::nbd::Server> {
+    if let Some(filter) = filter {
+        if rigs::have("nbdkit") && !rigs::nbd::nbdkit_has_filter(filter) {
+            rigs::skip(&format!("nbdkit has no {filter} filter"));
+            return None;
+        }
+    }
+    rigs::or_skip(rigs::nbd::Server::nbdkit_in(dir, args))
+}
+
+fn skipped<'a>(report: &'a Value, test: &str) -> Vec<&'a Value> {
+    report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["test"] == test)
+        .collect()
+}
+
+#[test]
+fn an_nbd_export_is_measured_through_libnbd_and_only_read_without_destructive() {
+    let dir = rigs::nbd::tempdir().unwrap();
+    let image = dir.path().join("disk.img");
+    std::fs::write(&image, rigs::bytes::pattern(16, 8 << 20)).unwrap();
+    let before = sha256(&image);
+    let image_arg = format!("file={}", image.display());
+    let Some(server) = nbdkit(dir, None, &["file", &image_arg]) else {
+        return;
+    };
+    let uri = server.uri();
+    let report = json_of(&quick(&[&uri, "--json"]));
+    assert_eq!(report["target"]["kind"], "NBD export");
+    assert_eq!(report["target"]["target_bytes"], 8 << 20);
+    assert_eq!(report["target"]["writable"], false);
+    for test in ["seq-read", "bs-sweep", "latency", "zones"] {
+        let figures = results(&report, test);
+        assert!(!figures.is_empty(), "no {test} figure: {report}");
+        for figure in figures {
+            assert_eq!(figure["mode"], "nbd", "{figure}");
+            assert_eq!(figure["op"], "read", "{figure}");
+            assert!(f64_of(&figure["throughput_bytes_per_sec"]) > 0.0);
+        }
+    }
+    let depths: Vec<u64> = results(&report, "qd-sweep")
+        .iter()
+        .map(|r| r["queue_depth"].as_u64().unwrap())
+        .collect();
+    assert_eq!(depths, [1, 4, 16, 32, 64]);
+    // Not printed as figures that would not mean what they say.
+    let modes: Vec<&str> = skipped(&report, "seq-read")
+        .iter()
+        .map(|s| s["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["direct", "cached"]);
+    assert!(results(&report, "seq-write").is_empty());
+    assert!(skipped(&report, "seq-write")[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("--destructive"));
+    assert!(report["recommendation"]["read_block_size"]
+        .as_u64()
+        .is_some());
+    assert_eq!(sha256(&image), before, "the export was written");
+
+    // The table says the same, and why the rest is missing.
+    let out = quick(&[&uri, "--tests=seq-read", "--runs=1"]);
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("(NBD export)"), "{table}");
+    assert!(table.contains("skipped seq-read direct: O_DIRECT has no meaning over NBD"));
+
+    // Asked for nothing but writing: nothing runs, and it says why.
+    let out = quick(&[&uri, "--tests=seq-write"]);
+    let why = failure(&out);
+    assert!(why.contains("--destructive"), "{why}");
+    assert_eq!(sha256(&image), before, "the export was written");
+}
+
+#[test]
+fn destructive_writes_an_export_and_times_its_flush_but_not_a_read_only_one() {
+    let Some(server) = nbdkit(rigs::nbd::tempdir().unwrap(), None, &["memory", "size=8M"]) else {
+        return;
+    };
+    let report = json_of(&quick(&[
+        &server.uri(),
+        "--destructive",
+        "--tests=seq-write,bs-sweep",
+        "--json",
+    ]));
+    let modes: Vec<&str> = results(&report, "seq-write")
+        .iter()
+        .map(|r| r["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["nbd", "flush"]);
+    assert!(results(&report, "bs-sweep")
+        .iter()
+        .any(|r| r["op"] == "write"));
+    assert!(report["recommendation"]["write_block_size"]
+        .as_u64()
+        .is_some());
+    // What the bench wrote is there: stamped blocks, not the zeros the
+    // memory plugin starts with.
+    let copy = rigs::nbd::tempdir().unwrap();
+    let out = rigs::cmd::ddx()
+        .args([
+            format!("if={}", server.uri()),
+            format!("of={}", copy.path().join("back").display()),
+            "bs=1M".to_owned(),
+            "status=none".to_owned(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let back = std::fs::read(copy.path().join("back")).unwrap();
+    assert!(back.iter().any(|&b| b != 0), "nothing was written");
+
+    let Some(read_only) = nbdkit(
+        rigs::nbd::tempdir().unwrap(),
+        None,
+        &["-r", "memory", "size=8M"],
+    ) else {
+        return;
+    };
+    let out = quick(&[&read_only.uri(), "--destructive", "--tests=seq-write"]);
+    let why = failure(&out);
+    assert!(why.contains("the server exports it read-only"), "{why}");
+}
+
+/// The seq-read rate of `uri`, bytes per second (one run).
+fn seq_read_rate(uri: &str) -> f64 {
+    let report = json_of(&bench(&[
+        uri,
+        "--tests=seq-read",
+        "--runs=1",
+        "--size=8M",
+        "--json",
+    ]));
+    f64_of(&results(&report, "seq-read")[0]["throughput_bytes_per_sec"])
+}
+
+#[test]
+fn a_delayed_export_reads_no_faster_than_its_delay_allows() {
+    let Some(fast) = nbdkit(rigs::nbd::tempdir().unwrap(), None, &["memory", "size=8M"]) else {
+        return;
+    };
+    let Some(slow) = nbdkit(
+        rigs::nbd::tempdir().unwrap(),
+        Some("delay"),
+        &["--filter=delay", "memory", "size=8M", "delay-read=4ms"],
+    ) else {
+        return;
+    };
+    let (fast, slow) = (seq_read_rate(&fast.uri()), seq_read_rate(&slow.uri()));
+    // One 1 MiB request in flight, each held 4 ms by the server: at most
+    // 1 MiB per 4 ms, whatever the machine.
+    let ceiling = (1u64 << 20) as f64 / 0.004;
+    assert!(slow <= ceiling * 1.02, "{slow} B/s through a 4 ms delay");
+    assert!(
+        slow > ceiling / 10.0,
+        "{slow} B/s: far below what the delay allows"
+    );
+    assert!(
+        fast > slow * 1.5,
+        "without the delay {fast} B/s, with it {slow} B/s"
+    );
+}

@@ -5,12 +5,11 @@
 //! the drive answers them. Every sample is kept: percentiles come from all
 //! of them, never from averages of averages.
 
-use std::os::fd::AsFd;
 use std::time::Instant;
 
 use rustix::fs::OFlags;
 
-use super::{open, transfer, Op, Outcome, Rng, NO_DIRECT};
+use super::{open_port, transfer, Op, Outcome, Rng, NO_DIRECT};
 use crate::bench::measure::{Pass, Runner, Stopwatch};
 use crate::bench::results::{Figure, Measure};
 use crate::bench::target::Target;
@@ -43,15 +42,22 @@ pub fn run(
     for op in [Op::Write, Op::Read] {
         let (extra, mode, pattern) = match op {
             Op::Write => (OFlags::DIRECT | OFlags::DSYNC, "dsync", "sequential"),
-            Op::Read => (OFlags::DIRECT, "direct", "random"),
+            Op::Read => (OFlags::DIRECT, super::uncached_mode(target), "random"),
         };
         if op == Op::Write {
+            if target.export.is_some() {
+                // What a commit waits for is a write made durable; an NBD
+                // write is only acknowledged (seq-write's flush mode times
+                // the flush instead).
+                out.skip("latency", Some(mode), crate::bench::export::NO_SYNC_FLAGS);
+                continue;
+            }
             if let Some(why) = &target.read_only {
                 out.skip("latency", Some(mode), format!("write: {why}"));
                 continue;
             }
         }
-        let Some(fd) = open(target, op, extra)? else {
+        let Some(mut opened) = open_port(target, op, extra)? else {
             out.skip("latency", Some(mode), NO_DIRECT);
             continue;
         };
@@ -81,7 +87,7 @@ pub fn run(
                     Op::Read => rng.offset(target.len, bs, align),
                 };
                 let started = Instant::now();
-                transfer(target, fd.as_fd(), request, op, at)?;
+                transfer(target, &mut opened.port(), request, op, at)?;
                 latencies.push(started.elapsed().as_nanos() as u64);
                 offset += bs;
             }

@@ -17,9 +17,11 @@ use std::time::{Duration, Instant};
 use rustix::fs::OFlags;
 use rustix::io::Errno;
 
+use super::export::Connection;
 use super::measure::{Sample, Stopwatch};
 use super::target::Target;
 use super::{interrupt, BenchError};
+use crate::ends::End;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
 
@@ -89,13 +91,55 @@ pub fn open(target: &Target, op: Op, extra: OFlags) -> Result<Option<OwnedFd>, B
 }
 
 pub const NO_DIRECT: &str = "the filesystem refuses O_DIRECT";
+/// The target opened for one scenario: a descriptor, or a connection of
+/// its own to an export.
+pub enum Opened {
+    Fd(OwnedFd),
+    Export(Box<Connection>),
+}
+
+impl Opened {
+    pub fn port(&mut self) -> Port<'_> {
+        match self {
+            Opened::Fd(fd) => Port::Fd(AsFd::as_fd(&*fd)),
+            Opened::Export(conn) => Port::End(conn.end()),
+        }
+    }
+}
+
+/// [`open`], or for an export a connection (which has no open flags: an
+/// export's requests all go to the server, as O_DIRECT's go to the disk).
+pub fn open_port(target: &Target, op: Op, extra: OFlags) -> Result<Option<Opened>, BenchError> {
+    if let Some(conn) = target.connect(op == Op::Write)? {
+        return Ok(Some(Opened::Export(Box::new(conn))));
+    }
+    Ok(open(target, op, extra)?.map(Opened::Fd))
+}
+
+/// The mode of a test that bypasses caches: O_DIRECT on a file or device,
+/// plain NBD requests on an export.
+pub fn uncached_mode(target: &Target) -> &'static str {
+    if target.export.is_some() {
+        "nbd"
+    } else {
+        "direct"
+    }
+}
+
+/// Where a pass's requests go: a descriptor (a file, a block device) or
+/// an end that is reached otherwise (an NBD export, through the copy's
+/// NBD end), so that one loop measures both the same way.
+pub enum Port<'a> {
+    Fd(BorrowedFd<'a>),
+    End(&'a mut dyn End),
+}
 
 /// One request of `len` bytes at `offset`; a short transfer is completed,
 /// end of file ends it early (returns what was moved). Fails with
 /// [`BenchError::Interrupted`] once the bench was interrupted.
 pub fn transfer(
     target: &Target,
-    fd: BorrowedFd<'_>,
+    port: &mut Port<'_>,
     buf: &mut [u8],
     op: Op,
     offset: u64,
@@ -104,13 +148,24 @@ pub fn transfer(
     let mut done = 0;
     while done < buf.len() {
         let at = offset + done as u64;
-        let n = match op {
-            Op::Read => file::read_at(fd, &mut buf[done..], at),
-            Op::Write => file::write_at(fd, &buf[done..], at),
-        }
-        .map_err(|e| {
+        let moved = match (&mut *port, op) {
+            (Port::Fd(fd), Op::Read) => file::read_at(*fd, &mut buf[done..], at),
+            (Port::Fd(fd), Op::Write) => file::write_at(*fd, &buf[done..], at),
+            (Port::End(end), Op::Read) => end.read_at(&mut buf[done..], at),
+            (Port::End(end), Op::Write) => end.write_at(&buf[done..], at),
+        };
+        let n = moved.map_err(|e| {
+            let detail = match port {
+                Port::End(end) => end.take_detail().map(|d| format!(" ({d})")),
+                Port::Fd(_) => None,
+            };
             BenchError::sys(
-                format!("{} {} at offset {at}", op.name(), target.path.display()),
+                format!(
+                    "{} {} at offset {at}{}",
+                    op.name(),
+                    target.path.display(),
+                    detail.unwrap_or_default()
+                ),
                 e,
             )
         })?;
@@ -143,12 +198,12 @@ pub struct Stream {
     pub timing: Timing,
 }
 
-/// Run `stream` on `fd` with `buf`. Writes stamp each request with its
+/// Run `stream` on `port` with `buf`. Writes stamp each request with its
 /// offset so no two blocks are identical (some devices deduplicate or
 /// compress).
 pub fn sequential(
     target: &Target,
-    fd: BorrowedFd<'_>,
+    port: &mut Port<'_>,
     buf: &mut AlignedBuf,
     stream: Stream,
 ) -> Result<Sample, BenchError> {
@@ -172,7 +227,7 @@ pub fn sequential(
             request[..8].copy_from_slice(&offset.to_le_bytes());
         }
         let began = (timing == Timing::EachRequest).then(Instant::now);
-        let n = transfer(target, fd, request, op, offset)?;
+        let n = transfer(target, port, request, op, offset)?;
         if let Some(began) = began {
             latencies_ns.push(began.elapsed().as_nanos() as u64);
         }
@@ -214,7 +269,7 @@ pub fn fill(target: &Target, status: &super::progress::Status) -> Result<(), Ben
     let mut buf = data_buffer(bs)?;
     let sample = sequential(
         target,
-        fd.as_fd(),
+        &mut Port::Fd(fd.as_fd()),
         &mut buf,
         Stream {
             op: Op::Write,
@@ -229,7 +284,7 @@ pub fn fill(target: &Target, status: &super::progress::Status) -> Result<(), Ben
     if tail > 0 {
         transfer(
             target,
-            fd.as_fd(),
+            &mut Port::Fd(fd.as_fd()),
             &mut buf.as_mut_slice()[..tail as usize],
             Op::Write,
             sample.bytes,

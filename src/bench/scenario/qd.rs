@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::OFlags;
 
-use super::{open, transfer, Op, Outcome, Rng, NO_DIRECT};
+use super::{open, transfer, Op, Outcome, Port, Rng, NO_DIRECT};
+use crate::bench::export::Connection;
 use crate::bench::interrupt;
 use crate::bench::measure::{Pass, Runner, Sample, Stopwatch};
 use crate::bench::results::{Figure, Measure};
@@ -22,20 +23,14 @@ const REQUEST: u64 = 4096;
 pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError> {
     let (target, time_per_run) = (runner.target, runner.time_per_run);
     let request = REQUEST.max(target.direct_align());
+    if target.export.is_some() {
+        return run_export(runner, out, request);
+    }
     let Some(fd) = open(target, Op::Read, OFlags::DIRECT)? else {
         out.skip("qd-sweep", None, NO_DIRECT);
         return Ok(());
     };
-    let figure = |qd| Figure {
-        test: "qd-sweep",
-        mode: "direct",
-        op: "read",
-        pattern: "random",
-        block_size: request,
-        queue_depth: qd,
-        offset: None,
-        measure: Measure::Run,
-    };
+    let figure = |qd| figure("direct", request, qd);
     let time_for = |pass: Pass| pass.time(time_per_run);
 
     for qd in DEPTHS {
@@ -55,7 +50,8 @@ pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError>
                     while watch.elapsed() < time || latencies.len() < 4 {
                         let at = rng.offset(target.len, request, request);
                         let started = Instant::now();
-                        transfer(target, fd.as_fd(), buf.as_mut_slice(), Op::Read, at)?;
+                        let mut port = Port::Fd(fd.as_fd());
+                        transfer(target, &mut port, buf.as_mut_slice(), Op::Read, at)?;
                         latencies.push(started.elapsed().as_nanos() as u64);
                     }
                     let ios = latencies.len() as u64;
@@ -75,6 +71,79 @@ pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError>
         out.push(figure(qd), &samples);
     }
     Ok(())
+}
+
+fn figure(mode: &'static str, request: u64, qd: u32) -> Figure {
+    Figure {
+        test: "qd-sweep",
+        mode,
+        op: "read",
+        pattern: "random",
+        block_size: request,
+        queue_depth: qd,
+        offset: None,
+        measure: Measure::Run,
+    }
+}
+
+/// The sweep on an export: the depths kept in flight on one connection
+/// through libnbd's asynchronous reads (the copy's NBD end), as fio's
+/// `nbd` engine keeps its iodepth.
+fn run_export(runner: &mut Runner<'_>, out: &mut Outcome, request: u64) -> Result<(), BenchError> {
+    let (target, time_per_run) = (runner.target, runner.time_per_run);
+    let Some(mut conn) = target.connect(false)? else {
+        return Ok(());
+    };
+    for qd in DEPTHS {
+        let mut rng = Rng::new(0x9d ^ u64::from(qd));
+        let samples = runner.repeat(&format!("qd-sweep depth {qd}"), false, |pass| {
+            export_in_flight(
+                target,
+                &mut conn,
+                &mut rng,
+                qd,
+                request,
+                pass.time(time_per_run),
+            )
+        })?;
+        out.push(figure("nbd", request, qd), &samples);
+    }
+    Ok(())
+}
+
+/// Keep `depth` random reads in flight on `conn` for `time`, then drain;
+/// each latency is from sending a read to its completion. An
+/// interruption stops the sending; the reads in flight are drained first
+/// (the connection owns their buffers until then).
+fn export_in_flight(
+    target: &crate::bench::target::Target,
+    conn: &mut Connection,
+    rng: &mut Rng,
+    depth: u32,
+    request: u64,
+    time: Duration,
+) -> Result<Sample, BenchError> {
+    let watch = Stopwatch::start();
+    let mut sent = std::collections::HashMap::with_capacity(depth as usize);
+    for _ in 0..depth {
+        let at = rng.offset(target.len, request, request);
+        sent.insert(conn.start_read(request as usize, at)?, Instant::now());
+    }
+    let mut latencies = Vec::new();
+    while !sent.is_empty() {
+        let done = conn.next_read()?;
+        let started = sent.remove(&done).unwrap_or_else(Instant::now);
+        latencies.push(started.elapsed().as_nanos() as u64);
+        if watch.elapsed() < time && !interrupt::pending() {
+            let at = rng.offset(target.len, request, request);
+            sent.insert(conn.start_read(request as usize, at)?, Instant::now());
+        }
+    }
+    interrupt::check()?;
+    let ios = latencies.len() as u64;
+    let mut sample = watch.stop(ios * request, ios);
+    sample.latencies_ns = latencies;
+    Ok(sample)
 }
 
 /// Keep every slot of `ring` busy with random reads for `time`, then

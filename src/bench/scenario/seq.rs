@@ -7,7 +7,8 @@ use std::os::fd::AsFd;
 
 use rustix::fs::OFlags;
 
-use super::{open, sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT, SEQ_BLOCK};
+use super::{open, sequential, Limit, Op, Outcome, Port, Stream, Timing, NO_DIRECT, SEQ_BLOCK};
+use crate::bench::export;
 use crate::bench::measure::{Pass, Runner, Sample};
 use crate::bench::results::{Figure, Measure};
 use crate::bench::BenchError;
@@ -57,13 +58,32 @@ pub fn read(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError
     let len = target.len - target.len % bs;
     let mut buf = super::data_buffer(bs)?;
 
+    if let Some(mut conn) = target.connect(false)? {
+        let samples = runner.repeat("seq-read nbd", false, |pass| {
+            sequential(
+                target,
+                &mut Port::End(conn.end()),
+                &mut buf,
+                stream(Op::Read, pass, len, bs),
+            )
+        })?;
+        out.push_noted(
+            figure("seq-read", "nbd", Op::Read, bs),
+            &samples,
+            Some("NBD reads, one in flight, over one connection"),
+        );
+        out.skip("seq-read", Some("direct"), export::NO_DIRECT);
+        out.skip("seq-read", Some("cached"), export::NO_CACHE);
+        return Ok(());
+    }
+
     match open(target, Op::Read, OFlags::DIRECT)? {
         None => out.skip("seq-read", Some("direct"), NO_DIRECT),
         Some(fd) => {
             let samples = runner.repeat("seq-read direct", true, |pass| {
                 sequential(
                     target,
-                    fd.as_fd(),
+                    &mut Port::Fd(fd.as_fd()),
                     &mut buf,
                     stream(Op::Read, pass, len, bs),
                 )
@@ -82,7 +102,7 @@ pub fn read(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError
         let whole = Pass::Measured(0);
         sequential(
             target,
-            fd.as_fd(),
+            &mut Port::Fd(fd.as_fd()),
             &mut buf,
             stream(Op::Read, whole, cached, bs),
         )
@@ -123,6 +143,9 @@ pub fn write(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchErro
     let bs = SEQ_BLOCK.min(target.len);
     let len = target.len - target.len % bs;
     let mut buf = super::data_buffer(bs)?;
+    if target.export.is_some() {
+        return write_export(runner, out, &mut buf, len, bs);
+    }
     for (mode, sync) in WRITE_MODES {
         let extra = match sync {
             Sync::Open(flags) => flags,
@@ -136,7 +159,7 @@ pub fn write(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchErro
             let watch = crate::bench::measure::Stopwatch::start();
             let written = sequential(
                 target,
-                fd.as_fd(),
+                &mut Port::Fd(fd.as_fd()),
                 &mut buf,
                 stream(Op::Write, pass, len, bs),
             )?;
@@ -161,5 +184,53 @@ pub fn write(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchErro
         };
         out.push_noted(figure("seq-write", mode, Op::Write, bs), &samples, note);
     }
+    Ok(())
+}
+
+/// An export's writes: each acknowledged by the server ("nbd"), and the
+/// same followed by an NBD flush, timed ("flush": what the server makes
+/// durable, as fdatasync does on a disk).
+fn write_export(
+    runner: &mut Runner<'_>,
+    out: &mut Outcome,
+    buf: &mut crate::sys::buffer::AlignedBuf,
+    len: u64,
+    bs: u64,
+) -> Result<(), BenchError> {
+    let target = runner.target;
+    for (mode, flush) in [("nbd", false), ("flush", true)] {
+        let Some(mut conn) = target.connect(true)? else {
+            return Ok(());
+        };
+        let samples = runner.repeat(&format!("seq-write {mode}"), false, |pass| {
+            let watch = crate::bench::measure::Stopwatch::start();
+            let end = conn.end();
+            let written = sequential(
+                target,
+                &mut Port::End(&mut *end),
+                buf,
+                stream(Op::Write, pass, len, bs),
+            )?;
+            let synced = if flush { end.sync(true) } else { Ok(()) };
+            synced.map_err(|e| {
+                let detail = end.take_detail().unwrap_or_default();
+                BenchError::sys(
+                    format!("NBD flush of {} ({detail})", target.path.display()),
+                    e,
+                )
+            })?;
+            Ok::<Sample, BenchError>(watch.stop(written.bytes, written.ios))
+        })?;
+        let note = match flush {
+            false => "NBD writes, one in flight, each acknowledged by the server",
+            true => "the same, then one NBD flush at the end (timed)",
+        };
+        out.push_noted(
+            figure("seq-write", mode, Op::Write, bs),
+            &samples,
+            Some(note),
+        );
+    }
+    out.skip("seq-write", None, export::NO_SYNC_FLAGS);
     Ok(())
 }

@@ -9,11 +9,9 @@
 //! block-size rule's measure, `results::Measure::MedianRequest`), so the
 //! table prints the figures the rule was applied to.
 
-use std::os::fd::AsFd;
-
 use rustix::fs::OFlags;
 
-use super::{open, sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT};
+use super::{open_port, sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT};
 use crate::bench::measure::Runner;
 use crate::bench::results::{Figure, Measure};
 use crate::bench::BenchError;
@@ -53,11 +51,16 @@ pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError>
     for op in [Op::Read, Op::Write] {
         if op == Op::Write {
             if let Some(why) = &target.read_only {
-                out.skip("bs-sweep", Some("direct"), format!("write: {why}"));
+                out.skip(
+                    "bs-sweep",
+                    Some(super::uncached_mode(target)),
+                    format!("write: {why}"),
+                );
                 continue;
             }
         }
-        let Some(fd) = open(target, op, OFlags::DIRECT)? else {
+        let mode = super::uncached_mode(target);
+        let Some(mut opened) = open_port(target, op, OFlags::DIRECT)? else {
             out.skip("bs-sweep", Some("direct"), NO_DIRECT);
             return Ok(());
         };
@@ -81,13 +84,13 @@ pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError>
                     },
                     timing: Timing::EachRequest,
                 };
-                sequential(target, fd.as_fd(), &mut buf, stream)
+                sequential(target, &mut opened.port(), &mut buf, stream)
             },
         )?;
         for (&bs, samples) in sizes.iter().zip(&per_point) {
             let figure = Figure {
                 test: "bs-sweep",
-                mode: "direct",
+                mode,
                 op: op.name(),
                 pattern: "sequential",
                 block_size: bs,

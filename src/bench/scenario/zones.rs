@@ -4,11 +4,9 @@
 //! offset 0 reports only the best of it. On a file the offsets are the
 //! file's, which the filesystem may place anywhere.
 
-use std::os::fd::AsFd;
-
 use rustix::fs::OFlags;
 
-use super::{open, sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT, SEQ_BLOCK};
+use super::{open_port, sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT, SEQ_BLOCK};
 use crate::bench::measure::{Pass, Runner};
 use crate::bench::results::{Figure, Measure};
 use crate::bench::target::Kind;
@@ -32,7 +30,8 @@ pub fn offsets(len: u64, chunk: u64, count: u32, align: u64) -> Vec<u64> {
 pub fn run(runner: &mut Runner<'_>, count: u32, out: &mut Outcome) -> Result<(), BenchError> {
     let target = runner.target;
     let align = target.direct_align();
-    let Some(fd) = open(target, Op::Read, OFlags::DIRECT)? else {
+    let mode = super::uncached_mode(target);
+    let Some(mut opened) = open_port(target, Op::Read, OFlags::DIRECT)? else {
         out.skip("zones", None, NO_DIRECT);
         return Ok(());
     };
@@ -60,11 +59,11 @@ pub fn run(runner: &mut Runner<'_>, count: u32, out: &mut Outcome) -> Result<(),
                 limit: Limit::bytes(bytes - bytes % bs),
                 timing: Timing::Untimed,
             };
-            sequential(target, fd.as_fd(), &mut buf, stream)
+            sequential(target, &mut opened.port(), &mut buf, stream)
         })?;
         let figure = Figure {
             test: "zones",
-            mode: "direct",
+            mode,
             op: "read",
             pattern: "sequential",
             block_size: bs,
@@ -72,8 +71,12 @@ pub fn run(runner: &mut Runner<'_>, count: u32, out: &mut Outcome) -> Result<(),
             offset: Some(at),
             measure: Measure::Run,
         };
-        let note = (i == 0 && target.kind != Kind::BlockDevice)
-            .then_some("offsets within the file, not the disk");
+        let note = match target.kind {
+            _ if i > 0 => None,
+            Kind::BlockDevice => None,
+            Kind::Export => Some("offsets within the export, wherever its server keeps them"),
+            Kind::File | Kind::Directory => Some("offsets within the file, not the disk"),
+        };
         out.push_noted(figure, &samples, note);
     }
     Ok(())

@@ -48,6 +48,13 @@ pub enum Access {
     Write,
 }
 
+/// A read sent by [`NbdEnd::start_read`]: its connection and cookie.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ticket {
+    pub conn: usize,
+    pub cookie: Cookie,
+}
+
 pub struct NbdEnd {
     uri: String,
     conns: Vec<Handle>,
@@ -148,6 +155,42 @@ impl NbdEnd {
             return Err(Errno::NOTSUP);
         }
         self.no_write_op(len, writes::Kind::Trim)
+    }
+
+    /// Send a read of `len` bytes at `offset` and return at once, for a
+    /// measurement that keeps several requests in flight at random offsets
+    /// (`ddx bench`'s queue-depth sweep), which read-ahead does not do.
+    /// The data is not kept: [`NbdEnd::next_read`] says when one is done.
+    pub fn start_read(&mut self, len: usize, offset: u64) -> Result<Ticket, Errno> {
+        let conn = self.pick();
+        match self.conns[conn].pread(self.pool.take(len), offset) {
+            Ok(cookie) => Ok(Ticket { conn, cookie }),
+            Err((e, buf)) => {
+                self.pool.give(buf);
+                Err(self.fail(e))
+            }
+        }
+    }
+
+    /// Wait until a read sent by [`NbdEnd::start_read`] completes (any
+    /// of them, in the order the server answers) and say which.
+    pub fn next_read(&mut self) -> Result<Ticket, Errno> {
+        loop {
+            self.collect();
+            if let Some((conn, done)) = self.stray.pop() {
+                if let Some(buf) = done.buffer {
+                    self.pool.give(buf);
+                }
+                return match done.result {
+                    Ok(()) => Ok(Ticket {
+                        conn,
+                        cookie: done.cookie,
+                    }),
+                    Err(e) => Err(self.fail(e)),
+                };
+            }
+            self.drive().map_err(|e| self.fail(e))?;
+        }
     }
 
     fn depth(&self) -> usize {

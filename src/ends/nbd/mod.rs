@@ -34,6 +34,6 @@ mod reads;
 mod writes;
 
 #[cfg(feature = "nbd")]
-pub use end::{Access, NbdEnd, MAX_CONNECTIONS};
+pub use end::{Access, NbdEnd, Ticket, MAX_CONNECTIONS};
 #[cfg(feature = "nbd")]
 pub use handle::{ExportInfo, NbdError};
