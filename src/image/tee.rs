@@ -357,7 +357,7 @@ impl Tee {
         });
         let mut buf = match recycled {
             Some(buf) => buf,
-            None => AlignedBuf::new(data.len().max(MIN_BLOCK)).map_err(Errno::from)?,
+            None => AlignedBuf::new(data.len().max(MIN_BLOCK))?,
         };
         buf.as_mut_slice()[..data.len()].copy_from_slice(data);
         Ok(Arc::new(Block {
@@ -571,8 +571,8 @@ fn serve(mut end: Box<dyn End>, queue: &Receiver<Command>, budget: &Budget, repo
                     write_all(&mut *end, block.data(), Some(offset), report)
                 }
                 Command::Lend(lent, at, reply) => {
+                    // The reply gives the bytes back: nothing reads them after.
                     let result = write_all(&mut *end, lent.data(), at, report);
-                    drop(lent);
                     let _ = reply.send(());
                     result
                 }
