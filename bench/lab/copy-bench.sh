@@ -5,6 +5,7 @@
 #
 #   bench/lab/copy-bench.sh [--ddx=PATH] [--ddx-args='--opt ...'] [--size=N]
 #                           [--reps=N] [--latency-ms=X] [--per64k-ms=Y] [--parallel]
+#                           [--taskset=CPUS]
 #
 # Brings up the lab of rig.sh (two emulated devices, SRC and DST, on a tmpfs
 # under a fresh temp dir), then for bs=64k and bs=1M, each buffered and with
@@ -18,7 +19,8 @@
 # and prints a Markdown table with each copy's ratio to
 # max(read alone, write alone). Every copy is checked byte for byte against
 # the source (on the backing files). The rig comes down at the end, also on
-# error or ^C. Needs root. Defaults: --size=32M --reps=3, rig.sh's delays;
+# error or ^C. --taskset=CPUS runs every dd and ddx (not the devices'
+# servers) under `taskset -c CPUS`: issue 14's one-CPU rows. Needs root. Defaults: --size=32M --reps=3, rig.sh's delays;
 # --ddx defaults to target/release/ddx if it exists (--ddx= for none).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +29,7 @@ root=$(cd "$here/../.." && pwd)
 ddx=
 [ -x "$root/target/release/ddx" ] && ddx=$root/target/release/ddx
 ddx_args=''
-size=32M reps=3
+size=32M reps=3 pin=''
 rig_args=()
 for arg in "$@"; do
   case "$arg" in
@@ -36,6 +38,7 @@ for arg in "$@"; do
     --size=*) size=${arg#*=} ;;
     --reps=*) reps=${arg#*=} ;;
     --latency-ms=* | --per64k-ms=* | --parallel) rig_args+=("$arg") ;;
+    --taskset=*) pin="taskset -c ${arg#*=} " ;;
     *) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done
@@ -111,11 +114,11 @@ for ((rep = 1; rep <= reps; rep++)); do
     ifl='' ofl=''
     [ "$mode" = direct ] && ifl=" iflag=direct" ofl=" oflag=direct"
     common="bs=$bs count=$count status=none"
-    run "$cfg read" "dd if=$SRC of=/dev/null $common$ifl"
-    run "$cfg write" "dd if=/dev/zero of=$DST $common conv=notrunc,nocreat$ofl"
-    run "$cfg ddcopy" "dd if=$SRC of=$DST $common conv=notrunc,nocreat$ifl$ofl"
-    run "$cfg pipe" "dd if=$SRC $common$ifl | dd of=$DST bs=$bs status=none iflag=fullblock conv=notrunc,nocreat$ofl"
-    [ -z "$ddx" ] || run "$cfg ddxcopy" "$ddx${ddx_args:+ $ddx_args} if=$SRC of=$DST $common conv=notrunc,nocreat$ifl$ofl"
+    run "$cfg read" "${pin}dd if=$SRC of=/dev/null $common$ifl"
+    run "$cfg write" "${pin}dd if=/dev/zero of=$DST $common conv=notrunc,nocreat$ofl"
+    run "$cfg ddcopy" "${pin}dd if=$SRC of=$DST $common conv=notrunc,nocreat$ifl$ofl"
+    run "$cfg pipe" "${pin}dd if=$SRC $common$ifl | ${pin}dd of=$DST bs=$bs status=none iflag=fullblock conv=notrunc,nocreat$ofl"
+    [ -z "$ddx" ] || run "$cfg ddxcopy" "${pin}$ddx${ddx_args:+ $ddx_args} if=$SRC of=$DST $common conv=notrunc,nocreat$ifl$ofl"
     line="  run $rep/$reps $cfg:"
     for k in read write ddcopy pipe ddxcopy; do
       [ -n "${times[$cfg $k]:-}" ] && line+=" $k $(awk '{ print $NF }' <<<"${times[$cfg $k]}")"
@@ -152,6 +155,6 @@ for cfg in "${configs[@]}"; do
   fi
 done
 echo
-echo "ddx: ${ddx_version:-not measured}${ddx_args:+ with $ddx_args}; $(dd --version | head -n1); $(nproc) CPUs; ${elapsed} s total; load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "ddx: ${ddx_version:-not measured}${ddx_args:+ with $ddx_args}${pin:+; every dd and ddx under $pin}; $(dd --version | head -n1); $(nproc) CPUs; ${elapsed} s total; load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "rig check (O_DIRECT: dd copy 1.7-2.3×, dd | dd < 1.25×): $check"
 [ "$failures" -eq 0 ] || { log "$failures runs failed or copied wrong bytes"; exit 1; }
