@@ -79,6 +79,17 @@ impl Kind {
             Kind::RegularFile | Kind::BlockDevice | Kind::Remote | Kind::Object
         )
     }
+
+    /// The kind of a wrapper that passes this end's bytes on in order
+    /// only (a replayed head, a recording): a positional end becomes a
+    /// [`Kind::Stream`]; a pipe or a device stays what it is.
+    pub fn sequential(self) -> Kind {
+        if self.positional() {
+            Kind::Stream
+        } else {
+            self
+        }
+    }
 }
 
 /// Where [`End::seek`] goes, as lseek(2)'s whence.

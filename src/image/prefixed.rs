@@ -27,10 +27,7 @@ impl Prefixed {
 
 impl End for Prefixed {
     fn kind(&self) -> Kind {
-        match self.inner.kind() {
-            kind if kind.positional() => Kind::Stream,
-            kind => kind,
-        }
+        self.inner.kind().sequential()
     }
 
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {

@@ -319,13 +319,7 @@ fn bmaptools_map_of_a_real_image_is_read_checked_and_leaves_out_the_holes() {
     assert_eq!(sha(&out), sha(&image));
 
     // Compressed by zstd: the same, through the decompressed stream.
-    let packed = dir.path().join("ext4.img.zst");
-    rigs::must_run(
-        Command::new("zstd")
-            .args(["-q", "-o"])
-            .arg(&packed)
-            .arg(&image),
-    );
+    let packed = rigs::images::packed(&image, "zstd", "zst");
     let filter = BmapFilter::new(
         Box::new(ddx_decompress(&packed)),
         Arc::clone(&map),
@@ -411,13 +405,7 @@ fn the_map_ddx_records_is_bmaptools_own_and_bmaptool_copies_with_it() {
 
     // From a stream (no extents): zero blocks are holes; still a map
     // bmaptool copies with, checking every range.
-    let packed = dir.path().join("ext4.img.zst");
-    rigs::must_run(
-        Command::new("zstd")
-            .args(["-q", "-o"])
-            .arg(&packed)
-            .arg(&image),
-    );
+    let packed = rigs::images::packed(&image, "zstd", "zst");
     let stream_path = dir.path().join("stream.bmap");
     let from_stream = record(Box::new(ddx_decompress(&packed)), &stream_path, size, false);
     assert!(from_stream.mapped_blocks() <= theirs.mapped_blocks());

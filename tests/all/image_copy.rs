@@ -28,12 +28,11 @@ fn data(len: usize) -> Vec<u8> {
     out
 }
 
-/// `file` compressed by `tool` into `file.EXT`.
-fn packed(file: &Path, tool: &str, ext: &str) -> PathBuf {
-    let out = PathBuf::from(format!("{}.{ext}", file.display()));
-    let bytes = rigs::must_run(Command::new(tool).arg("-c").arg(file));
-    std::fs::write(&out, bytes).unwrap();
-    out
+/// `dir/raw`: `len` bytes of [`data`].
+fn raw_file(dir: &Path, len: usize) -> PathBuf {
+    let raw = dir.join("raw");
+    std::fs::write(&raw, data(len)).unwrap();
+    raw
 }
 
 #[test]
@@ -42,13 +41,12 @@ fn decompressed_input_copies_as_gnu_dd_copies_the_decompressed_file() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let raw = dir.path().join("raw");
-    std::fs::write(&raw, data(3_000_123)).unwrap();
+    let raw = raw_file(dir.path(), 3_000_123);
     let packs = [
-        packed(&raw, "zstd", "zst"),
-        packed(&raw, "xz", "xz"),
-        packed(&raw, "gzip", "gz"),
-        packed(&raw, "bzip2", "bz2"),
+        rigs::images::packed(&raw, "zstd", "zst"),
+        rigs::images::packed(&raw, "xz", "xz"),
+        rigs::images::packed(&raw, "gzip", "gz"),
+        rigs::images::packed(&raw, "bzip2", "bz2"),
     ];
     let cases: &[&[&str]] = &[
         &[],
@@ -102,8 +100,7 @@ fn decompressed_input_copies_as_gnu_dd_copies_the_decompressed_file() {
 #[test]
 fn an_input_that_is_not_compressed_is_refused_unless_auto() {
     let dir = tempfile::tempdir().unwrap();
-    let raw = dir.path().join("raw");
-    std::fs::write(&raw, data(100_000)).unwrap();
+    let raw = raw_file(dir.path(), 100_000);
     let out = dir.path().join("out");
     let ran = Ddx::new()
         .arg(arg("if", &raw))
@@ -133,9 +130,8 @@ fn a_corrupt_stream_fails_naming_where() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let raw = dir.path().join("raw");
-    std::fs::write(&raw, data(2_000_000)).unwrap();
-    let pack = packed(&raw, "zstd", "zst");
+    let raw = raw_file(dir.path(), 2_000_000);
+    let pack = rigs::images::packed(&raw, "zstd", "zst");
     let mut bytes = std::fs::read(&pack).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle..middle + 8].copy_from_slice(b"CORRUPT!");
@@ -204,8 +200,7 @@ fn refused(dir: &Path, input: &Path, args: &[&str], names: &[&str]) {
 #[test]
 fn options_that_cannot_go_together_are_refused_before_anything_is_opened() {
     let dir = tempfile::tempdir().unwrap();
-    let raw = dir.path().join("raw");
-    std::fs::write(&raw, data(8192)).unwrap();
+    let raw = raw_file(dir.path(), 8192);
     let map = dir.path().join("raw.bmap");
     std::fs::write(&map, bmap_xml(8192, &[(0, 1)])).unwrap();
     let map_arg = arg("--bmap", &map);
@@ -336,8 +331,8 @@ fn bmap_writes_what_bmaptool_writes_onto_a_device_and_checks_each_range() {
     let dir = tempfile::tempdir().unwrap();
     let size: u64 = 24 << 20;
     let (image, map) = ext4_image(dir.path(), size);
-    let zst = packed(&image, "zstd", "zst");
-    let xz = packed(&image, "xz", "xz");
+    let zst = rigs::images::packed(&image, "zstd", "zst");
+    let xz = rigs::images::packed(&image, "xz", "xz");
     let theirs_file = dir.path().join("theirs");
     let ours_file = dir.path().join("ours");
     junk_file(&theirs_file, size as usize);
@@ -407,7 +402,7 @@ fn bmap_writes_what_bmaptool_writes_onto_a_device_and_checks_each_range() {
     bad[at] ^= 0xff;
     let bad_file = dir.path().join("bad.img");
     std::fs::write(&bad_file, &bad).unwrap();
-    let bad_zst = packed(&bad_file, "zstd", "zst");
+    let bad_zst = rigs::images::packed(&bad_file, "zstd", "zst");
     let ran = Ddx::new()
         .arg(arg("if", &bad_zst))
         .arg(arg("of", &dir.path().join("out2")))
@@ -436,7 +431,10 @@ fn the_map_bmap_create_writes_is_one_bmaptool_copies_with() {
     let (image, theirs) = ext4_image(dir.path(), 16 << 20);
     for (input, extra) in [
         (image.clone(), None),
-        (packed(&image, "zstd", "zst"), Some("--decompress")),
+        (
+            rigs::images::packed(&image, "zstd", "zst"),
+            Some("--decompress"),
+        ),
     ] {
         let map = dir.path().join("ours.bmap");
         let _ = std::fs::remove_file(&map);
@@ -606,9 +604,8 @@ fn progress_follows_the_compressed_input_when_decompressing() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let raw = dir.path().join("raw");
-    std::fs::write(&raw, data(3_000_123)).unwrap();
-    let packed = packed(&raw, "zstd", "zst");
+    let raw = raw_file(dir.path(), 3_000_123);
+    let packed = rigs::images::packed(&raw, "zstd", "zst");
     let packed_size = std::fs::metadata(&packed).unwrap().len();
     let json = dir.path().join("progress.json");
     let last_record = |script: String| -> serde_json::Value {
@@ -670,7 +667,7 @@ fn an_interrupted_decompress_onto_a_device_leaves_its_first_mib_blank() {
     let image = dir.path().join("image");
     let bytes = rigs::bytes::pattern(15, size);
     std::fs::write(&image, &bytes).unwrap();
-    let packed = std::fs::read(packed(&image, "zstd", "zst")).unwrap();
+    let packed = std::fs::read(rigs::images::packed(&image, "zstd", "zst")).unwrap();
     let backing = dir.path().join("card");
     junk_file(&backing, size);
     let card = rigs::LoopDevice::attach(&backing, Default::default()).unwrap();

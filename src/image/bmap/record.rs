@@ -337,10 +337,7 @@ impl BmapRecorder {
 
 impl End for BmapRecorder {
     fn kind(&self) -> Kind {
-        match self.inner.kind() {
-            kind if kind.positional() => Kind::Stream,
-            kind => kind,
-        }
+        self.inner.kind().sequential()
     }
 
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {

@@ -1,7 +1,8 @@
 //! Disk images made by the real tools, for the image tests (the ends
 //! driven directly in `image`, the options through the binary in
 //! `image_copy`): a real ext4 filesystem written without mounting it, and
-//! bmaptool's own map of an image, the oracle ddx's maps are held to.
+//! bmaptool's own map of an image, the oracle ddx's maps are held to, and
+//! files compressed by the compression tools.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -54,4 +55,12 @@ pub fn bmaptool_copy(map: &Path, image: &Path, to: &Path) {
             .arg(image)
             .arg(to),
     );
+}
+
+/// `file` compressed by `tool` (`TOOL -c`) into `file.EXT`.
+pub fn packed(file: &Path, tool: &str, ext: &str) -> PathBuf {
+    let out = PathBuf::from(format!("{}.{ext}", file.display()));
+    let bytes = must_run(Command::new(tool).arg("-c").arg(file));
+    std::fs::write(&out, bytes).unwrap();
+    out
 }
