@@ -329,25 +329,18 @@ impl Images {
     /// The input, decoded (`--decompress`), filtered through its map
     /// (`--bmap`) and recorded (`--bmap-create`), in that order: the map
     /// and the recording are of the decompressed image.
-    pub fn wrap_input(&mut self, input: Input, plan: &CopyPlan) -> Result<Input, Failure> {
-        let Input {
-            mut end,
-            name,
-            mut inherited,
-            mut seekable,
-            mut seek_errno,
-            mut offset,
-        } = input;
-        let quoted_name = quote_file(&name);
+    pub fn wrap_input(&mut self, mut input: Input, plan: &CopyPlan) -> Result<Input, Failure> {
+        let mut end = input.end;
+        let quoted_name = quote_file(&input.name);
         if let Some(mode) = self.decompress {
             end = match image::open(end, &quoted_name, mode, threads()) {
                 Ok(Opened::Decompressing(decoded)) => {
                     // GNU's view of a pipe: skip= reads over, nothing
                     // seeks, and the offset counts the decompressed bytes.
-                    seekable = false;
-                    seek_errno = Some(crate::sys::Errno::SPIPE);
-                    offset = 0;
-                    inherited = false;
+                    input.seekable = false;
+                    input.seek_errno = Some(crate::sys::Errno::SPIPE);
+                    input.offset = 0;
+                    input.inherited = false;
                     self.compressed = Some(decoded.progress());
                     Box::new(decoded)
                 }
@@ -374,7 +367,7 @@ impl Images {
             end = Box::new(filter);
         }
         if self.bmap_create.is_some() {
-            let origin = if seekable {
+            let origin = if input.seekable {
                 plan.skip.total_bytes(plan.input_block_size).unwrap_or(0)
             } else {
                 0
@@ -383,14 +376,8 @@ impl Images {
             end = Box::new(recorder);
             self.recording = Some(slot);
         }
-        Ok(Input {
-            end,
-            name,
-            inherited,
-            seekable,
-            seek_errno,
-            offset,
-        })
+        input.end = end;
+        Ok(input)
     }
 
     /// The output, with the further outputs (`--tee`, each opened as of=

@@ -79,6 +79,17 @@ impl Kind {
             Kind::RegularFile | Kind::BlockDevice | Kind::Remote | Kind::Object
         )
     }
+
+    /// The kind of a wrapper that passes this end's bytes on in order
+    /// only (a replayed head, a recording): a positional end becomes a
+    /// [`Kind::Stream`]; a pipe or a device stays what it is.
+    pub fn sequential(self) -> Kind {
+        if self.positional() {
+            Kind::Stream
+        } else {
+            self
+        }
+    }
 }
 
 /// Where [`End::seek`] goes, as lseek(2)'s whence.
@@ -219,3 +230,80 @@ pub trait End: Send + fmt::Debug {
     /// would look complete (abort an upload). Files need nothing.
     fn abandon(self: Box<Self>) {}
 }
+
+/// Inside `impl End for W`, where `W` wraps another end in its field
+/// `inner: Box<dyn End>`: the named [`End`] methods, passed on to it
+/// unchanged (`forward_to_inner!(size, sync, settle, abandon);`). A
+/// wrapper then writes only what it changes, and a method it forgets to
+/// pass on (a wrapper that swallowed `abandon` would leave an upload
+/// looking complete) shows in the one line that lists them.
+///
+/// By hand rather than with the `delegate` crate: that crate wants each
+/// method's signature restated in every wrapper, which is the repetition
+/// this removes; here each signature is written once, below, as End's.
+macro_rules! forward_to_inner {
+    ($($method:ident),+ $(,)?) => {
+        $($crate::ends::forward_to_inner!(@one $method);)+
+    };
+    (@one size) => {
+        fn size(&self) -> Result<Option<u64>, $crate::sys::Errno> {
+            self.inner.size()
+        }
+    };
+    (@one next_data) => {
+        fn next_data(&mut self, offset: u64) -> Result<Option<u64>, $crate::sys::Errno> {
+            self.inner.next_data(offset)
+        }
+    };
+    (@one next_hole) => {
+        fn next_hole(&mut self, offset: u64) -> Result<u64, $crate::sys::Errno> {
+            self.inner.next_hole(offset)
+        }
+    };
+    (@one truncate) => {
+        fn truncate(&mut self, len: u64) -> Result<(), $crate::sys::Errno> {
+            self.inner.truncate(len)
+        }
+    };
+    (@one sync) => {
+        fn sync(&mut self, data_only: bool) -> Result<(), $crate::sys::Errno> {
+            self.inner.sync(data_only)
+        }
+    };
+    (@one pipeline) => {
+        fn pipeline(&mut self, hint: $crate::ends::Pipeline) {
+            self.inner.pipeline(hint)
+        }
+    };
+    (@one written_until) => {
+        fn written_until(&self) -> Option<u64> {
+            self.inner.written_until()
+        }
+    };
+    (@one settle) => {
+        fn settle(&mut self) -> Result<(), $crate::sys::Errno> {
+            self.inner.settle()
+        }
+    };
+    (@one take_detail) => {
+        fn take_detail(&mut self) -> Option<String> {
+            self.inner.take_detail()
+        }
+    };
+    (@one close) => {
+        fn close(self: Box<Self>) -> Result<(), $crate::sys::Errno> {
+            self.inner.close()
+        }
+    };
+    (@one close_failed) => {
+        fn close_failed(self: Box<Self>) -> Result<(), $crate::sys::Errno> {
+            self.inner.close_failed()
+        }
+    };
+    (@one abandon) => {
+        fn abandon(self: Box<Self>) {
+            self.inner.abandon()
+        }
+    };
+}
+pub(crate) use forward_to_inner;

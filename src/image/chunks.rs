@@ -212,6 +212,26 @@ pub fn announce(to: &SyncSender<Part>, part: Part) -> Result<(), Gone> {
     to.send(part).map_err(|_| Gone)
 }
 
+/// Why a decoding thread stopped early.
+pub enum Stop {
+    /// The reader has gone: nothing more to do.
+    Gone,
+    Failed(Failure),
+}
+
+impl From<Gone> for Stop {
+    fn from(_: Gone) -> Stop {
+        Stop::Gone
+    }
+}
+
+/// A worker's next job from the queue it shares with the others (the
+/// lock held only while it waits for one); None once the queue is closed,
+/// or poisoned by a worker that panicked: either way, the worker ends.
+pub fn next_job<J>(jobs: &Mutex<Receiver<J>>) -> Option<J> {
+    jobs.lock().ok()?.recv().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

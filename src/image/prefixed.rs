@@ -9,7 +9,7 @@
 //! or copy_file_range from the inner descriptor would skip the replayed
 //! bytes.
 
-use crate::ends::{End, Kind, Pipeline, Whence};
+use crate::ends::{forward_to_inner, End, Kind, Whence};
 use crate::sys::Errno;
 
 #[derive(Debug)]
@@ -27,10 +27,7 @@ impl Prefixed {
 
 impl End for Prefixed {
     fn kind(&self) -> Kind {
-        match self.inner.kind() {
-            kind if kind.positional() => Kind::Stream,
-            kind => kind,
-        }
+        self.inner.kind().sequential()
     }
 
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
@@ -67,35 +64,14 @@ impl End for Prefixed {
         self.inner.seek(to)
     }
 
-    fn size(&self) -> Result<Option<u64>, Errno> {
-        self.inner.size()
-    }
-
-    fn sync(&mut self, data_only: bool) -> Result<(), Errno> {
-        self.inner.sync(data_only)
-    }
-
-    fn pipeline(&mut self, hint: Pipeline) {
-        self.inner.pipeline(hint)
-    }
-
-    fn settle(&mut self) -> Result<(), Errno> {
-        self.inner.settle()
-    }
-
-    fn take_detail(&mut self) -> Option<String> {
-        self.inner.take_detail()
-    }
-
-    fn close(self: Box<Self>) -> Result<(), Errno> {
-        self.inner.close()
-    }
-
-    fn close_failed(self: Box<Self>) -> Result<(), Errno> {
-        self.inner.close_failed()
-    }
-
-    fn abandon(self: Box<Self>) {
-        self.inner.abandon()
-    }
+    forward_to_inner!(
+        size,
+        sync,
+        pipeline,
+        settle,
+        take_detail,
+        close,
+        close_failed,
+        abandon
+    );
 }

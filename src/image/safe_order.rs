@@ -22,7 +22,7 @@
 
 use std::os::fd::BorrowedFd;
 
-use crate::ends::{End, Kind, Pipeline, Whence};
+use crate::ends::{forward_to_inner, End, Kind, Whence};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 
@@ -254,10 +254,6 @@ impl End for SafeOrder {
         Ok(self.pos)
     }
 
-    fn size(&self) -> Result<Option<u64>, Errno> {
-        self.inner.size()
-    }
-
     fn next_data(&mut self, offset: u64) -> Result<Option<u64>, Errno> {
         self.inner_pos = None;
         self.inner.next_data(offset)
@@ -268,31 +264,18 @@ impl End for SafeOrder {
         self.inner.next_hole(offset)
     }
 
-    fn truncate(&mut self, len: u64) -> Result<(), Errno> {
-        self.inner.truncate(len)
-    }
-
-    /// Syncs what has been written; the kept MiB is written (and synced)
-    /// at close.
-    fn sync(&mut self, data_only: bool) -> Result<(), Errno> {
-        self.inner.sync(data_only)
-    }
-
-    fn pipeline(&mut self, hint: Pipeline) {
-        self.inner.pipeline(hint)
-    }
-
-    fn settle(&mut self) -> Result<(), Errno> {
-        self.inner.settle()
-    }
-
-    fn written_until(&self) -> Option<u64> {
-        self.inner.written_until()
-    }
-
-    fn take_detail(&mut self) -> Option<String> {
-        self.inner.take_detail()
-    }
+    // sync passes on what has been written; the kept MiB is written (and
+    // synced) at close.
+    forward_to_inner!(
+        size,
+        truncate,
+        sync,
+        pipeline,
+        settle,
+        written_until,
+        take_detail,
+        abandon,
+    );
 
     fn close(mut self: Box<Self>) -> Result<(), Errno> {
         let released = self.release();
@@ -304,9 +287,6 @@ impl End for SafeOrder {
         // A failed copy never releases the held first blocks: the device
         // must not look bootable (see the module's comment).
         self.inner.close_failed()
-    }
-    fn abandon(self: Box<Self>) {
-        self.inner.abandon()
     }
 }
 

@@ -127,28 +127,8 @@ fn disk_like(len: usize, seed: u64) -> Vec<u8> {
     out
 }
 
-fn tools(names: &[&str]) -> bool {
-    match names.iter().find(|t| !rigs::have(t)) {
-        Some(missing) => {
-            rigs::skip(&format!("{missing} is not installed"));
-            false
-        }
-        None => true,
-    }
-}
-
 fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
-}
-
-fn run(cmd: &mut Command) -> Vec<u8> {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
 }
 
 /// Compress `data` into `path` with ddx's end.
@@ -187,7 +167,7 @@ fn read_all(end: &mut dyn End, bs: usize) -> Result<Vec<u8>, Errno> {
 
 #[test]
 fn what_ddx_compresses_the_tools_decompress_and_in_parallel_pieces() {
-    if !tools(&["zstd", "xz", "gzip"]) {
+    if !rigs::tools_or_skip(&["zstd", "xz", "gzip"]) {
         return;
     }
     let dir = tempdir();
@@ -199,16 +179,18 @@ fn what_ddx_compresses_the_tools_decompress_and_in_parallel_pieces() {
     ] {
         let packed = dir.path().join(format!("data.{ext}"));
         ddx_compress(&data, &packed, spec);
-        let back = run(Command::new(tool).arg("-dc").arg(&packed));
+        let back = rigs::must_run(Command::new(tool).arg("-dc").arg(&packed));
         assert!(back == data, "{tool} -d gives back the bytes");
         // And through ddx's own end.
         let mut end = ddx_decompress(&packed);
         assert!(read_all(&mut end, 65537).unwrap() == data, "{spec}");
         Box::new(end).close().unwrap();
     }
-    let frames = String::from_utf8(run(Command::new("zstd")
-        .arg("-l")
-        .arg(dir.path().join("data.zst"))))
+    let frames = String::from_utf8(rigs::must_run(
+        Command::new("zstd")
+            .arg("-l")
+            .arg(dir.path().join("data.zst")),
+    ))
     .unwrap();
     let count: u32 = frames
         .lines()
@@ -220,9 +202,11 @@ fn what_ddx_compresses_the_tools_decompress_and_in_parallel_pieces() {
         .parse()
         .unwrap();
     assert!(count >= 3, "several zstd frames: {frames}");
-    let blocks = String::from_utf8(run(Command::new("xz")
-        .args(["-l", "--robot"])
-        .arg(dir.path().join("data.xz"))))
+    let blocks = String::from_utf8(rigs::must_run(
+        Command::new("xz")
+            .args(["-l", "--robot"])
+            .arg(dir.path().join("data.xz")),
+    ))
     .unwrap();
     let file = blocks.lines().find(|l| l.starts_with("file\t")).unwrap();
     let count: u32 = file.split('\t').nth(2).unwrap().parse().unwrap();
@@ -247,11 +231,11 @@ fn what_the_tools_compress_ddx_decompresses() {
         ("lz4", &["-q", "-l", "-c"]),
     ];
     for (tool, args) in cases {
-        if !tools(&[tool]) {
+        if !rigs::tools_or_skip(&[tool]) {
             continue;
         }
         let packed = dir.path().join("packed");
-        let bytes = run(Command::new(tool).args(args).arg(&raw));
+        let bytes = rigs::must_run(Command::new(tool).args(args).arg(&raw));
         std::fs::write(&packed, &bytes).unwrap();
         let mut end = ddx_decompress(&packed);
         let progress = end.progress();
@@ -267,7 +251,7 @@ fn what_the_tools_compress_ddx_decompresses() {
 
 #[test]
 fn a_damaged_file_is_an_error_naming_its_compressed_offset_as_the_tool_finds_it_damaged() {
-    if !tools(&["zstd", "xz"]) {
+    if !rigs::tools_or_skip(&["zstd", "xz"]) {
         return;
     }
     let dir = tempdir();
@@ -275,7 +259,7 @@ fn a_damaged_file_is_an_error_naming_its_compressed_offset_as_the_tool_finds_it_
     let raw = dir.path().join("data");
     std::fs::write(&raw, &data).unwrap();
     for (tool, args) in [("zstd", &["-q", "-c"][..]), ("xz", &["-c"][..])] {
-        let mut bytes = run(Command::new(tool).args(args).arg(&raw));
+        let mut bytes = rigs::must_run(Command::new(tool).args(args).arg(&raw));
         let middle = bytes.len() / 2;
         for b in &mut bytes[middle..middle + 32] {
             *b ^= 0x5A;
@@ -298,34 +282,14 @@ fn a_damaged_file_is_an_error_naming_its_compressed_offset_as_the_tool_finds_it_
 /// mounting (mkfs.ext4 -d), as a sparse file; None if mkfs.ext4 is
 /// missing.
 fn ext4_image(dir: &Path, size: u64) -> Option<PathBuf> {
-    if !tools(&["mkfs.ext4"]) {
+    if !rigs::tools_or_skip(&["mkfs.ext4"]) {
         return None;
     }
-    let content = dir.join("content");
-    std::fs::create_dir_all(content.join("sub")).unwrap();
-    for n in 0..6u64 {
-        std::fs::write(
-            content.join(format!("file{n}")),
-            disk_like((size / 16) as usize, n + 10),
-        )
-        .unwrap();
-    }
-    std::fs::write(content.join("sub/small"), b"hello").unwrap();
-    let image = dir.join("ext4.img");
-    File::create(&image).unwrap().set_len(size).unwrap();
-    run(Command::new("mkfs.ext4")
-        .args([
-            "-q",
-            "-F",
-            "-b",
-            "4096",
-            "-E",
-            "lazy_itable_init=1,nodiscard",
-            "-d",
-        ])
-        .arg(&content)
-        .arg(&image));
-    Some(image)
+    let mut files: Vec<(String, Vec<u8>)> = (0..6u64)
+        .map(|n| (format!("file{n}"), disk_like((size / 16) as usize, n + 10)))
+        .collect();
+    files.push(("sub/small".to_owned(), b"hello".to_vec()));
+    Some(rigs::images::ext4_image(dir, size, &files))
 }
 
 fn sha(path: &Path) -> String {
@@ -334,7 +298,7 @@ fn sha(path: &Path) -> String {
 
 #[test]
 fn bmaptools_map_of_a_real_image_is_read_checked_and_leaves_out_the_holes() {
-    if !tools(&["bmaptool", "zstd"]) {
+    if !rigs::tools_or_skip(&["bmaptool", "zstd"]) {
         return;
     }
     let dir = tempdir();
@@ -342,10 +306,7 @@ fn bmaptools_map_of_a_real_image_is_read_checked_and_leaves_out_the_holes() {
         return;
     };
     let map_path = dir.path().join("ext4.bmap");
-    run(Command::new("bmaptool")
-        .args(["-q", "create", "-o"])
-        .arg(&map_path)
-        .arg(&image));
+    rigs::images::bmaptool_create(&image, &map_path);
     let map = Arc::new(Bmap::read(&map_path).unwrap());
     assert!(map.ranges.len() >= 3);
     assert!(map.mapped_bytes() < map.image_size / 2 + (4 << 20));
@@ -358,11 +319,7 @@ fn bmaptools_map_of_a_real_image_is_read_checked_and_leaves_out_the_holes() {
     assert_eq!(sha(&out), sha(&image));
 
     // Compressed by zstd: the same, through the decompressed stream.
-    let packed = dir.path().join("ext4.img.zst");
-    run(Command::new("zstd")
-        .args(["-q", "-o"])
-        .arg(&packed)
-        .arg(&image));
+    let packed = rigs::images::packed(&image, "zstd", "zst");
     let filter = BmapFilter::new(
         Box::new(ddx_decompress(&packed)),
         Arc::clone(&map),
@@ -426,7 +383,7 @@ fn record(input: Box<dyn End>, path: &Path, size: u64, skip_holes: bool) -> Bmap
 
 #[test]
 fn the_map_ddx_records_is_bmaptools_own_and_bmaptool_copies_with_it() {
-    if !tools(&["bmaptool", "zstd"]) {
+    if !rigs::tools_or_skip(&["bmaptool", "zstd"]) {
         return;
     }
     let dir = tempdir();
@@ -435,10 +392,7 @@ fn the_map_ddx_records_is_bmaptools_own_and_bmaptool_copies_with_it() {
     };
     let size = 64 << 20;
     let theirs = dir.path().join("theirs.bmap");
-    run(Command::new("bmaptool")
-        .args(["-q", "create", "-o"])
-        .arg(&theirs)
-        .arg(&image));
+    rigs::images::bmaptool_create(&image, &theirs);
     let theirs = Bmap::read(&theirs).unwrap();
 
     // From the file's extents: the same ranges and digests as bmaptool's.
@@ -446,36 +400,24 @@ fn the_map_ddx_records_is_bmaptools_own_and_bmaptool_copies_with_it() {
     let ours = record(open(&image), &ours_path, size, true);
     assert_eq!(ours.ranges, theirs.ranges);
     let out = dir.path().join("copied.img");
-    run(Command::new("bmaptool")
-        .args(["-q", "copy", "--bmap"])
-        .arg(&ours_path)
-        .arg(&image)
-        .arg(&out));
+    rigs::images::bmaptool_copy(&ours_path, &image, &out);
     assert_eq!(sha(&out), sha(&image));
 
     // From a stream (no extents): zero blocks are holes; still a map
     // bmaptool copies with, checking every range.
-    let packed = dir.path().join("ext4.img.zst");
-    run(Command::new("zstd")
-        .args(["-q", "-o"])
-        .arg(&packed)
-        .arg(&image));
+    let packed = rigs::images::packed(&image, "zstd", "zst");
     let stream_path = dir.path().join("stream.bmap");
     let from_stream = record(Box::new(ddx_decompress(&packed)), &stream_path, size, false);
     assert!(from_stream.mapped_blocks() <= theirs.mapped_blocks());
     assert!(from_stream.mapped_blocks() > theirs.mapped_blocks() / 2);
     let out = dir.path().join("copied2.img");
-    run(Command::new("bmaptool")
-        .args(["-q", "copy", "--bmap"])
-        .arg(&stream_path)
-        .arg(&image)
-        .arg(&out));
+    rigs::images::bmaptool_copy(&stream_path, &image, &out);
     assert_eq!(sha(&out), sha(&image));
 }
 
 #[test]
 fn a_version_1_3_map_is_read_as_bmaptool_reads_it() {
-    if !tools(&["bmaptool", "sha1sum"]) {
+    if !rigs::tools_or_skip(&["bmaptool", "sha1sum"]) {
         return;
     }
     let dir = tempdir();
@@ -487,7 +429,8 @@ fn a_version_1_3_map_is_read_as_bmaptool_reads_it() {
     let sha1 = |data: &[u8]| {
         let piece = dir.path().join("piece");
         std::fs::write(&piece, data).unwrap();
-        String::from_utf8(run(Command::new("sha1sum").arg(&piece))).unwrap()[..40].to_owned()
+        String::from_utf8(rigs::must_run(Command::new("sha1sum").arg(&piece))).unwrap()[..40]
+            .to_owned()
     };
     let text = format!(
         "<?xml version=\"1.0\" ?>\n<bmap version=\"1.3\">\n    <ImageSize> 40960 </ImageSize>\n    \
@@ -504,11 +447,7 @@ fn a_version_1_3_map_is_read_as_bmaptool_reads_it() {
     std::fs::write(&map_path, text.replace(&"0".repeat(40), &own)).unwrap();
     // bmaptool takes it (it checks the file's SHA-1 and each range's)...
     let out = dir.path().join("out.img");
-    run(Command::new("bmaptool")
-        .args(["-q", "copy", "--bmap"])
-        .arg(&map_path)
-        .arg(&image)
-        .arg(&out));
+    rigs::images::bmaptool_copy(&map_path, &image, &out);
     // ...and so does ddx, checking both ranges.
     let map = Arc::new(Bmap::read(&map_path).unwrap());
     assert_eq!(map.version, (1, 3));
@@ -574,7 +513,7 @@ fn the_first_mib_of_a_device_is_written_last_and_an_interrupted_write_looks_blan
         rigs::skip(&why);
         return;
     }
-    if !tools(&["blkid", "sfdisk"]) {
+    if !rigs::tools_or_skip(&["blkid", "sfdisk"]) {
         return;
     }
     let dir = tempdir();

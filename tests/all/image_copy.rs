@@ -13,26 +13,6 @@ use crate::rigs;
 use crate::rigs::cmd::gnu_dd;
 use crate::rigs::fixture::{statistics, Ddx};
 
-fn tools(names: &[&str]) -> bool {
-    match names.iter().find(|t| !rigs::have(t)) {
-        Some(missing) => {
-            rigs::skip(&format!("{missing} is not installed"));
-            false
-        }
-        None => true,
-    }
-}
-
-fn run(cmd: &mut Command) -> Vec<u8> {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
 fn arg(key: &str, path: &Path) -> String {
     rigs::cmd::operand(key, path)
 }
@@ -48,27 +28,25 @@ fn data(len: usize) -> Vec<u8> {
     out
 }
 
-/// `file` compressed by `tool` into `file.EXT`.
-fn packed(file: &Path, tool: &str, ext: &str) -> PathBuf {
-    let out = PathBuf::from(format!("{}.{ext}", file.display()));
-    let bytes = run(Command::new(tool).arg("-c").arg(file));
-    std::fs::write(&out, bytes).unwrap();
-    out
+/// `dir/raw`: `len` bytes of [`data`].
+fn raw_file(dir: &Path, len: usize) -> PathBuf {
+    let raw = dir.join("raw");
+    std::fs::write(&raw, data(len)).unwrap();
+    raw
 }
 
 #[test]
 fn decompressed_input_copies_as_gnu_dd_copies_the_decompressed_file() {
-    if !tools(&["zstd", "xz", "gzip", "bzip2"]) {
+    if !rigs::tools_or_skip(&["zstd", "xz", "gzip", "bzip2"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let raw = dir.path().join("raw");
-    std::fs::write(&raw, data(3_000_123)).unwrap();
+    let raw = raw_file(dir.path(), 3_000_123);
     let packs = [
-        packed(&raw, "zstd", "zst"),
-        packed(&raw, "xz", "xz"),
-        packed(&raw, "gzip", "gz"),
-        packed(&raw, "bzip2", "bz2"),
+        rigs::images::packed(&raw, "zstd", "zst"),
+        rigs::images::packed(&raw, "xz", "xz"),
+        rigs::images::packed(&raw, "gzip", "gz"),
+        rigs::images::packed(&raw, "bzip2", "bz2"),
     ];
     let cases: &[&[&str]] = &[
         &[],
@@ -122,8 +100,7 @@ fn decompressed_input_copies_as_gnu_dd_copies_the_decompressed_file() {
 #[test]
 fn an_input_that_is_not_compressed_is_refused_unless_auto() {
     let dir = tempfile::tempdir().unwrap();
-    let raw = dir.path().join("raw");
-    std::fs::write(&raw, data(100_000)).unwrap();
+    let raw = raw_file(dir.path(), 100_000);
     let out = dir.path().join("out");
     let ran = Ddx::new()
         .arg(arg("if", &raw))
@@ -149,13 +126,12 @@ fn an_input_that_is_not_compressed_is_refused_unless_auto() {
 
 #[test]
 fn a_corrupt_stream_fails_naming_where() {
-    if !tools(&["zstd"]) {
+    if !rigs::tools_or_skip(&["zstd"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let raw = dir.path().join("raw");
-    std::fs::write(&raw, data(2_000_000)).unwrap();
-    let pack = packed(&raw, "zstd", "zst");
+    let raw = raw_file(dir.path(), 2_000_000);
+    let pack = rigs::images::packed(&raw, "zstd", "zst");
     let mut bytes = std::fs::read(&pack).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle..middle + 8].copy_from_slice(b"CORRUPT!");
@@ -171,7 +147,7 @@ fn a_corrupt_stream_fails_naming_where() {
 
 #[test]
 fn what_compress_writes_the_tools_and_decompress_read_back() {
-    if !tools(&["zstd", "xz", "gzip"]) {
+    if !rigs::tools_or_skip(&["zstd", "xz", "gzip"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -192,7 +168,7 @@ fn what_compress_writes_the_tools_and_decompress_read_back() {
             "20000000 bytes (20 MB, 19 MiB)",
             "{spec}"
         );
-        let back = run(Command::new(tool).arg("-dc").arg(&out));
+        let back = rigs::must_run(Command::new(tool).arg("-dc").arg(&out));
         assert!(back == bytes, "{tool} -d gives the bytes back");
         let restored = dir.path().join("restored");
         Ddx::new()
@@ -224,8 +200,7 @@ fn refused(dir: &Path, input: &Path, args: &[&str], names: &[&str]) {
 #[test]
 fn options_that_cannot_go_together_are_refused_before_anything_is_opened() {
     let dir = tempfile::tempdir().unwrap();
-    let raw = dir.path().join("raw");
-    std::fs::write(&raw, data(8192)).unwrap();
+    let raw = raw_file(dir.path(), 8192);
     let map = dir.path().join("raw.bmap");
     std::fs::write(&map, bmap_xml(8192, &[(0, 1)])).unwrap();
     let map_arg = arg("--bmap", &map);
@@ -327,37 +302,15 @@ fn bmap_xml(image_size: u64, ranges: &[(u64, u64)]) -> String {
 
 /// A small ext4 image with files in it, and bmaptool's map of it.
 fn ext4_image(dir: &Path, size: u64) -> (PathBuf, PathBuf) {
-    let content = dir.join("content");
-    std::fs::create_dir_all(&content).unwrap();
-    for n in 0..4u64 {
-        std::fs::write(
-            content.join(format!("file{n}")),
-            rigs::bytes::pattern(n + 1, (size / 12) as usize),
-        )
-        .unwrap();
-    }
-    let image = dir.join("ext4.img");
-    std::fs::File::create(&image)
-        .unwrap()
-        .set_len(size)
-        .unwrap();
-    run(Command::new("mkfs.ext4")
-        .args([
-            "-q",
-            "-F",
-            "-b",
-            "4096",
-            "-E",
-            "lazy_itable_init=1,nodiscard",
-            "-d",
-        ])
-        .arg(&content)
-        .arg(&image));
+    let files: Vec<(String, Vec<u8>)> = (0..4u64)
+        .map(|n| {
+            let bytes = rigs::bytes::pattern(n + 1, (size / 12) as usize);
+            (format!("file{n}"), bytes)
+        })
+        .collect();
+    let image = rigs::images::ext4_image(dir, size, &files);
     let map = dir.join("ext4.bmap");
-    run(Command::new("bmaptool")
-        .args(["-q", "create", "-o"])
-        .arg(&map)
-        .arg(&image));
+    rigs::images::bmaptool_create(&image, &map);
     (image, map)
 }
 
@@ -372,23 +325,19 @@ fn bmap_writes_what_bmaptool_writes_onto_a_device_and_checks_each_range() {
         rigs::skip(&why);
         return;
     }
-    if !tools(&["bmaptool", "mkfs.ext4", "zstd", "xz"]) {
+    if !rigs::tools_or_skip(&["bmaptool", "mkfs.ext4", "zstd", "xz"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let size: u64 = 24 << 20;
     let (image, map) = ext4_image(dir.path(), size);
-    let zst = packed(&image, "zstd", "zst");
-    let xz = packed(&image, "xz", "xz");
+    let zst = rigs::images::packed(&image, "zstd", "zst");
+    let xz = rigs::images::packed(&image, "xz", "xz");
     let theirs_file = dir.path().join("theirs");
     let ours_file = dir.path().join("ours");
     junk_file(&theirs_file, size as usize);
     let theirs = rigs::LoopDevice::attach(&theirs_file, Default::default()).unwrap();
-    run(Command::new("bmaptool")
-        .args(["-q", "copy", "--bmap"])
-        .arg(&map)
-        .arg(&image)
-        .arg(&theirs.path));
+    rigs::images::bmaptool_copy(&map, &image, &theirs.path);
     let theirs_bytes = std::fs::read(&theirs.path).unwrap();
     let image_bytes = std::fs::read(&image).unwrap();
     const MIB: usize = 1 << 20;
@@ -453,7 +402,7 @@ fn bmap_writes_what_bmaptool_writes_onto_a_device_and_checks_each_range() {
     bad[at] ^= 0xff;
     let bad_file = dir.path().join("bad.img");
     std::fs::write(&bad_file, &bad).unwrap();
-    let bad_zst = packed(&bad_file, "zstd", "zst");
+    let bad_zst = rigs::images::packed(&bad_file, "zstd", "zst");
     let ran = Ddx::new()
         .arg(arg("if", &bad_zst))
         .arg(arg("of", &dir.path().join("out2")))
@@ -475,14 +424,17 @@ fn bmap_writes_what_bmaptool_writes_onto_a_device_and_checks_each_range() {
 
 #[test]
 fn the_map_bmap_create_writes_is_one_bmaptool_copies_with() {
-    if !tools(&["bmaptool", "mkfs.ext4", "zstd"]) {
+    if !rigs::tools_or_skip(&["bmaptool", "mkfs.ext4", "zstd"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let (image, theirs) = ext4_image(dir.path(), 16 << 20);
     for (input, extra) in [
         (image.clone(), None),
-        (packed(&image, "zstd", "zst"), Some("--decompress")),
+        (
+            rigs::images::packed(&image, "zstd", "zst"),
+            Some("--decompress"),
+        ),
     ] {
         let map = dir.path().join("ours.bmap");
         let _ = std::fs::remove_file(&map);
@@ -494,11 +446,7 @@ fn the_map_bmap_create_writes_is_one_bmaptool_copies_with() {
             .succeeds();
         let out = dir.path().join("bmaptool.img");
         let _ = std::fs::remove_file(&out);
-        run(Command::new("bmaptool")
-            .args(["-q", "copy", "--bmap"])
-            .arg(&map)
-            .arg(&image)
-            .arg(&out));
+        rigs::images::bmaptool_copy(&map, &image, &out);
         assert!(std::fs::read(&out).unwrap() == std::fs::read(&image).unwrap());
         if extra.is_none() {
             // From a file's extents, bmaptool's own ranges.
@@ -652,13 +600,12 @@ fn verify_reads_back_every_tee_output_and_names_the_one_that_differs() {
 
 #[test]
 fn progress_follows_the_compressed_input_when_decompressing() {
-    if !tools(&["zstd"]) {
+    if !rigs::tools_or_skip(&["zstd"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let raw = dir.path().join("raw");
-    std::fs::write(&raw, data(3_000_123)).unwrap();
-    let packed = packed(&raw, "zstd", "zst");
+    let raw = raw_file(dir.path(), 3_000_123);
+    let packed = rigs::images::packed(&raw, "zstd", "zst");
     let packed_size = std::fs::metadata(&packed).unwrap().len();
     let json = dir.path().join("progress.json");
     let last_record = |script: String| -> serde_json::Value {
@@ -711,7 +658,7 @@ fn an_interrupted_decompress_onto_a_device_leaves_its_first_mib_blank() {
         rigs::skip(&why);
         return;
     }
-    if !tools(&["zstd"]) {
+    if !rigs::tools_or_skip(&["zstd"]) {
         return;
     }
     const MIB: usize = 1 << 20;
@@ -720,7 +667,7 @@ fn an_interrupted_decompress_onto_a_device_leaves_its_first_mib_blank() {
     let image = dir.path().join("image");
     let bytes = rigs::bytes::pattern(15, size);
     std::fs::write(&image, &bytes).unwrap();
-    let packed = std::fs::read(packed(&image, "zstd", "zst")).unwrap();
+    let packed = std::fs::read(rigs::images::packed(&image, "zstd", "zst")).unwrap();
     let backing = dir.path().join("card");
     junk_file(&backing, size);
     let card = rigs::LoopDevice::attach(&backing, Default::default()).unwrap();

@@ -398,22 +398,13 @@ fn hash_files_pass_their_checkers() {
         for name in names {
             std::fs::write(dir.join(name), &contents).unwrap();
             let sums = format!("{algorithm}.sums");
-            let out = ddx_as_dd()
-                .current_dir(dir)
-                .args([
-                    format!("if={name}"),
-                    "of=output".into(),
-                    "bs=64k".into(),
-                    format!("--hash={algorithm}"),
-                    format!("--hash-file={sums}"),
-                ])
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            rigs::must_run(ddx_as_dd().current_dir(dir).args([
+                format!("if={name}"),
+                "of=output".into(),
+                "bs=64k".into(),
+                format!("--hash={algorithm}"),
+                format!("--hash-file={sums}"),
+            ]));
             let check = Command::new(checker)
                 .current_dir(dir)
                 .args(["-c", &sums])
@@ -448,19 +439,12 @@ fn hash_files_pass_their_checkers() {
             std::fs::write(check_dir.path().join("-"), &contents).unwrap();
         }
         let sums = check_dir.path().join("stdin.sums");
-        let out = rigs::cmd::shell(&format!(
+        rigs::must_run(&mut rigs::cmd::shell(&format!(
             "cat '{}' | {} of=/dev/null --hash={algorithm} --hash-file='{}'",
             data.display(),
             rigs::cmd::DDX,
             sums.display()
-        ))
-        .output()
-        .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        )));
         let written = std::fs::read_to_string(&sums).unwrap();
         assert!(
             written.contains(" -\n") || written.contains("(-)"),

@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 use super::{Bmap, BmapError, Hasher};
-use crate::ends::{End, Kind, Pipeline, Whence};
+use crate::ends::{forward_to_inner, End, Kind, Whence};
 use crate::sys::Errno;
 
 const SCRATCH: usize = 1 << 20;
@@ -355,27 +355,9 @@ impl End for BmapFilter {
         Ok(())
     }
 
-    fn pipeline(&mut self, hint: Pipeline) {
-        self.inner.pipeline(hint)
-    }
-
-    fn settle(&mut self) -> Result<(), Errno> {
-        self.inner.settle()
-    }
-
     fn take_detail(&mut self) -> Option<String> {
         self.detail.take()
     }
 
-    fn close(self: Box<Self>) -> Result<(), Errno> {
-        self.inner.close()
-    }
-
-    fn close_failed(self: Box<Self>) -> Result<(), Errno> {
-        self.inner.close_failed()
-    }
-
-    fn abandon(self: Box<Self>) {
-        self.inner.abandon()
-    }
+    forward_to_inner!(pipeline, settle, close, close_failed, abandon);
 }

@@ -26,7 +26,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::{Bmap, ChecksumKind, Hasher, Range};
-use crate::ends::{End, Kind, Pipeline, Whence};
+use crate::ends::{forward_to_inner, End, Kind, Whence};
 use crate::sys::Errno;
 use crate::transform::is_all_zero;
 
@@ -337,10 +337,7 @@ impl BmapRecorder {
 
 impl End for BmapRecorder {
     fn kind(&self) -> Kind {
-        match self.inner.kind() {
-            kind if kind.positional() => Kind::Stream,
-            kind => kind,
-        }
+        self.inner.kind().sequential()
     }
 
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
@@ -380,33 +377,16 @@ impl End for BmapRecorder {
         Ok(at)
     }
 
-    fn size(&self) -> Result<Option<u64>, Errno> {
-        self.inner.size()
-    }
-
-    fn next_data(&mut self, offset: u64) -> Result<Option<u64>, Errno> {
-        self.inner.next_data(offset)
-    }
-
-    fn next_hole(&mut self, offset: u64) -> Result<u64, Errno> {
-        self.inner.next_hole(offset)
-    }
-
-    fn sync(&mut self, data_only: bool) -> Result<(), Errno> {
-        self.inner.sync(data_only)
-    }
-
-    fn pipeline(&mut self, hint: Pipeline) {
-        self.inner.pipeline(hint)
-    }
-
-    fn settle(&mut self) -> Result<(), Errno> {
-        self.inner.settle()
-    }
-
-    fn take_detail(&mut self) -> Option<String> {
-        self.inner.take_detail()
-    }
+    forward_to_inner!(
+        size,
+        next_data,
+        next_hole,
+        sync,
+        pipeline,
+        settle,
+        take_detail,
+        abandon
+    );
 
     fn close(mut self: Box<Self>) -> Result<(), Errno> {
         if let Some(mut recording) = self.recording.take() {
@@ -428,8 +408,5 @@ impl End for BmapRecorder {
     fn close_failed(self: Box<Self>) -> Result<(), Errno> {
         // No map of a failed copy is written: nothing to complete.
         self.inner.close_failed()
-    }
-    fn abandon(self: Box<Self>) {
-        self.inner.abandon()
     }
 }

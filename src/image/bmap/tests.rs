@@ -1,4 +1,4 @@
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::*;
 use crate::ends::{End, Kind};
@@ -40,6 +40,14 @@ fn image_and_map() -> (Vec<u8>, Bmap) {
         ],
     };
     (image, map)
+}
+
+/// Close `recorder` and finish the recording it handed to `slot`, for an
+/// image of `size` bytes.
+fn closed_map(recorder: Box<dyn End>, slot: &Mutex<Option<Recording>>, size: u64) -> Bmap {
+    recorder.close().unwrap();
+    let recording = slot.lock().unwrap().take().unwrap();
+    recording.finish(size).unwrap()
 }
 
 #[test]
@@ -259,9 +267,7 @@ fn a_recorded_map_maps_extents_or_nonzero_blocks_and_checks_out() {
         let (recorder, slot) = BmapRecorder::new(Box::new(input), 4096, 0);
         let mut recorder: Box<dyn End> = Box::new(recorder);
         assert_eq!(read_all(&mut *recorder, 5000).unwrap(), image);
-        recorder.close().unwrap();
-        let recording = slot.lock().unwrap().take().unwrap();
-        let map = recording.finish(image.len() as u64).unwrap();
+        let map = closed_map(recorder, &slot, image.len() as u64);
         let first = if extents { 0 } else { 1 };
         let spans: Vec<_> = map.ranges.iter().map(|r| (r.first, r.last)).collect();
         assert_eq!(spans, vec![(first, 2), (10, 10)], "extents: {extents}");
@@ -287,14 +293,7 @@ fn a_recording_skips_what_precedes_its_origin_and_covers_holes_sought_over() {
         .seek(crate::ends::Whence::Start(10 * 4096))
         .unwrap();
     assert_eq!(recorder.read(&mut buf).unwrap(), 100);
-    recorder.close().unwrap();
-    let map = slot
-        .lock()
-        .unwrap()
-        .take()
-        .unwrap()
-        .finish(image.len() as u64 - 4096)
-        .unwrap();
+    let map = closed_map(recorder, &slot, image.len() as u64 - 4096);
     let spans: Vec<_> = map.ranges.iter().map(|r| (r.first, r.last)).collect();
     assert_eq!(spans, vec![(0, 1), (9, 9)]);
     assert_eq!(map.image_size, image.len() as u64 - 4096);
@@ -317,14 +316,7 @@ fn a_block_device_is_mapped_by_its_zeros_not_by_its_all_data_extents() {
     let (recorder, slot) = BmapRecorder::new(Box::new(input), 4096, 0);
     let mut recorder: Box<dyn End> = Box::new(recorder);
     assert_eq!(read_all(&mut *recorder, 1 << 20).unwrap(), image);
-    recorder.close().unwrap();
-    let map = slot
-        .lock()
-        .unwrap()
-        .take()
-        .unwrap()
-        .finish(image.len() as u64)
-        .unwrap();
+    let map = closed_map(recorder, &slot, image.len() as u64);
     let spans: Vec<_> = map.ranges.iter().map(|r| (r.first, r.last)).collect();
     assert_eq!(spans, vec![(1, 2), (10, 10)]);
 }

@@ -44,7 +44,7 @@ use std::thread::JoinHandle;
 use liblzma::stream::{Action, Check, MtStreamBuilder, Status, Stream};
 
 use crate::ends::{End, Kind, Whence};
-use crate::image::chunks::{BufferPool, Failure};
+use crate::image::chunks::{next_job, BufferPool, Failure};
 use crate::sys::Errno;
 
 /// Uncompressed bytes per zstd frame or gzip member.
@@ -386,14 +386,7 @@ impl Compressed {
 
 fn worker(jobs: &Mutex<Receiver<Job>>, compression: Compression, pool: &BufferPool) {
     let mut zstd = None;
-    loop {
-        let job = match jobs.lock() {
-            Ok(rx) => match rx.recv() {
-                Ok(job) => job,
-                Err(_) => return,
-            },
-            Err(_) => return,
-        };
+    while let Some(job) = next_job(jobs) {
         let result = match compression.algorithm {
             Algorithm::Zstd => zstd_frame(&mut zstd, compression.level, &job.data),
             Algorithm::Gzip => gzip_member(compression.level, &job.data),

@@ -14,22 +14,11 @@ use std::sync::Arc;
 use liblzma::stream::{Action, MtStreamBuilder, Status, Stream};
 
 use super::{corrupt, input_failed, CHUNK};
-use crate::image::chunks::{announce, send, BufferPool, Failure, Gone, Part, Piece};
+use crate::image::chunks::{announce, send, BufferPool, Part, Piece, Stop};
 use crate::image::source::Source;
 
 const READ_STEP: usize = 1 << 20;
 const DEPTH: usize = 8;
-
-enum Stop {
-    Gone,
-    Failed(Failure),
-}
-
-impl From<Gone> for Stop {
-    fn from(_: Gone) -> Stop {
-        Stop::Gone
-    }
-}
 
 pub fn run(
     source: Source,

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use zstd::zstd_safe::{self, DCtx, InBuffer, OutBuffer, ResetDirective};
 
 use super::{corrupt, input_failed, CHUNK};
-use crate::image::chunks::{announce, send, BufferPool, Failure, Gone, Part, Piece};
+use crate::image::chunks::{announce, next_job, send, BufferPool, Part, Piece, Stop};
 use crate::image::format::{is_skippable_magic, ZSTD_MAGIC};
 use crate::image::source::Source;
 
@@ -76,18 +76,6 @@ pub fn run(
         }
         dispatcher.source
     })
-}
-
-enum Stop {
-    /// The reader has gone: nothing more to do.
-    Gone,
-    Failed(Failure),
-}
-
-impl From<Gone> for Stop {
-    fn from(_: Gone) -> Stop {
-        Stop::Gone
-    }
 }
 
 struct Dispatcher {
@@ -302,14 +290,7 @@ impl Dispatcher {
 
 fn worker(jobs: &Mutex<Receiver<Job>>, pool: &BufferPool) {
     let mut dctx = DCtx::create();
-    loop {
-        let job = match jobs.lock() {
-            Ok(rx) => match rx.recv() {
-                Ok(job) => job,
-                Err(_) => return,
-            },
-            Err(_) => return,
-        };
+    while let Some(job) = next_job(jobs) {
         let result = decode_frame(&mut dctx, &job, pool);
         let last = match result {
             Ok(()) => Piece::Done,

@@ -15,13 +15,15 @@
 //! started (`cmd`), running them side by side and asserting that they
 //! agree (`fixture`), test data (`bytes`), the page cache as fincore sees
 //! it (`pages`), object servers (`object`: s3s-fs, rclone's and python's
-//! HTTP servers, a TLS front), signalling a running ddx (`signal`) and
+//! HTTP servers, a TLS front), disk images made by the real tools
+//! (`images`: mkfs.ext4, bmaptool), signalling a running ddx (`signal`) and
 //! skipping (`skips`).
 
 pub mod bytes;
 pub mod cgroup;
 pub mod cmd;
 pub mod fixture;
+pub mod images;
 pub mod nbd;
 #[cfg(feature = "object")]
 pub mod object;
@@ -254,6 +256,27 @@ pub fn run_tool(cmd: &mut Command, what: &str) -> Result<Output, String> {
         ));
     }
     Ok(out)
+}
+
+/// Runs a tool the test cannot go on without; panics with its stderr if
+/// it fails. Its stdout.
+pub fn must_run(cmd: &mut Command) -> Vec<u8> {
+    let what = format!("{cmd:?}");
+    run_tool(cmd, &what)
+        .unwrap_or_else(|why| panic!("{why}"))
+        .stdout
+}
+
+/// Whether every one of `tools` is on PATH; if not, skips naming the
+/// first one missing (the caller returns).
+pub fn tools_or_skip(tools: &[&str]) -> bool {
+    match tools.iter().find(|tool| !have(tool)) {
+        Some(missing) => {
+            skip(&format!("{missing} is not installed"));
+            false
+        }
+        None => true,
+    }
 }
 
 /// Whether `tool` is on PATH.

@@ -147,17 +147,8 @@ fn plugin_dir(key: &str) -> Option<PathBuf> {
 
 /// Runs `cmd` to the end; Err with its stderr if it failed.
 pub fn run(cmd: &mut Command) -> Result<Vec<u8>, String> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("{cmd:?}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{cmd:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(out.stdout)
+    let what = format!("{cmd:?}");
+    super::run_tool(cmd, &what).map(|out| out.stdout)
 }
 
 /// The whole export behind `uri`, as nbdcopy (libnbd's own copier, the
