@@ -2,9 +2,9 @@
 
 complete -c ddx -f
 
-# A comma-separated list after --option=: complete its last item.
+# A comma-separated list after --option= or operand=: complete its last item.
 function __ddx_list
-    set -l value (string replace -r '^--[^=]*=' '' -- (commandline -ct))
+    set -l value (string replace -r '^[^=]*=' '' -- (commandline -ct))
     set -l done (string replace -r '[^,]*$' '' -- $value)
     for word in $argv
         echo $done$word
@@ -52,15 +52,6 @@ complete -c ddx -n '__fish_seen_subcommand_from bench' -l html -r -F -d 'also wr
 complete -c ddx -n '__fish_seen_subcommand_from bench' -l help -d 'display this help and exit'
 complete -c ddx -n '__fish_seen_subcommand_from bench' -l version -d 'output version information and exit'
 complete -c ddx -n '__fish_seen_subcommand_from bench; and not string match -q -- "-*" (commandline -ct)' -F
-
-# A comma-separated list: complete its last item.
-function __ddx_list
-    set -l value (string replace -r '^[^=]*=' '' -- (commandline -ct))
-    set -l done (string replace -r '[^,]*$' '' -- $value)
-    for item in $argv
-        echo $done$item
-    end
-end
 
 function __ddx_operand
     set -l token (commandline -ct)

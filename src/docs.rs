@@ -465,18 +465,6 @@ fn fish_bench() -> String {
     out.push_str(&format!(
         "complete -c ddx -n '{IN_BENCH}; and not string match -q -- \"-*\" (commandline -ct)' -F\n"
     ));
-    out.push_str(
-        r#"
-# A comma-separated list: complete its last item.
-function __ddx_list
-    set -l value (string replace -r '^[^=]*=' '' -- (commandline -ct))
-    set -l done (string replace -r '[^,]*$' '' -- $value)
-    for item in $argv
-        echo $done$item
-    end
-end
-"#,
-    );
     out
 }
 
@@ -486,9 +474,9 @@ pub fn fish() -> String {
 
 complete -c ddx -f
 
-# A comma-separated list after --option=: complete its last item.
+# A comma-separated list after --option= or operand=: complete its last item.
 function __ddx_list
-    set -l value (string replace -r '^--[^=]*=' '' -- (commandline -ct))
+    set -l value (string replace -r '^[^=]*=' '' -- (commandline -ct))
     set -l done (string replace -r '[^,]*$' '' -- $value)
     for word in $argv
         echo $done$word
