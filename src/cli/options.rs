@@ -196,7 +196,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::switch(
         "verbose",
         "after the statistics, say how the copy ran: backend, request size, \
-         queue depth, cache policy, kernel offload and CPU use",
+         queue depth, cache policy, kernel offload, what --trim discarded and CPU use",
     ),
     OptionSpec::switch(
         "force",
