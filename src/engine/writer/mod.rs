@@ -1,9 +1,9 @@
 //! The writing half of a copy: seek=, then each record as GNU dd writes it:
 //! straight through (one write per read, with `bs=` and no conversion) or
 //! converted and re-blocked into obs-sized writes ([`records`]); bulk data
-//! and holes, counted as GNU's records ([`tally`]); sparse seeks and the
-//! O_DIRECT tail ([`raw`]); drop-behind on every path that writes through
-//! the page cache ([`behind`]); the final ftruncate
+//! and holes, counted as GNU's records ([`tally`]); sparse seeks, `--trim`'s
+//! discards and the O_DIRECT tail ([`raw`]); drop-behind on every path
+//! that writes through the page cache ([`behind`]); the final ftruncate
 //! and fdatasync/fsync.
 //!
 //! It consumes the reader's [`Event`]s in order and is the only place that
