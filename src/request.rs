@@ -51,6 +51,9 @@ pub struct Settings {
     pub request_size: Option<usize>,
     /// `--force`: skip the wrong-device guard's refusals and prompt.
     pub force: bool,
+    /// `--trim`: discard zero blocks and holes on the output instead of
+    /// writing them.
+    pub trim: bool,
     /// `--verbose`: how the copy ran, after GNU's statistics.
     pub verbose: bool,
     /// `--progress-fd=N`: JSON progress records to this descriptor.

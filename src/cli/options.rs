@@ -174,6 +174,15 @@ pub const OPTIONS: &[OptionSpec] = &[
          bypassing the cache, and report the first offset that differs from what was \
          written, naming the output (exit status 1)",
     ),
+    OptionSpec::switch(
+        "trim",
+        "discard on the output, instead of writing them, the output blocks that are \
+         all zeros and the input's holes, so that they still read back as zeros: an \
+         NBD zero request that lets the server deallocate, a hole punched in a file or \
+         block device (written as zeros where the output refuses); with or without \
+         conv=sparse, which then no longer leaves old data under the zeros; the \
+         statistics are GNU's; only onto a file, block device or NBD export",
+    ),
     OptionSpec::valued(
         "progress-fd",
         "FD",
@@ -187,7 +196,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::switch(
         "verbose",
         "after the statistics, say how the copy ran: backend, request size, \
-         queue depth, cache policy, kernel offload and CPU use",
+         queue depth, cache policy, kernel offload, what --trim discarded and CPU use",
     ),
     OptionSpec::switch(
         "force",
@@ -267,6 +276,7 @@ fn apply_switch(settings: &mut Settings, option: &str) {
         "rescue" => settings.rescue = true,
         "resume" => settings.resume = true,
         "verify" => settings.verify = true,
+        "trim" => settings.trim = true,
         "offload" => settings.offload = Offload::Always,
         "no-offload" => settings.offload = Offload::Never,
         "force" => settings.force = true,

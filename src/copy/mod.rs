@@ -193,6 +193,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
             let strategy = planner::plan(&request, &facts);
             let report = request.settings.verbose.then(|| {
                 verbose::HowItRan::new(&request.settings, &strategy, plan)
+                    .with_trim(request.settings.trim, output.end.kind())
                     .with_block_choice(block_choice.as_ref())
                     .with_cpu_since(cpu_at_start)
             });

@@ -1,11 +1,12 @@
 //! `--verbose`: after GNU's statistics (unchanged), how the copy ran:
-//! backend, request size, queue depth, cache policy, kernel offload and
-//! CPU use (user + system time as a share of the elapsed time, as in the
+//! backend, request size, queue depth, cache policy, kernel offload,
+//! what `--trim` discarded and CPU use (user + system time as a share of the elapsed time, as in the
 //! copy tables of the benchmarks). Also the total a progress display can
 //! count towards.
 
 use std::sync::atomic::Ordering;
 
+use crate::ends::Kind;
 use crate::engine::cache::CachePolicy;
 use crate::engine::{Backend, Counters, Input};
 use crate::operands::CopyPlan;
@@ -26,6 +27,8 @@ pub struct HowItRan {
     splice: bool,
     /// bs=auto's choice, and why.
     block_size: Option<String>,
+    /// `--trim` onto an output of this kind.
+    trim: Option<Kind>,
     /// CPU time already used when the copy started (start-up, opening).
     cpu_before: Option<(std::time::Duration, std::time::Duration)>,
 }
@@ -102,6 +105,7 @@ impl HowItRan {
             offload_tried: shaping.offload_unit.is_some(),
             splice: shaping.splice,
             block_size: None,
+            trim: None,
             cpu_before: None,
         }
     }
@@ -120,6 +124,7 @@ impl HowItRan {
             offload_tried: false,
             splice: false,
             block_size: None,
+            trim: None,
             cpu_before: None,
         }
     }
@@ -130,6 +135,12 @@ impl HowItRan {
         start: Option<(std::time::Duration, std::time::Duration)>,
     ) -> Self {
         self.cpu_before = start;
+        self
+    }
+
+    /// Say what `--trim` did onto an output of `kind`.
+    pub fn with_trim(mut self, trim: bool, kind: Kind) -> Self {
+        self.trim = trim.then_some(kind);
         self
     }
 
@@ -185,6 +196,14 @@ impl HowItRan {
         if let Some(block_size) = &self.block_size {
             reporter.message(format_args!("block size: {block_size}"));
         }
+        if let Some(kind) = self.trim {
+            let discarded = counters.bytes_discarded.load(Ordering::Acquire);
+            let refused = counters.bytes_discard_refused.load(Ordering::Acquire);
+            reporter.message(format_args!(
+                "trim: {}",
+                trim_line(kind, discarded, refused)
+            ));
+        }
         for (what, text) in [
             ("backend", self.backend.as_str()),
             ("requests", self.requests.as_str()),
@@ -195,6 +214,22 @@ impl HowItRan {
             reporter.message(format_args!("{what}: {text}"));
         }
     }
+}
+
+/// The trim line: bytes discarded and how, and zeros written where the
+/// output refused.
+fn trim_line(kind: Kind, discarded: u64, refused: u64) -> String {
+    let how = match kind {
+        Kind::Remote => "as NBD zero requests, which let the server deallocate",
+        _ => "as holes punched (fallocate PUNCH_HOLE)",
+    };
+    let mut line = format!("{discarded} bytes discarded {how}");
+    if refused > 0 {
+        line.push_str(&format!(
+            "; {refused} bytes written as zeros because the output refused"
+        ));
+    }
+    line
 }
 
 /// The cache line: the decision, and the figures it was made on.

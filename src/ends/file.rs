@@ -109,6 +109,21 @@ impl End for FileEnd {
         file::truncate(self.handle.as_fd(), len)
     }
 
+    /// A hole punched at the position (`--trim`): a file keeps its size
+    /// (a range past its end is extended over by the writer, as after
+    /// conv=sparse's seek); a block device zeroes or discards the range.
+    /// Other kinds cannot: EOPNOTSUPP.
+    fn write_zeroes(&mut self, len: u64) -> Result<(), Errno> {
+        if !matches!(self.kind, Kind::RegularFile | Kind::BlockDevice) {
+            return Err(Errno::NOTSUP);
+        }
+        let fd = self.handle.as_fd();
+        let at = file::current_offset(fd)?.max(0) as u64;
+        let delta = i64::try_from(len).map_err(|_| Errno::OVERFLOW)?;
+        file::punch_hole(fd, at, len)?;
+        file::seek(fd, SeekFrom::Current(delta)).map(drop)
+    }
+
     fn sync(&mut self, data_only: bool) -> Result<(), Errno> {
         if data_only {
             file::fdatasync(self.handle.as_fd())

@@ -57,6 +57,9 @@ pub struct Shaping {
     /// Move records with splice(2) (a pipe end; see
     /// `planner::splice_fits`); in-line backends only.
     pub splice: bool,
+    /// `--trim`: the writer discards zero blocks and holes on the output,
+    /// so it must see every byte (no kernel copy writes past it).
+    pub trim: bool,
 }
 
 /// The reader thread's stack: it keeps no large data on it, and a small
@@ -113,6 +116,7 @@ pub fn run(
     let mut writer = Writer::new(Arc::clone(&plan), output, counters, events)
         .with_mapped_holes(shaping.bulk.is_some_and(|shape| shape.mapped_holes))
         .with_cache(shaping.cache)
+        .with_trim(shaping.trim)
         .with_tap(tap);
     let mut offload_stopped = false;
     if let Some(unit) = shaping.offload_unit {
@@ -123,8 +127,8 @@ pub fn run(
         }
     }
     // io_uring writes by itself, past the writer: not when the writer
-    // must see the bytes (--hash, --verify).
-    let uring_allowed = !offload_stopped && !writer.has_tap();
+    // must see the bytes (--hash, --verify, --trim).
+    let uring_allowed = !offload_stopped && !writer.has_tap() && !shaping.trim;
     if let (Backend::Uring { queue_depth }, Some(shape), true) =
         (backend, shaping.bulk, uring_allowed)
     {

@@ -24,6 +24,11 @@ pub struct Counters {
     pub bytes_offloaded: AtomicU64,
     /// Of bytes_out, those written uncached (RWF_DONTCACHE), for --verbose.
     pub bytes_uncached: AtomicU64,
+    /// `--trim`: bytes of zeros the output discarded, and bytes it
+    /// refused to (written as zeros instead), for --verbose. Set once,
+    /// when the copy is over.
+    pub bytes_discarded: AtomicU64,
+    pub bytes_discard_refused: AtomicU64,
 }
 
 /// A consistent-enough copy of the counters for printing.

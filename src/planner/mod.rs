@@ -179,6 +179,7 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
     let splice = settings.backend.is_none()
         && settings.offload != Offload::Never
         && !hashing
+        && !settings.trim
         && splice_fits(plan, facts);
     let backend = if splice { Backend::Sync } else { backend };
     let cache = cache::decide(plan, settings, facts);
@@ -186,6 +187,7 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
         Backend::Sync => Shaping {
             splice,
             cache: cache.policy,
+            trim: settings.trim,
             ..Shaping::default()
         },
         Backend::Threads { .. } | Backend::Uring { .. } | Backend::Sequential => Shaping {
@@ -193,8 +195,10 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
             // In turn (within one disk, on one CPU), the kernel's copy is
             // the cheaper one, but for a sparse input, whose holes it would
             // read; overlapped, ddx's may be the faster.
+            // The kernel would write the zeros --trim discards.
             offload_unit: offload_unit(plan, facts).filter(|_| {
                 !hashing
+                    && !settings.trim
                     && match settings.offload {
                         Offload::Never => false,
                         Offload::Always => true,
@@ -206,6 +210,7 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
             }),
             cache: cache.policy,
             splice: false,
+            trim: settings.trim,
         },
     };
     Strategy {

@@ -24,6 +24,7 @@ use std::path::Path;
 
 use super::facts::{EndFacts, Facts, Place};
 use crate::ends::Kind;
+use crate::operands::IoFlags;
 use crate::request::{BackendChoice, CacheChoice, Offload, Request};
 use crate::text::quote::quote_file;
 
@@ -42,6 +43,10 @@ pub enum Need {
     /// What was read can be read again by name (`--hash-file`'s checker
     /// reads the input it names).
     ReadAgain,
+    /// A range can be made to read as zeros without writing them, or,
+    /// where the storage refuses, by writing them in place (`--trim`): a
+    /// file, a block device or an export, not a stream.
+    Discard,
 }
 
 /// What an option needs beyond its two ends.
@@ -124,6 +129,13 @@ pub const TABLE: &[Row] = &[
         Need::ReadAgain,
         Need::Any,
         Beside::HashFile,
+    ),
+    row(
+        "--trim",
+        |r| r.settings.trim,
+        Need::Any,
+        Need::Discard,
+        Beside::Nothing,
     ),
     row(
         "--hash",
@@ -262,13 +274,14 @@ pub fn admit(request: &Request, facts: &Facts) -> Result<(), Refusal> {
     contradictions(request)?;
     let input = EndName::input(request.plan.input.as_deref());
     let output = EndName::output(request.plan.output.as_deref());
+    let written = written(request, &facts.output);
     for row in TABLE.iter().filter(|row| (row.asked)(request)) {
         // Standard input is named '-', which its checker reads as such.
         let named = request.plan.input.is_some();
         if let Some(why) = unmet_input(row.input, &facts.input, named) {
             return Err(refusal(row, &input, why));
         }
-        if let Some(why) = unmet_output(row.output, &facts.output) {
+        if let Some(why) = unmet_output(row.output, &written) {
             return Err(refusal(row, &output, why));
         }
         match row.beside {
@@ -302,10 +315,37 @@ pub fn admit_tees(request: &Request, tees: &[(&Path, EndFacts)]) -> Result<(), R
     Ok(())
 }
 
+/// What the copy writes to: under `--compress`, a stream ddx encodes
+/// (whatever the output is, the bytes written are not the copy's).
+fn written(request: &Request, output: &EndFacts) -> EndFacts {
+    if request.settings.compress.is_some() {
+        EndFacts::of_kind(Kind::Stream)
+    } else {
+        output.clone()
+    }
+}
+
 /// Options that contradict each other whatever the ends: a tuning of the
-/// overlapped backends with GNU's own loop asked for.
+/// overlapped backends with GNU's own loop asked for; `--trim` where the
+/// bytes do not go where the writer discards (oflag=append writes at the
+/// end whatever the position; a copy by position writes each chunk as
+/// it reads it, zeros included).
 fn contradictions(request: &Request) -> Result<(), Refusal> {
     let settings = &request.settings;
+    if settings.trim {
+        let other = if request.plan.output_flags.contains(IoFlags::APPEND) {
+            Some("oflag=append: an appended output is written at its end, not where its zeros would be discarded")
+        } else if settings.rescue || settings.resume || settings.map.is_some() {
+            Some(
+                "--rescue, --map and --resume: a copy by position writes each chunk as it reads it",
+            )
+        } else {
+            None
+        };
+        if let Some(other) = other {
+            return Err(Refusal(format!("--trim cannot be combined with {other}")));
+        }
+    }
     if settings.backend == Some(BackendChoice::Sync) {
         let tuning = if settings.queue_depth.is_some() {
             Some("--queue-depth")
@@ -358,7 +398,7 @@ fn unmet(does: &'static str, kind: Kind, which: &str) -> Option<Unmet> {
 /// None when the input (`named` by if=) meets the need.
 fn unmet_input(need: Need, end: &EndFacts, named: bool) -> Option<Unmet> {
     match need {
-        Need::Any | Need::ReadBack => None,
+        Need::Any | Need::ReadBack | Need::Discard => None,
         Need::Positions
             if matches!(
                 end.kind,
@@ -419,6 +459,20 @@ fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
             "reads the output back",
             end.kind,
             "which it cannot read back",
+        ),
+        Need::Discard
+            if !end.null_device
+                && matches!(
+                    end.kind,
+                    Kind::RegularFile | Kind::BlockDevice | Kind::Remote
+                ) =>
+        {
+            None
+        }
+        Need::Discard => unmet(
+            "discards zeros on the output",
+            end.kind,
+            "where nothing can be discarded",
         ),
     }
 }

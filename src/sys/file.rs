@@ -182,6 +182,23 @@ pub fn truncate(fd: BorrowedFd<'_>, len: u64) -> Result<(), Errno> {
     retry_eintr(|| rustix::fs::ftruncate(fd, len))
 }
 
+/// fallocate(PUNCH_HOLE | KEEP_SIZE): `len` bytes at `offset` read back
+/// as zeros, their blocks freed where the filesystem can (a block device
+/// zeroes or discards them), the size unchanged. EOPNOTSUPP where the
+/// filesystem or device cannot; a block device refuses a range that is
+/// not whole logical blocks (EINVAL).
+pub fn punch_hole(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Result<(), Errno> {
+    use rustix::fs::FallocateFlags;
+    retry_eintr(|| {
+        rustix::fs::fallocate(
+            fd,
+            FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
+            offset,
+            len,
+        )
+    })
+}
+
 pub fn fdatasync(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     retry_eintr(|| rustix::fs::fdatasync(fd))
 }

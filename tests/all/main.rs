@@ -33,3 +33,4 @@ mod progress;
 mod refusals;
 mod rescue;
 mod splice;
+mod trim;

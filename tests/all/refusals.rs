@@ -142,6 +142,11 @@ const ROWS: &[Row] = &[
         args: &["--verify"],
         accepts: |_, o| file_out(o) || o == Out::Block || o == Out::Nbd,
     },
+    // Discards need storage: a file, a block device or an export.
+    Row {
+        args: &["--trim"],
+        accepts: |_, o| file_out(o) || o == Out::Block || o == Out::Nbd,
+    },
     Row {
         args: &["--hash=sha256"],
         accepts: anything,

@@ -1,9 +1,9 @@
 //! The writing half of a copy: seek=, then each record as GNU dd writes it:
 //! straight through (one write per read, with `bs=` and no conversion) or
 //! converted and re-blocked into obs-sized writes ([`records`]); bulk data
-//! and holes, counted as GNU's records ([`tally`]); sparse seeks and the
-//! O_DIRECT tail ([`raw`]); drop-behind on every path that writes through
-//! the page cache ([`behind`]); the final ftruncate
+//! and holes, counted as GNU's records ([`tally`]); sparse seeks, `--trim`'s
+//! discards and the O_DIRECT tail ([`raw`]); drop-behind on every path
+//! that writes through the page cache ([`behind`]); the final ftruncate
 //! and fdatasync/fsync.
 //!
 //! It consumes the reader's [`Event`]s in order and is the only place that
@@ -133,6 +133,13 @@ impl<'a> Writer<'a> {
     /// unwritten (see `BulkShape::mapped_holes`).
     pub fn with_mapped_holes(mut self, mapped: bool) -> Self {
         self.mapped_holes = mapped;
+        self
+    }
+
+    /// `--trim`: discard the output's zero blocks and the input's holes
+    /// instead of writing them (see `RawOutput::discard_over`).
+    pub fn with_trim(mut self, trim: bool) -> Self {
+        self.out.raw.set_trim(trim);
         self
     }
 
@@ -276,6 +283,14 @@ impl<'a> Writer<'a> {
     /// order, then the run's result.
     pub fn conclude(&mut self, end: StreamEnd) -> RunResult {
         self.out.behind.finish(self.out.output.end.fd());
+        let discards = self.out.raw.discards;
+        let counters = self.out.counters;
+        counters
+            .bytes_discarded
+            .store(discards.discarded, std::sync::atomic::Ordering::Release);
+        counters
+            .bytes_discard_refused
+            .store(discards.written, std::sync::atomic::Ordering::Release);
         match end {
             Ok((failed, late)) => {
                 // A write error already said (one write per read: GNU's
@@ -480,9 +495,23 @@ impl<'a> Writer<'a> {
         self.tally.bulk_read(counters, len);
         let block = self.tally.write_block();
         debug_assert_eq!(self.reblocker.fill(), 0, "holes start on block boundaries");
-        if self.mapped_holes && self.out.raw.skip_over(self.out.output.end.as_mut(), len) {
+        if self.mapped_holes
+            && !self.out.raw.trims()
+            && self.out.raw.skip_over(self.out.output.end.as_mut(), len)
+        {
             add(&counters.bytes_out, len);
             self.count_out_from_bytes();
+            return Ok(Handled::Continue(None));
+        }
+        // --trim: the hole discarded whole where the output can, counted
+        // as conv=sparse counts a seek over it; else written as zeros.
+        if self.out.raw.discard_over(self.out.output.end.as_mut(), len) {
+            add(&counters.bytes_out, len);
+            if self.mapped_holes {
+                self.count_out_from_bytes();
+            } else {
+                add(&counters.records_out_full, len / block as u64);
+            }
             return Ok(Handled::Continue(None));
         }
         let mut sought = 0;
@@ -891,7 +920,7 @@ impl Out<'_> {
         let mut done = 0;
         while done < data.len() {
             let mut end = data.len();
-            if self.raw.sparse() {
+            if self.raw.zero_runs() {
                 // The run of pieces that are all zero, or all not.
                 let piece = |at: usize| &data[at..(at + block).min(data.len())];
                 let zero = is_all_zero(piece(done));
@@ -899,7 +928,16 @@ impl Out<'_> {
                 while end < data.len() && is_all_zero(piece(end)) == zero {
                     end = (end + block).min(data.len());
                 }
-                if zero {
+                if zero && self.raw.trims() {
+                    // Refused: written below, where the raw layer counts
+                    // the zeros it had to write.
+                    let run = (end - done) as u64;
+                    if self.raw.discard_over(self.output.end.as_mut(), run) {
+                        add(&self.counters.bytes_out, run);
+                        done = end;
+                        continue;
+                    }
+                } else if zero {
                     let run = (end - done) as u64;
                     let sought =
                         (self.raw).seek_over(self.output.end.as_mut(), run, block as u64) as usize;

@@ -1,8 +1,8 @@
 //! The lowest layer of writing, dd's `iwrite`: one buffer written whole
 //! (retrying short writes and EINTR), conv=sparse's seeks over all-zero
-//! buffers, the unaligned O_DIRECT tail that must go through the cache,
-//! GNU's nocache advice, and uncached writes (RWF_DONTCACHE) where the
-//! copy drops its pages behind it.
+//! buffers and `--trim`'s discards of them, the unaligned O_DIRECT tail
+//! that must go through the cache, GNU's nocache advice, and uncached
+//! writes (RWF_DONTCACHE) where the copy drops its pages behind it.
 
 use crate::ends::{End, Whence};
 use crate::engine::cache::CacheDropper;
@@ -31,8 +31,29 @@ struct Settings {
     quiet: bool,
 }
 
+/// `--trim`: whether all-zero blocks are discarded on the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trim {
+    Off,
+    On,
+    /// The output cannot discard (EOPNOTSUPP): zeros are written as data
+    /// from now on, without asking again for every block.
+    Refused,
+}
+
+/// What `--trim` did, for `--verbose`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Discards {
+    /// Bytes the output discarded (zero requests, punched holes).
+    pub discarded: u64,
+    /// Bytes of zeros written as data because the output refused.
+    pub written: u64,
+}
+
 pub struct RawOutput {
     settings: Settings,
+    trim: Trim,
+    pub discards: Discards,
     /// conv=sparse: all-zero buffers are sought over; off for good once
     /// the output turns out not to seek (sparse is only advice).
     sparse_seeks: bool,
@@ -58,6 +79,8 @@ impl RawOutput {
                 quiet: plan.status == StatusLevel::None,
             },
             sparse_seeks: plan.conv.contains(Conv::SPARSE),
+            trim: Trim::Off,
+            discards: Discards::default(),
             ended_in_seek: false,
             fsync_required: false,
             cache: CacheDropper::new(
@@ -68,10 +91,64 @@ impl RawOutput {
         }
     }
 
+    /// `--trim`: discard all-zero blocks instead of writing them (and
+    /// instead of conv=sparse's seeks, which would leave old data).
+    pub fn set_trim(&mut self, trim: bool) {
+        self.trim = if trim { Trim::On } else { Trim::Off };
+    }
+
     /// Whether all-zero blocks are sought over (conv=sparse, and the
-    /// output seeks).
+    /// output seeks, and no `--trim`).
     pub fn sparse(&self) -> bool {
-        self.sparse_seeks
+        self.sparse_seeks && self.trim == Trim::Off
+    }
+
+    /// Whether `--trim` was asked: holes and zero blocks go to
+    /// [`RawOutput::discard_over`] first.
+    pub fn trims(&self) -> bool {
+        self.trim != Trim::Off
+    }
+
+    /// Whether the writer looks for runs of all-zero blocks.
+    pub fn zero_runs(&self) -> bool {
+        self.sparse() || self.trims()
+    }
+
+    /// Discard `len` bytes at the position (`--trim`): true when the
+    /// output did and the position moved past them; false when the
+    /// caller must write the zeros (the output refused, or `--trim` is
+    /// off).
+    pub fn discard_over(&mut self, end: &mut dyn End, len: u64) -> bool {
+        if !self.discard(end, len) {
+            return false;
+        }
+        self.advance(len);
+        true
+    }
+
+    /// As [`RawOutput::discard_over`], without moving the offset kept
+    /// here.
+    fn discard(&mut self, end: &mut dyn End, len: u64) -> bool {
+        if self.trim != Trim::On {
+            return false;
+        }
+        match end.write_zeroes(len) {
+            Ok(()) => {
+                // Like a seek over zeros, a hole punched past a file's
+                // end leaves it short until the writer extends it.
+                self.ended_in_seek = true;
+                self.discards.discarded += len;
+                true
+            }
+            // The filesystem, device or server cannot: for good.
+            Err(Errno::NOTSUP) => {
+                self.trim = Trim::Refused;
+                false
+            }
+            // This range only (a device's partial logical block, a range
+            // past an export's end, which the write then meets as GNU's).
+            Err(_) => false,
+        }
     }
 
     /// Seek over `len` bytes of zeros under conv=sparse, in `block`-sized
@@ -160,9 +237,17 @@ impl RawOutput {
         let mut written = 0;
         let mut error = None;
         let mut uncached_refused = false;
+        let zeros = self.zero_runs() && is_all_zero(buf);
+        if zeros && self.trims() {
+            if self.discard(end, buf.len() as u64) {
+                written = buf.len();
+            } else {
+                self.discards.written += buf.len() as u64;
+            }
+        }
         while written < buf.len() {
             self.ended_in_seek = false;
-            if self.sparse_seeks && is_all_zero(buf) {
+            if zeros && self.sparse() {
                 match end.seek(Whence::Current(buf.len() as i64)) {
                     Ok(_) => {
                         self.ended_in_seek = true;
@@ -263,6 +348,54 @@ mod tests {
         let mut buf = [1u8; 32];
         assert_eq!(rustix::io::read(&r, &mut buf).unwrap(), 16);
         assert_eq!(&buf[..16], &[0; 16]);
+    }
+
+    #[test]
+    fn trim_punches_zero_buffers_over_old_data_where_sparse_would_seek() {
+        let mut end = memfd();
+        end.write(&[7; 8192]).unwrap();
+        end.seek(Whence::Start(0)).unwrap();
+        let mut raw = RawOutput::new(&plan(&["conv=sparse"]), Some(0));
+        raw.set_trim(true);
+        assert!(!raw.sparse(), "--trim replaces the seeks");
+        let w = raw.write(&mut end, b"m", &[0; 4096], false, &Quiet);
+        assert_eq!((w.bytes, w.error), (4096, None));
+        assert_eq!(raw.offset, Some(4096));
+        assert_eq!(end.seek(Whence::Current(0)), Ok(4096));
+        let mut back = [1u8; 8192];
+        assert_eq!(end.read_at(&mut back, 0), Ok(8192));
+        assert!(back[..4096].iter().all(|&b| b == 0), "reads back as zeros");
+        assert!(back[4096..].iter().all(|&b| b == 7), "the rest kept");
+        assert_eq!(
+            raw.discards,
+            Discards {
+                discarded: 4096,
+                written: 0
+            }
+        );
+    }
+
+    #[test]
+    fn trim_onto_an_end_that_cannot_discard_writes_the_zeros_and_counts_them() {
+        let (r, w) = rustix::pipe::pipe().unwrap();
+        let mut end = FileEnd::new(Handle::Owned(w));
+        let mut raw = RawOutput::new(&plan(&[]), None);
+        raw.set_trim(true);
+        for _ in 0..2 {
+            let written = raw.write(&mut end, b"p", &[0; 16], false, &Quiet);
+            assert_eq!(written.bytes, 16);
+        }
+        assert_eq!(raw.trim, Trim::Refused);
+        assert_eq!(
+            raw.discards,
+            Discards {
+                discarded: 0,
+                written: 32
+            }
+        );
+        let mut buf = [1u8; 64];
+        assert_eq!(rustix::io::read(&r, &mut buf).unwrap(), 32);
+        assert_eq!(&buf[..32], &[0; 32]);
     }
 
     #[test]

@@ -341,3 +341,66 @@ fn hash_file_takes_standard_input_whatever_it_is() {
         );
     }
 }
+
+#[test]
+fn trim_needs_an_output_that_can_discard() {
+    let settings = asked(|s| s.trim = true);
+    assert_eq!(
+        accepted(&settings, &["of=b"]),
+        every_pair_where(&ALL, &[E::File, E::Block, E::Export])
+    );
+    assert_eq!(
+        why(settings.clone(), &["of=/dev/null"], E::File, E::Null),
+        "--trim discards zeros on the output: of='/dev/null' is a character device, where \
+         nothing can be discarded"
+    );
+    assert_eq!(
+        why(settings.clone(), &[], E::File, E::Pipe),
+        "--trim discards zeros on the output: standard output is a pipe, where nothing can \
+         be discarded"
+    );
+    let mut object = facts(E::File, E::File);
+    object.output = EndFacts::of_kind(Kind::Object);
+    assert_eq!(
+        admit(&request(&["of=s3://b/k"], settings), &object)
+            .expect_err("refused")
+            .to_string(),
+        "--trim discards zeros on the output: of='s3://b/k' is an object, where nothing can be \
+         discarded"
+    );
+}
+
+#[test]
+fn trim_onto_a_compressed_output_is_refused_whatever_holds_it() {
+    let settings = asked(|s| {
+        s.trim = true;
+        s.compress = Some(crate::image::Compression::parse("zstd").unwrap());
+    });
+    assert_eq!(accepted(&settings, &["of=b.zst"]), vec![]);
+    assert_eq!(
+        why(settings, &["of=b.zst"], E::File, E::File),
+        "--trim discards zeros on the output: of='b.zst' is a stream, where nothing can be \
+         discarded"
+    );
+}
+
+#[test]
+fn trim_is_refused_where_the_bytes_do_not_go_where_it_discards() {
+    let trim = asked(|s| s.trim = true);
+    assert_eq!(
+        why(trim.clone(), &["of=b", "oflag=append"], E::File, E::File),
+        "--trim cannot be combined with oflag=append: an appended output is written at its \
+         end, not where its zeros would be discarded"
+    );
+    let rescue = asked(|s| {
+        s.trim = true;
+        s.rescue = true;
+    });
+    assert!(why(rescue, &["if=a", "of=b"], E::File, E::File)
+        .starts_with("--trim cannot be combined with --rescue"));
+    assert!(admit(
+        &request(&["of=b", "conv=sparse"], trim),
+        &facts(E::File, E::File)
+    )
+    .is_ok());
+}
