@@ -49,10 +49,13 @@ use crate::sys::Errno;
 /// they carry.
 pub const MIN_RANGE: usize = 8 << 20;
 
-/// The fewest ranges kept in flight once pipelined: on loopback 4 and 8
-/// were alike; over a WAN each connection is slow on its own (AWS
-/// suggests one per 85-90 MB/s wanted).
-pub const MIN_DEPTH: usize = 8;
+/// The fewest ranges kept in flight once pipelined. Against s3s-fs on
+/// loopback, whose GETs cost it more CPU than they cost ddx, 16 took
+/// 0.85x the time of 8 for a 1 GiB download (BENCHMARKS.md): more
+/// requests keep the server busy on every CPU. Over a WAN each
+/// connection is slow on its own (AWS suggests one per 85-90 MB/s
+/// wanted). With 8 MiB ranges that is 128 MiB in flight.
+pub const MIN_DEPTH: usize = 16;
 
 /// The first range read ahead when reads turn out sequential without a
 /// pipeline hint.
