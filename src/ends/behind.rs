@@ -165,7 +165,7 @@ impl WriteBehind {
         if self.lagging {
             // After a failure, where GNU would stand: at the start of the
             // write that failed (which may be past the end of a device).
-            let failed_at = self.window.front().map(|op| op.offset);
+            let failed_at = self.window.front().map(|op| op.offset + op.done as u64);
             if let Some(pos) = failed_at.or(self.pos) {
                 self.inner.seek(Whence::Start(pos))?;
                 self.pos = Some(pos);
@@ -278,7 +278,11 @@ impl End for WriteBehind {
     }
 
     fn written_until(&self) -> Option<u64> {
-        self.window.front().map(|op| op.offset).or(self.written)
+        // A short write's first part is written too (GNU counts it).
+        self.window
+            .front()
+            .map(|op| op.offset + op.done as u64)
+            .or(self.written)
     }
 
     fn settle(&mut self) -> Result<(), Errno> {

@@ -135,6 +135,8 @@ fn direct_writes_in_flight_match_gnu_dd() {
         "bs=32S oflag=direct seek=1",
         "bs=64S oflag=direct count=7",
         "bs=16S oflag=direct conv=fsync",
+        // Not a divisor of the device: the write that overflows is short.
+        "bs=96S oflag=direct",
     ];
     for input in [&fits, &overflows] {
         on_each_sector_size(&cases, |devices, compare| {
