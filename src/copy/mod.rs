@@ -238,6 +238,9 @@ fn stream(
 ) -> Result<(bool, Option<Input>), Failure> {
     let input_start = input.offset;
     let plan = Arc::new(copying.plan.clone());
+    if let Some(writes) = strategy.write_behind {
+        crate::ends::behind::wrap(output, writes.depth, writes.request);
+    }
     let how = engine::backend::How {
         backend: strategy.backend,
         shaping: strategy.shaping,

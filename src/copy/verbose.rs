@@ -59,6 +59,7 @@ impl HowItRan {
             shaping,
             cache,
             in_turn,
+            write_behind,
         } = strategy;
         let how = if settings.backend.is_some() {
             "as asked"
@@ -98,6 +99,13 @@ impl HowItRan {
             ),
         };
         let cache = cache_policy(cache, shaping.cache, settings.cache);
+        let requests = match write_behind {
+            Some(writes) => format!(
+                "{requests}; writes: {} in flight (O_DIRECT, io_uring)",
+                writes.depth
+            ),
+            None => requests,
+        };
         HowItRan {
             backend,
             requests,

@@ -46,7 +46,21 @@ pub struct Strategy {
     pub cache: cache::Reason,
     /// Why the copy runs in turn (`Backend::Sequential`), where it does.
     pub in_turn: Option<InTurn>,
+    /// Writes to an O_DIRECT output kept in flight together, where they
+    /// pay ([`write_behind`]).
+    pub write_behind: Option<WritesInFlight>,
 }
+
+/// Several direct writes in flight (`ends::behind`): how many, of up to
+/// how many bytes each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WritesInFlight {
+    pub depth: usize,
+    pub request: usize,
+}
+
+/// Most memory the slots of writes in flight may take.
+const WRITE_BEHIND_MEMORY: usize = 64 << 20;
 
 /// Why a copy that could overlap its reads and writes runs them in turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,7 +232,37 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
         shaping,
         cache: cache.reason,
         in_turn: in_turn.filter(|_| backend == Backend::Sequential),
+        write_behind: write_behind(plan, facts, backend),
     }
+}
+
+/// Whether writes to the output go several at once (`ends::behind`).
+///
+/// Under `oflag=direct` each write waits for the device, so GNU's loop
+/// (and a writer thread) keeps one request in flight however deep the
+/// device's queue: keeping several pays where the copy overlaps anyway
+/// (a reader thread or io_uring) with a queue depth above 1, on a local
+/// block device or file the descriptor reaches directly. Not with
+/// O_APPEND (a positional write there appends), nor when records are
+/// re-blocked (two buffers: the writer's failure counts are per output
+/// block there, which this does not keep yet).
+pub fn write_behind(plan: &CopyPlan, facts: &Facts, backend: Backend) -> Option<WritesInFlight> {
+    let queue_depth = match backend {
+        Backend::Threads { queue_depth } | Backend::Uring { queue_depth } => queue_depth,
+        Backend::Sync | Backend::Sequential => return None,
+    };
+    let request = plan.input_block_size;
+    let fits = plan.output_flags.contains(IoFlags::DIRECT)
+        && !plan.output_flags.contains(IoFlags::APPEND)
+        && !plan.two_buffers
+        && matches!(facts.output.kind, Kind::BlockDevice | Kind::RegularFile)
+        && facts.output.descriptor
+        && queue_depth > 1
+        && request <= WRITE_BEHIND_MEMORY / 2;
+    fits.then(|| WritesInFlight {
+        depth: queue_depth.min(WRITE_BEHIND_MEMORY / request),
+        request,
+    })
 }
 
 /// Whether a reader thread ahead of the writer can gain: with a second

@@ -557,3 +557,55 @@ fn on_cpus_others_wait_for_a_copy_from_memory_runs_in_turn() {
     );
     assert_eq!(s.backend, Backend::Sync);
 }
+
+#[test]
+fn direct_writes_go_several_at_once_only_where_the_copy_overlaps() {
+    let to_device = facts(ext4(1), device(2));
+    let with = |words: &[&str], depth: Option<usize>, facts: &Facts| {
+        let settings = Settings {
+            queue_depth: depth,
+            ..auto()
+        };
+        plan(&request(words, settings), facts).write_behind
+    };
+    let direct = ["bs=1M", "oflag=direct"];
+    assert_eq!(
+        with(&direct, Some(8), &to_device),
+        Some(WritesInFlight {
+            depth: 8,
+            request: 1 << 20
+        })
+    );
+    assert_eq!(
+        with(&direct, Some(8), &facts(ext4(1), ext4(2))).map(|w| w.depth),
+        Some(8),
+        "a file opened O_DIRECT too"
+    );
+    assert_eq!(with(&direct, Some(1), &to_device), None, "queue depth 1");
+    assert_eq!(with(&["bs=1M"], Some(8), &to_device), None, "not direct");
+    assert_eq!(
+        with(&["bs=512", "oflag=direct"], Some(8), &to_device),
+        None,
+        "small records keep GNU's loop"
+    );
+    assert_eq!(
+        with(&["bs=1M", "oflag=direct,append"], Some(8), &to_device),
+        None,
+        "a positional write would append"
+    );
+    assert_eq!(
+        with(&["ibs=1M", "obs=64K", "oflag=direct"], Some(8), &to_device),
+        None,
+        "re-blocked"
+    );
+    assert_eq!(
+        with(&direct, Some(8), &facts(ext4(1), stream(Kind::Pipe))),
+        None,
+        "a pipe"
+    );
+    assert_eq!(
+        with(&["bs=32M", "oflag=direct"], Some(8), &to_device).map(|w| w.depth),
+        Some(2),
+        "slots within the memory budget"
+    );
+}

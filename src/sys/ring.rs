@@ -167,6 +167,14 @@ impl Ring {
         }
     }
 
+    /// An idle slot's buffer, to fill before a write of it.
+    pub fn buffer_mut(&mut self, slot: usize) -> Option<&mut [u8]> {
+        match self.busy.get(slot) {
+            Some(None) => Some(self.buffers[slot].as_mut_slice()),
+            _ => None,
+        }
+    }
+
     /// The buffer of `slot` for a request over `range`, if the slot is
     /// idle and the range fits.
     fn idle(&mut self, slot: usize, range: &Range<usize>) -> Result<&mut AlignedBuf, Errno> {

@@ -115,6 +115,68 @@ fn direct_writes_to_block_devices_match_gnu_dd() {
     });
 }
 
+/// With a queue depth above 1 (`BACKENDS` has threads and io_uring at
+/// depth 4, and auto takes the device's), direct writes of large records go several
+/// at once (`ends::behind`); the bytes, the statistics and the final
+/// partial block (O_DIRECT turned off for it) stay GNU's, including where
+/// the device ends before the input and a write in flight fails.
+#[test]
+fn direct_writes_in_flight_match_gnu_dd() {
+    let dir = tempfile::tempdir().unwrap();
+    // Shorter than the 1 MiB devices, with a partial last block.
+    let fits = dir.path().join("fits");
+    std::fs::write(&fits, pattern(5, 900_001)).unwrap();
+    // Longer than the devices: a write fails with ENOSPC mid-copy.
+    let overflows = dir.path().join("overflows");
+    std::fs::write(&overflows, pattern(6, 1_500_000)).unwrap();
+    let cases = [
+        "bs=8S oflag=direct",
+        "bs=64S oflag=direct",
+        "bs=32S oflag=direct seek=1",
+        "bs=64S oflag=direct count=7",
+        "bs=16S oflag=direct conv=fsync",
+        // Not a divisor of the device: the write that overflows is short.
+        "bs=96S oflag=direct",
+    ];
+    for input in [&fits, &overflows] {
+        on_each_sector_size(&cases, |devices, compare| {
+            compare
+                .input_path(input)
+                .outputs(&devices.gnu.path, &devices.ddx.path)
+                .before_each(|| devices.reset())
+                .run();
+        });
+    }
+}
+
+/// `--verbose` says when writes go several at once.
+#[test]
+fn verbose_says_how_many_direct_writes_are_in_flight() {
+    let Some(devices) = pair(4096) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input");
+    std::fs::write(&input, pattern(2, 500_000)).unwrap();
+    let ran = crate::rigs::cmd::ddx()
+        .arg(format!("if={}", input.display()))
+        .arg(format!("of={}", devices.ddx.path.display()))
+        .args([
+            "bs=64K",
+            "oflag=direct",
+            "--backend=threads",
+            "--queue-depth=6",
+            "--verbose",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{stderr}");
+    assert!(stderr.contains("writes: 6 in flight"), "{stderr}");
+    let written = std::fs::read(&devices.ddx.path).unwrap();
+    assert_eq!(&written[..500_000], &pattern(2, 500_000)[..]);
+}
+
 #[test]
 fn direct_reads_from_block_devices_match_gnu_dd() {
     let cases = [

@@ -86,6 +86,9 @@ pub struct Writer<'a> {
     out: Out<'a>,
     reblocker: Reblocker,
     tally: Tally,
+    /// Records went to the end one write per record (not in bulk): a
+    /// failure found behind is counted by records.
+    wrote_records: bool,
     /// Zeros to write for holes without conv=sparse.
     zeros: Option<AlignedBuf>,
     /// `--hash`/`--verify`: every byte passed on, before conversion.
@@ -120,6 +123,7 @@ impl<'a> Writer<'a> {
             },
             reblocker: Reblocker::new(&plan),
             tally: Tally::new(&plan),
+            wrote_records: false,
             zeros: None,
             tap: None,
             sync_pending: plan.conv & (Conv::FDATASYNC | Conv::FSYNC),
@@ -355,9 +359,14 @@ impl<'a> Writer<'a> {
             &counters.records_in_partial
         });
         if !self.plan.two_buffers {
+            self.wrote_records = true;
+            let at = self.out.raw.offset;
             let written = self.out.write_tracked(&buf.as_slice()[..len]);
             add(&counters.bytes_out, written.bytes as u64);
             if written.bytes != len {
+                if let Some(stored) = self.out.failed_before(at) {
+                    return self.failed_behind_record(stored, written.error);
+                }
                 return self.short_write(written.error, false);
             }
             bump(if len == self.plan.input_block_size {
@@ -586,6 +595,29 @@ impl<'a> Writer<'a> {
         self.short_write(error, stored % block != 0)
     }
 
+    /// A record written behind (direct writes in flight, see
+    /// `ends::behind`) failed: GNU, one record at a time, would have read
+    /// the records up to it, all full (the partial last one is written
+    /// only once everything before it is), and written those before it.
+    fn failed_behind_record(&mut self, stored: u64, error: Option<Errno>) -> Result<Handled, Stop> {
+        self.count_stored_records(stored);
+        self.out.raw.offset = self.out.base.map(|base| base + stored);
+        self.short_write(error, false)
+    }
+
+    /// The counts GNU would show, reading and writing one record at a
+    /// time, had its write of the record at `stored` failed.
+    fn count_stored_records(&self, stored: u64) {
+        use std::sync::atomic::Ordering::Release;
+        let counters = self.out.counters;
+        let ibs = self.plan.input_block_size as u64;
+        counters.bytes_out.store(stored, Release);
+        counters.records_out_full.store(stored / ibs, Release);
+        counters.records_out_partial.store(0, Release);
+        counters.records_in_full.store(stored / ibs + 1, Release);
+        counters.records_in_partial.store(0, Release);
+    }
+
     /// The counts GNU would show having written the `stored` bytes before
     /// a failed write: blocks out, and the records read up to the failed
     /// block.
@@ -608,7 +640,11 @@ impl<'a> Writer<'a> {
             return false;
         };
         if let Some(stored) = self.out.failed_before(None) {
-            self.count_stored(stored);
+            if self.wrote_records {
+                self.count_stored_records(stored);
+            } else {
+                self.count_stored(stored);
+            }
         }
         self.write_failed = true;
         self.out.write_error(Diagnostic::ErrorWriting {
