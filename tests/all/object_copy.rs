@@ -352,3 +352,56 @@ fn secrets_reach_neither_messages_nor_verbose_nor_progress_json() {
         }
     }
 }
+
+/// A backup straight into an object, compressed, and its restore, one
+/// command each: the stored object is a zstd stream that `zstd -d` turns
+/// back into the input, and `--decompress` from the object gives the
+/// input's bytes again.
+#[test]
+fn a_compressed_backup_to_an_object_and_its_restore_are_one_command_each() {
+    let Some(server) = rigs::or_skip(S3Server::start()) else {
+        return;
+    };
+    if !rigs::have("zstd") {
+        rigs::skip("zstd is not installed (apt-get install zstd)");
+        return;
+    }
+    server.bucket("bkt");
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Half zeros, half a pattern: compressible, and more than one part.
+    let mut data = vec![0u8; 20 * MIB];
+    data.extend(pattern(33, 20 * MIB + 4321));
+    let input = dir.path().join("disk.img");
+    std::fs::write(&input, &data).expect("input");
+
+    let mut backup = ddx_for(&server);
+    backup.arg(format!("if={}", input.display())).args([
+        "of=s3://bkt/disk.img.zst",
+        "--compress=zstd",
+        "bs=4M",
+    ]);
+    let done = run(backup);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    let stored = server.object_file("bkt", "disk.img.zst");
+    assert!(std::fs::metadata(&stored).expect("stored").len() < data.len() as u64 * 3 / 4);
+    let unzstd = Command::new("zstd")
+        .args(["-d", "-c", "-q"])
+        .arg(&stored)
+        .output()
+        .expect("zstd -d");
+    assert!(unzstd.status.success());
+    assert!(unzstd.stdout == data, "zstd -d: other bytes");
+
+    let restored = dir.path().join("restored.img");
+    let mut restore = ddx_for(&server);
+    restore
+        .args(["if=s3://bkt/disk.img.zst", "--decompress", "bs=4M"])
+        .arg(format!("of={}", restored.display()));
+    let done = run(restore);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert!(
+        std::fs::read(&restored).expect("restored") == data,
+        "restore: other bytes"
+    );
+    assert_eq!(server.pending_uploads(), Vec::<String>::new());
+}
