@@ -277,6 +277,14 @@ fn check(
     let mut findings = compare(&gnu_outcome, &our_outcome, gnu.name, ours.name);
 
     if let (Some(device), Some(server)) = (device, &output_export) {
+        // GNU's last writes may still be dirty in the device's page cache:
+        // the kernel flushes at the last close, which a probe (udev's
+        // watch opens a block device after a write) can make someone
+        // else's, and detaching does not write them; read back, the
+        // backing file then lacked GNU dd's bytes. Flush them first.
+        fs::File::open(&device.path)
+            .and_then(|d| d.sync_all())
+            .unwrap_or_else(|why| panic!("flushing {}: {why}", device.path.display()));
         drop(device);
         let by_gnu = fs::read(&backing).unwrap();
         let by_ours = nbdcopy_read(&server.uri(), server.dir.path())
