@@ -76,6 +76,10 @@ impl End for FileEnd {
         Some(self.handle.as_fd())
     }
 
+    fn plain_fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.handle.as_fd())
+    }
+
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
         file::read(self.handle.as_fd(), buf)
     }

@@ -126,6 +126,16 @@ pub trait End: Send + fmt::Debug {
         None
     }
 
+    /// The descriptor whose read(2) and write(2) are exactly this end's
+    /// reads and writes (a file or device opened by ddx, nothing wrapped
+    /// around it). The record loop then calls the kernel itself: each
+    /// function that returns across a system call costs a mispredicted
+    /// return on machines whose kernel clears the return predictor on
+    /// every exit (see `engine::reader::records`).
+    fn plain_fd(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
+
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno>;
 
     fn write(&mut self, buf: &[u8]) -> Result<usize, Errno>;

@@ -410,12 +410,11 @@ struct InlineSink<'w, 'a> {
     end: Option<StreamEnd>,
 }
 
-impl Sink for InlineSink<'_, '_> {
-    fn send(&mut self, event: Event) -> Result<(), Closed> {
-        if self.end.is_some() {
-            return Err(Closed);
-        }
-        match self.writer.handle(event) {
+impl InlineSink<'_, '_> {
+    /// Go on, or keep how the stream ended.
+    #[inline(always)]
+    fn settle(&mut self, handled: Result<Handled, Stop>) -> Result<(), Closed> {
+        match handled {
             Ok(Handled::Continue(buf)) => {
                 if buf.is_some() {
                     self.spare = buf;
@@ -431,6 +430,25 @@ impl Sink for InlineSink<'_, '_> {
                 Err(Closed)
             }
         }
+    }
+}
+
+impl Sink for InlineSink<'_, '_> {
+    fn send(&mut self, event: Event) -> Result<(), Closed> {
+        if self.end.is_some() {
+            return Err(Closed);
+        }
+        let handled = self.writer.handle(event);
+        self.settle(handled)
+    }
+
+    #[inline(always)]
+    fn write_now(&mut self, data: &[u8], full: bool) -> Option<Result<(), Closed>> {
+        if self.end.is_some() {
+            return Some(Err(Closed));
+        }
+        let handled = self.writer.record_now(data, full)?;
+        Some(self.settle(handled))
     }
 
     fn buffer(&mut self, len: usize) -> Result<AlignedBuf, Option<Closed>> {

@@ -123,10 +123,12 @@ pub fn clear_direct(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     rustix::fs::fcntl_setfl(fd, old - OFlags::DIRECT)
 }
 
+#[inline(always)]
 pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
     rustix::io::read(fd, buf)
 }
 
+#[inline(always)]
 pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
     rustix::io::write(fd, buf)
 }

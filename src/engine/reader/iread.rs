@@ -42,10 +42,15 @@ impl Reader {
     }
 
     /// One `iread`, with the partial-read warning GNU gives once.
+    #[inline(always)]
     fn read_once(&mut self, buf: &mut [u8]) -> ReadOutcome {
         let size = buf.len() as isize;
         let result = loop {
-            match self.input.end.read(buf) {
+            let read = match self.input.end.plain_fd() {
+                Some(fd) => file::read(fd, buf),
+                None => self.input.end.read(buf),
+            };
+            match read {
                 Err(Errno::INTR) => continue,
                 // O_DIRECT's last read of a file not a multiple of the
                 // block size fails with EINVAL: that is end of file.
@@ -78,6 +83,7 @@ impl Reader {
     }
 
     /// dd's `iread_fnc`: one read, or reads until full with fullblock.
+    #[inline(always)]
     pub(super) fn read(
         &mut self,
         buf: &mut [u8],

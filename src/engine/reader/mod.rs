@@ -91,6 +91,13 @@ pub struct Closed;
 /// Where the reader's events go, and where its buffers come from.
 pub trait Sink {
     fn send(&mut self, event: Event) -> Result<(), Closed>;
+    /// Write a record at once, where the sink is the writer itself and
+    /// the record needs nothing but writing: the reader keeps its buffer
+    /// for the next read, and no event is made (GNU's loop at its cost
+    /// per record). None: send the record as an event.
+    fn write_now(&mut self, _data: &[u8], _full: bool) -> Option<Result<(), Closed>> {
+        None
+    }
     /// A free buffer of `len` bytes: a recycled one, or a new one while the
     /// backend's queue depth allows. Err(None) when allocation failed.
     fn buffer(&mut self, len: usize) -> Result<AlignedBuf, Option<Closed>>;
@@ -177,7 +184,7 @@ impl Reader {
     }
 
     /// Read everything, sending events to `sink`; gives the input back.
-    pub fn run(mut self, sink: &mut dyn Sink) -> Input {
+    pub fn run<S: Sink>(mut self, sink: &mut S) -> Input {
         if self.skip_phase(sink).unwrap_or(false) {
             let _ = self.copy_phase(sink);
         }
@@ -218,7 +225,7 @@ impl Reader {
     }
 
     /// The reads after skip=, in bulk or one per record.
-    pub fn copy_phase(&mut self, sink: &mut dyn Sink) -> Result<(), Closed> {
+    pub fn copy_phase<S: Sink>(&mut self, sink: &mut S) -> Result<(), Closed> {
         let scratch = self.scratch.take();
         match self.settings.bulk {
             Some(shape) => self.run_bulk(sink, shape, scratch),
@@ -262,7 +269,11 @@ impl Reader {
     }
 
     /// GNU's "error reading", and what the end knows beyond the errno.
-    fn send_read_error(&mut self, sink: &mut dyn Sink, errno: Errno) -> Result<(), Closed> {
+    fn send_read_error<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        errno: Errno,
+    ) -> Result<(), Closed> {
         sink.send(Event::Diagnostic(Box::new(Diagnostic::ReadError {
             file: self.input.name.clone(),
             errno,
@@ -276,7 +287,7 @@ impl Reader {
         Ok(())
     }
 
-    fn no_memory(&mut self, sink: &mut dyn Sink, size: usize) -> Result<(), Closed> {
+    fn no_memory<S: Sink + ?Sized>(&mut self, sink: &mut S, size: usize) -> Result<(), Closed> {
         sink.send(Event::Diagnostic(Box::new(Diagnostic::NoMemory {
             buffer: BufferKind::Input,
             size,

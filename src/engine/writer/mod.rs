@@ -352,36 +352,64 @@ impl<'a> Writer<'a> {
 
     /// One record: write it as is, or convert and re-block it.
     fn record(&mut self, mut buf: AlignedBuf, len: usize, full: bool) -> Result<Handled, Stop> {
-        let counters = self.out.counters;
-        bump(if full {
-            &counters.records_in_full
-        } else {
-            &counters.records_in_partial
-        });
         if !self.plan.two_buffers {
-            self.wrote_records = true;
-            let at = self.out.raw.offset;
-            let written = self.out.write_tracked(&buf.as_slice()[..len]);
-            add(&counters.bytes_out, written.bytes as u64);
-            if written.bytes != len {
-                if let Some(stored) = self.out.failed_before(at) {
-                    return self.failed_behind_record(stored, written.error);
-                }
-                return self.short_write(written.error, false);
-            }
-            bump(if len == self.plan.input_block_size {
-                &counters.records_out_full
-            } else {
-                &counters.records_out_partial
-            });
-            return Ok(Handled::Continue(Some(buf)));
+            return match self.whole_record(&buf.as_slice()[..len], full)? {
+                Handled::Continue(_) => Ok(Handled::Continue(Some(buf))),
+                done => Ok(done),
+            };
         }
+        bump(if full {
+            &self.out.counters.records_in_full
+        } else {
+            &self.out.counters.records_in_partial
+        });
         let result = self.reblocker.record(&mut buf, len, &mut |block| {
             self.out.write_output_block(block)
         });
         self.note_truncated();
         result?;
         Ok(Handled::Continue(Some(buf)))
+    }
+
+    /// A record handed over without an event by the reference loop
+    /// (see `Sink::write_now`), when it needs nothing but writing: no
+    /// conversion or re-blocking, no digest. None: send it as an event.
+    #[inline(always)]
+    pub fn record_now(&mut self, data: &[u8], full: bool) -> Option<Result<Handled, Stop>> {
+        if self.plan.two_buffers || self.tap.is_some() {
+            return None;
+        }
+        let handled = self.whole_record(data, full);
+        self.progress_if_due();
+        Some(handled)
+    }
+
+    /// One record written as it is, in one piece (one buffer: a record
+    /// in is a record out).
+    #[inline(always)]
+    fn whole_record(&mut self, data: &[u8], full: bool) -> Result<Handled, Stop> {
+        let counters = self.out.counters;
+        bump(if full {
+            &counters.records_in_full
+        } else {
+            &counters.records_in_partial
+        });
+        self.wrote_records = true;
+        let at = self.out.raw.offset;
+        let written = self.out.write_tracked(data);
+        add(&counters.bytes_out, written.bytes as u64);
+        if written.bytes != data.len() {
+            if let Some(stored) = self.out.failed_before(at) {
+                return self.failed_behind_record(stored, written.error);
+            }
+            return self.short_write(written.error, false);
+        }
+        bump(if data.len() == self.plan.input_block_size {
+            &counters.records_out_full
+        } else {
+            &counters.records_out_partial
+        });
+        Ok(Handled::Continue(None))
     }
 
     /// conv=block's truncated lines, for the statistics.
@@ -881,6 +909,7 @@ impl Out<'_> {
     }
 
     /// Write `buf` whole, through the raw layer.
+    #[inline(always)]
     fn write(&mut self, buf: &[u8], uncached: bool) -> Written {
         self.raw.write(
             self.output.end.as_mut(),
@@ -906,10 +935,12 @@ impl Out<'_> {
     /// Write `data` whole, as [`Out::write`], keeping drop-behind's
     /// books: uncached where the copy has begun to drop and the kernel
     /// can, else noted for dropping.
+    #[inline(always)]
     fn write_tracked(&mut self, data: &[u8]) -> Written {
         // An output that cannot say where it is (a pipe) has no pages to
-        // drop.
-        let Some(at) = self.raw.offset else {
+        // drop, nor has a copy that leaves them to the kernel: one write,
+        // without asking the end for its descriptor on every record.
+        let (Some(at), false) = (self.raw.offset, matches!(self.behind, Behind::Off)) else {
             return self.write(data, false);
         };
         let want = data.len() as u64;

@@ -212,6 +212,7 @@ impl RawOutput {
     }
 
     /// Write all of `buf` (uncached if asked and possible).
+    #[inline(always)]
     pub fn write(
         &mut self,
         end: &mut dyn End,
@@ -258,9 +259,16 @@ impl RawOutput {
                     Err(_) => self.sparse_seeks = false,
                 }
             }
-            let result = match end.fd() {
-                Some(fd) if uncached => file::write_uncached(fd, &buf[written..]),
-                _ => end.write(&buf[written..]),
+            let result = if uncached {
+                match end.fd() {
+                    Some(fd) => file::write_uncached(fd, &buf[written..]),
+                    None => end.write(&buf[written..]),
+                }
+            } else {
+                match end.plain_fd() {
+                    Some(fd) => file::write(fd, &buf[written..]),
+                    None => end.write(&buf[written..]),
+                }
             };
             match result {
                 Err(Errno::OPNOTSUPP) if uncached => {
@@ -283,8 +291,10 @@ impl RawOutput {
         if written > 0 {
             if let Some(offset) = &mut self.offset {
                 *offset += written as u64;
-                if let Some(fd) = end.fd() {
-                    self.cache.after_io(fd, *offset as i64, written as u64);
+                if self.cache.enabled {
+                    if let Some(fd) = end.fd() {
+                        self.cache.after_io(fd, *offset as i64, written as u64);
+                    }
                 }
             }
         }
