@@ -432,9 +432,7 @@ fn hash_files_pass_their_checkers() {
         // checker reads from its own standard input. xxhsum 0.8.1 (this
         // Debian's) opens '-' as a file name instead, so for it the same
         // bytes are there too; later versions read standard input.
-        let check_dir = tempfile::tempdir().unwrap();
-        let data = check_dir.path().join("data");
-        std::fs::write(&data, &contents).unwrap();
+        let (check_dir, data) = rigs::bytes::file_with("data", &contents);
         if algorithm == "xxh3" {
             std::fs::write(check_dir.path().join("-"), &contents).unwrap();
         }
@@ -566,9 +564,7 @@ fn a_signal_during_verify_ends_it_at_once() {
     // the signals any more; it must still stop for Ctrl-C (and SIGTERM),
     // dying of the signal, not run on to "identical" and exit 0.
     let size = 4 << 20;
-    let scratch = tempfile::tempdir().unwrap();
-    let input = scratch.path().join("input");
-    std::fs::write(&input, pattern(SEED, size)).unwrap();
+    let (_scratch, input) = rigs::bytes::file_with("input", pattern(SEED, size));
     // Reads of 100 ms each: reading 4 MiB back takes seconds.
     let Some(device) = rigs::or_skip(rigs::NbdDevice::slow(&vec![0; size], 100)) else {
         return;
@@ -605,9 +601,7 @@ fn enospc_matches_gnu_dd_on_every_backend() {
     let Some(fs) = rigs::or_skip(rigs::SmallTmpfs::new(1 << 20)) else {
         return;
     };
-    let scratch = tempfile::tempdir().unwrap();
-    let input = scratch.path().join("input");
-    std::fs::write(&input, pattern(SEED, 3 << 20)).unwrap();
+    let (_scratch, input) = rigs::bytes::file_with("input", pattern(SEED, 3 << 20));
     let output = fs.path().join("out");
     for operands in [
         &["bs=64k"][..],
@@ -630,16 +624,12 @@ fn enospc_matches_gnu_dd_on_every_backend() {
     let resume = || copy(&input, &output).args(["--resume", "bs=64k"]);
     let out = resume().fails();
     let written = std::fs::metadata(&output).unwrap().len();
-    assert!(
-        out.stderr.contains(&format!(
-            "dd: error writing '{}': No space left on device\ndd: '{}': stopped at offset \
+    out.says(&format!(
+        "dd: error writing '{}': No space left on device\ndd: '{}': stopped at offset \
              {written}; everything before it is written\n",
-            output.display(),
-            output.display()
-        )),
-        "{}",
-        out.stderr
-    );
+        output.display(),
+        output.display()
+    ));
     let total = format!("\n{written} bytes (");
     assert!(out.stderr.contains(&total), "{}", out.stderr);
     // Room made, the same command continues where it stopped.
@@ -664,9 +654,7 @@ fn write_eio_matches_gnu_dd_on_every_backend() {
     let Some(rig) = rigs::or_skip(rigs::FailingWrites::new(size, 512)) else {
         return;
     };
-    let scratch = tempfile::tempdir().unwrap();
-    let input = scratch.path().join("input");
-    std::fs::write(&input, pattern(SEED, size as usize)).unwrap();
+    let (_scratch, input) = rigs::bytes::file_with("input", pattern(SEED, size as usize));
     let reset = || std::fs::write(&rig.image, vec![0; size as usize]).unwrap();
     for operands in [
         &["bs=64k", "conv=notrunc"][..],
@@ -701,9 +689,7 @@ fn write_eio_matches_gnu_dd_on_every_backend() {
 
 #[test]
 fn refused_combinations_touch_nothing() {
-    let scratch = tempfile::tempdir().unwrap();
-    let input = scratch.path().join("input");
-    std::fs::write(&input, b"data").unwrap();
+    let (scratch, input) = rigs::bytes::file_with("input", b"data");
     let output = scratch.path().join("output");
     for (args, message) in [
         (
