@@ -150,7 +150,7 @@ fn a_corrupt_stream_fails_naming_where() {
         .arg(arg("of", &dir.path().join("out")))
         .arg("--decompress")
         .fails_with("error reading");
-    assert!(ran.stderr.contains("corrupt zstd data"), "{}", ran.stderr);
+    ran.says("corrupt zstd data");
     assert_eq!(statistics(&ran.stderr).len(), 3, "{}", ran.stderr);
 }
 
@@ -289,7 +289,7 @@ fn options_that_cannot_go_together_are_refused_before_anything_is_opened() {
         .arg(arg("of", &d.join("first")))
         .arg("--tee=/dev/ddx-no-such-disk")
         .fails();
-    assert!(ran.stderr.contains("ddx-no-such-disk"), "{}", ran.stderr);
+    ran.says("ddx-no-such-disk");
     assert!(!d.join("first").exists());
     assert!(!Path::new("/dev/ddx-no-such-disk").exists());
 }
@@ -498,9 +498,9 @@ fn tee_writes_every_output_and_drops_one_that_fills_up() {
         ]
     );
     ran.says("4194304 bytes (4.2 MB, 4.0 MiB) copied\n");
-    assert!(ran.stderr.contains("dropped after"), "{}", ran.stderr);
+    ran.says("dropped after");
     ran.says("No space left on device");
-    assert!(ran.stderr.contains("full"), "{}", ran.stderr);
+    ran.says("full");
 
     // All well: exit 0, a line for the further output.
     let ran = Ddx::new()
@@ -509,7 +509,7 @@ fn tee_writes_every_output_and_drops_one_that_fills_up() {
         .arg(arg("--tee", &second))
         .succeeds();
     assert!(std::fs::read(&second).unwrap() == bytes);
-    assert!(ran.stderr.contains("--tee: "), "{}", ran.stderr);
+    ran.says("--tee: ");
 }
 
 #[test]

@@ -338,7 +338,7 @@ fn hashes_equal_the_checksum_tools() {
         let out = if case[0].starts_with("--map") {
             // An unsavable map is reported, and the digests are still right.
             let out = copy.run();
-            assert!(out.stderr.contains("cannot save the map"), "{}", out.stderr);
+            out.says("cannot save the map");
             out
         } else {
             copy.succeeds()
@@ -533,7 +533,7 @@ fn verify_passes_a_good_copy_and_catches_a_flipped_byte() {
             "verify: {size} bytes of '{}' read back, identical",
             output.display()
         );
-        assert!(out.stderr.contains(&identical), "{}", out.stderr);
+        out.says(&identical);
     }
 
     // A device that corrupts one byte on its way down: the copy itself
@@ -631,7 +631,7 @@ fn enospc_matches_gnu_dd_on_every_backend() {
         output.display()
     ));
     let total = format!("\n{written} bytes (");
-    assert!(out.stderr.contains(&total), "{}", out.stderr);
+    out.says(&total);
     // Room made, the same command continues where it stopped.
     assert!(fs.resize(8 << 20), "remount the tmpfs larger");
     let out = resume().succeeds();
@@ -681,7 +681,7 @@ fn write_eio_matches_gnu_dd_on_every_backend() {
             "'{}': stopped at offset 262144; everything before it is written\n",
             rig.path.display()
         ));
-    assert!(out.stderr.contains("\n262144 bytes ("), "{}", out.stderr);
+    out.says("\n262144 bytes (");
     assert!(
         std::fs::read(&rig.image).unwrap()[..262144] == std::fs::read(&input).unwrap()[..262144]
     );
@@ -757,7 +757,7 @@ fn resume_continues_after_a_read_error() {
     );
     // The same command again refuses to start over the map.
     let again = run().run();
-    assert!(again.stderr.contains("add --resume"), "{}", again.stderr);
+    again.says("add --resume");
     // With --rescue, only the bad sector is retried and lost.
     run().args(["--resume", "--rescue"]).fails();
     let mut expected = contents.clone();
