@@ -132,7 +132,7 @@ fn an_unprobed_input_gets_the_default_and_says_why() {
             "--verbose",
         ])
         .run();
-    assert!(out.stderr.contains("not probed"), "{}", out.stderr);
+    out.says("not probed");
     assert_eq!(chosen_block_size(&out.stderr), 128 * 1024);
 }
 

@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::rigs;
 use crate::rigs::bytes::sha256;
+use crate::rigs::nbd::{nbdkit, nbdkit_in};
 
 /// One quick run of the sequential reads, as JSON.
 const ONE_READ: [&str; 3] = ["--tests=seq-read", "--runs=1", "--json"];
@@ -78,13 +79,18 @@ fn json_of(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
 
-fn results<'a>(report: &'a Value, test: &str) -> Vec<&'a Value> {
-    report["results"]
+/// The report's `list` ("results" or "skipped") entries for `test`.
+fn entries<'a>(report: &'a Value, list: &str, test: &str) -> Vec<&'a Value> {
+    report[list]
         .as_array()
-        .unwrap()
+        .unwrap_or_else(|| panic!("no {list} list in {report}"))
         .iter()
         .filter(|r| r["test"] == test)
         .collect()
+}
+
+fn results<'a>(report: &'a Value, test: &str) -> Vec<&'a Value> {
+    entries(report, "results", test)
 }
 
 fn f64_of(value: &Value) -> f64 {
@@ -1109,29 +1115,8 @@ fn destructive_refuses_what_the_copy_refuses_in_its_words() {
     drop((swapped_file, swapped, mounted));
 }
 
-/// nbdkit with `args` on a socket of its own, or None after
-/// `rigs::skip` says why not (no nbdkit, or no `filter`).
-fn nbdkit(
-    dir: tempfile::TempDir,
-    filter: Option<&str>,
-    args: &[&str],
-) -> Option<rigs::nbd::Server> {
-    if let Some(filter) = filter {
-        if rigs::have("nbdkit") && !rigs::nbd::nbdkit_has_filter(filter) {
-            rigs::skip(&format!("nbdkit has no {filter} filter"));
-            return None;
-        }
-    }
-    rigs::or_skip(rigs::nbd::Server::nbdkit_in(dir, args))
-}
-
 fn skipped<'a>(report: &'a Value, test: &str) -> Vec<&'a Value> {
-    report["skipped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["test"] == test)
-        .collect()
+    entries(report, "skipped", test)
 }
 
 #[test]
@@ -1141,7 +1126,7 @@ fn an_nbd_export_is_measured_through_libnbd_and_only_read_without_destructive() 
     std::fs::write(&image, rigs::bytes::pattern(16, 8 << 20)).unwrap();
     let before = sha256(&image);
     let image_arg = format!("file={}", image.display());
-    let Some(server) = nbdkit(dir, None, &["file", &image_arg]) else {
+    let Some(server) = nbdkit_in(dir, &["file", &image_arg]) else {
         return;
     };
     let uri = server.uri();
@@ -1194,7 +1179,7 @@ fn an_nbd_export_is_measured_through_libnbd_and_only_read_without_destructive() 
 
 #[test]
 fn destructive_writes_an_export_and_times_its_flush_but_not_a_read_only_one() {
-    let Some(server) = nbdkit(rigs::nbd::tempdir().unwrap(), None, &["memory", "size=8M"]) else {
+    let Some(server) = nbdkit(&["memory", "size=8M"]) else {
         return;
     };
     let report = json_of(&quick(&[
@@ -1230,11 +1215,7 @@ fn destructive_writes_an_export_and_times_its_flush_but_not_a_read_only_one() {
     let back = std::fs::read(copy.path().join("back")).unwrap();
     assert!(back.iter().any(|&b| b != 0), "nothing was written");
 
-    let Some(read_only) = nbdkit(
-        rigs::nbd::tempdir().unwrap(),
-        None,
-        &["-r", "memory", "size=8M"],
-    ) else {
+    let Some(read_only) = nbdkit(&["-r", "memory", "size=8M"]) else {
         return;
     };
     let out = quick(&[&read_only.uri(), "--destructive", "--tests=seq-write"]);
@@ -1256,14 +1237,10 @@ fn seq_read_rate(uri: &str) -> f64 {
 
 #[test]
 fn a_delayed_export_reads_no_faster_than_its_delay_allows() {
-    let Some(fast) = nbdkit(rigs::nbd::tempdir().unwrap(), None, &["memory", "size=8M"]) else {
+    let Some(fast) = nbdkit(&["memory", "size=8M"]) else {
         return;
     };
-    let Some(slow) = nbdkit(
-        rigs::nbd::tempdir().unwrap(),
-        Some("delay"),
-        &["--filter=delay", "memory", "size=8M", "delay-read=4ms"],
-    ) else {
+    let Some(slow) = nbdkit(&["--filter=delay", "memory", "size=8M", "delay-read=4ms"]) else {
         return;
     };
     let (fast, slow) = (seq_read_rate(&fast.uri()), seq_read_rate(&slow.uri()));

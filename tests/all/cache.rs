@@ -358,9 +358,7 @@ fn the_statistics_count_every_wait_of_the_copy() {
 }
 
 fn statistics_count_every_wait(fs: &MountedFs, kind: &str, cases: &[(&str, &[&str], &[&str])]) {
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("src");
-    std::fs::write(&src, rigs::bytes::pattern(3, 16 * MIB as usize)).unwrap();
+    let (_dir, src) = rigs::bytes::file_with("src", rigs::bytes::pattern(3, 16 * MIB as usize));
     let out = fs.root.join("out");
     let copy = |options: &[&str], operands: &[&str]| {
         let mut cmd = ddx();

@@ -51,9 +51,7 @@ fn sigint_prints_statistics_and_dies_of_the_signal() {
 
 #[test]
 fn stdin_after_count_is_left_for_the_next_reader() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("in");
-    std::fs::write(&input, b"abcdefghij").unwrap();
+    let (_dir, input) = rigs::bytes::file_with("in", b"abcdefghij");
     let script = format!("{DDX} bs=3 count=1 status=none; cat");
     for feed in ["file", "pipe"] {
         let fed = if feed == "file" {
@@ -71,9 +69,7 @@ fn stdin_after_a_failed_write_is_where_gnu_dd_leaves_it() {
     // GNU reads a record, writes it, and stops at the write that fails;
     // ddx's reader runs ahead. What a script reads next from the same
     // standard input must not depend on which dd it ran.
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("in");
-    std::fs::write(&input, rigs::bytes::pattern(7, 8 << 20)).unwrap();
+    let (_dir, input) = rigs::bytes::file_with("in", rigs::bytes::pattern(7, 8 << 20));
     // /dev/full fails the first write; a full 1 MiB tmpfs fails one part
     // way, after writes that went through.
     let small = rigs::SmallTmpfs::new(1 << 20);
@@ -146,9 +142,7 @@ fn stdin_after_read_errors_passed_over_is_where_gnu_dd_leaves_it() {
 
 #[test]
 fn bad_operands_touch_no_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    std::fs::write(&out, b"precious").unwrap();
+    let (dir, out) = rigs::bytes::file_with("out", b"precious");
     let of = format!("of={}", out.display());
     for bad in [
         vec![of.as_str(), "bs=0"],
@@ -178,9 +172,7 @@ fn bad_operands_touch_no_file() {
 /// word after it is left as an operand.
 #[test]
 fn an_option_never_takes_the_next_word_as_its_value() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("in");
-    std::fs::write(&input, b"data").unwrap();
+    let (dir, input) = rigs::bytes::file_with("in", b"data");
     let output = dir.path().join("out");
     let if_ = format!("if={}", input.display());
     let of = format!("of={}", output.display());

@@ -91,12 +91,21 @@ fn on_each_sector_size(cases: &[&str], check: impl Fn(&Pair, Compare)) {
     }
 }
 
+/// Each case copies a file of `input` onto a pair of devices (each
+/// sector size, every backend): ddx's device must then hold GNU's bytes.
+fn writes_match_gnu(cases: &[&str], input: &[u8]) {
+    let (_dir, path) = rigs::bytes::file_with("input", input);
+    on_each_sector_size(cases, |devices, compare| {
+        compare
+            .input_path(&path)
+            .outputs(&devices.gnu.path, &devices.ddx.path)
+            .before_each(|| devices.reset())
+            .run();
+    });
+}
+
 #[test]
 fn direct_writes_to_block_devices_match_gnu_dd() {
-    let dir = tempfile::tempdir().unwrap();
-    // Not a multiple of any sector size: the last block is partial.
-    let input = dir.path().join("input");
-    std::fs::write(&input, pattern(3, 300_077)).unwrap();
     let cases = [
         "bs=1S oflag=direct",
         "bs=16S oflag=direct",
@@ -106,13 +115,8 @@ fn direct_writes_to_block_devices_match_gnu_dd() {
         "bs=1000 oflag=direct",
         "bs=4S oflag=direct count=5",
     ];
-    on_each_sector_size(&cases, |devices, compare| {
-        compare
-            .input_path(&input)
-            .outputs(&devices.gnu.path, &devices.ddx.path)
-            .before_each(|| devices.reset())
-            .run();
-    });
+    // Not a multiple of any sector size: the last block is partial.
+    writes_match_gnu(&cases, &pattern(3, 300_077));
 }
 
 /// With a queue depth above 1 (`BACKENDS` has threads and io_uring at
@@ -122,13 +126,6 @@ fn direct_writes_to_block_devices_match_gnu_dd() {
 /// the device ends before the input and a write in flight fails.
 #[test]
 fn direct_writes_in_flight_match_gnu_dd() {
-    let dir = tempfile::tempdir().unwrap();
-    // Shorter than the 1 MiB devices, with a partial last block.
-    let fits = dir.path().join("fits");
-    std::fs::write(&fits, pattern(5, 900_001)).unwrap();
-    // Longer than the devices: a write fails with ENOSPC mid-copy.
-    let overflows = dir.path().join("overflows");
-    std::fs::write(&overflows, pattern(6, 1_500_000)).unwrap();
     let cases = [
         "bs=8S oflag=direct",
         "bs=64S oflag=direct",
@@ -138,15 +135,10 @@ fn direct_writes_in_flight_match_gnu_dd() {
         // Not a divisor of the device: the write that overflows is short.
         "bs=96S oflag=direct",
     ];
-    for input in [&fits, &overflows] {
-        on_each_sector_size(&cases, |devices, compare| {
-            compare
-                .input_path(input)
-                .outputs(&devices.gnu.path, &devices.ddx.path)
-                .before_each(|| devices.reset())
-                .run();
-        });
-    }
+    // Shorter than the 1 MiB devices, with a partial last block.
+    writes_match_gnu(&cases, &pattern(5, 900_001));
+    // Longer than the devices: a write fails with ENOSPC mid-copy.
+    writes_match_gnu(&cases, &pattern(6, 1_500_000));
 }
 
 /// `--verbose` says when writes go several at once.
@@ -155,9 +147,7 @@ fn verbose_says_how_many_direct_writes_are_in_flight() {
     let Some(devices) = pair(4096) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("input");
-    std::fs::write(&input, pattern(2, 500_000)).unwrap();
+    let (_dir, input) = rigs::bytes::file_with("input", pattern(2, 500_000));
     let ran = crate::rigs::cmd::ddx()
         .arg(format!("if={}", input.display()))
         .arg(format!("of={}", devices.ddx.path.display()))
@@ -202,9 +192,7 @@ fn a_huge_block_size_is_not_touched_until_used() {
     if !Path::new(TIME).exists() {
         return rigs::skip("GNU time is not installed (package time)");
     }
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("small");
-    std::fs::write(&input, pattern(1, 10_000)).unwrap();
+    let (_dir, input) = rigs::bytes::file_with("small", pattern(1, 10_000));
     for backend in BACKENDS {
         let out = invoked_as(TIME, TIME)
             .args(["-f", "%M", DDX])

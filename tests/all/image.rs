@@ -292,21 +292,29 @@ fn ext4_image(dir: &Path, size: u64) -> Option<PathBuf> {
     Some(rigs::images::ext4_image(dir, size, &files))
 }
 
+/// For the bmaptool tests: a 64 MiB [`ext4_image`] in a fresh directory
+/// and bmaptool's map of it: (the directory, the image, the map); None
+/// after skipping when bmaptool, zstd or mkfs.ext4 is missing.
+fn mapped_ext4_image() -> Option<(tempfile::TempDir, PathBuf, PathBuf)> {
+    if !rigs::tools_or_skip(&["bmaptool", "zstd"]) {
+        return None;
+    }
+    let dir = tempdir();
+    let image = ext4_image(dir.path(), 64 << 20)?;
+    let map = dir.path().join("bmaptool.bmap");
+    rigs::images::bmaptool_create(&image, &map);
+    Some((dir, image, map))
+}
+
 fn sha(path: &Path) -> String {
     rigs::bytes::sha256(path)
 }
 
 #[test]
 fn bmaptools_map_of_a_real_image_is_read_checked_and_leaves_out_the_holes() {
-    if !rigs::tools_or_skip(&["bmaptool", "zstd"]) {
-        return;
-    }
-    let dir = tempdir();
-    let Some(image) = ext4_image(dir.path(), 64 << 20) else {
+    let Some((dir, image, map_path)) = mapped_ext4_image() else {
         return;
     };
-    let map_path = dir.path().join("ext4.bmap");
-    rigs::images::bmaptool_create(&image, &map_path);
     let map = Arc::new(Bmap::read(&map_path).unwrap());
     assert!(map.ranges.len() >= 3);
     assert!(map.mapped_bytes() < map.image_size / 2 + (4 << 20));
@@ -383,16 +391,10 @@ fn record(input: Box<dyn End>, path: &Path, size: u64, skip_holes: bool) -> Bmap
 
 #[test]
 fn the_map_ddx_records_is_bmaptools_own_and_bmaptool_copies_with_it() {
-    if !rigs::tools_or_skip(&["bmaptool", "zstd"]) {
-        return;
-    }
-    let dir = tempdir();
-    let Some(image) = ext4_image(dir.path(), 64 << 20) else {
+    let Some((dir, image, theirs)) = mapped_ext4_image() else {
         return;
     };
     let size = 64 << 20;
-    let theirs = dir.path().join("theirs.bmap");
-    rigs::images::bmaptool_create(&image, &theirs);
     let theirs = Bmap::read(&theirs).unwrap();
 
     // From the file's extents: the same ranges and digests as bmaptool's.

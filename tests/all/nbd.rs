@@ -11,7 +11,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::rigs;
-use crate::rigs::nbd::{nbdcopy_read, nbdkit_has_filter, nbdkit_has_plugin, run, tempdir, Server};
+use crate::rigs::nbd::{
+    nbdcopy_read, nbdkit, nbdkit_has_plugin, nbdkit_in, run, tempdir, Psk, Server,
+};
 use ddx::ends::nbd::{recognise, Access, NbdEnd, NbdUri};
 use ddx::ends::{End, Kind, Pipeline, Whence};
 use ddx::sys::Errno;
@@ -34,27 +36,6 @@ fn pipelined(end: &mut NbdEnd, chunk: usize, depth: usize) {
         depth,
         total: None,
     });
-}
-
-/// nbdkit with `args`, or None after `rigs::skip` says why not.
-fn nbdkit(args: &[&str]) -> Option<Server> {
-    nbdkit_in(None, args)
-}
-
-fn nbdkit_in(dir: Option<tempfile::TempDir>, args: &[&str]) -> Option<Server> {
-    for word in args {
-        if let Some(filter) = word.strip_prefix("--filter=") {
-            if !nbdkit_has_filter(filter) {
-                rigs::skip(&format!("nbdkit has no {filter} filter"));
-                return None;
-            }
-        }
-    }
-    let started = match dir {
-        Some(dir) => Server::nbdkit_in(dir, args),
-        None => Server::nbdkit(args),
-    };
-    rigs::or_skip(started)
 }
 
 fn pattern(len: usize, seed: u64) -> Vec<u8> {
@@ -196,7 +177,7 @@ fn a_file_export_reads_and_writes_the_bytes_of_its_file() {
     let size = 3 * MIB + 123;
     let original = pattern(size, 2);
     std::fs::write(&image, &original).unwrap();
-    let Some(server) = nbdkit_in(Some(dir), &["file", &format!("file={}", image.display())]) else {
+    let Some(server) = nbdkit_in(dir, &["file", &format!("file={}", image.display())]) else {
         return;
     };
     let mut end = open(&server, Access::Write);
@@ -253,23 +234,17 @@ fn next_data_finds_the_data_extents_nbdinfo_reports_and_zero_runs_are_never_read
     if !nbdkit_has_plugin("sparse-random") {
         return rigs::skip("nbdkit has no sparse-random plugin");
     }
-    let dir = tempdir().unwrap();
-    let log = dir.path().join("requests.log");
     let size: u64 = 64 << 20;
-    let Some(server) = nbdkit_in(
-        Some(dir),
-        &[
-            "--filter=log",
-            "sparse-random",
-            &format!("size={size}"),
-            "runlength=262144",
-            "percent=20",
-            "seed=7",
-            &format!("logfile={}", log.display()),
-        ],
-    ) else {
+    let Some(server) = rigs::or_skip(Server::nbdkit_logged(&[
+        "sparse-random",
+        &format!("size={size}"),
+        "runlength=262144",
+        "percent=20",
+        "seed=7",
+    ])) else {
         return;
     };
+    let log = server.log_file();
     let map = nbdinfo_map(&server.uri()).expect("nbdinfo --map");
     let data_bytes: u64 = map.iter().filter(|e| !e.2).map(|e| e.1).sum();
     assert!(map.len() > 10 && data_bytes > 0 && data_bytes < size / 2);
@@ -320,7 +295,7 @@ fn a_write_error_comes_back_with_eio_and_the_acknowledged_prefix() {
     let dir = tempdir().unwrap();
     let trigger = dir.path().join("fail-now");
     let Some(server) = nbdkit_in(
-        Some(dir),
+        dir,
         &[
             "--filter=error",
             "memory",
@@ -372,7 +347,7 @@ fn a_read_error_at_a_known_offset_leaves_the_position_before_it() {
     let bad = 0x12_3400_u64;
     std::fs::write(&map, rigs::mapfile(size as u64, &[(bad, 0x200)])).unwrap();
     let Some(server) = nbdkit_in(
-        Some(dir),
+        dir,
         &[
             "--filter=ddrescue",
             "file",
@@ -525,28 +500,19 @@ fn a_server_killed_mid_copy_fails_reads_and_writes_without_hanging() {
 
 #[test]
 fn write_zeroes_and_trim_leave_zeros_without_sending_them() {
-    if !nbdkit_has_filter("nozero") || !nbdkit_has_filter("log") {
-        return rigs::skip("nbdkit has no nozero or log filter");
-    }
     // The nozero filter's fastzeromode=slow refuses every fast zero: the
     // end must send it again as a plain zero.
     for fast in ["default", "slow", "none"] {
-        let dir = tempdir().unwrap();
-        let log = dir.path().join("requests.log");
-        let Some(server) = nbdkit_in(
-            Some(dir),
-            &[
-                "--filter=log",
-                "--filter=nozero",
-                "memory",
-                "size=4M",
-                "zeromode=plugin",
-                &format!("fastzeromode={fast}"),
-                &format!("logfile={}", log.display()),
-            ],
-        ) else {
+        let Some(server) = rigs::or_skip(Server::nbdkit_logged(&[
+            "--filter=nozero",
+            "memory",
+            "size=4M",
+            "zeromode=plugin",
+            &format!("fastzeromode={fast}"),
+        ])) else {
             return;
         };
+        let log = server.log_file();
         let data = pattern(4 * MIB, 8);
         for depth in [None, Some(8)] {
             let mut end = open(&server, Access::Write);
@@ -656,32 +622,10 @@ fn qemu_nbd_serves_a_raw_file_and_a_write_error_at_a_known_sector_is_exact() {
 
 #[test]
 fn nbds_over_a_unix_socket_with_a_psk_made_here() {
-    if !have_tools(&[("psktool", "gnutls-bin")]) {
-        return;
-    }
-    let dir = tempdir().unwrap();
-    let keys = dir.path().join("keys.psk");
-    if let Err(why) = run(Command::new("psktool").args(["-u", "ddx", "-p"]).arg(&keys)) {
-        return rigs::skip(&why);
-    }
-    let key = std::fs::read_to_string(&keys).unwrap();
-    let key = key.trim().split_once(':').unwrap().1.to_owned();
-    let Some(mut server) = nbdkit_in(
-        Some(dir),
-        &[
-            "--tls=require",
-            &format!("--tls-psk={}", keys.display()),
-            "memory",
-            "size=2M",
-        ],
-    ) else {
+    let Some((mut server, psk)) = rigs::or_skip(Server::nbdkit_psk(&["memory", "size=2M"])) else {
         return;
     };
-    let tls = format!(
-        "nbds+unix://ddx@/?socket={}&tls-psk-file={}",
-        server.socket.display(),
-        keys.display()
-    );
+    let tls = psk.uri(&server);
     let mut end = NbdEnd::open(&uri(&tls), Access::Write).expect("TLS connection");
     pipelined(&mut end, 256 * KIB, 4);
     let data = pattern(2 * MIB, 12);
@@ -695,22 +639,12 @@ fn nbds_over_a_unix_socket_with_a_psk_made_here() {
     // never shows a key.
     let plain = NbdEnd::open(&uri(&server.uri()), Access::Read).unwrap_err();
     assert!(!plain.message.is_empty());
-    let wrong = server.path("wrong.psk");
-    run(Command::new("psktool")
-        .args(["-u", "ddx", "-p"])
-        .arg(&wrong))
-    .unwrap();
-    let wrong_key = std::fs::read_to_string(&wrong).unwrap();
-    let wrong_key = wrong_key.trim().split_once(':').unwrap().1.to_owned();
-    let bad = format!(
-        "nbds+unix://ddx@/?socket={}&tls-psk-file={}",
-        server.socket.display(),
-        wrong.display()
-    );
+    let wrong = Psk::make(server.path("wrong.psk")).unwrap();
+    let bad = wrong.uri(&server);
     let refused = NbdEnd::open(&uri(&bad), Access::Read).unwrap_err();
     for message in [&plain.message, &refused.message] {
         assert!(
-            !message.contains(&key) && !message.contains(&wrong_key),
+            !message.contains(&psk.key) && !message.contains(&wrong.key),
             "{message}"
         );
     }
@@ -730,7 +664,7 @@ fn nbds_over_a_unix_socket_with_a_psk_made_here() {
     let failed = failed.or_else(|| end.settle().err());
     assert_eq!(failed, Some(Errno::NOTCONN));
     let detail = end.take_detail().unwrap();
-    assert!(!detail.contains(&key), "{detail}");
+    assert!(!detail.contains(&psk.key), "{detail}");
 }
 
 /// Where the dynamic loader finds libnbd here, as ldconfig's cache says.

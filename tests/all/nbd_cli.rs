@@ -16,29 +16,12 @@ use crate::rigs;
 use crate::rigs::bytes::pattern;
 use crate::rigs::cmd::{ddx, operand};
 use crate::rigs::fixture::{statistics, Compare, Ddx};
-use crate::rigs::nbd::{nbdcopy_read, nbdkit_has_filter, run, tempdir, Server};
+use crate::rigs::nbd::{nbdcopy_read, nbdkit, nbdkit_in, run, tempdir, Server};
 use crate::rigs::{LoopDevice, LoopOptions, NbdDevice};
 
 const SEED: u64 = 0x6e62_6463_6c69;
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
-
-/// nbdkit with `args`, or None after `rigs::skip` says why not.
-fn nbdkit_in(dir: tempfile::TempDir, args: &[&str]) -> Option<Server> {
-    for word in args {
-        if let Some(filter) = word.strip_prefix("--filter=") {
-            if !nbdkit_has_filter(filter) {
-                rigs::skip(&format!("nbdkit has no {filter} filter"));
-                return None;
-            }
-        }
-    }
-    rigs::or_skip(Server::nbdkit_in(dir, args))
-}
-
-fn nbdkit(args: &[&str]) -> Option<Server> {
-    nbdkit_in(tempdir().unwrap(), args)
-}
 
 /// The URI of the nbdkit behind an nbdfuse rig.
 fn rig_uri(device: &NbdDevice) -> String {
@@ -363,30 +346,10 @@ fn qemu_nbd_serves_what_gnu_dd_does_to_a_copy_of_its_image() {
 
 #[test]
 fn nbds_with_a_psk_made_here_copies_both_ways_and_refuses_without_it() {
-    if !rigs::have("psktool") {
-        return rigs::skip("psktool is not installed (package gnutls-bin)");
-    }
-    let dir = tempdir().unwrap();
-    let keys = dir.path().join("keys.psk");
-    if let Err(why) = run(Command::new("psktool").args(["-u", "ddx", "-p"]).arg(&keys)) {
-        return rigs::skip(&why);
-    }
-    let Some(server) = nbdkit_in(
-        dir,
-        &[
-            "--tls=require",
-            &format!("--tls-psk={}", keys.display()),
-            "memory",
-            "size=3M",
-        ],
-    ) else {
+    let Some((server, psk)) = rigs::or_skip(Server::nbdkit_psk(&["memory", "size=3M"])) else {
         return;
     };
-    let tls = format!(
-        "nbds+unix://ddx@/?socket={}&tls-psk-file={}",
-        server.socket.display(),
-        keys.display()
-    );
+    let tls = psk.uri(&server);
     let data = pattern(SEED ^ 3, 3 * MIB);
     let source = server.path("in");
     let back = server.path("back");
@@ -459,7 +422,7 @@ fn rescue_of_an_export_recovers_what_gnu_ddrescue_recovers_and_resumes() {
             .arg(operand("of", &ours))
             .args(["--resume", &operand("--map", &our_map), bs])
             .fails();
-        assert!(resumed.stderr.contains("0 left"), "{}", resumed.stderr);
+        resumed.says("0 left");
         assert!(
             std::fs::read(&ours).unwrap() == their_bytes,
             "{bs}: resumed"
@@ -489,11 +452,7 @@ fn verify_and_hash_over_an_export_agree_with_sha256sum() {
         .arg(format!("of={}", server.uri()))
         .args(["bs=1M", "--verify", "--hash=sha256"])
         .succeeds();
-    assert!(
-        written.stderr.contains(&format!("sha256: {sum}")),
-        "{}",
-        written.stderr
-    );
+    written.says(&format!("sha256: {sum}"));
     assert!(
         written
             .stderr
@@ -506,11 +465,7 @@ fn verify_and_hash_over_an_export_agree_with_sha256sum() {
         .arg("of=/dev/null")
         .args(["bs=64k", "--hash=sha256"])
         .succeeds();
-    assert!(
-        read.stderr.contains(&format!("sha256: {sum}")),
-        "{}",
-        read.stderr
-    );
+    read.says(&format!("sha256: {sum}"));
 }
 
 #[test]

@@ -11,36 +11,26 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::rigs;
-use crate::rigs::bytes::pattern;
+use crate::rigs::bytes::{pattern, sha256};
 use crate::rigs::cmd::{ddx, gnu_dd};
-use crate::rigs::fixture::statistics;
-use crate::rigs::object::{S3Server, ShortHttpServer};
+use crate::rigs::fixture::{statistics, Ddx};
+use crate::rigs::object::{s3_or_skip, S3Server, ShortHttpServer};
 
 const MIB: usize = 1 << 20;
 
-/// ddx with the environment that points it at `server` (and no shared
-/// files).
-fn ddx_for(server: &S3Server) -> Command {
-    let mut cmd = ddx();
-    cmd.env("HOME", "/nonexistent")
-        .env("AWS_MAX_ATTEMPTS", "2")
-        .envs(server.env());
-    cmd
+/// The environment that points ddx at `server` (and no shared files).
+fn env_for(server: &S3Server) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("HOME".to_owned(), "/nonexistent".to_owned()),
+        ("AWS_MAX_ATTEMPTS".to_owned(), "2".to_owned()),
+    ];
+    env.extend(server.env());
+    env
 }
 
-struct Done {
-    code: Option<i32>,
-    stderr: String,
-    stdout: Vec<u8>,
-}
-
-fn run(mut cmd: Command) -> Done {
-    let out = cmd.stdin(Stdio::null()).output().expect("run");
-    Done {
-        code: out.status.code(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        stdout: out.stdout,
-    }
+/// ddx pointed at `server`.
+fn ddx_for(server: &S3Server) -> Ddx {
+    Ddx::new().envs(env_for(server))
 }
 
 /// GNU dd's statistics for `operands` over the file `input` (to a file
@@ -62,10 +52,9 @@ fn gnu_statistics(
 
 #[test]
 fn uploads_and_downloads_give_gnus_records_and_statistics() {
-    let Some(server) = rigs::or_skip(S3Server::start()) else {
+    let Some(server) = s3_or_skip() else {
         return;
     };
-    server.bucket("bkt");
     let dir = tempfile::tempdir().expect("tempdir");
     let data = pattern(21, 37 * MIB + 1234);
     let input = dir.path().join("in");
@@ -87,12 +76,11 @@ fn uploads_and_downloads_give_gnus_records_and_statistics() {
         let expected = std::fs::read(dir.path().join("gnu.out")).expect("GNU's output");
 
         let key = format!("up-{n}");
-        let mut up = ddx_for(&server);
-        up.arg(format!("if={}", input.display()))
+        let done = ddx_for(&server)
+            .arg(format!("if={}", input.display()))
             .arg(format!("of=s3://bkt/{key}"))
-            .args(*operands);
-        let done = run(up);
-        assert_eq!(done.code, Some(0), "{operands:?}: {}", done.stderr);
+            .args(*operands)
+            .succeeds();
         assert_eq!(statistics(&done.stderr), gnu, "upload {operands:?}");
         let stored = std::fs::read(server.object_file("bkt", &key)).expect("stored");
         assert!(
@@ -104,37 +92,35 @@ fn uploads_and_downloads_give_gnus_records_and_statistics() {
         let source = server.object_file("bkt", "source");
         std::fs::write(&source, &data).expect("seed");
         let out = dir.path().join(format!("down-{n}"));
-        let mut down = ddx_for(&server);
-        down.arg("if=s3://bkt/source")
+        let done = ddx_for(&server)
+            .arg("if=s3://bkt/source")
             .arg(format!("of={}", out.display()))
-            .args(*operands);
-        let done = run(down);
-        assert_eq!(done.code, Some(0), "{operands:?}: {}", done.stderr);
+            .args(*operands)
+            .succeeds();
         assert_eq!(statistics(&done.stderr), gnu, "download {operands:?}");
         assert!(
             std::fs::read(&out).expect("out") == expected,
             "download {operands:?}"
         );
     }
-    assert_eq!(server.pending_uploads(), Vec::<String>::new());
+    server.assert_no_pending_upload();
 
     // To a pipe and to a character device, record by record.
     let gnu = gnu_statistics(dir.path(), &input, &["bs=4k"]);
-    let mut piped = ddx_for(&server);
-    piped.args(["if=s3://bkt/source", "bs=4k"]);
-    let done = run(piped);
-    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    let done = ddx_for(&server)
+        .args(["if=s3://bkt/source", "bs=4k"])
+        .succeeds();
     assert_eq!(statistics(&done.stderr), gnu);
     assert!(done.stdout == data, "stdout: other bytes");
-    let mut to_null = ddx_for(&server);
-    to_null.args(["if=s3://bkt/source", "of=/dev/null", "bs=4k"]);
-    let done = run(to_null);
+    let done = ddx_for(&server)
+        .args(["if=s3://bkt/source", "of=/dev/null", "bs=4k"])
+        .run();
     assert_eq!(statistics(&done.stderr), gnu, "{}", done.stderr);
 }
 
 #[test]
 fn operands_an_object_cannot_honour_are_refused_before_anything_is_written() {
-    let Some(server) = rigs::or_skip(S3Server::start()) else {
+    let Some(server) = s3_or_skip() else {
         return;
     };
     let bucket = server.bucket("bkt");
@@ -155,12 +141,11 @@ fn operands_an_object_cannot_honour_are_refused_before_anything_is_written() {
         (&["--rescue"], "--rescue cannot be used"),
     ];
     for (extra, message) in cases {
-        let mut cmd = ddx_for(&server);
-        cmd.arg(format!("if={}", input.display()))
+        let done = ddx_for(&server)
+            .arg(format!("if={}", input.display()))
             .arg("of=s3://bkt/kept")
-            .args(*extra);
-        let done = run(cmd);
-        assert_eq!(done.code, Some(1), "{extra:?}: {}", done.stderr);
+            .args(*extra)
+            .fails();
         // One line about the object (oflag=append brings GNU's warning
         // about conv=notrunc too).
         let lines: Vec<&str> = done
@@ -171,29 +156,24 @@ fn operands_an_object_cannot_honour_are_refused_before_anything_is_written() {
         assert_eq!(lines.len(), 1, "{extra:?}: {}", done.stderr);
         assert!(lines[0].contains(message), "{extra:?}: {}", done.stderr);
         assert_eq!(std::fs::read(bucket.join("kept")).expect("kept"), old);
-        assert_eq!(server.pending_uploads(), Vec::<String>::new());
+        server.assert_no_pending_upload();
     }
-    let mut cmd = ddx_for(&server);
-    cmd.arg(format!("if={}", input.display()))
-        .arg("of=https://127.0.0.1:9/x");
-    let done = run(cmd);
-    assert_eq!(done.code, Some(1));
-    assert!(
-        done.stderr.contains("only s3:// objects can be written"),
-        "{}",
-        done.stderr
-    );
+    ddx_for(&server)
+        .arg(format!("if={}", input.display()))
+        .arg("of=https://127.0.0.1:9/x")
+        .fails_with("only s3:// objects can be written");
 }
 
 #[test]
 fn an_interrupted_upload_leaves_no_object_and_no_pending_upload() {
-    let Some(server) = rigs::or_skip(S3Server::start()) else {
+    let Some(server) = s3_or_skip() else {
         return;
     };
     let bucket = server.bucket("bkt");
     for signal in [libc::SIGINT, libc::SIGTERM] {
         let key = format!("interrupted-{signal}");
-        let mut child = ddx_for(&server)
+        let mut child = ddx()
+            .envs(env_for(&server))
             .arg(format!("of=s3://bkt/{key}"))
             .arg("bs=1M")
             .stdin(Stdio::piped())
@@ -219,13 +199,13 @@ fn an_interrupted_upload_leaves_no_object_and_no_pending_upload() {
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(out.status.signal(), Some(signal), "{out:?}");
         assert!(!bucket.join(&key).exists(), "an object was left");
-        assert_eq!(server.pending_uploads(), Vec::<String>::new());
+        server.assert_no_pending_upload();
     }
 }
 
 #[test]
 fn a_copy_that_fails_mid_stream_leaves_no_object_and_no_pending_upload() {
-    let Some(server) = rigs::or_skip(S3Server::start()) else {
+    let Some(server) = s3_or_skip() else {
         return;
     };
     let bucket = server.bucket("bkt");
@@ -235,11 +215,10 @@ fn a_copy_that_fails_mid_stream_leaves_no_object_and_no_pending_upload() {
         Ok(short) => short,
         Err(why) => return rigs::skip(&why),
     };
-    let mut cmd = ddx_for(&server);
-    cmd.arg(format!("if={}", short.url()))
-        .args(["of=s3://bkt/failed", "bs=1M"]);
-    let done = run(cmd);
-    assert_eq!(done.code, Some(1), "{}", done.stderr);
+    let done = ddx_for(&server)
+        .arg(format!("if={}", short.url()))
+        .args(["of=s3://bkt/failed", "bs=1M"])
+        .fails();
     assert!(
         done.stderr.contains("error reading 'http://")
             && done.stderr.contains(&format!("reading at {}", 33 * MIB)),
@@ -247,12 +226,12 @@ fn a_copy_that_fails_mid_stream_leaves_no_object_and_no_pending_upload() {
         done.stderr
     );
     assert!(!bucket.join("failed").exists(), "an object was left");
-    assert_eq!(server.pending_uploads(), Vec::<String>::new());
+    server.assert_no_pending_upload();
 }
 
 #[test]
 fn hash_and_verify_read_the_object_back() {
-    let Some(server) = rigs::or_skip(S3Server::start()) else {
+    let Some(server) = s3_or_skip() else {
         return;
     };
     let bucket = server.bucket("bkt");
@@ -260,44 +239,21 @@ fn hash_and_verify_read_the_object_back() {
     let data = pattern(3, 20 * MIB + 5);
     let input = dir.path().join("in");
     std::fs::write(&input, &data).expect("input");
-    let sha = Command::new("sha256sum")
-        .arg(&input)
-        .output()
-        .expect("sha256sum");
-    let digest = String::from_utf8_lossy(&sha.stdout)
-        .split_whitespace()
-        .next()
-        .expect("a digest")
-        .to_owned();
-    let mut cmd = ddx_for(&server);
-    cmd.arg(format!("if={}", input.display())).args([
-        "of=s3://bkt/checked",
-        "bs=4M",
-        "--hash=sha256",
-        "--verify",
-    ]);
-    let done = run(cmd);
-    assert_eq!(done.code, Some(0), "{}", done.stderr);
-    assert!(
-        done.stderr.contains(&format!("sha256: {digest}")),
-        "{}",
-        done.stderr
-    );
-    assert!(
-        done.stderr
-            .contains("verify: 20971525 bytes of 's3://bkt/checked' read back, identical"),
-        "{}",
-        done.stderr
-    );
+    let digest = sha256(&input);
+    let done = ddx_for(&server)
+        .arg(format!("if={}", input.display()))
+        .args(["of=s3://bkt/checked", "bs=4M", "--hash=sha256", "--verify"])
+        .succeeds();
+    done.says(&format!("sha256: {digest}"));
+    done.says("verify: 20971525 bytes of 's3://bkt/checked' read back, identical");
     assert!(std::fs::read(bucket.join("checked")).expect("stored") == data);
 }
 
 #[test]
 fn secrets_reach_neither_messages_nor_verbose_nor_progress_json() {
-    let Some(server) = rigs::or_skip(S3Server::start()) else {
+    let Some(server) = s3_or_skip() else {
         return;
     };
-    server.bucket("bkt");
     std::fs::write(server.object_file("bkt", "obj"), pattern(4, 3 * MIB)).expect("seed");
     const TOKEN: &str = "Session/Token+Value=0123456789abcdef";
     let dir = tempfile::tempdir().expect("tempdir");
@@ -305,13 +261,12 @@ fn secrets_reach_neither_messages_nor_verbose_nor_progress_json() {
     let mut texts = Vec::new();
     // Right keys (s3s-fs ignores the token), a successful copy with
     // everything ddx can print.
-    let mut ok = ddx_for(&server);
-    ok.env("AWS_SESSION_TOKEN", TOKEN)
+    let done = ddx_for(&server)
+        .env("AWS_SESSION_TOKEN", TOKEN)
         .args(["if=s3://bkt/obj", "bs=1M", "status=progress", "--verbose"])
         .arg(format!("of={}", out.display()))
-        .arg("--progress-fd=2");
-    let done = run(ok);
-    assert_eq!(done.code, Some(0), "{}", done.stderr);
+        .arg("--progress-fd=2")
+        .succeeds();
     assert!(
         done.stderr.contains('{'),
         "no progress JSON: {}",
@@ -319,38 +274,27 @@ fn secrets_reach_neither_messages_nor_verbose_nor_progress_json() {
     );
     texts.push(done.stderr);
     // A wrong secret: refused by the server, whose answer is printed.
-    let mut refused = ddx_for(&server);
-    refused
+    let done = ddx_for(&server)
         .env("AWS_SECRET_ACCESS_KEY", "Wrong+Secret/Key0123456789")
         .env("AWS_SESSION_TOKEN", TOKEN)
         .args(["if=s3://bkt/obj", "--verbose", "--progress-fd=2"])
-        .arg(format!("of={}", out.display()));
-    let done = run(refused);
-    assert_eq!(done.code, Some(1), "{}", done.stderr);
+        .arg(format!("of={}", out.display()))
+        .fails();
     texts.push(done.stderr);
     // A URL's password and signature.
-    let mut url = ddx_for(&server);
-    url.arg(format!(
-        "if=http://user:Url-Password-987@127.0.0.1:{}/obj?X-Amz-Signature=SignatureValue555",
-        rigs::object::free_port()
-    ))
-    .arg(format!("of={}", out.display()));
-    let done = run(url);
-    assert_eq!(done.code, Some(1), "{}", done.stderr);
+    let done = ddx_for(&server)
+        .arg(format!("if={}", rigs::object::secret_url()))
+        .arg(format!("of={}", out.display()))
+        .fails();
     texts.push(done.stderr);
-    for text in &texts {
-        for secret in [
-            rigs::object::SECRET_KEY,
-            "Wrong+Secret",
-            "Wrong%2BSecret",
-            "Session/Token",
-            "Session%2FToken",
-            "Url-Password-987",
-            "SignatureValue555",
-        ] {
-            assert!(!text.contains(secret), "{secret} in: {text}");
-        }
-    }
+    let secrets = [
+        rigs::object::SECRET_KEY,
+        "Wrong+Secret",
+        "Wrong%2BSecret",
+        "Session/Token",
+        "Session%2FToken",
+    ];
+    rigs::object::assert_hidden(&texts, &secrets);
 }
 
 /// A backup straight into an object, compressed, and its restore, one
@@ -359,14 +303,13 @@ fn secrets_reach_neither_messages_nor_verbose_nor_progress_json() {
 /// input's bytes again.
 #[test]
 fn a_compressed_backup_to_an_object_and_its_restore_are_one_command_each() {
-    let Some(server) = rigs::or_skip(S3Server::start()) else {
+    let Some(server) = s3_or_skip() else {
         return;
     };
     if !rigs::have("zstd") {
         rigs::skip("zstd is not installed (apt-get install zstd)");
         return;
     }
-    server.bucket("bkt");
     let dir = tempfile::tempdir().expect("tempdir");
     // Half zeros, half a pattern: compressible, and more than one part.
     let mut data = vec![0u8; 20 * MIB];
@@ -374,14 +317,10 @@ fn a_compressed_backup_to_an_object_and_its_restore_are_one_command_each() {
     let input = dir.path().join("disk.img");
     std::fs::write(&input, &data).expect("input");
 
-    let mut backup = ddx_for(&server);
-    backup.arg(format!("if={}", input.display())).args([
-        "of=s3://bkt/disk.img.zst",
-        "--compress=zstd",
-        "bs=4M",
-    ]);
-    let done = run(backup);
-    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    ddx_for(&server)
+        .arg(format!("if={}", input.display()))
+        .args(["of=s3://bkt/disk.img.zst", "--compress=zstd", "bs=4M"])
+        .succeeds();
     let stored = server.object_file("bkt", "disk.img.zst");
     assert!(std::fs::metadata(&stored).expect("stored").len() < data.len() as u64 * 3 / 4);
     let unzstd = Command::new("zstd")
@@ -393,15 +332,13 @@ fn a_compressed_backup_to_an_object_and_its_restore_are_one_command_each() {
     assert!(unzstd.stdout == data, "zstd -d: other bytes");
 
     let restored = dir.path().join("restored.img");
-    let mut restore = ddx_for(&server);
-    restore
+    ddx_for(&server)
         .args(["if=s3://bkt/disk.img.zst", "--decompress", "bs=4M"])
-        .arg(format!("of={}", restored.display()));
-    let done = run(restore);
-    assert_eq!(done.code, Some(0), "{}", done.stderr);
+        .arg(format!("of={}", restored.display()))
+        .succeeds();
     assert!(
         std::fs::read(&restored).expect("restored") == data,
         "restore: other bytes"
     );
-    assert_eq!(server.pending_uploads(), Vec::<String>::new());
+    server.assert_no_pending_upload();
 }

@@ -647,6 +647,31 @@ fn mib(bytes: u64) -> String {
     }
 }
 
+/// The notice for a disk that sfdisk partitions from `script`, then ext4
+/// labelled `label` at `offset`, `size` long, must end with `ending`,
+/// where `{used}` stands for what ext4 uses.
+fn partitioned_notice_ends(
+    name: &str,
+    script: &str,
+    (offset, size, label): (u64, u64, &str),
+    ending: &str,
+) {
+    let mut used = 0;
+    let Some(notice) = notice_for(name, |image| {
+        tool("sfdisk", &["-q", image.to_str().unwrap()], script)?;
+        used = ext4_at(image, offset, size, label)?;
+        Ok(())
+    }) else {
+        return;
+    };
+    assert_ends_with(&notice, &ending.replace("{used}", &mib(used)));
+}
+
+#[track_caller]
+fn assert_ends_with(notice: &str, ending: &str) {
+    assert!(notice.ends_with(ending), "{notice}");
+}
+
 #[test]
 fn the_whole_disk_notice_names_a_file_system_on_the_device() {
     let mut used = 0;
@@ -656,63 +681,35 @@ fn the_whole_disk_notice_names_a_file_system_on_the_device() {
     }) else {
         return;
     };
-    assert!(
-        notice.ends_with(&format!(
+    assert_ends_with(
+        &notice,
+        &format!(
             "64 MiB), which holds a file system (ext4, labelled 'ddx-test', {} used)",
             mib(used)
-        )),
-        "{notice}"
+        ),
     );
 }
 
 #[test]
 fn the_whole_disk_notice_reads_a_gpt_table_the_kernel_has_not_scanned() {
-    let mut used = 0;
-    let Some(notice) = notice_for("disk-gpt", |image| {
-        tool(
-            "sfdisk",
-            &["-q", image.to_str().unwrap()],
-            "label: gpt\n,16M,L\n,,L\n",
-        )?;
-        used = ext4_at(image, 17 << 20, 20 << 20, "second")?;
-        Ok(())
-    }) else {
-        return;
-    };
     // sfdisk ends the last partition on a MiB boundary before GPT's backup.
-    assert!(
-        notice.ends_with(&format!(
-            "64 MiB), which holds a GPT partition table with 2 partitions: \
-             1 (16 MiB): no file system; 2 (46 MiB): a file system (ext4, labelled \
-             'second', {} used)",
-            mib(used)
-        )),
-        "{notice}"
+    partitioned_notice_ends(
+        "disk-gpt",
+        "label: gpt\n,16M,L\n,,L\n",
+        (17 << 20, 20 << 20, "second"),
+        "64 MiB), which holds a GPT partition table with 2 partitions: 1 (16 MiB): no file \
+         system; 2 (46 MiB): a file system (ext4, labelled 'second', {used} used)",
     );
 }
 
 #[test]
 fn the_whole_disk_notice_reads_an_mbr_table_the_kernel_has_not_scanned() {
-    let mut used = 0;
-    let Some(notice) = notice_for("disk-mbr", |image| {
-        tool(
-            "sfdisk",
-            &["-q", image.to_str().unwrap()],
-            "label: dos\n,16M,83\n,,83\n",
-        )?;
-        used = ext4_at(image, 1 << 20, 16 << 20, "first")?;
-        Ok(())
-    }) else {
-        return;
-    };
-    assert!(
-        notice.ends_with(&format!(
-            "64 MiB), which holds a DOS (MBR) partition table with 2 partitions: \
-             1 (16 MiB): a file system (ext4, labelled 'first', {} used); \
-             2 (47 MiB): no file system",
-            mib(used)
-        )),
-        "{notice}"
+    partitioned_notice_ends(
+        "disk-mbr",
+        "label: dos\n,16M,83\n,,83\n",
+        (1 << 20, 16 << 20, "first"),
+        "64 MiB), which holds a DOS (MBR) partition table with 2 partitions: 1 (16 MiB): a \
+         file system (ext4, labelled 'first', {used} used); 2 (47 MiB): no file system",
     );
 }
 
@@ -721,8 +718,8 @@ fn the_whole_disk_notice_says_when_nothing_is_recognised() {
     let Some(notice) = notice_for("disk-blank", |_| Ok(())) else {
         return;
     };
-    assert!(
-        notice.ends_with("64 MiB), which holds no file system or partition table that blkid knows"),
-        "{notice}"
+    assert_ends_with(
+        &notice,
+        "64 MiB), which holds no file system or partition table that blkid knows",
     );
 }

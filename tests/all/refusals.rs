@@ -112,92 +112,50 @@ fn anything(_: In, o: Out) -> bool {
     o != Out::ReadOnly
 }
 
+fn both_positional(i: In, o: Out) -> bool {
+    positional_in(i) && positional_out(o)
+}
+
+/// Outputs with storage behind them: a file, a block device, an export.
+fn storage_out(_: In, o: Out) -> bool {
+    file_out(o) || o == Out::Block || o == Out::Nbd
+}
+
+const fn row(args: &'static [&'static str], accepts: fn(In, Out) -> bool) -> Row {
+    Row { args, accepts }
+}
+
 const ROWS: &[Row] = &[
-    Row {
-        args: &[],
-        accepts: anything,
-    },
-    Row {
-        args: &["--rescue"],
-        accepts: |i, o| positional_in(i) && positional_out(o),
-    },
-    Row {
-        args: &["--map=MAP"],
-        accepts: |i, o| positional_in(i) && positional_out(o),
-    },
-    Row {
-        args: &["--resume", "--map=MAP"],
-        accepts: |i, o| positional_in(i) && positional_out(o),
-    },
+    row(&[], anything),
+    row(&["--rescue"], both_positional),
+    row(&["--map=MAP"], both_positional),
+    row(&["--resume", "--map=MAP"], both_positional),
     // The checkpoint map is kept beside the output: a file's.
-    Row {
-        args: &["--resume"],
-        accepts: |i, o| positional_in(i) && file_out(o),
-    },
-    Row {
-        args: &["--rescue", "--sector-size=4096"],
-        accepts: |i, o| positional_in(i) && positional_out(o),
-    },
-    Row {
-        args: &["--verify"],
-        accepts: |_, o| file_out(o) || o == Out::Block || o == Out::Nbd,
-    },
+    row(&["--resume"], |i, o| positional_in(i) && file_out(o)),
+    row(&["--rescue", "--sector-size=4096"], both_positional),
+    row(&["--verify"], storage_out),
     // Discards need storage: a file, a block device or an export.
-    Row {
-        args: &["--trim"],
-        accepts: |_, o| file_out(o) || o == Out::Block || o == Out::Nbd,
-    },
-    Row {
-        args: &["--hash=sha256"],
-        accepts: anything,
-    },
+    row(&["--trim"], storage_out),
+    row(&["--hash=sha256"], anything),
     // Its checker reads the input again by name: not a character device
     // or a FIFO (standard input is named '-'), and never with count=,
     // which the infinite inputs need.
-    Row {
-        args: &["--hash=sha256", "--hash-file=SUMS"],
-        accepts: |i, o| (positional_in(i) || i == In::Socket) && o != Out::ReadOnly,
-    },
-    Row {
-        args: &["--offload"],
-        accepts: anything,
-    },
-    Row {
-        args: &["--no-offload"],
-        accepts: anything,
-    },
-    Row {
-        args: &["--keep-cache"],
-        accepts: anything,
-    },
-    Row {
-        args: &["--queue-depth=4"],
-        accepts: anything,
-    },
-    Row {
-        args: &["--request-size=128K"],
-        accepts: anything,
-    },
-    Row {
-        args: &["--backend=threads"],
-        accepts: anything,
-    },
-    Row {
-        args: &["--backend=uring"],
-        accepts: anything,
-    },
-    Row {
-        args: &["--backend=sync", "--queue-depth=4"],
-        accepts: |_, _| false,
-    },
-    Row {
-        args: &["--verbose"],
-        accepts: anything,
-    },
-    Row {
-        args: &["bs=auto", "count=256K", "iflag=fullblock,count_bytes"],
-        accepts: anything,
-    },
+    row(&["--hash=sha256", "--hash-file=SUMS"], |i, o| {
+        (positional_in(i) || i == In::Socket) && o != Out::ReadOnly
+    }),
+    row(&["--offload"], anything),
+    row(&["--no-offload"], anything),
+    row(&["--keep-cache"], anything),
+    row(&["--queue-depth=4"], anything),
+    row(&["--request-size=128K"], anything),
+    row(&["--backend=threads"], anything),
+    row(&["--backend=uring"], anything),
+    row(&["--backend=sync", "--queue-depth=4"], |_, _| false),
+    row(&["--verbose"], anything),
+    row(
+        &["bs=auto", "count=256K", "iflag=fullblock,count_bytes"],
+        anything,
+    ),
 ];
 
 /// The ends, built once for the whole matrix.

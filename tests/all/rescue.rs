@@ -338,7 +338,7 @@ fn hashes_equal_the_checksum_tools() {
         let out = if case[0].starts_with("--map") {
             // An unsavable map is reported, and the digests are still right.
             let out = copy.run();
-            assert!(out.stderr.contains("cannot save the map"), "{}", out.stderr);
+            out.says("cannot save the map");
             out
         } else {
             copy.succeeds()
@@ -432,9 +432,7 @@ fn hash_files_pass_their_checkers() {
         // checker reads from its own standard input. xxhsum 0.8.1 (this
         // Debian's) opens '-' as a file name instead, so for it the same
         // bytes are there too; later versions read standard input.
-        let check_dir = tempfile::tempdir().unwrap();
-        let data = check_dir.path().join("data");
-        std::fs::write(&data, &contents).unwrap();
+        let (check_dir, data) = rigs::bytes::file_with("data", &contents);
         if algorithm == "xxh3" {
             std::fs::write(check_dir.path().join("-"), &contents).unwrap();
         }
@@ -535,7 +533,7 @@ fn verify_passes_a_good_copy_and_catches_a_flipped_byte() {
             "verify: {size} bytes of '{}' read back, identical",
             output.display()
         );
-        assert!(out.stderr.contains(&identical), "{}", out.stderr);
+        out.says(&identical);
     }
 
     // A device that corrupts one byte on its way down: the copy itself
@@ -566,9 +564,7 @@ fn a_signal_during_verify_ends_it_at_once() {
     // the signals any more; it must still stop for Ctrl-C (and SIGTERM),
     // dying of the signal, not run on to "identical" and exit 0.
     let size = 4 << 20;
-    let scratch = tempfile::tempdir().unwrap();
-    let input = scratch.path().join("input");
-    std::fs::write(&input, pattern(SEED, size)).unwrap();
+    let (_scratch, input) = rigs::bytes::file_with("input", pattern(SEED, size));
     // Reads of 100 ms each: reading 4 MiB back takes seconds.
     let Some(device) = rigs::or_skip(rigs::NbdDevice::slow(&vec![0; size], 100)) else {
         return;
@@ -605,9 +601,7 @@ fn enospc_matches_gnu_dd_on_every_backend() {
     let Some(fs) = rigs::or_skip(rigs::SmallTmpfs::new(1 << 20)) else {
         return;
     };
-    let scratch = tempfile::tempdir().unwrap();
-    let input = scratch.path().join("input");
-    std::fs::write(&input, pattern(SEED, 3 << 20)).unwrap();
+    let (_scratch, input) = rigs::bytes::file_with("input", pattern(SEED, 3 << 20));
     let output = fs.path().join("out");
     for operands in [
         &["bs=64k"][..],
@@ -630,18 +624,14 @@ fn enospc_matches_gnu_dd_on_every_backend() {
     let resume = || copy(&input, &output).args(["--resume", "bs=64k"]);
     let out = resume().fails();
     let written = std::fs::metadata(&output).unwrap().len();
-    assert!(
-        out.stderr.contains(&format!(
-            "dd: error writing '{}': No space left on device\ndd: '{}': stopped at offset \
+    out.says(&format!(
+        "dd: error writing '{}': No space left on device\ndd: '{}': stopped at offset \
              {written}; everything before it is written\n",
-            output.display(),
-            output.display()
-        )),
-        "{}",
-        out.stderr
-    );
+        output.display(),
+        output.display()
+    ));
     let total = format!("\n{written} bytes (");
-    assert!(out.stderr.contains(&total), "{}", out.stderr);
+    out.says(&total);
     // Room made, the same command continues where it stopped.
     assert!(fs.resize(8 << 20), "remount the tmpfs larger");
     let out = resume().succeeds();
@@ -664,9 +654,7 @@ fn write_eio_matches_gnu_dd_on_every_backend() {
     let Some(rig) = rigs::or_skip(rigs::FailingWrites::new(size, 512)) else {
         return;
     };
-    let scratch = tempfile::tempdir().unwrap();
-    let input = scratch.path().join("input");
-    std::fs::write(&input, pattern(SEED, size as usize)).unwrap();
+    let (_scratch, input) = rigs::bytes::file_with("input", pattern(SEED, size as usize));
     let reset = || std::fs::write(&rig.image, vec![0; size as usize]).unwrap();
     for operands in [
         &["bs=64k", "conv=notrunc"][..],
@@ -693,7 +681,7 @@ fn write_eio_matches_gnu_dd_on_every_backend() {
             "'{}': stopped at offset 262144; everything before it is written\n",
             rig.path.display()
         ));
-    assert!(out.stderr.contains("\n262144 bytes ("), "{}", out.stderr);
+    out.says("\n262144 bytes (");
     assert!(
         std::fs::read(&rig.image).unwrap()[..262144] == std::fs::read(&input).unwrap()[..262144]
     );
@@ -701,9 +689,7 @@ fn write_eio_matches_gnu_dd_on_every_backend() {
 
 #[test]
 fn refused_combinations_touch_nothing() {
-    let scratch = tempfile::tempdir().unwrap();
-    let input = scratch.path().join("input");
-    std::fs::write(&input, b"data").unwrap();
+    let (scratch, input) = rigs::bytes::file_with("input", b"data");
     let output = scratch.path().join("output");
     for (args, message) in [
         (
@@ -771,7 +757,7 @@ fn resume_continues_after_a_read_error() {
     );
     // The same command again refuses to start over the map.
     let again = run().run();
-    assert!(again.stderr.contains("add --resume"), "{}", again.stderr);
+    again.says("add --resume");
     // With --rescue, only the bad sector is retried and lost.
     run().args(["--resume", "--rescue"]).fails();
     let mut expected = contents.clone();

@@ -2,7 +2,7 @@
 //! (ddx says so under --verbose), and the bytes, the statistics and what
 //! is left in the input pipe are GNU dd's.
 
-use crate::rigs::bytes::pattern;
+use crate::rigs::bytes::{file_with, pattern};
 use crate::rigs::fixture::{Compare, Ddx};
 
 /// The comparison holds, and ddx (under --verbose) says it spliced.
@@ -34,9 +34,7 @@ fn a_pipe_into_a_file_is_spliced_and_equals_gnu_dd() {
 
 #[test]
 fn a_file_into_a_pipe_is_spliced_and_equals_gnu_dd() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("in");
-    std::fs::write(&input, pattern(2, 5_000_000 + 3)).unwrap();
+    let (_dir, input) = file_with("in", pattern(2, 5_000_000 + 3));
     for operands in [
         &["bs=1M"][..],
         &["bs=100000", "skip=3", "count=20"],

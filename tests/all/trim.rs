@@ -111,22 +111,45 @@ impl Case {
         path
     }
 
-    /// Check one copy: `run` copies onto the output (given the input and
-    /// `extra` operands); the backing file must have freed the zeros.
-    fn check(&self, extra: &[&str], backing: &Path, run: impl Fn(&[String])) {
-        let before = allocated(backing);
+    /// One copy of the input with `extra` operands onto `output`, held to
+    /// GNU dd's with `gnu_extra` onto a new file: the same statistics, the
+    /// same bytes read back, the trim line saying how the zeros were
+    /// `discarded`, and the backing file freed of them.
+    fn check(&self, extra: &[&str], gnu_extra: &[&str], output: &Output, discarded: &str) {
+        let (gnu_bytes, gnu_stats) = gnu(self.dir.path(), &self.input, gnu_extra);
+        let before = allocated(output.backing);
         assert_eq!(before, SIZE as u64, "the backing file starts whole");
         let mut args = vec![operand("if", &self.input)];
         args.extend(extra.iter().map(|s| s.to_string()));
-        run(&args);
-        let after = allocated(backing);
+        args.push(output.of.clone());
+        let (stats, trim) = ddx_trim(&args);
+        assert_eq!(stats, gnu_stats, "{extra:?}");
+        assert_eq!(trim, format!("{ZEROS} bytes discarded as {discarded}"));
+        let after = allocated(output.backing);
         assert!(
             after + ZEROS <= before,
             "{extra:?}: {before} bytes allocated before, {after} after: the zeros were \
              not discarded"
         );
+        assert!(
+            std::fs::read(output.reads_back).expect("output") == gnu_bytes,
+            "{extra:?}: {:?} differs from GNU dd's output",
+            output.reads_back
+        );
     }
 }
+
+/// Where a copy goes: the `of=` operand, the file on the tmpfs behind
+/// it, and what reads its bytes back (the device, or the backing file).
+struct Output<'a> {
+    of: String,
+    backing: &'a Path,
+    reads_back: &'a Path,
+}
+
+/// The trim line's ending for a file or a block device (whose loop
+/// driver punches holes in its backing file).
+const PUNCHED: &str = "holes punched (fallocate PUNCH_HOLE)";
 
 #[cfg(feature = "nbd")]
 #[test]
@@ -144,24 +167,13 @@ fn trim_onto_an_nbd_export_reads_back_as_gnu_dd_writes_and_frees_the_servers_blo
     };
     for extra in [&[][..], &["conv=sparse"]] {
         let backing = case.backing();
-        let (gnu_bytes, gnu_stats) = gnu(case.dir.path(), &case.input, extra);
-        case.check(extra, &backing, |args| {
-            let mut args = args.to_vec();
-            args.push(format!("of={}", server.uri()));
-            let (stats, trim) = ddx_trim(&args);
-            assert_eq!(stats, gnu_stats, "{extra:?}");
-            assert_eq!(
-                trim,
-                format!(
-                    "{ZEROS} bytes discarded as NBD zero requests, which let the server \
-                     deallocate"
-                )
-            );
-        });
-        assert!(
-            std::fs::read(&backing).expect("export") == gnu_bytes,
-            "{extra:?}: the export differs from GNU dd's output"
-        );
+        let export = Output {
+            of: format!("of={}", server.uri()),
+            backing: &backing,
+            reads_back: &backing,
+        };
+        let discarded = "NBD zero requests, which let the server deallocate";
+        case.check(extra, extra, &export, discarded);
     }
 }
 
@@ -177,21 +189,12 @@ fn trim_onto_a_file_punches_holes_where_gnu_dd_writes_zeros() {
         (&["conv=notrunc,sparse"], &["conv=sparse"]),
     ] {
         let backing = case.backing();
-        let (gnu_bytes, gnu_stats) = gnu(case.dir.path(), &case.input, gnu_extra);
-        case.check(extra, &backing, |args| {
-            let mut args = args.to_vec();
-            args.push(operand("of", &backing));
-            let (stats, trim) = ddx_trim(&args);
-            assert_eq!(stats, gnu_stats, "{extra:?}");
-            assert_eq!(
-                trim,
-                format!("{ZEROS} bytes discarded as holes punched (fallocate PUNCH_HOLE)")
-            );
-        });
-        assert!(
-            std::fs::read(&backing).expect("output") == gnu_bytes,
-            "{extra:?}: the output differs from GNU dd's"
-        );
+        let file = Output {
+            of: operand("of", &backing),
+            backing: &backing,
+            reads_back: &backing,
+        };
+        case.check(extra, gnu_extra, &file, PUNCHED);
     }
     // A new output that ends in a discarded hole is as long as GNU's.
     for extra in [&[][..], &["conv=sparse"], &["ibs=4K", "obs=16K"]] {
@@ -232,21 +235,12 @@ fn trim_onto_a_block_device_zeroes_what_gnu_dd_writes_and_frees_the_backing_bloc
             .copied()
             .filter(|s| !s.starts_with("--"))
             .collect();
-        let (gnu_bytes, gnu_stats) = gnu(case.dir.path(), &case.input, &gnu_extra);
-        case.check(extra, &backing, |args| {
-            let mut args = args.to_vec();
-            args.push(operand("of", &device.path));
-            let (stats, trim) = ddx_trim(&args);
-            assert_eq!(stats, gnu_stats, "{extra:?}");
-            assert_eq!(
-                trim,
-                format!("{ZEROS} bytes discarded as holes punched (fallocate PUNCH_HOLE)")
-            );
-        });
-        assert!(
-            std::fs::read(&device.path).expect("device") == gnu_bytes,
-            "{extra:?}: the device differs from GNU dd's output"
-        );
+        let onto_device = Output {
+            of: operand("of", &device.path),
+            backing: &backing,
+            reads_back: &device.path,
+        };
+        case.check(extra, &gnu_extra, &onto_device, PUNCHED);
         drop(device);
     }
 }

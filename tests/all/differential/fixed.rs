@@ -28,6 +28,15 @@ fn chunks(parts: &[&[u8]]) -> Stdin {
     Stdin::Chunks(parts.iter().map(|p| p.to_vec()).collect())
 }
 
+/// Standard input that brings "abcdefg", then `signal` to dd, then "hij".
+fn signalled(signal: Signal) -> Stdin {
+    Stdin::Signalled {
+        before: b"abcdefg".to_vec(),
+        signal,
+        after: b"hij".to_vec(),
+    }
+}
+
 fn case(name: &str) -> Case {
     Case::new(name)
 }
@@ -425,33 +434,17 @@ fn behaviours() -> Vec<Case> {
         // --- signals ---------------------------------------------------------------
         // SIGUSR1 prints the statistics so far and the copy carries on.
         case("SIGUSR1 prints statistics")
-            .stdin(Stdin::Signalled {
-                before: b"abcdefg".to_vec(),
-                signal: Signal::Usr1,
-                after: b"hij".to_vec(),
-            })
+            .stdin(signalled(Signal::Usr1))
             .args(&["bs=4"]),
         case("SIGUSR1 with status=noxfer")
-            .stdin(Stdin::Signalled {
-                before: b"abcdefg".to_vec(),
-                signal: Signal::Usr1,
-                after: b"hij".to_vec(),
-            })
+            .stdin(signalled(Signal::Usr1))
             .args(&["bs=4", "status=noxfer"]),
         case("SIGUSR1 with status=none")
-            .stdin(Stdin::Signalled {
-                before: b"abcdefg".to_vec(),
-                signal: Signal::Usr1,
-                after: b"hij".to_vec(),
-            })
+            .stdin(signalled(Signal::Usr1))
             .args(&["bs=4", "status=none"]),
         // SIGINT prints the statistics, then dd dies of the signal.
         case("SIGINT prints statistics and dies")
-            .stdin(Stdin::Signalled {
-                before: b"abcdefg".to_vec(),
-                signal: Signal::Int,
-                after: b"hij".to_vec(),
-            })
+            .stdin(signalled(Signal::Int))
             .args(&["ibs=4", "obs=3", "of=out"]),
         // --- stdout as a redirected file ---------------------------------------
         case("seek on redirected stdout keeps head")

@@ -180,21 +180,9 @@ impl Draft {
     /// count= in records, with the B suffix, or with iflag=count_bytes.
     pub fn add_count(&mut self) {
         let records = self.input.len() / self.ibs.max(1);
+        let bytes = self.input.len() + 5;
         match self.rng.weighted(&[45, 20, 20, 10, 5]) {
-            0 => {
-                let n = self.rng.range(0, records + 2);
-                let text = render_count(&mut self.rng, n);
-                self.op(format!("count={text}"));
-            }
-            1 => {
-                let n = self.rng.range(0, self.input.len() + 5);
-                self.op(format!("count={n}B"));
-            }
-            2 => {
-                let n = self.rng.range(0, self.input.len() + 5);
-                self.add_iflag("count_bytes");
-                self.op(format!("count={n}"));
-            }
+            unit @ 0..=2 => self.add_amount(unit, "count", records + 2, bytes, "count_bytes"),
             3 => self.op("count=0".to_string()),
             _ => {
                 let big = *self.rng.pick(&["1M", "99999", "1G", "1x1k"]);
@@ -203,25 +191,44 @@ impl Draft {
         }
     }
 
-    /// skip= or iseek=, in records or bytes, sometimes past the end.
-    pub fn add_skip(&mut self) {
-        let key = if self.rng.chance(75) { "skip" } else { "iseek" };
-        let records = self.input.len() / self.ibs.max(1);
-        match self.rng.weighted(&[40, 20, 20, 20]) {
+    /// `key=` up to `records` records (written any way the grammar
+    /// allows), or up to `bytes` bytes, with the B suffix or with
+    /// `bytes_flag`: `unit` 0, 1 or 2. count= and skip= share these three
+    /// and differ in their bounds; the draws are made in one order, so a
+    /// seed gives the same case as ever.
+    fn add_amount(
+        &mut self,
+        unit: usize,
+        key: &str,
+        records: usize,
+        bytes: usize,
+        bytes_flag: &'static str,
+    ) {
+        match unit {
             0 => {
-                let n = self.rng.range(0, records + 1);
+                let n = self.rng.range(0, records);
                 let text = render_count(&mut self.rng, n);
                 self.op(format!("{key}={text}"));
             }
             1 => {
-                let n = self.rng.range(0, self.input.len() + 3);
+                let n = self.rng.range(0, bytes);
                 self.op(format!("{key}={n}B"));
             }
-            2 => {
-                let n = self.rng.range(0, self.input.len() + 3);
-                self.add_iflag("skip_bytes");
+            _ => {
+                let n = self.rng.range(0, bytes);
+                self.add_iflag(bytes_flag);
                 self.op(format!("{key}={n}"));
             }
+        }
+    }
+
+    /// skip= or iseek=, in records or bytes, sometimes past the end.
+    pub fn add_skip(&mut self) {
+        let key = if self.rng.chance(75) { "skip" } else { "iseek" };
+        let records = self.input.len() / self.ibs.max(1);
+        let bytes = self.input.len() + 3;
+        match self.rng.weighted(&[40, 20, 20, 20]) {
+            unit @ 0..=2 => self.add_amount(unit, key, records + 1, bytes, "skip_bytes"),
             _ => {
                 // Past the end: GNU warns "cannot skip to specified offset".
                 let n = records + self.rng.range(1, 4);

@@ -3,7 +3,7 @@
 //! make their own bytes from their seed, to stay replayable): the same
 //! `seed` always gives the same bytes, so a failure can be rerun.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// `len` bytes, the low byte of each step of xorshift64 from `seed` (not
 /// 0, from which it stays 0): no short period, so a block at the wrong
@@ -20,6 +20,15 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
             state as u8
         })
         .collect()
+}
+
+/// `bytes` in a file `name` in a fresh directory: (the directory, which
+/// takes the file with it when dropped; the file).
+pub fn file_with(name: &str, bytes: impl AsRef<[u8]>) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).expect("a test file");
+    (dir, path)
 }
 
 /// The SHA-256 of a file (or device), as sha256sum prints it.

@@ -505,6 +505,18 @@ impl Ddx {
         args.into_iter().fold(self, Ddx::arg)
     }
 
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.cmd.env(key, value);
+        self
+    }
+
+    pub fn envs<K: AsRef<OsStr>, V: AsRef<OsStr>>(
+        self,
+        vars: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        vars.into_iter().fold(self, |ddx, (k, v)| ddx.env(k, v))
+    }
+
     pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Self {
         self.cmd.current_dir(dir);
         self
@@ -555,6 +567,19 @@ impl Ddx {
             ran.stderr
         );
         ran
+    }
+}
+
+impl Ran {
+    /// Its stderr holds `text`; a failure shows the whole stderr.
+    #[track_caller]
+    pub fn says(&self, text: &str) -> &Ran {
+        assert!(
+            self.stderr.contains(text),
+            "wanted {text:?} in stderr: {}",
+            self.stderr
+        );
+        self
     }
 }
 

@@ -258,6 +258,21 @@ pub fn run_tool(cmd: &mut Command, what: &str) -> Result<Output, String> {
     Ok(out)
 }
 
+/// Starts a server or rig process in the background: no stdin, no
+/// stdout, its stderr to `stderr` (a log file, a pipe, or nothing). Err
+/// names `what`.
+pub fn spawn_server(
+    cmd: &mut Command,
+    stderr: impl Into<Stdio>,
+    what: &str,
+) -> Result<std::process::Child, String> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| format!("{what}: {e}"))
+}
+
 /// Runs a tool the test cannot go on without; panics with its stderr if
 /// it fails. Its stdout.
 pub fn must_run(cmd: &mut Command) -> Vec<u8> {
@@ -519,18 +534,15 @@ impl NbdDevice {
         device.nbdkit_pid = read_pid(&nbd_pid_file);
         std::fs::write(&device.path, b"").map_err(|e| e.to_string())?;
         let fuse_pid_file = device.dir.path().join("fuse.pid");
-        Command::new("setsid")
+        let mut nbdfuse = Command::new("setsid");
+        nbdfuse
             .arg("nbdfuse")
             .arg("--pidfile")
             .arg(&fuse_pid_file)
             .arg(&device.path)
             .arg("--unix")
-            .arg(&socket)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("nbdfuse: {e}"))?;
+            .arg(&socket);
+        spawn_server(&mut nbdfuse, Stdio::null(), "nbdfuse")?;
         wait_for_export(&device.path, size, "nbdfuse")?;
         Ok(device)
     }
@@ -628,8 +640,8 @@ impl FailingWrites {
         .map_err(|e| e.to_string())?;
         let path = dir.path().join("export");
         std::fs::write(&path, b"").map_err(|e| e.to_string())?;
-        let child = Command::new("qemu-storage-daemon")
-            .arg("--blockdev")
+        let mut qsd = Command::new("qemu-storage-daemon");
+        qsd.arg("--blockdev")
             .arg(format!(
                 "driver=file,node-name=file0,filename={}",
                 image.display()
@@ -645,12 +657,8 @@ impl FailingWrites {
             .arg(format!(
                 "type=fuse,id=exp0,node-name=raw0,mountpoint={},writable=on",
                 path.display()
-            ))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("qemu-storage-daemon: {e}"))?;
+            ));
+        let child = spawn_server(&mut qsd, Stdio::piped(), "qemu-storage-daemon")?;
         let mut rig = FailingWrites {
             _dir: dir,
             path,

@@ -5,10 +5,13 @@
 //! plugin), for `rigs::skip`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use super::have;
+
+/// The log filter's file, in the server's directory.
+const REQUESTS: &str = "requests.log";
 
 pub struct Server {
     pub dir: tempfile::TempDir,
@@ -25,10 +28,15 @@ impl Server {
     }
 
     /// `nbdkit ARGS` with its files in `dir` (made beforehand by the test
-    /// for an image, a PSK file...).
+    /// for an image, a log...). Err also when a `--filter=NAME` in ARGS
+    /// is not installed: a filter stack is part of the server asked for.
     pub fn nbdkit_in(dir: tempfile::TempDir, args: &[&str]) -> Result<Server, String> {
         if !have("nbdkit") {
             return Err("nbdkit is not installed (package nbdkit)".into());
+        }
+        let mut filters = args.iter().filter_map(|a| a.strip_prefix("--filter="));
+        if let Some(missing) = filters.find(|f| !nbdkit_has_filter(f)) {
+            return Err(format!("nbdkit has no {missing} filter"));
         }
         let socket = dir.path().join("nbd.sock");
         let mut cmd = Command::new("nbdkit");
@@ -36,6 +44,31 @@ impl Server {
             .arg(&socket)
             .args(args);
         Server::start(dir, socket, cmd, "nbdkit")
+    }
+
+    /// `nbdkit --filter=log ARGS`, logging every request the client sends
+    /// to [`Server::log_file`] (the log filter outermost, before ARGS'
+    /// filters).
+    pub fn nbdkit_logged(args: &[&str]) -> Result<Server, String> {
+        let dir = tempdir()?;
+        let log = format!("logfile={}", dir.path().join(REQUESTS).display());
+        let args = [&["--filter=log"], args, &[log.as_str()]].concat();
+        Server::nbdkit_in(dir, &args)
+    }
+
+    /// The request log of a server from [`Server::nbdkit_logged`].
+    pub fn log_file(&self) -> PathBuf {
+        self.path(REQUESTS)
+    }
+
+    /// `nbdkit --tls=require ARGS`, taking only clients that hold the
+    /// pre-shared key made here (by psktool, in the server's directory).
+    pub fn nbdkit_psk(args: &[&str]) -> Result<(Server, Psk), String> {
+        let dir = tempdir()?;
+        let psk = Psk::make(dir.path().join("keys.psk"))?;
+        let tls = format!("--tls-psk={}", psk.file.display());
+        let args = [&["--tls=require", tls.as_str()], args].concat();
+        Ok((Server::nbdkit_in(dir, &args)?, psk))
     }
 
     /// `qemu-nbd --socket=S ARGS` (serving more than one connection, and
@@ -60,12 +93,7 @@ impl Server {
     ) -> Result<Server, String> {
         let stderr = dir.path().join(format!("{what}.stderr"));
         let log = std::fs::File::create(&stderr).map_err(|e| e.to_string())?;
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .map_err(|e| format!("{what}: {e}"))?;
+        let child = super::spawn_server(&mut cmd, log, what)?;
         let mut server = Server {
             dir,
             socket,
@@ -115,6 +143,48 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A TLS pre-shared key for the user "ddx", in a file psktool made.
+pub struct Psk {
+    pub file: PathBuf,
+    /// The key itself (hex), which no message may show.
+    pub key: String,
+}
+
+impl Psk {
+    /// A fresh key in `file`.
+    pub fn make(file: PathBuf) -> Result<Psk, String> {
+        if !have("psktool") {
+            return Err("psktool is not installed (package gnutls-bin)".into());
+        }
+        run(Command::new("psktool").args(["-u", "ddx", "-p"]).arg(&file))?;
+        let text = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
+        let Some((_, key)) = text.trim().split_once(':') else {
+            return Err(format!("psktool wrote no key: {text:?}"));
+        };
+        let key = key.to_owned();
+        Ok(Psk { file, key })
+    }
+
+    /// The `nbds+unix://` URI of `server` presenting this key.
+    pub fn uri(&self, server: &Server) -> String {
+        format!(
+            "nbds+unix://ddx@/?socket={}&tls-psk-file={}",
+            server.socket.display(),
+            self.file.display()
+        )
+    }
+}
+
+/// `Server::nbdkit`, or None after `rigs::skip` says why not.
+pub fn nbdkit(args: &[&str]) -> Option<Server> {
+    super::or_skip(Server::nbdkit(args))
+}
+
+/// `Server::nbdkit_in`, or None after `rigs::skip` says why not.
+pub fn nbdkit_in(dir: tempfile::TempDir, args: &[&str]) -> Option<Server> {
+    super::or_skip(Server::nbdkit_in(dir, args))
 }
 
 pub fn tempdir() -> Result<tempfile::TempDir, String> {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{have, run_tool};
+use super::{have, run_tool, spawn_server};
 
 /// The credentials s3s-fs is started with.
 pub const ACCESS_KEY: &str = "ddx-test-access-key";
@@ -26,25 +26,70 @@ pub fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
-/// Wait until something accepts connections on `port`.
-fn wait_listening(port: u16, child: &mut Child, what: &str) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
-            return Ok(());
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("{what} exited at start: {status}"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Err(format!("{what} did not come up on port {port}"))
+/// An http URL whose password and query (a presigned URL's signature)
+/// are secrets that no text may show; nobody listens on its port.
+pub fn secret_url() -> String {
+    format!(
+        "http://user:{}@127.0.0.1:{}/obj?X-Amz-Signature={}",
+        URL_SECRETS[0],
+        free_port(),
+        URL_SECRETS[1]
+    )
 }
 
-fn stop(child: &mut Option<Child>) {
-    if let Some(mut child) = child.take() {
-        let _ = child.kill();
-        let _ = child.wait();
+const URL_SECRETS: [&str; 2] = ["Url-Password-987", "SignatureValue555"];
+
+/// No text shows any of `secrets`, nor [`secret_url`]'s.
+#[track_caller]
+pub fn assert_hidden(texts: &[String], secrets: &[&str]) {
+    for text in texts {
+        for secret in secrets.iter().chain(&URL_SECRETS) {
+            assert!(!text.contains(secret), "{secret} in: {text}");
+        }
+    }
+}
+
+/// A server process listening on a loopback port: every server here is
+/// one, killed on Drop (also when its start fails half-way, or a test
+/// panics).
+pub struct Listening {
+    pub port: u16,
+    child: Option<Child>,
+}
+
+impl Listening {
+    /// Spawn `cmd` (no stdio) and wait until something accepts
+    /// connections on `port`; Err if `what` exits first or never does.
+    fn start(mut cmd: Command, port: u16, what: &str) -> Result<Listening, String> {
+        let child = spawn_server(&mut cmd, Stdio::null(), what)?;
+        let mut server = Listening {
+            port,
+            child: Some(child),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
+                return Ok(server);
+            }
+            if let Some(Ok(Some(status))) = server.child.as_mut().map(Child::try_wait) {
+                return Err(format!("{what} exited at start: {status}"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(format!("{what} did not come up on port {port}"))
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -54,8 +99,18 @@ fn stop(child: &mut Option<Child>) {
 pub struct S3Server {
     pub root: PathBuf,
     pub port: u16,
-    child: Option<Child>,
+    /// Declared before the directory: the server stops before its files
+    /// go.
+    server: Listening,
     _dir: tempfile::TempDir,
+}
+
+/// s3s-fs with an empty bucket "bkt" (the one most tests need), or
+/// None after `rigs::skip` says why not.
+pub fn s3_or_skip() -> Option<S3Server> {
+    let server = super::or_skip(S3Server::start())?;
+    server.bucket("bkt");
+    Some(server)
 }
 
 impl S3Server {
@@ -73,31 +128,21 @@ impl S3Server {
             );
         }
         let port = free_port();
-        let child = S3Server::spawn(&root, port)?;
+        let server = S3Server::spawn(&root, port)?;
         Ok(S3Server {
             root,
             port,
-            child: Some(child),
+            server,
             _dir: dir,
         })
     }
 
-    fn spawn(root: &Path, port: u16) -> Result<Child, String> {
-        let mut child = Command::new("s3s-fs")
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+    fn spawn(root: &Path, port: u16) -> Result<Listening, String> {
+        let mut cmd = Command::new("s3s-fs");
+        cmd.args(["--host", "127.0.0.1", "--port", &port.to_string()])
             .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
-            .arg(root)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("s3s-fs: {e}"))?;
-        if let Err(e) = wait_listening(port, &mut child, "s3s-fs") {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(e);
-        }
-        Ok(child)
+            .arg(root);
+        Listening::start(cmd, port, "s3s-fs")
     }
 
     pub fn endpoint(&self) -> String {
@@ -139,9 +184,16 @@ impl S3Server {
         .collect()
     }
 
+    /// No multipart upload is left behind (finished, aborted or never
+    /// begun).
+    #[track_caller]
+    pub fn assert_no_pending_upload(&self) {
+        assert_eq!(self.pending_uploads(), Vec::<String>::new());
+    }
+
     /// Stop the server now (a test of a failure mid-upload).
     pub fn kill(&mut self) {
-        stop(&mut self.child);
+        self.server.stop();
     }
 
     /// Start it again on the same port and directory, after [`kill`]:
@@ -149,15 +201,9 @@ impl S3Server {
     ///
     /// [`kill`]: S3Server::kill
     pub fn restart(&mut self) -> Result<(), String> {
-        stop(&mut self.child);
-        self.child = Some(S3Server::spawn(&self.root, self.port)?);
+        self.server.stop();
+        self.server = S3Server::spawn(&self.root, self.port)?;
         Ok(())
-    }
-}
-
-impl Drop for S3Server {
-    fn drop(&mut self) {
-        stop(&mut self.child);
     }
 }
 
@@ -233,9 +279,8 @@ impl TestCa {
 
 /// `rclone serve http` over a directory, plain or with TLS.
 pub struct HttpServer {
-    pub port: u16,
+    server: Listening,
     pub https: bool,
-    child: Option<Child>,
 }
 
 impl HttpServer {
@@ -252,42 +297,21 @@ impl HttpServer {
         if let Some(ca) = tls {
             cmd.arg("--cert").arg(&ca.cert).arg("--key").arg(&ca.key);
         }
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("rclone: {e}"))?;
-        if let Err(e) = wait_listening(port, &mut child, "rclone serve http") {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(e);
-        }
         Ok(HttpServer {
-            port,
+            server: Listening::start(cmd, port, "rclone serve http")?,
             https: tls.is_some(),
-            child: Some(child),
         })
     }
 
     /// The URL of `name` in the served directory.
     pub fn url(&self, name: &str) -> String {
         let scheme = if self.https { "https" } else { "http" };
-        format!("{scheme}://127.0.0.1:{}/{name}", self.port)
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        stop(&mut self.child);
+        format!("{scheme}://127.0.0.1:{}/{name}", self.server.port)
     }
 }
 
 /// `python3 -m http.server` over a directory: no ranges, whole bodies.
-pub struct PythonHttpServer {
-    pub port: u16,
-    child: Option<Child>,
-}
+pub struct PythonHttpServer(Listening);
 
 impl PythonHttpServer {
     pub fn start(dir: &Path) -> Result<PythonHttpServer, String> {
@@ -295,49 +319,23 @@ impl PythonHttpServer {
             return Err("python3 is not installed".into());
         }
         let port = free_port();
-        let mut child = Command::new("python3")
-            .args([
-                "-m",
-                "http.server",
-                "--bind",
-                "127.0.0.1",
-                &port.to_string(),
-            ])
+        let mut cmd = Command::new("python3");
+        cmd.args(["-m", "http.server", "--bind", "127.0.0.1"])
+            .arg(port.to_string())
             .arg("--directory")
-            .arg(dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("python3: {e}"))?;
-        if let Err(e) = wait_listening(port, &mut child, "python3 -m http.server") {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(e);
-        }
-        Ok(PythonHttpServer {
-            port,
-            child: Some(child),
-        })
+            .arg(dir);
+        let server = Listening::start(cmd, port, "python3 -m http.server")?;
+        Ok(PythonHttpServer(server))
     }
 
     pub fn url(&self, name: &str) -> String {
-        format!("http://127.0.0.1:{}/{name}", self.port)
-    }
-}
-
-impl Drop for PythonHttpServer {
-    fn drop(&mut self) {
-        stop(&mut self.child);
+        format!("http://127.0.0.1:{}/{name}", self.0.port)
     }
 }
 
 /// socat terminating TLS on a free port and passing the bytes on to
 /// `port`: an https endpoint in front of a plain one (s3s-fs has no TLS).
-pub struct TlsFront {
-    pub port: u16,
-    child: Option<Child>,
-}
+pub struct TlsFront(Listening);
 
 impl TlsFront {
     pub fn start(ca: &TestCa, port: u16) -> Result<TlsFront, String> {
@@ -345,47 +343,25 @@ impl TlsFront {
             return Err("socat is not installed (package socat)".into());
         }
         let front = free_port();
-        let mut child = Command::new("socat")
-            .arg(format!(
-                "OPENSSL-LISTEN:{front},bind=127.0.0.1,reuseaddr,fork,verify=0,cert={},key={}",
-                ca.cert.display(),
-                ca.key.display()
-            ))
-            .arg(format!("TCP:127.0.0.1:{port}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("socat: {e}"))?;
-        if let Err(e) = wait_listening(front, &mut child, "socat") {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(e);
-        }
-        Ok(TlsFront {
-            port: front,
-            child: Some(child),
-        })
+        let mut cmd = Command::new("socat");
+        cmd.arg(format!(
+            "OPENSSL-LISTEN:{front},bind=127.0.0.1,reuseaddr,fork,verify=0,cert={},key={}",
+            ca.cert.display(),
+            ca.key.display()
+        ))
+        .arg(format!("TCP:127.0.0.1:{port}"));
+        Ok(TlsFront(Listening::start(cmd, front, "socat")?))
     }
 
     pub fn endpoint(&self) -> String {
-        format!("https://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for TlsFront {
-    fn drop(&mut self) {
-        stop(&mut self.child);
+        format!("https://127.0.0.1:{}", self.0.port)
     }
 }
 
 /// An HTTP server (python3, inline) that promises `size` bytes of zeros
 /// and hangs up after `sent`: an input that fails mid-stream while the
 /// object store stays up. It ignores `Range`, so it is read as one body.
-pub struct ShortHttpServer {
-    pub port: u16,
-    child: Option<Child>,
-}
+pub struct ShortHttpServer(Listening);
 
 const SHORT_SERVER: &str = r#"
 import http.server, sys
@@ -417,32 +393,14 @@ impl ShortHttpServer {
             return Err("python3 is not installed".into());
         }
         let port = free_port();
-        let mut child = Command::new("python3")
-            .args(["-c", SHORT_SERVER])
-            .args([port.to_string(), size.to_string(), sent.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("python3: {e}"))?;
-        if let Err(e) = wait_listening(port, &mut child, "python3 (short server)") {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(e);
-        }
-        Ok(ShortHttpServer {
-            port,
-            child: Some(child),
-        })
+        let mut cmd = Command::new("python3");
+        cmd.args(["-c", SHORT_SERVER])
+            .args([port.to_string(), size.to_string(), sent.to_string()]);
+        let server = Listening::start(cmd, port, "python3 (short server)")?;
+        Ok(ShortHttpServer(server))
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/image.raw", self.port)
-    }
-}
-
-impl Drop for ShortHttpServer {
-    fn drop(&mut self) {
-        stop(&mut self.child);
+        format!("http://127.0.0.1:{}/image.raw", self.0.port)
     }
 }
