@@ -110,99 +110,72 @@ pub enum Diagnostic {
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use Diagnostic::*;
-        let with_errno = |f: &mut fmt::Formatter<'_>, errno: &Errno| -> fmt::Result {
-            write!(f, ": {}", errno_text(*errno))
-        };
+        // Most of GNU's messages are "WHAT FILE: STRERROR" with the name
+        // quoted one of two ways; the arms below say only what differs.
         match self {
-            OpenFailed { file, errno } => {
-                write!(f, "failed to open {}", quote_file(file))?;
-                with_errno(f, errno)
-            }
-            SettingFlags { file, errno } => {
-                write!(f, "setting flags for {}", quote_file(file))?;
-                with_errno(f, errno)
-            }
-            ReadError { file, errno } => {
-                write!(f, "error reading {}", quote_file(file))?;
-                with_errno(f, errno)
-            }
-            ErrorWriting { file, errno } => {
-                write!(f, "error writing {}", quote_file(file))?;
-                with_errno(f, errno)
-            }
-            WritingTo { file, errno } => {
-                write!(f, "writing to {}", quote_file(file))?;
-                with_errno(f, errno)
-            }
+            OpenFailed { file, errno } => failed(f, "failed to open", quote_file(file), errno),
+            SettingFlags { file, errno } => failed(f, "setting flags for", quote_file(file), errno),
+            ReadError { file, errno } => failed(f, "error reading", quote_file(file), errno),
+            ErrorWriting { file, errno } => failed(f, "error writing", quote_file(file), errno),
+            WritingTo { file, errno } => failed(f, "writing to", quote_file(file), errno),
             CannotSkip { file, errno } => {
-                write!(f, "{}: cannot skip", quote_file_if_needed(file))?;
-                with_errno(f, errno)
+                write!(
+                    f,
+                    "{}: cannot skip: {}",
+                    quote_file_if_needed(file),
+                    errno_text(*errno)
+                )
             }
             CannotSeek { file, errno } => {
                 write!(f, "{}: cannot seek", quote_file_if_needed(file))?;
                 match errno {
-                    Some(errno) => with_errno(f, errno),
+                    Some(errno) => write!(f, ": {}", errno_text(*errno)),
                     None => Ok(()),
                 }
             }
-            SkipShort { file } => write!(
-                f,
-                "{}: cannot skip to specified offset",
-                quote_file_if_needed(file)
-            ),
+            SkipShort { file } => {
+                write!(
+                    f,
+                    "{}: cannot skip to specified offset",
+                    quote_file_if_needed(file)
+                )
+            }
             PartialRead { bytes } => write!(
                 f,
                 "warning: partial read ({bytes} byte{}); suggest iflag=fullblock",
                 if *bytes == 1 { "" } else { "s" }
             ),
-            CannotFstat { file, errno } => {
-                write!(f, "cannot fstat {}", quote_file(file))?;
-                with_errno(f, errno)
-            }
+            CannotFstat { file, errno } => failed(f, "cannot fstat", quote_file(file), errno),
             TruncateFailed {
                 length,
                 file,
                 errno,
             } => {
-                write!(
-                    f,
-                    "failed to truncate to {length} bytes in output file {}",
-                    quote_file(file)
-                )?;
-                with_errno(f, errno)
+                let what = format!("failed to truncate to {length} bytes in output file");
+                failed(f, &what, quote_file(file), errno)
             }
             FdatasyncFailed { file, errno } => {
-                write!(f, "fdatasync failed for {}", quote_file(file))?;
-                with_errno(f, errno)
+                failed(f, "fdatasync failed for", quote_file(file), errno)
             }
-            FsyncFailed { file, errno } => {
-                write!(f, "fsync failed for {}", quote_file(file))?;
-                with_errno(f, errno)
-            }
+            FsyncFailed { file, errno } => failed(f, "fsync failed for", quote_file(file), errno),
             ClosingInput { file, errno } => {
-                write!(f, "closing input file {}", quote_file(file))?;
-                with_errno(f, errno)
+                failed(f, "closing input file", quote_file(file), errno)
             }
             ClosingOutput { file, errno } => {
-                write!(f, "closing output file {}", quote_file(file))?;
-                with_errno(f, errno)
+                failed(f, "closing output file", quote_file(file), errno)
             }
-            DiscardCacheFailed { file, errno } => {
-                write!(
-                    f,
-                    "failed to discard cache for: {}",
-                    quote_file_if_needed(file)
-                )?;
-                with_errno(f, errno)
-            }
-            DirectOffFailed { file, errno } => {
-                write!(
-                    f,
-                    "failed to turn off O_DIRECT: {}",
-                    quote_file_if_needed(file)
-                )?;
-                with_errno(f, errno)
-            }
+            DiscardCacheFailed { file, errno } => failed(
+                f,
+                "failed to discard cache for:",
+                quote_file_if_needed(file),
+                errno,
+            ),
+            DirectOffFailed { file, errno } => failed(
+                f,
+                "failed to turn off O_DIRECT:",
+                quote_file_if_needed(file),
+                errno,
+            ),
             OffsetOverflow { file } => {
                 write!(f, "offset overflow while reading file {}", quote_file(file))
             }
@@ -222,6 +195,11 @@ impl fmt::Display for Diagnostic {
             }
         }
     }
+}
+
+/// "WHAT NAME: STRERROR", the shape of most of GNU's failure messages.
+fn failed(f: &mut fmt::Formatter<'_>, what: &str, name: String, errno: &Errno) -> fmt::Result {
+    write!(f, "{what} {name}: {}", errno_text(*errno))
 }
 
 /// Where the engine's diagnostics go, and its request for interim

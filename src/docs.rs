@@ -163,6 +163,44 @@ fn operands_with(kind: Completes) -> Vec<&'static str> {
         .collect()
 }
 
+/// The operands that take symbols: conv=, the flags, status=.
+const SYMBOL_OPERANDS: [Completes; 3] = [
+    Completes::Conversions,
+    Completes::Flags,
+    Completes::StatusLevels,
+];
+
+/// The symbols each of [`SYMBOL_OPERANDS`] takes, as a word list.
+fn symbol_words() -> [String; 3] {
+    [
+        words(symbols::conv_names()),
+        words(symbols::flag_names()),
+        words(symbols::status_names()),
+    ]
+}
+
+/// The operands that complete as `kind`, each as "NAME=", joined by
+/// `separator` (a shell's case pattern or word list).
+fn operand_keys(kind: Completes, separator: &str) -> String {
+    operands_with(kind)
+        .iter()
+        .map(|n| format!("{n}="))
+        .collect::<Vec<_>>()
+        .join(separator)
+}
+
+/// The operands with their own words (`Completes::Words`), each written
+/// by `render(name, words)` in one shell's syntax.
+fn own_words(render: impl Fn(&str, String) -> String) -> String {
+    OPERANDS
+        .iter()
+        .filter_map(|o| match o.completes {
+            Completes::Words(words) => Some(render(o.name, words.join(" "))),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The options whose value is a file name.
 fn file_options() -> impl Iterator<Item = &'static str> {
     OPTIONS
@@ -227,15 +265,11 @@ pub fn bash() -> String {
             words.join(" ")
         ));
     }
-    for operand in OPERANDS {
-        if let Completes::Words(words) = operand.completes {
-            choices.push_str(&format!(
-                "        {}=) values=\"{}\" ;;\n",
-                operand.name,
-                words.join(" ")
-            ));
-        }
-    }
+    choices.push_str(&own_words(|name, words| {
+        format!("        {name}=) values=\"{words}\" ;;\n")
+    }));
+    let [conv, flags, status] = SYMBOL_OPERANDS.map(|kind| operand_keys(kind, "|"));
+    let [conv_symbols, flag_symbols, status_symbols] = symbol_words();
     format!(
         r#"# bash completion for ddx: {HEADER}
 _ddx() {{
@@ -268,7 +302,7 @@ _ddx() {{
     fi
     (( bench )) && key="bench $key"
     case "$key=" in
-        {files}|"bench --html=") 
+        {files}|{file_options}|"bench --html=") 
             local IFS=$'\n'
             COMPREPLY=($(compgen -f -- "$value"))
             COMPREPLY=("${{COMPREPLY[@]/#/$lead}}")
@@ -296,30 +330,11 @@ complete -F _ddx ddx
         options = bash_option_words(OPTIONS.iter()),
         bench_options = bash_option_words(bench::OPTIONS.iter().map(|o| &o.spec)),
         bench_choices = bash_bench_choices(),
-        files = operands_with(Completes::Files)
-            .iter()
-            .map(|n| format!("{n}="))
-            .chain(file_options().map(|n| format!("--{n}=")))
+        files = operand_keys(Completes::Files, "|"),
+        file_options = file_options()
+            .map(|n| format!("--{n}="))
             .collect::<Vec<_>>()
             .join("|"),
-        conv = operands_with(Completes::Conversions)
-            .iter()
-            .map(|n| format!("{n}="))
-            .collect::<Vec<_>>()
-            .join("|"),
-        flags = operands_with(Completes::Flags)
-            .iter()
-            .map(|n| format!("{n}="))
-            .collect::<Vec<_>>()
-            .join("|"),
-        status = operands_with(Completes::StatusLevels)
-            .iter()
-            .map(|n| format!("{n}="))
-            .collect::<Vec<_>>()
-            .join("|"),
-        conv_symbols = words(symbols::conv_names()),
-        flag_symbols = words(symbols::flag_names()),
-        status_symbols = words(symbols::status_names()),
     )
 }
 
@@ -370,6 +385,8 @@ pub fn zsh() -> String {
             )
         }))
         .collect();
+    let [conv, flags, status] = SYMBOL_OPERANDS.map(|kind| operands_with(kind).join("|"));
+    let [conv_symbols, flag_symbols, status_symbols] = symbol_words();
     format!(
         r#"#compdef ddx
 # zsh completion for ddx: {HEADER}
@@ -410,24 +427,10 @@ _arguments -S \
 {specs}    '*:operand:_ddx_operand'
 "#,
         files = operands_with(Completes::Files).join("|"),
-        conv = operands_with(Completes::Conversions).join("|"),
-        flags = operands_with(Completes::Flags).join("|"),
-        status = operands_with(Completes::StatusLevels).join("|"),
-        conv_symbols = words(symbols::conv_names()),
-        flag_symbols = words(symbols::flag_names()),
-        status_symbols = words(symbols::status_names()),
         described = described.join("\n"),
-        own_words = OPERANDS
-            .iter()
-            .filter_map(|o| match o.completes {
-                Completes::Words(words) => Some(format!(
-                    "  elif compset -P '{}='; then\n    compadd {}\n",
-                    o.name,
-                    words.join(" ")
-                )),
-                _ => None,
-            })
-            .collect::<String>(),
+        own_words = own_words(|name, words| {
+            format!("  elif compset -P '{name}='; then\n    compadd {words}\n")
+        }),
     )
 }
 
@@ -501,6 +504,8 @@ end
             )
         })
         .collect();
+    let [conv, flags, status] = SYMBOL_OPERANDS.map(|kind| operand_keys(kind, " "));
+    let [conv_symbols, flag_symbols, status_symbols] = symbol_words();
     out.push_str(&format!(
         r#"
 function __ddx_operand
@@ -538,41 +543,11 @@ end
 
 complete -c ddx -n 'not __fish_seen_subcommand_from bench; and not string match -q -- "-*" (commandline -ct)' -a '(__ddx_operand)'
 "#,
-        files = operands_with(Completes::Files)
-            .iter()
-            .map(|n| format!("{n}="))
-            .collect::<Vec<_>>()
-            .join(" "),
-        conv = operands_with(Completes::Conversions)
-            .iter()
-            .map(|n| format!("{n}="))
-            .collect::<Vec<_>>()
-            .join(" "),
-        flags = operands_with(Completes::Flags)
-            .iter()
-            .map(|n| format!("{n}="))
-            .collect::<Vec<_>>()
-            .join(" "),
-        status = operands_with(Completes::StatusLevels)
-            .iter()
-            .map(|n| format!("{n}="))
-            .collect::<Vec<_>>()
-            .join(" "),
-        conv_symbols = words(symbols::conv_names()),
-        flag_symbols = words(symbols::flag_names()),
-        status_symbols = words(symbols::status_names()),
+        files = operand_keys(Completes::Files, " "),
         operand_lines = operand_lines.join("\n"),
-        own_words = OPERANDS
-            .iter()
-            .filter_map(|o| match o.completes {
-                Completes::Words(words) => Some(format!(
-                    "        case {}=\n            for word in {}\n                echo $key=$word\n            end\n            return\n",
-                    o.name,
-                    words.join(" ")
-                )),
-                _ => None,
-            })
-            .collect::<String>(),
+        own_words = own_words(|name, words| format!(
+            "        case {name}=\n            for word in {words}\n                echo $key=$word\n            end\n            return\n"
+        )),
     ));
     out
 }

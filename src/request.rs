@@ -5,6 +5,14 @@
 
 use crate::operands::CopyPlan;
 
+/// The first of `options` (whether given, the option's name) that was
+/// given: the one a refusal names where several would be refused.
+pub fn first_given<const N: usize>(options: [(bool, &'static str); N]) -> Option<&'static str> {
+    options
+        .into_iter()
+        .find_map(|(given, name)| given.then_some(name))
+}
+
 /// One copy, as asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {

@@ -176,29 +176,11 @@ impl Target {
                 Self::create(given, given.to_owned(), Kind::File, args.size)
             }
             Some(m) if m.is_file() => {
-                let existing = m.len();
-                if existing < MIN_SIZE {
-                    return Err(BenchError::msg(format!(
-                        "{}: too small to measure ({existing} bytes; at least 1 MiB)",
-                        given.display()
-                    )));
-                }
+                big_enough(given.display(), m.len())?;
                 not_in_memory(given, given, args.allowed.memory)?;
                 guard(args.allowed.destructive)?;
                 let device = device_info(open_path(given)?.as_fd());
-                Ok(Target {
-                    given: given.to_owned(),
-                    path: given.to_owned(),
-                    kind: Kind::File,
-                    len: align_down(args.size.min(existing), direct_align(&device)),
-                    full_len: existing,
-                    read_only: (!args.allowed.destructive)
-                        .then(|| "an existing file is only written with --destructive".to_owned()),
-                    created: false,
-                    device,
-                    export: None,
-                    _temp: None,
-                })
+                Ok(Self::existing(args, Kind::File, m.len(), device))
             }
             Some(m) if m.file_type().is_block_device() => {
                 let fd = open_path(given)?;
@@ -213,31 +195,36 @@ impl Target {
                     }
                 }
                 let full_len = device.size_bytes.unwrap_or(0);
-                if full_len < MIN_SIZE {
-                    return Err(BenchError::msg(format!(
-                        "{}: too small to measure ({full_len} bytes; at least 1 MiB)",
-                        given.display()
-                    )));
-                }
+                big_enough(given.display(), full_len)?;
                 guard(args.allowed.destructive)?;
-                Ok(Target {
-                    given: given.to_owned(),
-                    path: given.to_owned(),
-                    kind: Kind::BlockDevice,
-                    len: align_down(args.size.min(full_len), direct_align(&device)),
-                    full_len,
-                    read_only: (!args.allowed.destructive)
-                        .then(|| "a block device is only written with --destructive".to_owned()),
-                    created: false,
-                    device,
-                    export: None,
-                    _temp: None,
-                })
+                Ok(Self::existing(args, Kind::BlockDevice, full_len, device))
             }
             Some(_) => Err(BenchError::msg(format!(
                 "{}: not a file, directory or block device",
                 given.display()
             ))),
+        }
+    }
+
+    /// A file or block device that was there already: written only with
+    /// --destructive.
+    fn existing(args: &BenchArgs, kind: Kind, full_len: u64, device: DeviceInfo) -> Target {
+        let what = match kind {
+            Kind::BlockDevice => "a block device",
+            _ => "an existing file",
+        };
+        Target {
+            given: args.target.clone(),
+            path: args.target.clone(),
+            kind,
+            len: align_down(args.size.min(full_len), direct_align(&device)),
+            full_len,
+            read_only: (!args.allowed.destructive)
+                .then(|| format!("{what} is only written with --destructive")),
+            created: false,
+            device,
+            export: None,
+            _temp: None,
         }
     }
 
@@ -265,12 +252,7 @@ impl Target {
     /// are the local machine's and do not apply.
     fn export(args: &BenchArgs, uri: &NbdUri) -> Result<Target, BenchError> {
         let export = Export::probe(uri)?;
-        if export.size < MIN_SIZE {
-            return Err(BenchError::msg(format!(
-                "{}: too small to measure ({} bytes; at least 1 MiB)",
-                uri.text, export.size
-            )));
-        }
+        big_enough(&uri.text, export.size)?;
         let read_only = if export.read_only {
             Some("the server exports it read-only".to_owned())
         } else if !args.allowed.destructive {
@@ -349,6 +331,16 @@ impl Target {
 /// An export's smallest request and the unit of its working set: whole
 /// 4 KiB blocks, what servers take without read-modify-write.
 const EXPORT_BLOCK: u64 = 4096;
+
+/// A target of `len` bytes holds the smallest run the bench measures.
+fn big_enough(name: impl std::fmt::Display, len: u64) -> Result<(), BenchError> {
+    if len < MIN_SIZE {
+        return Err(BenchError::msg(format!(
+            "{name}: too small to measure ({len} bytes; at least 1 MiB)"
+        )));
+    }
+    Ok(())
+}
 
 fn direct_align(device: &DeviceInfo) -> u64 {
     let sector = device.logical_sector.unwrap_or(512) as u64;

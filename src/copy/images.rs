@@ -26,7 +26,7 @@ use crate::image::{self, bmap::Recording, Bmap, BmapFilter, BmapRecorder, Opened
 use crate::operands::symbols::{conv_symbols_in, flag_symbols_in};
 use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::progress::Reporter;
-use crate::request::Settings;
+use crate::request::{first_given, Settings};
 use crate::text::quote::quote_file;
 
 use super::Failure;
@@ -56,15 +56,11 @@ fn quoted(path: &Path) -> String {
 
 /// The positional copies cannot take a stream at either end.
 fn positional(settings: &Settings) -> Option<&'static str> {
-    if settings.rescue {
-        Some("--rescue")
-    } else if settings.resume {
-        Some("--resume")
-    } else if settings.map.is_some() {
-        Some("--map")
-    } else {
-        None
-    }
+    first_given([
+        (settings.rescue, "--rescue"),
+        (settings.resume, "--resume"),
+        (settings.map.is_some(), "--map"),
+    ])
 }
 
 /// Check the image options against the operands and ddx's other options.

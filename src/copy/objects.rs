@@ -15,7 +15,7 @@
 
 use crate::ends::remote::{self, Remote};
 use crate::operands::{Conv, CopyPlan, IoFlags};
-use crate::request::Settings;
+use crate::request::{first_given, Settings};
 
 /// Err: the one line saying why this copy cannot write its object.
 pub fn check(plan: &CopyPlan, settings: &Settings) -> Result<(), String> {
@@ -68,15 +68,11 @@ pub fn check(plan: &CopyPlan, settings: &Settings) -> Result<(), String> {
             "oflag=append cannot be used: an object is replaced whole",
         ));
     }
-    let positional = if settings.resume {
-        Some("--resume")
-    } else if settings.rescue {
-        Some("--rescue")
-    } else if settings.map.is_some() {
-        Some("--map")
-    } else {
-        None
-    };
+    let positional = first_given([
+        (settings.resume, "--resume"),
+        (settings.rescue, "--rescue"),
+        (settings.map.is_some(), "--map"),
+    ]);
     if let Some(option) = positional {
         return Err(named(&format!(
             "{option} cannot be used: an object is uploaded whole, in order, and an \

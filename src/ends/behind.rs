@@ -215,10 +215,6 @@ impl WriteBehind {
 }
 
 impl End for WriteBehind {
-    fn kind(&self) -> Kind {
-        self.inner.kind()
-    }
-
     fn fd(&self) -> Option<BorrowedFd<'_>> {
         self.inner.fd()
     }
@@ -305,7 +301,7 @@ impl End for WriteBehind {
         self.inner.read_at(buf, offset)
     }
 
-    forward_to_inner!(size, next_data, next_hole, take_detail, abandon);
+    forward_to_inner!(kind, size, next_data, next_hole, take_detail, abandon);
 }
 
 /// Wrap `output`'s end in [`WriteBehind`]; false (the end unchanged)
@@ -332,12 +328,6 @@ struct Vacant;
 impl End for Vacant {
     fn kind(&self) -> Kind {
         Kind::Other
-    }
-    fn read(&mut self, _: &mut [u8]) -> Result<usize, Errno> {
-        Err(Errno::BADF)
-    }
-    fn write(&mut self, _: &[u8]) -> Result<usize, Errno> {
-        Err(Errno::BADF)
     }
     fn seek(&mut self, _: Whence) -> Result<u64, Errno> {
         Err(Errno::BADF)

@@ -136,9 +136,18 @@ pub trait End: Send + fmt::Debug {
         None
     }
 
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno>;
+    /// read(2). An end that is only written (an upload, a compressor)
+    /// refuses with EBADF, as a descriptor opened write-only does.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
+        let _ = buf;
+        Err(Errno::BADF)
+    }
 
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno>;
+    /// write(2). An end that is only read refuses with EBADF.
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
+        let _ = buf;
+        Err(Errno::BADF)
+    }
 
     /// lseek(2): the new position. ESPIPE where the end cannot seek.
     fn seek(&mut self, to: Whence) -> Result<u64, Errno>;
@@ -255,6 +264,11 @@ pub trait End: Send + fmt::Debug {
 macro_rules! forward_to_inner {
     ($($method:ident),+ $(,)?) => {
         $($crate::ends::forward_to_inner!(@one $method);)+
+    };
+    (@one kind) => {
+        fn kind(&self) -> $crate::ends::Kind {
+            self.inner.kind()
+        }
     };
     (@one size) => {
         fn size(&self) -> Result<Option<u64>, $crate::sys::Errno> {

@@ -53,10 +53,6 @@ impl End for Prefixed {
         Ok(n)
     }
 
-    fn write(&mut self, _buf: &[u8]) -> Result<usize, Errno> {
-        Err(Errno::BADF)
-    }
-
     fn seek(&mut self, to: Whence) -> Result<u64, Errno> {
         if self.at < self.head.len() {
             return Err(Errno::SPIPE);

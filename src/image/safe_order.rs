@@ -20,9 +20,7 @@
 //! Statistics after a failure count the kept MiB as written, though it
 //! never reaches the device: on purpose.
 
-use std::os::fd::BorrowedFd;
-
-use crate::ends::{forward_to_inner, End, Kind, Whence};
+use crate::ends::{forward_to_inner, End, Whence};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 
@@ -175,16 +173,6 @@ fn put_at(
 }
 
 impl End for SafeOrder {
-    fn kind(&self) -> Kind {
-        self.inner.kind()
-    }
-
-    /// None: writes straight to the descriptor would go around the kept
-    /// MiB.
-    fn fd(&self) -> Option<BorrowedFd<'_>> {
-        None
-    }
-
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
         let n = self.read_at(buf, self.pos)?;
         self.pos += n as u64;
@@ -265,8 +253,10 @@ impl End for SafeOrder {
     }
 
     // sync passes on what has been written; the kept MiB is written (and
-    // synced) at close.
+    // synced) at close. fd is not passed on (End's default, None): writes
+    // straight to the descriptor would go around the kept MiB.
     forward_to_inner!(
+        kind,
         size,
         truncate,
         sync,
@@ -293,6 +283,7 @@ impl End for SafeOrder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ends::Kind;
     use crate::image::testing::{sample, Memory};
     use std::sync::Arc;
 

@@ -25,7 +25,7 @@ use std::path::Path;
 use super::facts::{EndFacts, Facts, Place};
 use crate::ends::Kind;
 use crate::operands::IoFlags;
-use crate::request::{BackendChoice, CacheChoice, Offload, Request};
+use crate::request::{first_given, BackendChoice, CacheChoice, Offload, Request};
 use crate::text::quote::quote_file;
 
 /// What an option needs of one end.
@@ -347,13 +347,10 @@ fn contradictions(request: &Request) -> Result<(), Refusal> {
         }
     }
     if settings.backend == Some(BackendChoice::Sync) {
-        let tuning = if settings.queue_depth.is_some() {
-            Some("--queue-depth")
-        } else if settings.request_size.is_some() {
-            Some("--request-size")
-        } else {
-            None
-        };
+        let tuning = first_given([
+            (settings.queue_depth.is_some(), "--queue-depth"),
+            (settings.request_size.is_some(), "--request-size"),
+        ]);
         if let Some(option) = tuning {
             return Err(Refusal(format!(
                 "{option} shapes an overlapped backend's requests: --backend=sync reads \
@@ -427,17 +424,14 @@ fn unmet_input(need: Need, end: &EndFacts, named: bool) -> Option<Unmet> {
 
 /// None when the output meets the need.
 fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
+    // Where a write can go to any offset (and a zeroed range be discarded).
+    let addressed = matches!(
+        end.kind,
+        Kind::RegularFile | Kind::BlockDevice | Kind::Remote
+    );
     match need {
         Need::Any | Need::ReadAgain => None,
-        Need::Positions
-            if end.null_device
-                || matches!(
-                    end.kind,
-                    Kind::RegularFile | Kind::BlockDevice | Kind::Remote
-                ) =>
-        {
-            None
-        }
+        Need::Positions if end.null_device || addressed => None,
         Need::Positions => unmet(
             "writes the output by position",
             end.kind,
@@ -460,15 +454,7 @@ fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
             end.kind,
             "which it cannot read back",
         ),
-        Need::Discard
-            if !end.null_device
-                && matches!(
-                    end.kind,
-                    Kind::RegularFile | Kind::BlockDevice | Kind::Remote
-                ) =>
-        {
-            None
-        }
+        Need::Discard if !end.null_device && addressed => None,
         Need::Discard => unmet(
             "discards zeros on the output",
             end.kind,

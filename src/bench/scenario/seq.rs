@@ -17,7 +17,8 @@ use crate::sys::file;
 /// Most bytes the cached read keeps in the page cache.
 const CACHED_MAX: u64 = 256 << 20;
 
-fn figure(test: &'static str, mode: &'static str, op: Op, bs: u64) -> Figure {
+/// A sequential figure, one request in flight, each run's throughput.
+pub(super) fn figure(test: &'static str, mode: &'static str, op: Op, bs: u64) -> Figure {
     Figure {
         test,
         mode,

@@ -89,14 +89,8 @@ pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError>
         )?;
         for (&bs, samples) in sizes.iter().zip(&per_point) {
             let figure = Figure {
-                test: "bs-sweep",
-                mode,
-                op: op.name(),
-                pattern: "sequential",
-                block_size: bs,
-                queue_depth: 1,
-                offset: None,
                 measure: Measure::MedianRequest,
+                ..super::seq::figure("bs-sweep", mode, op, bs)
             };
             // Every request was timed for the rule (each run's median is
             // kept in its record) and summarised in latency_ns; tens of

@@ -24,7 +24,7 @@ use std::fmt;
 
 use super::buffers::Buffers;
 use super::extents::ExtentMap;
-use super::handle::{self, Completion, Cookie, ExportInfo, Handle, NbdError};
+use super::handle::{self, Completion, Cookie, Direction, ExportInfo, Handle, NbdError};
 use super::reads::{self, Piece, ReadAhead};
 use super::uri::NbdUri;
 use super::writes::{self, Op, WriteWindow};
@@ -162,13 +162,10 @@ impl NbdEnd {
     /// (`ddx bench`'s queue-depth sweep), which read-ahead does not do.
     /// The data is not kept: [`NbdEnd::next_read`] says when one is done.
     pub fn start_read(&mut self, len: usize, offset: u64) -> Result<Ticket, Errno> {
-        let conn = self.pick();
-        match self.conns[conn].pread(self.pool.take(len), offset) {
-            Ok(cookie) => Ok(Ticket { conn, cookie }),
-            Err((e, buf)) => {
-                self.pool.give(buf);
-                Err(self.fail(e))
-            }
+        let buf = self.pool.take(len);
+        match self.send(Direction::Read, buf, offset) {
+            Ok((conn, cookie)) => Ok(Ticket { conn, cookie }),
+            Err(e) => Err(self.fail(e)),
         }
     }
 
@@ -207,6 +204,25 @@ impl NbdEnd {
         let conn = self.next_conn % self.conns.len();
         self.next_conn = conn + 1;
         conn
+    }
+
+    /// Send a read into `buf` or a write of it at `offset` on the next
+    /// connection: which connection and cookie, or the refusal (the
+    /// buffer back in the pool).
+    fn send(
+        &mut self,
+        direction: Direction,
+        buf: Vec<u8>,
+        offset: u64,
+    ) -> Result<(usize, Cookie), NbdError> {
+        let conn = self.pick();
+        match self.conns[conn].transfer(direction, buf, offset) {
+            Ok(cookie) => Ok((conn, cookie)),
+            Err((e, buf)) => {
+                self.pool.give(buf);
+                Err(e)
+            }
+        }
     }
 
     /// Retire every completed request and hand it to whoever waits for
@@ -348,13 +364,9 @@ impl NbdEnd {
             }
             let mut buf = self.pool.take(piece.len());
             buf.copy_from_slice(piece);
-            let conn = self.pick();
-            let state = match self.conns[conn].pwrite(buf, at) {
-                Ok(cookie) => writes::State::InFlight { conn, cookie },
-                Err((e, buf)) => {
-                    self.pool.give(buf);
-                    writes::State::Failed(e)
-                }
+            let state = match self.send(Direction::Write, buf, at) {
+                Ok((conn, cookie)) => writes::State::InFlight { conn, cookie },
+                Err(e) => writes::State::Failed(e),
             };
             self.writes.push(Op {
                 offset: at,
@@ -480,13 +492,9 @@ impl NbdEnd {
             }
             let len = (end - at).min(chunk).min(self.info.max_request as u64);
             let buf = self.pool.take(len as usize);
-            let conn = self.pick();
-            let state = match self.conns[conn].pread(buf, at) {
-                Ok(cookie) => reads::State::InFlight { conn, cookie },
-                Err((e, buf)) => {
-                    self.pool.give(buf);
-                    reads::State::Failed(e)
-                }
+            let state = match self.send(Direction::Read, buf, at) {
+                Ok((conn, cookie)) => reads::State::InFlight { conn, cookie },
+                Err(e) => reads::State::Failed(e),
             };
             self.reads.push(Piece {
                 offset: at,
@@ -692,17 +700,9 @@ impl End for NbdEnd {
         let max = self.info.max_request;
         let mut sent = Vec::new();
         for (k, piece) in buf[..want].chunks(max).enumerate() {
-            let conn = self.pick();
             let at = offset + (k * max) as u64;
-            sent.push(
-                match self.conns[conn].pread(self.pool.take(piece.len()), at) {
-                    Ok(cookie) => Ok((conn, cookie)),
-                    Err((e, buf)) => {
-                        self.pool.give(buf);
-                        Err(e)
-                    }
-                },
-            );
+            let buf = self.pool.take(piece.len());
+            sent.push(self.send(Direction::Read, buf, at));
         }
         let mut first_error = None;
         for (k, request) in sent.into_iter().enumerate() {

@@ -6,15 +6,15 @@
 //! command's completion is reaped: libnbd writes a read's reply into it,
 //! or sends a write's payload from it, whenever the socket is ready, on
 //! whatever later call drives the connection. So the buffer *moves into*
-//! the [`Handle`] with the command ([`Handle::pread`] and
-//! [`Handle::pwrite`] take a `Vec<u8>` by value) and is kept in the
-//! handle's table of commands in flight, where nothing else can reach
-//! it; it comes back only in the [`Completion`] of that command, once
-//! `nbd_aio_command_completed` has retired it. The same holds for the
-//! list a block-status command's extents are collected into. A handle
-//! that is dropped with commands in flight closes the connection first
-//! (`nbd_close`: after it, libnbd touches nothing of ours) and only then
-//! frees the buffers. No buffer of the caller's is ever lent to libnbd.
+//! the [`Handle`] with the command ([`Handle::transfer`] takes a
+//! `Vec<u8>` by value) and is kept in the handle's table of commands in
+//! flight, where nothing else can reach it; it comes back only in the
+//! [`Completion`] of that command, once `nbd_aio_command_completed` has
+//! retired it. The same holds for the list a block-status command's
+//! extents are collected into. A handle that is dropped with commands
+//! in flight closes the connection first (`nbd_close`: after it, libnbd
+//! touches nothing of ours) and only then frees the buffers. No buffer
+//! of the caller's is ever lent to libnbd.
 //!
 //! # Threads
 //! libnbd's calls on one handle are atomic (a lock per handle), so a
@@ -93,6 +93,15 @@ pub struct Extent {
     pub len: u64,
     /// Reads return zeros (`LIBNBD_STATE_ZERO`), allocated or not.
     pub zero: bool,
+}
+
+/// Which way [`Handle::transfer`] moves a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// From the export into the buffer (`nbd_aio_pread`).
+    Read,
+    /// From the buffer to the export (`nbd_aio_pwrite`).
+    Write,
 }
 
 /// What a command in flight holds on to until it is retired.
@@ -268,45 +277,34 @@ impl Handle {
         cookie
     }
 
-    /// Read `buf.len()` bytes at `offset` into `buf`, which the handle
-    /// keeps until the command completes. On a refusal the buffer comes
-    /// straight back.
-    pub fn pread(&mut self, mut buf: Vec<u8>, offset: u64) -> Result<Cookie, (NbdError, Vec<u8>)> {
+    /// Read `buf.len()` bytes at `offset` into `buf`, or write all of
+    /// `buf` there; the handle keeps `buf` until the command completes.
+    /// On a refusal the buffer comes straight back.
+    pub fn transfer(
+        &mut self,
+        direction: Direction,
+        mut buf: Vec<u8>,
+        offset: u64,
+    ) -> Result<Cookie, (NbdError, Vec<u8>)> {
         debug_assert!(!buf.is_empty());
+        let (h, len, done) = (
+            self.raw.as_ptr(),
+            buf.len(),
+            ffi::nbd_completion_callback::NULL,
+        );
         // SAFETY: buf's heap memory stays where it is while the Vec is
         // moved into `held`, and nothing touches it until the command is
-        // retired or the handle closed (the module's ownership rule).
+        // retired or the handle closed (the module's ownership rule);
+        // libnbd writes into it for a read and only reads it for a write.
         let r = unsafe {
-            ffi::nbd_aio_pread(
-                self.raw.as_ptr(),
-                buf.as_mut_ptr().cast::<c_void>(),
-                buf.len(),
-                offset,
-                ffi::nbd_completion_callback::NULL,
-                0,
-            )
-        };
-        match self.cookie(r) {
-            Ok(c) => Ok(self.hold(c, Held::Buffer(buf))),
-            Err(e) => Err((e, buf)),
-        }
-    }
-
-    /// Write all of `buf` at `offset`; the handle keeps `buf` until the
-    /// command completes.
-    pub fn pwrite(&mut self, buf: Vec<u8>, offset: u64) -> Result<Cookie, (NbdError, Vec<u8>)> {
-        debug_assert!(!buf.is_empty());
-        // SAFETY: as in pread: the memory is owned by `held` until the
-        // command is retired, and libnbd only reads it.
-        let r = unsafe {
-            ffi::nbd_aio_pwrite(
-                self.raw.as_ptr(),
-                buf.as_ptr().cast::<c_void>(),
-                buf.len(),
-                offset,
-                ffi::nbd_completion_callback::NULL,
-                0,
-            )
+            match direction {
+                Direction::Read => {
+                    ffi::nbd_aio_pread(h, buf.as_mut_ptr().cast::<c_void>(), len, offset, done, 0)
+                }
+                Direction::Write => {
+                    ffi::nbd_aio_pwrite(h, buf.as_ptr().cast::<c_void>(), len, offset, done, 0)
+                }
+            }
         };
         match self.cookie(r) {
             Ok(c) => Ok(self.hold(c, Held::Buffer(buf))),
@@ -329,30 +327,16 @@ impl Handle {
         } else {
             0
         };
+        let (h, done) = (self.raw.as_ptr(), ffi::nbd_completion_callback::NULL);
         // SAFETY: no memory of ours is involved.
-        let r = unsafe {
-            ffi::nbd_aio_zero(
-                self.raw.as_ptr(),
-                len,
-                offset,
-                ffi::nbd_completion_callback::NULL,
-                flags,
-            )
-        };
+        let r = unsafe { ffi::nbd_aio_zero(h, len, offset, done, flags) };
         self.cookie(r).map(|c| self.hold(c, Held::Nothing))
     }
 
     pub fn trim(&mut self, len: u64, offset: u64) -> Result<Cookie, NbdError> {
+        let (h, done) = (self.raw.as_ptr(), ffi::nbd_completion_callback::NULL);
         // SAFETY: no memory of ours is involved.
-        let r = unsafe {
-            ffi::nbd_aio_trim(
-                self.raw.as_ptr(),
-                len,
-                offset,
-                ffi::nbd_completion_callback::NULL,
-                0,
-            )
-        };
+        let r = unsafe { ffi::nbd_aio_trim(h, len, offset, done, 0) };
         self.cookie(r).map(|c| self.hold(c, Held::Nothing))
     }
 

@@ -187,13 +187,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_acknowledged_prefix_moves_only_when_its_front_completes() {
+    /// Four 10-byte writes in flight at 0, 10, 20 and 30, cookies 1 to 4.
+    fn four_writes() -> WriteWindow {
         let mut window = WriteWindow::default();
-        let mut pool = Buffers::default();
         for i in 0..4 {
             window.push(op(i * 10, 10, i + 1));
         }
+        window
+    }
+
+    #[test]
+    fn the_acknowledged_prefix_moves_only_when_its_front_completes() {
+        let mut window = four_writes();
+        let mut pool = Buffers::default();
         assert_eq!(window.written_until(), Some(0));
         window.accept(0, done(3, Ok(())), &mut pool);
         window.accept(0, done(2, Ok(())), &mut pool);
@@ -207,11 +213,8 @@ mod tests {
 
     #[test]
     fn a_failure_holds_the_prefix_before_it_whatever_completes_after() {
-        let mut window = WriteWindow::default();
+        let mut window = four_writes();
         let mut pool = Buffers::default();
-        for i in 0..4 {
-            window.push(op(i * 10, 10, i + 1));
-        }
         let eio = NbdError::new(Errno::IO, "write failed");
         window.accept(0, done(4, Ok(())), &mut pool);
         window.accept(0, done(2, Err(eio.clone())), &mut pool);

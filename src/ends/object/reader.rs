@@ -458,10 +458,6 @@ impl End for ObjectReader {
         Ok(done)
     }
 
-    fn write(&mut self, _buf: &[u8]) -> Result<usize, Errno> {
-        Err(Errno::BADF)
-    }
-
     fn seek(&mut self, to: Whence) -> Result<u64, Errno> {
         let target = match to {
             Whence::Start(offset) => Some(offset),

@@ -410,10 +410,6 @@ impl End for ObjectWriter {
         Kind::Object
     }
 
-    fn read(&mut self, _buf: &mut [u8]) -> Result<usize, Errno> {
-        Err(Errno::BADF)
-    }
-
     fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
         if let Some(failure) = &self.failure {
             self.detail = Some(failure.detail.clone());

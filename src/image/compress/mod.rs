@@ -35,7 +35,6 @@ mod spec;
 pub use spec::{Algorithm, Compression, SpecError};
 
 use std::io::Write as _;
-use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -279,14 +278,6 @@ impl Compressed {
 impl End for Compressed {
     fn kind(&self) -> Kind {
         Kind::Stream
-    }
-
-    fn fd(&self) -> Option<BorrowedFd<'_>> {
-        None
-    }
-
-    fn read(&mut self, _buf: &mut [u8]) -> Result<usize, Errno> {
-        Err(Errno::BADF)
     }
 
     fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
