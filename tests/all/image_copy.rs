@@ -354,8 +354,21 @@ fn bmap_writes_what_bmaptool_writes_onto_a_device_and_checks_each_range() {
             .arg(arg("of", &ours.path))
             .arg(arg("--bmap", &map))
             .arg("conv=fsync")
+            .arg("--verbose")
             .args(extra)
             .succeeds();
+        // The mapped ranges are whole 4 KiB blocks in page-aligned
+        // buffers: every byte goes to the device with O_DIRECT.
+        let line = ran
+            .stderr
+            .lines()
+            .find(|l| l.contains("image writes: "))
+            .unwrap_or_else(|| panic!("{extra:?}: no image writes line in {}", ran.stderr));
+        assert!(
+            line.ends_with("(O_DIRECT, aligned), 0 through the page cache")
+                && !line.contains("image writes: 0 bytes"),
+            "{extra:?}: {line}"
+        );
         let stats = statistics(&ran.stderr);
         assert_eq!(
             stats[2], "25165824 bytes (25 MB, 24 MiB)",
