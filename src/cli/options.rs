@@ -196,7 +196,8 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::switch(
         "verbose",
         "after the statistics, say how the copy ran: backend, request size, \
-         queue depth, cache policy, kernel offload, what --trim discarded and CPU use",
+         queue depth, cache policy, kernel offload, what --trim discarded, how \
+         an image went onto a device (O_DIRECT or the page cache) and CPU use",
     ),
     OptionSpec::switch(
         "force",

@@ -48,6 +48,8 @@ pub struct Images {
     tee_report: Option<Arc<TeeReport>>,
     /// The compressed input's position, once it is being decoded.
     compressed: Option<Arc<image::InputProgress>>,
+    /// What each output written with O_DIRECT where aligned did.
+    direct: Vec<Arc<image::DirectReport>>,
 }
 
 fn quoted(path: &Path) -> String {
@@ -386,8 +388,24 @@ impl Images {
         warnings: &mut Vec<Diagnostic>,
     ) -> Result<Output, Failure> {
         let safe = self.decompress.is_some() || self.bmap.is_some();
-        let hold = |end: Box<dyn End>| -> Box<dyn End> {
+        // Image writes onto a device go direct where aligned (see
+        // `image::direct`), unless oflag=direct already gives GNU's
+        // meaning to every request.
+        let direct = !plan.output_flags.contains(IoFlags::DIRECT);
+        let mut reports = Vec::new();
+        let mut hold = |end: Box<dyn End>| -> Box<dyn End> {
             if safe && plan.seek.is_zero() && end.kind() == Kind::BlockDevice {
+                let end = if direct {
+                    match image::DirectWrites::wrap(end) {
+                        Ok((writes, report)) => {
+                            reports.push(report);
+                            Box::new(writes)
+                        }
+                        Err(end) => end,
+                    }
+                } else {
+                    end
+                };
                 image::SafeOrder::wrap(end)
             } else {
                 end
@@ -417,10 +435,20 @@ impl Images {
             self.tee_report = Some(tee.report());
             end = Box::new(tee);
         }
+        // In the order of the outputs: of= first, then each --tee.
+        self.direct = reports;
         if let Some(compression) = self.compress {
             end = Box::new(image::Compressed::start(end, compression, threads()));
         }
         Ok(Output { end, name })
+    }
+
+    /// `--verbose`: how the image went onto each device (see
+    /// `image::direct`).
+    pub fn print_verbose(&self, reporter: &Reporter) {
+        for report in &self.direct {
+            reporter.message(format_args!("image writes: {}", report.describe()));
+        }
     }
 
     /// After GNU's statistics: a line per further output, and the

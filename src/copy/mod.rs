@@ -218,6 +218,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     failed |= extras.finish(hash_job, plan, &images.kept_outputs(), &reporter, failed);
     if let Some(report) = report {
         report.print(&reporter, &counters);
+        images.print_verbose(&reporter);
     }
     if failed || crate::progress::reporter::stderr_failed() {
         Err(Failure::Reported)

@@ -176,6 +176,15 @@ pub trait End: Send + fmt::Debug {
         Err(Errno::NOTSUP)
     }
 
+    /// Move `len` bytes on in a stream whose bytes are not wanted (a hole
+    /// that `--bmap` leaves out of a decompressed image) without copying
+    /// them anywhere: the bytes passed over, fewer only where the input
+    /// ends. EOPNOTSUPP (the default): the caller reads them over.
+    fn discard(&mut self, len: u64) -> Result<u64, Errno> {
+        let _ = len;
+        Err(Errno::NOTSUP)
+    }
+
     /// ftruncate(2).
     fn truncate(&mut self, len: u64) -> Result<(), Errno> {
         let _ = len;

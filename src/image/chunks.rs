@@ -156,6 +156,31 @@ impl OrderedReader {
         Ok(filled)
     }
 
+    /// Pass over the next `len` bytes of the stream without copying them
+    /// (see [`crate::ends::End::discard`]); fewer only at its end. The
+    /// same failures as [`OrderedReader::read`].
+    pub fn discard(&mut self, len: u64) -> Result<u64, Failure> {
+        let mut passed = 0;
+        while passed < len {
+            if self.at < self.chunk.len() {
+                let n = ((self.chunk.len() - self.at) as u64).min(len - passed);
+                self.at += n as usize;
+                passed += n;
+                continue;
+            }
+            match self.next_chunk() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(failure) => {
+                    self.state = State::FailedAlready;
+                    return Err(failure);
+                }
+            }
+        }
+        self.delivered += passed;
+        Ok(passed)
+    }
+
     /// Make the next chunk current: Ok(false) at the end of the stream.
     fn next_chunk(&mut self) -> Result<bool, Failure> {
         if self.state != State::Flowing {
@@ -281,6 +306,28 @@ mod tests {
         let err = reader.read(&mut buf).unwrap_err();
         assert_eq!(err.errno, Errno::BADMSG);
         assert_eq!(reader.read(&mut buf), Ok(0));
+    }
+
+    #[test]
+    fn discarded_bytes_are_passed_over_in_order_and_counted() {
+        let (tx, rx) = sync_channel(4);
+        tx.send(part(vec![
+            Piece::Data(b"abc".to_vec()),
+            Piece::Data(b"def".to_vec()),
+            Piece::Done,
+        ]))
+        .unwrap();
+        tx.send(part(vec![Piece::Data(b"ghi".to_vec()), Piece::Done]))
+            .unwrap();
+        tx.send(Part::End).unwrap();
+        let mut reader = OrderedReader::new(rx, BufferPool::new(4));
+        let mut buf = [0u8; 2];
+        assert_eq!(reader.read(&mut buf), Ok(2));
+        assert_eq!(reader.discard(5), Ok(5));
+        assert_eq!(reader.read(&mut buf), Ok(2));
+        assert_eq!(&buf, b"hi");
+        assert_eq!(reader.discard(4), Ok(0));
+        assert_eq!(reader.delivered, 9);
     }
 
     #[test]

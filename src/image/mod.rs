@@ -12,6 +12,9 @@
 //! - [`Tee`]: one stream written to several outputs in parallel (`--tee`).
 //! - [`SafeOrder`]: the first MiB of a device written last, so that an
 //!   interrupted write leaves no disk that looks bootable.
+//! - [`DirectWrites`]: image writes onto a block device with O_DIRECT
+//!   where aligned, so that no page-cache copy and no writeback tail are
+//!   left for the final fsync.
 //!
 //! Every end here is `Kind::Stream` or wraps another end, and none offers
 //! a descriptor: the engine's descriptor-only paths (splice,
@@ -21,6 +24,7 @@ pub mod bmap;
 mod chunks;
 pub mod compress;
 pub mod decompress;
+pub mod direct;
 pub mod format;
 mod prefixed;
 pub mod safe_order;
@@ -30,6 +34,7 @@ pub mod tee;
 pub use bmap::{Bmap, BmapError, BmapFilter, BmapRecorder};
 pub use compress::{Algorithm, Compressed, Compression, SpecError};
 pub use decompress::{open, Decompressed, Mode, OpenError, Opened};
+pub use direct::{DirectReport, DirectWrites};
 pub use format::{recognise, Format, Recognised};
 pub use prefixed::Prefixed;
 pub use safe_order::SafeOrder;

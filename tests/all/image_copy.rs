@@ -363,8 +363,21 @@ fn bmap_writes_what_bmaptool_writes_onto_a_device_and_checks_each_range() {
             .arg(arg("of", &ours.path))
             .arg(arg("--bmap", &map))
             .arg("conv=fsync")
+            .arg("--verbose")
             .args(extra)
             .succeeds();
+        // The mapped ranges are whole 4 KiB blocks in page-aligned
+        // buffers: every byte goes to the device with O_DIRECT.
+        let line = ran
+            .stderr
+            .lines()
+            .find(|l| l.contains("image writes: "))
+            .unwrap_or_else(|| panic!("{extra:?}: no image writes line in {}", ran.stderr));
+        assert!(
+            line.ends_with("(O_DIRECT, aligned), 0 through the page cache")
+                && !line.contains("image writes: 0 bytes"),
+            "{extra:?}: {line}"
+        );
         let stats = statistics(&ran.stderr);
         assert_eq!(
             stats[2], "25165824 bytes (25 MB, 24 MiB)",
@@ -705,6 +718,72 @@ fn an_interrupted_decompress_onto_a_device_leaves_its_first_mib_blank() {
         .succeeds();
     drop(card);
     assert!(std::fs::read(&backing).unwrap() == bytes);
+}
+
+/// An image written onto a device goes with O_DIRECT where aligned and
+/// through the page cache elsewhere: with bs=6000 (records that are not
+/// whole pages) and an image that ends inside a 4 KiB block, both kinds
+/// of write meet on the same device, which reads back as the image, the
+/// statistics GNU dd's for the decompressed file.
+#[test]
+fn an_image_written_partly_direct_partly_through_the_cache_reads_back_whole() {
+    if let Some(why) = rigs::LoopDevice::unavailable() {
+        rigs::skip(&why);
+        return;
+    }
+    if !rigs::tools_or_skip(&["zstd"]) {
+        return;
+    }
+    const MIB: usize = 1 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let size = 5 * MIB + 1000;
+    let image = raw_file(dir.path(), size);
+    let zst = rigs::images::packed(&image, "zstd", "zst");
+    let backing = dir.path().join("card");
+    junk_file(&backing, 6 * MIB);
+    let bytes = std::fs::read(&image).unwrap();
+    for bs in ["bs=1M", "bs=6000"] {
+        let card = rigs::LoopDevice::attach(&backing, Default::default()).unwrap();
+        let ran = Ddx::new()
+            .arg(arg("if", &zst))
+            .arg(arg("of", &card.path))
+            .args(["--decompress", "conv=fsync", "--verbose", bs])
+            .succeeds();
+        let gnu = gnu_dd()
+            .arg(arg("if", &image))
+            .args(["of=/dev/null", bs])
+            .output()
+            .unwrap();
+        let gnu_stats = statistics(&String::from_utf8_lossy(&gnu.stderr));
+        assert_eq!(statistics(&ran.stderr), gnu_stats, "{bs}");
+        let line = ran
+            .stderr
+            .lines()
+            .find(|l| l.contains("image writes: "))
+            .unwrap_or_else(|| panic!("{bs}: no image writes line in {}", ran.stderr));
+        // "image writes: D bytes written straight to the device
+        // (O_DIRECT, aligned), C through the page cache"
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let after = |word: &str, by: isize| -> u64 {
+            let at = words.iter().position(|w| *w == word).expect(line);
+            words[(at as isize + by) as usize].parse().expect(line)
+        };
+        let direct = after("writes:", 1);
+        let cached = after("through", -1);
+        // The image, and the safe order's zeros over the first MiB
+        // before anything else.
+        assert_eq!(direct + cached, (size + MIB) as u64, "{bs}: {line}");
+        assert!(
+            direct > 0 && cached > 0,
+            "{bs}: both kinds of write: {line}"
+        );
+        drop(card);
+        let left = std::fs::read(&backing).unwrap();
+        assert!(
+            left[..size] == bytes[..],
+            "{bs}: the device reads back as the image"
+        );
+    }
 }
 
 /// `--tee` onto block devices opened O_DIRECT: the large writes are lent

@@ -138,6 +138,22 @@ impl BmapFilter {
             self.inner_pos = to;
             return Ok(());
         }
+        // A decoded stream drops the bytes without copying them out.
+        match self.inner.discard(gap) {
+            Ok(passed) => {
+                self.inner_pos += passed;
+                if passed < gap {
+                    let ends = format!("ends at byte {}", self.inner_pos);
+                    return Err(self.size_mismatch(&ends));
+                }
+                return Ok(());
+            }
+            Err(Errno::NOTSUP) => {}
+            Err(errno) => {
+                self.detail = self.inner.take_detail();
+                return Err(errno);
+            }
+        }
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.resize(SCRATCH, 0);
         let mut result = Ok(());

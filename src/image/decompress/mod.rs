@@ -128,6 +128,17 @@ impl End for Decompressed {
         })
     }
 
+    /// Holes of a `--bmap` are passed over without a copy out of the
+    /// decoder's buffers.
+    fn discard(&mut self, len: u64) -> Result<u64, Errno> {
+        self.reader
+            .discard(len)
+            .map_err(|Failure { errno, detail }| {
+                self.detail = Some(detail);
+                errno
+            })
+    }
+
     fn write(&mut self, _buf: &[u8]) -> Result<usize, Errno> {
         Err(Errno::BADF)
     }

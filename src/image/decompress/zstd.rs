@@ -67,6 +67,7 @@ pub fn run(
             source,
             buf: Vec::new(),
             lo: 0,
+            hi: 0,
             pool,
         };
         let outcome = dispatcher.frames(&parts, &jobs_tx);
@@ -80,9 +81,13 @@ pub fn run(
 
 struct Dispatcher {
     source: Source,
-    /// Compressed bytes read and not yet handed on; `buf[lo..]` is live.
+    /// Compressed bytes read and not yet handed on: `buf[lo..hi]` is
+    /// live. Bytes past `hi` are room for the next read, kept allocated
+    /// (and not zeroed again for every read: this is the decoding
+    /// thread, which sets the pace of a single-frame image).
     buf: Vec<u8>,
     lo: usize,
+    hi: usize,
     pool: Arc<BufferPool>,
 }
 
@@ -154,31 +159,33 @@ impl Dispatcher {
     }
 
     fn live(&self) -> &[u8] {
-        &self.buf[self.lo..]
+        &self.buf[self.lo..self.hi]
     }
 
     fn offset_of_lo(&self) -> u64 {
-        self.source.offset() - (self.buf.len() - self.lo) as u64
+        self.source.offset() - (self.hi - self.lo) as u64
     }
 
     /// Read until `n` bytes are live or the input ends.
     fn want(&mut self, n: usize) -> Result<(), Stop> {
-        while self.buf.len() - self.lo < n && !self.source.eof {
+        while self.hi - self.lo < n && !self.source.eof {
             self.read_more(READ_STEP.max(n))?;
         }
         Ok(())
     }
 
     fn read_more(&mut self, step: usize) -> Result<usize, Stop> {
-        if self.lo > 0 && self.lo >= self.buf.len() / 2 {
-            self.buf.drain(..self.lo);
+        if self.lo > 0 && self.lo >= self.hi / 2 {
+            self.buf.copy_within(self.lo..self.hi, 0);
+            self.hi -= self.lo;
             self.lo = 0;
         }
-        let old = self.buf.len();
-        self.buf.resize(old + step, 0);
-        let got = self.source.fill(&mut self.buf[old..]);
+        if self.buf.len() < self.hi + step {
+            self.buf.resize(self.hi + step, 0);
+        }
+        let got = self.source.fill(&mut self.buf[self.hi..self.hi + step]);
         let n = *got.as_ref().unwrap_or(&0);
-        self.buf.truncate(old + n);
+        self.hi += n;
         match got {
             Ok(n) => Ok(n),
             Err(_) => Err(Stop::Failed(input_failed(&self.source))),
@@ -196,7 +203,7 @@ impl Dispatcher {
         }
         let mut left = 8 + u32::from_le_bytes(live[4..8].try_into().expect("4 bytes")) as u64;
         loop {
-            let here = (self.buf.len() - self.lo) as u64;
+            let here = (self.hi - self.lo) as u64;
             let n = here.min(left) as usize;
             self.lo += n;
             left -= n as u64;
@@ -247,7 +254,7 @@ impl Dispatcher {
         // it is called again without new input until it has none left.
         let mut drained = true;
         loop {
-            if self.lo == self.buf.len() && drained && self.read_more(READ_STEP)? == 0 {
+            if self.lo == self.hi && drained && self.read_more(READ_STEP)? == 0 {
                 return Err(Stop::Failed(corrupt(
                     "zstd",
                     self.source.offset(),
@@ -256,7 +263,7 @@ impl Dispatcher {
             }
             out.clear();
             out.reserve(CHUNK);
-            let mut input = InBuffer::around(&self.buf[self.lo..]);
+            let mut input = InBuffer::around(&self.buf[self.lo..self.hi]);
             let result = {
                 let mut output = OutBuffer::around(&mut out);
                 dctx.decompress_stream(&mut output, &mut input)
