@@ -118,6 +118,21 @@ pub fn run(
         .with_cache(shaping.cache)
         .with_trim(shaping.trim)
         .with_tap(tap);
+    // io_uring writes by itself, past the writer: not when the writer
+    // must see the bytes (--hash, --verify, --trim).
+    let uring = match (backend, shaping.bulk) {
+        (Backend::Uring { queue_depth }, Some(shape)) if !writer.has_tap() && !shaping.trim => {
+            Some((shape, queue_depth.max(1)))
+        }
+        _ => None,
+    };
+    // A kernel copy starts where skip= and seek= leave the two ends; the
+    // ordinary way runs them itself (a second skip phase is a no-op).
+    if shaping.offload_unit.is_some() || uring.is_some() {
+        if let Err(end) = skip_and_seek(&mut reader, &mut writer) {
+            return (writer.conclude(end), Some(reader.into_input()));
+        }
+    }
     let mut offload_stopped = false;
     if let Some(unit) = shaping.offload_unit {
         match try_offload(&plan, unit, &mut reader, &mut writer) {
@@ -126,13 +141,7 @@ pub fn run(
             Kernel::NotHere => {}
         }
     }
-    // io_uring writes by itself, past the writer: not when the writer
-    // must see the bytes (--hash, --verify, --trim).
-    let uring_allowed = !offload_stopped && !writer.has_tap() && !shaping.trim;
-    if let (Backend::Uring { queue_depth }, Some(shape), true) =
-        (backend, shaping.bulk, uring_allowed)
-    {
-        let queue_depth = queue_depth.max(1);
+    if let (Some((shape, queue_depth)), false) = (uring, offload_stopped) {
         if let Kernel::Done(end) = try_uring(&plan, shape, queue_depth, &mut reader, &mut writer) {
             return (writer.conclude(end), Some(reader.into_input()));
         }
@@ -161,12 +170,12 @@ pub fn run(
 
 /// How a copy handed to the kernel (offload, io_uring) went.
 enum Kernel {
-    /// The copy is over (done, or stopped by skip/seek).
+    /// The copy is over.
     Done(StreamEnd),
     /// Stopped part way, at a record boundary the reader and writer have
     /// been moved to: go on the ordinary way, which meets the error again.
     Stopped,
-    /// Not possible here; nothing was copied (skip/seek may have run).
+    /// Not possible here; nothing was copied.
     NotHere,
 }
 
@@ -204,16 +213,13 @@ fn count_limit(plan: &CopyPlan) -> u64 {
     }
 }
 
-/// Run skip/seek, then copy_file_range.
+/// copy_file_range, after skip= and seek=.
 fn try_offload(
     plan: &CopyPlan,
     unit: usize,
     reader: &mut Reader,
     writer: &mut Writer<'_>,
 ) -> Kernel {
-    if let Err(end) = skip_and_seek(reader, writer) {
-        return Kernel::Done(end);
-    }
     let limit = count_limit(plan);
     let chunk = (OFFLOAD_REQUEST / unit as u64).max(1) as usize * unit;
     // A second descriptor for the same open output (same offset), so that
@@ -239,8 +245,8 @@ fn try_offload(
     after_kernel_copy(outcome, reader, observer.0.finish())
 }
 
-/// Run skip/seek, then the io_uring copy; an input with holes is left to
-/// the bulk reader, which does not read them.
+/// The io_uring copy, after skip= and seek=; an input with holes is left
+/// to the bulk reader, which does not read them.
 fn try_uring(
     plan: &CopyPlan,
     shape: BulkShape,
@@ -248,9 +254,6 @@ fn try_uring(
     reader: &mut Reader,
     writer: &mut Writer<'_>,
 ) -> Kernel {
-    if let Err(end) = skip_and_seek(reader, writer) {
-        return Kernel::Done(end);
-    }
     if plan.conv.contains(crate::operands::Conv::SPARSE) {
         return Kernel::NotHere;
     }

@@ -307,7 +307,6 @@ impl Copy<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
     use std::os::fd::AsFd;
 
     #[derive(Default)]
@@ -333,32 +332,70 @@ mod tests {
         (0..len).map(|i| (i * 7 + i / 4096) as u8).collect()
     }
 
+    /// A temporary directory with `in` (the pattern) and an empty `out`,
+    /// both open.
+    struct Files {
+        dir: tempfile::TempDir,
+        data: Vec<u8>,
+        input: std::fs::File,
+        output: std::fs::File,
+    }
+
+    impl Files {
+        /// None, said on stderr, where the kernel has no io_uring.
+        fn new(len: usize) -> Option<Files> {
+            if !available() {
+                eprintln!("skipped: io_uring is not available here");
+                return None;
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let data = pattern(len);
+            std::fs::write(dir.path().join("in"), &data).unwrap();
+            let input = std::fs::File::open(dir.path().join("in")).unwrap();
+            let output = std::fs::File::create(dir.path().join("out")).unwrap();
+            Some(Files {
+                dir,
+                data,
+                input,
+                output,
+            })
+        }
+
+        /// The whole input to the start of the output, 4 KiB at a time,
+        /// four in flight: each test changes what it is about.
+        fn job(&self) -> Job<'_> {
+            Job {
+                input: self.input.as_fd(),
+                output: self.output.as_fd(),
+                input_start: 0,
+                output_start: 0,
+                limit: u64::MAX,
+                chunk: 4096,
+                queue_depth: 4,
+            }
+        }
+
+        fn out(&self) -> Vec<u8> {
+            std::fs::read(self.dir.path().join("out")).unwrap()
+        }
+    }
+
     #[test]
     fn copies_to_end_of_input_in_order() {
-        if !available() {
-            eprintln!("skipped: io_uring is not available here");
+        let Some(files) = Files::new(10 * 4096 + 123) else {
             return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let data = pattern(10 * 4096 + 123);
-        let mut input = std::fs::File::create(dir.path().join("in")).unwrap();
-        input.write_all(&data).unwrap();
-        let input = std::fs::File::open(dir.path().join("in")).unwrap();
-        let output = std::fs::File::create(dir.path().join("out")).unwrap();
+        };
         let mut trace = Trace::default();
         let job = Job {
-            input: input.as_fd(),
-            output: output.as_fd(),
             input_start: 100,
             output_start: 7,
-            limit: u64::MAX,
-            chunk: 4096,
-            queue_depth: 4,
+            ..files.job()
         };
         let done = copy(job, &mut trace);
+        let data = &files.data;
         let expected = (data.len() - 100) as u64;
         assert_eq!(done, Offloaded::Complete { bytes: expected });
-        let out = std::fs::read(dir.path().join("out")).unwrap();
+        let out = files.out();
         assert_eq!(&out[7..], &data[100..]);
         assert!(out[..7].iter().all(|&b| b == 0));
         assert_eq!(trace.progress.last(), Some(&expected));
@@ -366,59 +403,41 @@ mod tests {
         let offsets: Vec<u64> = trace.writes.iter().map(|w| w.0).collect();
         assert!(offsets.windows(2).all(|w| w[0] < w[1]), "writes in order");
         assert_eq!(
-            crate::sys::file::current_offset(output.as_fd()).unwrap() as u64,
+            crate::sys::file::current_offset(files.output.as_fd()).unwrap() as u64,
             7 + expected
         );
         assert_eq!(
-            crate::sys::file::current_offset(input.as_fd()).unwrap() as u64,
+            crate::sys::file::current_offset(files.input.as_fd()).unwrap() as u64,
             100 + expected
         );
     }
 
     #[test]
     fn stops_at_the_limit() {
-        if !available() {
-            eprintln!("skipped: io_uring is not available here");
+        let Some(files) = Files::new(64 * 1024) else {
             return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("in"), pattern(64 * 1024)).unwrap();
-        let input = std::fs::File::open(dir.path().join("in")).unwrap();
-        let output = std::fs::File::create(dir.path().join("out")).unwrap();
+        };
         let job = Job {
-            input: input.as_fd(),
-            output: output.as_fd(),
-            input_start: 0,
-            output_start: 0,
             limit: 5000,
             chunk: 1024,
             queue_depth: 8,
+            ..files.job()
         };
         let done = copy(job, &mut Trace::default());
         assert_eq!(done, Offloaded::Complete { bytes: 5000 });
-        let out = std::fs::read(dir.path().join("out")).unwrap();
-        assert_eq!(out, pattern(64 * 1024)[..5000]);
+        assert_eq!(files.out(), files.data[..5000]);
     }
 
     #[test]
     fn a_failing_output_stops_with_nothing_claimed_beyond() {
-        if !available() {
-            eprintln!("skipped: io_uring is not available here");
+        let Some(files) = Files::new(16 * 1024) else {
             return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("in"), pattern(16 * 1024)).unwrap();
-        let input = std::fs::File::open(dir.path().join("in")).unwrap();
+        };
         // Opened for reading only: every write fails with EBADF.
-        let output = std::fs::File::open(dir.path().join("in")).unwrap();
+        let read_only = std::fs::File::open(files.dir.path().join("in")).unwrap();
         let job = Job {
-            input: input.as_fd(),
-            output: output.as_fd(),
-            input_start: 0,
-            output_start: 0,
-            limit: u64::MAX,
-            chunk: 4096,
-            queue_depth: 4,
+            output: read_only.as_fd(),
+            ..files.job()
         };
         assert_eq!(
             copy(job, &mut Trace::default()),

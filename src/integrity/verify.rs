@@ -20,6 +20,7 @@ use crate::ends::{remote, End, Pipeline, Whence};
 use crate::integrity::{ChunkDigests, VERIFY_CHUNK};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
+use crate::sys::fill::fill;
 use crate::sys::Errno;
 use rustix::fs::OFlags;
 
@@ -186,40 +187,13 @@ impl ReadBack {
 
 /// Read `buf` full from an end's position; short only at its end.
 fn read_end_sequential(end: &mut dyn End, buf: &mut [u8]) -> Result<usize, Errno> {
-    let mut done = 0;
-    while done < buf.len() {
-        match end.read(&mut buf[done..]) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(Errno::INTR) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
+    fill(buf, |rest, _| end.read(rest)).all_or_error()
 }
 
 fn read_end_full(end: &mut dyn End, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
-    let mut done = 0;
-    while done < buf.len() {
-        match end.read_at(&mut buf[done..], offset + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(Errno::INTR) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
+    fill(buf, |rest, done| end.read_at(rest, offset + done)).all_or_error()
 }
 
 fn read_full(fd: &OwnedFd, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
-    let mut done = 0;
-    while done < buf.len() {
-        match rustix::io::pread(fd, &mut buf[done..], offset + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(Errno::INTR) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
+    fill(buf, |rest, done| rustix::io::pread(fd, rest, offset + done)).all_or_error()
 }

@@ -236,50 +236,65 @@ mod tests {
         parse(s.as_bytes()).result.map(|n| n.value)
     }
 
+    /// Each text parses to its value; `{text:?}` shows blanks and empty texts.
+    fn accepted(cases: &[(&str, u64)]) {
+        for &(text, expected) in cases {
+            assert_eq!(value(text), Ok(expected), "{text:?}");
+        }
+    }
+
+    /// Each text is refused with `error`.
+    fn refused(error: NumberError, texts: &[&str]) {
+        for text in texts {
+            assert_eq!(value(text), Err(error), "{text:?}");
+        }
+    }
+
     #[test]
     fn plain_and_suffixed_numbers() {
-        assert_eq!(value("0"), Ok(0));
-        assert_eq!(value("17"), Ok(17));
-        assert_eq!(value("1c"), Ok(1));
-        assert_eq!(value("3w"), Ok(6));
-        assert_eq!(value("2b"), Ok(1024));
-        assert_eq!(value("1k"), Ok(1024));
-        assert_eq!(value("1K"), Ok(1024));
-        assert_eq!(value("1kB"), Ok(1000));
-        assert_eq!(value("1KB"), Ok(1000));
-        assert_eq!(value("1kD"), Ok(1000));
-        assert_eq!(value("1KiB"), Ok(1024));
-        assert_eq!(value("1MB"), Ok(1_000_000));
-        assert_eq!(value("1M"), Ok(1 << 20));
-        assert_eq!(value("1MiB"), Ok(1 << 20));
-        assert_eq!(value("1G"), Ok(1 << 30));
-        assert_eq!(value("1T"), Ok(1 << 40));
-        assert_eq!(value("1P"), Ok(1 << 50));
-        assert_eq!(value("1E"), Ok(1 << 60));
-        assert_eq!(value("7E"), Ok(7 << 60));
+        accepted(&[
+            ("0", 0),
+            ("17", 17),
+            ("1c", 1),
+            ("3w", 6),
+            ("2b", 1024),
+            ("1k", 1024),
+            ("1K", 1024),
+            ("1kB", 1000),
+            ("1KB", 1000),
+            ("1kD", 1000),
+            ("1KiB", 1024),
+            ("1MB", 1_000_000),
+            ("1M", 1 << 20),
+            ("1MiB", 1 << 20),
+            ("1G", 1 << 30),
+            ("1T", 1 << 40),
+            ("1P", 1 << 50),
+            ("1E", 1 << 60),
+            ("7E", 7 << 60),
+        ]);
     }
 
     #[test]
     fn gnu_quirks() {
-        assert_eq!(value("K"), Ok(1024), "a lone suffix counts as 1");
-        assert_eq!(value(" 5"), Ok(5));
-        assert_eq!(value("+5"), Ok(5));
-        assert_eq!(value("-5"), Err(NumberError::Invalid));
-        assert_eq!(value(" -0"), Err(NumberError::Invalid));
-        assert_eq!(value(""), Err(NumberError::Invalid));
-        assert_eq!(value("1e"), Err(NumberError::Invalid));
-        assert_eq!(value("1Ki"), Err(NumberError::Invalid));
-        assert_eq!(value("1KiBB"), Err(NumberError::Invalid));
-        assert_eq!(
-            value("1m"),
-            Err(NumberError::Invalid),
-            "lowercase m is not in dd's set"
+        // A lone suffix counts as 1; blanks and a plus sign are strtoumax's.
+        accepted(&[("K", 1024), (" 5", 5), ("+5", 5)]);
+        // Lowercase m is not in dd's set, and 9.1 knows no Q.
+        refused(
+            NumberError::Invalid,
+            &[
+                "-5",
+                " -0",
+                "",
+                "1e",
+                "1Ki",
+                "1KiBB",
+                "1m",
+                "1Q",
+                "99999999999999999999e",
+            ],
         );
-        assert_eq!(value("1Q"), Err(NumberError::Invalid), "9.1 knows no Q");
-        assert_eq!(value("1Y"), Err(NumberError::Overflow));
-        assert_eq!(value("8E"), Err(NumberError::Overflow));
-        assert_eq!(value("99999999999999999999"), Err(NumberError::Overflow));
-        assert_eq!(value("99999999999999999999e"), Err(NumberError::Invalid));
+        refused(NumberError::Overflow, &["1Y", "8E", "99999999999999999999"]);
     }
 
     #[test]
@@ -310,21 +325,17 @@ mod tests {
 
     #[test]
     fn products() {
-        assert_eq!(value("2x3"), Ok(6));
-        assert_eq!(value("2Kx3"), Ok(6144));
-        assert_eq!(value("1xM"), Ok(1 << 20));
-        assert_eq!(value("2Bx3"), Ok(6));
-        assert_eq!(value("1kBx2"), Ok(2000));
-        assert_eq!(value("2x3B"), Err(NumberError::Invalid));
-        assert_eq!(
-            value("2x3x4"),
-            Err(NumberError::Invalid),
-            "9.1 takes one product"
-        );
-        assert_eq!(value("1x"), Err(NumberError::Invalid));
-        assert_eq!(value("xM"), Err(NumberError::Invalid));
-        assert_eq!(value("4Ex4"), Err(NumberError::Overflow));
-        assert_eq!(value("99999999999999999999x0"), Ok(0));
+        accepted(&[
+            ("2x3", 6),
+            ("2Kx3", 6144),
+            ("1xM", 1 << 20),
+            ("2Bx3", 6),
+            ("1kBx2", 2000),
+            ("99999999999999999999x0", 0),
+        ]);
+        // 9.1 takes one product, and a B only before the x.
+        refused(NumberError::Invalid, &["2x3B", "2x3x4", "1x", "xM"]);
+        refused(NumberError::Overflow, &["4Ex4"]);
     }
 
     #[test]

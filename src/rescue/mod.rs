@@ -32,6 +32,7 @@ use crate::ends::{End, Whence};
 use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
+use crate::sys::fill::{fill, Filled};
 use crate::sys::Errno;
 use mapfile::{BlockStatus, Map};
 
@@ -360,23 +361,13 @@ impl Copier<'_, '_> {
     /// Copy `want` bytes at input `pos`: Some(bytes dealt with), None at
     /// end of input, Err when the copy stops.
     fn copy_chunk(&mut self, pos: u64, want: usize) -> Result<Option<usize>, Ended> {
-        let mut got = 0;
-        let mut failure = None;
-        while got < want {
-            match self
-                .job
-                .input
-                .read_at(&mut self.buf.as_mut_slice()[got..want], pos + got as u64)
-            {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(Errno::INTR) => {}
-                Err(errno) => {
-                    failure = Some(errno);
-                    break;
-                }
-            }
-        }
+        let input = &mut self.job.input;
+        let Filled {
+            len: got,
+            error: failure,
+        } = fill(&mut self.buf.as_mut_slice()[..want], |rest, done| {
+            input.read_at(rest, pos + done)
+        });
         if got > 0 {
             self.write_good(pos, got, got == want && failure.is_none())?;
         }

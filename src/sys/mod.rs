@@ -12,6 +12,7 @@ pub mod device;
 pub mod fd;
 pub mod file;
 pub mod filesystem;
+pub mod fill;
 pub mod memory;
 pub mod mounts;
 pub mod ring;

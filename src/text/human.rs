@@ -224,31 +224,55 @@ pub fn rate_text(bytes_per_sec: f64) -> String {
 mod tests {
     use super::*;
 
+    /// Each size in bytes shows as its text in `base`.
+    fn sizes_in(base: Base, cases: &[(u64, &str)]) {
+        for &(bytes, expected) in cases {
+            assert_eq!(human(bytes, base, 1, 1), expected, "{bytes} {base:?}");
+        }
+    }
+
     #[test]
     fn sizes_like_gnu() {
-        assert_eq!(human(0, Base::Si, 1, 1), "0 B");
-        assert_eq!(human(512, Base::Si, 1, 1), "512 B");
-        assert_eq!(human(1000, Base::Si, 1, 1), "1.0 kB");
-        assert_eq!(human(1000, Base::Iec, 1, 1), "1000 B");
-        assert_eq!(human(1024, Base::Iec, 1, 1), "1.0 KiB");
-        assert_eq!(human(1048576, Base::Si, 1, 1), "1.0 MB");
-        assert_eq!(human(1048576, Base::Iec, 1, 1), "1.0 MiB");
-        assert_eq!(human(1_073_741_824, Base::Si, 1, 1), "1.1 GB");
-        assert_eq!(human(5_000_000_000, Base::Iec, 1, 1), "4.7 GiB");
-        assert_eq!(human(999_999, Base::Si, 1, 1), "1.0 MB");
-        assert_eq!(human(123_456_789, Base::Si, 1, 1), "123 MB");
-        assert_eq!(human(123_456_789, Base::Iec, 1, 1), "118 MiB");
+        sizes_in(
+            Base::Si,
+            &[
+                (0, "0 B"),
+                (512, "512 B"),
+                (1000, "1.0 kB"),
+                (1048576, "1.0 MB"),
+                (1_073_741_824, "1.1 GB"),
+                (999_999, "1.0 MB"),
+                (123_456_789, "123 MB"),
+            ],
+        );
+        sizes_in(
+            Base::Iec,
+            &[
+                (1000, "1000 B"),
+                (1024, "1.0 KiB"),
+                (1048576, "1.0 MiB"),
+                (5_000_000_000, "4.7 GiB"),
+                (123_456_789, "118 MiB"),
+            ],
+        );
     }
 
     #[test]
     fn rates_like_gnu() {
-        assert_eq!(human(0, Base::Si, 1_000_000_000, 31_539), "0.0 kB");
-        assert_eq!(human(6, Base::Si, 1_000_000_000, 39_243), "153 kB");
-        assert_eq!(human(1024, Base::Si, 1_000_000_000, 811_093), "1.3 MB");
-        assert_eq!(
-            human(1000, Base::Si, 1_000_000_000, 1_000_000_000),
-            "1.0 kB"
-        );
+        // (bytes, nanoseconds): the rate is bytes × 1e9 / nanoseconds, as GNU reckons it.
+        let cases = [
+            (0, 31_539, "0.0 kB"),
+            (6, 39_243, "153 kB"),
+            (1024, 811_093, "1.3 MB"),
+            (1000, 1_000_000_000, "1.0 kB"),
+        ];
+        for (bytes, nanos, expected) in cases {
+            assert_eq!(
+                human(bytes, Base::Si, 1_000_000_000, nanos),
+                expected,
+                "{bytes} B in {nanos} ns"
+            );
+        }
     }
 
     #[test]

@@ -97,21 +97,43 @@ fn shell_quote(name: &[u8], always: bool) -> String {
 mod tests {
     use super::*;
 
+    /// Each text, given to `quoting`, comes out as its quoted form.
+    fn quotes(quoting: fn(&[u8]) -> String, cases: &[(&str, &str)]) {
+        for &(text, quoted) in cases {
+            assert_eq!(quoting(text.as_bytes()), quoted, "{text:?}");
+        }
+    }
+
     #[test]
     fn quote_values() {
-        assert_eq!(quote(b"abc"), "'abc'");
-        assert_eq!(quote(b""), "''");
-        assert_eq!(quote(b"a'b"), "'a\\'b'");
-        assert_eq!(quote(b"a\nb"), "'a\\nb'");
+        quotes(
+            quote,
+            &[
+                ("abc", "'abc'"),
+                ("", "''"),
+                ("a'b", "'a\\'b'"),
+                ("a\nb", "'a\\nb'"),
+            ],
+        );
     }
 
     #[test]
     fn quote_files() {
-        assert_eq!(quote_file(b"out"), "'out'");
-        assert_eq!(quote_file(b"standard input"), "'standard input'");
-        assert_eq!(quote_file(b"it's"), "'it'\\''s'");
-        assert_eq!(quote_file_if_needed(b"/dev/null"), "/dev/null");
-        assert_eq!(quote_file_if_needed(b"a b"), "'a b'");
-        assert_eq!(quote_file_if_needed(b"standard input"), "'standard input'");
+        quotes(
+            quote_file,
+            &[
+                ("out", "'out'"),
+                ("standard input", "'standard input'"),
+                ("it's", "'it'\\''s'"),
+            ],
+        );
+        quotes(
+            quote_file_if_needed,
+            &[
+                ("/dev/null", "/dev/null"),
+                ("a b", "'a b'"),
+                ("standard input", "'standard input'"),
+            ],
+        );
     }
 }

@@ -158,25 +158,47 @@ sso_session = corp
 region = nowhere
 ";
 
+    /// Compares the whole merged profile, so that a stray key (a comment
+    /// taken for a setting) fails as surely as a missing one.
+    fn assert_profile(name: &str, settings: &[(&str, &str)]) {
+        let merged = profile(name, &parse(CREDENTIALS), &parse(CONFIG)).expect(name);
+        let expected: Section = settings
+            .iter()
+            .map(|&(key, value)| (key.to_owned(), value.to_owned()))
+            .collect();
+        assert_eq!(merged, expected, "profile {name}");
+    }
+
     #[test]
     fn the_default_profile_comes_from_both_files() {
-        let p = profile("default", &parse(CREDENTIALS), &parse(CONFIG)).expect("default");
-        assert_eq!(p["aws_access_key_id"], "AKIADEFAULT");
-        assert_eq!(p["aws_secret_access_key"], "default/secret+key");
-        assert_eq!(p["region"], "eu-west-1");
+        assert_profile(
+            "default",
+            &[
+                ("aws_access_key_id", "AKIADEFAULT"),
+                ("aws_secret_access_key", "default/secret+key"),
+                ("region", "eu-west-1"),
+            ],
+        );
     }
 
     #[test]
     fn credentials_win_comments_go_and_services_give_the_endpoint() {
-        let p = profile("dev", &parse(CREDENTIALS), &parse(CONFIG)).expect("dev");
-        assert_eq!(p["aws_access_key_id"], "AKIADEV");
-        assert_eq!(p["aws_secret_access_key"], "dev-secret");
-        // '#' not after whitespace is part of the value.
-        assert_eq!(p["aws_session_token"], "tok#en==");
-        assert_eq!(p["region"], "us-west-2");
-        assert_eq!(p["ca_bundle"], "/etc/ssl/dev.pem");
-        assert_eq!(p["s3.addressing_style"], "path");
-        assert_eq!(p["services.s3.endpoint_url"], "http://127.0.0.1:9000");
+        assert_profile(
+            "dev",
+            &[
+                ("aws_access_key_id", "AKIADEV"),
+                ("aws_secret_access_key", "dev-secret"),
+                // '#' not after whitespace is part of the value.
+                ("aws_session_token", "tok#en=="),
+                ("region", "us-west-2"),
+                ("ca_bundle", "/etc/ssl/dev.pem"),
+                // `s3 =` heads its nested settings and stays, empty.
+                ("s3", ""),
+                ("s3.addressing_style", "path"),
+                ("services", "local-s3"),
+                ("services.s3.endpoint_url", "http://127.0.0.1:9000"),
+            ],
+        );
     }
 
     #[test]

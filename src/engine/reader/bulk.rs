@@ -8,7 +8,7 @@ use crate::ends::Whence;
 use crate::engine::cache::DropBehind;
 use crate::engine::shape::BulkShape;
 use crate::sys::buffer::AlignedBuf;
-use crate::sys::Errno;
+use crate::sys::fill::{fill, Filled};
 
 impl Reader {
     /// Bulk reads: whole chunks up to count= (in bytes), then End.
@@ -102,21 +102,11 @@ impl Reader {
                 let offset = self.input.offset.max(0) as u64;
                 behind.before(fd, offset, want as u64);
             }
-            let mut len = 0;
-            let mut error = None;
-            // A regular file returns short only at end of file; loop anyway
+            // A regular file returns short only at end of file; fill anyway
             // so that a signal-shortened read changes nothing.
-            while len < want {
-                match self.input.end.read(&mut buf.as_mut_slice()[len..want]) {
-                    Ok(0) => break,
-                    Ok(n) => len += n,
-                    Err(Errno::INTR) => {}
-                    Err(e) => {
-                        error = Some(e);
-                        break;
-                    }
-                }
-            }
+            let end = &mut self.input.end;
+            let Filled { len, error } =
+                fill(&mut buf.as_mut_slice()[..want], |rest, _| end.read(rest));
             if let (Some(errno), false) = (error, self.input.end.kind().positional()) {
                 // A stream ddx decodes (--decompress, --bmap) cannot be
                 // read again from the record that failed: what was read
