@@ -134,38 +134,30 @@ impl OrderedReader {
     /// up: a short read would be taken for the end of the stream and the
     /// failure lost.
     pub fn read(&mut self, buf: &mut [u8]) -> Result<usize, Failure> {
-        let mut filled = 0;
-        while filled < buf.len() {
-            if self.at < self.chunk.len() {
-                let n = (self.chunk.len() - self.at).min(buf.len() - filled);
-                buf[filled..filled + n].copy_from_slice(&self.chunk[self.at..self.at + n]);
-                self.at += n;
-                filled += n;
-                continue;
-            }
-            match self.next_chunk() {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(failure) => {
-                    self.state = State::FailedAlready;
-                    return Err(failure);
-                }
-            }
-        }
-        self.delivered += filled as u64;
-        Ok(filled)
+        let len = buf.len() as u64;
+        self.pass(len, Some(buf)).map(|n| n as usize)
     }
 
     /// Pass over the next `len` bytes of the stream without copying them
     /// (see [`crate::ends::End::discard`]); fewer only at its end. The
     /// same failures as [`OrderedReader::read`].
     pub fn discard(&mut self, len: u64) -> Result<u64, Failure> {
+        self.pass(len, None)
+    }
+
+    /// Move the next `len` bytes of the stream on (fewer only at its end),
+    /// copied into `out` when given.
+    fn pass(&mut self, len: u64, mut out: Option<&mut [u8]>) -> Result<u64, Failure> {
         let mut passed = 0;
         while passed < len {
             if self.at < self.chunk.len() {
-                let n = ((self.chunk.len() - self.at) as u64).min(len - passed);
-                self.at += n as usize;
-                passed += n;
+                let n = ((self.chunk.len() - self.at) as u64).min(len - passed) as usize;
+                if let Some(out) = out.as_deref_mut() {
+                    let to = passed as usize;
+                    out[to..to + n].copy_from_slice(&self.chunk[self.at..self.at + n]);
+                }
+                self.at += n;
+                passed += n as u64;
                 continue;
             }
             match self.next_chunk() {

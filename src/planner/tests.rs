@@ -165,22 +165,41 @@ fn no_kernel_copy_across_filesystems_with_sparse_or_when_hashing() {
             .offload_unit,
         None
     );
-    let hashing = Settings {
-        hash: vec![crate::integrity::Algorithm::Sha256],
-        ..auto()
-    };
-    assert_eq!(
-        plan(&request(&[], hashing), &same).shaping.offload_unit,
-        None
-    );
-    let verifying = Settings {
-        verify: true,
-        ..auto()
-    };
-    assert_eq!(
-        plan(&request(&[], verifying), &same).shaping.offload_unit,
-        None
-    );
+    // The bytes must pass through ddx (digests, read-back), or the
+    // kernel would write the zeros --trim discards.
+    for (why, settings) in [
+        (
+            "hashing",
+            Settings {
+                hash: vec![crate::integrity::Algorithm::Sha256],
+                ..auto()
+            },
+        ),
+        (
+            "verifying",
+            Settings {
+                verify: true,
+                ..auto()
+            },
+        ),
+        (
+            "trimming",
+            Settings {
+                trim: true,
+                ..auto()
+            },
+        ),
+    ] {
+        let s = plan(&request(&[], settings.clone()), &same);
+        assert_eq!(s.shaping.offload_unit, None, "{why}");
+        assert_eq!(s.shaping.trim, settings.trim, "{why}");
+        // No splice either, from a pipe.
+        let pipe_to_file = facts(stream(Kind::Pipe), ext4(2));
+        assert!(
+            !plan(&request(&[], settings), &pipe_to_file).shaping.splice,
+            "{why}"
+        );
+    }
 }
 
 #[test]
@@ -589,6 +608,15 @@ fn direct_writes_go_several_at_once_only_where_the_copy_overlaps() {
     );
     assert_eq!(with(&direct, Some(1), &to_device), None, "queue depth 1");
     assert_eq!(with(&["bs=1M"], Some(8), &to_device), None, "not direct");
+    assert_eq!(
+        with(
+            &["bs=1M", "iflag=direct", "oflag=direct"],
+            Some(8),
+            &to_device
+        ),
+        None,
+        "reads O_DIRECT set the pace"
+    );
     assert_eq!(
         with(&["bs=512", "oflag=direct"], Some(8), &to_device),
         None,

@@ -116,13 +116,13 @@ fn ext4_copies_through_ddx_and_offload_can_be_forced() {
     let auto = stderr(&["--verbose"]);
     if auto.contains("the CPUs are taken") {
         // Other tasks keep the CPUs busy (a loaded machine): the copy
-        // from memory runs in turn, by the kernel's copy, as on one CPU.
+        // from memory runs in turn, reading then writing, as on one CPU.
         assert!(auto.contains("backend: sequential"), "{auto}");
-        assert!(auto.contains("offload: copy_file_range copied"), "{auto}");
     } else {
-        assert!(auto.contains("offload: not used"), "{auto}");
         assert!(auto.contains("backend: threads"), "{auto}");
     }
+    // ext4 can only copy the bytes: ddx's own copy either way.
+    assert!(auto.contains("offload: not used"), "{auto}");
     let forced = stderr(&["--verbose", "--offload"]);
     assert!(
         forced.contains("offload: copy_file_range copied"),

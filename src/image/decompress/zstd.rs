@@ -102,11 +102,10 @@ impl Dispatcher {
             }
             let offset = self.offset_of_lo();
             if live.len() < 4 {
-                return Err(Stop::Failed(corrupt(
-                    "zstd",
+                return Err(corrupt_zstd(
                     offset,
                     "the stream ends inside a frame's magic number",
-                )));
+                ));
             }
             let magic = u32::from_le_bytes(live[..4].try_into().expect("4 bytes"));
             if is_skippable_magic(magic) {
@@ -114,11 +113,10 @@ impl Dispatcher {
                 continue;
             }
             if magic != ZSTD_MAGIC {
-                return Err(Stop::Failed(corrupt(
-                    "zstd",
+                return Err(corrupt_zstd(
                     offset,
                     "unknown frame magic (not a zstd frame)",
-                )));
+                ));
             }
             let promised = zstd_safe::get_frame_content_size(live).ok().flatten();
             let whole = match promised {
@@ -195,11 +193,10 @@ impl Dispatcher {
     fn skip_skippable(&mut self, offset: u64) -> Result<(), Stop> {
         let live = self.live();
         if live.len() < 8 {
-            return Err(Stop::Failed(corrupt(
-                "zstd",
+            return Err(corrupt_zstd(
                 offset,
                 "the stream ends inside a skippable frame's header",
-            )));
+            ));
         }
         let mut left = 8 + u32::from_le_bytes(live[4..8].try_into().expect("4 bytes")) as u64;
         loop {
@@ -211,11 +208,10 @@ impl Dispatcher {
                 return Ok(());
             }
             if self.read_more(READ_STEP)? == 0 {
-                return Err(Stop::Failed(corrupt(
-                    "zstd",
+                return Err(corrupt_zstd(
                     offset,
                     "the stream ends inside a skippable frame",
-                )));
+                ));
             }
         }
     }
@@ -240,7 +236,7 @@ impl Dispatcher {
                     Err(code) => zstd_safe::get_error_name(code),
                     Ok(_) => "the frame is truncated",
                 };
-                return Err(Stop::Failed(corrupt("zstd", offset, why)));
+                return Err(corrupt_zstd(offset, why));
             }
         }
     }
@@ -255,11 +251,10 @@ impl Dispatcher {
         let mut drained = true;
         loop {
             if self.lo == self.hi && drained && self.read_more(READ_STEP)? == 0 {
-                return Err(Stop::Failed(corrupt(
-                    "zstd",
+                return Err(corrupt_zstd(
                     self.source.offset(),
                     "the stream ends inside a frame (truncated input)",
-                )));
+                ));
             }
             out.clear();
             out.reserve(CHUNK);
@@ -271,14 +266,11 @@ impl Dispatcher {
             let consumed = input.pos();
             self.lo += consumed;
             let hint = result.map_err(|code| {
-                Stop::Failed(corrupt(
-                    "zstd",
+                let name = zstd_safe::get_error_name(code);
+                corrupt_zstd(
                     self.offset_of_lo(),
-                    &format!(
-                        "{} (in the frame at compressed offset {offset})",
-                        zstd_safe::get_error_name(code)
-                    ),
-                ))
+                    &format!("{name} (in the frame at compressed offset {offset})"),
+                )
             })?;
             drained = out.len() < out.capacity();
             if !out.is_empty() {
@@ -311,14 +303,8 @@ fn worker(jobs: &Mutex<Receiver<Job>>, pool: &BufferPool) {
 /// Decode one whole frame into its part.
 fn decode_frame(dctx: &mut DCtx<'_>, job: &Job, pool: &BufferPool) -> Result<(), Stop> {
     let failed = |code| {
-        Stop::Failed(corrupt(
-            "zstd",
-            job.offset,
-            &format!(
-                "{} (in the frame at this offset)",
-                zstd_safe::get_error_name(code)
-            ),
-        ))
+        let name = zstd_safe::get_error_name(code);
+        corrupt_zstd(job.offset, &format!("{name} (in the frame at this offset)"))
     };
     let content = zstd_safe::get_frame_content_size(&job.frame).ok().flatten();
     if let Some(size) = content.filter(|&n| n <= ONE_SHOT_MAX) {
@@ -350,11 +336,12 @@ fn decode_frame(dctx: &mut DCtx<'_>, job: &Job, pool: &BufferPool) -> Result<(),
             return Ok(());
         }
         if stalled {
-            return Err(Stop::Failed(corrupt(
-                "zstd",
-                job.offset,
-                "the frame is truncated",
-            )));
+            return Err(corrupt_zstd(job.offset, "the frame is truncated"));
         }
     }
+}
+
+/// A zstd stream found corrupt at compressed `offset`, and why.
+fn corrupt_zstd(offset: u64, why: &str) -> Stop {
+    Stop::Failed(corrupt("zstd", offset, why))
 }
