@@ -18,7 +18,9 @@
 #                binary is found)
 # and prints a Markdown table with each copy's ratio to
 # max(read alone, write alone). Every copy is checked byte for byte against
-# the source (on the backing files). The rig comes down at the end, also on
+# the source (on the backing files). With --parallel, also O_DIRECT writes
+# alone by ddx, with writes in flight and one at a time (--queue-depth=1),
+# against GNU dd's. The rig comes down at the end, also on
 # error or ^C. --taskset=CPUS runs every dd and ddx (not the devices'
 # servers) under `taskset -c CPUS`: issue 14's one-CPU rows. Needs root. Defaults: --size=32M --reps=3, rig.sh's delays;
 # --ddx defaults to target/release/ddx if it exists (--ddx= for none).
@@ -58,7 +60,7 @@ trap 'exit 143' TERM
 "$here/rig.sh" up "$dir" --size="$bytes" "${rig_args[@]}"
 latency_ms='?' per64k_ms='?'
 # shellcheck disable=SC1091
-. "$dir/.lab/params" # size (bytes), latency_ms, per64k_ms
+. "$dir/.lab/params" # size (bytes), latency_ms, per64k_ms, parallel
 SRC=$dir/src DST=$dir/dst
 srcimg=$dir/.lab/src.img dstimg=$dir/.lab/dst.img
 if [ -n "$ddx" ]; then
@@ -119,8 +121,14 @@ for ((rep = 1; rep <= reps; rep++)); do
     run "$cfg ddcopy" "${pin}dd if=$SRC of=$DST $common conv=notrunc,nocreat$ifl$ofl"
     run "$cfg pipe" "${pin}dd if=$SRC $common$ifl | ${pin}dd of=$DST bs=$bs status=none iflag=fullblock conv=notrunc,nocreat$ofl"
     [ -z "$ddx" ] || run "$cfg ddxcopy" "${pin}$ddx${ddx_args:+ $ddx_args} if=$SRC of=$DST $common conv=notrunc,nocreat$ifl$ofl"
+    if [ "$parallel" = 1 ] && [ "$mode" = direct ] && [ -n "$ddx" ]; then
+      # Writes in flight (O_DIRECT onto a device that takes parallel
+      # requests): ddx alone, then with one request at a time.
+      run "$cfg ddxwrite" "${pin}$ddx${ddx_args:+ $ddx_args} if=/dev/zero of=$DST $common conv=notrunc,nocreat$ofl"
+      run "$cfg ddxwrite1" "${pin}$ddx${ddx_args:+ $ddx_args} --queue-depth=1 if=/dev/zero of=$DST $common conv=notrunc,nocreat$ofl"
+    fi
     line="  run $rep/$reps $cfg:"
-    for k in read write ddcopy pipe ddxcopy; do
+    for k in read write ddcopy pipe ddxcopy ddxwrite ddxwrite1; do
       [ -n "${times[$cfg $k]:-}" ] && line+=" $k $(awk '{ print $NF }' <<<"${times[$cfg $k]}")"
     done
     log "$line"
@@ -132,7 +140,9 @@ cell() { # median max -> "1.234 s (1.02×)"
   awk -v t="$1" -v m="$2" 'BEGIN { if (t == "nan") print "failed"; else printf "%.2f s (%.2f×)", t, t / m }'
 }
 echo
-echo "$((size / 1048576)) MiB per copy, median of $reps; each device: ${latency_ms} ms per request + ${per64k_ms} ms per 64 KiB piece, one request at a time."
+one_at_a_time='one request at a time'
+[ "$parallel" = 1 ] && one_at_a_time='requests overlap (--parallel)'
+echo "$((size / 1048576)) MiB per copy, median of $reps; each device: ${latency_ms} ms per request + ${per64k_ms} ms per 64 KiB piece, $one_at_a_time."
 echo "Ratio = copy time / max(read alone, write alone): ~1.0 is overlapped, ~2.0 is read-then-write."
 echo
 hdr="| bs | I/O | read alone | write alone | dd copy | dd \\| dd |"
@@ -154,6 +164,18 @@ for cfg in "${configs[@]}"; do
     awk -v d="$d" -v p="$p" -v m="$m" 'BEGIN { exit !(d / m > 1.7 && d / m < 2.3 && p / m < 1.25) }' || check=failed
   fi
 done
+if [ "$parallel" = 1 ] && [ -n "$ddx" ]; then
+  echo
+  echo "Writes in flight: if=/dev/zero of=DST oflag=direct, ratio to GNU dd's time (write alone)."
+  echo
+  echo "| bs | GNU dd | ddx, one request at a time | ddx (writes in flight) |"
+  echo "|---|---|---|---|"
+  for cfg in "64k direct" "1M direct"; do
+    read -r bs _ <<<"$cfg"
+    w=$(median <<<"${times[$cfg write]}")
+    echo "| $bs | $(printf '%.2f' "$w") s | $(cell "$(median <<<"${times[$cfg ddxwrite1]}")" "$w") | $(cell "$(median <<<"${times[$cfg ddxwrite]}")" "$w") |"
+  done
+fi
 echo
 echo "ddx: ${ddx_version:-not measured}${ddx_args:+ with $ddx_args}${pin:+; every dd and ddx under $pin}; $(dd --version | head -n1); $(nproc) CPUs; ${elapsed} s total; load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "rig check (O_DIRECT: dd copy 1.7-2.3×, dd | dd < 1.25×): $check"

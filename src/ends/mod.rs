@@ -34,6 +34,7 @@ pub mod remote;
 use std::fmt;
 use std::os::fd::BorrowedFd;
 
+use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 
 pub use open::{open_input, open_output, Input, Output};
@@ -147,6 +148,28 @@ pub trait End: Send + fmt::Debug {
     fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
         let _ = buf;
         Err(Errno::BADF)
+    }
+
+    /// A whole-buffer read without a copy, for an end whose data arrives
+    /// in buffers of its own (an NBD export's read-ahead): where the next
+    /// `buf.len()` bytes sit whole in such a buffer, the two buffers
+    /// change places and `Some` says what `read` would have (the bytes
+    /// read, or its error). `None`: nothing happened, read as usual.
+    /// A copy between two remote ends otherwise moves every byte through
+    /// memory twice more, on the CPUs their servers need.
+    fn read_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
+        let _ = buf;
+        None
+    }
+
+    /// A whole-buffer write without a copy: the end keeps `buf` (writing
+    /// it behind) and puts one of its own buffers, of the same length, in
+    /// its place; `Some` says what `write` of the whole buffer would have.
+    /// `None`: nothing happened (the end does not write behind, or the
+    /// write would be short), write as usual.
+    fn write_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
+        let _ = buf;
+        None
     }
 
     /// lseek(2): the new position. ESPIPE where the end cannot seek.

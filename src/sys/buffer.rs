@@ -10,9 +10,13 @@ use std::ptr::NonNull;
 use rustix::mm::{mmap_anonymous, munmap, MapFlags, ProtFlags};
 
 /// A zero-filled, page-aligned byte buffer backed by an anonymous mapping.
+/// Its length may be set anywhere up to the mapping's size (its
+/// capacity), so that a pool can reuse one buffer for requests of
+/// different sizes.
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     len: usize,
+    capacity: usize,
 }
 
 // SAFETY: AlignedBuf owns its mapping exclusively (like a Box<[u8]>); no
@@ -45,11 +49,27 @@ impl AlignedBuf {
             )?
         };
         let ptr = NonNull::new(ptr.cast::<u8>()).ok_or(rustix::io::Errno::NOMEM)?;
-        Ok(AlignedBuf { ptr, len: map_len })
+        Ok(AlignedBuf {
+            ptr,
+            len: map_len,
+            capacity: map_len,
+        })
     }
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// The bytes mapped: the most `set_len` allows.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Make the buffer `len` bytes long, within its mapping. The bytes
+    /// are those the mapping holds (zeros, or what was written before).
+    pub fn set_len(&mut self, len: usize) {
+        assert!(len <= self.capacity, "AlignedBuf::set_len past its mapping");
+        self.len = len;
     }
 
     pub fn is_empty(&self) -> bool {
@@ -57,8 +77,9 @@ impl AlignedBuf {
     }
 
     pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: ptr maps len readable bytes, zero-initialised by the
-        // kernel, and lives as long as self.
+        // SAFETY: ptr maps capacity >= len readable bytes, initialised
+        // (zeros from the kernel, or what was written since), and lives
+        // as long as self.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
@@ -70,9 +91,9 @@ impl AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
-        // SAFETY: ptr/len are exactly the mapping made in new(); no slice
-        // borrowed from it can outlive self.
-        let _ = unsafe { munmap(self.ptr.as_ptr().cast(), self.len) };
+        // SAFETY: ptr/capacity are exactly the mapping made in new(); no
+        // slice borrowed from it can outlive self.
+        let _ = unsafe { munmap(self.ptr.as_ptr().cast(), self.capacity) };
     }
 }
 
@@ -87,6 +108,22 @@ mod tests {
         assert!(b.as_slice().iter().all(|&x| x == 0));
         b.as_mut_slice()[9_999] = 7;
         assert_eq!(b.as_slice()[9_999], 7);
+    }
+
+    #[test]
+    fn a_shorter_length_keeps_the_mapping_and_its_bytes() {
+        let mut b = AlignedBuf::new(8192).unwrap();
+        b.as_mut_slice()[5000] = 9;
+        b.set_len(100);
+        assert_eq!((b.len(), b.capacity()), (100, 8192));
+        b.set_len(8192);
+        assert_eq!(b.as_slice()[5000], 9);
+    }
+
+    #[test]
+    #[should_panic(expected = "past its mapping")]
+    fn a_length_past_the_mapping_is_refused() {
+        AlignedBuf::new(4096).unwrap().set_len(4097);
     }
 
     #[test]

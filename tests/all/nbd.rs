@@ -16,6 +16,7 @@ use crate::rigs::nbd::{
 };
 use ddx::ends::nbd::{recognise, Access, NbdEnd, NbdUri};
 use ddx::ends::{End, Kind, Pipeline, Whence};
+use ddx::sys::buffer::AlignedBuf;
 use ddx::sys::Errno;
 
 const KIB: usize = 1024;
@@ -193,6 +194,80 @@ fn a_file_export_reads_and_writes_the_bytes_of_its_file() {
     let mut expected = original;
     expected[4096..4096 + 2 * MIB].copy_from_slice(&update);
     assert!(std::fs::read(&image).unwrap() == expected);
+}
+
+/// A pipelined end and the engine exchange whole buffers instead of
+/// copying them: the buffer handed in comes back another one (its
+/// mapping's address changes), holding the export's bytes on a read; on
+/// a write the export ends with the bytes of the buffer handed over.
+/// Where a buffer is not a whole piece, or would cross the export's end,
+/// the bytes are copied (or the call declines), and stay right.
+#[test]
+fn whole_buffers_change_places_with_read_ahead_and_write_behind() {
+    let dir = tempdir().unwrap();
+    let image = dir.path().join("image");
+    let size = 4 * MIB + 300;
+    let original = pattern(size, 21);
+    std::fs::write(&image, &original).unwrap();
+    let Some(server) = nbdkit_in(dir, &["file", &format!("file={}", image.display())]) else {
+        return;
+    };
+    let mut end = open(&server, Access::Write);
+    let mut buf = AlignedBuf::new(MIB).unwrap();
+    // Unpipelined there is no buffer of the end's to exchange.
+    assert_eq!(end.read_exchange(&mut buf), None);
+    assert_eq!(end.write_exchange(&mut buf), None);
+
+    pipelined(&mut end, MIB, 4);
+    let mut read = Vec::new();
+    let mut moved = 0;
+    loop {
+        let before = buf.as_slice().as_ptr();
+        let n = end
+            .read_exchange(&mut buf)
+            .expect("pipelined")
+            .expect("read");
+        if n == 0 {
+            break;
+        }
+        moved += usize::from(buf.as_slice().as_ptr() != before);
+        read.extend_from_slice(&buf.as_slice()[..n]);
+    }
+    assert!(read == original, "the bytes read by exchange differ");
+    // Four whole pieces change places; the last 300 bytes are copied.
+    assert_eq!(moved, 4);
+
+    // A buffer other than the pieces' size is copied into.
+    end.seek(Whence::Start(4096)).unwrap();
+    let mut odd = AlignedBuf::new(MIB - 4096).unwrap();
+    let before = odd.as_slice().as_ptr();
+    assert_eq!(end.read_exchange(&mut odd), Some(Ok(MIB - 4096)));
+    assert_eq!(odd.as_slice().as_ptr(), before);
+    assert!(odd.as_slice() == &original[4096..MIB]);
+
+    let update = pattern(2 * MIB, 22);
+    end.seek(Whence::Start(MIB as u64)).unwrap();
+    for block in update.chunks(MIB) {
+        buf.as_mut_slice().copy_from_slice(block);
+        let before = buf.as_slice().as_ptr();
+        assert_eq!(end.write_exchange(&mut buf), Some(Ok(MIB)));
+        assert_ne!(buf.as_slice().as_ptr(), before, "the buffer was not taken");
+        assert_eq!(buf.len(), MIB);
+        // What the end gave back may be scribbled on at once.
+        buf.as_mut_slice().fill(0xee);
+    }
+    // Across the export's end the end declines; write() gives the short
+    // count there.
+    end.seek(Whence::Start((size - 100) as u64)).unwrap();
+    assert_eq!(end.write_exchange(&mut buf), None);
+    assert_eq!(end.settle(), Ok(()));
+    Box::new(end).close().unwrap();
+    let mut expected = original;
+    expected[MIB..3 * MIB].copy_from_slice(&update);
+    assert!(
+        std::fs::read(&image).unwrap() == expected,
+        "the export's bytes differ"
+    );
 }
 
 /// nbdinfo --map: (offset, length, reads as zeros).
@@ -435,6 +510,9 @@ fn a_read_only_export_refuses_writes_with_erofs() {
     assert!(end.take_detail().unwrap().contains("read-only"));
     assert_eq!(end.write_zeroes(10), Err(Errno::ROFS));
     assert_eq!(end.write_at(b"x", 0), Err(Errno::ROFS));
+    pipelined(&mut end, 4096, 2);
+    let mut whole = AlignedBuf::new(4096).unwrap();
+    assert_eq!(end.write_exchange(&mut whole), Some(Err(Errno::ROFS)));
     let mut buf = vec![1; 4096];
     assert_eq!(end.read(&mut buf), Ok(4096));
     assert!(buf.iter().all(|&b| b == 0));

@@ -24,11 +24,12 @@ use std::fmt;
 
 use super::buffers::Buffers;
 use super::extents::ExtentMap;
-use super::handle::{self, Completion, Cookie, Direction, ExportInfo, Handle, NbdError};
+use super::handle::{self, Completion, Cookie, Direction, ExportInfo, Handle, Lent, NbdError};
 use super::reads::{self, Piece, ReadAhead};
 use super::uri::NbdUri;
 use super::writes::{self, Op, WriteWindow};
 use crate::ends::{End, Kind, Pipeline, Whence};
+use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 
 /// Most connections to one export (nbdcopy's default too).
@@ -53,6 +54,22 @@ pub enum Access {
 pub struct Ticket {
     pub conn: usize,
     pub cookie: Cookie,
+}
+
+/// Where a read's bytes go: copied into a slice, or into a buffer that
+/// may change places with a read-ahead piece's.
+enum Into<'a> {
+    Slice(&'a mut [u8]),
+    Exchange(&'a mut AlignedBuf),
+}
+
+impl Into<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Into::Slice(buf) => buf.len(),
+            Into::Exchange(buf) => buf.len(),
+        }
+    }
 }
 
 pub struct NbdEnd {
@@ -212,7 +229,7 @@ impl NbdEnd {
     fn send(
         &mut self,
         direction: Direction,
-        buf: Vec<u8>,
+        buf: AlignedBuf,
         offset: u64,
     ) -> Result<(usize, Cookie), NbdError> {
         let conn = self.pick();
@@ -363,18 +380,45 @@ impl NbdEnd {
                 return;
             }
             let mut buf = self.pool.take(piece.len());
-            buf.copy_from_slice(piece);
-            let state = match self.send(Direction::Write, buf, at) {
-                Ok((conn, cookie)) => writes::State::InFlight { conn, cookie },
-                Err(e) => writes::State::Failed(e),
-            };
-            self.writes.push(Op {
-                offset: at,
-                len: piece.len() as u64,
-                kind: writes::Kind::Data,
-                state,
-            });
+            buf.as_mut_slice().copy_from_slice(piece);
+            self.send_write(buf, at);
         }
+    }
+
+    /// Write `data` at `offset` and wait, straight from the caller's
+    /// memory (no write may be in flight): a synchronous write need not
+    /// copy into a buffer of the end's. A failure goes into the window
+    /// as a write-behind failure would, for the caller to report.
+    fn write_lent(&mut self, data: &[u8], offset: u64) {
+        let max = self.info.max_request;
+        for (k, piece) in data.chunks(max).enumerate() {
+            let at = offset + (k * max) as u64;
+            let conn = self.pick();
+            if let Err(e) = self.conns[conn].transfer_now(Lent::Write(piece), at) {
+                self.writes.push(Op {
+                    offset: at,
+                    len: piece.len() as u64,
+                    kind: writes::Kind::Data,
+                    state: writes::State::Failed(e),
+                });
+                return;
+            }
+        }
+    }
+
+    /// Send `buf` to `at` as a write in the window (room made already).
+    fn send_write(&mut self, buf: AlignedBuf, at: u64) {
+        let len = buf.len() as u64;
+        let state = match self.send(Direction::Write, buf, at) {
+            Ok((conn, cookie)) => writes::State::InFlight { conn, cookie },
+            Err(e) => writes::State::Failed(e),
+        };
+        self.writes.push(Op {
+            offset: at,
+            len,
+            kind: writes::Kind::Data,
+            state,
+        });
     }
 
     /// Wait for a free place in the window for a request over `len` bytes
@@ -471,56 +515,16 @@ impl NbdEnd {
         }
     }
 
-    /// Plan and send read-ahead up to `horizon`: pieces of `chunk` bytes
-    /// at most, until `depth` pieces hold or await data.
-    fn plan(&mut self, horizon: u64, chunk: u64) {
-        while self.reads.data_pieces() < self.depth() {
-            let Some(at) = self.reads.planned_until() else {
-                return;
-            };
-            if at >= horizon {
-                return;
-            }
-            let (end, zero) = self.allocation(at, horizon);
-            if zero {
-                self.reads.push(Piece {
-                    offset: at,
-                    len: end - at,
-                    state: reads::State::Zeros,
-                });
-                continue;
-            }
-            let len = (end - at).min(chunk).min(self.info.max_request as u64);
-            let buf = self.pool.take(len as usize);
-            let state = match self.send(Direction::Read, buf, at) {
-                Ok((conn, cookie)) => reads::State::InFlight { conn, cookie },
-                Err(e) => reads::State::Failed(e),
-            };
-            self.reads.push(Piece {
-                offset: at,
-                len,
-                state,
-            });
-        }
-    }
-}
-
-impl End for NbdEnd {
-    fn kind(&self) -> Kind {
-        Kind::Remote
-    }
-
-    /// Full requests until the end of the export, then 0. An error leaves
-    /// the position at the start of the request (what was read ahead is
-    /// given up: a retry asks the server again).
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
+    /// `read`'s work, into a slice or, where the next piece is whole, by
+    /// exchanging buffers.
+    fn read_into(&mut self, mut out: Into<'_>) -> Result<usize, Errno> {
         self.settle_writes();
         let size = self.info.size;
-        if buf.is_empty() || self.pos >= size {
+        if out.len() == 0 || self.pos >= size {
             return Ok(0);
         }
         let start = self.pos;
-        let want = (buf.len() as u64).min(size - start) as usize;
+        let want = (out.len() as u64).min(size - start) as usize;
         'attempt: loop {
             if self.reads.next_offset() != Some(start) && !self.reads.skip_to(start, &mut self.pool)
             {
@@ -571,9 +575,19 @@ impl End for NbdEnd {
                     }
                 }
                 debug_assert!(self.reads.front_left() > 0);
-                filled += self
-                    .reads
-                    .take_front(&mut buf[filled..want], &mut self.pool);
+                filled += match &mut out {
+                    Into::Exchange(buf) => {
+                        if filled == 0 && self.reads.exchange_front(buf, &mut self.pool) {
+                            want
+                        } else {
+                            let rest = &mut buf.as_mut_slice()[filled..want];
+                            self.reads.take_front(rest, &mut self.pool)
+                        }
+                    }
+                    Into::Slice(buf) => self
+                        .reads
+                        .take_front(&mut buf[filled..want], &mut self.pool),
+                };
             }
             self.pos = start + want as u64;
             self.extents.forget_before(self.pos);
@@ -582,6 +596,80 @@ impl End for NbdEnd {
             }
             return Ok(want);
         }
+    }
+
+    /// Plan and send read-ahead up to `horizon`: pieces of `chunk` bytes
+    /// at most, until `depth` pieces hold or await data.
+    fn plan(&mut self, horizon: u64, chunk: u64) {
+        while self.reads.data_pieces() < self.depth() {
+            let Some(at) = self.reads.planned_until() else {
+                return;
+            };
+            if at >= horizon {
+                return;
+            }
+            let (end, zero) = self.allocation(at, horizon);
+            if zero {
+                self.reads.push(Piece {
+                    offset: at,
+                    len: end - at,
+                    state: reads::State::Zeros,
+                });
+                continue;
+            }
+            let len = (end - at).min(chunk).min(self.info.max_request as u64);
+            let buf = self.pool.take(len as usize);
+            let state = match self.send(Direction::Read, buf, at) {
+                Ok((conn, cookie)) => reads::State::InFlight { conn, cookie },
+                Err(e) => reads::State::Failed(e),
+            };
+            self.reads.push(Piece {
+                offset: at,
+                len,
+                state,
+            });
+        }
+    }
+}
+
+impl End for NbdEnd {
+    fn kind(&self) -> Kind {
+        Kind::Remote
+    }
+
+    /// Full requests until the end of the export, then 0. An error leaves
+    /// the position at the start of the request (what was read ahead is
+    /// given up: a retry asks the server again).
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.read_into(Into::Slice(buf))
+    }
+
+    /// Where the next bytes are a whole read-ahead piece of `buf`'s
+    /// length, the piece's buffer and `buf` change places.
+    fn read_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
+        self.hint?;
+        Some(self.read_into(Into::Exchange(buf)))
+    }
+
+    /// Under write-behind, a whole buffer that fits in the export is sent
+    /// as it is, and one of the pool's takes its place.
+    fn write_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
+        let len = buf.len();
+        let fits = self.pos < self.info.size && len as u64 <= self.info.size - self.pos;
+        if self.hint.is_none() || len == 0 || len > self.info.max_request || !fits {
+            return None;
+        }
+        if let Err(errno) = self.before_writing() {
+            return Some(Err(errno));
+        }
+        let start = self.pos;
+        if self.room_for_one(start, len as u64) {
+            let data = std::mem::replace(buf, self.pool.take(len));
+            self.send_write(data, start);
+        }
+        self.deferred = true;
+        self.pos = start + len as u64;
+        Some(Ok(len))
     }
 
     /// Up to the end of the export: a write across it is written up to it
@@ -596,13 +684,14 @@ impl End for NbdEnd {
         }
         let start = self.pos;
         let n = (buf.len() as u64).min(self.info.size - start) as usize;
-        self.submit_data(&buf[..n], start);
         if self.hint.is_some() {
+            self.submit_data(&buf[..n], start);
             self.deferred = true;
             self.pos = start + n as u64;
             return Ok(n);
         }
         self.settle_writes();
+        self.write_lent(&buf[..n], start);
         let done = match self.writes.failure_offset() {
             // What was written before the failure is a short write; the
             // error comes with the next call.
@@ -698,6 +787,14 @@ impl End for NbdEnd {
         }
         let want = (buf.len() as u64).min(size - offset) as usize;
         let max = self.info.max_request;
+        if want <= max {
+            // One request: straight into the caller's memory.
+            let conn = self.pick();
+            return match self.conns[conn].transfer_now(Lent::Read(&mut buf[..want]), offset) {
+                Ok(()) => Ok(want),
+                Err(e) => Err(self.fail(e)),
+            };
+        }
         let mut sent = Vec::new();
         for (k, piece) in buf[..want].chunks(max).enumerate() {
             let at = offset + (k * max) as u64;
@@ -714,7 +811,7 @@ impl End for NbdEnd {
             match result {
                 Ok(Some(data)) => {
                     let from = k * max;
-                    buf[from..from + data.len()].copy_from_slice(&data);
+                    buf[from..from + data.len()].copy_from_slice(data.as_slice());
                     self.pool.give(data);
                 }
                 Ok(None) => {}
@@ -740,8 +837,7 @@ impl End for NbdEnd {
             return Err(Errno::NOSPC);
         }
         let n = (buf.len() as u64).min(self.info.size - offset) as usize;
-        self.submit_data(&buf[..n], offset);
-        self.settle_writes();
+        self.write_lent(&buf[..n], offset);
         match self.writes.failure_offset() {
             Some(at) if at > offset => Ok((at - offset) as usize),
             Some(_) => self.report().map(|()| 0),

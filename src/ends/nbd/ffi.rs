@@ -135,6 +135,7 @@ libnbd_functions! {
     fn nbd_aio_is_closed(h: *mut nbd_handle) -> c_int;
     fn nbd_aio_peek_command_completed(h: *mut nbd_handle) -> i64;
     fn nbd_aio_command_completed(h: *mut nbd_handle, cookie: u64) -> c_int;
+    fn nbd_poll(h: *mut nbd_handle, timeout: c_int) -> c_int;
 }
 
 /// The shared library every NBD end goes through: libnbd's run-time name,

@@ -13,8 +13,10 @@
 //! retired it. The same holds for the list a block-status command's
 //! extents are collected into. A handle that is dropped with commands
 //! in flight closes the connection first (`nbd_close`: after it, libnbd
-//! touches nothing of ours) and only then frees the buffers. No buffer
-//! of the caller's is ever lent to libnbd.
+//! touches nothing of ours) and only then frees the buffers. A buffer
+//! of the caller's is lent to libnbd only for the length of one call
+//! ([`Handle::transfer_now`]) that does not return before its command
+//! is retired, whatever happens to the connection.
 //!
 //! # Threads
 //! libnbd's calls on one handle are atomic (a lock per handle), so a
@@ -32,6 +34,7 @@ use std::ptr::NonNull;
 use rustix::event::PollFlags;
 
 use super::ffi;
+use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 
 /// A failed libnbd call: the errno it gave (EIO where it gave none) and
@@ -104,10 +107,16 @@ pub enum Direction {
     Write,
 }
 
+/// The caller's memory for [`Handle::transfer_now`].
+pub enum Lent<'a> {
+    Read(&'a mut [u8]),
+    Write(&'a [u8]),
+}
+
 /// What a command in flight holds on to until it is retired.
 enum Held {
     Nothing,
-    Buffer(Vec<u8>),
+    Buffer(AlignedBuf),
     /// From `Box::into_raw`, so that libnbd's pointer to it is the only
     /// live one while the command is in flight; boxed again when retired
     /// or when the handle is closed.
@@ -115,7 +124,7 @@ enum Held {
 }
 
 impl Held {
-    fn release(self) -> (Option<Vec<u8>>, Option<Vec<Extent>>) {
+    fn release(self) -> (Option<AlignedBuf>, Option<Vec<Extent>>) {
         match self {
             Held::Nothing => (None, None),
             Held::Buffer(buf) => (Some(buf), None),
@@ -132,7 +141,7 @@ impl Held {
 pub struct Completion {
     pub cookie: Cookie,
     pub result: Result<(), NbdError>,
-    pub buffer: Option<Vec<u8>>,
+    pub buffer: Option<AlignedBuf>,
     pub extents: Option<Vec<Extent>>,
 }
 
@@ -283,32 +292,73 @@ impl Handle {
     pub fn transfer(
         &mut self,
         direction: Direction,
-        mut buf: Vec<u8>,
+        mut buf: AlignedBuf,
         offset: u64,
-    ) -> Result<Cookie, (NbdError, Vec<u8>)> {
+    ) -> Result<Cookie, (NbdError, AlignedBuf)> {
         debug_assert!(!buf.is_empty());
         let (h, len, done) = (
             self.raw.as_ptr(),
             buf.len(),
             ffi::nbd_completion_callback::NULL,
         );
-        // SAFETY: buf's heap memory stays where it is while the Vec is
+        // SAFETY: buf's mapping stays where it is while the AlignedBuf is
         // moved into `held`, and nothing touches it until the command is
         // retired or the handle closed (the module's ownership rule);
         // libnbd writes into it for a read and only reads it for a write.
         let r = unsafe {
             match direction {
                 Direction::Read => {
-                    ffi::nbd_aio_pread(h, buf.as_mut_ptr().cast::<c_void>(), len, offset, done, 0)
+                    let at = buf.as_mut_slice().as_mut_ptr().cast::<c_void>();
+                    ffi::nbd_aio_pread(h, at, len, offset, done, 0)
                 }
                 Direction::Write => {
-                    ffi::nbd_aio_pwrite(h, buf.as_ptr().cast::<c_void>(), len, offset, done, 0)
+                    let at = buf.as_slice().as_ptr().cast::<c_void>();
+                    ffi::nbd_aio_pwrite(h, at, len, offset, done, 0)
                 }
             }
         };
         match self.cookie(r) {
             Ok(c) => Ok(self.hold(c, Held::Buffer(buf))),
             Err(e) => Err((e, buf)),
+        }
+    }
+
+    /// A read into `lent` or a write of it at `offset`, from and into the
+    /// caller's memory (no copy through a buffer of the handle's), waited
+    /// for before returning. Other commands in flight stay in flight.
+    pub fn transfer_now(&mut self, lent: Lent<'_>, offset: u64) -> Result<(), NbdError> {
+        let (h, done) = (self.raw.as_ptr(), ffi::nbd_completion_callback::NULL);
+        // SAFETY: the memory is borrowed for this whole call, and the call
+        // returns only once the command is retired (the loop below), so
+        // libnbd never reaches it after the borrow ends.
+        let r = unsafe {
+            match lent {
+                Lent::Read(buf) => {
+                    let at = buf.as_mut_ptr().cast::<c_void>();
+                    ffi::nbd_aio_pread(h, at, buf.len(), offset, done, 0)
+                }
+                Lent::Write(buf) => {
+                    let at = buf.as_ptr().cast::<c_void>();
+                    ffi::nbd_aio_pwrite(h, at, buf.len(), offset, done, 0)
+                }
+            }
+        };
+        let cookie = self.cookie(r)?;
+        loop {
+            // SAFETY: h is live; this retires our command once done (a
+            // connection that dies completes its commands with errors).
+            match unsafe { ffi::nbd_aio_command_completed(h, cookie) } {
+                1 => return Ok(()),
+                -1 => return Err(last_error()),
+                _ => {}
+            }
+            // libnbd's own wait: poll(2) on the socket and on to the state
+            // machine. Its failure is not ours to return while the command
+            // holds our memory: the loop asks again, and a dead connection
+            // retires the command with an error above.
+            // SAFETY: h is live; libnbd writes replies only into memory of
+            // commands in flight, which is held or lent for this call.
+            unsafe { ffi::nbd_poll(h, -1) };
         }
     }
 

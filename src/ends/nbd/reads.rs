@@ -12,12 +12,13 @@ use std::collections::VecDeque;
 
 use super::buffers::Buffers;
 use super::handle::{Completion, Cookie, NbdError};
+use crate::sys::buffer::AlignedBuf;
 
 #[derive(Debug)]
 pub enum State {
     Zeros,
     InFlight { conn: usize, cookie: Cookie },
-    Ready(Vec<u8>),
+    Ready(AlignedBuf),
     Failed(NbdError),
 }
 
@@ -128,7 +129,7 @@ impl ReadAhead {
         let from = self.used as usize;
         match &piece.state {
             State::Zeros => out[..n].fill(0),
-            State::Ready(buf) => out[..n].copy_from_slice(&buf[from..from + n]),
+            State::Ready(buf) => out[..n].copy_from_slice(&buf.as_slice()[from..from + n]),
             State::InFlight { .. } | State::Failed(_) => return 0,
         }
         self.used += n as u64;
@@ -138,6 +139,31 @@ impl ReadAhead {
             self.used = 0;
         }
         n
+    }
+
+    /// Hand out the whole first piece by exchanging buffers, if it is
+    /// ready, none of it handed out yet, and exactly `buf.len()` long:
+    /// `buf` then holds its bytes, and the buffer it held goes to the
+    /// pool (it carries the next read-ahead). False: nothing changed.
+    pub fn exchange_front(&mut self, buf: &mut AlignedBuf, pool: &mut Buffers) -> bool {
+        let whole = matches!(
+            self.pieces.front(),
+            Some(Piece { len, state: State::Ready(_), .. })
+                if self.used == 0 && *len == buf.len() as u64
+        );
+        if !whole {
+            return false;
+        }
+        let Some(Piece {
+            state: State::Ready(mut data),
+            ..
+        }) = self.pieces.pop_front()
+        else {
+            unreachable!("the first piece was ready");
+        };
+        std::mem::swap(buf, &mut data);
+        pool.give(data);
+        true
     }
 
     /// Take a completion that belongs to read-ahead (a piece's or an

@@ -105,8 +105,19 @@ impl Reader {
             // A regular file returns short only at end of file; fill anyway
             // so that a signal-shortened read changes nothing.
             let end = &mut self.input.end;
-            let Filled { len, error } =
-                fill(&mut buf.as_mut_slice()[..want], |rest, _| end.read(rest));
+            let exchanged = if want == buf.len() {
+                end.read_exchange(&mut buf)
+            } else {
+                None
+            };
+            let Filled { len, error } = match exchanged {
+                Some(Ok(len)) => Filled { len, error: None },
+                Some(Err(errno)) => Filled {
+                    len: 0,
+                    error: Some(errno),
+                },
+                None => fill(&mut buf.as_mut_slice()[..want], |rest, _| end.read(rest)),
+            };
             if let (Some(errno), false) = (error, self.input.end.kind().positional()) {
                 // A stream ddx decodes (--decompress, --bmap) cannot be
                 // read again from the record that failed: what was read

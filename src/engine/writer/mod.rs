@@ -446,7 +446,7 @@ impl<'a> Writer<'a> {
 
     /// Bulk mode: whole records in one request. Counts are those of the
     /// records GNU dd would have read and written one by one.
-    fn bulk(&mut self, buf: AlignedBuf, len: usize) -> Result<Handled, Stop> {
+    fn bulk(&mut self, mut buf: AlignedBuf, len: usize) -> Result<Handled, Stop> {
         let ibs = self.plan.input_block_size;
         let counters = self.out.counters;
         self.tally.bulk_read(counters, len as u64);
@@ -492,7 +492,15 @@ impl<'a> Writer<'a> {
             return Ok(Handled::Continue(Some(buf)));
         }
         let at = self.out.raw.offset;
-        let (written, error) = self.out.write_blocks(data, ibs);
+        let exchanged = if len == buf.len() {
+            self.out.write_exchange(&mut buf)
+        } else {
+            None
+        };
+        let (written, error) = match exchanged {
+            Some(written) => written,
+            None => self.out.write_blocks(&buf.as_slice()[..len], ibs),
+        };
         add(&counters.records_out_full, (written / ibs) as u64);
         if written != len {
             if let Some(stored) = self.out.failed_before(at) {
@@ -1039,6 +1047,19 @@ impl Out<'_> {
             }
         }
         (done, None)
+    }
+
+    /// Write the whole of `buf` as [`Out::write_blocks`] would, by handing
+    /// the buffer to the end (see [`RawOutput::write_exchange`]); None
+    /// where that does not apply, and nothing was written.
+    fn write_exchange(&mut self, buf: &mut AlignedBuf) -> Option<(usize, Option<Errno>)> {
+        if self.raw.offset.is_some() && !matches!(self.behind, Behind::Off) {
+            // Drop-behind keeps books of every write (write_tracked).
+            return None;
+        }
+        let written = self.raw.write_exchange(self.output.end.as_mut(), buf)?;
+        add(&self.counters.bytes_out, written.bytes as u64);
+        Some((written.bytes, written.error))
     }
 
     /// Write `data` one `block` at a time, stopping at the first failure.

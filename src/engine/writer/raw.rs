@@ -8,6 +8,7 @@ use crate::ends::{End, Whence};
 use crate::engine::cache::CacheDropper;
 use crate::engine::diagnostic::{Diagnostic, Events};
 use crate::operands::{Conv, CopyPlan, IoFlags, StatusLevel};
+use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
 use crate::sys::Errno;
 use crate::transform::is_all_zero;
@@ -288,6 +289,35 @@ impl RawOutput {
                 }
             }
         }
+        self.wrote(end, written, error, uncached_refused)
+    }
+
+    /// Write all of `buf` by handing the buffer itself to an end that
+    /// writes behind ([`End::write_exchange`]): `buf` comes back another
+    /// buffer of the same length. None where the write needs what only
+    /// [`RawOutput::write`] does (zero runs to seek over or discard, the
+    /// O_DIRECT tail) or the end does not take buffers.
+    pub fn write_exchange(&mut self, end: &mut dyn End, buf: &mut AlignedBuf) -> Option<Written> {
+        let len = buf.len();
+        if self.zero_runs() || (self.settings.direct && len < self.settings.block_size) {
+            return None;
+        }
+        self.ended_in_seek = false;
+        let (written, error) = match end.write_exchange(buf)? {
+            Ok(n) => (n, None),
+            Err(errno) => (0, Some(errno)),
+        };
+        Some(self.wrote(end, written, error, false))
+    }
+
+    /// After a write of `written` bytes: the offset and the cache's books.
+    fn wrote(
+        &mut self,
+        end: &mut dyn End,
+        written: usize,
+        error: Option<Errno>,
+        uncached_refused: bool,
+    ) -> Written {
         if written > 0 {
             if let Some(offset) = &mut self.offset {
                 *offset += written as u64;
