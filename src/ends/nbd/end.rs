@@ -58,16 +58,16 @@ pub struct Ticket {
 
 /// Where a read's bytes go: copied into a slice, or into a buffer that
 /// may change places with a read-ahead piece's.
-enum Into<'a> {
+enum ReadInto<'a> {
     Slice(&'a mut [u8]),
     Exchange(&'a mut AlignedBuf),
 }
 
-impl Into<'_> {
+impl ReadInto<'_> {
     fn len(&self) -> usize {
         match self {
-            Into::Slice(buf) => buf.len(),
-            Into::Exchange(buf) => buf.len(),
+            ReadInto::Slice(buf) => buf.len(),
+            ReadInto::Exchange(buf) => buf.len(),
         }
     }
 }
@@ -517,7 +517,7 @@ impl NbdEnd {
 
     /// `read`'s work, into a slice or, where the next piece is whole, by
     /// exchanging buffers.
-    fn read_into(&mut self, mut out: Into<'_>) -> Result<usize, Errno> {
+    fn read_into(&mut self, mut out: ReadInto<'_>) -> Result<usize, Errno> {
         self.settle_writes();
         let size = self.info.size;
         if out.len() == 0 || self.pos >= size {
@@ -576,7 +576,7 @@ impl NbdEnd {
                 }
                 debug_assert!(self.reads.front_left() > 0);
                 filled += match &mut out {
-                    Into::Exchange(buf) => {
+                    ReadInto::Exchange(buf) => {
                         if filled == 0 && self.reads.exchange_front(buf, &mut self.pool) {
                             want
                         } else {
@@ -584,7 +584,7 @@ impl NbdEnd {
                             self.reads.take_front(rest, &mut self.pool)
                         }
                     }
-                    Into::Slice(buf) => self
+                    ReadInto::Slice(buf) => self
                         .reads
                         .take_front(&mut buf[filled..want], &mut self.pool),
                 };
@@ -641,14 +641,14 @@ impl End for NbdEnd {
     /// the position at the start of the request (what was read ahead is
     /// given up: a retry asks the server again).
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        self.read_into(Into::Slice(buf))
+        self.read_into(ReadInto::Slice(buf))
     }
 
     /// Where the next bytes are a whole read-ahead piece of `buf`'s
     /// length, the piece's buffer and `buf` change places.
     fn read_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
         self.hint?;
-        Some(self.read_into(Into::Exchange(buf)))
+        Some(self.read_into(ReadInto::Exchange(buf)))
     }
 
     /// Under write-behind, a whole buffer that fits in the export is sent
