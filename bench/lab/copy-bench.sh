@@ -18,9 +18,9 @@
 #                binary is found)
 # and prints a Markdown table with each copy's ratio to
 # max(read alone, write alone). Every copy is checked byte for byte against
-# the source (on the backing files). With --parallel, also O_DIRECT writes
-# alone by ddx, with writes in flight and one at a time (--queue-depth=1),
-# against GNU dd's. The rig comes down at the end, also on
+# the source (on the backing files). With --parallel, also ddx's O_DIRECT
+# writes alone (in flight, and one at a time), its reads alone and its copy
+# with --queue-depth=8 (reads and writes in flight), against GNU dd's. The rig comes down at the end, also on
 # error or ^C. --taskset=CPUS runs every dd and ddx (not the devices'
 # servers) under `taskset -c CPUS`: issue 14's one-CPU rows. Needs root. Defaults: --size=32M --reps=3, rig.sh's delays;
 # --ddx defaults to target/release/ddx if it exists (--ddx= for none).
@@ -122,13 +122,18 @@ for ((rep = 1; rep <= reps; rep++)); do
     run "$cfg pipe" "${pin}dd if=$SRC $common$ifl | ${pin}dd of=$DST bs=$bs status=none iflag=fullblock conv=notrunc,nocreat$ofl"
     [ -z "$ddx" ] || run "$cfg ddxcopy" "${pin}$ddx${ddx_args:+ $ddx_args} if=$SRC of=$DST $common conv=notrunc,nocreat$ifl$ofl"
     if [ "$parallel" = 1 ] && [ "$mode" = direct ] && [ -n "$ddx" ]; then
-      # Writes in flight (O_DIRECT onto a device that takes parallel
-      # requests): ddx alone, then with one request at a time.
+      # Requests in flight on devices that take them in parallel: ddx's
+      # O_DIRECT writes alone (in flight by default) and one at a time,
+      # its reads alone and the copy with --queue-depth=8 (the lab's
+      # devices do not say they are solid state, so only an asked queue
+      # depth keeps O_DIRECT reads in flight).
       run "$cfg ddxwrite" "${pin}$ddx${ddx_args:+ $ddx_args} if=/dev/zero of=$DST $common conv=notrunc,nocreat$ofl"
       run "$cfg ddxwrite1" "${pin}$ddx${ddx_args:+ $ddx_args} --queue-depth=1 if=/dev/zero of=$DST $common conv=notrunc,nocreat$ofl"
+      run "$cfg ddxread8" "${pin}$ddx${ddx_args:+ $ddx_args} --queue-depth=8 if=$SRC of=/dev/null $common$ifl"
+      run "$cfg ddxcopy8" "${pin}$ddx${ddx_args:+ $ddx_args} --queue-depth=8 if=$SRC of=$DST $common conv=notrunc,nocreat$ifl$ofl"
     fi
     line="  run $rep/$reps $cfg:"
-    for k in read write ddcopy pipe ddxcopy ddxwrite ddxwrite1; do
+    for k in read write ddcopy pipe ddxcopy ddxwrite ddxwrite1 ddxread8 ddxcopy8; do
       [ -n "${times[$cfg $k]:-}" ] && line+=" $k $(awk '{ print $NF }' <<<"${times[$cfg $k]}")"
     done
     log "$line"
@@ -166,14 +171,17 @@ for cfg in "${configs[@]}"; do
 done
 if [ "$parallel" = 1 ] && [ -n "$ddx" ]; then
   echo
-  echo "Writes in flight: if=/dev/zero of=DST oflag=direct, ratio to GNU dd's time (write alone)."
+  echo "Requests in flight (O_DIRECT): writes alone (if=/dev/zero of=DST oflag=direct) and reads alone"
+  echo "(if=SRC of=/dev/null iflag=direct), ratio to GNU dd's; the copy with --queue-depth=8, ratio to"
+  echo "max(dd's read alone, dd's write alone)."
   echo
-  echo "| bs | GNU dd | ddx, one request at a time | ddx (writes in flight) |"
-  echo "|---|---|---|---|"
+  echo "| bs | dd write | ddx write, one at a time | ddx write | dd read | ddx read, --queue-depth=8 | ddx copy, --queue-depth=8 |"
+  echo "|---|---|---|---|---|---|---|"
   for cfg in "64k direct" "1M direct"; do
     read -r bs _ <<<"$cfg"
-    w=$(median <<<"${times[$cfg write]}")
-    echo "| $bs | $(printf '%.2f' "$w") s | $(cell "$(median <<<"${times[$cfg ddxwrite1]}")" "$w") | $(cell "$(median <<<"${times[$cfg ddxwrite]}")" "$w") |"
+    r=$(median <<<"${times[$cfg read]}") w=$(median <<<"${times[$cfg write]}")
+    m=$(awk -v r="$r" -v w="$w" 'BEGIN { print (r > w ? r : w) }')
+    echo "| $bs | $(printf '%.2f' "$w") s | $(cell "$(median <<<"${times[$cfg ddxwrite1]}")" "$w") | $(cell "$(median <<<"${times[$cfg ddxwrite]}")" "$w") | $(printf '%.2f' "$r") s | $(cell "$(median <<<"${times[$cfg ddxread8]}")" "$r") | $(cell "$(median <<<"${times[$cfg ddxcopy8]}")" "$m") |"
   done
 fi
 echo

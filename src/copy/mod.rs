@@ -242,6 +242,10 @@ fn stream(
     if let Some(writes) = strategy.write_behind {
         crate::ends::behind::wrap(output, writes.depth, writes.request);
     }
+    let mut input = input;
+    if let Some(reads) = strategy.read_ahead {
+        crate::ends::ahead::wrap(&mut input, reads.depth, reads.request);
+    }
     let how = engine::backend::How {
         backend: strategy.backend,
         shaping: strategy.shaping,

@@ -60,6 +60,7 @@ impl HowItRan {
             cache,
             in_turn,
             write_behind,
+            read_ahead,
         } = strategy;
         let how = if settings.backend.is_some() {
             "as asked"
@@ -103,6 +104,13 @@ impl HowItRan {
             Some(writes) => format!(
                 "{requests}; writes: {} in flight (O_DIRECT, io_uring)",
                 writes.depth
+            ),
+            None => requests,
+        };
+        let requests = match read_ahead {
+            Some(reads) => format!(
+                "{requests}; reads: {} in flight (O_DIRECT, io_uring)",
+                reads.depth
             ),
             None => requests,
         };

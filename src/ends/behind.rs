@@ -320,10 +320,10 @@ pub fn wrap(output: &mut super::Output, depth: usize, request: usize) -> bool {
     }
 }
 
-/// What stands in an [`super::Output`] for the moment its end is being
-/// wrapped: never called.
+/// What stands in an [`super::Output`] (or an input, `ends::ahead`) for
+/// the moment its end is being wrapped: never called.
 #[derive(Debug)]
-struct Vacant;
+pub(super) struct Vacant;
 
 impl End for Vacant {
     fn kind(&self) -> Kind {

@@ -24,6 +24,7 @@
 //! closes a file as usual; an upload is aborted). Nothing is finalised in
 //! `Drop`.
 
+pub mod ahead;
 pub mod behind;
 pub mod file;
 pub mod nbd;

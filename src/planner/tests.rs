@@ -584,6 +584,75 @@ fn on_cpus_others_wait_for_a_copy_from_memory_runs_in_turn() {
 }
 
 #[test]
+fn direct_reads_go_several_at_once_only_where_both_ends_take_parallel_requests() {
+    let with = |words: &[&str], depth: Option<usize>, facts: &Facts| {
+        let settings = Settings {
+            queue_depth: depth,
+            ..auto()
+        };
+        plan(&request(words, settings), facts).read_ahead
+    };
+    let ssd = |number| on(device(number), 8 + number as u32, SSD);
+    let hdd = |number| on(device(number), 8 + number as u32, HDD);
+    let direct = ["bs=64K", "iflag=direct"];
+    // Solid-state queues give a queue depth of 16.
+    let expected = Some(WritesInFlight {
+        depth: 16,
+        request: 64 << 10,
+    });
+    assert_eq!(with(&direct, None, &facts(ssd(1), ssd(2))), expected);
+    assert_eq!(
+        with(&direct, None, &facts(ssd(1), stream(Kind::Pipe))),
+        expected,
+        "a pipe out: only the input's queue counts"
+    );
+    assert_eq!(
+        with(&direct, None, &facts(hdd(1), ssd(2))),
+        None,
+        "a rotating input"
+    );
+    assert_eq!(
+        with(&direct, None, &facts(ssd(1), hdd(2))),
+        None,
+        "a rotating output"
+    );
+    assert_eq!(
+        with(&direct, None, &facts(device(1), device(2))),
+        None,
+        "queues that do not say"
+    );
+    assert_eq!(
+        with(&direct, Some(4), &facts(device(1), device(2))).map(|r| r.depth),
+        Some(4),
+        "an asked queue depth"
+    );
+    assert_eq!(
+        with(&direct, Some(1), &facts(ssd(1), ssd(2))),
+        None,
+        "queue depth 1"
+    );
+    assert_eq!(
+        with(&["bs=64K"], None, &facts(ssd(1), ssd(2))),
+        None,
+        "not direct"
+    );
+    assert_eq!(
+        with(
+            &["bs=64K", "iflag=direct,fullblock"],
+            None,
+            &facts(ssd(1), ssd(2))
+        ),
+        None,
+        "fullblock reads follow what came before"
+    );
+    assert_eq!(
+        with(&direct, Some(8), &facts(stream(Kind::Pipe), ssd(2))),
+        None,
+        "a pipe in"
+    );
+}
+
+#[test]
 fn direct_writes_go_several_at_once_only_where_the_copy_overlaps() {
     let to_device = facts(ext4(1), device(2));
     let with = |words: &[&str], depth: Option<usize>, facts: &Facts| {
@@ -608,14 +677,27 @@ fn direct_writes_go_several_at_once_only_where_the_copy_overlaps() {
     );
     assert_eq!(with(&direct, Some(1), &to_device), None, "queue depth 1");
     assert_eq!(with(&["bs=1M"], Some(8), &to_device), None, "not direct");
+    let both = ["bs=1M", "iflag=direct", "oflag=direct"];
+    let between = |input, output| facts(on(device(1), 8, input), on(device(2), 9, output));
     assert_eq!(
-        with(
-            &["bs=1M", "iflag=direct", "oflag=direct"],
-            Some(8),
-            &to_device
-        ),
+        with(&both, None, &between(HDD, SSD)),
         None,
-        "reads O_DIRECT set the pace"
+        "reads O_DIRECT one at a time from a device that may take one request at a time"
+    );
+    assert_eq!(
+        with(&both, None, &facts(device(1), device(2))),
+        None,
+        "devices that do not say what their queue is"
+    );
+    assert_eq!(
+        with(&both, None, &between(SSD, SSD)).map(|w| w.depth),
+        Some(16),
+        "with reads in flight, between solid-state devices"
+    );
+    assert_eq!(
+        with(&both, Some(4), &to_device).map(|w| w.depth),
+        Some(4),
+        "an asked queue depth holds for both ends"
     );
     assert_eq!(
         with(&["bs=512", "oflag=direct"], Some(8), &to_device),

@@ -181,6 +181,56 @@ fn direct_reads_from_block_devices_match_gnu_dd() {
     });
 }
 
+/// With a queue depth above 1 (`BACKENDS` asks for 4), direct reads go
+/// several at once (`ends::ahead`): GNU's records, bytes and statistics,
+/// from a device and from a file whose last block is partial (O_DIRECT's
+/// EINVAL there is its end), with skip= and count=, and where the input
+/// is read again after a short read.
+#[test]
+fn direct_reads_in_flight_match_gnu_dd() {
+    let cases = [
+        "bs=8S iflag=direct",
+        "bs=64S iflag=direct skip=1",
+        "bs=16S iflag=direct count=7",
+        "bs=16S iflag=direct oflag=direct",
+        "bs=96S iflag=direct",
+    ];
+    on_each_sector_size(&cases, |devices, compare| {
+        compare.input_path(&devices.gnu.path).output_file().run();
+    });
+    let (_dir, input) = rigs::bytes::file_with("input", pattern(4, 300_077));
+    for case in ["bs=4096 iflag=direct", "bs=65536 iflag=direct skip=2"] {
+        Compare::new()
+            .args(case.split(' '))
+            .input_path(&input)
+            .output_file()
+            .backends(BACKENDS)
+            .run();
+    }
+}
+
+/// `--verbose` says when reads go several at once.
+#[test]
+fn verbose_says_how_many_direct_reads_are_in_flight() {
+    let Some(devices) = pair(4096) else {
+        return;
+    };
+    let ran = crate::rigs::cmd::ddx()
+        .arg(format!("if={}", devices.ddx.path.display()))
+        .args([
+            "of=/dev/null",
+            "bs=64K",
+            "iflag=direct",
+            "--queue-depth=5",
+            "--verbose",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{stderr}");
+    assert!(stderr.contains("reads: 5 in flight"), "{stderr}");
+}
+
 /// A huge bs costs nothing until it is used: buffers are mapped, not
 /// touched, when allocated. GNU time measures the peak: a child of this
 /// binary would be charged the binary's own peak too (exec records the
