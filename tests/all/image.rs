@@ -249,6 +249,92 @@ fn what_the_tools_compress_ddx_decompresses() {
     }
 }
 
+/// `len` bytes in 1 MiB steps, each 768 KiB of fresh bytes (noise, or
+/// `disk_like`'s compressible ones) and 256 KiB repeated from 1.5 MiB
+/// before: matches that reach back across the block decoder's pieces.
+fn with_far_repeats(len: usize, noisy: bool) -> Vec<u8> {
+    let mut out = if noisy {
+        rigs::bytes::pattern(7, len)
+    } else {
+        disk_like(len, 5)
+    };
+    let mut at = 2 << 20;
+    while at + (1 << 20) <= len {
+        let to = at + (768 << 10);
+        out.copy_within(to - (3 << 19)..to - (3 << 19) + (256 << 10), to);
+        at += 1 << 20;
+    }
+    out
+}
+
+#[test]
+fn a_zstd_frame_without_its_size_decodes_as_zstd_decodes_it_held_or_streamed() {
+    if !rigs::tools_or_skip(&["zstd"]) {
+        return;
+    }
+    let dir = tempdir();
+    let raw = dir.path().join("data");
+    let packed = dir.path().join("data.zst");
+    // One frame that does not say its size (as the zstd tool writes from
+    // a pipe), so it is decoded block by block: 12 MiB by a worker, which
+    // holds the frame; 48 MiB, mostly noise, by the dispatcher as it reads,
+    // since the frame's end is not within what it may hold.
+    for (len, noisy) in [(12 << 20, false), (48 << 20, true)] {
+        let data = with_far_repeats(len, noisy);
+        std::fs::write(&raw, &data).unwrap();
+        let bytes = rigs::must_run(
+            Command::new("zstd")
+                .args(["-q", "-c", "--no-content-size"])
+                .arg(&raw),
+        );
+        assert_eq!(
+            bytes.len() > image::decompress::MAX_FRAME_IN_MEMORY,
+            noisy,
+            "{len}: {} compressed bytes",
+            bytes.len()
+        );
+        std::fs::write(&packed, &bytes).unwrap();
+        let oracle = rigs::must_run(Command::new("zstd").args(["-d", "-q", "-c"]).arg(&packed));
+        assert!(oracle == data, "zstd -d gives the data back");
+        let mut end = ddx_decompress(&packed);
+        assert!(read_all(&mut end, 1 << 20).unwrap() == oracle, "{len}");
+        Box::new(end).close().unwrap();
+
+        // Damaged in the middle, then cut short: refused, naming where.
+        let mut damaged = bytes.clone();
+        let middle = damaged.len() / 2;
+        for b in &mut damaged[middle..middle + 64] {
+            *b ^= 0x5A;
+        }
+        for (what, broken) in [
+            ("damaged", damaged),
+            ("cut", bytes[..bytes.len() * 2 / 3].to_vec()),
+        ] {
+            std::fs::write(&packed, &broken).unwrap();
+            let tested = Command::new("zstd")
+                .arg("-t")
+                .arg(&packed)
+                .output()
+                .unwrap();
+            assert!(
+                !tested.status.success(),
+                "zstd -t refuses the {what} file too"
+            );
+            let mut end = ddx_decompress(&packed);
+            assert_eq!(
+                read_all(&mut end, 1 << 20),
+                Err(Errno::BADMSG),
+                "{len} {what}"
+            );
+            let detail = end.take_detail().unwrap();
+            assert!(
+                detail.starts_with("corrupt zstd data at compressed offset "),
+                "{len} {what}: {detail}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_damaged_file_is_an_error_naming_its_compressed_offset_as_the_tool_finds_it_damaged() {
     if !rigs::tools_or_skip(&["zstd", "xz"]) {

@@ -25,6 +25,7 @@
 mod serial;
 mod xz;
 mod zstd;
+mod zstd_blocks;
 
 pub use zstd::MAX_FRAME_IN_MEMORY;
 

@@ -10,17 +10,23 @@
 //! the same. The `zstd` tool writes one frame per file, even with `-T`:
 //! such a frame (or any whose end is not found within
 //! [`MAX_FRAME_IN_MEMORY`] compressed bytes) is decoded by the dispatcher
-//! as a stream, which still overlaps decoding with writing.
+//! as a stream, which still overlaps decoding with writing. A frame decoded
+//! as a stream (by the dispatcher, or by a worker when its size is not
+//! known or too large for one buffer) goes block by block straight into the
+//! pieces ([`super::zstd_blocks`]) when its window allows, through
+//! `ZSTD_decompressStream` otherwise.
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
 use zstd::zstd_safe::{self, DCtx, InBuffer, OutBuffer, ResetDirective};
 
+use super::zstd_blocks::{BlockDecoder, Layout};
 use super::{corrupt, input_failed, CHUNK};
-use crate::image::chunks::{announce, next_job, send, BufferPool, Part, Piece, Stop};
+use crate::image::chunks::{announce, next_job, send, BufferPool, Failure, Part, Piece, Stop};
 use crate::image::format::{is_skippable_magic, ZSTD_MAGIC};
 use crate::image::source::Source;
+use crate::sys::Errno;
 
 /// Compressed bytes held to find where a frame ends before decoding it as
 /// a stream instead.
@@ -131,7 +137,7 @@ impl Dispatcher {
                     let depth = if content.is_some_and(|n| n <= ONE_SHOT_MAX) {
                         2
                     } else {
-                        STREAM_DEPTH
+                        Layout::of(&frame).map_or(STREAM_DEPTH, |layout| layout.depth())
                     };
                     let (tx, rx) = sync_channel(depth);
                     announce(parts, Part::Next(rx))?;
@@ -143,9 +149,20 @@ impl Dispatcher {
                     .map_err(|_| Stop::Gone)?;
                 }
                 None => {
-                    let (tx, rx) = sync_channel(STREAM_DEPTH);
+                    let layout = Layout::of(self.live());
+                    let depth = layout.map_or(STREAM_DEPTH, |layout| layout.depth());
+                    let (tx, rx) = sync_channel(depth);
                     announce(parts, Part::Next(rx))?;
-                    if let Err(Stop::Failed(failure)) = self.stream_frame(&tx, offset) {
+                    let outcome = match layout {
+                        Some(layout) => {
+                            let pool = Arc::clone(&self.pool);
+                            decode_blocks(self, layout, &tx, &pool, offset).map(|()| {
+                                let _ = send(&tx, Piece::Done);
+                            })
+                        }
+                        None => self.stream_frame(&tx, offset),
+                    };
+                    if let Err(Stop::Failed(failure)) = outcome {
                         // The part carries the failure, in order; the
                         // reader stops there.
                         send(&tx, Piece::Failed(failure))?;
@@ -317,6 +334,14 @@ fn decode_frame(dctx: &mut DCtx<'_>, job: &Job, pool: &BufferPool) -> Result<(),
         }
         return Ok(());
     }
+    if let Some(layout) = Layout::of(&job.frame) {
+        let mut input = InMemory {
+            frame: &job.frame,
+            at: 0,
+            offset: job.offset,
+        };
+        return decode_blocks(&mut input, layout, &job.part, pool, job.offset);
+    }
     dctx.reset(ResetDirective::SessionOnly).map_err(failed)?;
     let mut input = InBuffer::around(&job.frame);
     loop {
@@ -339,6 +364,93 @@ fn decode_frame(dctx: &mut DCtx<'_>, job: &Job, pool: &BufferPool) -> Result<(),
             return Err(corrupt_zstd(job.offset, "the frame is truncated"));
         }
     }
+}
+
+/// Where a frame's compressed bytes come from, in the steps the block
+/// decoder takes them.
+trait FrameInput {
+    /// The next `n` bytes, contiguous; None if the frame's input ends
+    /// first.
+    fn take(&mut self, n: usize) -> Result<Option<&[u8]>, Stop>;
+    /// Offset in the compressed input of the next byte to take.
+    fn offset(&self) -> u64;
+}
+
+impl FrameInput for Dispatcher {
+    fn take(&mut self, n: usize) -> Result<Option<&[u8]>, Stop> {
+        self.want(n)?;
+        if self.hi - self.lo < n {
+            return Ok(None);
+        }
+        let start = self.lo;
+        self.lo += n;
+        Ok(Some(&self.buf[start..start + n]))
+    }
+
+    fn offset(&self) -> u64 {
+        self.offset_of_lo()
+    }
+}
+
+/// A whole frame a worker was given.
+struct InMemory<'a> {
+    frame: &'a [u8],
+    at: usize,
+    /// The frame's offset in the compressed input.
+    offset: u64,
+}
+
+impl FrameInput for InMemory<'_> {
+    fn take(&mut self, n: usize) -> Result<Option<&[u8]>, Stop> {
+        let Some(bytes) = self.frame.get(self.at..self.at + n) else {
+            return Ok(None);
+        };
+        self.at += n;
+        Ok(Some(bytes))
+    }
+
+    fn offset(&self) -> u64 {
+        self.offset + self.at as u64
+    }
+}
+
+/// Decode the frame at the start of `input` block by block into pieces
+/// sent on `part` (all but the part's final `Done`).
+fn decode_blocks(
+    input: &mut impl FrameInput,
+    layout: Layout,
+    part: &SyncSender<Piece>,
+    pool: &BufferPool,
+    frame_offset: u64,
+) -> Result<(), Stop> {
+    let mut decoder = BlockDecoder::new(layout, pool)
+        .map_err(|why| Stop::Failed(Failure::new(Errno::NOMEM, format!("zstd: {why}"))))?;
+    loop {
+        let wants = decoder.wants();
+        if wants == 0 {
+            break;
+        }
+        let at = input.offset();
+        let Some(src) = input.take(wants)? else {
+            return Err(corrupt_zstd(
+                at,
+                "the stream ends inside a frame (truncated input)",
+            ));
+        };
+        if let Some(piece) = decoder.rotate(pool) {
+            send(part, Piece::Data(piece))?;
+        }
+        decoder.step(src).map_err(|name| {
+            corrupt_zstd(
+                at,
+                &format!("{name} (in the frame at compressed offset {frame_offset})"),
+            )
+        })?;
+    }
+    for piece in decoder.finish() {
+        send(part, Piece::Data(piece))?;
+    }
+    Ok(())
 }
 
 /// A zstd stream found corrupt at compressed `offset`, and why.
