@@ -17,7 +17,9 @@ use std::sync::Arc;
 use ddx::ends::file::FileEnd;
 use ddx::ends::{End, Kind, Whence};
 use ddx::image::bmap::{Bmap, BmapFilter, BmapRecorder};
-use ddx::image::{self, Compressed, Compression, Decompressed, Mode, Opened, SafeOrder, Tee};
+use ddx::image::{
+    self, Compressed, Compression, Decompressed, FrameChecksums, Mode, Opened, SafeOrder, Tee,
+};
 use ddx::sys::file::Handle;
 use ddx::sys::Errno;
 
@@ -146,7 +148,12 @@ fn ddx_compress(data: &[u8], path: &Path, spec: &str) {
 }
 
 fn ddx_decompress(path: &Path) -> Decompressed {
-    match image::open(open(path), &path.display().to_string(), Mode::Required, 2).unwrap() {
+    ddx_decompress_checking(path, FrameChecksums::Verify)
+}
+
+fn ddx_decompress_checking(path: &Path, checksums: FrameChecksums) -> Decompressed {
+    let name = path.display().to_string();
+    match image::open(open(path), &name, Mode::Required, 2, checksums).unwrap() {
         Opened::Decompressing(d) => d,
         Opened::Plain(_) => panic!("{path:?} is compressed"),
     }
@@ -332,6 +339,32 @@ fn a_zstd_frame_without_its_size_decodes_as_zstd_decodes_it_held_or_streamed() {
                 "{len} {what}: {detail}"
             );
         }
+    }
+}
+
+#[test]
+fn a_wrong_frame_checksum_is_refused_unless_a_map_makes_it_redundant() {
+    if !rigs::tools_or_skip(&["zstd"]) {
+        return;
+    }
+    let dir = tempdir();
+    let data = disk_like(12 << 20, 4);
+    let raw = dir.path().join("data");
+    std::fs::write(&raw, &data).unwrap();
+    let packed = dir.path().join("data.zst");
+    // A frame that says its size (decoded in one call by a worker) and one
+    // that does not (block by block).
+    for args in [&["-q", "-c"][..], &["-q", "-c", "--no-content-size"][..]] {
+        let mut bytes = rigs::must_run(Command::new("zstd").args(args).arg(&raw));
+        let len = bytes.len();
+        bytes[len - 1] ^= 0x5A;
+        std::fs::write(&packed, &bytes).unwrap();
+        let mut end = ddx_decompress(&packed);
+        assert_eq!(read_all(&mut end, 1 << 20), Err(Errno::BADMSG), "{args:?}");
+        let detail = end.take_detail().unwrap();
+        assert!(detail.contains("checksum"), "{args:?}: {detail}");
+        let mut end = ddx_decompress_checking(&packed, FrameChecksums::Redundant);
+        assert!(read_all(&mut end, 1 << 20).unwrap() == data, "{args:?}");
     }
 }
 

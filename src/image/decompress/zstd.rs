@@ -19,10 +19,10 @@
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
-use zstd::zstd_safe::{self, DCtx, InBuffer, OutBuffer, ResetDirective};
+use zstd::zstd_safe::{self, DCtx, DParameter, InBuffer, OutBuffer, ResetDirective};
 
 use super::zstd_blocks::{BlockDecoder, Layout};
-use super::{corrupt, input_failed, CHUNK};
+use super::{corrupt, input_failed, FrameChecksums, CHUNK};
 use crate::image::chunks::{announce, next_job, send, BufferPool, Failure, Part, Piece, Stop};
 use crate::image::format::{is_skippable_magic, ZSTD_MAGIC};
 use crate::image::source::Source;
@@ -60,6 +60,7 @@ pub fn run(
     parts: SyncSender<Part>,
     pool: Arc<BufferPool>,
     threads: usize,
+    checksums: FrameChecksums,
 ) -> Source {
     let (jobs_tx, jobs_rx) = sync_channel::<Job>(threads);
     let jobs_rx = Arc::new(Mutex::new(jobs_rx));
@@ -67,7 +68,7 @@ pub fn run(
         for _ in 0..threads {
             let jobs = Arc::clone(&jobs_rx);
             let pool = Arc::clone(&pool);
-            scope.spawn(move || worker(&jobs, &pool));
+            scope.spawn(move || worker(&jobs, &pool, checksums));
         }
         let mut dispatcher = Dispatcher {
             source,
@@ -75,6 +76,7 @@ pub fn run(
             lo: 0,
             hi: 0,
             pool,
+            checksums,
         };
         let outcome = dispatcher.frames(&parts, &jobs_tx);
         drop(jobs_tx);
@@ -95,6 +97,7 @@ struct Dispatcher {
     lo: usize,
     hi: usize,
     pool: Arc<BufferPool>,
+    checksums: FrameChecksums,
 }
 
 impl Dispatcher {
@@ -156,7 +159,8 @@ impl Dispatcher {
                     let outcome = match layout {
                         Some(layout) => {
                             let pool = Arc::clone(&self.pool);
-                            decode_blocks(self, layout, &tx, &pool, offset).map(|()| {
+                            let checksums = self.checksums;
+                            decode_blocks(self, layout, &tx, &pool, offset, checksums).map(|()| {
                                 let _ = send(&tx, Piece::Done);
                             })
                         }
@@ -261,7 +265,7 @@ impl Dispatcher {
     /// Decode the frame at `lo` as a stream, reading as it goes, and leave
     /// `lo` just after it.
     fn stream_frame(&mut self, part: &SyncSender<Piece>, offset: u64) -> Result<(), Stop> {
-        let mut dctx = DCtx::create();
+        let mut dctx = context(self.checksums);
         let mut out = self.pool.take();
         // zstd may hold decoded bytes that did not fit the last output:
         // it is called again without new input until it has none left.
@@ -304,10 +308,10 @@ impl Dispatcher {
     }
 }
 
-fn worker(jobs: &Mutex<Receiver<Job>>, pool: &BufferPool) {
-    let mut dctx = DCtx::create();
+fn worker(jobs: &Mutex<Receiver<Job>>, pool: &BufferPool, checksums: FrameChecksums) {
+    let mut dctx = context(checksums);
     while let Some(job) = next_job(jobs) {
-        let result = decode_frame(&mut dctx, &job, pool);
+        let result = decode_frame(&mut dctx, &job, pool, checksums);
         let last = match result {
             Ok(()) => Piece::Done,
             Err(Stop::Failed(failure)) => Piece::Failed(failure),
@@ -318,7 +322,12 @@ fn worker(jobs: &Mutex<Receiver<Job>>, pool: &BufferPool) {
 }
 
 /// Decode one whole frame into its part.
-fn decode_frame(dctx: &mut DCtx<'_>, job: &Job, pool: &BufferPool) -> Result<(), Stop> {
+fn decode_frame(
+    dctx: &mut DCtx<'_>,
+    job: &Job,
+    pool: &BufferPool,
+    checksums: FrameChecksums,
+) -> Result<(), Stop> {
     let failed = |code| {
         let name = zstd_safe::get_error_name(code);
         corrupt_zstd(job.offset, &format!("{name} (in the frame at this offset)"))
@@ -340,7 +349,7 @@ fn decode_frame(dctx: &mut DCtx<'_>, job: &Job, pool: &BufferPool) -> Result<(),
             at: 0,
             offset: job.offset,
         };
-        return decode_blocks(&mut input, layout, &job.part, pool, job.offset);
+        return decode_blocks(&mut input, layout, &job.part, pool, job.offset, checksums);
     }
     dctx.reset(ResetDirective::SessionOnly).map_err(failed)?;
     let mut input = InBuffer::around(&job.frame);
@@ -422,8 +431,10 @@ fn decode_blocks(
     part: &SyncSender<Piece>,
     pool: &BufferPool,
     frame_offset: u64,
+    checksums: FrameChecksums,
 ) -> Result<(), Stop> {
-    let mut decoder = BlockDecoder::new(layout, pool)
+    let verify = checksums == FrameChecksums::Verify;
+    let mut decoder = BlockDecoder::new(layout, pool, verify)
         .map_err(|why| Stop::Failed(Failure::new(Errno::NOMEM, format!("zstd: {why}"))))?;
     loop {
         let wants = decoder.wants();
@@ -451,6 +462,17 @@ fn decode_blocks(
         send(part, Piece::Data(piece))?;
     }
     Ok(())
+}
+
+/// A decoding context that verifies frames' checksums or not.
+fn context(checksums: FrameChecksums) -> DCtx<'static> {
+    let mut dctx = DCtx::create();
+    if checksums == FrameChecksums::Redundant {
+        // Only fails for a parameter this zstd does not know: the
+        // checksums are then verified, which is safe.
+        let _ = dctx.set_parameter(DParameter::ForceIgnoreChecksum(true));
+    }
+    dctx
 }
 
 /// A zstd stream found corrupt at compressed `offset`, and why.

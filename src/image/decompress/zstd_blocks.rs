@@ -96,8 +96,12 @@ unsafe impl Send for BlockDecoder {}
 
 impl BlockDecoder {
     /// Ready to decode a frame from its first byte, into a first piece from
-    /// `pool`.
-    pub fn new(layout: Layout, pool: &BufferPool) -> Result<BlockDecoder, &'static str> {
+    /// `pool`; its checksum is verified if `verify`.
+    pub fn new(
+        layout: Layout,
+        pool: &BufferPool,
+        verify: bool,
+    ) -> Result<BlockDecoder, &'static str> {
         // SAFETY: plain allocation; a null return is handled below.
         let dctx = NonNull::new(unsafe { zstd_sys::ZSTD_createDCtx() })
             .ok_or("out of memory for a zstd context")?;
@@ -107,6 +111,17 @@ impl BlockDecoder {
             current: fresh(pool, layout.piece),
             history: None,
         };
+        if !verify {
+            // SAFETY: a valid context and a parameter zstd bounds-checks.
+            let code = unsafe {
+                zstd_sys::ZSTD_DCtx_setParameter(
+                    decoder.dctx.as_ptr(),
+                    zstd_sys::ZSTD_dParameter::ZSTD_d_experimentalParam3,
+                    1,
+                )
+            };
+            check(code)?;
+        }
         // SAFETY: the context was just created and is valid.
         let code = unsafe { zstd_sys::ZSTD_decompressBegin(decoder.dctx.as_ptr()) };
         check(code)?;
