@@ -178,9 +178,8 @@ impl Dispatcher {
                         Some(layout) => {
                             let pool = Arc::clone(&self.pool);
                             let checksums = self.checksums;
-                            decode_blocks(self, layout, &tx, &pool, offset, checksums).map(|()| {
-                                let _ = send(&tx, Piece::Done);
-                            })
+                            decode_blocks(self, layout, &tx, &pool, offset, checksums)
+                                .and_then(|()| Ok(send(&tx, Piece::Done)?))
                         }
                         None => self.stream_frame(&tx, offset),
                     };
