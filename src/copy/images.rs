@@ -324,6 +324,17 @@ impl Images {
         self.bmap.is_some()
     }
 
+    /// Whether the decoder verifies the compressed format's own checksums:
+    /// not when a map checks every byte written with its digests (see
+    /// [`image::FrameChecksums`]; `--bmap` is refused with `skip=`, so
+    /// every range is read from its first byte and checked).
+    fn frame_checksums(&self) -> image::FrameChecksums {
+        match &self.bmap {
+            Some((map, _)) if map.checks_every_range() => image::FrameChecksums::Redundant,
+            _ => image::FrameChecksums::Verify,
+        }
+    }
+
     /// The input, decoded (`--decompress`), filtered through its map
     /// (`--bmap`) and recorded (`--bmap-create`), in that order: the map
     /// and the recording are of the decompressed image.
@@ -331,7 +342,8 @@ impl Images {
         let mut end = input.end;
         let quoted_name = quote_file(&input.name);
         if let Some(mode) = self.decompress {
-            end = match image::open(end, &quoted_name, mode, threads()) {
+            let checksums = self.frame_checksums();
+            end = match image::open(end, &quoted_name, mode, threads(), checksums) {
                 Ok(Opened::Decompressing(decoded)) => {
                     // GNU's view of a pipe: skip= reads over, nothing
                     // seeks, and the offset counts the decompressed bytes.

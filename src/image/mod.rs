@@ -33,7 +33,7 @@ pub mod tee;
 
 pub use bmap::{Bmap, BmapError, BmapFilter, BmapRecorder};
 pub use compress::{Algorithm, Compressed, Compression, SpecError};
-pub use decompress::{open, Decompressed, Mode, OpenError, Opened};
+pub use decompress::{open, Decompressed, FrameChecksums, Mode, OpenError, Opened};
 pub use direct::{DirectReport, DirectWrites};
 pub use format::{recognise, Format, Recognised};
 pub use prefixed::Prefixed;

@@ -25,7 +25,7 @@ fn compress(data: &[u8], spec: &str, piece: usize) -> Vec<u8> {
 
 fn open_kind(data: Vec<u8>, kind: Kind, mode: Mode) -> Result<Opened, OpenError> {
     let (input, _) = Memory::boxed(kind, data);
-    open(input, "img", mode, 2)
+    open(input, "img", mode, 2, FrameChecksums::Verify)
 }
 
 fn decompressing(data: Vec<u8>) -> Decompressed {

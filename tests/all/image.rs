@@ -17,7 +17,9 @@ use std::sync::Arc;
 use ddx::ends::file::FileEnd;
 use ddx::ends::{End, Kind, Whence};
 use ddx::image::bmap::{Bmap, BmapFilter, BmapRecorder};
-use ddx::image::{self, Compressed, Compression, Decompressed, Mode, Opened, SafeOrder, Tee};
+use ddx::image::{
+    self, Compressed, Compression, Decompressed, FrameChecksums, Mode, Opened, SafeOrder, Tee,
+};
 use ddx::sys::file::Handle;
 use ddx::sys::Errno;
 
@@ -146,7 +148,12 @@ fn ddx_compress(data: &[u8], path: &Path, spec: &str) {
 }
 
 fn ddx_decompress(path: &Path) -> Decompressed {
-    match image::open(open(path), &path.display().to_string(), Mode::Required, 2).unwrap() {
+    ddx_decompress_checking(path, FrameChecksums::Verify)
+}
+
+fn ddx_decompress_checking(path: &Path, checksums: FrameChecksums) -> Decompressed {
+    let name = path.display().to_string();
+    match image::open(open(path), &name, Mode::Required, 2, checksums).unwrap() {
         Opened::Decompressing(d) => d,
         Opened::Plain(_) => panic!("{path:?} is compressed"),
     }
@@ -246,6 +253,118 @@ fn what_the_tools_compress_ddx_decompresses() {
         assert_eq!(progress.consumed(), bytes.len() as u64);
         assert_eq!(progress.total, Some(bytes.len() as u64));
         Box::new(end).close().unwrap();
+    }
+}
+
+/// `len` bytes in 1 MiB steps, each 768 KiB of fresh bytes (noise, or
+/// `disk_like`'s compressible ones) and 256 KiB repeated from 1.5 MiB
+/// before: matches that reach back across the block decoder's pieces.
+fn with_far_repeats(len: usize, noisy: bool) -> Vec<u8> {
+    let mut out = if noisy {
+        rigs::bytes::pattern(7, len)
+    } else {
+        disk_like(len, 5)
+    };
+    let mut at = 2 << 20;
+    while at + (1 << 20) <= len {
+        let to = at + (768 << 10);
+        out.copy_within(to - (3 << 19)..to - (3 << 19) + (256 << 10), to);
+        at += 1 << 20;
+    }
+    out
+}
+
+#[test]
+fn a_zstd_frame_without_its_size_decodes_as_zstd_decodes_it_held_or_streamed() {
+    if !rigs::tools_or_skip(&["zstd"]) {
+        return;
+    }
+    let dir = tempdir();
+    let raw = dir.path().join("data");
+    let packed = dir.path().join("data.zst");
+    // One frame that does not say its size (as the zstd tool writes from
+    // a pipe), so it is decoded block by block: 12 MiB by a worker, which
+    // holds the frame; 48 MiB, mostly noise, by the dispatcher as it reads,
+    // since the frame's end is not within what it may hold.
+    for (len, noisy) in [(12 << 20, false), (48 << 20, true)] {
+        let data = with_far_repeats(len, noisy);
+        std::fs::write(&raw, &data).unwrap();
+        let bytes = rigs::must_run(
+            Command::new("zstd")
+                .args(["-q", "-c", "--no-content-size"])
+                .arg(&raw),
+        );
+        assert_eq!(
+            bytes.len() > image::decompress::MAX_FRAME_IN_MEMORY,
+            noisy,
+            "{len}: {} compressed bytes",
+            bytes.len()
+        );
+        std::fs::write(&packed, &bytes).unwrap();
+        let oracle = rigs::must_run(Command::new("zstd").args(["-d", "-q", "-c"]).arg(&packed));
+        assert!(oracle == data, "zstd -d gives the data back");
+        let mut end = ddx_decompress(&packed);
+        assert!(read_all(&mut end, 1 << 20).unwrap() == oracle, "{len}");
+        Box::new(end).close().unwrap();
+
+        // Damaged in the middle, then cut short: refused, naming where.
+        let mut damaged = bytes.clone();
+        let middle = damaged.len() / 2;
+        for b in &mut damaged[middle..middle + 64] {
+            *b ^= 0x5A;
+        }
+        for (what, broken) in [
+            ("damaged", damaged),
+            ("cut", bytes[..bytes.len() * 2 / 3].to_vec()),
+        ] {
+            std::fs::write(&packed, &broken).unwrap();
+            let tested = Command::new("zstd")
+                .arg("-t")
+                .arg(&packed)
+                .output()
+                .unwrap();
+            assert!(
+                !tested.status.success(),
+                "zstd -t refuses the {what} file too"
+            );
+            let mut end = ddx_decompress(&packed);
+            assert_eq!(
+                read_all(&mut end, 1 << 20),
+                Err(Errno::BADMSG),
+                "{len} {what}"
+            );
+            let detail = end.take_detail().unwrap();
+            assert!(
+                detail.starts_with("corrupt zstd data at compressed offset "),
+                "{len} {what}: {detail}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_wrong_frame_checksum_is_refused_unless_a_map_makes_it_redundant() {
+    if !rigs::tools_or_skip(&["zstd"]) {
+        return;
+    }
+    let dir = tempdir();
+    let data = disk_like(12 << 20, 4);
+    let raw = dir.path().join("data");
+    std::fs::write(&raw, &data).unwrap();
+    let packed = dir.path().join("data.zst");
+    // A frame that says its size (decoded in one call by a worker) and one
+    // that does not (block by block).
+    for args in [&["-q", "-c"][..], &["-q", "-c", "--no-content-size"][..]] {
+        let mut bytes = rigs::must_run(Command::new("zstd").args(args).arg(&raw));
+        let len = bytes.len();
+        bytes[len - 1] ^= 0x5A;
+        std::fs::write(&packed, &bytes).unwrap();
+        let mut end = ddx_decompress(&packed);
+        assert_eq!(read_all(&mut end, 1 << 20), Err(Errno::BADMSG), "{args:?}");
+        let detail = end.take_detail().unwrap();
+        assert!(detail.contains("checksum"), "{args:?}: {detail}");
+        let mut end = ddx_decompress_checking(&packed, FrameChecksums::Redundant);
+        assert!(read_all(&mut end, 1 << 20).unwrap() == data, "{args:?}");
     }
 }
 

@@ -436,6 +436,53 @@ fn bmap_writes_what_bmaptool_writes_onto_a_device_and_checks_each_range() {
 }
 
 #[test]
+fn a_map_that_checks_every_range_stands_in_for_the_frames_checksum() {
+    if !rigs::tools_or_skip(&["bmaptool", "mkfs.ext4", "zstd"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let size: u64 = 24 << 20;
+    let (image, map) = ext4_image(dir.path(), size);
+    let image_bytes = std::fs::read(&image).unwrap();
+    // The zstd tool's one frame, its checksum (the last 4 bytes) wrong.
+    let zst = rigs::images::packed(&image, "zstd", "zst");
+    let mut bytes = std::fs::read(&zst).unwrap();
+    let len = bytes.len();
+    for b in &mut bytes[len - 4..] {
+        *b ^= 0x5A;
+    }
+    std::fs::write(&zst, &bytes).unwrap();
+    let tested = Command::new("zstd").arg("-t").arg(&zst).output().unwrap();
+    assert!(!tested.status.success(), "zstd -t finds the checksum wrong");
+    let out = dir.path().join("out.img");
+    // bmaptool's map digests every range: the frame's checksum is not
+    // what protects the device, and the image is written.
+    Ddx::new()
+        .arg(arg("if", &zst))
+        .arg(arg("of", &out))
+        .arg(arg("--bmap", &map))
+        .arg("--decompress")
+        .succeeds();
+    assert!(std::fs::read(&out).unwrap() == image_bytes);
+    // Without a map, or with one whose ranges carry no digest, the
+    // checksum is the check.
+    let undigested = dir.path().join("plain.bmap");
+    let blocks = size / 4096;
+    std::fs::write(&undigested, bmap_xml(size, &[(0, blocks - 1)])).unwrap();
+    let undigested_arg = arg("--bmap", &undigested);
+    for extra in [&[][..], &[undigested_arg.as_str()][..]] {
+        let ran = Ddx::new()
+            .arg(arg("if", &zst))
+            .arg(arg("of", &out))
+            .arg("--decompress")
+            .args(extra)
+            .fails();
+        ran.says("corrupt zstd data");
+        ran.says("checksum");
+    }
+}
+
+#[test]
 fn the_map_bmap_create_writes_is_one_bmaptool_copies_with() {
     if !rigs::tools_or_skip(&["bmaptool", "mkfs.ext4", "zstd"]) {
         return;

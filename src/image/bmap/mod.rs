@@ -138,6 +138,11 @@ pub struct BmapError {
 const MAX_FILE: u64 = 256 << 20;
 
 impl Bmap {
+    /// Every range carries a digest that reading it checks.
+    pub fn checks_every_range(&self) -> bool {
+        self.checksum.is_some() && self.ranges.iter().all(|range| range.digest.is_some())
+    }
+
     /// Read and parse the map in `path` (for `--bmap=PATH`).
     pub fn read(path: &Path) -> Result<Bmap, BmapError> {
         let file = path.display().to_string();

@@ -25,6 +25,7 @@
 mod serial;
 mod xz;
 mod zstd;
+mod zstd_blocks;
 
 pub use zstd::MAX_FRAME_IN_MEMORY;
 
@@ -45,6 +46,22 @@ pub(crate) const CHUNK: usize = 1 << 20;
 /// Leading skippable frames followed at most this far to find the format.
 const MAX_HEAD: usize = 1 << 20;
 
+/// Whether the checksums a format carries of its decoded data are
+/// verified (zstd's per-frame XXH64; the other formats always verify).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameChecksums {
+    /// Verified: without a map they are the only check of the data.
+    Verify,
+    /// Not verified, because every byte the copy writes is checked by a
+    /// stronger digest anyway: a `--bmap` whose every range carries one,
+    /// read from the image's start. A frame's checksum is known only at
+    /// the frame's end (for the zstd tool's single-frame image, after the
+    /// whole device is written), covers the unmapped bytes nobody writes,
+    /// and costs the one decoding thread that sets the flash's pace more
+    /// than a tenth of its time.
+    Redundant,
+}
+
 /// The decompressed stream of an input end.
 #[derive(Debug)]
 pub struct Decompressed {
@@ -63,6 +80,7 @@ impl Decompressed {
         format: Format,
         head: Vec<u8>,
         threads: usize,
+        checksums: FrameChecksums,
     ) -> Decompressed {
         let threads = threads.max(1);
         let progress = InputProgress::new(input.size().ok().flatten());
@@ -73,7 +91,7 @@ impl Decompressed {
         let thread = std::thread::Builder::new()
             .name(format!("ddx-{format}"))
             .spawn(move || match format {
-                Format::Zstd => zstd::run(source, parts_tx, thread_pool, threads),
+                Format::Zstd => zstd::run(source, parts_tx, thread_pool, threads, checksums),
                 Format::Xz => xz::run(source, parts_tx, thread_pool, threads),
                 Format::Gzip | Format::Bzip2 | Format::Lz4 => {
                     serial::run(format, source, parts_tx, thread_pool)
@@ -225,6 +243,7 @@ pub fn open(
     name: &str,
     mode: Mode,
     threads: usize,
+    checksums: FrameChecksums,
 ) -> Result<Opened, OpenError> {
     let mut head = Vec::new();
     let mut want = 16;
@@ -261,7 +280,7 @@ pub fn open(
     };
     match (format, mode) {
         (Some(format), _) => Ok(Opened::Decompressing(Decompressed::start(
-            input, format, head, threads,
+            input, format, head, threads, checksums,
         ))),
         (None, Mode::Required) => Err(OpenError::NotCompressed {
             name: name.to_owned(),

@@ -10,17 +10,24 @@
 //! the same. The `zstd` tool writes one frame per file, even with `-T`:
 //! such a frame (or any whose end is not found within
 //! [`MAX_FRAME_IN_MEMORY`] compressed bytes) is decoded by the dispatcher
-//! as a stream, which still overlaps decoding with writing.
+//! as a stream, which still overlaps decoding with writing. A frame decoded
+//! as a stream (by the dispatcher, or by a worker when its size is not
+//! known or too large for one buffer) goes block by block straight into the
+//! pieces ([`super::zstd_blocks`]) when its window allows, through
+//! `ZSTD_decompressStream` otherwise.
 
+use std::ops::Range;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
-use zstd::zstd_safe::{self, DCtx, InBuffer, OutBuffer, ResetDirective};
+use zstd::zstd_safe::{self, DCtx, DParameter, InBuffer, OutBuffer, ResetDirective};
 
-use super::{corrupt, input_failed, CHUNK};
-use crate::image::chunks::{announce, next_job, send, BufferPool, Part, Piece, Stop};
+use super::zstd_blocks::{BlockDecoder, Layout};
+use super::{corrupt, input_failed, FrameChecksums, CHUNK};
+use crate::image::chunks::{announce, next_job, send, BufferPool, Failure, Part, Piece, Stop};
 use crate::image::format::{is_skippable_magic, ZSTD_MAGIC};
 use crate::image::source::Source;
+use crate::sys::Errno;
 
 /// Compressed bytes held to find where a frame ends before decoding it as
 /// a stream instead.
@@ -41,10 +48,18 @@ const READ_STEP: usize = 1 << 20;
 const STREAM_DEPTH: usize = 8;
 
 struct Job {
-    frame: Vec<u8>,
+    /// The buffer the frame was read into: the frame is `buf[range]`.
+    buf: Vec<u8>,
+    range: Range<usize>,
     /// Offset of the frame in the compressed input, for error details.
     offset: u64,
     part: SyncSender<Piece>,
+}
+
+impl Job {
+    fn frame(&self) -> &[u8] {
+        &self.buf[self.range.clone()]
+    }
 }
 
 /// Decode the whole input, announcing parts on `parts`; returns the source
@@ -54,14 +69,20 @@ pub fn run(
     parts: SyncSender<Part>,
     pool: Arc<BufferPool>,
     threads: usize,
+    checksums: FrameChecksums,
 ) -> Source {
     let (jobs_tx, jobs_rx) = sync_channel::<Job>(threads);
     let jobs_rx = Arc::new(Mutex::new(jobs_rx));
+    // The dispatcher's read buffers, handed over with the frames in them
+    // and given back by the workers: at most one per job queued or being
+    // decoded, and the dispatcher's own.
+    let spare = BufferPool::new(2 * threads + 2);
     std::thread::scope(|scope| {
         for _ in 0..threads {
             let jobs = Arc::clone(&jobs_rx);
             let pool = Arc::clone(&pool);
-            scope.spawn(move || worker(&jobs, &pool));
+            let spare = Arc::clone(&spare);
+            scope.spawn(move || worker(&jobs, &pool, &spare, checksums));
         }
         let mut dispatcher = Dispatcher {
             source,
@@ -69,6 +90,8 @@ pub fn run(
             lo: 0,
             hi: 0,
             pool,
+            spare,
+            checksums,
         };
         let outcome = dispatcher.frames(&parts, &jobs_tx);
         drop(jobs_tx);
@@ -89,6 +112,9 @@ struct Dispatcher {
     lo: usize,
     hi: usize,
     pool: Arc<BufferPool>,
+    /// Read buffers the workers gave back.
+    spare: Arc<BufferPool>,
+    checksums: FrameChecksums,
 }
 
 impl Dispatcher {
@@ -125,27 +151,39 @@ impl Dispatcher {
             };
             match whole {
                 Some(len) => {
-                    let frame = self.buf[self.lo..self.lo + len].to_vec();
-                    self.lo += len;
-                    let content = zstd_safe::get_frame_content_size(&frame).ok().flatten();
+                    let (buf, range) = self.hand_over(len);
+                    let frame = &buf[range.clone()];
+                    let content = zstd_safe::get_frame_content_size(frame).ok().flatten();
                     let depth = if content.is_some_and(|n| n <= ONE_SHOT_MAX) {
                         2
                     } else {
-                        STREAM_DEPTH
+                        Layout::of(frame).map_or(STREAM_DEPTH, |layout| layout.depth())
                     };
                     let (tx, rx) = sync_channel(depth);
                     announce(parts, Part::Next(rx))?;
                     jobs.send(Job {
-                        frame,
+                        buf,
+                        range,
                         offset,
                         part: tx,
                     })
                     .map_err(|_| Stop::Gone)?;
                 }
                 None => {
-                    let (tx, rx) = sync_channel(STREAM_DEPTH);
+                    let layout = Layout::of(self.live());
+                    let depth = layout.map_or(STREAM_DEPTH, |layout| layout.depth());
+                    let (tx, rx) = sync_channel(depth);
                     announce(parts, Part::Next(rx))?;
-                    if let Err(Stop::Failed(failure)) = self.stream_frame(&tx, offset) {
+                    let outcome = match layout {
+                        Some(layout) => {
+                            let pool = Arc::clone(&self.pool);
+                            let checksums = self.checksums;
+                            decode_blocks(self, layout, &tx, &pool, offset, checksums)
+                                .and_then(|()| Ok(send(&tx, Piece::Done)?))
+                        }
+                        None => self.stream_frame(&tx, offset),
+                    };
+                    if let Err(Stop::Failed(failure)) = outcome {
                         // The part carries the failure, in order; the
                         // reader stops there.
                         send(&tx, Piece::Failed(failure))?;
@@ -162,6 +200,25 @@ impl Dispatcher {
 
     fn offset_of_lo(&self) -> u64 {
         self.source.offset() - (self.hi - self.lo) as u64
+    }
+
+    /// Hand the frame at `lo` (`len` bytes) over in the buffer it was read
+    /// into instead of copying it out: the bytes read after it move to a
+    /// spare buffer, usually far fewer than the frame's (the copy, and the
+    /// page faults of a fresh buffer per frame, were a tenth of the
+    /// dispatcher's time).
+    fn hand_over(&mut self, len: usize) -> (Vec<u8>, Range<usize>) {
+        let end = self.lo + len;
+        let rest = self.hi - end;
+        let mut next = self.spare.take();
+        if next.len() < rest {
+            next.resize(rest, 0);
+        }
+        next[..rest].copy_from_slice(&self.buf[end..self.hi]);
+        let range = self.lo..end;
+        self.lo = 0;
+        self.hi = rest;
+        (std::mem::replace(&mut self.buf, next), range)
     }
 
     /// Read until `n` bytes are live or the input ends.
@@ -244,7 +301,7 @@ impl Dispatcher {
     /// Decode the frame at `lo` as a stream, reading as it goes, and leave
     /// `lo` just after it.
     fn stream_frame(&mut self, part: &SyncSender<Piece>, offset: u64) -> Result<(), Stop> {
-        let mut dctx = DCtx::create();
+        let mut dctx = context(self.checksums);
         let mut out = self.pool.take();
         // zstd may hold decoded bytes that did not fit the last output:
         // it is called again without new input until it has none left.
@@ -287,38 +344,59 @@ impl Dispatcher {
     }
 }
 
-fn worker(jobs: &Mutex<Receiver<Job>>, pool: &BufferPool) {
-    let mut dctx = DCtx::create();
+fn worker(
+    jobs: &Mutex<Receiver<Job>>,
+    pool: &BufferPool,
+    spare: &BufferPool,
+    checksums: FrameChecksums,
+) {
+    let mut dctx = context(checksums);
     while let Some(job) = next_job(jobs) {
-        let result = decode_frame(&mut dctx, &job, pool);
+        let result = decode_frame(&mut dctx, &job, pool, checksums);
+        let Job { buf, part, .. } = job;
+        spare.give(buf);
         let last = match result {
             Ok(()) => Piece::Done,
             Err(Stop::Failed(failure)) => Piece::Failed(failure),
             Err(Stop::Gone) => continue,
         };
-        let _ = send(&job.part, last);
+        let _ = send(&part, last);
     }
 }
 
 /// Decode one whole frame into its part.
-fn decode_frame(dctx: &mut DCtx<'_>, job: &Job, pool: &BufferPool) -> Result<(), Stop> {
+fn decode_frame(
+    dctx: &mut DCtx<'_>,
+    job: &Job,
+    pool: &BufferPool,
+    checksums: FrameChecksums,
+) -> Result<(), Stop> {
     let failed = |code| {
         let name = zstd_safe::get_error_name(code);
         corrupt_zstd(job.offset, &format!("{name} (in the frame at this offset)"))
     };
-    let content = zstd_safe::get_frame_content_size(&job.frame).ok().flatten();
+    let frame = job.frame();
+    let content = zstd_safe::get_frame_content_size(frame).ok().flatten();
     if let Some(size) = content.filter(|&n| n <= ONE_SHOT_MAX) {
         let mut out = pool.take();
         out.clear();
         out.reserve(size as usize);
-        dctx.decompress(&mut out, &job.frame).map_err(failed)?;
+        dctx.decompress(&mut out, frame).map_err(failed)?;
         if !out.is_empty() {
             send(&job.part, Piece::Data(out))?;
         }
         return Ok(());
     }
+    if let Some(layout) = Layout::of(frame) {
+        let mut input = InMemory {
+            frame,
+            at: 0,
+            offset: job.offset,
+        };
+        return decode_blocks(&mut input, layout, &job.part, pool, job.offset, checksums);
+    }
     dctx.reset(ResetDirective::SessionOnly).map_err(failed)?;
-    let mut input = InBuffer::around(&job.frame);
+    let mut input = InBuffer::around(frame);
     loop {
         let mut out = pool.take();
         out.clear();
@@ -328,7 +406,7 @@ fn decode_frame(dctx: &mut DCtx<'_>, job: &Job, pool: &BufferPool) -> Result<(),
             dctx.decompress_stream(&mut output, &mut input)
         }
         .map_err(failed)?;
-        let stalled = out.is_empty() && input.pos() == job.frame.len();
+        let stalled = out.is_empty() && input.pos() == frame.len();
         if !out.is_empty() {
             send(&job.part, Piece::Data(out))?;
         }
@@ -339,6 +417,106 @@ fn decode_frame(dctx: &mut DCtx<'_>, job: &Job, pool: &BufferPool) -> Result<(),
             return Err(corrupt_zstd(job.offset, "the frame is truncated"));
         }
     }
+}
+
+/// Where a frame's compressed bytes come from, in the steps the block
+/// decoder takes them.
+trait FrameInput {
+    /// The next `n` bytes, contiguous; None if the frame's input ends
+    /// first.
+    fn take(&mut self, n: usize) -> Result<Option<&[u8]>, Stop>;
+    /// Offset in the compressed input of the next byte to take.
+    fn offset(&self) -> u64;
+}
+
+impl FrameInput for Dispatcher {
+    fn take(&mut self, n: usize) -> Result<Option<&[u8]>, Stop> {
+        self.want(n)?;
+        if self.hi - self.lo < n {
+            return Ok(None);
+        }
+        let start = self.lo;
+        self.lo += n;
+        Ok(Some(&self.buf[start..start + n]))
+    }
+
+    fn offset(&self) -> u64 {
+        self.offset_of_lo()
+    }
+}
+
+/// A whole frame a worker was given.
+struct InMemory<'a> {
+    frame: &'a [u8],
+    at: usize,
+    /// The frame's offset in the compressed input.
+    offset: u64,
+}
+
+impl FrameInput for InMemory<'_> {
+    fn take(&mut self, n: usize) -> Result<Option<&[u8]>, Stop> {
+        let Some(bytes) = self.frame.get(self.at..self.at + n) else {
+            return Ok(None);
+        };
+        self.at += n;
+        Ok(Some(bytes))
+    }
+
+    fn offset(&self) -> u64 {
+        self.offset + self.at as u64
+    }
+}
+
+/// Decode the frame at the start of `input` block by block into pieces
+/// sent on `part` (all but the part's final `Done`).
+fn decode_blocks(
+    input: &mut impl FrameInput,
+    layout: Layout,
+    part: &SyncSender<Piece>,
+    pool: &BufferPool,
+    frame_offset: u64,
+    checksums: FrameChecksums,
+) -> Result<(), Stop> {
+    let verify = checksums == FrameChecksums::Verify;
+    let mut decoder = BlockDecoder::new(layout, pool, verify)
+        .map_err(|why| Stop::Failed(Failure::new(Errno::NOMEM, format!("zstd: {why}"))))?;
+    loop {
+        let wants = decoder.wants();
+        if wants == 0 {
+            break;
+        }
+        let at = input.offset();
+        let Some(src) = input.take(wants)? else {
+            return Err(corrupt_zstd(
+                at,
+                "the stream ends inside a frame (truncated input)",
+            ));
+        };
+        if let Some(piece) = decoder.rotate(pool) {
+            send(part, Piece::Data(piece))?;
+        }
+        decoder.step(src).map_err(|name| {
+            corrupt_zstd(
+                at,
+                &format!("{name} (in the frame at compressed offset {frame_offset})"),
+            )
+        })?;
+    }
+    for piece in decoder.finish() {
+        send(part, Piece::Data(piece))?;
+    }
+    Ok(())
+}
+
+/// A decoding context that verifies frames' checksums or not.
+fn context(checksums: FrameChecksums) -> DCtx<'static> {
+    let mut dctx = DCtx::create();
+    if checksums == FrameChecksums::Redundant {
+        // Only fails for a parameter this zstd does not know: the
+        // checksums are then verified, which is safe.
+        let _ = dctx.set_parameter(DParameter::ForceIgnoreChecksum(true));
+    }
+    dctx
 }
 
 /// A zstd stream found corrupt at compressed `offset`, and why.
