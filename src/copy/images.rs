@@ -401,11 +401,24 @@ impl Images {
     ) -> Result<Output, Failure> {
         let safe = self.decompress.is_some() || self.bmap.is_some();
         // Image writes onto a device go direct where aligned (see
-        // `image::direct`), unless oflag=direct already gives GNU's
-        // meaning to every request.
+        // `image::direct`), and so do the writes of several outputs
+        // (`--tee`), each of which would otherwise cost a copy into the
+        // page cache and its writeback on the CPUs the others need;
+        // unless oflag=direct already gives GNU's meaning to every
+        // request.
         let direct = !plan.output_flags.contains(IoFlags::DIRECT);
+        let teeing = !self.tee.is_empty();
         let mut reports = Vec::new();
         let mut hold = |end: Box<dyn End>| -> Box<dyn End> {
+            if teeing && !safe && direct && end.kind() == Kind::BlockDevice {
+                return match image::DirectWrites::wrap(end) {
+                    Ok((writes, report)) => {
+                        reports.push(report);
+                        Box::new(writes)
+                    }
+                    Err(end) => end,
+                };
+            }
             if safe && plan.seek.is_zero() && end.kind() == Kind::BlockDevice {
                 let end = if direct {
                     match image::DirectWrites::wrap(end) {

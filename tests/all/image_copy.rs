@@ -886,3 +886,76 @@ fn tee_onto_block_devices_with_o_direct_gives_every_device_the_bytes() {
         );
     }
 }
+
+/// `--tee` onto block devices without oflag=direct: every output's
+/// aligned writes go straight to its device (`image::direct`; `--verbose`
+/// says so per output), a partial last block through the page cache;
+/// every device gets the bytes, the statistics are GNU dd's onto one
+/// device, and a device too small for the input is dropped with its
+/// ENOSPC named while the other output still gets every byte (exit 1).
+#[test]
+fn tee_onto_block_devices_writes_each_directly_where_aligned() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = (3 << 20) + 1000;
+    let raw = dir.path().join("raw");
+    let bytes = data(size);
+    std::fs::write(&raw, &bytes).unwrap();
+    let mut devices = Vec::new();
+    for (name, len) in [
+        ("gnu", 4 << 20),
+        ("first", 4 << 20),
+        ("second", 4 << 20),
+        ("small", 1 << 20),
+    ] {
+        let backing = dir.path().join(name);
+        std::fs::write(&backing, vec![0xa5; len]).unwrap();
+        let Some(device) = rigs::or_skip(rigs::LoopDevice::attach(
+            &backing,
+            rigs::LoopOptions::default(),
+        )) else {
+            return;
+        };
+        devices.push(device);
+    }
+    let gnu = gnu_dd()
+        .arg(arg("if", &raw))
+        .arg(arg("of", &devices[0].path))
+        .args(["bs=1M", "conv=fsync"])
+        .output()
+        .unwrap();
+    assert!(gnu.status.success());
+    let ran = Ddx::new()
+        .arg(arg("if", &raw))
+        .arg(arg("of", &devices[1].path))
+        .arg(arg("--tee", &devices[2].path))
+        .args(["bs=1M", "conv=fsync", "--verbose"])
+        .succeeds();
+    assert_eq!(
+        statistics(&ran.stderr),
+        statistics(&String::from_utf8_lossy(&gnu.stderr))
+    );
+    for device in &devices[..3] {
+        let written = std::fs::read(&device.path).unwrap();
+        assert!(written[..size] == bytes[..], "{}", device.path.display());
+    }
+    let direct_lines: Vec<&str> = ran
+        .stderr
+        .lines()
+        .filter(|l| l.contains("image writes: ") && !l.contains("image writes: 0 bytes"))
+        .collect();
+    assert_eq!(direct_lines.len(), 2, "one line per output: {}", ran.stderr);
+    for line in direct_lines {
+        assert!(line.contains("1000 through the page cache"), "{line}");
+    }
+
+    let ran = Ddx::new()
+        .arg(arg("if", &raw))
+        .arg(arg("of", &devices[1].path))
+        .arg(arg("--tee", &devices[3].path))
+        .args(["bs=1M", "conv=fsync"])
+        .fails();
+    let written = std::fs::read(&devices[1].path).unwrap();
+    assert!(written[..size] == bytes[..]);
+    ran.says("dropped after");
+    ran.says("No space left on device");
+}
