@@ -361,6 +361,12 @@ impl TlsFront {
 /// An HTTP server (python3, inline) that promises `size` bytes of zeros
 /// and hangs up after `sent`: an input that fails mid-stream while the
 /// object store stays up. It ignores `Range`, so it is read as one body.
+/// A web server (python3's, one thread per connection, as real servers
+/// serve several at once) that promises `size` bytes and hangs up after
+/// `sent`, ignoring ranges. One connection at a time let the answer to
+/// ddx's one-byte range probe, whose body the client drops unread, hold
+/// the only thread while the next GET waited to be accepted: a two-minute
+/// timeout now and then.
 pub struct ShortHttpServer(Listening);
 
 const SHORT_SERVER: &str = r#"
@@ -384,7 +390,9 @@ class Short(http.server.BaseHTTPRequestHandler):
         self.close_connection = True
     def log_message(self, *args):
         pass
-http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Short).serve_forever()
+server = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Short)
+server.daemon_threads = True
+server.serve_forever()
 "#;
 
 impl ShortHttpServer {
