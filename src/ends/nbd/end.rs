@@ -395,12 +395,7 @@ impl NbdEnd {
             let at = offset + (k * max) as u64;
             let conn = self.pick();
             if let Err(e) = self.conns[conn].transfer_now(Lent::Write(piece), at) {
-                self.writes.push(Op {
-                    offset: at,
-                    len: piece.len() as u64,
-                    kind: writes::Kind::Data,
-                    state: writes::State::Failed(e),
-                });
+                self.push_data(at, piece.len() as u64, writes::State::Failed(e));
                 return;
             }
         }
@@ -413,6 +408,11 @@ impl NbdEnd {
             Ok((conn, cookie)) => writes::State::InFlight { conn, cookie },
             Err(e) => writes::State::Failed(e),
         };
+        self.push_data(at, len, state);
+    }
+
+    /// A data write of `len` bytes at `at` into the window, in `state`.
+    fn push_data(&mut self, at: u64, len: u64, state: writes::State) {
         self.writes.push(Op {
             offset: at,
             len,
