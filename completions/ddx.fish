@@ -87,14 +87,14 @@ function __ddx_operand
             printf '%s\t%s\n' conv= 'convert the file as per the comma separated symbol list'
             printf '%s\t%s\n' count= 'copy only N input blocks'
             printf '%s\t%s\n' ibs= 'read up to BYTES bytes at a time'
-            printf '%s\t%s\n' if= 'read from FILE instead of standard input'
+            printf '%s\t%s\n' if= 'read from FILE instead of stdin'
             printf '%s\t%s\n' iflag= 'read as per the comma separated symbol list'
             printf '%s\t%s\n' obs= 'write BYTES bytes at a time'
-            printf '%s\t%s\n' of= 'write to FILE instead of standard output'
+            printf '%s\t%s\n' of= 'write to FILE instead of stdout'
             printf '%s\t%s\n' oflag= 'write as per the comma separated symbol list'
             printf '%s\t%s\n' seek= ''
             printf '%s\t%s\n' skip= ''
-            printf '%s\t%s\n' status= 'what to print on standard error: \'none\' only errors, \'noxfer\' no trans'
+            printf '%s\t%s\n' status= 'The LEVEL of information to print to stderr'
             return
     end
     # A comma-separated list: complete its last item.

@@ -1,14 +1,16 @@
 //! Generated documentation, above both front doors (the copy's `cli` and
-//! `bench`), whose tables it reads: the man page (`doc/ddx.1`) and the
-//! bash, zsh and fish completions (`completions/`), from the same tables as
-//! `--help` (`cli::reference::OPERANDS`, the parser's symbols,
+//! `bench`), whose tables it reads: the man page (`doc/ddx.1`, `man`), the
+//! bash, zsh and fish completions (`completions/`, one module per shell
+//! under `complete`) and the README's common jobs (`readme`), from the same
+//! tables as `--help` (`cli::reference`, the parser's symbols,
 //! `cli::options::OPTIONS`, and for `ddx bench` its own table,
-//! `bench::args::OPTIONS`). A test fails when the committed files differ from
-//! what this generates; `DDX_REGENERATE=1 cargo test --lib docs` rewrites
-//! them.
+//! `bench::args::OPTIONS`). A test fails when the committed files differ
+//! from what this generates; `DDX_REGENERATE=1 cargo test --lib docs`
+//! rewrites them.
 
 mod complete;
 mod man;
+pub mod readme;
 
 pub use complete::{bash, fish, zsh};
 pub use man::man_page;
@@ -51,6 +53,20 @@ mod tests {
             } else if std::fs::read_to_string(&file).ok().as_deref() != Some(text.as_str()) {
                 stale.push(path);
             }
+        }
+        let readme_path = root.join("README.md");
+        let readme = std::fs::read_to_string(&readme_path).unwrap();
+        let Some(new) = readme::with_common_jobs(&readme) else {
+            panic!(
+                "README.md lacks the common jobs' markers:\n{}\n{}",
+                readme::BEGIN,
+                readme::END
+            );
+        };
+        if regenerate {
+            std::fs::write(&readme_path, new).unwrap();
+        } else if new != readme {
+            stale.push("README.md (common jobs)");
         }
         assert!(
             stale.is_empty(),

@@ -285,6 +285,36 @@ fn help_lists_every_operand_and_version_names_ddx() {
     assert!(String::from_utf8(version).unwrap().starts_with("ddx "));
 }
 
+/// `ddx --help` begins with GNU dd's own help, word for word up to its
+/// options (GNU's closing lines point at GNU coreutils' project and are
+/// left out), so a script that reads `dd --help` finds what it expects;
+/// ddx's additions come after it.
+#[test]
+fn help_begins_with_gnu_dds_help_word_for_word() {
+    let gnu = rigs::cmd::gnu_dd().arg("--help").output().unwrap();
+    let gnu = String::from_utf8(gnu.stdout).unwrap();
+    let end = gnu
+        .find("--version")
+        .and_then(|at| gnu[at..].find('\n').map(|n| at + n + 1))
+        .expect("GNU's help lists --version");
+    let ours = rigs::cmd::ddx_as_dd().arg("--help").output().unwrap();
+    assert!(ours.status.success());
+    let ours = String::from_utf8(ours.stdout).unwrap();
+    assert_eq!(&ours[..end.min(ours.len())], &gnu[..end]);
+    let additions = &ours[end..];
+    for end in [
+        "nbd://",
+        "nbds://",
+        "nbd+unix://",
+        "nbds+unix://",
+        "s3://",
+        "https://",
+    ] {
+        assert!(additions.contains(end), "{end}");
+    }
+    assert!(additions.contains("AWS_ENDPOINT_URL") && additions.contains("Exit status"));
+}
+
 #[test]
 fn progress_line_appears_about_once_a_second() {
     // A slow source: a shell that writes a block every 300 ms.
