@@ -11,9 +11,9 @@
 #     an NBD export: ddx bench nbd+unix:///?socket=S beside fio's nbd
 #     engine (--ioengine=nbd --uri=...), on an nbdkit file export of a file
 #     on a tmpfs that this script starts on a Unix socket and stops
-#     (issue 16's bar: within 10%). Skipped, saying so, where nbdkit or
+#     (target: within 10%). Skipped, saying so, where nbdkit or
 #     fio's nbd engine is missing; NBD=0 skips it.
-# Bars: bandwidth within 10% of fio, p50 within 15%. Both sides get one
+# Targets: bandwidth within 10% of fio, p50 within 15%. Both sides get one
 # warm-up pass that is not counted (ddx's own). Each round measures
 # every figure with fio and with ddx back to back, in alternating order
 # (one measured pass each, `--runs=1`, so both see the same moment of a
@@ -153,15 +153,15 @@ def ddx(kind, test, mode, op, field):
     return values
 
 ok = True
-def compare(label, f, x, bar, unit, scale):
+def compare(label, f, x, target, unit, scale):
     global ok
     ratios = [b / a for a, b in zip(f, x)]
     ratio = med(ratios)
-    passed = abs(ratio - 1) <= bar
+    passed = abs(ratio - 1) <= target
     ok &= passed
     fmt = lambda v: f"{v/scale:.1f}"
     print(f"  {label:30s} fio {fmt(med(f)):>7s} {unit}  ddx {fmt(med(x)):>7s} {unit}  "
-          f"ddx/fio {ratio:.3f} (bar ±{bar:.0%}: {'ok' if passed else 'MISSED'})")
+          f"ddx/fio {ratio:.3f} (target ±{target:.0%}: {'ok' if passed else 'MISSED'})")
     print(f"  {'':30s} per round: fio {' '.join(fmt(v) for v in f)}; ddx {' '.join(fmt(v) for v in x)}; "
           f"ratio {' '.join(f'{r:.2f}' for r in ratios)}")
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15's benchmark: flashing a compressed OS image. A 1 GiB ext4 image,
+# The images' benchmark: flashing a compressed OS image. A 1 GiB ext4 image,
 # about 45% of its blocks used, with its bmap, compressed as .zst (one
 # frame, as the zstd tool writes it, and in frames as `ddx --compress`
 # writes it) and as multi-block .xz (xz -T2); written with conv=fsync to
@@ -13,7 +13,7 @@
 #   ddx if=IMG.xz of=DEV --decompress conv=fsync
 # and --tee (two devices against one) and --compress=zstd against
 # `zstd -T0`. Every ddx result is compared with the raw image. The ddx
-# rows need the options of issue 15 (--decompress, --bmap=FILE,
+# rows need the image options (--decompress, --bmap=FILE,
 # --tee=OUT, --compress=ALG[:LEVEL]); without them they are left out.
 #
 # usage (root: tmpfs and loop devices): bench/image.sh; RUNS= sets
