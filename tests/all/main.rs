@@ -19,6 +19,8 @@ mod differential;
 mod direct_io;
 mod filesystems;
 mod guard;
+#[cfg(all(feature = "nbd", feature = "object"))]
+mod guide;
 mod image;
 mod image_copy;
 #[cfg(feature = "nbd")]
