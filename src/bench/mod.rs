@@ -1,4 +1,4 @@
-//! `ddx bench TARGET`: the honest disk measurement the seeds do by hand
+//! `ddx bench TARGET`: the honest disk measurement the web's recipes do by hand
 //! with dd, in one command. Caches are bypassed or named, every figure is
 //! the median of several runs with a warm-up thrown away, block devices are
 //! only read unless `--destructive`, and the result is a table, JSON,

@@ -1,4 +1,4 @@
-//! ddx's image options (issue 15) in the copy: `--decompress`,
+//! ddx's image options in the copy: `--decompress`,
 //! `--compress`, `--bmap`, `--bmap-create` and `--tee`.
 //!
 //! The image ends themselves live in [`crate::image`]; this module owns

@@ -1,4 +1,4 @@
-//! The image ends of issue 15 (ddx::image) against the real tools: what
+//! The image ends (ddx::image) against the real tools: what
 //! ddx compresses, zstd, xz and gzip decompress; what the tools compress,
 //! ddx decompresses; bmaptool's maps are read and checked, and the maps
 //! ddx records are accepted by `bmaptool copy`; --tee's outputs and the

@@ -1,4 +1,4 @@
-//! The image options of issue 15 through the real binary: `--decompress`
+//! The image options through the real binary: `--decompress`
 //! held to GNU dd on the decompressed file (bytes and statistics), what
 //! `--compress` writes read back by the zstd, xz and gzip tools, `--bmap`
 //! against `bmaptool copy` on loop devices the test attaches, the maps

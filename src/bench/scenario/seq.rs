@@ -1,5 +1,5 @@
 //! Sequential read and the six write modes: what `hdparm -t`/`-T` and the
-//! seeds' `dd oflag=...` commands measure, done so the numbers mean what
+//! `dd oflag=...` recipes found on the web measure, done so the numbers mean what
 //! their names say. The buffered write is reported beside the synced ones
 //! precisely to show how much of it the page cache absorbed.
 
