@@ -534,7 +534,8 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
 
 /// After the statuses: death by a signal.
 pub const EXIT_SIGNALS: &str = "After SIGINT or SIGTERM ddx prints the statistics and dies \
-of the signal (the shell reports 130 or 143). ddx bench has its own (see BENCH).";
+of the signal (the shell reports 130 or 143). ddx bench's exit status is in its own help \
+(ddx bench --help).";
 
 /// One common job: what the README's common jobs, `--help` and the man
 /// page's EXAMPLES show. Each command is run by the guide's test
