@@ -207,7 +207,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "write progress as JSON, one object per line, to file descriptor FD \
          about once a second and on SIGUSR1: bytes, records, elapsed seconds, \
          rates and the total when known (with --decompress, compressed_bytes and \
-         compressed_total too); the last, with \"done\": true, \
+         compressed_total too; with --rescue, its phase and bad_bytes); the last, with \"done\": true, \
          equals the final statistics",
     ),
     OptionSpec::switch(

@@ -40,9 +40,8 @@ pub enum Verdict {
 struct RescueProgress(Arc<Standing>);
 
 impl crate::progress::RescueStanding for RescueProgress {
-    fn standing(&self) -> Option<(String, u64)> {
-        let phase = self.0.phase()?;
-        Some((phase.to_string(), self.0.failed()))
+    fn standing(&self) -> (Option<String>, u64) {
+        (self.0.phase().map(|p| p.to_string()), self.0.failed())
     }
 }
 

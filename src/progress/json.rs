@@ -47,7 +47,8 @@ pub struct Record {
     /// "scraping", "retrying, pass 2 of 3").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
-    /// With `--rescue`: bytes read and failed so far, not recovered.
+    /// With `--rescue`: bytes read and failed so far, not recovered (in
+    /// the last record, what the rescue left bad).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bad_bytes: Option<u64>,
 }

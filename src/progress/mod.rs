@@ -29,9 +29,9 @@ pub struct Compressed {
 pub use ticker::Ticker;
 
 /// Where a rescue stands (`--rescue`): the phase running, as the progress
-/// line names it, and the bytes read and failed so far, not recovered.
-/// None between phases. Defined here, where it is read, as
-/// [`CompressedPosition`] is.
+/// line names it (none before the first and after the last), and the
+/// bytes read and failed so far, not recovered. Defined here, where it is
+/// read, as [`CompressedPosition`] is.
 pub trait RescueStanding: Send + Sync {
-    fn standing(&self) -> Option<(String, u64)>;
+    fn standing(&self) -> (Option<String>, u64);
 }

@@ -230,11 +230,7 @@ impl Reporter {
                 total: state.total,
                 compressed,
             };
-            let note = state
-                .rescue
-                .as_ref()
-                .and_then(|r| r.standing())
-                .map(|(phase, bad)| rescue_note(&phase, bad));
+            let note = rescue_note(&state);
             let live = state.live.get_or_insert_with(|| Live::new(&frame));
             live.draw(&frame, note.as_deref());
         }
@@ -258,9 +254,9 @@ impl Reporter {
         let bytes = self.counters.snapshot().bytes_out;
         let mut line = transfer_line(bytes, elapsed_ns(state.start), TimeStyle::WholeSeconds);
         // GNU's line, and after it where a rescue stands.
-        if let Some((phase, bad)) = state.rescue.as_ref().and_then(|r| r.standing()) {
+        if let Some(note) = rescue_note(&state) {
             line.push_str("; ");
-            line.push_str(&rescue_note(&phase, bad));
+            line.push_str(&note);
         }
         let mut out = String::with_capacity(line.len() + 16);
         out.push('\r');
@@ -306,16 +302,20 @@ impl Events for Reporter {
     }
 }
 
-/// Where a rescue stands, after the progress line's figures.
-fn rescue_note(phase: &str, bad: u64) -> String {
-    format!("{phase}, {bad} bytes bad")
+/// Where a rescue stands, after the progress line's figures, while a
+/// phase runs.
+fn rescue_note(state: &State) -> Option<String> {
+    match state.rescue.as_ref()?.standing() {
+        (Some(phase), bad) => Some(format!("{phase}, {bad} bytes bad")),
+        (None, _) => None,
+    }
 }
 
-/// A rescue's phase and bad bytes in a JSON record (none between phases
-/// and after the last).
+/// A rescue's phase (while one runs) and bad bytes in a JSON record.
 fn with_rescue(record: &mut Record, state: &State) {
-    if let Some((phase, bad)) = state.rescue.as_ref().and_then(|r| r.standing()) {
-        record.phase = Some(phase);
+    if let Some(rescue) = &state.rescue {
+        let (phase, bad) = rescue.standing();
+        record.phase = phase;
         record.bad_bytes = Some(bad);
     }
 }

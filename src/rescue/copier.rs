@@ -132,6 +132,7 @@ impl<'a, 'c> Copier<'a, 'c> {
             }
         }
         self.standing.set_phase(None);
+        self.standing.set_failed(self.job.map.failed_bytes());
         self.save_map(true);
         // The hasher thread gets the last staged bytes.
         drop(self.sink.tap.take());

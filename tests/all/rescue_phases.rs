@@ -483,6 +483,7 @@ fn a_rescue_says_its_phase_and_what_is_bad_as_it_goes() {
     let last: serde_json::Value = serde_json::from_str(records.lines().last().unwrap()).unwrap();
     assert_eq!(last["done"], true);
     assert!(last.get("phase").is_none(), "the rescue is over: {last}");
+    assert_eq!(last["bad_bytes"], 3072, "{last}");
 }
 
 /// SIGINT in the middle of a rescue ends it as GNU dd ends (dying of the
