@@ -236,6 +236,11 @@ impl<'a, 'c> Copier<'a, 'c> {
             Some(errno) => {
                 self.read_errors += 1;
                 let bad_from = pos + got as u64;
+                let on_error = if input_gone(errno) {
+                    OnError::Stop
+                } else {
+                    on_error
+                };
                 match on_error {
                     OnError::Stop => {
                         if got > 0 {
@@ -311,6 +316,7 @@ impl<'a, 'c> Copier<'a, 'c> {
                 self.job.map.mark(pos, len as u64, BlockStatus::Finished);
                 Ok(true)
             }
+            Err(errno) if input_gone(errno) => Err(Ended::ReadError { offset: pos, errno }),
             Err(_) => {
                 self.read_errors += 1;
                 self.job.map.mark(pos, len as u64, failed_as);
@@ -394,6 +400,25 @@ impl<'a, 'c> Copier<'a, 'c> {
             }
         }
     }
+}
+
+/// Whether a read error says the input itself is gone (a server that
+/// hung up, a device unplugged) rather than that these sectors cannot be
+/// read: the copy then stops where it is, its map saved, for `--resume`
+/// once the input is back, instead of marking everything after as bad.
+fn input_gone(errno: Errno) -> bool {
+    matches!(
+        errno,
+        Errno::NOTCONN
+            | Errno::SHUTDOWN
+            | Errno::CONNRESET
+            | Errno::CONNABORTED
+            | Errno::PIPE
+            | Errno::NODEV
+            | Errno::NXIO
+            | Errno::NOMEDIUM
+            | Errno::BADF
+    )
 }
 
 /// How a write stands for the statistics and the digests.
