@@ -367,7 +367,7 @@ pub const OPTION_GROUPS: &[OptionGroup] = &[
     },
     OptionGroup {
         title: "Rescue and resume",
-        options: &["rescue", "map", "resume", "sector-size"],
+        options: &["rescue", "map", "resume", "sector-size", "retry-passes"],
     },
     OptionGroup {
         title: "Integrity",
@@ -526,9 +526,9 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ),
     (
         "2",
-        "a rescue (--rescue) that ran its course with bad areas left: everything \
-         readable was copied, the unreadable sectors are zeros in the output, and the \
-         map lists them",
+        "a rescue (--rescue) that ran its course, every phase and retry pass, with \
+         bad areas left: everything readable was copied, the unreadable sectors are \
+         zeros in the output, and the map lists them",
     ),
 ];
 
@@ -590,9 +590,11 @@ pub const EXAMPLES: &[Example] = &[
     },
     Example {
         job: "Rescue a failing disk; run it again to resume",
-        about: "Rescue a failing disk: retry read errors sector by sector, keep a GNU \
-                ddrescue map, and after an interruption run the same command again to \
-                go on where it stopped; the bad ranges are listed at the end.",
+        about: "Rescue a failing disk as GNU ddrescue does (the good areas first, then \
+                the failed areas' edges and the rest of them sector by sector), keeping \
+                its map; after an interruption run the same command again to go on where \
+                it stopped. The bad ranges are listed at the end, and the exit status is \
+                2 if any remain.",
         command: "ddx if=/dev/sdX of=rescued.img --rescue --map=rescued.map --resume",
     },
     Example {
