@@ -185,14 +185,14 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
             e => Err(e),
         })?;
     }
-    if target.kind == target::Kind::Export {
+    if target.can.served {
         out.notes.push(
             "an NBD export: the figures are the server's and the connection's (network, \
              socket, the server's storage and caches), measured through libnbd as a copy \
              reaches it"
                 .to_owned(),
         );
-    } else if target.device.disk.is_none() && target.kind != target::Kind::BlockDevice {
+    } else if target.device.disk.is_none() && !target.can.device {
         out.notes.push(format!(
             "no disk under the target (filesystem {}): the figures measure memory or a \
              network, not a disk",

@@ -31,6 +31,7 @@ use super::export::{Connection, Export};
 use super::BenchError;
 use crate::ends::nbd::NbdUri;
 use crate::ends::remote::Remote;
+use crate::ends::{self, Capabilities};
 use crate::guard;
 use crate::sys::device::{device_info, DeviceInfo};
 use crate::sys::file;
@@ -47,6 +48,16 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The end the target is measured as, whose capabilities the bench
+    /// asks (a directory holds the file ddx makes).
+    fn end(self) -> ends::Kind {
+        match self {
+            Kind::File | Kind::Directory => ends::Kind::RegularFile,
+            Kind::BlockDevice => ends::Kind::BlockDevice,
+            Kind::Export => ends::Kind::Remote,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Kind::File => "file",
@@ -64,6 +75,8 @@ pub struct Target {
     /// The file or device the tests open.
     pub path: PathBuf,
     pub kind: Kind,
+    /// What the target can do, as the end it is measured as.
+    pub can: Capabilities,
     /// Bytes the tests work in, from offset 0.
     pub len: u64,
     /// The whole file or device, which the zones test spans.
@@ -209,14 +222,17 @@ impl Target {
     /// A file or block device that was there already: written only with
     /// --destructive.
     fn existing(args: &BenchArgs, kind: Kind, full_len: u64, device: DeviceInfo) -> Target {
-        let what = match kind {
-            Kind::BlockDevice => "a block device",
-            _ => "an existing file",
+        let can = kind.end().capabilities();
+        let what = if can.device {
+            "a block device"
+        } else {
+            "an existing file"
         };
         Target {
             given: args.target.clone(),
             path: args.target.clone(),
             kind,
+            can,
             len: align_down(args.size.min(full_len), direct_align(&device)),
             full_len,
             read_only: (!args.allowed.destructive)
@@ -236,6 +252,7 @@ impl Target {
             given: given.to_owned(),
             path,
             kind,
+            can: kind.end().capabilities(),
             len,
             full_len: len,
             read_only: None,
@@ -265,6 +282,7 @@ impl Target {
             given: PathBuf::from(&uri.text),
             path: PathBuf::from(&uri.text),
             kind: Kind::Export,
+            can: Kind::Export.end().capabilities(),
             len,
             full_len: export.size,
             read_only,
@@ -302,7 +320,7 @@ impl Target {
         if let Some(why) = &self.read_only {
             return Err(BenchError::msg(format!("not writing: {why}")));
         }
-        let exclusive = if self.kind == Kind::BlockDevice {
+        let exclusive = if self.can.device {
             OFlags::EXCL
         } else {
             OFlags::empty()

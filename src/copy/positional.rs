@@ -75,7 +75,7 @@ pub fn run(
     let input_path = plan
         .input
         .as_deref()
-        .filter(|_| input.end.fd().is_some() && input.end.kind().positional());
+        .filter(|_| input.end.fd().is_some() && input.end.capabilities().reads_at);
     let job = Job {
         input: input.end.as_mut(),
         input_path,

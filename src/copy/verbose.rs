@@ -6,7 +6,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::ends::Kind;
+use crate::ends::Discard;
 use crate::engine::cache::CachePolicy;
 use crate::engine::{Backend, Counters, Input};
 use crate::operands::CopyPlan;
@@ -27,8 +27,8 @@ pub struct HowItRan {
     splice: bool,
     /// bs=auto's choice, and why.
     block_size: Option<String>,
-    /// `--trim` onto an output of this kind.
-    trim: Option<Kind>,
+    /// `--trim`, and how the output discards.
+    trim: Option<Discard>,
     /// CPU time already used when the copy started (start-up, opening).
     cpu_before: Option<(std::time::Duration, std::time::Duration)>,
 }
@@ -154,9 +154,11 @@ impl HowItRan {
         self
     }
 
-    /// Say what `--trim` did onto an output of `kind`.
-    pub fn with_trim(mut self, trim: bool, kind: Kind) -> Self {
-        self.trim = trim.then_some(kind);
+    /// Say what `--trim` did onto an output that discards as `how`
+    /// says (an output that cannot had its zeros written, which the
+    /// line counts as refused).
+    pub fn with_trim(mut self, trim: bool, how: Option<Discard>) -> Self {
+        self.trim = trim.then(|| how.unwrap_or(Discard::PunchHoles));
         self
     }
 
@@ -212,13 +214,10 @@ impl HowItRan {
         if let Some(block_size) = &self.block_size {
             reporter.message(format_args!("block size: {block_size}"));
         }
-        if let Some(kind) = self.trim {
+        if let Some(how) = self.trim {
             let discarded = counters.bytes_discarded.load(Ordering::Acquire);
             let refused = counters.bytes_discard_refused.load(Ordering::Acquire);
-            reporter.message(format_args!(
-                "trim: {}",
-                trim_line(kind, discarded, refused)
-            ));
+            reporter.message(format_args!("trim: {}", trim_line(how, discarded, refused)));
         }
         for (what, text) in [
             ("backend", self.backend.as_str()),
@@ -234,10 +233,10 @@ impl HowItRan {
 
 /// The trim line: bytes discarded and how, and zeros written where the
 /// output refused.
-fn trim_line(kind: Kind, discarded: u64, refused: u64) -> String {
-    let how = match kind {
-        Kind::Remote => "as NBD zero requests, which let the server deallocate",
-        _ => "as holes punched (fallocate PUNCH_HOLE)",
+fn trim_line(how: Discard, discarded: u64, refused: u64) -> String {
+    let how = match how {
+        Discard::ZeroRequests => "as NBD zero requests, which let the server deallocate",
+        Discard::PunchHoles => "as holes punched (fallocate PUNCH_HOLE)",
     };
     let mut line = format!("{discarded} bytes discarded {how}");
     if refused > 0 {

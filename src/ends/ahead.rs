@@ -266,7 +266,15 @@ impl End for ReadAhead {
         self.inner.close_failed()
     }
 
-    forward_to_inner!(kind, size, next_data, next_hole, take_detail, abandon);
+    forward_to_inner!(
+        kind,
+        capabilities,
+        size,
+        next_data,
+        next_hole,
+        take_detail,
+        abandon
+    );
 }
 
 /// Wrap `input`'s end in [`ReadAhead`]; false (the end unchanged) where

@@ -301,7 +301,15 @@ impl End for WriteBehind {
         self.inner.read_at(buf, offset)
     }
 
-    forward_to_inner!(kind, size, next_data, next_hole, take_detail, abandon);
+    forward_to_inner!(
+        kind,
+        capabilities,
+        size,
+        next_data,
+        next_hole,
+        take_detail,
+        abandon
+    );
 }
 
 /// Wrap `output`'s end in [`WriteBehind`]; false (the end unchanged)

@@ -11,7 +11,7 @@ use std::path::{Component, Path};
 
 use super::nbd::{self, NbdUri};
 use super::object::{self, ObjectUrl};
-use super::{End, Kind};
+use super::{Capabilities, End, Kind};
 use crate::sys::Errno;
 
 /// A remote end, recognised.
@@ -26,6 +26,20 @@ impl Remote {
         match self {
             Remote::Nbd(_) => Kind::Remote,
             Remote::Object(_) => Kind::Object,
+        }
+    }
+
+    /// What the end will be able to do once opened, as its URI says.
+    pub fn capabilities(&self) -> Capabilities {
+        let of_kind = Capabilities::of(self.kind());
+        match self {
+            Remote::Object(url) if !url.writable() => Capabilities {
+                read_only: Some(
+                    "only s3:// objects can be written (http:// and https:// are read only)",
+                ),
+                ..of_kind
+            },
+            _ => of_kind,
         }
     }
 }

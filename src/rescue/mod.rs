@@ -29,7 +29,7 @@ use crate::integrity::Tap;
 use rustix::fs::OFlags;
 
 use crate::ends::{End, Whence};
-use crate::operands::{Conv, CopyPlan, IoFlags};
+use crate::operands::CopyPlan;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
 use crate::sys::fill::{fill, Filled};
@@ -61,94 +61,32 @@ pub struct Request {
 /// The suffix of the checkpoint map `--resume` keeps next to the output.
 pub const CHECKPOINT_SUFFIX: &str = ".ddx-map";
 
-/// Validate the operands for a positional copy, before anything is opened.
-/// Returns the request and whether an existing map is being resumed.
-pub fn check(
+/// The positional copy asked for by ddx's options. What it cannot be
+/// combined with, and the ends it needs, are rows of `planner::needs`,
+/// checked before this is made.
+pub fn request(
     plan: &CopyPlan,
     rescue: bool,
     map: Option<&Path>,
     resume: bool,
     sector: Option<usize>,
-) -> Result<Request, String> {
-    let what = if rescue {
-        "--rescue"
-    } else if resume {
-        "--resume"
-    } else {
-        "--map"
-    };
-    if plan.input.is_none() {
-        return Err(format!(
-            "{what} needs if=FILE: it reads the input by position, not as a stream"
-        ));
-    }
-    let Some(output) = &plan.output else {
-        return Err(format!(
-            "{what} needs of=FILE: it writes the output by position, not as a stream"
-        ));
-    };
-    let refused_conv = crate::operands::symbols::DATA_CONVERSIONS
-        .iter()
-        .chain(&[(Conv::SPARSE, "sparse")]);
-    for &(flag, name) in refused_conv {
-        if plan.conv.contains(flag) {
-            return Err(format!(
-                "{what} cannot be combined with conv={name}: it copies bytes unchanged, \
-                 each to the same place"
-            ));
-        }
-    }
-    if plan.conv.contains(Conv::NOERROR) != plan.conv.contains(Conv::SYNC) && !rescue {
-        return Err(format!(
-            "{what} needs conv=noerror and conv=sync together (or --rescue): without \
-             padding, every read error would move the rest of the output"
-        ));
-    }
-    if plan.conv.contains(Conv::SYNC) && !plan.conv.contains(Conv::NOERROR) {
-        return Err(format!(
-            "{what} cannot be combined with conv=sync alone: padding short reads changes \
-             where later bytes go"
-        ));
-    }
-    if plan.output_flags.contains(IoFlags::APPEND) {
-        return Err(format!(
-            "{what} cannot be combined with oflag=append: it writes by position"
-        ));
-    }
-    if plan.output_flags.contains(IoFlags::DIRECT) {
-        return Err(format!(
-            "{what} cannot be combined with oflag=direct (the zeros and tails it writes \
-             need not be aligned)"
-        ));
-    }
-    if plan.skip.total_bytes(plan.input_block_size).is_none()
-        || plan.seek.total_bytes(plan.output_block_size).is_none()
-    {
-        return Err(format!("{what}: skip= or seek= is too large"));
-    }
-    if let Some(sector) = sector {
-        if !(512..=65536).contains(&sector) || !sector.is_power_of_two() {
-            return Err(
-                "invalid argument for '--sector-size': a power of two from 512 to 65536".into(),
-            );
-        }
-    }
-    let (map_path, map_is_checkpoint) = match map {
-        Some(path) => (Some(path.to_path_buf()), false),
-        None if resume => {
+) -> Request {
+    let (map_path, map_is_checkpoint) = match (map, &plan.output) {
+        (Some(path), _) => (Some(path.to_path_buf()), false),
+        (None, Some(output)) if resume => {
             let mut path = output.as_os_str().to_owned();
             path.push(CHECKPOINT_SUFFIX);
             (Some(PathBuf::from(path)), true)
         }
-        None => (None, false),
+        (None, _) => (None, false),
     };
-    Ok(Request {
+    Request {
         rescue,
         map_path,
         resume,
         map_is_checkpoint,
         sector,
-    })
+    }
 }
 
 /// Whether this request continues an earlier copy: a map to resume from
@@ -574,49 +512,22 @@ mod tests {
     }
 
     #[test]
-    fn positional_copies_need_two_named_ends() {
-        assert!(check(&plan(&["of=b"]), true, None, false, None)
-            .unwrap_err()
-            .contains("needs if=FILE"));
-        assert!(check(&plan(&["if=a"]), false, None, true, None)
-            .unwrap_err()
-            .contains("--resume needs of=FILE"));
-    }
-
-    /// Whether `--rescue` (`rescue`) or `--resume` (not) accepts `words`.
-    fn accepted(words: &[&str], rescue: bool) -> bool {
-        let mut all = vec!["if=a", "of=b"];
-        all.extend_from_slice(words);
-        check(&plan(&all), rescue, None, !rescue, None).is_ok()
-    }
-
-    #[test]
-    fn what_moves_bytes_is_refused() {
-        for conv in ["conv=swab", "conv=ucase", "conv=sparse", "conv=sync"] {
-            assert!(!accepted(&[conv], true), "{conv}");
-        }
-        // noerror needs sync to keep positions, unless --rescue retries.
-        assert!(!accepted(&["conv=noerror"], false));
-        assert!(accepted(&["conv=noerror"], true));
-        assert!(accepted(&["conv=noerror,sync"], false));
-        assert!(!accepted(&["oflag=append"], true));
-    }
-
-    #[test]
     fn resume_keeps_a_checkpoint_next_to_the_output() {
-        let request = check(&plan(&["if=a", "of=dir/b.img"]), false, None, true, None).unwrap();
-        assert_eq!(request.map_path, Some(PathBuf::from("dir/b.img.ddx-map")));
-        assert!(request.map_is_checkpoint);
-        let request = check(
+        let checkpoint = request(&plan(&["if=a", "of=dir/b.img"]), false, None, true, None);
+        assert_eq!(
+            checkpoint.map_path,
+            Some(PathBuf::from("dir/b.img.ddx-map"))
+        );
+        assert!(checkpoint.map_is_checkpoint);
+        let named = request(
             &plan(&["if=a", "of=b"]),
             true,
             Some(Path::new("m")),
             true,
             Some(4096),
-        )
-        .unwrap();
-        assert_eq!(request.map_path, Some(PathBuf::from("m")));
-        assert!(!request.map_is_checkpoint);
-        assert_eq!(request.sector, Some(4096));
+        );
+        assert_eq!(named.map_path, Some(PathBuf::from("m")));
+        assert!(!named.map_is_checkpoint);
+        assert_eq!(named.sector, Some(4096));
     }
 }

@@ -28,7 +28,7 @@ use super::handle::{self, Completion, Cookie, Direction, ExportInfo, Handle, Len
 use super::reads::{self, Piece, ReadAhead};
 use super::uri::NbdUri;
 use super::writes::{self, Op, WriteWindow};
-use crate::ends::{End, Kind, Pipeline, Whence};
+use crate::ends::{Capabilities, End, Kind, Pipeline, Whence};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 
@@ -635,6 +635,13 @@ impl NbdEnd {
 impl End for NbdEnd {
     fn kind(&self) -> Kind {
         Kind::Remote
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            exchanges_buffers: true,
+            ..Capabilities::of(Kind::Remote)
+        }
     }
 
     /// Full requests until the end of the export, then 0. An error leaves

@@ -287,7 +287,7 @@ pub fn open(
         }),
         (None, Mode::Auto) => {
             let back = -(head.len() as i64);
-            if input.kind().positional() && input.seek(Whence::Current(back)).is_ok() {
+            if input.capabilities().reads_at && input.seek(Whence::Current(back)).is_ok() {
                 return Ok(Opened::Plain(input));
             }
             Ok(Opened::Plain(Box::new(Prefixed::new(head, input))))
