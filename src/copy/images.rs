@@ -25,7 +25,7 @@ use crate::ends::{self, End, Input, Output};
 use crate::engine::Diagnostic;
 use crate::image::{self, bmap::Recording, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport};
 use crate::operands::{CopyPlan, IoFlags};
-use crate::progress::Reporter;
+use crate::progress::{Compressed, CompressedPosition, Reporter};
 use crate::request::Settings;
 use crate::text::quote::quote_file;
 
@@ -85,6 +85,20 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
     Ok(images)
 }
 
+/// The decoder's position in its compressed input, as the progress line
+/// reads it: the image ends count, the reporter reads, and neither knows
+/// the other.
+struct Decoding(Arc<image::InputProgress>);
+
+impl CompressedPosition for Decoding {
+    fn compressed(&self) -> Compressed {
+        Compressed {
+            read: self.0.consumed(),
+            total: self.0.total,
+        }
+    }
+}
+
 /// Threads for the codecs: every CPU this process may use.
 fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -123,10 +137,10 @@ impl Images {
 
     /// Where the compressed input stands, when it is being decoded
     /// (`--decompress`): the progress line and its ETA follow it.
-    pub fn compressed_position(&self) -> Option<Arc<dyn crate::progress::CompressedPosition>> {
+    pub fn compressed_position(&self) -> Option<Arc<dyn CompressedPosition>> {
         self.compressed
             .as_ref()
-            .map(|p| Arc::clone(p) as Arc<dyn crate::progress::CompressedPosition>)
+            .map(|p| Arc::new(Decoding(Arc::clone(p))) as Arc<dyn CompressedPosition>)
     }
 
     /// The input read through a block map (`--bmap`): the planner leaves
