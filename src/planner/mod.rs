@@ -374,10 +374,8 @@ pub fn bulk_shape(plan: &CopyPlan, facts: &Facts) -> Option<BulkShape> {
     // --bmap, --compress), read and write whole: bulk requests keep GNU's
     // records there. A stream cannot seek back; a read error then ends
     // the copy where it stands (see `engine::reader::bulk`).
-    if !facts.input.can.reads_whole
-        || !facts.output.can.reads_whole
-        || !(facts.input.seekable || !facts.input.can.reads_at)
-    {
+    let input_placed = facts.input.seekable || !facts.input.can.reads_at;
+    if !facts.input.can.reads_whole || !facts.output.can.reads_whole || !input_placed {
         return None;
     }
     // Whole input records per request, so records are counted per chunk;
