@@ -127,7 +127,7 @@ impl<'a> Runner<'a> {
         time_per_run: Duration,
         status: Status,
     ) -> Runner<'a> {
-        let method = if target.export.is_some() {
+        let method = if target.nbd.is_some() {
             "none: an NBD export is read from its server, where ddx keeps no cache (the \
              server's own caches are its own)"
         } else {
@@ -217,7 +217,7 @@ impl<'a> Runner<'a> {
     /// Write back and drop the target's cached pages; a failure is noted
     /// in the report rather than ending the bench.
     pub fn drop_cache(&mut self) {
-        if self.target.export.is_some() {
+        if self.target.nbd.is_some() {
             return;
         }
         let result = self

@@ -14,9 +14,9 @@
 //! and reports never import each other.
 
 pub mod args;
-pub mod export;
 pub mod interrupt;
 pub mod measure;
+pub mod nbd_target;
 pub mod progress;
 /// The block-size rule lives in the statistics leaf (`bs=auto` uses it
 /// too); re-exported here, where the bench applies it.
@@ -54,7 +54,7 @@ pub enum BenchError {
     },
     /// The copy's wrong-device guard refused the target, in its words.
     #[error("{0}")]
-    Refused(crate::guard::Refusal),
+    Refused(crate::guard::Hazard),
     /// SIGINT or SIGTERM arrived; the measuring stops, the report is made.
     #[error("interrupted")]
     Interrupted,

@@ -14,14 +14,14 @@ use crate::integrity::{Algorithm, ChunkDigests, HashJob, Tap};
 use crate::operands::{Conv, CopyPlan};
 use crate::progress::reporter::emit;
 use crate::progress::Reporter;
-use crate::rescue::{self, Request};
+use crate::rescue::{self, PositionalCopy};
 use crate::text::quote::quote_file;
 
 /// What ddx's own options ask for, checked.
 #[derive(Debug, Default)]
 pub struct Extras {
     /// A copy by position (`--rescue`, `--map`, `--resume`).
-    pub positional: Option<Request>,
+    pub positional: Option<PositionalCopy>,
     /// `--resume` continues from an existing map.
     pub resuming: bool,
     hash: Vec<Algorithm>,
@@ -87,7 +87,7 @@ impl Extras {
         };
         let (digests, chunks) = job.finish();
         let name = match &plan.input {
-            Some(path) => String::from_utf8_lossy(&crate::ends::remote::shown(path)).into_owned(),
+            Some(path) => String::from_utf8_lossy(&crate::ends::uri::shown(path)).into_owned(),
             None => "-".to_owned(),
         };
         let mut text = String::new();
@@ -157,7 +157,7 @@ fn read_back(
     reference: Option<Reference<'_>>,
     reporter: &Reporter,
 ) -> bool {
-    let quoted = quote_file(&crate::ends::remote::shown(output));
+    let quoted = quote_file(&crate::ends::uri::shown(output));
     match verify::verify(output, output_start, chunks, reference) {
         Ok(Verdict::Identical { bytes }) => {
             reporter.message(format!(

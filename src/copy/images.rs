@@ -21,8 +21,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::diagnostic::Diagnostic;
 use crate::ends::{self, End, Input, Output};
-use crate::engine::Diagnostic;
 use crate::image::{self, bmap::Recording, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport};
 use crate::operands::{CopyPlan, IoFlags};
 use crate::progress::{Compressed, CompressedPosition, Reporter};

@@ -21,8 +21,9 @@ pub use verbose::expected_bytes;
 
 use std::sync::Arc;
 
+use crate::diagnostic::{Diagnostic, Events};
 use crate::ends::{self, Input, Output};
-use crate::engine::{self, Counters, Diagnostic, Events, RunResult};
+use crate::engine::{self, Counters, RunResult};
 use crate::operands::{CopyPlan, StatusLevel};
 use crate::planner::{self, OutputProbe, Strategy};
 use crate::progress::{Reporter, Ticker};
@@ -123,12 +124,12 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     let remote_output = plan
         .output
         .as_deref()
-        .and_then(ends::remote::recognise)
+        .and_then(ends::uri::recognise)
         .and_then(Result::ok);
     let mut facts = planner::facts::gather(
         &input,
         match (&plan.output, &remote_output) {
-            (Some(_), Some(remote)) => OutputProbe::Remote(remote),
+            (Some(_), Some(remote)) => OutputProbe::Uri(remote),
             (Some(path), None) => OutputProbe::Path(path),
             (None, _) => OutputProbe::Stdout,
         },
@@ -242,11 +243,11 @@ fn stream(
     let input_start = input.offset;
     let plan = Arc::new(copying.plan.clone());
     if let Some(writes) = strategy.write_behind {
-        crate::ends::behind::wrap(output, writes.depth, writes.request);
+        crate::ends::write_behind::wrap(output, writes.depth, writes.request);
     }
     let mut input = input;
     if let Some(reads) = strategy.read_ahead {
-        crate::ends::ahead::wrap(&mut input, reads.depth, reads.request);
+        crate::ends::read_ahead::wrap(&mut input, reads.depth, reads.request);
     }
     let how = engine::backend::How {
         backend: strategy.backend,

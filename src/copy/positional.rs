@@ -5,12 +5,12 @@
 
 use std::path::Path;
 
+use crate::diagnostic::{Diagnostic, Events};
 use crate::ends::{Input, Output};
-use crate::engine::{Diagnostic, Events};
 use crate::integrity::Tap;
 use crate::operands::Conv;
 use crate::progress::Reporter;
-use crate::rescue::{self, mapfile::Map, Ended, Job, Request};
+use crate::rescue::{self, mapfile::Map, Ended, Job, PositionalCopy};
 use crate::text::quote::quote_file;
 
 use super::{Copying, Failure};
@@ -19,13 +19,13 @@ use super::{Copying, Failure};
 pub struct Aftermath {
     input_name: Vec<u8>,
     report: rescue::RescueOutcome,
-    request: Request,
+    request: PositionalCopy,
 }
 
 /// Run the copy; `Ok(failed)` with the aftermath, or a failure that ends
 /// ddx before the statistics.
 pub fn run(
-    request: &Request,
+    request: &PositionalCopy,
     resuming: bool,
     copying: &Copying<'_>,
     input: &mut Input,
@@ -94,7 +94,7 @@ pub fn run(
     };
     let report = rescue::run(job, counters, reporter).map_err(|_| {
         Failure::from(Diagnostic::NoMemory {
-            buffer: crate::engine::diagnostic::BufferKind::Input,
+            buffer: crate::diagnostic::BufferKind::Input,
             size: plan.input_block_size,
         })
     })?;

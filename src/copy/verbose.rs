@@ -7,8 +7,9 @@
 use std::sync::atomic::Ordering;
 
 use crate::ends::Discard;
+use crate::ends::Input;
 use crate::engine::cache::CachePolicy;
-use crate::engine::{Backend, Counters, Input};
+use crate::engine::{Backend, Counters};
 use crate::operands::CopyPlan;
 use crate::planner::cache::{Bound, Budget, Reason, NO_BUDGET_KEEP, PRESSURE_PERCENT};
 use crate::planner::{Crowded, Facts, InTurn, Strategy, CPU_CONTENDED_PERCENT};

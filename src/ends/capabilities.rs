@@ -135,7 +135,7 @@ impl Capabilities {
                 ..NONE
             },
             Kind::Directory | Kind::Other => NONE,
-            Kind::Remote => Capabilities {
+            Kind::NbdExport => Capabilities {
                 writes_at: true,
                 discards: Some(Discard::ZeroRequests),
                 extents: true,

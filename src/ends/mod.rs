@@ -24,14 +24,14 @@
 //! closes a file as usual; an upload is aborted). Nothing is finalised in
 //! `Drop`.
 
-pub mod ahead;
-pub mod behind;
 pub mod capabilities;
 pub mod file;
 pub mod nbd;
 pub mod object;
 pub mod open;
-pub mod remote;
+pub mod read_ahead;
+pub mod uri;
+pub mod write_behind;
 
 use std::fmt;
 use std::os::fd::BorrowedFd;
@@ -59,7 +59,7 @@ pub enum Kind {
     Other,
     /// A block device on another machine (an NBD export): positional, a
     /// fixed size, reads and writes at any offset.
-    Remote,
+    NbdExport,
     /// An object in a store (S3, HTTP): read by ranges, written whole,
     /// never in place.
     Object,
@@ -69,6 +69,22 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The kind, as the rest of a sentence names it ("of='p' is a pipe").
+    pub const fn described(self) -> &'static str {
+        match self {
+            Kind::RegularFile => "a regular file",
+            Kind::BlockDevice => "a block device",
+            Kind::CharDevice => "a character device",
+            Kind::Pipe => "a pipe",
+            Kind::Socket => "a socket",
+            Kind::Directory => "a directory",
+            Kind::Other => "not a file",
+            Kind::NbdExport => "an NBD export",
+            Kind::Object => "an object",
+            Kind::Stream => "a stream",
+        }
+    }
+
     /// What an end of this kind can do (see [`Capabilities::of`]).
     pub const fn capabilities(self) -> Capabilities {
         Capabilities::of(self)

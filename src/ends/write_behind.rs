@@ -328,7 +328,7 @@ pub fn wrap(output: &mut super::Output, depth: usize, request: usize) -> bool {
     }
 }
 
-/// What stands in an [`super::Output`] (or an input, `ends::ahead`) for
+/// What stands in an [`super::Output`] (or an input, `ends::read_ahead`) for
 /// the moment its end is being wrapped: never called.
 #[derive(Debug)]
 pub(super) struct Vacant;

@@ -13,10 +13,10 @@ use std::os::fd::AsFd;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 
+use crate::diagnostic::Events;
 use crate::ends::{Input, Output};
 use crate::engine::cache::{CachePolicy, DropBehind};
 use crate::engine::counters::Counters;
-use crate::engine::diagnostic::Events;
 use crate::engine::handoff::Waiting;
 use crate::engine::offload::Offloaded;
 use crate::engine::reader::{Closed, Event, Reader, Sink, Stop};

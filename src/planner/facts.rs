@@ -15,7 +15,7 @@ use std::path::Path;
 
 use rustix::fs::{AtFlags, FileType, OFlags};
 
-use crate::ends::remote::Remote;
+use crate::ends::uri::UriEnd;
 use crate::ends::{Capabilities, Input, Kind};
 use crate::engine::depth::{self, QueueHint};
 use crate::sys::block::{self, DeviceNumber};
@@ -161,7 +161,7 @@ pub enum OutputProbe<'a> {
     /// Standard output, inherited.
     Stdout,
     /// `of=URI`: an end on another machine, as its URI names it.
-    Remote(&'a Remote),
+    Uri(&'a UriEnd),
 }
 
 /// What a remote end's queue can take: a network block device or an
@@ -249,8 +249,8 @@ fn without_descriptor(kind: Kind, can: Capabilities) -> EndFacts {
 
 /// The facts of a further output (`--tee=PATH`), as of= would have them.
 pub fn output_facts_at(path: &Path) -> EndFacts {
-    match crate::ends::remote::recognise(path) {
-        Some(Ok(remote)) => output_facts(OutputProbe::Remote(&remote)),
+    match crate::ends::uri::recognise(path) {
+        Some(Ok(remote)) => output_facts(OutputProbe::Uri(&remote)),
         // A URI of a remote scheme that cannot be right: an end on
         // another machine all the same, which would fail to open.
         Some(Err(_)) => without_descriptor(
@@ -266,7 +266,7 @@ pub fn output_facts_at(path: &Path) -> EndFacts {
 
 fn output_facts(output: OutputProbe<'_>) -> EndFacts {
     match output {
-        OutputProbe::Remote(remote) => without_descriptor(remote.kind(), remote.capabilities()),
+        OutputProbe::Uri(remote) => without_descriptor(remote.kind(), remote.capabilities()),
         OutputProbe::Stdout => {
             let stdout = std::io::stdout();
             let fd = stdout.as_fd();

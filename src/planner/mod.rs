@@ -53,7 +53,7 @@ pub struct Strategy {
     pub read_ahead: Option<WritesInFlight>,
 }
 
-/// Several direct writes in flight (`ends::behind`): how many, of up to
+/// Several direct writes in flight (`ends::write_behind`): how many, of up to
 /// how many bytes each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WritesInFlight {
@@ -260,7 +260,7 @@ fn local_storage(end: &EndFacts) -> bool {
     end.can.local_storage && end.descriptor && !end.null_device
 }
 
-/// Whether reads of the input go several at once (`ends::ahead`).
+/// Whether reads of the input go several at once (`ends::read_ahead`).
 ///
 /// Under `iflag=direct` the kernel reads nothing ahead, so each record's
 /// read waits for the device however deep its queue. A reader thread
@@ -291,7 +291,7 @@ pub fn read_ahead(request: &Request, facts: &Facts, backend: Backend) -> Option<
     })
 }
 
-/// Whether writes to the output go several at once (`ends::behind`).
+/// Whether writes to the output go several at once (`ends::write_behind`).
 ///
 /// Under `oflag=direct` each write waits for the device, so GNU's loop
 /// (and a writer thread) keeps one request in flight however deep the

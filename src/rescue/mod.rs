@@ -23,8 +23,8 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::diagnostic::Events;
 use crate::engine::counters::{add, bump, Counters};
-use crate::engine::Events;
 use crate::integrity::Tap;
 use rustix::fs::OFlags;
 
@@ -44,7 +44,7 @@ pub const DEFAULT_SECTOR: usize = 512;
 
 /// What the positional copy is asked to do, from ddx's options.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Request {
+pub struct PositionalCopy {
     /// `--rescue`: retry failed reads sector by sector.
     pub rescue: bool,
     /// Where the map is kept, if anywhere.
@@ -70,7 +70,7 @@ pub fn request(
     map: Option<&Path>,
     resume: bool,
     sector: Option<usize>,
-) -> Request {
+) -> PositionalCopy {
     let (map_path, map_is_checkpoint) = match (map, &plan.output) {
         (Some(path), _) => (Some(path.to_path_buf()), false),
         (None, Some(output)) if resume => {
@@ -80,7 +80,7 @@ pub fn request(
         }
         (None, _) => (None, false),
     };
-    Request {
+    PositionalCopy {
         rescue,
         map_path,
         resume,
@@ -92,7 +92,7 @@ pub fn request(
 /// Whether this request continues an earlier copy: a map to resume from
 /// exists. An existing map whose output is missing is an error (its
 /// finished ranges would be lost).
-pub fn resuming(request: &Request, plan: &CopyPlan) -> Result<bool, String> {
+pub fn resuming(request: &PositionalCopy, plan: &CopyPlan) -> Result<bool, String> {
     let Some(map) = &request.map_path else {
         return Ok(false);
     };

@@ -18,9 +18,9 @@ mod skip;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
+use crate::diagnostic::{BufferKind, Diagnostic};
 use crate::ends::Input;
 use crate::engine::cache::CacheDropper;
-use crate::engine::diagnostic::{BufferKind, Diagnostic};
 use crate::engine::shape::BulkShape;
 use crate::operands::{CopyPlan, IoFlags, StatusLevel};
 use crate::sys::buffer::AlignedBuf;

@@ -431,7 +431,7 @@ struct EndName {
 
 impl EndName {
     fn named(operand: &str, path: &Path) -> EndName {
-        let shown = crate::ends::remote::shown(path);
+        let shown = crate::ends::uri::shown(path);
         EndName {
             quoted: format!("{operand}={}", quote_file(&shown)),
             plain: format!("{operand}={}", String::from_utf8_lossy(&shown)),
@@ -482,7 +482,7 @@ enum Unmet {
 fn lacks(does: &'static str, kind: Kind, which: &str) -> Option<Unmet> {
     Some(Unmet::Lacks {
         does,
-        lacks: format!("is {}, {which}", what(kind)),
+        lacks: format!("is {}, {which}", kind.described()),
     })
 }
 
@@ -518,7 +518,7 @@ fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
         Need::Positions if end.can.written_whole => Some(Unmet::CannotBeUsed(format!(
             "{} is uploaded whole, in order, and an interrupted upload is aborted, so there \
              is no part of it to resume",
-            what(end.kind)
+            end.kind.described()
         ))),
         Need::Positions => lacks(
             "writes the output by position",
@@ -544,9 +544,10 @@ fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
             "where nothing can be discarded",
         ),
         Need::Writable => end.can.read_only.map(Unmet::Said),
-        Need::Piecewise(why) if end.can.written_whole => {
-            Some(Unmet::CannotBeUsed(format!("{} {why}", what(end.kind))))
-        }
+        Need::Piecewise(why) if end.can.written_whole => Some(Unmet::CannotBeUsed(format!(
+            "{} {why}",
+            end.kind.described()
+        ))),
         Need::Piecewise(_) => None,
         Need::Local if end.can.served => Some(Unmet::Said(
             "a further output is a file or a device, not a remote end",
@@ -580,7 +581,7 @@ fn map_place(option: &str, request: &Request, facts: &Facts) -> Result<(), Refus
             "--resume keeps its map beside the output, and {} is {}: name the map with \
              --map=FILE",
             EndName::output(request.plan.output.as_deref()).quoted,
-            what(facts.output.kind)
+            facts.output.kind.described()
         )));
     }
     let Some(place) = &facts.beside.map else {
@@ -640,7 +641,7 @@ fn place_refusal(
     if let Some(kind) = place.kind.filter(|kind| *kind != Kind::RegularFile) {
         return Err(Refusal(format!(
             "{named} is {}, not a file ddx may write",
-            what(kind)
+            kind.described()
         )));
     }
     // An end is the same file as the place, or, where neither exists
@@ -663,22 +664,6 @@ fn place_refusal(
         )));
     }
     Ok(())
-}
-
-/// A kind of end, as the rest of a sentence names it.
-fn what(kind: Kind) -> &'static str {
-    match kind {
-        Kind::RegularFile => "a regular file",
-        Kind::BlockDevice => "a block device",
-        Kind::CharDevice => "a character device",
-        Kind::Pipe => "a pipe",
-        Kind::Socket => "a socket",
-        Kind::Directory => "a directory",
-        Kind::Other => "not a file",
-        Kind::Remote => "an NBD export",
-        Kind::Object => "an object",
-        Kind::Stream => "a stream",
-    }
 }
 
 #[cfg(test)]

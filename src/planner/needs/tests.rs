@@ -53,7 +53,7 @@ fn end(e: E) -> EndFacts {
         },
         E::Pipe => with_fd(Kind::Pipe),
         E::Socket => with_fd(Kind::Socket),
-        E::Export => EndFacts::of_kind(Kind::Remote),
+        E::Export => EndFacts::of_kind(Kind::NbdExport),
         E::Stream => EndFacts::of_kind(Kind::Stream),
     }
 }
