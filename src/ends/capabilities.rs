@@ -151,6 +151,13 @@ impl Capabilities {
                 reads_whole: true,
                 ..NONE
             },
+            // Storage without a descriptor or a server; a checker of
+            // `--hash-file` would not know its name.
+            Kind::Memory => Capabilities {
+                writes_at: true,
+                reads_again: false,
+                ..STORAGE
+            },
         }
     }
 

@@ -26,6 +26,7 @@
 
 pub mod capabilities;
 pub mod file;
+pub mod memory;
 pub mod nbd;
 pub mod object;
 pub mod open;
@@ -66,6 +67,8 @@ pub enum Kind {
     /// A stream ddx makes or consumes itself (decompression, compression):
     /// sequential only.
     Stream,
+    /// A file held in memory while the copy runs (`mem:PATH`).
+    Memory,
 }
 
 impl Kind {
@@ -82,6 +85,7 @@ impl Kind {
             Kind::NbdExport => "an NBD export",
             Kind::Object => "an object",
             Kind::Stream => "a stream",
+            Kind::Memory => "a file held in memory",
         }
     }
 

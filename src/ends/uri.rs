@@ -1,6 +1,6 @@
 //! Ends named by a URI in `if=`/`of=`: an NBD export (`nbd://`,
-//! `nbd+unix://`, ...) or an object (`s3://BUCKET/KEY`, and for reading
-//! `http://` and `https://`). A value is taken as a URI only when no file of
+//! `nbd+unix://`, ...), an object (`s3://BUCKET/KEY`, and for reading
+//! `http://` and `https://`), or a file held in memory (`mem:PATH`). A value is taken as a URI only when no file of
 //! that name exists, nor the directory its first component would be
 //! (`nbd+unix:` in `nbd+unix:///?socket=...`, where GNU dd would create
 //! a file): GNU dd could not open such a name, so no GNU behaviour
@@ -8,8 +8,9 @@
 //! one only tells them apart (one arm each in [`recognise_in`], [`open`]
 //! and [`UriEnd::kind`]) and opens them.
 
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
+use super::memory;
 use super::nbd::{self, NbdUri};
 use super::object::{self, ObjectUrl};
 use super::{Capabilities, End, Kind};
@@ -20,6 +21,8 @@ use crate::sys::Errno;
 pub enum UriEnd {
     Nbd(NbdUri),
     Object(ObjectUrl),
+    /// `mem:PATH`: the file at PATH, held in memory.
+    Memory(PathBuf),
 }
 
 impl UriEnd {
@@ -27,6 +30,7 @@ impl UriEnd {
         match self {
             UriEnd::Nbd(_) => Kind::NbdExport,
             UriEnd::Object(_) => Kind::Object,
+            UriEnd::Memory(_) => Kind::Memory,
         }
     }
 
@@ -71,6 +75,9 @@ fn recognise_in(base: &Path, value: &Path) -> Option<Result<UriEnd, String>> {
             return None;
         }
     }
+    if let Some(parsed) = memory::recognise(text) {
+        return Some(parsed.map(UriEnd::Memory));
+    }
     if let Some(parsed) = nbd::recognise(text) {
         return Some(parsed.map(UriEnd::Nbd).map_err(|e| e.0));
     }
@@ -96,6 +103,12 @@ pub fn open(named: &UriEnd, writing: bool) -> Result<Box<dyn End>, UriError> {
     match named {
         UriEnd::Nbd(uri) => open_nbd(uri, writing),
         UriEnd::Object(url) => open_object(url, writing),
+        UriEnd::Memory(path) => memory::MemoryEnd::open(path, writing)
+            .map(|end| Box::new(end) as Box<dyn End>)
+            .map_err(|e| UriError {
+                errno: e.errno,
+                detail: e.detail,
+            }),
     }
 }
 
@@ -182,6 +195,10 @@ mod tests {
             Some(Err(_))
         ));
         assert_eq!(recognise_in(base, Path::new("s3:disk")), None);
+        assert_eq!(
+            recognise_in(base, Path::new("mem:disk.img")),
+            Some(Ok(UriEnd::Memory("disk.img".into())))
+        );
         // A directory named like the scheme: GNU dd would write into it.
         std::fs::create_dir(base.join("nbd+unix:")).unwrap();
         assert_eq!(recognise_in(base, uri), None);
