@@ -347,6 +347,28 @@ impl Target {
     }
 }
 
+#[cfg(test)]
+impl Target {
+    /// A file target that is never opened, for unit tests of what the
+    /// runner and the reports make of samples (the passes and the cache
+    /// drops are a fake device's).
+    pub fn unopened(len: u64) -> Target {
+        Target {
+            given: PathBuf::from("unopened"),
+            path: PathBuf::from("unopened"),
+            kind: Given::File,
+            can: Given::File.end().capabilities(),
+            len,
+            full_len: len,
+            read_only: None,
+            created: false,
+            device: DeviceInfo::default(),
+            nbd: None,
+            _temp: None,
+        }
+    }
+}
+
 /// An export's smallest request and the unit of its working set: whole
 /// 4 KiB blocks, what servers take without read-modify-write.
 const EXPORT_BLOCK: u64 = 4096;

@@ -26,6 +26,8 @@ pub struct HowItRan {
     cache: String,
     offload_tried: bool,
     splice: bool,
+    /// The io_uring backend was chosen: say whether its ring copied.
+    uring: bool,
     /// bs=auto's choice, and why.
     block_size: Option<String>,
     /// `--trim`, and how the output discards.
@@ -63,6 +65,7 @@ impl HowItRan {
             write_behind,
             read_ahead,
         } = strategy;
+        let uring = matches!(backend, Backend::Uring { .. });
         let how = if settings.backend.is_some() {
             "as asked"
         } else {
@@ -121,6 +124,7 @@ impl HowItRan {
             cache,
             offload_tried: shaping.offload_unit.is_some(),
             splice: shaping.splice,
+            uring,
             block_size: None,
             trim: None,
             cpu_before: None,
@@ -139,6 +143,7 @@ impl HowItRan {
             ),
             cache: "left to the kernel".to_owned(),
             offload_tried: false,
+            uring: false,
             splice: false,
             block_size: None,
             trim: None,
@@ -212,6 +217,19 @@ impl HowItRan {
         } else {
             self.cache.clone()
         };
+        let uring = self.uring.then(|| {
+            let copied = counters.bytes_by_uring.load(Ordering::Acquire);
+            if counters.uring_unavailable.load(Ordering::Acquire) {
+                "no ring could be set up here: threads copied instead".to_owned()
+            } else if copied > 0 {
+                format!("the ring copied {copied} bytes")
+            } else {
+                "not used: threads copied (the ring takes a bulk copy between \
+                 descriptors, without --hash, --verify, --trim or conv=sparse, from \
+                 an input without holes)"
+                    .to_owned()
+            }
+        });
         if let Some(block_size) = &self.block_size {
             reporter.message(format_args!("block size: {block_size}"));
         }
@@ -220,14 +238,18 @@ impl HowItRan {
             let refused = counters.bytes_discard_refused.load(Ordering::Acquire);
             reporter.message(format_args!("trim: {}", trim_line(how, discarded, refused)));
         }
-        for (what, text) in [
-            ("backend", self.backend.as_str()),
-            ("requests", self.requests.as_str()),
-            ("cache", cache.as_str()),
-            ("offload", offload.as_str()),
-            ("CPU", cpu.as_str()),
-        ] {
-            reporter.message(format_args!("{what}: {text}"));
+        let lines = [
+            ("backend", Some(self.backend.as_str())),
+            ("io_uring", uring.as_deref()),
+            ("requests", Some(self.requests.as_str())),
+            ("cache", Some(cache.as_str())),
+            ("offload", Some(offload.as_str())),
+            ("CPU", Some(cpu.as_str())),
+        ];
+        for (what, text) in lines {
+            if let Some(text) = text {
+                reporter.message(format_args!("{what}: {text}"));
+            }
         }
     }
 }
