@@ -323,10 +323,12 @@ fn resolve_auto_block_size(
         engine::auto_block::ProbeEnd {
             fd: input_fd,
             direct: plan.input_flags.contains(IoFlags::DIRECT),
+            can: input.end.capabilities(),
         },
         engine::auto_block::ProbeEnd {
             fd: output_fd,
             direct: plan.output_flags.contains(IoFlags::DIRECT),
+            can: output.end.capabilities(),
         },
         here.max(0) as u64 + skip,
     );
