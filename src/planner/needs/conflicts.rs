@@ -34,20 +34,21 @@ fn image_options(request: &Request) -> Option<&'static str> {
     ])
 }
 
-/// The copy by position asked for (`--rescue`, `--resume`, `--map`), as
-/// messages name it.
+/// The copy by position asked for (`--rescue`, `--retry-passes`,
+/// `--resume`, `--map`), as messages name it.
 fn positional_option(request: &Request) -> Option<&'static str> {
     let settings = &request.settings;
     first_given([
         (settings.rescue, "--rescue"),
+        (settings.retry_passes.is_some(), "--retry-passes"),
         (settings.resume, "--resume"),
         (settings.map.is_some(), "--map"),
     ])
 }
 
-/// A copy by position (`--rescue`, `--resume`, `--map`) reads each byte
-/// from its place and writes it to its place: two named ends, bytes
-/// unchanged, nothing that moves them.
+/// A copy by position (`--rescue`, `--retry-passes`, `--resume`, `--map`)
+/// reads each byte from its place and writes it to its place: two named
+/// ends, bytes unchanged, nothing that moves them.
 pub fn positional(request: &Request) -> Checked {
     let Some(what) = positional_option(request) else {
         return Ok(());
@@ -73,7 +74,9 @@ pub fn positional(request: &Request) -> Checked {
              the same place"
         ));
     }
-    if plan.conv.contains(Conv::NOERROR) != plan.conv.contains(Conv::SYNC) && !settings.rescue {
+    // A rescue (--retry-passes is one) retries what fails instead.
+    let rescue = settings.rescue || settings.retry_passes.is_some();
+    if plan.conv.contains(Conv::NOERROR) != plan.conv.contains(Conv::SYNC) && !rescue {
         return refuse(format!(
             "{what} needs conv=noerror and conv=sync together (or --rescue): without \
              padding, every read error would move the rest of the output"
@@ -178,10 +181,9 @@ pub fn hash_file(request: &Request) -> Checked {
 /// position; a copy by position writes each chunk as it reads it, zeros
 /// included).
 pub fn trim(request: &Request) -> Checked {
-    let settings = &request.settings;
     let other = if request.plan.output_flags.contains(IoFlags::APPEND) {
         Some("oflag=append: an appended output is written at its end, not where its zeros would be discarded")
-    } else if settings.rescue || settings.resume || settings.map.is_some() {
+    } else if positional_option(request).is_some() {
         Some("--rescue, --map and --resume: a copy by position writes each chunk as it reads it")
     } else {
         None

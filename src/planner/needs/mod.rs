@@ -219,6 +219,14 @@ pub const TABLE: &[Row] = &[
         conflicts::sector_size,
     ),
     row(
+        "--retry-passes",
+        |r| r.settings.retry_passes.is_some(),
+        Need::Positions,
+        Need::Positions,
+        WritesBeside::Nothing,
+        conflicts::positional,
+    ),
+    row(
         "--verify",
         |r| r.settings.verify,
         Need::Any,

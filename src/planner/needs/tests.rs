@@ -540,3 +540,24 @@ fn request_with_tee_and(set: impl FnOnce(&mut Settings)) -> Request {
     set(&mut settings);
     request(&["if=a", "of=b"], settings)
 }
+
+/// `--retry-passes` is a rescue: refused where one is, in its own name.
+#[test]
+fn retry_passes_are_held_to_a_rescue() {
+    let settings = asked(|s| s.retry_passes = Some(3));
+    assert!(check(&request(
+        &["if=a", "of=b", "conv=noerror"],
+        settings.clone()
+    ))
+    .is_ok());
+    assert!(
+        check(&request(&["if=a", "of=b", "conv=swab"], settings.clone()))
+            .unwrap_err()
+            .to_string()
+            .starts_with("--retry-passes cannot be combined with conv=swab")
+    );
+    assert_eq!(
+        accepted(&settings, &["if=a", "of=b"]),
+        every_pair_where(POSITIONAL_IN, POSITIONAL_OUT)
+    );
+}
