@@ -23,6 +23,7 @@ mod guard;
 mod guide;
 mod image;
 mod image_copy;
+mod layers;
 #[cfg(feature = "nbd")]
 mod nbd;
 #[cfg(feature = "nbd")]
