@@ -317,11 +317,17 @@ pub const ENDS: &[EndSpec] = &[
         form: "http(s)://HOST/PATH",
         help: "an object a web server serves: http://... or https://..., as if= only",
     },
+    EndSpec {
+        form: "mem:PATH",
+        help: "the file PATH held whole in memory while the copy runs (at most 4 GiB) and, \
+               as of=, written back when the copy ends: an end without a descriptor, for \
+               testing",
+    },
 ];
 
 /// When a word is taken as a URI.
 pub const URI_RULE: &str = "A value of if= or of= is taken as a URI only when it begins with \
-one of these schemes and '://', and no file of that name exists, nor the directory its first \
+one of these schemes and '://' (or with mem:), and no file of that name exists, nor the directory its first \
 component would be: GNU dd could not open such a name, so nothing GNU dd does changes. To \
 name a file that looks like a URI, write ./ before it.";
 

@@ -307,8 +307,11 @@ fn help_begins_with_gnu_dds_help_word_for_word() {
         "nbds://",
         "nbd+unix://",
         "nbds+unix://",
+        "nbd+vsock://",
         "s3://",
+        "http://",
         "https://",
+        "mem:",
     ] {
         assert!(additions.contains(end), "{end}");
     }
