@@ -113,7 +113,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     // for, up to the statistics.
     reporter.start_clock();
     let cpu_at_start = crate::sys::usage::cpu_times();
-    let input = ends::open::open_input(plan)?;
+    let input = ends::open::open_input(plan, request.settings.passthrough())?;
     let mut input = images.wrap_input(input, plan)?;
     let mut facts = planner::facts::gather(
         &input,
@@ -143,7 +143,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     planner::needs::admit_tees(&request, &tees)
         .map_err(|refusal| Failure::Refused(refusal.to_string()))?;
     let mut warnings = Vec::new();
-    let output = ends::open::open_output(plan, &mut warnings)?;
+    let output = ends::open::open_output(plan, request.settings.passthrough(), &mut warnings)?;
     let mut output = images.wrap_output(output, plan, &mut warnings)?;
     // The wrapped ends are what the planner plans for.
     facts.input.mapped = images.mapped();
@@ -182,10 +182,11 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
                 tap,
             )?;
             ticker.stop();
-            let report = request
-                .settings
-                .verbose
-                .then(|| verbose::HowItRan::positional(plan).with_cpu_since(cpu_at_start));
+            let report = request.settings.verbose.then(|| {
+                verbose::HowItRan::positional(plan)
+                    .with_cpu_since(cpu_at_start)
+                    .with_ends(input.end.describe(), output.end.describe())
+            });
             close(input, output)?;
             (failed, Some(aftermath), report)
         }
@@ -196,6 +197,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
                     .with_trim(request.settings.trim, output.end.kind())
                     .with_block_choice(block_choice.as_ref())
                     .with_cpu_since(cpu_at_start)
+                    .with_ends(input.end.describe(), output.end.describe())
             });
             let (failed, input) = stream(strategy, tap, &copying, input, &mut output)?;
             ticker.stop();

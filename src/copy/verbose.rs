@@ -31,6 +31,9 @@ pub struct HowItRan {
     trim: Option<Kind>,
     /// CPU time already used when the copy started (start-up, opening).
     cpu_before: Option<(std::time::Duration, std::time::Duration)>,
+    /// How each end reaches its device, where that says something (a
+    /// passthrough node's commands): ("input", ...), ("output", ...).
+    ends: Vec<(&'static str, String)>,
 }
 
 /// Why the reads and writes take turns.
@@ -123,6 +126,7 @@ impl HowItRan {
             block_size: None,
             trim: None,
             cpu_before: None,
+            ends: Vec::new(),
         }
     }
 
@@ -142,6 +146,7 @@ impl HowItRan {
             block_size: None,
             trim: None,
             cpu_before: None,
+            ends: Vec::new(),
         }
     }
 
@@ -151,6 +156,16 @@ impl HowItRan {
         start: Option<(std::time::Duration, std::time::Duration)>,
     ) -> Self {
         self.cpu_before = start;
+        self
+    }
+
+    /// Say how the ends reach their devices, where they say (see
+    /// `End::describe`).
+    pub fn with_ends(mut self, input: Option<String>, output: Option<String>) -> Self {
+        self.ends = [("input", input), ("output", output)]
+            .into_iter()
+            .filter_map(|(which, text)| Some((which, text?)))
+            .collect();
         self
     }
 
@@ -219,6 +234,9 @@ impl HowItRan {
                 "trim: {}",
                 trim_line(kind, discarded, refused)
             ));
+        }
+        for (which, text) in &self.ends {
+            reporter.message(format_args!("{which}: {text}"));
         }
         for (what, text) in [
             ("backend", self.backend.as_str()),

@@ -30,6 +30,7 @@ pub mod file;
 pub mod nbd;
 pub mod object;
 pub mod open;
+pub mod passthrough;
 pub mod remote;
 
 use std::fmt;
@@ -260,6 +261,28 @@ pub trait End: Send + fmt::Debug {
         Ok(())
     }
 
+    /// After a read failed: the offset of the first byte the device said
+    /// it could not read, where it said so (a SCSI disk's sense data
+    /// names the block). A copy by position then reads everything before
+    /// it in one piece, and retries sector by sector only from there.
+    fn failed_at(&self) -> Option<u64> {
+        None
+    }
+
+    /// The logical block of a disk the end addresses by block number (a
+    /// passthrough node's): the unit of its commands, and what a bad
+    /// block's number counts in. None for ends addressed by byte.
+    fn logical_block(&self) -> Option<u32> {
+        None
+    }
+
+    /// How the end reaches its device, where that is worth a line of
+    /// `--verbose` (a passthrough node: which commands, how many in
+    /// flight).
+    fn describe(&self) -> Option<String> {
+        None
+    }
+
     /// More about the last error than its errno, once (a server's
     /// message, a checksum mismatch), for a line after GNU's.
     fn take_detail(&mut self) -> Option<String> {
@@ -341,6 +364,21 @@ macro_rules! forward_to_inner {
     (@one settle) => {
         fn settle(&mut self) -> Result<(), $crate::sys::Errno> {
             self.inner.settle()
+        }
+    };
+    (@one failed_at) => {
+        fn failed_at(&self) -> Option<u64> {
+            self.inner.failed_at()
+        }
+    };
+    (@one logical_block) => {
+        fn logical_block(&self) -> Option<u32> {
+            self.inner.logical_block()
+        }
+    };
+    (@one describe) => {
+        fn describe(&self) -> Option<String> {
+            self.inner.describe()
         }
     };
     (@one take_detail) => {

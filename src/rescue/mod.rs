@@ -259,12 +259,18 @@ pub fn input_size(input: &mut dyn End) -> Result<u64, Errno> {
     }
 }
 
-/// The input's logical sector size (BLKSSZGET for a block device).
+/// The input's logical sector size (its logical block, where the end
+/// addresses one; BLKSSZGET for a block device).
 pub fn logical_sector(input: &dyn End) -> usize {
     input
-        .fd()
-        .and_then(|fd| rustix::fs::ioctl_blksszget(fd).ok())
-        .map(|s| s as usize)
+        .logical_block()
+        .map(|b| b as usize)
+        .or_else(|| {
+            input
+                .fd()
+                .and_then(|fd| rustix::fs::ioctl_blksszget(fd).ok())
+                .map(|s| s as usize)
+        })
         .filter(|s| s.is_power_of_two() && *s >= 512)
         .unwrap_or(DEFAULT_SECTOR)
 }
@@ -377,7 +383,19 @@ impl Copier<'_, '_> {
         let bad_from = pos + got as u64;
         let bad_len = want - got;
         if self.job.rescue {
-            self.retry_sectors(bad_from, bad_len)?;
+            // Where the device named the first bad byte (a SCSI disk's
+            // sense data), everything before it reads in one piece, and
+            // the sector-by-sector retries start there.
+            let named = self
+                .job
+                .input
+                .failed_at()
+                .filter(|&at| at > bad_from && at < pos + want as u64);
+            let retry_from = match named {
+                Some(at) => bad_from + self.read_before(bad_from, (at - bad_from) as usize)? as u64,
+                None => bad_from,
+            };
+            self.retry_sectors(retry_from, (pos + want as u64 - retry_from) as usize)?;
         } else if self.job.pad_failed_chunks {
             self.write_bad(bad_from, bad_len)?;
         } else {
@@ -387,6 +405,19 @@ impl Copier<'_, '_> {
             });
         }
         Ok(Some(want))
+    }
+
+    /// Read `len` bytes at `from`, which the device said are readable,
+    /// in one request, and write what came: how much did.
+    fn read_before(&mut self, from: u64, len: usize) -> Result<usize, Ended> {
+        let input = &mut self.job.input;
+        let Filled { len: got, .. } = fill(&mut self.buf.as_mut_slice()[..len], |rest, done| {
+            input.read_at(rest, from + done)
+        });
+        if got > 0 {
+            self.write_good(from, got, false)?;
+        }
+        Ok(got)
     }
 
     /// Read `[from, from+len)` one sector (or less, at the edges) at a time.

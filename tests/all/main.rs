@@ -29,6 +29,7 @@ mod nbd_cli;
 mod object;
 #[cfg(feature = "object")]
 mod object_copy;
+mod passthrough;
 mod progress;
 mod refusals;
 mod rescue;

@@ -23,6 +23,7 @@ pub mod bytes;
 pub mod cgroup;
 pub mod cmd;
 pub mod fixture;
+pub mod guest;
 pub mod images;
 pub mod nbd;
 #[cfg(feature = "object")]
