@@ -355,18 +355,18 @@ impl Guest {
             qemu.args(["-device", "virtio-scsi-pci,id=scsi"])
                 .arg("-drive")
                 .arg(format!(
-                    "if=none,id=sd0,file={},format=raw,cache=writeback",
+                    "if=none,id=scsidisk,file={},format=raw,cache=writeback",
                     disk.image.display()
                 ))
-                .args(["-device", "scsi-hd,drive=sd0,serial=ddxscsi"]);
+                .args(["-device", "scsi-hd,drive=scsidisk,serial=ddxscsi"]);
         }
         if let Some(disk) = &self.nvme {
             qemu.arg("-drive")
                 .arg(format!(
-                    "if=none,id=nv0,file={},format=raw,cache=writeback",
+                    "if=none,id=nvmedisk,file={},format=raw,cache=writeback",
                     disk.image.display()
                 ))
-                .args(["-device", "nvme,serial=ddxnvme,drive=nv0"]);
+                .args(["-device", "nvme,serial=ddxnvme,drive=nvmedisk"]);
         }
         let mut child = qemu
             .stdin(Stdio::null())
