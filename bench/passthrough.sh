@@ -13,9 +13,6 @@
 #     against fio --ioengine=io_uring_cmd --cmd_type=nvme --rw=read
 #     --bs=64k --iodepth=QD (default QD 8), and the same writing.
 #     Bar: ddx's throughput >= 0.9x fio's.
-#  3. ddx bench seq-read and seq-write on /dev/sg0 and /dev/ng0n1 beside
-#     fio's sg and io_uring_cmd engines at the same request size and one
-#     request in flight (figures printed, no bar).
 # Each figure is taken ROUNDS times (default 5), ddx and its peer back to
 # back in alternating order; the verdict is the median of the per-round
 # ratios. The emulated machine's absolute speed means nothing: only the
@@ -89,30 +86,38 @@ qd=$qd
 EOF
 cat >>"$dir/share/run.sh" <<'EOF'
 exec >/tmp/out/report.txt 2>&1
-now() { date +%s%N; }
-# seconds taken by a command, its output dropped
-took() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1 || echo "FAILED: $*" >&2; t1=$(now); echo "$(( (t1 - t0) / 1000 ))"; }
+# Every program from the guest's tmpfs, not over 9p: a copy's time is
+# the copy's, not the loading of its binary.
+cp "$ddx" /tmp/ddx; cp "$(command -v sgp_dd)" /tmp/sgp_dd
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 blocks=$((size_mib * 2048))
-# fio's bandwidth in bytes per second (its JSON), over the whole namespace
+# Each side's own account of its copy: ddx's statistics (seconds, from
+# before its ends are opened), sgp_dd's time=1 line (seconds), fio's
+# bandwidth (bytes per second, its JSON).
+ddx_secs() { /tmp/ddx "$@" 2>&1 >/dev/null | sed -n 's/.* copied, \([0-9.e-]*\) s,.*/\1/p'; }
+sgp_secs() { /tmp/sgp_dd "$@" time=1 2>&1 | sed -n 's/.*time to transfer data was \([0-9.]*\) secs.*/\1/p'; }
 fio_bw() { fio --name=x --ioengine=io_uring_cmd --cmd_type=nvme --filename=/dev/ng0n1 \
   --rw="$1" --bs=64k --iodepth="$qd" --size=100% --output-format=json 2>/dev/null |
-  tr -d ' \n' | sed 's/.*"'"$2"'":{"io_bytes":[0-9]*,"io_kbytes":[0-9]*,"bw_bytes":\([0-9]*\).*/\1/'; }
-echo "guest: $(nproc) CPU, $size_mib MiB disks, $rounds rounds, queue depth $qd for NVMe"
+  tr -d ' \n' | sed 's/.*"'"$1"'":{"io_bytes":[0-9]*,"io_kbytes":[0-9]*,"bw_bytes":\([0-9]*\).*/\1/'; }
+echo "guest: $(nproc) CPUs, $size_mib MiB disks, $rounds rounds, queue depth $qd for NVMe"
 
 for dir in read write; do
   ratios=
   for round in $(seq "$rounds"); do
     if [ "$dir" = read ]; then
-      a="$ddx if=/dev/sg0 of=/dev/null bs=64k"
-      b="sgp_dd if=/dev/sg0 of=/dev/null bs=512 bpt=128 thr=4"
+      set -- if=/dev/sg0 of=/dev/null
     else
-      a="$ddx if=/dev/zero of=/dev/sg0 bs=64k count=$((size_mib * 16))"
-      b="sgp_dd if=/dev/zero of=/dev/sg0 bs=512 bpt=128 thr=4 count=$blocks"
+      set -- if=/dev/zero of=/dev/sg0
     fi
-    if [ $((round % 2)) -eq 1 ]; then ta=$(took $a); tb=$(took $b); else tb=$(took $b); ta=$(took $a); fi
+    if [ $((round % 2)) -eq 1 ]; then
+      ta=$(ddx_secs "$@" bs=64k count=$((size_mib * 16)))
+      tb=$(sgp_secs "$@" bs=512 bpt=128 thr=4 count=$blocks)
+    else
+      tb=$(sgp_secs "$@" bs=512 bpt=128 thr=4 count=$blocks)
+      ta=$(ddx_secs "$@" bs=64k count=$((size_mib * 16)))
+    fi
     ratios="$ratios $(awk -v a="$ta" -v b="$tb" 'BEGIN { printf "%.4f", a / b }')"
-    echo "sg $dir round $round: ddx $ta us, sgp_dd thr=4 $tb us"
+    echo "sg $dir round $round: ddx $ta s, sgp_dd thr=4 $tb s"
   done
   echo "sg $dir: median ddx/sgp_dd time ratio $(echo $ratios | tr ' ' '\n' | median) (bar <= 1.0)"
 done
@@ -121,27 +126,21 @@ for dir in read write; do
   ratios=
   for round in $(seq "$rounds"); do
     if [ "$dir" = read ]; then
-      a="$ddx if=/dev/ng0n1 of=/dev/null bs=64k --queue-depth=$qd"
+      set -- if=/dev/ng0n1 of=/dev/null
     else
-      a="$ddx if=/dev/zero of=/dev/ng0n1 bs=64k count=$((size_mib * 16)) --queue-depth=$qd"
+      set -- if=/dev/zero of=/dev/ng0n1
     fi
     if [ $((round % 2)) -eq 1 ]; then
-      ta=$(took $a); fb=$(fio_bw "$dir" "$dir")
+      ta=$(ddx_secs "$@" bs=64k count=$((size_mib * 16)) --queue-depth="$qd"); fb=$(fio_bw "$dir")
     else
-      fb=$(fio_bw "$dir" "$dir"); ta=$(took $a)
+      fb=$(fio_bw "$dir"); ta=$(ddx_secs "$@" bs=64k count=$((size_mib * 16)) --queue-depth="$qd")
     fi
-    db=$(awk -v us="$ta" -v m="$size_mib" 'BEGIN { printf "%.0f", m * 1048576 / (us / 1e6) }')
+    db=$(awk -v s="$ta" -v m="$size_mib" 'BEGIN { printf "%.0f", m * 1048576 / s }')
     ratios="$ratios $(awk -v a="$db" -v b="$fb" 'BEGIN { printf "%.4f", a / b }')"
     echo "ng $dir round $round: ddx $db B/s, fio io_uring_cmd $fb B/s"
   done
   echo "ng $dir: median ddx/fio throughput ratio $(echo $ratios | tr ' ' '\n' | median) (bar >= 0.9)"
 done
-
-# ddx bench beside fio's own passthrough engines (figures only).
-$ddx bench /dev/sg0 --tests=seq-read,seq-write --destructive --force --size=$((size_mib / 2))M --runs=1 2>&1 | sed 's/^/ddx bench sg: /'
-fio --name=x --ioengine=sg --filename=/dev/sg0 --rw=read --bs=1M --size=$((size_mib / 2))M --output-format=terse 2>&1 | cut -d';' -f7 | sed 's/^/fio sg read KiB\/s: /'
-$ddx bench /dev/ng0n1 --tests=seq-read,seq-write --destructive --force --size=$((size_mib / 2))M --runs=1 2>&1 | sed 's/^/ddx bench ng: /'
-fio --name=x --ioengine=io_uring_cmd --cmd_type=nvme --filename=/dev/ng0n1 --rw=read --bs=1M --size=$((size_mib / 2))M --output-format=terse 2>&1 | cut -d';' -f7 | sed 's/^/fio io_uring_cmd read KiB\/s: /'
 EOF
 
 "$kit/qemu/usr/bin/qemu-system-x86_64" -L "$kit/qemu/usr/share/qemu" -L "$kit/qemu/usr/share/seabios" \

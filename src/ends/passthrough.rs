@@ -629,10 +629,14 @@ impl End for PassthroughEnd {
         Ok(n)
     }
 
+    /// The request size becomes the read-ahead's piece. The depth stays
+    /// the end's own (`--queue-depth`, else [`DEFAULT_DEPTH`]): the
+    /// engine's depth is how far its reader runs ahead of its writer,
+    /// while these commands are in flight inside the end whatever the
+    /// engine does (one record at a time with the sync backend).
     fn pipeline(&mut self, hint: Pipeline) {
         let chunk = (hint.chunk as u64).div_ceil(self.block) * self.block;
         self.chunk = chunk.clamp(self.block, self.max_bytes());
-        self.depth = hint.depth.clamp(1, self.owner.len());
     }
 
     fn written_until(&self) -> Option<u64> {
@@ -892,7 +896,7 @@ mod tests {
         let mut e = end(data.clone(), vec![9]);
         e.pipeline(Pipeline {
             chunk: 8192,
-            depth: 4,
+            depth: 1,
             total: None,
         });
         let mut buf = vec![0u8; 1024];

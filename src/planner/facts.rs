@@ -64,6 +64,9 @@ pub struct EndFacts {
     /// keeps none, so a copy by position can scan into it, and nothing
     /// can be read back from it.
     pub null_device: bool,
+    /// A disk reached with its own commands through a SCSI or NVMe
+    /// generic node (`ends::passthrough`): what `--fua` needs.
+    pub commands: bool,
 }
 
 impl EndFacts {
@@ -84,6 +87,7 @@ impl EndFacts {
             cached: false,
             mapped: false,
             null_device: false,
+            commands: false,
         }
     }
 }
@@ -288,6 +292,7 @@ fn passthrough_facts(path: &Path) -> Option<EndFacts> {
     let node = DeviceNumber::from_raw(st.st_rdev);
     passthrough::interface_at(path)?;
     let mut facts = EndFacts::of_kind(Kind::BlockDevice);
+    facts.commands = true;
     if let Some(name) = passthrough::block_device_of(node) {
         let disk = block::Node::named(&name);
         if let Some(number) = disk.number() {
@@ -358,5 +363,6 @@ fn of_descriptor(fd: BorrowedFd<'_>, kind: Kind) -> EndFacts {
             file_type == Some(FileType::CharacterDevice)
                 && (rustix::fs::major(st.st_rdev), rustix::fs::minor(st.st_rdev)) == (1, 3)
         }),
+        commands: false,
     }
 }

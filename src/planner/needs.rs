@@ -47,6 +47,9 @@ pub enum Need {
     /// where the storage refuses, by writing them in place (`--trim`): a
     /// file, a block device or an export, not a stream.
     Discard,
+    /// The disk's own commands, with their flags (`--fua`): a SCSI or
+    /// NVMe generic node.
+    Commands,
 }
 
 /// What an option needs beyond its two ends.
@@ -135,6 +138,13 @@ pub const TABLE: &[Row] = &[
         |r| r.settings.trim,
         Need::Any,
         Need::Discard,
+        Beside::Nothing,
+    ),
+    row(
+        "--fua",
+        |r| r.settings.fua,
+        Need::Any,
+        Need::Commands,
         Beside::Nothing,
     ),
     row(
@@ -395,7 +405,7 @@ fn unmet(does: &'static str, kind: Kind, which: &str) -> Option<Unmet> {
 /// None when the input (`named` by if=) meets the need.
 fn unmet_input(need: Need, end: &EndFacts, named: bool) -> Option<Unmet> {
     match need {
-        Need::Any | Need::ReadBack | Need::Discard => None,
+        Need::Any | Need::ReadBack | Need::Discard | Need::Commands => None,
         Need::Positions
             if matches!(
                 end.kind,
@@ -440,6 +450,23 @@ fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
         Need::ReadBack if end.null_device => Some(Unmet {
             does: "reads the output back",
             lacks: "is the null device, which keeps nothing".into(),
+        }),
+        // Read back, it would be read(2), which a generic node does not
+        // answer: read the disk's block device instead.
+        Need::ReadBack if end.commands => Some(Unmet {
+            does: "reads the output back",
+            lacks: "is a SCSI or NVMe generic node, which it reads only through its block \
+                    device: verify that with cmp"
+                .into(),
+        }),
+        Need::Commands if end.commands => None,
+        Need::Commands => Some(Unmet {
+            does: "sends each write with force unit access",
+            lacks: format!(
+                "is {}, not a SCSI or NVMe generic node (/dev/sg*, /dev/bsg/*, /dev/ng*); \
+                 oflag=dsync makes each write durable there",
+                what(end.kind)
+            ),
         }),
         // Read back through a descriptor of its own, or an export or an
         // object through a connection of its own.

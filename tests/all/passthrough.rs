@@ -139,6 +139,8 @@ r sd_write dd if=/tmp/out/src.bin of=/dev/sda bs=64k seek=8 conv=fsync
 r sg_rmw $DDX if=/tmp/out/src.bin of=/dev/sg0 bs=1000 seek=3001 skip=7 count=333
 r sd_rmw dd if=/tmp/out/src.bin of=/dev/sda bs=1000 seek=3001 skip=7 count=333 conv=fsync
 r sg_fua $DDX if=/tmp/out/src.bin of=/dev/sg0 bs=128k seek=24 count=4 --fua --verbose
+r fua_sd $DDX if=/dev/zero of=/dev/sda count=1 --fua
+r verify_sg $DDX if=/dev/zero of=/dev/sg0 count=1 --verify
 r sg_full $DDX if=/dev/zero of=/dev/sg0 bs=1M seek=3 count=2
 r sd_full dd if=/dev/zero of=/dev/sda bs=1M seek=3 count=2
 
@@ -188,6 +190,21 @@ r ddrescue ddrescue -d -b 512 -q /dev/sdb /tmp/b /tmp/out/gnu.map; h /tmp/b ddre
     same_as_gnu(&run, "sg_rmw", "sd_rmw");
     assert_eq!(rc(&run, "sg_fua"), 0, "{}", err(&run, "sg_fua"));
     assert!(err(&run, "sg_fua").contains("writes with FUA"));
+    // Refused before anything is written: --fua onto the block device,
+    // --verify onto the generic node (it would read(2) the node).
+    assert_eq!(rc(&run, "fua_sd"), 1);
+    assert!(
+        err(&run, "fua_sd")
+            .contains("--fua sends each write with force unit access: of='/dev/sda'"),
+        "{}",
+        err(&run, "fua_sd")
+    );
+    assert_eq!(rc(&run, "verify_sg"), 1);
+    assert!(
+        err(&run, "verify_sg").contains("generic node"),
+        "{}",
+        err(&run, "verify_sg")
+    );
     same_as_gnu(&run, "sg_full", "sd_full");
     assert_eq!(rc(&run, "sg_full"), 1, "{}", err(&run, "sg_full"));
     let image = std::fs::read(&guest.scsi.as_ref().unwrap().image).unwrap();
