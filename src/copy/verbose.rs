@@ -34,6 +34,8 @@ pub struct HowItRan {
     /// How each end reaches its device, where that says something (a
     /// passthrough node's commands): ("input", ...), ("output", ...).
     ends: Vec<(&'static str, String)>,
+    /// How a rescue's phases went.
+    rescue: Option<String>,
 }
 
 /// Why the reads and writes take turns.
@@ -127,15 +129,18 @@ impl HowItRan {
             trim: None,
             cpu_before: None,
             ends: Vec::new(),
+            rescue: None,
         }
     }
 
-    /// A copy by position (`--rescue`, `--map`, `--resume`).
-    pub fn positional(plan: &CopyPlan) -> HowItRan {
+    /// A copy by position (`--rescue`, `--map`, `--resume`); `rescue` says
+    /// how its phases went.
+    pub fn positional(plan: &CopyPlan, rescue: Option<String>) -> HowItRan {
         HowItRan {
             backend: "positional (--rescue/--map/--resume: each chunk read and written \
                       at its place, one request at a time), queue depth 1"
                 .to_owned(),
+            rescue,
             requests: format!(
                 "{} per read and write (GNU's records)",
                 size(plan.input_block_size)
@@ -226,6 +231,9 @@ impl HowItRan {
         };
         if let Some(block_size) = &self.block_size {
             reporter.message(format_args!("block size: {block_size}"));
+        }
+        if let Some(rescue) = &self.rescue {
+            reporter.message(format_args!("rescue: {rescue}"));
         }
         if let Some(kind) = self.trim {
             let discarded = counters.bytes_discarded.load(Ordering::Acquire);
