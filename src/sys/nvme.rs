@@ -383,6 +383,12 @@ impl CommandQueue for NvmeQueue {
         }
         self.state[slot] = SlotState::Busy(op);
         self.in_flight += 1;
+        // To the device now, as the sg driver's write(2) sends a SCSI
+        // command: left in the ring until the next wait, a command would
+        // idle while the copy fills other slots. The command is queued
+        // either way; where this fails, the next wait submits it and
+        // reports what still fails.
+        let _ = self.ring.submit();
         Ok(())
     }
 
