@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::file::{open_flags, FileEnd};
 use super::passthrough::{self, Options as PassthroughOptions};
-use super::{remote, End, Whence};
+use super::{uri, End, Whence};
 use crate::diagnostic::Diagnostic;
 use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::sys::file::{self, Handle, OutputOpen};
@@ -71,7 +71,7 @@ pub struct Output {
 /// The name messages give `path`: as given, an object URL without its
 /// secrets.
 fn path_name(path: &Path) -> Vec<u8> {
-    remote::shown(path)
+    uri::shown(path)
 }
 
 /// Why an end could not be opened: GNU's message, and what a remote end
@@ -92,7 +92,7 @@ impl From<Diagnostic> for OpenError {
 }
 
 /// Open a remote end; its failures read as GNU's "failed to open".
-fn open_remote(path: &Path, writing: bool) -> Option<Result<Box<dyn End>, OpenError>> {
+fn open_by_uri(path: &Path, writing: bool) -> Option<Result<Box<dyn End>, OpenError>> {
     let failed = |errno, text: String| OpenError {
         diagnostic: Diagnostic::OpenFailed {
             file: path_name(path),
@@ -103,11 +103,11 @@ fn open_remote(path: &Path, writing: bool) -> Option<Result<Box<dyn End>, OpenEr
             text,
         }),
     };
-    let remote = match remote::recognise(path)? {
+    let remote = match uri::recognise(path)? {
         Ok(remote) => remote,
         Err(why) => return Some(Err(failed(Errno::INVAL, why))),
     };
-    Some(remote::open(&remote, writing).map_err(|e| failed(e.errno, e.detail)))
+    Some(uri::open(&remote, writing).map_err(|e| failed(e.errno, e.detail)))
 }
 
 /// Open the passthrough node at `path` (an sg, bsg or ng device) as an
@@ -182,7 +182,7 @@ fn inherit(
 /// passthrough node with `passthrough`'s options.
 pub fn open_input(plan: &CopyPlan, passthrough: PassthroughOptions) -> Result<Input, OpenError> {
     let special = plan.input.as_deref().and_then(|p| {
-        open_passthrough(p, false, plan.input_flags, passthrough).or_else(|| open_remote(p, false))
+        open_passthrough(p, false, plan.input_flags, passthrough).or_else(|| open_by_uri(p, false))
     });
     if let Some(opened) = special {
         return Ok(Input {
@@ -251,11 +251,11 @@ pub fn open_output(
                 name: path_name(path),
             });
         }
-        if let Some(opened) = open_remote(path, true) {
+        if let Some(opened) = open_by_uri(path, true) {
             let end = opened?;
             // The export is there already, as a device is: excl fails as
             // open(2) with O_CREAT|O_EXCL does; it is never truncated.
-            if plan.conv.contains(Conv::EXCL) && end.kind() == super::Kind::Remote {
+            if plan.conv.contains(Conv::EXCL) && end.kind() == super::Kind::NbdExport {
                 return Err(Diagnostic::OpenFailed {
                     file: path_name(path),
                     errno: Errno::EXIST,

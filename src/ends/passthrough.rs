@@ -560,7 +560,7 @@ impl PassthroughEnd {
 impl End for PassthroughEnd {
     /// A disk, as its block device is: positional, of a fixed size.
     fn kind(&self) -> Kind {
-        Kind::BlockDevice
+        Kind::Passthrough
     }
 
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {

@@ -20,6 +20,8 @@ pub mod passthrough;
 pub mod ring;
 pub mod scsi;
 pub mod signals;
+#[cfg(test)]
+pub mod skips;
 pub mod stdio;
 pub mod threads;
 pub mod usage;
