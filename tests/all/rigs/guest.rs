@@ -85,8 +85,8 @@ impl Kit {
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let image = dir.join(format!("initramfs-{}.cpio", self.version));
         let lock = std::fs::File::create(dir.join("lock")).map_err(|e| e.to_string())?;
-        // SAFETY: flock on a descriptor this function owns.
-        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| format!("locking {}: {e}", dir.display()))?;
         if image.exists() {
             return Ok(image);
         }
