@@ -30,6 +30,7 @@ mod nbd_cli;
 mod object;
 #[cfg(feature = "object")]
 mod object_copy;
+mod probe;
 mod progress;
 mod refusals;
 mod rescue;
