@@ -209,6 +209,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             let strategy = planner::plan(&request, &facts);
             let report = request.settings.verbose.then(|| {
                 verbose::HowItRan::new(&request.settings, &strategy, plan)
+                    .with_devices(&facts)
                     .with_trim(request.settings.trim, output.end.capabilities().discards)
                     .with_block_choice(block_choice.as_ref())
                     .with_cpu_since(cpu_at_start)

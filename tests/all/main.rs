@@ -32,6 +32,7 @@ mod object;
 #[cfg(feature = "object")]
 mod object_copy;
 mod passthrough;
+mod probe;
 mod progress;
 mod refusals;
 mod rescue;

@@ -482,6 +482,34 @@ impl NbdDevice {
         })
     }
 
+    /// A device of `size` zero bytes whose every read takes `delay_ms`,
+    /// served one request at a time (`one_at_a_time`: nbdkit's noparallel
+    /// filter, as the slow-device lab's serialised kind) or all at once
+    /// (as a disk with many queues).
+    pub fn latency(size: u64, delay_ms: u32, one_at_a_time: bool) -> Result<Self, String> {
+        Self::start_over(
+            |image| {
+                std::fs::File::create(image)
+                    .and_then(|f| f.set_len(size))
+                    .map_err(|e| e.to_string())
+            },
+            |_, image| {
+                let mut args: Vec<String> = Vec::new();
+                if one_at_a_time {
+                    args.push("--filter=noparallel".into());
+                }
+                args.push("--filter=delay".into());
+                args.push("file".into());
+                args.push(format!("file={}", image.display()));
+                if one_at_a_time {
+                    args.push("serialize=all-requests".into());
+                }
+                args.push(format!("delay-read={delay_ms}ms"));
+                Ok(args)
+            },
+        )
+    }
+
     /// A writable device over `contents` that stores every write but
     /// silently sets the byte at `flip_at` to 0x01 whenever a write covers
     /// it: a disk that corrupts data on its way down.
