@@ -23,7 +23,7 @@ use rustix::fs::{AtFlags, FileType, OFlags};
 
 use crate::ends::uri::UriEnd;
 use crate::ends::{Capabilities, Input, Kind};
-use crate::engine::depth::{self, Probe, QueueHint, PROBE_DEPTH, PROBE_READ};
+use crate::engine::depth::{self, Probe, QueueHint, Transport, PROBE_DEPTH, PROBE_READ};
 use crate::sys::block::{self, DeviceNumber};
 use crate::sys::filesystem::{storage_of, Storage};
 use crate::sys::memory::Memory;
@@ -535,6 +535,8 @@ fn passthrough_facts(path: &Path) -> Option<EndFacts> {
         facts.queue = Some(QueueHint {
             rotational: disk.queue::<u8>("rotational").map(|v| v == 1),
             nr_requests: disk.queue("nr_requests"),
+            transport: Transport::of(&name, disk.driver().as_deref()),
+            measured: None,
         });
     }
     Some(facts)
