@@ -130,7 +130,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     // for, up to the statistics.
     reporter.start_clock();
     let cpu_at_start = crate::sys::usage::cpu_times();
-    let input = ends::open::open_input(plan)?;
+    let input = ends::open::open_input(plan, request.settings.passthrough())?;
     let mut input = images.wrap_input(input, plan)?;
     let remote_output = plan
         .output
@@ -156,7 +156,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     // Every option against the ends it got, before the output is opened.
     planner::admit(&request, &facts).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
     let mut warnings = Vec::new();
-    let output = ends::open::open_output(plan, &mut warnings)?;
+    let output = ends::open::open_output(plan, request.settings.passthrough(), &mut warnings)?;
     let mut output = images.wrap_output(output, plan, &mut warnings)?;
     // The wrapped ends are what the planner plans for.
     facts.input.mapped = images.mapped();
@@ -200,6 +200,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             let report = request.settings.verbose.then(|| {
                 verbose::HowItRan::positional(plan, aftermath.how_it_ran())
                     .with_cpu_since(cpu_at_start)
+                    .with_ends(input.end.describe(), output.end.describe())
             });
             close(input, output)?;
             (failed, Some(aftermath), report)
@@ -208,9 +209,11 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             let strategy = planner::plan(&request, &facts);
             let report = request.settings.verbose.then(|| {
                 verbose::HowItRan::new(&request.settings, &strategy, plan)
+                    .with_devices(&facts)
                     .with_trim(request.settings.trim, output.end.capabilities().discards)
                     .with_block_choice(block_choice.as_ref())
                     .with_cpu_since(cpu_at_start)
+                    .with_ends(input.end.describe(), output.end.describe())
             });
             let (failed, input) = stream(strategy, tap, &copying, input, &mut output)?;
             ticker.stop();
