@@ -368,3 +368,20 @@ fn holes_in_the_input_give_gnu_results() {
         }
     }
 }
+
+/// The package's one-line description is the Debian package's summary
+/// (cargo-deb puts it in the control file's Description line): dpkg and
+/// apt show it on one line of at most 80 columns, and split a longer one.
+#[test]
+fn the_package_summary_fits_one_line() {
+    let summary = env!("CARGO_PKG_DESCRIPTION");
+    assert!(
+        !summary.is_empty() && !summary.contains('\n'),
+        "one line: {summary:?}"
+    );
+    assert!(
+        summary.chars().count() <= 80,
+        "{} characters: {summary:?}",
+        summary.chars().count()
+    );
+}
