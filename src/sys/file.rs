@@ -201,6 +201,14 @@ pub fn punch_hole(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Result<(), Errno
     })
 }
 
+/// fallocate(KEEP_SIZE): the first `len` bytes of the file allocated,
+/// its size unchanged, so that writing within them later needs no free
+/// space. EOPNOTSUPP where the filesystem cannot.
+pub fn reserve(fd: BorrowedFd<'_>, len: u64) -> Result<(), Errno> {
+    use rustix::fs::FallocateFlags;
+    retry_eintr(|| rustix::fs::fallocate(fd, FallocateFlags::KEEP_SIZE, 0, len))
+}
+
 pub fn fdatasync(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     retry_eintr(|| rustix::fs::fdatasync(fd))
 }
