@@ -33,6 +33,8 @@ use crate::text::quote::quote_file;
 pub enum Need {
     /// Nothing: any end will do.
     Any,
+    /// Bytes to read: not a directory, whose read(2) fails with EISDIR.
+    Data,
     /// Every byte has one fixed position, and reading or writing it there
     /// is what the option does (a copy by position and its map). An
     /// output may also be the null device, which takes a write at any
@@ -88,6 +90,16 @@ const fn row(
 /// Every option of ddx's own, and what it needs. The rows that need
 /// something come first: the first unmet need is the one reported.
 pub const TABLE: &[Row] = &[
+    // GNU's copy itself, wherever it reads: a directory fails its first
+    // read, and GNU has created and truncated of= by then; refused here
+    // with GNU's own words, before the output is opened.
+    row(
+        "if=",
+        |r| !(r.plan.has_count() && r.plan.count.is_zero()),
+        Need::Data,
+        Need::Any,
+        Beside::Nothing,
+    ),
     row(
         "--rescue",
         |r| r.settings.rescue,
@@ -278,6 +290,17 @@ pub fn admit(request: &Request, facts: &Facts) -> Result<(), Refusal> {
     for row in TABLE.iter().filter(|row| (row.asked)(request)) {
         // Standard input is named '-', which its checker reads as such.
         let named = request.plan.input.is_some();
+        if row.input == Need::Data && facts.input.kind == Kind::Directory {
+            // GNU's message for its first read, which this stands for.
+            let name = request.plan.input.as_deref().map_or_else(
+                || quote_file(b"standard input"),
+                |p| quote_file(p.as_os_str().as_bytes()),
+            );
+            return Err(Refusal(format!(
+                "error reading {name}: {}",
+                crate::sys::errno_text(crate::sys::Errno::ISDIR)
+            )));
+        }
         if let Some(why) = unmet_input(row.input, &facts.input, named) {
             return Err(refusal(row, &input, why));
         }
@@ -396,6 +419,12 @@ fn unmet(does: &'static str, kind: Kind, which: &str) -> Option<Unmet> {
 fn unmet_input(need: Need, end: &EndFacts, named: bool) -> Option<Unmet> {
     match need {
         Need::Any | Need::ReadBack | Need::Discard => None,
+        Need::Data if end.kind == Kind::Directory => unmet(
+            "reads the input",
+            end.kind,
+            "which has no bytes to read",
+        ),
+        Need::Data => None,
         Need::Positions
             if matches!(
                 end.kind,
@@ -430,7 +459,7 @@ fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
         Kind::RegularFile | Kind::BlockDevice | Kind::Remote
     );
     match need {
-        Need::Any | Need::ReadAgain => None,
+        Need::Any | Need::ReadAgain | Need::Data => None,
         Need::Positions if end.null_device || addressed => None,
         Need::Positions => unmet(
             "writes the output by position",

@@ -404,3 +404,22 @@ fn trim_is_refused_where_the_bytes_do_not_go_where_it_discards() {
     )
     .is_ok());
 }
+
+#[test]
+fn a_directory_input_is_refused_in_gnus_words_unless_nothing_is_read() {
+    let mut facts = facts(E::File, E::File);
+    facts.input = EndFacts::of_kind(Kind::Directory);
+    let refused = |words: &[&str]| admit(&request(words, Settings::default()), &facts);
+    assert_eq!(
+        refused(&["if=/tmp", "of=out"]),
+        Err(Refusal("error reading '/tmp': Is a directory".into()))
+    );
+    assert_eq!(
+        refused(&["of=out"]),
+        Err(Refusal(
+            "error reading 'standard input': Is a directory".into()
+        ))
+    );
+    // count=0 reads nothing, and GNU succeeds.
+    assert_eq!(refused(&["if=/tmp", "of=out", "count=0"]), Ok(()));
+}
