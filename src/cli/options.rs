@@ -131,6 +131,14 @@ pub const OPTIONS: &[OptionSpec] = &[
          count=, bs= and the statistics are the decompressed stream's); an input that \
          is not compressed is refused, or copied as it is with =auto",
     ),
+    OptionSpec::switch(
+        "no-decompress",
+        "copy a compressed input as the bytes it is, as GNU dd does, also onto a \
+         block device, an NBD export or a file named as the input without its \
+         compression suffix (img.raw.xz onto img.raw), where ddx otherwise asks \
+         first on a terminal and refuses elsewhere; the last of --decompress and \
+         --no-decompress given wins",
+    ),
     OptionSpec::valued(
         "compress",
         "ALG[:LEVEL]",
@@ -282,7 +290,14 @@ fn apply_switch(settings: &mut Settings, option: &str) {
         "no-offload" => settings.offload = Offload::Never,
         "force" => settings.force = true,
         "verbose" => settings.verbose = true,
-        "decompress" => settings.decompress = Some(crate::image::Mode::Required),
+        "decompress" => {
+            settings.decompress = Some(crate::image::Mode::Required);
+            settings.no_decompress = false;
+        }
+        "no-decompress" => {
+            settings.decompress = None;
+            settings.no_decompress = true;
+        }
         _ => unreachable!("every switch in OPTIONS is handled: --{option}"),
     }
 }
@@ -341,7 +356,10 @@ fn apply_value(
         },
         "hash" => settings.hash = crate::integrity::Algorithm::parse_list(value)?,
         "decompress" => match value {
-            "auto" => settings.decompress = Some(crate::image::Mode::Auto),
+            "auto" => {
+                settings.decompress = Some(crate::image::Mode::Auto);
+                settings.no_decompress = false;
+            }
             _ => return Err(invalid_choice(spec, value)),
         },
         "compress" if value.is_empty() => {

@@ -63,22 +63,15 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
         )),
         None => None,
     };
-    safety::guard(
-        &context.program,
-        &request.plan,
-        request.settings.force,
-        &context.signals,
-    )
-    .map_err(Failure::Refused)?;
-    // Every further output is held to the guard as of= is.
-    for tee_plan in images.tee_plans(&request.plan) {
-        safety::guard(
-            &context.program,
-            &tee_plan,
-            request.settings.force,
-            &context.signals,
-        )
-        .map_err(Failure::Refused)?;
+    // Every further output is held to the guard as of= is. A person is
+    // told about (and asked before overwriting) a whole disk once the
+    // input is open, with what it holds.
+    let mut whole_disks = Vec::new();
+    for output_plan in std::iter::once(request.plan.clone()).chain(images.tee_plans(&request.plan))
+    {
+        whole_disks.extend(
+            safety::guard(&output_plan, request.settings.force).map_err(Failure::Refused)?,
+        );
     }
 
     let plan = &request.plan;
@@ -113,17 +106,37 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     // for, up to the statistics.
     reporter.start_clock();
     let cpu_at_start = crate::sys::usage::cpu_times();
-    let input = ends::open::open_input(plan)?;
+    let mut input = ends::open::open_input(plan)?;
+    let output_probe = || match &plan.output {
+        Some(path) => match ends::remote::recognise(path) {
+            Some(Ok(remote)) => OutputProbe::Remote(remote.kind()),
+            _ => OutputProbe::Path(path),
+        },
+        None => OutputProbe::Stdout,
+    };
+    let tees: Vec<_> = request
+        .settings
+        .tee
+        .iter()
+        .map(|path| (path.as_path(), planner::facts::output_facts_at(path)))
+        .collect();
+    // What the input holds, looked at only where an output would take a
+    // compressed stream as a disk image (see `planner::needs`).
+    let compressed = (planner::needs::copies_input_unasked(&request)
+        && planner::needs::input_format_matters(
+            &request,
+            &planner::facts::output_facts_now(output_probe()),
+            &tees,
+        ))
+    .then(|| {
+        let skip = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
+        crate::image::peek::compressed_format(input.end.as_mut(), skip)
+    })
+    .flatten();
     let mut input = images.wrap_input(input, plan)?;
     let mut facts = planner::facts::gather(
         &input,
-        match &plan.output {
-            Some(path) => match ends::remote::recognise(path) {
-                Some(Ok(remote)) => OutputProbe::Remote(remote.kind()),
-                _ => OutputProbe::Path(path),
-            },
-            None => OutputProbe::Stdout,
-        },
+        output_probe(),
         planner::Beside {
             map: extras
                 .positional
@@ -132,16 +145,26 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
             hash_file: request.settings.hash_file.as_deref(),
         },
     );
+    facts.input.compressed = compressed;
     // Every option against the ends it got, before the output is opened.
     planner::admit(&request, &facts).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
-    let tees: Vec<_> = request
-        .settings
-        .tee
-        .iter()
-        .map(|path| (path.as_path(), planner::facts::output_facts_at(path)))
-        .collect();
     planner::needs::admit_tees(&request, &tees)
         .map_err(|refusal| Failure::Refused(refusal.to_string()))?;
+    let flash = planner::needs::compressed_onto(&request, &facts, &tees);
+    if flash.is_some() || !whole_disks.is_empty() {
+        // A person's think time is not the copy's: the clock and the
+        // progress wait for the answer.
+        reporter.hold_clock();
+        safety::confirm(
+            &context.program,
+            plan,
+            &whole_disks,
+            flash.as_ref(),
+            request.settings.force,
+        )
+        .map_err(Failure::Refused)?;
+        reporter.start_clock();
+    }
     let mut warnings = Vec::new();
     let output = ends::open::open_output(plan, &mut warnings)?;
     let mut output = images.wrap_output(output, plan, &mut warnings)?;

@@ -17,6 +17,7 @@ use rustix::fs::{AtFlags, FileType, OFlags};
 
 use crate::ends::{Input, Kind};
 use crate::engine::depth::{self, QueueHint};
+use crate::image::Format;
 use crate::sys::block::{self, DeviceNumber};
 use crate::sys::filesystem::{storage_of, Storage};
 use crate::sys::memory::Memory;
@@ -64,6 +65,11 @@ pub struct EndFacts {
     /// keeps none, so a copy by position can scan into it, and nothing
     /// can be read back from it.
     pub null_device: bool,
+    /// The compression format the input's first bytes are in, where they
+    /// were looked at (see `image::peek`: only when an output would take
+    /// them as a disk image, and neither `--decompress` nor
+    /// `--no-decompress` says what is meant).
+    pub compressed: Option<Format>,
 }
 
 impl EndFacts {
@@ -84,6 +90,7 @@ impl EndFacts {
             cached: false,
             mapped: false,
             null_device: false,
+            compressed: None,
         }
     }
 }
@@ -221,6 +228,12 @@ fn without_descriptor(kind: Kind) -> EndFacts {
     }
 }
 
+/// The facts of the output as it stands, before it is opened (what
+/// [`gather`] finds of it).
+pub fn output_facts_now(output: OutputProbe<'_>) -> EndFacts {
+    output_facts(output)
+}
+
 /// The facts of a further output (`--tee=PATH`), as of= would have them.
 pub fn output_facts_at(path: &Path) -> EndFacts {
     output_facts(match crate::ends::remote::recognise(path) {
@@ -325,5 +338,6 @@ fn of_descriptor(fd: BorrowedFd<'_>, kind: Kind) -> EndFacts {
             file_type == Some(FileType::CharacterDevice)
                 && (rustix::fs::major(st.st_rdev), rustix::fs::minor(st.st_rdev)) == (1, 3)
         }),
+        compressed: None,
     }
 }

@@ -216,6 +216,15 @@ pub const TABLE: &[Row] = &[
         Need::Any,
         Beside::Nothing,
     ),
+    // What a compressed input onto a disk needs is a choice between these
+    // two; without either, see `compressed_onto`.
+    row(
+        "--no-decompress",
+        |r| r.settings.no_decompress,
+        Need::Any,
+        Need::Any,
+        Beside::Nothing,
+    ),
     row(
         "--compress",
         |r| r.settings.compress.is_some(),
@@ -564,6 +573,181 @@ fn writable_place(
         )));
     }
     Ok(())
+}
+
+/// Why an output takes a compressed input's bytes as a disk image: GNU
+/// would write the compressed stream onto it as it is, which is never
+/// what a flash means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Onto {
+    BlockDevice,
+    /// An NBD export: a disk on another machine.
+    Export,
+    /// A file named as the input without its compression suffix (the
+    /// suffix, as the input's name has it): `img.raw.xz` onto `img.raw`.
+    NameWithoutSuffix(String),
+}
+
+/// A compressed input about to be written as it is onto an output that
+/// takes it as a disk image ([`compressed_onto`]): the copy asks on a
+/// terminal and otherwise refuses, naming the format and the options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompressedOnto {
+    pub format: crate::image::Format,
+    /// The input as messages name it: `if='img.raw.xz'`.
+    pub input: String,
+    /// The output as messages name it: `of='/dev/sdb'`, `--tee='x'`.
+    pub output: String,
+    pub onto: Onto,
+}
+
+impl CompressedOnto {
+    /// What the output is, as the rest of a sentence says it.
+    fn what(&self) -> String {
+        match &self.onto {
+            Onto::BlockDevice => "a block device".into(),
+            Onto::Export => "an NBD export".into(),
+            Onto::NameWithoutSuffix(suffix) => {
+                format!("the input's name without {}", quote_file(suffix.as_bytes()))
+            }
+        }
+    }
+
+    /// The one line of a copy that is not asked (no terminal).
+    pub fn refusal(&self) -> String {
+        format!(
+            "{} is {}-compressed and {} is {}: --decompress writes the image it holds, \
+             --no-decompress its compressed bytes as they are",
+            self.input,
+            self.format,
+            self.output,
+            self.what()
+        )
+    }
+
+    /// What a person at a terminal is told before being asked.
+    pub fn notice(&self) -> String {
+        format!(
+            "{} is {}-compressed: this copy writes its compressed bytes as they are onto {}, \
+             which is {} (--decompress writes the image it holds)",
+            self.input,
+            self.format,
+            self.output,
+            self.what()
+        )
+    }
+
+    /// The line after a person said no.
+    pub fn declined(&self) -> String {
+        format!(
+            "not writing {}-compressed bytes onto {}: --decompress writes the image, \
+             --no-decompress the bytes as they are",
+            self.format, self.output
+        )
+    }
+}
+
+/// Compression suffixes, and what a name without them ends with instead
+/// (`x.tgz` unpacks to `x.tar`).
+const SUFFIXES: &[(&str, &str)] = &[
+    (".xz", ""),
+    (".zst", ""),
+    (".zstd", ""),
+    (".gz", ""),
+    (".bz2", ""),
+    (".lz4", ""),
+    (".tgz", ".tar"),
+    (".txz", ".tar"),
+    (".tzst", ".tar"),
+    (".tbz2", ".tar"),
+    (".tbz", ".tar"),
+];
+
+/// The suffix `output`'s file name drops from `input`'s (`img.raw.xz`
+/// and `/mnt/img.raw`), if it does.
+fn dropped_suffix(input: &Path, output: &Path) -> Option<String> {
+    let input = input.file_name()?.as_bytes();
+    let output = output.file_name()?.as_bytes();
+    SUFFIXES.iter().find_map(|(suffix, instead)| {
+        let cut = input.len().checked_sub(suffix.len()).filter(|&cut| cut > 0)?;
+        let (stem, tail) = input.split_at(cut);
+        let matches = tail.eq_ignore_ascii_case(suffix.as_bytes())
+            && output.len() == stem.len() + instead.len()
+            && output.starts_with(stem)
+            && output[stem.len()..].eq_ignore_ascii_case(instead.as_bytes());
+        matches.then(|| String::from_utf8_lossy(tail).into_owned())
+    })
+}
+
+/// Whether an output (`of=`, named `path`; None: standard output) takes
+/// the input's bytes as a disk image: a block device, an NBD export, or
+/// a file named as the input without its compression suffix.
+fn onto(request: &Request, path: Option<&Path>, end: &EndFacts) -> Option<Onto> {
+    match end.kind {
+        Kind::BlockDevice => Some(Onto::BlockDevice),
+        Kind::Remote => Some(Onto::Export),
+        Kind::RegularFile => {
+            dropped_suffix(request.plan.input.as_deref()?, path?).map(Onto::NameWithoutSuffix)
+        }
+        _ => None,
+    }
+}
+
+/// Whether the copy writes the input's bytes as they are without having
+/// been told what they are: neither `--decompress` nor
+/// `--no-decompress`, nor `--compress` (whose output is no image).
+pub fn copies_input_unasked(request: &Request) -> bool {
+    let settings = &request.settings;
+    settings.decompress.is_none() && !settings.no_decompress && settings.compress.is_none()
+}
+
+/// Whether the input's format matters to this copy: it copies the input
+/// unasked ([`copies_input_unasked`]) onto an output (`of=`, or a
+/// `--tee` output, with its facts) that takes it as a disk image. The
+/// copy looks at the input's first bytes only then.
+pub fn input_format_matters(
+    request: &Request,
+    output: &EndFacts,
+    tees: &[(&Path, EndFacts)],
+) -> bool {
+    if !copies_input_unasked(request) {
+        return false;
+    }
+    onto(request, request.plan.output.as_deref(), output).is_some()
+        || tees
+            .iter()
+            .any(|(path, end)| onto(request, Some(path), end).is_some())
+}
+
+/// A compressed input (`facts.input.compressed`) that this copy would
+/// write as it is onto an output that takes it as a disk image (see
+/// [`input_format_matters`]); the first such output.
+pub fn compressed_onto(
+    request: &Request,
+    facts: &Facts,
+    tees: &[(&Path, EndFacts)],
+) -> Option<CompressedOnto> {
+    let format = facts.input.compressed?;
+    if !input_format_matters(request, &facts.output, tees) {
+        return None;
+    }
+    let of = request.plan.output.as_deref();
+    let (output, onto) = match onto(request, of, &facts.output) {
+        Some(onto) => (EndName::output(of).0, onto),
+        None => tees.iter().find_map(|(path, end)| {
+            let onto = onto(request, Some(path), end)?;
+            Some((
+                format!("--tee={}", quote_file(path.as_os_str().as_bytes())),
+                onto,
+            ))
+        })?,
+    };
+    Some(CompressedOnto {
+        format,
+        input: EndName::input(request.plan.input.as_deref()).0,
+        output,
+        onto,
+    })
 }
 
 /// A kind of end, as the rest of a sentence names it.

@@ -26,6 +26,8 @@ struct State {
     /// The clock has started (the copy is under way): ticks before that
     /// would report a time that later goes back.
     started: bool,
+    /// A question is waiting for a person's answer (see `hold_clock`).
+    asking: bool,
     /// status=progress on a terminal: the live line, from the first tick.
     live_wanted: bool,
     live: Option<Live>,
@@ -67,6 +69,7 @@ impl Reporter {
                 reported_bytes: None,
                 start: Instant::now(),
                 started: false,
+                asking: false,
                 live_wanted: false,
                 live: None,
                 json: None,
@@ -93,6 +96,16 @@ impl Reporter {
         let mut state = self.lock();
         state.start = Instant::now();
         state.started = true;
+        state.asking = false;
+    }
+
+    /// The copy waits for a person's answer: no progress is drawn or
+    /// written until the clock starts again ([`Reporter::start_clock`]),
+    /// and Ctrl-C meanwhile ends ddx without statistics, as a "no" would.
+    pub fn hold_clock(&self) {
+        let mut state = self.lock();
+        state.started = false;
+        state.asking = true;
     }
 
     /// status=progress with stderr on a terminal: draw the live line
@@ -257,6 +270,11 @@ impl Reporter {
     /// holding the lock so that nothing else is printed after them.
     pub fn interrupted(&self, signal: i32) -> ! {
         let mut state = self.lock();
+        if state.asking {
+            // Off the line the question left open.
+            emit(b"\n");
+            crate::sys::signals::die_of(signal)
+        }
         self.statistics_locked(&mut state, Moment::Signal(signal));
         crate::sys::signals::die_of(signal)
     }

@@ -15,6 +15,7 @@ mod auto_block;
 mod bench;
 mod cache;
 mod cli;
+mod compressed_input;
 mod differential;
 mod direct_io;
 mod filesystems;

@@ -516,6 +516,83 @@ fn whole_disk_from_a_terminal_asks_first() {
     assert!(std::fs::read(&image).unwrap().iter().all(|&b| b == 7));
 }
 
+/// The naive flash from a terminal: a compressed image written as it is
+/// onto a whole disk. One notice says what the disk holds, another that
+/// the input is compressed, and one question asks for both; "n" leaves
+/// the disk alone, exit 1. Onto a file named as the image without its
+/// suffix, "y" writes the compressed bytes as GNU dd would.
+#[test]
+fn a_compressed_image_onto_a_disk_from_a_terminal_asks_once() {
+    if !rigs::tools_or_skip(&["xz"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("img.raw");
+    std::fs::write(&raw, pattern(5, 200_000)).unwrap();
+    let packed = rigs::images::packed(&raw, "xz", "xz");
+    std::fs::remove_file(&raw).unwrap();
+    let image = dir.path().join("disk.img");
+    std::fs::write(&image, vec![7u8; 4 << 20]).unwrap();
+    let Some(attached) = rigs::or_skip(LoopDevice::attach(&image, LoopOptions::default())) else {
+        return;
+    };
+    let device = attached.name();
+    let command = format!("ddx if={} of={device} bs=4M", packed.display());
+    let Some(tmux) = rigs::or_skip(Tmux::start("flash", 400, 12, &command)) else {
+        return;
+    };
+    let asked = tmux.wait_for("[y/N]", Duration::from_secs(10));
+    save_capture("compressed-onto-disk", &asked);
+    let lines: Vec<&str> = asked.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(
+        lines[0].starts_with(&format!("ddx: about to overwrite '{device}' (loop device over ")),
+        "{asked}"
+    );
+    assert_eq!(
+        lines[1],
+        format!(
+            "ddx: if='{}' is xz-compressed: this copy writes its compressed bytes as they are \
+             onto of='{device}', which is a block device (--decompress writes the image it \
+             holds)",
+            packed.display()
+        ),
+        "{asked}"
+    );
+    assert_eq!(
+        lines[2].trim_end(),
+        "ddx: overwrite it with the compressed bytes? [y/N]"
+    );
+    assert_eq!(asked.matches("[y/N]").count(), 1, "one question: {asked}");
+    tmux.send("n");
+    let after = tmux.wait_for("EXIT=", Duration::from_secs(10));
+    assert!(
+        after.contains(&format!(
+            "ddx: not writing xz-compressed bytes onto of='{device}': --decompress writes \
+             the image, --no-decompress the bytes as they are"
+        )),
+        "{after}"
+    );
+    assert!(after.contains("EXIT=1"), "{after}");
+    assert!(std::fs::read(&image).unwrap().iter().all(|&b| b == 7));
+
+    // A file named as the image: asked, and "y" writes the bytes.
+    let named = dir.path().join("img.raw");
+    let command = format!("ddx if={} of={}", packed.display(), named.display());
+    let Some(tmux) = rigs::or_skip(Tmux::start("flash-file", 400, 12, &command)) else {
+        return;
+    };
+    let asked = tmux.wait_for("[y/N]", Duration::from_secs(10));
+    assert!(
+        asked.contains("ddx: write the compressed bytes? [y/N]"),
+        "{asked}"
+    );
+    assert!(!named.exists(), "nothing before the answer");
+    tmux.send("y");
+    let after = tmux.wait_for("EXIT=", Duration::from_secs(10));
+    assert!(after.contains("EXIT=0"), "{after}");
+    assert!(std::fs::read(&named).unwrap() == std::fs::read(&packed).unwrap());
+}
+
 /// What the whole-disk notice says of a loop device (attached without
 /// partition scanning) over an image `prepare` made: ddx is asked in a
 /// terminal, answered "n", and the image must be as it was.

@@ -423,3 +423,85 @@ fn a_directory_input_is_refused_in_gnus_words_unless_nothing_is_read() {
     // count=0 reads nothing, and GNU succeeds.
     assert_eq!(refused(&["if=/tmp", "of=out", "count=0"]), Ok(()));
 }
+
+/// The facts of a copy of a compressed input (`format`, or plain) onto
+/// `output`.
+fn compressed(format: Option<crate::image::Format>, output: E) -> Facts {
+    let mut facts = facts(E::File, output);
+    facts.input.compressed = format;
+    facts
+}
+
+#[test]
+fn a_compressed_input_onto_what_takes_it_as_an_image_needs_a_word() {
+    use crate::image::Format;
+    let copy = |words: &[&str], settings: Settings, facts: &Facts| {
+        compressed_onto(&request(words, settings), facts, &[])
+    };
+    let xz = compressed(Some(Format::Xz), E::Block);
+    let onto = copy(&["if=img.raw.xz", "of=/dev/sdb"], Settings::default(), &xz)
+        .expect("a block device takes it as an image");
+    assert_eq!(
+        onto.refusal(),
+        "if='img.raw.xz' is xz-compressed and of='/dev/sdb' is a block device: \
+         --decompress writes the image it holds, --no-decompress its compressed bytes as \
+         they are"
+    );
+    assert_eq!(
+        copy(&["of=nbd://h/e"], Settings::default(), &compressed(Some(Format::Zstd), E::Export))
+            .map(|o| (o.input, o.onto)),
+        Some(("standard input".into(), Onto::Export))
+    );
+    // Saying what is meant, or compressing the output, settles it.
+    for settings in [
+        asked(|s| s.no_decompress = true),
+        asked(|s| s.decompress = Some(crate::image::Mode::Required)),
+        asked(|s| s.compress = Some(crate::image::Compression::parse("zstd").unwrap())),
+    ] {
+        assert_eq!(copy(&["if=a.xz", "of=/dev/sdb"], settings, &xz), None);
+    }
+    // Not compressed, or onto what is no image of it.
+    assert_eq!(
+        copy(&["if=a", "of=/dev/sdb"], Settings::default(), &compressed(None, E::Block)),
+        None
+    );
+    for output in [E::Pipe, E::Zero, E::Null, E::Socket, E::Stream] {
+        let facts = compressed(Some(Format::Gzip), output);
+        assert_eq!(copy(&["if=a.gz", "of=b"], Settings::default(), &facts), None);
+    }
+}
+
+#[test]
+fn a_file_is_the_image_when_its_name_drops_the_compression_suffix() {
+    use crate::image::Format;
+    let facts = compressed(Some(Format::Gzip), E::File);
+    let onto = |input: &str, output: &str| {
+        let words = [format!("if={input}"), format!("of={output}")];
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        compressed_onto(&request(&words, Settings::default()), &facts, &[]).map(|o| o.onto)
+    };
+    let without = |suffix: &str| Some(Onto::NameWithoutSuffix(suffix.into()));
+    assert_eq!(onto("img.raw.xz", "img.raw"), without(".xz"));
+    assert_eq!(onto("/dl/img.raw.XZ", "/mnt/img.raw"), without(".XZ"));
+    assert_eq!(onto("a.zst", "a"), without(".zst"));
+    assert_eq!(onto("a.img.gz", "sub/a.img"), without(".gz"));
+    assert_eq!(onto("a.tgz", "a.tar"), without(".tgz"));
+    assert_eq!(onto("a.img.lz4", "a.img"), without(".lz4"));
+    assert_eq!(onto("a.img.bz2", "a.img"), without(".bz2"));
+    for (input, output) in [
+        ("img.raw.xz", "img.raw.xz.copy"),
+        ("img.raw.xz", "copy.xz"),
+        ("img.raw.xz", "other.raw"),
+        ("img.raw", "img"),
+        (".xz", "x"),
+    ] {
+        assert_eq!(onto(input, output), None, "{input} onto {output}");
+    }
+    // A --tee output counts as of= does.
+    let request = request(&["if=img.xz", "of=/dev/null"], Settings::default());
+    let mut facts = compressed(Some(Format::Xz), E::Null);
+    facts.output.null_device = true;
+    let tee = (Path::new("img"), end(E::File));
+    let found = compressed_onto(&request, &facts, &[tee]).expect("the tee takes it");
+    assert_eq!(found.output, "--tee='img'");
+}
