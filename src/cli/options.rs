@@ -199,7 +199,9 @@ pub const OPTIONS: &[OptionSpec] = &[
          about once a second and on SIGUSR1: bytes, records, elapsed seconds, \
          rates and the total when known (with --decompress, compressed_bytes and \
          compressed_total too); the last, with \"done\": true, \
-         equals the final statistics",
+         equals the final statistics; a resumed copy (--resume) counts in bytes \
+         what its earlier runs did too (resumed_bytes), so that bytes over total \
+         is how far the whole copy is",
     ),
     OptionSpec::switch(
         "verbose",

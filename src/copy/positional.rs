@@ -68,6 +68,9 @@ pub fn run(
         if plan.status != crate::operands::StatusLevel::None {
             reporter.message(rescue::resume_summary(&map, path));
         }
+        // The live line and the JSON records go on from where the map
+        // stands, as its summary says, to the whole extent.
+        reporter.set_resumed(rescue::resumed_bytes(&map));
     }
     let sector = request
         .sector

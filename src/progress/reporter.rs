@@ -35,6 +35,10 @@ struct State {
     json: Option<(JsonStream, i32)>,
     /// Bytes the copy is expected to write, when known.
     total: Option<u64>,
+    /// Under `--resume`: the bytes of the copy earlier runs dealt with,
+    /// counted in the live line and the JSON records (not in GNU's lines,
+    /// which say what this run copied).
+    resumed: Option<u64>,
     /// With `--decompress`: the compressed input's position.
     compressed: Option<Arc<dyn CompressedPosition>>,
     window: RateWindow,
@@ -74,6 +78,7 @@ impl Reporter {
                 live: None,
                 json: None,
                 total: None,
+                resumed: None,
                 compressed: None,
                 window: RateWindow::default(),
             }),
@@ -128,6 +133,13 @@ impl Reporter {
 
     pub fn set_total(&self, total: Option<u64>) {
         self.lock().total = total;
+    }
+
+    /// A resumed copy: `bytes` of its total were dealt with by earlier
+    /// runs. The live line and the JSON records count them, so that the
+    /// bar goes on from where the last run stopped and ends at 100%.
+    pub fn set_resumed(&self, bytes: u64) {
+        self.lock().resumed = Some(bytes);
     }
 
     /// "program: message" on its own line.
@@ -189,7 +201,14 @@ impl Reporter {
         if state.json.is_some() {
             let recent = state.window.sample(elapsed, snapshot.bytes_out);
             let compressed = state.compressed.as_ref().map(|c| c.compressed());
-            let mut record = Record::new(&snapshot, elapsed, recent, state.total, compressed);
+            let mut record = Record::new(
+                &snapshot,
+                elapsed,
+                recent,
+                state.total,
+                compressed,
+                state.resumed,
+            );
             record.done = moment != Moment::Running;
             if let Moment::Signal(signal) = moment {
                 record.signal = Some(signal_name(signal));
@@ -226,7 +245,9 @@ impl Reporter {
         let compressed = state.compressed.as_ref().map(|c| c.compressed());
         if state.live_wanted {
             let frame = Frame {
-                bytes: snapshot.bytes_out,
+                bytes: snapshot
+                    .bytes_out
+                    .saturating_add(state.resumed.unwrap_or_default()),
                 elapsed_ns: elapsed,
                 recent_rate: recent,
                 average_rate: rate(snapshot.bytes_out, elapsed),
@@ -237,7 +258,14 @@ impl Reporter {
             live.draw(&frame);
         }
         if state.json.is_some() {
-            let record = Record::new(&snapshot, elapsed, recent, state.total, compressed);
+            let record = Record::new(
+                &snapshot,
+                elapsed,
+                recent,
+                state.total,
+                compressed,
+                state.resumed,
+            );
             self.write_json(&mut state, &record);
         }
     }

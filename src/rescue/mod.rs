@@ -180,8 +180,21 @@ pub fn resuming(request: &Request, plan: &CopyPlan) -> Result<bool, String> {
     Ok(true)
 }
 
+/// The bytes of the copy's extent that earlier runs dealt with, as its
+/// map says: everything but what is left to read (finished, or found
+/// bad). A resumed copy's progress starts there.
+pub fn resumed_bytes(map: &Map) -> u64 {
+    let left: u64 = map.pending().iter().map(|b| b.size).sum();
+    map.blocks()
+        .iter()
+        .map(|b| b.size)
+        .sum::<u64>()
+        .saturating_sub(left)
+}
+
 /// The one line a resumed copy starts with: what its map says is done,
-/// left to read and bad, in bytes of the copy's extent.
+/// left to read and bad, in bytes of the copy's extent. Its percentage is
+/// of [`resumed_bytes`], as the progress line's first one is.
 pub fn resume_summary(map: &Map, path: &Path) -> String {
     let done = map.bytes_with(BlockStatus::Finished);
     let bad = map.bytes_with(BlockStatus::BadSector);
@@ -191,7 +204,7 @@ pub fn resume_summary(map: &Map, path: &Path) -> String {
     let percent = if total == 0 {
         100
     } else {
-        (u128::from(done) * 100 / u128::from(total)) as u64
+        (u128::from(resumed_bytes(map)) * 100 / u128::from(total)) as u64
     };
     format!(
         "resuming from {}: {done} bytes done, {left} left, {bad} bad ({percent}% done)",
