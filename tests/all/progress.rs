@@ -651,9 +651,11 @@ fn a_compressed_image_onto_a_disk_from_a_terminal_asks_once() {
     let Some(tmux) = rigs::or_skip(Tmux::start("flash", 400, 12, &command)) else {
         return;
     };
-    let asked = tmux.wait_for("[y/N]", Duration::from_secs(10));
+    // What the disk holds is read first (blkid): slow on a busy machine.
+    let asked = tmux.wait_for("[y/N]", Duration::from_secs(30));
     save_capture("compressed-onto-disk", &asked);
     let lines: Vec<&str> = asked.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines.len() >= 3, "the notices and the question: {asked:?}");
     assert!(
         lines[0].starts_with(&format!("ddx: about to overwrite '{device}' (loop device over ")),
         "{asked}"
@@ -691,7 +693,7 @@ fn a_compressed_image_onto_a_disk_from_a_terminal_asks_once() {
     let Some(tmux) = rigs::or_skip(Tmux::start("flash-file", 400, 12, &command)) else {
         return;
     };
-    let asked = tmux.wait_for("[y/N]", Duration::from_secs(10));
+    let asked = tmux.wait_for("[y/N]", Duration::from_secs(30));
     assert!(
         asked.contains("ddx: write the compressed bytes? [y/N]"),
         "{asked}"
