@@ -154,8 +154,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "bmaptool's block map of the input image (its decompressed stream with \
          --decompress): write only the mapped blocks, leaving the others as they were, \
          each range checked against its checksum as it passes (a mismatch stops the \
-         copy, exit 1); not with skip=, count=, seek=, conv= other than \
-         fsync/fdatasync/notrunc/nocreat/excl, nor --verify. With --bmap or \
+         copy, exit 1); a map for another size of image (than the file's, or what an xz, \
+         zstd or lz4 input records it decompresses to), or bigger than the device it is \
+         written onto, is refused before anything is written; after the statistics, a \
+         line says how many of their bytes were mapped and written; not with skip=, \
+         count=, seek=, conv= other than fsync/fdatasync/notrunc/nocreat/excl, nor \
+         --verify. With --bmap or \
          --decompress onto a whole block device, its first MiB is zeroed first and \
          written last, so an interrupted write leaves a disk that looks blank",
     ),

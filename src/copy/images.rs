@@ -24,7 +24,7 @@ use crate::ends::{self, End, Input, Kind, Output};
 use crate::engine::Diagnostic;
 use crate::image::{self, bmap::Recording, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport};
 use crate::operands::symbols::{conv_symbols_in, flag_symbols_in};
-use crate::operands::{Conv, CopyPlan, IoFlags};
+use crate::operands::{Conv, CopyPlan, IoFlags, StatusLevel};
 use crate::progress::Reporter;
 use crate::request::{first_given, Settings};
 use crate::text::quote::quote_file;
@@ -341,6 +341,9 @@ impl Images {
     pub fn wrap_input(&mut self, mut input: Input, plan: &CopyPlan) -> Result<Input, Failure> {
         let mut end = input.end;
         let quoted_name = quote_file(&input.name);
+        if let (Some(_), Some((map, path))) = (self.decompress, &self.bmap) {
+            check_decoded_size(end.as_mut(), map, path, &quoted_name)?;
+        }
         if let Some(mode) = self.decompress {
             let checksums = self.frame_checksums();
             end = match image::open(end, &quoted_name, mode, threads(), checksums) {
@@ -476,13 +479,35 @@ impl Images {
         }
     }
 
-    /// After GNU's statistics: a line per further output, and the
-    /// recorded map, written only for a copy that succeeded (of `bytes`
-    /// bytes). Returns whether something failed.
-    pub fn finish(&self, reporter: &Reporter, bytes: u64, copy_failed: bool) -> bool {
+    /// After GNU's statistics (of `bytes` bytes): under `--bmap`, what
+    /// was written of them (unless status=none); a line per further
+    /// output; and the recorded map, written only for a copy that
+    /// succeeded. Returns whether something failed.
+    pub fn finish(
+        &self,
+        reporter: &Reporter,
+        status: StatusLevel,
+        bytes: u64,
+        copy_failed: bool,
+    ) -> bool {
         let mut failed = false;
+        // GNU's statistics count the image's bytes, unmapped blocks and
+        // all; what was written of them is said after them, named.
+        let image = self.bmap.as_ref().map(|(map, _)| {
+            let written = mapped_below(map, bytes);
+            if status == StatusLevel::None {
+                return bytes;
+            }
+            reporter.message(format_args!(
+                "--bmap: {bytes} bytes of image copied: {written} bytes{} of mapped blocks \
+                 written, {} bytes of unmapped blocks left as they were",
+                gnu_sizes(written),
+                bytes - written
+            ));
+            bytes
+        });
         if let Some(report) = &self.tee_report {
-            for line in report.lines() {
+            for line in report.lines(image) {
                 reporter.message(format_args!("--tee: {line}"));
             }
             failed |= report.any_failed();
@@ -492,6 +517,61 @@ impl Images {
         }
         failed
     }
+}
+
+/// A map made for another image than the compressed input decodes to,
+/// where its format records that size (see `image::decompress::size`):
+/// refused before anything is written. Where the size is not recorded,
+/// the filter finds the mismatch where the decoded stream ends (or at
+/// the first range whose digest differs).
+fn check_decoded_size(
+    input: &mut dyn End,
+    map: &Bmap,
+    path: &Path,
+    name: &str,
+) -> Result<(), Failure> {
+    if !input.kind().positional() {
+        return Ok(());
+    }
+    let Some(format) = image::peek::compressed_format(input, 0) else {
+        return Ok(());
+    };
+    match image::decompress::size::decoded_size(input, format) {
+        Some(size) if size != map.image_size => Err(Failure::Refused(format!(
+            "--bmap={}: the map is for a {}-byte image, but {name} decompresses to {size} \
+             bytes, as its {format} headers record",
+            quoted(path),
+            map.image_size
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The bytes of `map`'s mapped blocks in the image's first `bytes`: what
+/// a copy through the map that got that far has written (it writes the
+/// image in order, from its start).
+fn mapped_below(map: &Bmap, bytes: u64) -> u64 {
+    map.ranges
+        .iter()
+        .map(|range| {
+            let (start, end) = map.byte_span(range);
+            end.min(bytes).saturating_sub(start)
+        })
+        .sum()
+}
+
+/// " (532 MB, 507 MiB)", as GNU's statistics give a byte count; nothing
+/// where GNU gives nothing (under 1000 bytes).
+fn gnu_sizes(bytes: u64) -> String {
+    use crate::text::human::{human, Base};
+    if bytes < 1000 {
+        return String::new();
+    }
+    format!(
+        " ({}, {})",
+        human(bytes, Base::Si, 1, 1),
+        human(bytes, Base::Iec, 1, 1)
+    )
 }
 
 /// `--bmap-create`: the map, as bmaptool writes it; returns whether it

@@ -237,7 +237,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     if let Some(aftermath) = aftermath {
         failed |= aftermath.report(&reporter);
     }
-    failed |= images.finish(&reporter, counters.snapshot().bytes_out, failed);
+    failed |= images.finish(&reporter, plan.status, counters.snapshot().bytes_out, failed);
     failed |= extras.finish(hash_job, plan, &images.kept_outputs(), &reporter, failed);
     if let Some(report) = report {
         report.print(&reporter, &counters);

@@ -35,6 +35,10 @@ pub enum Need {
     Any,
     /// Bytes to read: not a directory, whose read(2) fails with EISDIR.
     Data,
+    /// Room for the whole input where the output's size is fixed (a
+    /// block device): `--bmap` writes an image of the map's size, known
+    /// before the first write.
+    Room,
     /// Every byte has one fixed position, and reading or writing it there
     /// is what the option does (a copy by position and its map). An
     /// output may also be the null device, which takes a write at any
@@ -236,7 +240,7 @@ pub const TABLE: &[Row] = &[
         "--bmap",
         |r| r.settings.bmap.is_some(),
         Need::Any,
-        Need::Any,
+        Need::Room,
         Beside::Nothing,
     ),
     row(
@@ -314,6 +318,9 @@ pub fn admit(request: &Request, facts: &Facts) -> Result<(), Refusal> {
             return Err(refusal(row, &input, why));
         }
         if let Some(why) = unmet_output(row.output, &written) {
+            return Err(refusal(row, &output, why));
+        }
+        if let Some(why) = no_room(row.output, &facts.input, &written) {
             return Err(refusal(row, &output, why));
         }
         match row.beside {
@@ -427,7 +434,7 @@ fn unmet(does: &'static str, kind: Kind, which: &str) -> Option<Unmet> {
 /// None when the input (`named` by if=) meets the need.
 fn unmet_input(need: Need, end: &EndFacts, named: bool) -> Option<Unmet> {
     match need {
-        Need::Any | Need::ReadBack | Need::Discard => None,
+        Need::Any | Need::ReadBack | Need::Discard | Need::Room => None,
         Need::Data if end.kind == Kind::Directory => unmet(
             "reads the input",
             end.kind,
@@ -468,7 +475,7 @@ fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
         Kind::RegularFile | Kind::BlockDevice | Kind::Remote
     );
     match need {
-        Need::Any | Need::ReadAgain | Need::Data => None,
+        Need::Any | Need::ReadAgain | Need::Data | Need::Room => None,
         Need::Positions if end.null_device || addressed => None,
         Need::Positions => unmet(
             "writes the output by position",
@@ -499,6 +506,18 @@ fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
             "where nothing can be discarded",
         ),
     }
+}
+
+/// Some when the output's fixed size cannot hold the whole input (whose
+/// size is known: a mapped image's).
+fn no_room(need: Need, input: &EndFacts, output: &EndFacts) -> Option<Unmet> {
+    let (Need::Room, Some(image), Some(room)) = (need, input.size, output.size) else {
+        return None;
+    };
+    (output.kind == Kind::BlockDevice && room < image).then(|| Unmet {
+        does: "writes the whole image",
+        lacks: format!("is a block device of {room} bytes, and the image is {image} bytes"),
+    })
 }
 
 fn refusal(row: &Row, end: &EndName, unmet: Unmet) -> Refusal {

@@ -505,3 +505,25 @@ fn a_file_is_the_image_when_its_name_drops_the_compression_suffix() {
     let found = compressed_onto(&request, &facts, &[tee]).expect("the tee takes it");
     assert_eq!(found.output, "--tee='img'");
 }
+
+#[test]
+fn a_mapped_image_must_fit_the_device_it_is_written_onto() {
+    let settings = asked(|s| s.bmap = Some("img.bmap".into()));
+    let mut facts = facts(E::Stream, E::Block);
+    facts.input.size = Some(8 << 20);
+    facts.output.size = Some(4 << 20);
+    assert_eq!(
+        admit(&request(&["if=img", "of=/dev/sdz"], settings.clone()), &facts)
+            .expect_err("refused")
+            .to_string(),
+        "--bmap writes the whole image: of='/dev/sdz' is a block device of 4194304 bytes, \
+         and the image is 8388608 bytes"
+    );
+    facts.output.size = Some(8 << 20);
+    assert_eq!(admit(&request(&["if=img", "of=/dev/sdz"], settings.clone()), &facts), Ok(()));
+    // A file grows to hold it.
+    let mut facts = facts.clone();
+    facts.output = end(E::File);
+    facts.output.size = Some(0);
+    assert_eq!(admit(&request(&["if=img", "of=f"], settings), &facts), Ok(()));
+}
