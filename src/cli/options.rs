@@ -158,10 +158,11 @@ pub const OPTIONS: &[OptionSpec] = &[
          zstd or lz4 input records it decompresses to), or bigger than the device it is \
          written onto, is refused before anything is written; after the statistics, a \
          line says how many of their bytes were mapped and written; not with skip=, \
-         count=, seek=, conv= other than fsync/fdatasync/notrunc/nocreat/excl, nor \
-         --verify. With --bmap or \
-         --decompress onto a whole block device, its first MiB is zeroed first and \
-         written last, so an interrupted write leaves a disk that looks blank",
+         count=, seek=, conv= other than fsync/fdatasync/notrunc/nocreat/excl. With \
+         --verify, only the mapped ranges are read back, several at once, each against \
+         the map's digest (or, where the map has none, one taken as it was written). \
+         With --bmap or --decompress onto a whole block device, its first MiB is zeroed \
+         first and written last, so an interrupted write leaves a disk that looks blank",
     ),
     OptionSpec::valued(
         "bmap-create",
@@ -184,7 +185,8 @@ pub const OPTIONS: &[OptionSpec] = &[
         "verify",
         "after the copy, read the output back (and each --tee output not dropped), \
          bypassing the cache, and report the first offset that differs from what was \
-         written, naming the output (exit status 1)",
+         written, naming the output (exit status 1); with --bmap, only the mapped \
+         ranges, several at once, each against its digest, naming the blocks",
     ),
     OptionSpec::switch(
         "trim",

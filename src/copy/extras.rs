@@ -34,7 +34,9 @@ pub struct Extras {
 pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, String> {
     let mut extras = Extras {
         hash: settings.hash.clone(),
-        verify: settings.verify,
+        // Under --bmap, the image's mapped ranges are read back instead
+        // (`copy::images`): the unmapped blocks were never written.
+        verify: settings.verify && settings.bmap.is_none(),
         ..Extras::default()
     };
     if settings.rescue || settings.map.is_some() || settings.resume {
@@ -53,7 +55,7 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Strin
     } else if settings.sector_size.is_some() {
         return Err("--sector-size is the retry unit of --rescue: add --rescue".into());
     }
-    if extras.resuming && (extras.verify || !extras.hash.is_empty()) {
+    if extras.resuming && (settings.verify || !extras.hash.is_empty()) {
         return Err(
             "--hash and --verify cannot be combined with resuming a copy: they would see \
              only the part copied now"
@@ -64,7 +66,7 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Strin
         check_hash_file(plan, &extras.hash, path)?;
         extras.hash_file = Some(path.clone());
     }
-    if extras.verify {
+    if settings.verify {
         if plan.output.is_none() {
             return Err("--verify needs of=FILE: it reads the output back".into());
         }
@@ -72,7 +74,7 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Strin
             return Err("--verify cannot be combined with oflag=append".into());
         }
     }
-    if extras.verify {
+    if settings.verify {
         for (flag, name) in crate::operands::symbols::DATA_CONVERSIONS {
             if plan.conv.contains(*flag) {
                 return Err(format!(

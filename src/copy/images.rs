@@ -22,7 +22,9 @@ use std::sync::{Arc, Mutex};
 
 use crate::ends::{self, End, Input, Kind, Output};
 use crate::engine::Diagnostic;
-use crate::image::{self, bmap::Recording, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport};
+use crate::image::bmap::{ChecksumKind, Recorded, Recording};
+use crate::image::{self, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport};
+use crate::integrity::verify::{self, RangeCheck, RangeDigest, RangesVerdict};
 use crate::operands::symbols::{conv_symbols_in, flag_symbols_in};
 use crate::operands::{Conv, CopyPlan, IoFlags, StatusLevel};
 use crate::progress::Reporter;
@@ -48,6 +50,11 @@ pub struct Images {
     tee_report: Option<Arc<TeeReport>>,
     /// The compressed input's position, once it is being decoded.
     compressed: Option<Arc<image::InputProgress>>,
+    /// `--verify` with `--bmap`: the mapped ranges are read back (see
+    /// [`Images::verify`]), with the digests the filter takes of those
+    /// the map gives none.
+    verify: bool,
+    recorded: Option<Recorded>,
     /// What each output written with O_DIRECT where aligned did.
     direct: Vec<Arc<image::DirectReport>>,
 }
@@ -73,6 +80,7 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
         compress: settings.compress,
         bmap_create: settings.bmap_create.clone(),
         tee: settings.tee.clone(),
+        verify: settings.verify && settings.bmap.is_some(),
         ..Images::default()
     };
     let asked: Vec<&str> = [
@@ -98,7 +106,7 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
         check_compress(plan, settings)?;
     }
     if let Some(path) = &settings.bmap {
-        check_bmap(plan, settings)?;
+        check_bmap(plan)?;
         let map = Bmap::read(path).map_err(|e| e.to_string())?;
         // Output blocks must end where the map's blocks do, so that a
         // hole never starts inside a block held back for re-blocking.
@@ -149,7 +157,7 @@ fn check_compress(plan: &CopyPlan, settings: &Settings) -> Result<(), String> {
 
 /// `--bmap` writes the image as the map describes it, from its first
 /// byte to its last: nothing that changes the bytes or where they go.
-fn check_bmap(plan: &CopyPlan, settings: &Settings) -> Result<(), String> {
+fn check_bmap(plan: &CopyPlan) -> Result<(), String> {
     let why = "the map describes the whole image, written from the output's start";
     let operand = if !plan.skip.is_zero() {
         Some("skip=".to_owned())
@@ -195,14 +203,6 @@ fn check_bmap(plan: &CopyPlan, settings: &Settings) -> Result<(), String> {
     }
     if plan.input_nocache || plan.output_nocache {
         return Err("--bmap cannot be combined with nocache".into());
-    }
-    if settings.verify {
-        return Err(
-            "--bmap cannot be combined with --verify: unmapped blocks are not written, so the \
-             output does not read back as the stream; --bmap checks each mapped range \
-             against its digest as it is written"
-                .into(),
-        );
     }
     Ok(())
 }
@@ -370,13 +370,16 @@ impl Images {
             };
         }
         if let Some((map, path)) = &self.bmap {
-            let filter = BmapFilter::new(
+            let mut filter = BmapFilter::new(
                 end,
                 Arc::clone(map),
                 &quoted_name,
                 &path.display().to_string(),
             )
             .map_err(|e| Failure::Refused(e.to_string()))?;
+            if self.verify && !map.checks_every_range() {
+                self.recorded = Some(filter.record_undigested());
+            }
             end = Box::new(filter);
         }
         if self.bmap_create.is_some() {
@@ -514,6 +517,90 @@ impl Images {
         }
         if let (Some(path), Some(slot)) = (&self.bmap_create, &self.recording) {
             failed |= write_map(reporter, path, slot, bytes, copy_failed);
+        }
+        failed
+    }
+}
+
+impl Images {
+    /// `--verify` with `--bmap`: read back the mapped ranges the copy
+    /// wrote whole (all of them, unless it stopped in the first `bytes`
+    /// of the image) from of= and each further output still written, on
+    /// several threads, each range checked against the map's digest or,
+    /// where the map gives none, the one taken of it as it was written.
+    /// The unmapped blocks are not read: they hold what they held.
+    /// Returns whether an output differs or cannot be read.
+    pub fn verify(&self, reporter: &Reporter, outputs: &[PathBuf], bytes: u64) -> bool {
+        let (Some((map, _)), true) = (&self.bmap, self.verify) else {
+            return false;
+        };
+        let recorded = self
+            .recorded
+            .as_ref()
+            .and_then(|r| r.lock().ok().map(|slots| slots.clone()))
+            .unwrap_or_default();
+        let mut checks = Vec::new();
+        let mut blocks = Vec::new();
+        let mut unchecked = 0;
+        for (index, range) in map.ranges.iter().enumerate() {
+            let (start, end) = map.byte_span(range);
+            if end > bytes {
+                break;
+            }
+            let digest = match (map.checksum, &range.digest) {
+                (Some(ChecksumKind::Sha1), Some(hex)) => RangeDigest::Sha1(hex.clone()),
+                (Some(ChecksumKind::Sha256), Some(hex)) => RangeDigest::Sha256(hex.clone()),
+                _ => match recorded.get(index).copied().flatten() {
+                    Some(value) => RangeDigest::Xxh3(value),
+                    None => {
+                        unchecked += 1;
+                        continue;
+                    }
+                },
+            };
+            checks.push(RangeCheck { start, end, digest });
+            blocks.push((range.first, range.last));
+        }
+        let against = match map.checksum {
+            Some(kind) if map.checks_every_range() => format!("the map's {kind}"),
+            Some(_) => "the map's digest, or the digest of what was written".to_owned(),
+            None => "the digest of what was written (the map has none)".to_owned(),
+        };
+        let workers = threads().clamp(4, 16);
+        let mut failed = false;
+        for output in outputs {
+            let quoted = quote_file(&crate::ends::remote::shown(output));
+            match verify::verify_ranges(output, &checks, workers) {
+                Ok(RangesVerdict::Identical { bytes }) => {
+                    let left = if unchecked > 0 {
+                        format!("; {unchecked} not checked (not read in order)")
+                    } else {
+                        String::new()
+                    };
+                    reporter.message(format_args!(
+                        "verify: {bytes} bytes of {quoted} in {} mapped ranges read back, \
+                         each as {against}{left}",
+                        checks.len()
+                    ));
+                }
+                Ok(RangesVerdict::Differs { index }) => {
+                    let (first, last) = blocks[index];
+                    let check = &checks[index];
+                    reporter.message(format_args!(
+                        "verify: {quoted} differs from what was written in blocks \
+                         {first}-{last} (image bytes {} to {})",
+                        check.start, check.end
+                    ));
+                    failed = true;
+                }
+                Err(errno) => {
+                    reporter.message(format_args!(
+                        "verify: cannot read {quoted} back: {}",
+                        crate::sys::errno_text(errno)
+                    ));
+                    failed = true;
+                }
+            }
         }
         failed
     }

@@ -239,6 +239,12 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     }
     failed |= images.finish(&reporter, plan.status, counters.snapshot().bytes_out, failed);
     failed |= extras.finish(hash_job, plan, &images.kept_outputs(), &reporter, failed);
+    if let Some(output) = &plan.output {
+        let outputs: Vec<_> = std::iter::once(output.clone())
+            .chain(images.kept_outputs())
+            .collect();
+        failed |= images.verify(&reporter, &outputs, counters.snapshot().bytes_out);
+    }
     if let Some(report) = report {
         report.print(&reporter, &counters);
         images.print_verbose(&reporter);

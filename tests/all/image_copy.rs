@@ -265,7 +265,6 @@ fn options_that_cannot_go_together_are_refused_before_anything_is_opened() {
         &[&map_arg, "iflag=direct"],
         &["--bmap", "iflag=direct"],
     );
-    refused(d, &raw, &[&map_arg, "--verify"], &["--bmap", "--verify"]);
     refused(
         d,
         &raw,
@@ -979,6 +978,136 @@ fn mapped_ranges(map: &Path) -> Vec<(u64, u64)> {
             (first * 4096, (last + 1) * 4096)
         })
         .collect()
+}
+
+/// The read requests nbdkit's log filter saw: (offset, count).
+fn reads_logged(log: &Path) -> Vec<(u64, u64)> {
+    let field = |line: &str, name: &str| {
+        let hex = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(name))
+            .unwrap_or_else(|| panic!("{name} in {line}"));
+        u64::from_str_radix(hex, 16).unwrap()
+    };
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(" Read id="))
+        .map(|l| (field(l, "offset=0x"), field(l, "count=0x")))
+        .collect()
+}
+
+/// `--verify` under `--bmap` reads back the mapped ranges only, all of
+/// them, each once, and checks them: onto an nbdkit export that logs
+/// every request, from the image and from it compressed.
+#[cfg(feature = "nbd")]
+#[test]
+fn verify_under_bmap_reads_back_only_the_mapped_ranges() {
+    if !rigs::tools_or_skip(&["bmaptool", "mkfs.ext4", "zstd"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let size: u64 = 24 << 20;
+    let (image, map) = ext4_image(dir.path(), size);
+    let zst = rigs::images::packed(&image, "zstd", "zst");
+    let ranges = mapped_ranges(&map);
+    let mapped: u64 = ranges.iter().map(|(a, b)| b - a).sum();
+    assert!(ranges.len() > 2 && mapped < size * 3 / 4, "holes to leave: {ranges:?}");
+    for (input, extra) in [(&image, None), (&zst, Some("--decompress"))] {
+        let Some(server) = rigs::or_skip(rigs::nbd::Server::nbdkit_logged(&[
+            "memory",
+            &format!("size={size}"),
+        ])) else {
+            return;
+        };
+        let ran = Ddx::new()
+            .arg(arg("if", input))
+            .arg(format!("of={}", server.uri()))
+            .arg(arg("--bmap", &map))
+            .arg("--verify")
+            .args(extra)
+            .succeeds();
+        ran.says(&format!(
+            "verify: {mapped} bytes of '{}' in {} mapped ranges read back, each as the map's \
+             SHA-256\n",
+            server.uri(),
+            ranges.len()
+        ));
+        let reads = reads_logged(&server.log_file());
+        let mut read = 0;
+        for &(offset, count) in &reads {
+            assert!(
+                ranges
+                    .iter()
+                    .any(|&(start, end)| start <= offset && offset + count <= end),
+                "a read outside the mapped ranges: {offset:#x}+{count:#x}; {ranges:?}"
+            );
+            read += count;
+        }
+        assert_eq!(read, mapped, "each mapped byte read back once: {reads:?}");
+        let back = rigs::nbd::nbdcopy_read(&server.uri(), dir.path()).unwrap();
+        assert!(back == std::fs::read(&image).unwrap());
+    }
+}
+
+/// A byte the device corrupts in a mapped range is caught, naming its
+/// blocks; one in an unmapped block is never written nor read. A map
+/// without digests is checked against digests taken as the image passed.
+#[test]
+fn verify_under_bmap_catches_a_flipped_byte_in_a_mapped_range() {
+    if !rigs::tools_or_skip(&["bmaptool", "mkfs.ext4"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let size: u64 = 16 << 20;
+    let (image, map) = ext4_image(dir.path(), size);
+    let ranges = mapped_ranges(&map);
+    // A map of the same ranges without digests (bmap 1.2).
+    let plain = dir.path().join("plain.bmap");
+    let blocks: Vec<(u64, u64)> = ranges.iter().map(|&(a, b)| (a / 4096, b / 4096 - 1)).collect();
+    std::fs::write(&plain, bmap_xml(size, &blocks)).unwrap();
+    let (start, end) = ranges[ranges.len() / 2];
+    let inside = start + (end - start) / 2;
+    let outside = ranges
+        .windows(2)
+        .find(|w| w[1].0 > w[0].1)
+        .map(|w| w[0].1)
+        .expect("a hole between two ranges");
+    for (used, flip_at) in [(&map, inside), (&map, outside), (&plain, inside)] {
+        {
+            // Every request to this device runs a shell: few and large.
+            let Some(device) =
+                rigs::or_skip(rigs::NbdDevice::flipping_writes(&vec![0; size as usize], flip_at))
+            else {
+                return;
+            };
+            let ran = Ddx::new()
+                .arg(arg("if", &image))
+                .arg(arg("of", &device.path))
+                .arg(arg("--bmap", used))
+                .args(["--verify", "bs=4M", "conv=notrunc"])
+                .run();
+            // The copy itself went through: its statistics are whole.
+            assert_eq!(
+                statistics(&ran.stderr)[2],
+                "16777216 bytes (17 MB, 16 MiB)",
+                "{}",
+                ran.stderr
+            );
+            if flip_at == outside {
+                assert_eq!(ran.status.code(), Some(0), "{}", ran.stderr);
+                ran.says("mapped ranges read back, each as");
+                continue;
+            }
+            assert_eq!(ran.status.code(), Some(1), "{}", ran.stderr);
+            let (first, last) = blocks[ranges.len() / 2];
+            ran.says(&format!(
+                "verify: '{}' differs from what was written in blocks {first}-{last} (image \
+                 bytes {start} to {end})\n",
+                device.path.display()
+            ));
+        }
+    }
 }
 
 /// Under `--bmap`, GNU's statistics count the image's bytes (holes
