@@ -12,7 +12,12 @@
 #   ddx if=IMG.zst of=DEV --decompress --bmap=IMG.bmap conv=fsync
 #   ddx if=IMG.xz of=DEV --decompress conv=fsync
 # and --tee (two devices against one) and --compress=zstd against
-# `zstd -T0`. Every ddx result is compared with the raw image. The ddx
+# `zstd -T0`; and the read-back: --verify under --bmap (the mapped ranges
+# only, several at once) against the copy without it and against
+# --verify without a map (the whole device read back), with the cost of
+# each read-back as the difference. The bar: the mapped ranges' read-back
+# costs no more than its share of the whole one (mapped / 1 GiB, with
+# 25% to spare). Every ddx result is compared with the raw image. The ddx
 # rows need the options of issue 15 (--decompress, --bmap=FILE,
 # --tee=OUT, --compress=ALG[:LEVEL]); without them they are left out.
 #
@@ -105,6 +110,22 @@ bench xz \
   "bmaptool -q copy --bmap $t/img.bmap $t/img.xz $dev1" \
   "sh -c 'xz -dc -T2 $t/img.xz | dd of=$dev1 bs=4M conv=fsync status=none'" \
   "${ddx_xz[@]}"
+if "$ddx" --help 2>&1 | grep -q "with --bmap, only the mapped"; then
+  echo "read-back (--verify):"
+  plain="$ddx if=$t/img.zst of=$dev1 --decompress --bmap=$t/img.bmap conv=fsync status=none"
+  bench verify "$plain" "$plain --verify" \
+    "$ddx if=$t/img.zst of=$dev1 --decompress conv=fsync status=none" \
+    "$ddx if=$t/img.zst of=$dev1 --decompress conv=fsync status=none --verify"
+  python3 - "$dir/verify.json" "$mapped" <<'PY'
+import json, sys
+m = [r["median"] for r in json.load(open(sys.argv[1]))["results"]]
+share = int(sys.argv[2]) * 4096 / (1 << 30)
+mapped, whole = m[1] - m[0], m[3] - m[2]
+bar = whole * share * 1.25
+print(f"  read-back of the mapped ranges {mapped:.3f} s, of the whole device {whole:.3f} s;"
+      f" bar {bar:.3f} s ({share:.0%} of it, +25%): {'met' if mapped <= bar else 'NOT MET'}")
+PY
+fi
 if [ ${#ddx_tee[@]} -gt 0 ]; then
   echo "two outputs:"
   bench tee "dd if=$img of=$dev1 bs=4M conv=fsync status=none" "${ddx_tee[@]}"
