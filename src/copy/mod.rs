@@ -69,9 +69,8 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     let mut whole_disks = Vec::new();
     for output_plan in std::iter::once(request.plan.clone()).chain(images.tee_plans(&request.plan))
     {
-        whole_disks.extend(
-            safety::guard(&output_plan, request.settings.force).map_err(Failure::Refused)?,
-        );
+        whole_disks
+            .extend(safety::guard(&output_plan, request.settings.force).map_err(Failure::Refused)?);
     }
 
     let plan = &request.plan;
@@ -237,7 +236,12 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     if let Some(aftermath) = aftermath {
         failed |= aftermath.report(&reporter);
     }
-    failed |= images.finish(&reporter, plan.status, counters.snapshot().bytes_out, failed);
+    failed |= images.finish(
+        &reporter,
+        plan.status,
+        counters.snapshot().bytes_out,
+        failed,
+    );
     failed |= extras.finish(hash_job, plan, &images.kept_outputs(), &reporter, failed);
     if let Some(output) = &plan.output {
         let outputs: Vec<_> = std::iter::once(output.clone())

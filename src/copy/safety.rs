@@ -62,10 +62,9 @@ pub fn confirm(
         let contents = match &disk.at {
             Some(path) => guard::contents::probe(path),
             // The tools' own stdout is a pipe: name ours through /proc.
-            None => guard::contents::probe(&PathBuf::from(format!(
-                "/proc/{}/fd/1",
-                std::process::id()
-            ))),
+            None => {
+                guard::contents::probe(&PathBuf::from(format!("/proc/{}/fd/1", std::process::id())))
+            }
         };
         emit(format!("{program}: {}\n", disk.whole.notice(&contents)).as_bytes());
     }

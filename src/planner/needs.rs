@@ -435,11 +435,9 @@ fn unmet(does: &'static str, kind: Kind, which: &str) -> Option<Unmet> {
 fn unmet_input(need: Need, end: &EndFacts, named: bool) -> Option<Unmet> {
     match need {
         Need::Any | Need::ReadBack | Need::Discard | Need::Room => None,
-        Need::Data if end.kind == Kind::Directory => unmet(
-            "reads the input",
-            end.kind,
-            "which has no bytes to read",
-        ),
+        Need::Data if end.kind == Kind::Directory => {
+            unmet("reads the input", end.kind, "which has no bytes to read")
+        }
         Need::Data => None,
         Need::Positions
             if matches!(
@@ -688,7 +686,10 @@ fn dropped_suffix(input: &Path, output: &Path) -> Option<String> {
     let input = input.file_name()?.as_bytes();
     let output = output.file_name()?.as_bytes();
     SUFFIXES.iter().find_map(|(suffix, instead)| {
-        let cut = input.len().checked_sub(suffix.len()).filter(|&cut| cut > 0)?;
+        let cut = input
+            .len()
+            .checked_sub(suffix.len())
+            .filter(|&cut| cut > 0)?;
         let (stem, tail) = input.split_at(cut);
         let matches = tail.eq_ignore_ascii_case(suffix.as_bytes())
             && output.len() == stem.len() + instead.len()

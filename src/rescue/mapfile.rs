@@ -397,7 +397,10 @@ mod tests {
         // The map's lines, as ddrescue writes them, and no padding.
         assert_eq!(std::fs::read_to_string(&path).unwrap(), map.render("ddx"));
         let (allocated, _) = allocation(&path);
-        assert!(allocated >= SAVED_ROOM as u64, "{allocated} bytes allocated");
+        assert!(
+            allocated >= SAVED_ROOM as u64,
+            "{allocated} bytes allocated"
+        );
         for (pos, size) in [(0, 4096), (8192, 512), (0, 1 << 20)] {
             let status = if pos == 8192 {
                 BlockStatus::BadSector

@@ -902,7 +902,11 @@ fn a_target_that_does_not_exist_is_an_error() {
                 ),
                 "{extra:?}"
             );
-            assert_eq!(listing(dir.path()), before, "{target}: something was created");
+            assert_eq!(
+                listing(dir.path()),
+                before,
+                "{target}: something was created"
+            );
         }
     }
 }

@@ -67,8 +67,7 @@ fn a_compressed_input_onto_a_block_device_is_refused_in_every_format() {
     let backing = dir.path().join("disk");
     let before = pattern(9, 1 << 20);
     std::fs::write(&backing, &before).unwrap();
-    let Some(device) = rigs::or_skip(rigs::LoopDevice::attach(&backing, Default::default()))
-    else {
+    let Some(device) = rigs::or_skip(rigs::LoopDevice::attach(&backing, Default::default())) else {
         return;
     };
     let of = operand("of", &device.path);
@@ -79,7 +78,11 @@ fn a_compressed_input_onto_a_block_device_is_refused_in_every_format() {
                 .arg(&of)
                 .args(extra)
                 .run();
-            refused(&ran, format, &format!("of='{}' is a block device", device.name()));
+            refused(
+                &ran,
+                format,
+                &format!("of='{}' is a block device", device.name()),
+            );
         }
         // Told by its bytes, not its name.
         let renamed = dir.path().join(format!("data-{format}.bin"));
@@ -128,8 +131,7 @@ fn no_decompress_copies_the_compressed_bytes_as_gnu_dd_does() {
     let backing = dir.path().join("disk");
     let before = pattern(9, 1 << 20);
     std::fs::write(&backing, &before).unwrap();
-    let Some(device) = rigs::or_skip(rigs::LoopDevice::attach(&backing, Default::default()))
-    else {
+    let Some(device) = rigs::or_skip(rigs::LoopDevice::attach(&backing, Default::default())) else {
         return;
     };
     let reset = || std::fs::write(&device.path, &before).unwrap();

@@ -1012,7 +1012,10 @@ fn verify_under_bmap_reads_back_only_the_mapped_ranges() {
     let zst = rigs::images::packed(&image, "zstd", "zst");
     let ranges = mapped_ranges(&map);
     let mapped: u64 = ranges.iter().map(|(a, b)| b - a).sum();
-    assert!(ranges.len() > 2 && mapped < size * 3 / 4, "holes to leave: {ranges:?}");
+    assert!(
+        ranges.len() > 2 && mapped < size * 3 / 4,
+        "holes to leave: {ranges:?}"
+    );
     for (input, extra) in [(&image, None), (&zst, Some("--decompress"))] {
         let Some(server) = rigs::or_skip(rigs::nbd::Server::nbdkit_logged(&[
             "memory",
@@ -1064,7 +1067,10 @@ fn verify_under_bmap_catches_a_flipped_byte_in_a_mapped_range() {
     let ranges = mapped_ranges(&map);
     // A map of the same ranges without digests (bmap 1.2).
     let plain = dir.path().join("plain.bmap");
-    let blocks: Vec<(u64, u64)> = ranges.iter().map(|&(a, b)| (a / 4096, b / 4096 - 1)).collect();
+    let blocks: Vec<(u64, u64)> = ranges
+        .iter()
+        .map(|&(a, b)| (a / 4096, b / 4096 - 1))
+        .collect();
     std::fs::write(&plain, bmap_xml(size, &blocks)).unwrap();
     let (start, end) = ranges[ranges.len() / 2];
     let inside = start + (end - start) / 2;
@@ -1076,9 +1082,10 @@ fn verify_under_bmap_catches_a_flipped_byte_in_a_mapped_range() {
     for (used, flip_at) in [(&map, inside), (&map, outside), (&plain, inside)] {
         {
             // Every request to this device runs a shell: few and large.
-            let Some(device) =
-                rigs::or_skip(rigs::NbdDevice::flipping_writes(&vec![0; size as usize], flip_at))
-            else {
+            let Some(device) = rigs::or_skip(rigs::NbdDevice::flipping_writes(
+                &vec![0; size as usize],
+                flip_at,
+            )) else {
                 return;
             };
             let ran = Ddx::new()
@@ -1225,8 +1232,7 @@ fn a_map_for_another_size_is_refused_before_anything_is_written() {
     let backing = dir.path().join("small");
     let before = rigs::bytes::pattern(4, size as usize);
     std::fs::write(&backing, &before).unwrap();
-    let Some(device) = rigs::or_skip(rigs::LoopDevice::attach(&backing, Default::default()))
-    else {
+    let Some(device) = rigs::or_skip(rigs::LoopDevice::attach(&backing, Default::default())) else {
         return;
     };
     let big = other_dir.join("ext4.img");

@@ -657,7 +657,9 @@ fn a_compressed_image_onto_a_disk_from_a_terminal_asks_once() {
     let lines: Vec<&str> = asked.lines().filter(|l| !l.trim().is_empty()).collect();
     assert!(lines.len() >= 3, "the notices and the question: {asked:?}");
     assert!(
-        lines[0].starts_with(&format!("ddx: about to overwrite '{device}' (loop device over ")),
+        lines[0].starts_with(&format!(
+            "ddx: about to overwrite '{device}' (loop device over "
+        )),
         "{asked}"
     );
     assert_eq!(

@@ -860,9 +860,15 @@ fn the_map_holds_ddrescues_lines_only_and_ddrescuelog_reads_it() {
     let text = std::fs::read_to_string(&map).unwrap();
     let checked = |text: &str| {
         let comments: Vec<&str> = text.lines().filter(|l| l.starts_with('#')).collect();
-        assert!(comments.len() <= 5, "{} comment lines: {text}", comments.len());
         assert!(
-            comments.iter().all(|l| l.trim_start_matches('#').trim().len() > 2),
+            comments.len() <= 5,
+            "{} comment lines: {text}",
+            comments.len()
+        );
+        assert!(
+            comments
+                .iter()
+                .all(|l| l.trim_start_matches('#').trim().len() > 2),
             "a padding line: {text}"
         );
         assert!(text.lines().all(|l| !l.trim().is_empty()), "{text}");

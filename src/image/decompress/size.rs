@@ -59,7 +59,10 @@ impl Positioned<'_> {
         let mut buf = vec![0; len];
         let mut filled = 0;
         while filled < len {
-            match self.input.read_at(&mut buf[filled..], offset + filled as u64) {
+            match self
+                .input
+                .read_at(&mut buf[filled..], offset + filled as u64)
+            {
                 Ok(0) => return None,
                 Ok(n) => filled += n,
                 Err(crate::sys::Errno::INTR) => {}
@@ -141,9 +144,8 @@ impl Positioned<'_> {
             pos += (5 + usize::from(!single_segment) + dictionary + content_field) as u64;
             loop {
                 let block = self.bytes(pos, 3)?;
-                let header = u32::from(block[0])
-                    | u32::from(block[1]) << 8
-                    | u32::from(block[2]) << 16;
+                let header =
+                    u32::from(block[0]) | u32::from(block[1]) << 8 | u32::from(block[2]) << 16;
                 let size = u64::from(header >> 3);
                 let body = match (header >> 1) & 3 {
                     0 | 2 => size,

@@ -448,8 +448,12 @@ fn a_compressed_input_onto_what_takes_it_as_an_image_needs_a_word() {
          they are"
     );
     assert_eq!(
-        copy(&["of=nbd://h/e"], Settings::default(), &compressed(Some(Format::Zstd), E::Export))
-            .map(|o| (o.input, o.onto)),
+        copy(
+            &["of=nbd://h/e"],
+            Settings::default(),
+            &compressed(Some(Format::Zstd), E::Export)
+        )
+        .map(|o| (o.input, o.onto)),
         Some(("standard input".into(), Onto::Export))
     );
     // Saying what is meant, or compressing the output, settles it.
@@ -462,12 +466,19 @@ fn a_compressed_input_onto_what_takes_it_as_an_image_needs_a_word() {
     }
     // Not compressed, or onto what is no image of it.
     assert_eq!(
-        copy(&["if=a", "of=/dev/sdb"], Settings::default(), &compressed(None, E::Block)),
+        copy(
+            &["if=a", "of=/dev/sdb"],
+            Settings::default(),
+            &compressed(None, E::Block)
+        ),
         None
     );
     for output in [E::Pipe, E::Zero, E::Null, E::Socket, E::Stream] {
         let facts = compressed(Some(Format::Gzip), output);
-        assert_eq!(copy(&["if=a.gz", "of=b"], Settings::default(), &facts), None);
+        assert_eq!(
+            copy(&["if=a.gz", "of=b"], Settings::default(), &facts),
+            None
+        );
     }
 }
 
@@ -513,17 +524,29 @@ fn a_mapped_image_must_fit_the_device_it_is_written_onto() {
     facts.input.size = Some(8 << 20);
     facts.output.size = Some(4 << 20);
     assert_eq!(
-        admit(&request(&["if=img", "of=/dev/sdz"], settings.clone()), &facts)
-            .expect_err("refused")
-            .to_string(),
+        admit(
+            &request(&["if=img", "of=/dev/sdz"], settings.clone()),
+            &facts
+        )
+        .expect_err("refused")
+        .to_string(),
         "--bmap writes the whole image: of='/dev/sdz' is a block device of 4194304 bytes, \
          and the image is 8388608 bytes"
     );
     facts.output.size = Some(8 << 20);
-    assert_eq!(admit(&request(&["if=img", "of=/dev/sdz"], settings.clone()), &facts), Ok(()));
+    assert_eq!(
+        admit(
+            &request(&["if=img", "of=/dev/sdz"], settings.clone()),
+            &facts
+        ),
+        Ok(())
+    );
     // A file grows to hold it.
     let mut facts = facts.clone();
     facts.output = end(E::File);
     facts.output.size = Some(0);
-    assert_eq!(admit(&request(&["if=img", "of=f"], settings), &facts), Ok(()));
+    assert_eq!(
+        admit(&request(&["if=img", "of=f"], settings), &facts),
+        Ok(())
+    );
 }
