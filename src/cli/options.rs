@@ -136,8 +136,8 @@ pub const OPTIONS: &[OptionSpec] = &[
         "copy a compressed input as the bytes it is, as GNU dd does, also onto a \
          block device, an NBD export or a file named as the input without its \
          compression suffix (img.raw.xz onto img.raw), where ddx otherwise asks \
-         first on a terminal and refuses elsewhere; the last of --decompress and \
-         --no-decompress given wins",
+         first on a terminal and refuses elsewhere (--force does not answer that); \
+         the last of --decompress and --no-decompress given wins",
     ),
     OptionSpec::valued(
         "compress",
