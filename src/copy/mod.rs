@@ -2,17 +2,17 @@
 //! of records, or by position) → close → report.
 //!
 //! Every copy goes through [`run`], whatever its ends and options. It
-//! returns `Ok` for exit status 0 and a [`Failure`] otherwise, which the
-//! command line prints (if anything is left to print) and turns into exit
-//! status 1. GNU's order is kept throughout: the input is opened before
-//! the output, nothing is opened for writing before every check has
-//! passed, both ends are closed before the statistics, and what ddx's own
-//! options add comes after them.
+//! returns `Ok` when the copy did its job (exit status 0, or 2 for a
+//! rescue that ran its course with bad areas left: [`Finished`]) and a
+//! [`Failure`] otherwise, which the command line prints (if anything is
+//! left to print) and turns into exit status 1. GNU's order is kept
+//! throughout: the input is opened before the output, nothing is opened
+//! for writing before every check has passed, both ends are closed before
+//! the statistics, and what ddx's own options add comes after them.
 
 mod extras;
 mod failure;
 mod images;
-mod objects;
 mod positional;
 mod safety;
 mod verbose;
@@ -22,13 +22,24 @@ pub use verbose::expected_bytes;
 
 use std::sync::Arc;
 
+use crate::diagnostic::{Diagnostic, Events};
 use crate::ends::{self, Input, Output};
-use crate::engine::{self, Counters, Diagnostic, Events, RunResult};
+use crate::engine::{self, Counters, RunResult};
 use crate::operands::{CopyPlan, StatusLevel};
 use crate::planner::{self, OutputProbe, Strategy};
 use crate::progress::{Reporter, Ticker};
 use crate::request::Request;
 use crate::sys::signals::SignalPipes;
+
+/// How a copy that did not fail ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finished {
+    /// Every byte copied.
+    Complete,
+    /// A rescue ran every phase and pass it was given, and bad areas
+    /// remain: listed after the statistics, '-' in the map.
+    BadAreasRemain,
+}
 
 /// What the driver needs beyond the request: how ddx was invoked, and
 /// the signal handlers installed at start.
@@ -50,22 +61,28 @@ struct Copying<'a> {
 }
 
 /// Run one copy.
-pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
-    // ddx's own options, checked before anything is opened, as the
-    // operands are.
-    objects::check(&request.plan, &request.settings).map_err(Failure::Refused)?;
+pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> {
+    // What ddx's own options cannot be combined with, refused before
+    // anything is opened, as the operands are.
+    planner::check(&request).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
     let extras = extras::prepare(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
     let mut images = images::prepare(&request.plan, &request.settings).map_err(Failure::Refused)?;
     let progress_stream = match request.settings.progress_fd {
-        Some(fd) => Some((
-            safety::progress_stream(fd, &request.plan).map_err(Failure::Refused)?,
-            fd,
-        )),
+        Some(fd) => Some((safety::progress_stream(fd).map_err(Failure::Refused)?, fd)),
         None => None,
     };
-    // Every further output is held to the guard as of= is. A person is
-    // told about (and asked before overwriting) a whole disk once the
-    // input is open, with what it holds.
+    // Every further output against the copy's ends and the table (as
+    // they stand: nothing is open yet), then to the guard, as of= is. A
+    // person is told about (and asked before overwriting) a whole disk
+    // once the input is open, with what it holds.
+    let tees: Vec<_> = request
+        .settings
+        .tee
+        .iter()
+        .map(|path| (path.as_path(), planner::facts::output_facts_at(path)))
+        .collect();
+    planner::needs::admit_tees(&request, planner::facts::identities(&request.plan), &tees)
+        .map_err(|refusal| Failure::Refused(refusal.to_string()))?;
     let mut whole_disks = Vec::new();
     for output_plan in std::iter::once(request.plan.clone()).chain(images.tee_plans(&request.plan))
     {
@@ -106,19 +123,16 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     reporter.start_clock();
     let cpu_at_start = crate::sys::usage::cpu_times();
     let mut input = ends::open::open_input(plan)?;
-    let output_probe = || match &plan.output {
-        Some(path) => match ends::remote::recognise(path) {
-            Some(Ok(remote)) => OutputProbe::Remote(remote.kind()),
-            _ => OutputProbe::Path(path),
-        },
-        None => OutputProbe::Stdout,
+    let remote_output = plan
+        .output
+        .as_deref()
+        .and_then(ends::uri::recognise)
+        .and_then(Result::ok);
+    let output_probe = || match (&plan.output, &remote_output) {
+        (Some(_), Some(remote)) => OutputProbe::Uri(remote),
+        (Some(path), None) => OutputProbe::Path(path),
+        (None, _) => OutputProbe::Stdout,
     };
-    let tees: Vec<_> = request
-        .settings
-        .tee
-        .iter()
-        .map(|path| (path.as_path(), planner::facts::output_facts_at(path)))
-        .collect();
     // What the input holds, looked at only where an output would take a
     // compressed stream as a disk image (see `planner::needs`).
     let compressed = (planner::needs::copies_input_unasked(&request)
@@ -142,13 +156,12 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
                 .as_ref()
                 .and_then(|p| p.map_path.as_deref()),
             hash_file: request.settings.hash_file.as_deref(),
+            bmap_create: request.settings.bmap_create.as_deref(),
         },
     );
     facts.input.compressed = compressed;
     // Every option against the ends it got, before the output is opened.
     planner::admit(&request, &facts).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
-    planner::needs::admit_tees(&request, &tees)
-        .map_err(|refusal| Failure::Refused(refusal.to_string()))?;
     let flash = planner::needs::compressed_onto(&request, &facts, &tees);
     if flash.is_some() || !whole_disks.is_empty() {
         // A person's think time is not the copy's: the clock and the
@@ -172,6 +185,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     if output.end.fd().is_none() {
         facts.output.descriptor = false;
         facts.output.kind = output.end.kind();
+        facts.output.can = output.end.capabilities();
     }
     for warning in warnings {
         reporter.diagnostic(warning);
@@ -202,12 +216,13 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
                 &mut input,
                 &mut output,
                 tap,
+                request.settings.verbose,
             )?;
             ticker.stop();
-            let report = request
-                .settings
-                .verbose
-                .then(|| verbose::HowItRan::positional(plan).with_cpu_since(cpu_at_start));
+            let report = request.settings.verbose.then(|| {
+                verbose::HowItRan::positional(plan, aftermath.how_it_ran())
+                    .with_cpu_since(cpu_at_start)
+            });
             close(input, output)?;
             (failed, Some(aftermath), report)
         }
@@ -215,7 +230,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
             let strategy = planner::plan(&request, &facts);
             let report = request.settings.verbose.then(|| {
                 verbose::HowItRan::new(&request.settings, &strategy, plan)
-                    .with_trim(request.settings.trim, output.end.kind())
+                    .with_trim(request.settings.trim, output.end.capabilities().discards)
                     .with_block_choice(block_choice.as_ref())
                     .with_cpu_since(cpu_at_start)
             });
@@ -233,8 +248,13 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     // The statistics are out; a signal now ends the read-back at once.
     crate::sys::signals::default_from_now_on();
     let mut failed = failed;
+    let mut finished = Finished::Complete;
     if let Some(aftermath) = aftermath {
-        failed |= aftermath.report(&reporter);
+        match aftermath.report(&reporter) {
+            positional::Verdict::Complete => {}
+            positional::Verdict::BadAreasRemain => finished = Finished::BadAreasRemain,
+            positional::Verdict::Failed => failed = true,
+        }
     }
     failed |= images.finish(
         &reporter,
@@ -256,7 +276,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     if failed || crate::progress::reporter::stderr_failed() {
         Err(Failure::Reported)
     } else {
-        Ok(())
+        Ok(finished)
     }
 }
 
@@ -273,11 +293,11 @@ fn stream(
     let input_start = input.offset;
     let plan = Arc::new(copying.plan.clone());
     if let Some(writes) = strategy.write_behind {
-        crate::ends::behind::wrap(output, writes.depth, writes.request);
+        crate::ends::write_behind::wrap(output, writes.depth, writes.request);
     }
     let mut input = input;
     if let Some(reads) = strategy.read_ahead {
-        crate::ends::ahead::wrap(&mut input, reads.depth, reads.request);
+        crate::ends::read_ahead::wrap(&mut input, reads.depth, reads.request);
     }
     let how = engine::backend::How {
         backend: strategy.backend,
@@ -353,10 +373,12 @@ fn resolve_auto_block_size(
         engine::auto_block::ProbeEnd {
             fd: input_fd,
             direct: plan.input_flags.contains(IoFlags::DIRECT),
+            can: input.end.capabilities(),
         },
         engine::auto_block::ProbeEnd {
             fd: output_fd,
             direct: plan.output_flags.contains(IoFlags::DIRECT),
+            can: output.end.capabilities(),
         },
         here.max(0) as u64 + skip,
     );

@@ -20,7 +20,7 @@
 use std::time::{Duration, Instant};
 
 use super::format::{recognise, Format, Recognised, MAGIC_LEN};
-use crate::ends::{End, Kind, Whence};
+use crate::ends::{End, Whence};
 use crate::sys::buffer::AlignedBuf;
 
 /// Bytes looked at: the magic numbers, and the skippable frames pzstd
@@ -37,12 +37,12 @@ const PIPE_PATIENCE: Duration = Duration::from_millis(500);
 /// (see the module header), or the look fails (the copy then meets that
 /// error itself, where GNU's would).
 pub fn compressed_format(input: &mut dyn End, skip: u64) -> Option<Format> {
-    let kind = input.kind();
-    if kind.positional() {
+    let can = input.capabilities();
+    if can.reads_at {
         let at = input.seek(Whence::Current(0)).ok()?.checked_add(skip)?;
         return format_at(input, at);
     }
-    if kind != Kind::Pipe || skip != 0 {
+    if !can.splices || skip != 0 {
         return None;
     }
     let fd = input.fd()?;

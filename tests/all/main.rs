@@ -22,6 +22,7 @@ mod filesystems;
 mod guard;
 mod image;
 mod image_copy;
+mod layers;
 #[cfg(feature = "nbd")]
 mod nbd;
 #[cfg(feature = "nbd")]
@@ -33,5 +34,6 @@ mod object_copy;
 mod progress;
 mod refusals;
 mod rescue;
+mod rescue_phases;
 mod splice;
 mod trim;

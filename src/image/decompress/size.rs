@@ -30,7 +30,7 @@ const MAX_XZ_INDEX: u64 = 64 << 20;
 /// where the format records it; None where it does not, or the input
 /// cannot be read by position.
 pub fn decoded_size(input: &mut dyn End, format: Format) -> Option<u64> {
-    if !input.kind().positional() {
+    if !input.capabilities().reads_at {
         return None;
     }
     let start = input.seek(Whence::Current(0)).ok()?;
