@@ -122,7 +122,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     // for, up to the statistics.
     reporter.start_clock();
     let cpu_at_start = crate::sys::usage::cpu_times();
-    let mut input = ends::open::open_input(plan)?;
+    let mut input = ends::open::open_input(plan, request.settings.passthrough())?;
     let remote_output = plan
         .output
         .as_deref()
@@ -178,7 +178,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         reporter.start_clock();
     }
     let mut warnings = Vec::new();
-    let output = ends::open::open_output(plan, &mut warnings)?;
+    let output = ends::open::open_output(plan, request.settings.passthrough(), &mut warnings)?;
     let mut output = images.wrap_output(output, plan, &mut warnings)?;
     // The wrapped ends are what the planner plans for.
     facts.input.mapped = images.mapped();
@@ -222,6 +222,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             let report = request.settings.verbose.then(|| {
                 verbose::HowItRan::positional(plan, aftermath.how_it_ran())
                     .with_cpu_since(cpu_at_start)
+                    .with_ends(input.end.describe(), output.end.describe())
             });
             close(input, output)?;
             (failed, Some(aftermath), report)
@@ -233,6 +234,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
                     .with_trim(request.settings.trim, output.end.capabilities().discards)
                     .with_block_choice(block_choice.as_ref())
                     .with_cpu_since(cpu_at_start)
+                    .with_ends(input.end.describe(), output.end.describe())
             });
             let (failed, input) = stream(strategy, tap, &copying, input, &mut output)?;
             ticker.stop();

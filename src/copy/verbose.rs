@@ -34,6 +34,9 @@ pub struct HowItRan {
     trim: Option<Discard>,
     /// CPU time already used when the copy started (start-up, opening).
     cpu_before: Option<(std::time::Duration, std::time::Duration)>,
+    /// How each end reaches its device, where that says something (a
+    /// passthrough node's commands): ("input", ...), ("output", ...).
+    ends: Vec<(&'static str, String)>,
     /// How a rescue's phases went.
     rescue: Option<String>,
 }
@@ -130,6 +133,7 @@ impl HowItRan {
             block_size: None,
             trim: None,
             cpu_before: None,
+            ends: Vec::new(),
             rescue: None,
         }
     }
@@ -153,6 +157,7 @@ impl HowItRan {
             block_size: None,
             trim: None,
             cpu_before: None,
+            ends: Vec::new(),
         }
     }
 
@@ -162,6 +167,16 @@ impl HowItRan {
         start: Option<(std::time::Duration, std::time::Duration)>,
     ) -> Self {
         self.cpu_before = start;
+        self
+    }
+
+    /// Say how the ends reach their devices, where they say (see
+    /// `End::describe`).
+    pub fn with_ends(mut self, input: Option<String>, output: Option<String>) -> Self {
+        self.ends = [("input", input), ("output", output)]
+            .into_iter()
+            .filter_map(|(which, text)| Some((which, text?)))
+            .collect();
         self
     }
 
@@ -245,6 +260,9 @@ impl HowItRan {
             let discarded = counters.bytes_discarded.load(Ordering::Acquire);
             let refused = counters.bytes_discard_refused.load(Ordering::Acquire);
             reporter.message(format_args!("trim: {}", trim_line(how, discarded, refused)));
+        }
+        for (which, text) in &self.ends {
+            reporter.message(format_args!("{which}: {text}"));
         }
         let lines = [
             ("backend", Some(self.backend.as_str())),

@@ -178,12 +178,14 @@ const REMOTE_QUEUE: QueueHint = QueueHint::solid_state(64);
 /// Gather the facts: the input as opened, the output and the files
 /// beside the copy as they stand.
 pub fn gather(input: &Input, output: OutputProbe<'_>, beside: Beside<&Path>) -> Facts {
+    use std::os::unix::ffi::OsStrExt;
+    let input_path = Path::new(std::ffi::OsStr::from_bytes(&input.name));
     let mut input_facts = match input.end.fd() {
         Some(fd) => of_descriptor(fd, input.end.kind()),
-        None => EndFacts {
+        None => passthrough_facts(input_path).unwrap_or_else(|| EndFacts {
             size: input.end.size().ok().flatten(),
             ..without_descriptor(input.end.kind(), input.end.capabilities())
-        },
+        }),
     };
     input_facts.can = input.end.capabilities();
     input_facts.seekable = input.seekable;
@@ -290,6 +292,9 @@ fn output_facts(output: OutputProbe<'_>) -> EndFacts {
             facts
         }
         OutputProbe::Path(path) => match path_descriptor(path) {
+            Some(_) if passthrough_facts(path).is_some() => {
+                passthrough_facts(path).expect("just seen")
+            }
             Some(fd) => {
                 let kind = crate::sys::file::file_type(fd.as_fd())
                     .map_or(Kind::Other, crate::ends::file::kind_of);
@@ -320,6 +325,34 @@ fn output_facts(output: OutputProbe<'_>) -> EndFacts {
             }
         },
     }
+}
+
+/// What is known of a passthrough node (an sg, bsg or ng device): a
+/// disk, as its block device is, without a descriptor the kernel's
+/// copies, cache advice or O_DIRECT could use; its size, identity and
+/// queue are the block device's. None for any other path.
+fn passthrough_facts(path: &Path) -> Option<EndFacts> {
+    use crate::sys::passthrough;
+    let st = rustix::fs::stat(path).ok()?;
+    let node = DeviceNumber::from_raw(st.st_rdev);
+    passthrough::interface_at(path)?;
+    let mut facts = EndFacts::of_kind(Kind::Passthrough);
+    if let Some(name) = passthrough::block_device_of(node) {
+        let disk = block::Node::named(&name);
+        if let Some(number) = disk.number() {
+            facts.identity = Some(Identity::Device(rustix::fs::makedev(
+                number.major,
+                number.minor,
+            )));
+            facts.disk = Some(number);
+        }
+        facts.size = disk.size_bytes();
+        facts.queue = Some(QueueHint {
+            rotational: disk.queue::<u8>("rotational").map(|v| v == 1),
+            nr_requests: disk.queue("nr_requests"),
+        });
+    }
+    Some(facts)
 }
 
 /// A descriptor that can only be examined: it neither creates, nor

@@ -13,6 +13,7 @@ mod rigs;
 
 mod auto_block;
 mod bench;
+mod bench_page;
 mod cache;
 mod cli;
 mod compressed_input;
@@ -31,6 +32,7 @@ mod nbd_cli;
 mod object;
 #[cfg(feature = "object")]
 mod object_copy;
+mod passthrough;
 mod progress;
 mod refusals;
 mod rescue;

@@ -77,6 +77,9 @@ pub enum Need {
     /// A file or device on this machine, not an end reached over a
     /// connection (what every `--tee` output must be).
     Local,
+    /// Each write sent with force unit access (`--fua`): the disk's own
+    /// commands, through a SCSI or NVMe generic node.
+    Fua,
 }
 
 /// Which file an option writes beside the copy's two ends.
@@ -267,6 +270,14 @@ pub const TABLE: &[Row] = &[
         Need::Discard,
         WritesBeside::Nothing,
         conflicts::trim,
+    ),
+    row(
+        "--fua",
+        |r| r.settings.fua,
+        Need::Any,
+        Need::Fua,
+        WritesBeside::Nothing,
+        conflicts::none,
     ),
     free("--hash", |r| !r.settings.hash.is_empty()),
     // Tuning: each applies where it can and says so in its help.
@@ -538,7 +549,8 @@ fn unmet_input(need: Need, end: &EndFacts, named: bool) -> Option<Unmet> {
         | Need::Writable
         | Need::Piecewise(_)
         | Need::Local
-        | Need::Room => None,
+        | Need::Room
+        | Need::Fua => None,
         Need::Data if end.kind == Kind::Directory => {
             lacks("reads the input", end.kind, "which has no bytes to read")
         }
@@ -601,6 +613,15 @@ fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
             "a further output is a file or a device, not a remote end",
         )),
         Need::Local => None,
+        Need::Fua if end.can.fua => None,
+        Need::Fua => Some(Unmet::Lacks {
+            does: "sends each write with force unit access",
+            lacks: format!(
+                "is {}, not a SCSI or NVMe generic node (/dev/sg*, /dev/bsg/*, /dev/ng*); \
+                 oflag=dsync makes each write durable there",
+                end.kind.described()
+            ),
+        }),
     }
 }
 
