@@ -480,9 +480,9 @@ pub const SUMMARY: &str = "Measure a disk honestly: caches bypassed or named, ev
 the median of several runs after a warm-up that is thrown away, results as a table, JSON, \
 Markdown or an HTML page with charts.";
 
-pub const TARGET: &str = "TARGET is a file, a directory (ddx creates a temporary file \
-there and removes it, also when interrupted) or a block device, which is only read unless \
---destructive is given. A target the copy's wrong-device guard refuses (a device name \
+pub const TARGET: &str = "TARGET is an existing file, directory (ddx creates a temporary \
+file there and removes it, also when interrupted) or block device, which is only read \
+unless --destructive is given; a name with nothing there is an error. A target the copy's wrong-device guard refuses (a device name \
 that does not exist in /dev; with --destructive, a device in use) is refused with the \
 copy's words, and so is a target with no disk under it (tmpfs, ramfs, devtmpfs, a RAM \
 disk: the figures would be the memory's) unless --allow-memory is given. TARGET may \

@@ -24,6 +24,7 @@ use rustix::fs::{AtFlags, FileType, OFlags};
 use crate::ends::uri::UriEnd;
 use crate::ends::{Capabilities, Input, Kind};
 use crate::engine::depth::{self, Probe, QueueHint, Transport, PROBE_DEPTH, PROBE_READ};
+use crate::image::Format;
 use crate::sys::block::{self, DeviceNumber};
 use crate::sys::filesystem::{storage_of, Storage};
 use crate::sys::memory::Memory;
@@ -74,6 +75,11 @@ pub struct EndFacts {
     /// keeps none, so a copy by position can scan into it, and nothing
     /// can be read back from it.
     pub null_device: bool,
+    /// The compression format the input's first bytes are in, where they
+    /// were looked at (see `image::peek`: only when an output would take
+    /// them as a disk image, and neither `--decompress` nor
+    /// `--no-decompress` says what is meant).
+    pub compressed: Option<Format>,
 }
 
 impl EndFacts {
@@ -100,6 +106,7 @@ impl EndFacts {
             cached: false,
             mapped: false,
             null_device: false,
+            compressed: None,
         }
     }
 }
@@ -275,6 +282,12 @@ fn without_descriptor(kind: Kind, can: Capabilities) -> EndFacts {
         queue: can.served.then_some(REMOTE_QUEUE),
         ..EndFacts::of(kind, can)
     }
+}
+
+/// The facts of the output as it stands, before it is opened (what
+/// [`gather`] finds of it).
+pub fn output_facts_now(output: OutputProbe<'_>) -> EndFacts {
+    output_facts(output)
 }
 
 /// The facts of a further output (`--tee=PATH`), as of= would have them.
@@ -595,6 +608,7 @@ fn of_descriptor(fd: BorrowedFd<'_>, kind: Kind) -> EndFacts {
             file_type == Some(FileType::CharacterDevice)
                 && (rustix::fs::major(st.st_rdev), rustix::fs::minor(st.st_rdev)) == (1, 3)
         }),
+        compressed: None,
     }
 }
 

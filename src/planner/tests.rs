@@ -45,6 +45,7 @@ pub fn file(inode: u64, fs: u64, storage: Storage) -> EndFacts {
         cached: false,
         mapped: false,
         null_device: false,
+        compressed: None,
     }
 }
 

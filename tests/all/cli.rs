@@ -401,3 +401,61 @@ fn holes_in_the_input_give_gnu_results() {
         }
     }
 }
+
+/// The package's one-line description is the Debian package's summary
+/// (cargo-deb puts it in the control file's Description line): dpkg and
+/// apt show it on one line of at most 80 columns, and split a longer one.
+#[test]
+fn the_package_summary_fits_one_line() {
+    let summary = env!("CARGO_PKG_DESCRIPTION");
+    assert!(
+        !summary.is_empty() && !summary.contains('\n'),
+        "one line: {summary:?}"
+    );
+    assert!(
+        summary.chars().count() <= 80,
+        "{} characters: {summary:?}",
+        summary.chars().count()
+    );
+}
+
+/// `if=` a directory: GNU dd opens (creates, truncates) of= and then
+/// fails its first read with EISDIR. ddx refuses before the output is
+/// opened, with GNU's first line and exit status; `count=0`, which reads
+/// nothing, succeeds as GNU's does.
+#[test]
+fn a_directory_input_is_refused_before_the_output_is_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("a directory");
+    std::fs::create_dir(&input).unwrap();
+    let existing = dir.path().join("existing");
+    let created = dir.path().join("created");
+    for iflag in [&[][..], &["iflag=directory"], &["bs=1M", "skip=1"]] {
+        for output in [&existing, &created] {
+            std::fs::write(&existing, b"keep me").unwrap();
+            let operands = || {
+                let mut words = vec![operand("if", &input), operand("of", output)];
+                words.extend(iflag.iter().map(|w| w.to_string()));
+                words
+            };
+            let gnu = rigs::cmd::gnu_dd().args(operands()).output().unwrap();
+            let gnu_first = String::from_utf8_lossy(&gnu.stderr)
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            std::fs::write(&existing, b"keep me").unwrap();
+            let _ = std::fs::remove_file(&created);
+            let ran = Ddx::as_dd().args(operands()).run();
+            assert_eq!(std::fs::read(&existing).unwrap(), b"keep me", "{iflag:?}");
+            assert!(!created.exists(), "{iflag:?}: of= was created");
+            assert_eq!(ran.status.code(), gnu.status.code(), "{iflag:?}");
+            assert_eq!(ran.stderr, format!("{gnu_first}\n"), "{iflag:?}");
+        }
+    }
+    Compare::new()
+        .input_path(&input)
+        .args(["count=0"])
+        .output_file()
+        .succeeds();
+}

@@ -16,6 +16,7 @@ mod bench;
 mod bench_page;
 mod cache;
 mod cli;
+mod compressed_input;
 mod differential;
 mod direct_io;
 mod filesystems;

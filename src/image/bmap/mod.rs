@@ -16,7 +16,7 @@
 mod filter;
 mod record;
 
-pub use filter::BmapFilter;
+pub use filter::{BmapFilter, Recorded};
 pub use record::{BmapRecorder, Recording};
 
 use std::fmt;

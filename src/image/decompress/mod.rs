@@ -23,6 +23,7 @@
 //! must not meet the same error for ever.
 
 mod serial;
+pub mod size;
 mod xz;
 mod zstd;
 mod zstd_blocks;
