@@ -20,6 +20,7 @@ pub use filter::BmapFilter;
 pub use record::{BmapRecorder, Recording};
 
 use std::fmt;
+use std::io::Read;
 use std::path::Path;
 
 use sha1::Digest as _;
@@ -158,7 +159,17 @@ impl Bmap {
                 meta.len()
             )));
         }
-        let bytes = std::fs::read(path).map_err(|e| bad(io_text(&e)))?;
+        // The size above is a regular file's; a pipe's or a device's is
+        // 0, and only reading stops at the bound (/dev/zero never ends).
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|file| file.take(MAX_FILE + 1).read_to_end(&mut bytes))
+            .map_err(|e| bad(io_text(&e)))?;
+        if bytes.len() as u64 > MAX_FILE {
+            return Err(bad(format!(
+                "more than {MAX_FILE} bytes is too big for a bmap file"
+            )));
+        }
         let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8 text".into()))?;
         Bmap::parse(&text, &file)
     }
