@@ -44,6 +44,8 @@ pub struct Layout {
     pub piece: usize,
     /// The largest block the frame may hold, decoded.
     block_max: usize,
+    /// What the header says the frame decodes to, where it says.
+    pub content: Option<u64>,
 }
 
 impl Layout {
@@ -69,7 +71,13 @@ impl Layout {
         }
         let block_max = header.blockSizeMax as usize;
         let piece = (header.windowSize as usize + 2 * block_max).max(MIN_PIECE);
-        Some(Layout { piece, block_max })
+        let content =
+            Some(header.frameContentSize).filter(|&n| n != zstd_safe::CONTENTSIZE_UNKNOWN);
+        Some(Layout {
+            piece,
+            block_max,
+            content,
+        })
     }
 
     /// Pieces a part may have waiting for the reader.
@@ -87,6 +95,8 @@ pub struct BlockDecoder {
     /// The piece decoded before `current`: zstd's extDict, never touched
     /// until it is replaced.
     history: Option<Vec<u8>>,
+    /// Bytes decoded so far.
+    decoded: u64,
 }
 
 // SAFETY: the context is used by one thread at a time (through &mut self)
@@ -110,6 +120,7 @@ impl BlockDecoder {
             layout,
             current: fresh(pool, layout.piece),
             history: None,
+            decoded: 0,
         };
         if !verify {
             // SAFETY: a valid context and a parameter zstd bounds-checks.
@@ -173,7 +184,22 @@ impl BlockDecoder {
         let written = check(code)?;
         // SAFETY: zstd initialised `written` (<= room) bytes after `len`.
         unsafe { self.current.set_len(len + written) };
+        self.decoded += written as u64;
         Ok(())
+    }
+
+    /// The frame, complete, decoded to the size its header gives, where
+    /// it gives one. zstd checks that size at the end of the last block,
+    /// but not when the last block is empty: a frame whose blocks end
+    /// early with an empty one would otherwise pass for whole.
+    pub fn check_size(&self) -> Result<(), String> {
+        match self.layout.content {
+            Some(content) if content != self.decoded => Err(format!(
+                "the frame decodes to {} bytes, its header says {content}",
+                self.decoded
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The decoded pieces not handed out yet, in order, once the frame is
