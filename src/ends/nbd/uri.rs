@@ -138,7 +138,7 @@ fn split_port(hostport: &str) -> Result<(&str, Option<&str>), UriError> {
 }
 
 /// Percent-decoding, as RFC 3986 has it (libxml2's xmlURIUnescapeString).
-fn decode(text: &str) -> Result<String, UriError> {
+pub(crate) fn decode(text: &str) -> Result<String, UriError> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

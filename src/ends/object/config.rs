@@ -115,9 +115,20 @@ impl Config {
         };
         let credentials_file = read_shared(file("AWS_SHARED_CREDENTIALS_FILE", "credentials"))?;
         let config_file = read_shared(file("AWS_CONFIG_FILE", "config"))?;
+        Config::from_sections(var, &credentials_file, &config_file)
+    }
+
+    /// The settings from `var` and the shared files' sections, read
+    /// already (what [`Config::from_lookup`] does once it has the files).
+    pub(crate) fn from_sections(
+        var: impl Fn(&str) -> Option<String>,
+        credentials_file: &profile::Sections,
+        config_file: &profile::Sections,
+    ) -> Result<Config, ObjectError> {
+        let var = |name: &str| var(name).filter(|v| !v.is_empty());
         let explicit_profile = var("AWS_PROFILE").or_else(|| var("AWS_DEFAULT_PROFILE"));
         let profile_name = explicit_profile.clone().unwrap_or_else(|| "default".into());
-        let profile = profile::profile(&profile_name, &credentials_file, &config_file);
+        let profile = profile::profile(&profile_name, credentials_file, config_file);
         if explicit_profile.is_some() && profile.is_none() {
             return Err(ObjectError::config(format!(
                 "AWS_PROFILE names profile '{profile_name}', which neither the shared \

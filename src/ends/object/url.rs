@@ -57,7 +57,7 @@ impl ObjectUrl {
     /// whose store is rooted at the whole URL (so that a query string
     /// stays on every request).
     #[cfg(feature = "object")]
-    pub(super) fn store_path(&self) -> object_store::path::Path {
+    pub(crate) fn store_path(&self) -> object_store::path::Path {
         match self {
             ObjectUrl::S3 { key, .. } => {
                 object_store::path::Path::parse(key).expect("checked when parsed")
@@ -70,7 +70,7 @@ impl ObjectUrl {
     /// string and its values (a presigned URL's signature and token), as
     /// written and decoded.
     #[cfg(feature = "object")]
-    pub(super) fn secrets(&self) -> Vec<String> {
+    pub(crate) fn secrets(&self) -> Vec<String> {
         let ObjectUrl::Http(url) = self else {
             return Vec::new();
         };
