@@ -593,6 +593,21 @@ mod tests {
         assert!(why.contains("its header says 42"), "{why}");
         // The same frame with its size right decodes (to nothing).
         let empty = [0x28, 0xB5, 0x2F, 0xFD, 0x20, 0, 0x01, 0x00, 0x00];
-        assert_eq!(decode_frame_by_blocks(&empty, true, 1 << 20), Some(Ok(Vec::new())));
+        assert_eq!(
+            decode_frame_by_blocks(&empty, true, 1 << 20),
+            Some(Ok(Vec::new()))
+        );
+    }
+
+    /// A compressed block of no bytes is corrupt on every path, as zstd's
+    /// one-shot decoder has it (its buffer-less API would take it for an
+    /// empty block).
+    #[test]
+    fn a_compressed_block_of_no_bytes_is_corrupt() {
+        let frame = [0x28, 0xB5, 0x2F, 0xFD, 0x20, 0, 0x05, 0x00, 0x00];
+        assert!(zstd::bulk::decompress(&frame, 1 << 20).is_err());
+        let decoded = decode_frame_by_blocks(&frame, true, 1 << 20).expect("a small window");
+        let why = decoded.expect_err("decoded an empty compressed block");
+        assert!(why.contains("a compressed block of no bytes"), "{why}");
     }
 }

@@ -163,6 +163,15 @@ impl BlockDecoder {
     /// Decode `src` (exactly [`BlockDecoder::wants`] bytes) onto the end of
     /// the current piece. Call [`BlockDecoder::rotate`] first.
     pub fn step(&mut self, src: &[u8]) -> Result<(), &'static str> {
+        // SAFETY: the context is valid; the call only reads its state.
+        let next = unsafe { zstd_sys::ZSTD_nextInputType(self.dctx.as_ptr()) };
+        if next == zstd_sys::ZSTD_nextInputType_e::ZSTDnit_blockHeader && empty_compressed(src) {
+            // The buffer-less API takes a block of no bytes as empty
+            // whatever its type; a compressed block holds at least its
+            // literals' header, and zstd's one-shot decoder (which ddx
+            // uses for the frames it holds whole) calls it corrupt.
+            return Err("Data corruption detected (a compressed block of no bytes)");
+        }
         let len = self.current.len();
         let room = self.current.capacity() - len;
         debug_assert!(room >= self.layout.block_max);
@@ -220,6 +229,17 @@ impl Drop for BlockDecoder {
         // once; nothing uses it afterwards.
         unsafe { zstd_sys::ZSTD_freeDCtx(self.dctx.as_ptr()) };
     }
+}
+
+/// Whether `header`, a block's 3-byte header, is a compressed block's
+/// that says it has no bytes.
+fn empty_compressed(header: &[u8]) -> bool {
+    let Ok(&[a, b, c]) = <&[u8; 3]>::try_from(header) else {
+        return false;
+    };
+    let header = u32::from_le_bytes([a, b, c, 0]);
+    // Bit 0: last block; bits 1-2: type (2 is compressed); then the size.
+    (header >> 1) & 3 == 2 && header >> 3 == 0
 }
 
 /// An empty buffer of at least `capacity` bytes, from the pool.
