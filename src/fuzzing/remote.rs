@@ -23,7 +23,14 @@ pub fn uri(data: &[u8]) {
         Some(Err(e)) => assert_one_line("an NBD URI's refusal", &e.to_string()),
         None => {
             let scheme = text.split_once("://").map(|(scheme, _)| scheme);
-            let nbd = ["nbd", "nbds", "nbd+unix", "nbds+unix", "nbd+vsock", "nbds+vsock"];
+            let nbd = [
+                "nbd",
+                "nbds",
+                "nbd+unix",
+                "nbds+unix",
+                "nbd+vsock",
+                "nbds+vsock",
+            ];
             assert!(scheme.is_none_or(|s| !nbd.contains(&s)), "{text:?}");
         }
     }
