@@ -15,6 +15,7 @@ mod auto_block;
 mod bench;
 mod cache;
 mod cli;
+mod corpora;
 mod differential;
 mod direct_io;
 mod filesystems;
