@@ -33,5 +33,6 @@ mod object_copy;
 mod progress;
 mod refusals;
 mod rescue;
+mod rescue_phases;
 mod splice;
 mod trim;
