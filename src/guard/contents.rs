@@ -259,7 +259,9 @@ fn parse_partx(text: &str) -> Vec<(u32, u64, u64)> {
                     _ => {}
                 }
             }
-            Some((number?, start? * 512, sectors? * 512))
+            // A table can say anything; a partition whose bytes do not
+            // fit a u64 is on no device.
+            Some((number?, start?.checked_mul(512)?, sectors?.checked_mul(512)?))
         })
         .collect()
 }
@@ -463,5 +465,10 @@ mod tests {
             Some((65536 - 56023) * 1024)
         );
         assert_eq!(ext_used("Block count: 10\n"), None);
+        // A GPT entry's 64-bit sector numbers, past what bytes can count.
+        assert_eq!(
+            parse_partx("NR=\"1\" START=\"36028797018963968\" SECTORS=\"8\"\n"),
+            vec![]
+        );
     }
 }
