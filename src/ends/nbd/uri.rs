@@ -152,8 +152,10 @@ pub(crate) fn decode(text: &str) -> Result<String, UriError> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
+            // Two hex digits: from_str_radix alone would take "+f".
             let hex = bytes
                 .get(i + 1..i + 3)
+                .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
                 .and_then(|h| std::str::from_utf8(h).ok())
                 .and_then(|h| u8::from_str_radix(h, 16).ok());
             let Some(byte) = hex else {
@@ -235,6 +237,8 @@ mod tests {
             "nbd+vsock://host/",
             "nbd://host:port/",
             "nbd://host/%zz",
+            // A sign is no hex digit (from_str_radix takes one).
+            "nbd://host/%+d",
             "nbd://[::1/",
         ] {
             assert!(matches!(recognise(value), Some(Err(_))), "{value}");
