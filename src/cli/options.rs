@@ -364,7 +364,7 @@ fn apply_value(
             Ok(n) if n <= MAX_RETRY_PASSES => settings.retry_passes = Some(n),
             _ => {
                 return Err(format!(
-                    "invalid argument '{value}' for '--retry-passes': a number of passes \
+                    "invalid argument {shown} for '--retry-passes': a number of passes \
                      from 0 to {}",
                     MAX_RETRY_PASSES
                 ))
