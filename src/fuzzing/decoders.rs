@@ -20,34 +20,39 @@ const LIMIT: usize = 64 << 20;
 /// every piece the decoder hands over.
 const STEP: usize = 65521;
 
+/// The input as a file (positional, sized) or as a pipe (short reads),
+/// by the length of the data: one decoding per run keeps the runs
+/// quick, and the fuzzer's changes of length reach both.
+fn input(data: &[u8]) -> Box<dyn End> {
+    if data.len() % 2 == 0 {
+        Bytes::file(data.to_vec())
+    } else {
+        Bytes::pipe(data.to_vec())
+    }
+}
+
 /// `data` is an input read with `--decompress=auto`: its format is
 /// recognised, or it is copied as it is.
 pub fn decompress(data: &[u8]) {
-    for file in [true, false] {
-        let input = if file {
-            Bytes::file(data.to_vec())
-        } else {
-            Bytes::pipe(data.to_vec())
-        };
-        let opened = decompress::open(input, "input", Mode::Auto, 2, FrameChecksums::Verify);
-        match opened {
-            Ok(Opened::Decompressing(decoder)) => {
-                let format = decoder.format();
-                let got = read_all(decoder);
-                if let Some(expected) = reference(format, data, FrameChecksums::Verify) {
-                    compare(format, &got, &expected);
-                }
+    let input = input(data);
+    let opened = decompress::open(input, "input", Mode::Auto, 2, FrameChecksums::Verify);
+    match opened {
+        Ok(Opened::Decompressing(decoder)) => {
+            let format = decoder.format();
+            let got = read_all(decoder);
+            if let Some(expected) = reference(format, data, FrameChecksums::Verify) {
+                compare(format, &got, &expected);
             }
-            Ok(Opened::Plain(mut end)) => {
-                // Not compressed: the input exactly as it was, its
-                // first bytes given back after the look at them.
-                let got = drain(end.as_mut(), STEP, usize::MAX);
-                assert!(got.error.is_none());
-                assert!(got.data == data, "a plain input was not given back whole");
-                end.close().expect("closing the input");
-            }
-            Err(e) => panic!("an input in memory failed to open: {e}"),
         }
+        Ok(Opened::Plain(mut end)) => {
+            // Not compressed: the input exactly as it was, its
+            // first bytes given back after the look at them.
+            let got = drain(end.as_mut(), STEP, usize::MAX);
+            assert!(got.error.is_none());
+            assert!(got.data == data, "a plain input was not given back whole");
+            end.close().expect("closing the input");
+        }
+        Err(e) => panic!("an input in memory failed to open: {e}"),
     }
 }
 
@@ -55,8 +60,12 @@ pub fn decompress(data: &[u8]) {
 /// workers, or decodes a frame itself, one-shot, as a stream or block by
 /// block.
 pub fn zstd(data: &[u8]) {
-    run(Format::Zstd, data, 2, FrameChecksums::Verify);
-    run(Format::Zstd, data, 1, FrameChecksums::Redundant);
+    // Checksums verified on two threads, or not on one, by the length.
+    if data.len() % 4 < 2 {
+        run(Format::Zstd, data, 2, FrameChecksums::Verify);
+    } else {
+        run(Format::Zstd, data, 1, FrameChecksums::Redundant);
+    }
 }
 
 /// `data` is an xz stream, or several.
@@ -79,18 +88,16 @@ pub fn lz4(data: &[u8]) {
     run(Format::Lz4, data, 1, FrameChecksums::Verify);
 }
 
-/// Decode `data` as `format` (as if its magic had said so), from a file
-/// and from a pipe, and compare with the reference decoder.
+/// Decode `data` as `format` (as if its magic had said so) and compare
+/// with the reference decoder.
 fn run(format: Format, data: &[u8], threads: usize, checksums: FrameChecksums) {
     // Without a magic number, no input reaches a decoder; zstd's own
     // reader calls an empty one an incomplete frame, ddx no bytes.
     let expected = reference(format, data, checksums).filter(|_| !data.is_empty());
-    for input in [Bytes::file(data.to_vec()), Bytes::pipe(data.to_vec())] {
-        let decoder = Decompressed::start(input, format, Vec::new(), threads, checksums);
-        let got = read_all(decoder);
-        if let Some(expected) = &expected {
-            compare(format, &got, expected);
-        }
+    let decoder = Decompressed::start(input(data), format, Vec::new(), threads, checksums);
+    let got = read_all(decoder);
+    if let Some(expected) = &expected {
+        compare(format, &got, expected);
     }
 }
 
