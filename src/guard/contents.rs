@@ -261,7 +261,11 @@ fn parse_partx(text: &str) -> Vec<(u32, u64, u64)> {
             }
             // A table can say anything; a partition whose bytes do not
             // fit a u64 is on no device.
-            Some((number?, start?.checked_mul(512)?, sectors?.checked_mul(512)?))
+            Some((
+                number?,
+                start?.checked_mul(512)?,
+                sectors?.checked_mul(512)?,
+            ))
         })
         .collect()
 }
