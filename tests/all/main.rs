@@ -13,6 +13,7 @@ mod rigs;
 
 mod auto_block;
 mod bench;
+mod bench_page;
 mod cache;
 mod cli;
 mod corpora;

@@ -16,9 +16,11 @@
 //! agree (`fixture`), test data (`bytes`), the page cache as fincore sees
 //! it (`pages`), object servers (`object`: s3s-fs, rclone's and python's
 //! HTTP servers, a TLS front), disk images made by the real tools
-//! (`images`: mkfs.ext4, bmaptool), signalling a running ddx (`signal`) and
-//! skipping (`skips`).
+//! (`images`: mkfs.ext4, bmaptool), signalling a running ddx (`signal`),
+//! headless Chromium for the pages ddx writes (`browser`) and skipping
+//! (`skips`).
 
+pub mod browser;
 pub mod bytes;
 pub mod cgroup;
 pub mod cmd;
