@@ -9,6 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 
 pub use super::getopt::{OptionSpec, Values};
 pub use crate::request::{BackendChoice, CacheChoice, Offload, Settings};
+use crate::text::quote::quote;
 use crate::text::wrap::wrap;
 
 /// What the command line asks for.
@@ -335,11 +336,11 @@ fn apply_switch(settings: &mut Settings, option: &str) {
     }
 }
 
-/// getopt's wording for a value outside a closed set.
-fn invalid_choice(spec: &OptionSpec, value: &str) -> String {
+/// getopt's wording for a value outside a closed set (`shown`: quoted).
+fn invalid_choice(spec: &OptionSpec, shown: &str) -> String {
     let valid: Vec<String> = spec.choices().iter().map(|c| format!("'{c}'")).collect();
     format!(
-        "invalid argument '{value}' for '--{}'; valid arguments are {}",
+        "invalid argument {shown} for '--{}'; valid arguments are {}",
         spec.name,
         valid.join(", ")
     )
@@ -352,6 +353,9 @@ fn apply_value(
 ) -> Result<(), String> {
     let lossy = raw.to_string_lossy();
     let value: &str = &lossy;
+    // A value in a message is quoted as GNU's argmatch quotes it: control
+    // characters escaped, so that the message stays one line.
+    let shown = quote(raw.as_bytes());
     match spec.name {
         "backend" => {
             settings.backend = match value {
@@ -359,14 +363,14 @@ fn apply_value(
                 "sync" => Some(BackendChoice::Sync),
                 "threads" => Some(BackendChoice::Threads),
                 "uring" => Some(BackendChoice::Uring),
-                _ => return Err(invalid_choice(spec, value)),
+                _ => return Err(invalid_choice(spec, &shown)),
             }
         }
         "queue-depth" => match value.parse::<usize>() {
             Ok(n) if (1..=4096).contains(&n) => settings.queue_depth = Some(n),
             _ => {
                 return Err(format!(
-                    "invalid argument '{value}' for '--queue-depth': a number from 1 to 4096"
+                    "invalid argument {shown} for '--queue-depth': a number from 1 to 4096"
                 ))
             }
         },
@@ -382,7 +386,7 @@ fn apply_value(
             }
             _ => {
                 return Err(format!(
-                    "invalid argument '{value}' for '--sector-size': a power of two \
+                    "invalid argument {shown} for '--sector-size': a power of two \
                      from 512 to 65536"
                 ))
             }
@@ -391,7 +395,7 @@ fn apply_value(
             Ok(n) if n <= MAX_RETRY_PASSES => settings.retry_passes = Some(n),
             _ => {
                 return Err(format!(
-                    "invalid argument '{value}' for '--retry-passes': a number of passes \
+                    "invalid argument {shown} for '--retry-passes': a number of passes \
                      from 0 to {}",
                     MAX_RETRY_PASSES
                 ))
@@ -403,7 +407,7 @@ fn apply_value(
                 settings.decompress = Some(crate::image::Mode::Auto);
                 settings.no_decompress = false;
             }
-            _ => return Err(invalid_choice(spec, value)),
+            _ => return Err(invalid_choice(spec, &shown)),
         },
         "compress" if value.is_empty() => {
             return Err(
@@ -442,7 +446,7 @@ fn apply_value(
                 Ok(n) if (1..=1 << 30).contains(&n) => settings.request_size = Some(n as usize),
                 _ => {
                     return Err(format!(
-                        "invalid argument '{value}' for '--request-size': a size from 1 to 1G"
+                        "invalid argument {shown} for '--request-size': a size from 1 to 1G"
                     ))
                 }
             }
@@ -451,7 +455,7 @@ fn apply_value(
             Ok(n) if n >= 0 => settings.progress_fd = Some(n),
             _ => {
                 return Err(format!(
-                    "invalid argument '{value}' for '--progress-fd': a file descriptor number"
+                    "invalid argument {shown} for '--progress-fd': a file descriptor number"
                 ))
             }
         },

@@ -17,6 +17,7 @@ mod bench_page;
 mod cache;
 mod cli;
 mod compressed_input;
+mod corpora;
 mod differential;
 mod direct_io;
 mod filesystems;

@@ -377,9 +377,10 @@ fn hashes_equal_the_checksum_tools() {
 }
 
 /// `--hash-file` in each checker's own format: `sha256sum -c`, `b3sum -c`
-/// and `xxhsum -c` accept what ddx wrote, for a file (names with a space
-/// and a backslash, given relative to where the check runs) and for
-/// standard input ('-').
+/// and `xxhsum -c` accept what ddx wrote, for a file (names with a space,
+/// a backslash and a final carriage return, which `sha256sum -c` would
+/// take for a DOS line ending unless escaped; given relative to where the
+/// check runs) and for standard input ('-').
 #[test]
 fn hash_files_pass_their_checkers() {
     let scratch = tempfile::tempdir().unwrap();
@@ -396,9 +397,9 @@ fn hash_files_pass_their_checkers() {
             continue;
         }
         let names: &[&str] = if algorithm == "xxh3" {
-            &["in put"]
+            &["in put", "return\r"]
         } else {
-            &["in put", "back\\slash"]
+            &["in put", "back\\slash", "return\r"]
         };
         for name in names {
             std::fs::write(dir.join(name), &contents).unwrap();

@@ -28,6 +28,7 @@ mod xz;
 mod zstd;
 mod zstd_blocks;
 
+pub(crate) use zstd::decode_frame_by_blocks;
 pub use zstd::MAX_FRAME_IN_MEMORY;
 
 use std::os::fd::BorrowedFd;
