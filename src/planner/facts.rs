@@ -321,6 +321,12 @@ const PROBE_READS: usize = 32;
 /// judged by fewer reads rather than by a longer wait.
 const PROBE_PHASE: std::time::Duration = std::time::Duration::from_millis(25);
 
+/// Reads at depth 1 made however long they take: the median of so few
+/// cannot be one stalled read (a busy machine's 60 ms scheduling delay
+/// would otherwise make a serial disk look several times faster at
+/// depth 8 than alone).
+const PROBE_MIN_READS: usize = 5;
+
 /// Whether an end's disk is worth probing: local storage reached through
 /// a descriptor (a block device, or a file whose data is on its disk: not
 /// a sparse file, whose holes read as fast as memory, not tmpfs), and
@@ -431,7 +437,9 @@ fn probe(fd: BorrowedFd<'_>, size: Option<u64>) -> Option<Probe> {
     }
     let start = Instant::now();
     let mut alone = Vec::with_capacity(PROBE_READS);
-    while alone.len() < PROBE_READS && start.elapsed() < PROBE_PHASE {
+    while alone.len() < PROBE_READS
+        && (alone.len() < PROBE_MIN_READS || start.elapsed() < PROBE_PHASE)
+    {
         let began = Instant::now();
         if !read(&mut buf, alone.len()) {
             return None;
