@@ -365,11 +365,17 @@ pub struct OptionGroup {
 pub const OPTION_GROUPS: &[OptionGroup] = &[
     OptionGroup {
         title: "Images",
-        options: &["decompress", "compress", "bmap", "bmap-create"],
+        options: &[
+            "decompress",
+            "no-decompress",
+            "compress",
+            "bmap",
+            "bmap-create",
+        ],
     },
     OptionGroup {
         title: "Outputs",
-        options: &["tee", "trim"],
+        options: &["tee", "trim", "fua"],
     },
     OptionGroup {
         title: "Rescue and resume",
