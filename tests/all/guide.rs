@@ -278,7 +278,7 @@ const ROWS: &[Row] = &[
     making(
         "ddx bench /var/tmp --json > disk.json",
         Itself,
-        &[("disk.json", "\"schema_version\": 2")],
+        &[("disk.json", "\"schema_version\": 3")],
     ),
     making(
         "ddx bench /var/tmp --html=report.html",
