@@ -37,7 +37,8 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Strin
         verify: settings.verify,
         ..Extras::default()
     };
-    if settings.rescue || settings.map.is_some() || settings.resume {
+    let upload = super::objects::is_object_output(plan);
+    if (settings.rescue || settings.map.is_some() || settings.resume) && !upload {
         let request = rescue::check(
             plan,
             settings.rescue,

@@ -88,7 +88,11 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
     let Some(first) = asked.first() else {
         return Ok(images);
     };
-    if let Some(other) = positional(settings) {
+    // An upload kept resumable by its map (`copy::objects`) is a stream
+    // whose compressed frames its parts end on.
+    let upload = super::objects::is_object_output(plan);
+    let only_compress = asked == ["--compress"];
+    if let Some(other) = positional(settings).filter(|_| !(upload && only_compress)) {
         return Err(format!(
             "{first} cannot be combined with {other}: a copy by position needs a file or \
              device at both ends, not a stream"
@@ -419,8 +423,12 @@ impl Images {
                     Err(end) => end,
                 };
             }
-            if safe && plan.seek.is_zero() && end.kind() == Kind::BlockDevice {
-                let end = if direct {
+            // A whole export is a disk as a device is: an image written
+            // onto it is bootable once its first MiB lands, so that MiB
+            // goes last there too.
+            if safe && plan.seek.is_zero() && matches!(end.kind(), Kind::BlockDevice | Kind::Remote)
+            {
+                let end = if direct && end.kind() == Kind::BlockDevice {
                     match image::DirectWrites::wrap(end) {
                         Ok((writes, report)) => {
                             reports.push(report);

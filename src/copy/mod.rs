@@ -53,7 +53,8 @@ struct Copying<'a> {
 pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     // ddx's own options, checked before anything is opened, as the
     // operands are.
-    objects::check(&request.plan, &request.settings).map_err(Failure::Refused)?;
+    let upload_map =
+        objects::check(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
     let extras = extras::prepare(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
     let mut images = images::prepare(&request.plan, &request.settings).map_err(Failure::Refused)?;
     let progress_stream = match request.settings.progress_fd {
@@ -143,7 +144,18 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     planner::needs::admit_tees(&request, &tees)
         .map_err(|refusal| Failure::Refused(refusal.to_string()))?;
     let mut warnings = Vec::new();
-    let output = ends::open::open_output(plan, &mut warnings)?;
+    let mut output = ends::open::open_output(plan, &mut warnings)?;
+    if let Some(upload) = &upload_map {
+        keep_upload_map(
+            upload,
+            plan,
+            &input,
+            &facts,
+            &mut output,
+            &context.command_line,
+            &reporter,
+        )?;
+    }
     let mut output = images.wrap_output(output, plan, &mut warnings)?;
     // The wrapped ends are what the planner plans for.
     facts.input.mapped = images.mapped();
@@ -181,12 +193,12 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
                 &mut output,
                 tap,
             )?;
-            ticker.stop();
             let report = request
                 .settings
                 .verbose
                 .then(|| verbose::HowItRan::positional(plan).with_cpu_since(cpu_at_start));
             close(input, output)?;
+            ticker.stop();
             (failed, Some(aftermath), report)
         }
         None => {
@@ -198,16 +210,28 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
                     .with_cpu_since(cpu_at_start)
             });
             let (failed, input) = stream(strategy, tap, &copying, input, &mut output)?;
-            ticker.stop();
             if let Some(input) = input {
                 close_input(input)?;
             }
+            // The reporter still watches signals while the output is made
+            // final: one that comes before an upload's completing request
+            // aborts it, one after it waits for its outcome.
             close_output(output, failed)?;
+            ticker.stop();
             (failed, None, report)
         }
     };
 
     reporter.finish();
+    if let Some(signal) = reporter.late_signal() {
+        let name = plan.output.as_deref().map_or_else(
+            || "standard output".to_owned(),
+            |path| crate::text::quote::quote_file(&ends::remote::shown(path)),
+        );
+        reporter.message(format!(
+            "{signal} came once {name} was committed: the copy is complete, not interrupted"
+        ));
+    }
     // The statistics are out; a signal now ends the read-back at once.
     crate::sys::signals::default_from_now_on();
     let mut failed = failed;
@@ -225,6 +249,46 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     } else {
         Ok(())
     }
+}
+
+/// `--map` onto an object: the upload records its progress in the map,
+/// and a resumed one first checks its recorded parts with the server.
+/// The map's extent is the copy's input, which must have a known size.
+fn keep_upload_map(
+    upload: &objects::UploadMap,
+    plan: &CopyPlan,
+    input: &Input,
+    facts: &planner::Facts,
+    output: &mut Output,
+    command_line: &str,
+    reporter: &Reporter,
+) -> Result<(), Failure> {
+    let done = upload.resume.as_ref().map_or(0, |r| r.source_end());
+    let Some(left) = expected_bytes(plan, input, facts) else {
+        return Err(Failure::Refused(format!(
+            "--map: the size of {} is not known, and a resumable upload's map covers the \
+             input",
+            crate::text::quote::quote_file(&input.name)
+        )));
+    };
+    let journal = objects::MapJournal::new(upload, done + left, command_line);
+    if let Some(record) = &upload.resume {
+        if plan.status != crate::operands::StatusLevel::None {
+            reporter.message(objects::resume_summary(upload, record, Some(left)));
+        }
+    }
+    output
+        .end
+        .keep_journal(Box::new(journal), upload.resume.as_ref())
+        .map_err(|errno| {
+            let detail = output.end.take_detail();
+            let why = detail.unwrap_or_else(|| crate::sys::errno_text(errno));
+            Failure::Refused(format!(
+                "--resume: {}: {why}; remove the map {} to start over",
+                crate::text::quote::quote_file(&output.name),
+                crate::text::quote::quote_file(upload.path.as_os_str().as_encoded_bytes())
+            ))
+        })
 }
 
 /// A copy as a stream of records, by the backend the planner chose;
@@ -289,15 +353,31 @@ fn close_input(input: Input) -> Result<(), Failure> {
 }
 
 /// Close the output; after a `failed` copy, as its end finalises one
-/// (an upload is aborted rather than completed).
+/// (an upload is aborted rather than completed). The end is finalised
+/// first, so that what it says about that (the server's answer to an
+/// upload's completion or abort) is in the message.
 fn close_output(output: Output, failed: bool) -> Result<(), Failure> {
-    let Output { end, name } = output;
+    let Output { mut end, name } = output;
+    let closing = |errno, detail| {
+        Failure::from(
+            Diagnostic::ClosingOutput {
+                file: name.clone(),
+                errno,
+            }
+            .explained(detail),
+        )
+    };
+    if let Err(errno) = end.finalise(failed) {
+        let detail = end.take_detail();
+        end.abandon();
+        return Err(closing(errno, detail));
+    }
     let closed = if failed {
         end.close_failed()
     } else {
         end.close()
     };
-    closed.map_err(|errno| Failure::from(Diagnostic::ClosingOutput { file: name, errno }))
+    closed.map_err(|errno| closing(errno, None))
 }
 
 /// bs=auto: measure now that both ends are open (the probe only reads).

@@ -73,40 +73,33 @@ fn path_name(path: &Path) -> Vec<u8> {
     remote::shown(path)
 }
 
-/// Why an end could not be opened: GNU's message, and what a remote end
+/// Why an end could not be opened: GNU's message, with what a remote end
 /// said beyond it.
 #[derive(Debug)]
 pub struct OpenError {
     pub diagnostic: Diagnostic,
-    pub detail: Option<Diagnostic>,
 }
 
 impl From<Diagnostic> for OpenError {
     fn from(diagnostic: Diagnostic) -> Self {
-        OpenError {
-            diagnostic,
-            detail: None,
-        }
+        OpenError { diagnostic }
     }
 }
 
 /// Open a remote end; its failures read as GNU's "failed to open".
-fn open_remote(path: &Path, writing: bool) -> Option<Result<Box<dyn End>, OpenError>> {
+fn open_remote(path: &Path, opening: remote::Opening) -> Option<Result<Box<dyn End>, OpenError>> {
     let failed = |errno, text: String| OpenError {
         diagnostic: Diagnostic::OpenFailed {
             file: path_name(path),
             errno,
-        },
-        detail: Some(Diagnostic::Detail {
-            file: path_name(path),
-            text,
-        }),
+        }
+        .explained(Some(text)),
     };
     let remote = match remote::recognise(path)? {
         Ok(remote) => remote,
         Err(why) => return Some(Err(failed(Errno::INVAL, why))),
     };
-    Some(remote::open(&remote, writing).map_err(|e| failed(e.errno, e.detail)))
+    Some(remote::open(&remote, opening).map_err(|e| failed(e.errno, e.detail)))
 }
 
 /// A standard descriptor taken as an end, as GNU does: iflag= or oflag=
@@ -129,7 +122,11 @@ fn inherit(
 
 /// Open the input (`if=`, else standard input with iflag= added).
 pub fn open_input(plan: &CopyPlan) -> Result<Input, OpenError> {
-    if let Some(opened) = plan.input.as_deref().and_then(|p| open_remote(p, false)) {
+    if let Some(opened) = plan
+        .input
+        .as_deref()
+        .and_then(|p| open_remote(p, remote::Opening::Read))
+    {
         return Ok(Input {
             end: opened?,
             name: plan.input.as_deref().map(path_name).unwrap_or_default(),
@@ -177,7 +174,12 @@ pub fn open_input(plan: &CopyPlan) -> Result<Input, OpenError> {
 /// ftruncate for seek=).
 pub fn open_output(plan: &CopyPlan, warnings: &mut Vec<Diagnostic>) -> Result<Output, OpenError> {
     if let Some(path) = plan.output.as_deref() {
-        if let Some(opened) = open_remote(path, true) {
+        let opening = if plan.output_flags.intersects(IoFlags::SYNC | IoFlags::DSYNC) {
+            remote::Opening::WriteDurable
+        } else {
+            remote::Opening::Write
+        };
+        if let Some(opened) = open_remote(path, opening) {
             let end = opened?;
             // The export is there already, as a device is: excl fails as
             // open(2) with O_CREAT|O_EXCL does; it is never truncated.

@@ -76,10 +76,23 @@ pub fn shown(value: &Path) -> Vec<u8> {
     }
 }
 
-/// Open `remote` for reading, or for writing.
-pub fn open(remote: &Remote, writing: bool) -> Result<Box<dyn End>, RemoteError> {
+/// How a remote end is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    Read,
+    Write,
+    /// For writing, each write durable on the server before it returns
+    /// (oflag=sync or oflag=dsync, which a file gets from O_SYNC and
+    /// O_DSYNC).
+    WriteDurable,
+}
+
+/// Open `remote` as `opening` says.
+pub fn open(remote: &Remote, opening: Opening) -> Result<Box<dyn End>, RemoteError> {
+    let writing = opening != Opening::Read;
     match remote {
-        Remote::Nbd(uri) => open_nbd(uri, writing),
+        Remote::Nbd(uri) => open_nbd(uri, opening),
+        // An object's upload is durable when it completes, and only then.
         Remote::Object(url) => open_object(url, writing),
     }
 }
@@ -111,22 +124,24 @@ fn open_object(_url: &ObjectUrl, _writing: bool) -> Result<Box<dyn End>, RemoteE
 }
 
 #[cfg(feature = "nbd")]
-fn open_nbd(uri: &NbdUri, writing: bool) -> Result<Box<dyn End>, RemoteError> {
-    let access = if writing {
-        nbd::Access::Write
-    } else {
+fn open_nbd(uri: &NbdUri, opening: Opening) -> Result<Box<dyn End>, RemoteError> {
+    let access = if opening == Opening::Read {
         nbd::Access::Read
+    } else {
+        nbd::Access::Write
     };
-    nbd::NbdEnd::open(uri, access)
-        .map(|end| Box::new(end) as Box<dyn End>)
-        .map_err(|e| RemoteError {
-            errno: e.errno,
-            detail: e.message,
-        })
+    let mut end = nbd::NbdEnd::open(uri, access).map_err(|e| RemoteError {
+        errno: e.errno,
+        detail: e.message,
+    })?;
+    if opening == Opening::WriteDurable {
+        end.make_writes_durable();
+    }
+    Ok(Box::new(end))
 }
 
 #[cfg(not(feature = "nbd"))]
-fn open_nbd(_uri: &NbdUri, _writing: bool) -> Result<Box<dyn End>, RemoteError> {
+fn open_nbd(_uri: &NbdUri, _opening: Opening) -> Result<Box<dyn End>, RemoteError> {
     Err(RemoteError {
         errno: Errno::PROTONOSUPPORT,
         detail: "this ddx was built without NBD support (the `nbd` feature, libnbd)".into(),

@@ -146,7 +146,7 @@ impl Source {
 /// `path` opened for reading through its end, where it names one.
 fn open_remote(path: &Path) -> Option<Result<Box<dyn End>, Errno>> {
     Some(match remote::recognise(path)? {
-        Ok(named) => remote::open(&named, false).map_err(|e| e.errno),
+        Ok(named) => remote::open(&named, remote::Opening::Read).map_err(|e| e.errno),
         Err(_) => Err(Errno::INVAL),
     })
 }

@@ -169,7 +169,10 @@ pub fn resuming(request: &Request, plan: &CopyPlan) -> Result<bool, String> {
         ));
     }
     let output = plan.output.as_deref().unwrap_or(Path::new(""));
-    if !output.exists() {
+    // An export named by a URI is no file: whether it is there is for
+    // its opening to say.
+    let remote = crate::ends::remote::recognise(output).is_some();
+    if !remote && !output.exists() {
         return Err(format!(
             "the map '{}' records a copy to '{}', which does not exist: remove the map \
              to start over",

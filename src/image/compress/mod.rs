@@ -118,7 +118,10 @@ pub struct Compressed {
     steps: SyncSender<Step>,
     jobs: Option<SyncSender<Job>>,
     workers: Vec<JoinHandle<()>>,
-    driver: JoinHandle<Box<dyn End>>,
+    /// Taken when the threads are stopped (see `stop`).
+    driver: Option<JoinHandle<Box<dyn End>>>,
+    /// The output, once the stream is ended by [`End::finalise`].
+    finalised: Option<Box<dyn End>>,
     shared: Arc<Shared>,
     detail: Option<String>,
 }
@@ -131,10 +134,16 @@ impl std::fmt::Debug for Step {
 
 impl Compressed {
     /// Compress into `output` with up to `threads` threads.
-    pub fn start(output: Box<dyn End>, compression: Compression, threads: usize) -> Compressed {
+    pub fn start(mut output: Box<dyn End>, compression: Compression, threads: usize) -> Compressed {
         let threads = threads.clamp(1, MAX_WORKERS);
         let shared = Arc::new(Shared::default());
         let framed = compression.algorithm != Algorithm::Xz;
+        if framed {
+            // A frame's end is a place a copy can resume from (a new
+            // frame starts from that input offset): an upload ends its
+            // parts there.
+            output.mark_resume_points();
+        }
         let batch = if framed { FRAME } else { XZ_BATCH };
         let pool = BufferPool::new(2 * threads + 4);
         let (steps_tx, steps_rx) = sync_channel(threads + 1);
@@ -171,7 +180,8 @@ impl Compressed {
             steps: steps_tx,
             jobs,
             workers,
-            driver,
+            driver: Some(driver),
+            finalised: None,
             shared,
             detail: None,
         }
@@ -254,24 +264,26 @@ impl Compressed {
     }
 
     /// Stop the threads after `last`; the output end back.
-    fn finish(self, last: Step) -> (Box<dyn End>, Arc<Shared>, Option<String>) {
-        let Compressed {
-            steps,
-            jobs,
-            workers,
-            driver,
-            shared,
-            detail,
-            ..
-        } = self;
-        let _ = steps.send(last);
-        drop(steps);
-        drop(jobs);
-        for worker in workers {
+    fn finish(mut self, last: Step) -> (Box<dyn End>, Arc<Shared>, Option<String>) {
+        let output = match self.finalised.take() {
+            Some(output) => output,
+            None => self.stop(last),
+        };
+        (output, self.shared, self.detail)
+    }
+
+    /// Send `last`, let the workers and the driver end; the output end.
+    fn stop(&mut self, last: Step) -> Box<dyn End> {
+        let _ = self.steps.send(last);
+        drop(self.jobs.take());
+        for worker in self.workers.drain(..) {
             let _ = worker.join();
         }
-        let output = driver.join().expect("the compressed writer does not panic");
-        (output, shared, detail)
+        self.driver
+            .take()
+            .expect("stopped once")
+            .join()
+            .expect("the compressed writer does not panic")
     }
 }
 
@@ -342,11 +354,39 @@ impl End for Compressed {
         self.detail.take()
     }
 
+    /// Ends the stream (the last frame, xz's footer) and finalises the
+    /// output (completes an upload), whose error and detail come here.
+    fn finalise(&mut self, copy_failed: bool) -> Result<(), Errno> {
+        if self.finalised.is_none() {
+            let submitted = if self.accepted == 0 && self.jobs.is_some() {
+                self.submit_frame()
+            } else {
+                self.submit()
+            };
+            let output = self.stop(Step::Finish);
+            self.finalised = Some(output);
+            if let Some(errno) = submitted.err().or(self.failed()) {
+                return Err(errno);
+            }
+        }
+        let output = self.finalised.as_mut().expect("set above");
+        output.finalise(copy_failed).map_err(|errno| {
+            self.detail = output.take_detail();
+            errno
+        })
+    }
+
     fn close(self: Box<Self>) -> Result<(), Errno> {
-        (*self).end_stream(false)
+        match self.finalised {
+            Some(output) => output.close(),
+            None => (*self).end_stream(false),
+        }
     }
     fn close_failed(self: Box<Self>) -> Result<(), Errno> {
-        (*self).end_stream(true)
+        match self.finalised {
+            Some(output) => output.close_failed(),
+            None => (*self).end_stream(true),
+        }
     }
     fn abandon(self: Box<Self>) {
         let (output, _, _) = self.finish(Step::Abandon);
@@ -454,6 +494,7 @@ fn drive(
                     Ok(Ok(bytes)) => {
                         if out.put(&bytes).is_ok() {
                             shared.written_until.store(end, Ordering::Release);
+                            out.end.resume_point(end);
                         }
                     }
                     Ok(Err(why)) => shared.fail(Failure::new(

@@ -22,6 +22,8 @@
 pub mod bytes;
 pub mod cgroup;
 pub mod cmd;
+#[cfg(feature = "object")]
+pub mod fault;
 pub mod fixture;
 pub mod images;
 pub mod nbd;
