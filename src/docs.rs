@@ -81,7 +81,7 @@ pub fn man_page() -> String {
     out.push_str(&format!(".SH SAFETY\n{}\n", roff(GUARD)));
     out.push_str(
         ".SH EXIT STATUS\n0 on success, 1 on any failure (as GNU dd); after SIGINT or SIGTERM, \
-         death by that signal.\n",
+         death by that signal, unless it came once an upload was committed (see SIGNALS).\n",
     );
     out.push_str(".SH EXAMPLES\n");
     for (what, command) in EXAMPLES {

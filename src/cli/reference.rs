@@ -192,7 +192,11 @@ KiB=K, MiB=M, and so on. AxB multiplies. If N ends in 'B', it counts bytes, not 
 
 pub const SIGNALS: &str = "Sending SIGUSR1 prints I/O statistics to standard error and the \
 copy goes on. SIGINT and SIGTERM print them and stop; the output then holds the input's \
-bytes up to the count reported.";
+bytes up to the count reported. An upload to s3:// is aborted (kept for --resume with \
+--map); but once its completing request is sent it cannot be taken back, so a signal \
+that comes after it waits for the server's answer: if the object is complete, the copy \
+ends as completed (exit status 0, its last --progress-fd record done without a \
+signal) with a line saying the signal came once the object was committed.";
 
 pub const GUARD: &str = "Before opening the output, ddx refuses a block device that is \
 mounted, holds a mounted partition, is active swap or is held by RAID, LVM or \

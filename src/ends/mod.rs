@@ -16,8 +16,10 @@
 //! server's message, a checksum that did not match) keeps it for
 //! [`End::take_detail`], which the engine prints after GNU's line.
 //!
-//! Finalisation is explicit: [`End::close`] completes the end (close(2),
-//! or completing an upload) and reports its error; [`End::abandon`] is for
+//! Finalisation is explicit: [`End::finalise`] makes what was written
+//! final (completes an upload) while the end can still say more about a
+//! failure; [`End::close`] completes the end (close(2), or completing an
+//! upload not finalised yet) and reports its error; [`End::abandon`] is for
 //! a copy that failed or was interrupted, where a half-done end must not
 //! be left behind (an upload is aborted, not completed), and
 //! [`End::close_failed`] finalises the output of a copy that failed (GNU

@@ -25,10 +25,16 @@ mod image_copy;
 mod nbd;
 #[cfg(feature = "nbd")]
 mod nbd_cli;
+#[cfg(feature = "nbd")]
+mod nbd_faults;
 #[cfg(feature = "object")]
 mod object;
 #[cfg(feature = "object")]
 mod object_copy;
+#[cfg(feature = "object")]
+mod object_faults;
+#[cfg(feature = "nbd")]
+mod power_cut;
 mod progress;
 mod refusals;
 mod rescue;

@@ -14,6 +14,13 @@
 //! the requests are spread over up to [`MAX_CONNECTIONS`] connections to
 //! the same URI.
 //!
+//! Under oflag=sync or oflag=dsync ([`NbdEnd::make_writes_durable`]) a
+//! write is never left behind: it is sent, acknowledged and flushed
+//! before the call returns, so that what the statistics count survives
+//! the server losing its power. A failure says where it happened ("at
+//! offset N") and, when the connection is gone, says so plainly before
+//! libnbd's own words.
+//!
 //! Everything runs on the caller's thread: no thread of its own, no
 //! callback that runs elsewhere. Requests progress whenever the end waits
 //! (poll(2) over every connection's socket, then libnbd is told what is

@@ -359,8 +359,15 @@ impl ObjectWriter {
         part_size(self.total, self.parts.len())
     }
 
-    /// Record the first failure; its errno for the caller.
-    fn failed(&mut self, error: ObjectError) -> Errno {
+    /// Record the first failure; its errno for the caller. A journaled
+    /// upload is kept for `--resume`, and the detail says so.
+    fn failed(&mut self, mut error: ObjectError) -> Errno {
+        if self.journal.is_some() && self.started {
+            error.detail = format!(
+                "{}; the upload stays on the server, for --resume",
+                error.detail
+            );
+        }
         let errno = error.errno;
         self.detail = Some(error.detail.clone());
         self.failure.get_or_insert(error);
@@ -377,40 +384,54 @@ impl ObjectWriter {
     }
 
     /// Wait until at most `limit` parts are in flight; the first failure.
+    /// Parts that ended meanwhile are taken first, without waiting: a
+    /// failure shows at the next write, and the journal hears of every
+    /// part stored as soon as it can.
     fn reap(&mut self, limit: usize) -> Result<(), Errno> {
+        while let Some(joined) = self.in_flight.try_join_next() {
+            self.reaped(joined)?;
+        }
         while self.in_flight.len() > limit {
             let joined = self
                 .runtime
                 .block_on(self.in_flight.join_next())
                 .expect("a part in flight");
-            let (index, result) = match joined {
-                Ok(done) => done,
-                Err(join) => (
-                    usize::MAX,
-                    Err(object_store::Error::JoinError { source: join }),
-                ),
-            };
-            match result {
-                Ok(part) => {
-                    self.parts[index].etag = Some(part.content_id);
-                    self.record()?;
-                }
-                Err(e) => {
-                    let what = if index == usize::MAX {
-                        "uploading a part".to_owned()
-                    } else {
-                        format!(
-                            "uploading part {} (from byte {})",
-                            index + 1,
-                            self.offset_of(index)
-                        )
-                    };
-                    let error = self.error(&what, &e);
-                    return Err(self.failed(error));
-                }
-            }
+            self.reaped(joined)?;
         }
         Ok(())
+    }
+
+    /// A part's task ended: its ETag recorded, or its failure returned.
+    fn reaped(
+        &mut self,
+        joined: Result<(usize, object_store::Result<PartId>), tokio::task::JoinError>,
+    ) -> Result<(), Errno> {
+        let (index, result) = match joined {
+            Ok(done) => done,
+            Err(join) => (
+                usize::MAX,
+                Err(object_store::Error::JoinError { source: join }),
+            ),
+        };
+        match result {
+            Ok(part) => {
+                self.parts[index].etag = Some(part.content_id);
+                self.record()
+            }
+            Err(e) => {
+                let what = if index == usize::MAX {
+                    "uploading a part".to_owned()
+                } else {
+                    format!(
+                        "uploading part {} (from byte {})",
+                        index + 1,
+                        self.offset_of(index)
+                    )
+                };
+                let error = self.error(&what, &e);
+                Err(self.failed(error))
+            }
+        }
     }
 
     /// The upload as a journal records it: its id and the parts stored

@@ -14,6 +14,12 @@
 //! liblzma's multi-threaded encoder, which writes one stream of blocks
 //! that record their sizes, the form liblzma's threaded decoder splits.
 //!
+//! A frame's end is a place a copy can resume from: the output is told
+//! so ([`End::mark_resume_points`] at the start, [`End::resume_point`]
+//! after each frame with the input offset it ends at), and an upload
+//! ends its parts there, so that `--resume` starts a new frame where the
+//! stored parts end.
+//!
 //! Writes are behind: [`End::write`] queues the bytes and returns, and an
 //! error of the output end (ENOSPC...) surfaces on a later write, sync or
 //! close; [`End::written_until`] then says how much of the *uncompressed*
@@ -23,9 +29,11 @@
 //!
 //! [`End::settle`] and [`End::sync`] end the current frame or block and
 //! wait for the output to have everything so far (sync then syncs it).
-//! [`End::close`] finishes the stream (xz's index and footer) and, if the
-//! output was synced before (conv=fsync), syncs it again so that the end
-//! of the stream is as durable as the rest. [`End::abandon`] leaves a
+//! [`End::close`] (or [`End::finalise`] before it, which also finalises
+//! the output and keeps its error's detail) finishes the stream (xz's
+//! index and footer) and, if the output was synced before (conv=fsync),
+//! syncs it again so that the end of the stream is as durable as the
+//! rest. [`End::abandon`] leaves a
 //! stream that says it is cut short: zstd and gzip get the start of a
 //! frame that never comes (so `zstd -d`/`gzip -d` report truncation
 //! instead of a complete, shorter file), xz is left without its footer.

@@ -314,8 +314,8 @@ fn serve(client: TcpStream, upstream: u16, state: &Mutex<State>) -> std::io::Res
         let _ = client.shutdown(Shutdown::Both);
         return Ok(());
     }
-    let drop: &[&str] = if strip_etag { &["etag"] } else { &[] };
-    client.write_all(&rewritten(&lines, drop))?;
+    let left_out: &[&str] = if strip_etag { &["etag"] } else { &[] };
+    client.write_all(&rewritten(&lines, left_out))?;
     match fault {
         Some(Fault::CutAnswer { after, then }) => {
             std::io::copy(&mut (&mut answer).take(after as u64), &mut client)?;
