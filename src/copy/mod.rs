@@ -2,12 +2,13 @@
 //! of records, or by position) → close → report.
 //!
 //! Every copy goes through [`run`], whatever its ends and options. It
-//! returns `Ok` for exit status 0 and a [`Failure`] otherwise, which the
-//! command line prints (if anything is left to print) and turns into exit
-//! status 1. GNU's order is kept throughout: the input is opened before
-//! the output, nothing is opened for writing before every check has
-//! passed, both ends are closed before the statistics, and what ddx's own
-//! options add comes after them.
+//! returns `Ok` when the copy did its job (exit status 0, or 2 for a
+//! rescue that ran its course with bad areas left: [`Finished`]) and a
+//! [`Failure`] otherwise, which the command line prints (if anything is
+//! left to print) and turns into exit status 1. GNU's order is kept
+//! throughout: the input is opened before the output, nothing is opened
+//! for writing before every check has passed, both ends are closed before
+//! the statistics, and what ddx's own options add comes after them.
 
 mod extras;
 mod failure;
@@ -22,13 +23,24 @@ pub use verbose::expected_bytes;
 
 use std::sync::Arc;
 
+use crate::diagnostic::{Diagnostic, Events};
 use crate::ends::{self, Input, Output};
-use crate::engine::{self, Counters, Diagnostic, Events, RunResult};
+use crate::engine::{self, Counters, RunResult};
 use crate::operands::{CopyPlan, StatusLevel};
 use crate::planner::{self, OutputProbe, Strategy};
 use crate::progress::{Reporter, Ticker};
 use crate::request::Request;
 use crate::sys::signals::SignalPipes;
+
+/// How a copy that did not fail ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finished {
+    /// Every byte copied.
+    Complete,
+    /// A rescue ran every phase and pass it was given, and bad areas
+    /// remain: listed after the statistics, '-' in the map.
+    BadAreasRemain,
+}
 
 /// What the driver needs beyond the request: how ddx was invoked, and
 /// the signal handlers installed at start.
@@ -50,20 +62,30 @@ struct Copying<'a> {
 }
 
 /// Run one copy.
-pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
-    // ddx's own options, checked before anything is opened, as the
-    // operands are.
+pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> {
+    // What ddx's own options cannot be combined with, refused before
+    // anything is opened, as the operands are.
+    planner::check(&request).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
+    // An upload kept resumable by its map: a resumed one goes on after
+    // the parts the map records.
     let upload_map =
-        objects::check(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
+        objects::prepare(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
     let extras = extras::prepare(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
     let mut images = images::prepare(&request.plan, &request.settings).map_err(Failure::Refused)?;
     let progress_stream = match request.settings.progress_fd {
-        Some(fd) => Some((
-            safety::progress_stream(fd, &request.plan).map_err(Failure::Refused)?,
-            fd,
-        )),
+        Some(fd) => Some((safety::progress_stream(fd).map_err(Failure::Refused)?, fd)),
         None => None,
     };
+    // Every further output against the copy's ends and the table (as
+    // they stand: nothing is open yet), then to the guard, as of= is.
+    let tees: Vec<_> = request
+        .settings
+        .tee
+        .iter()
+        .map(|path| (path.as_path(), planner::facts::output_facts_at(path)))
+        .collect();
+    planner::needs::admit_tees(&request, planner::facts::identities(&request.plan), &tees)
+        .map_err(|refusal| Failure::Refused(refusal.to_string()))?;
     safety::guard(
         &context.program,
         &request.plan,
@@ -71,7 +93,6 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
         &context.signals,
     )
     .map_err(Failure::Refused)?;
-    // Every further output is held to the guard as of= is.
     for tee_plan in images.tee_plans(&request.plan) {
         safety::guard(
             &context.program,
@@ -116,14 +137,17 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     let cpu_at_start = crate::sys::usage::cpu_times();
     let input = ends::open::open_input(plan)?;
     let mut input = images.wrap_input(input, plan)?;
+    let remote_output = plan
+        .output
+        .as_deref()
+        .and_then(ends::uri::recognise)
+        .and_then(Result::ok);
     let mut facts = planner::facts::gather(
         &input,
-        match &plan.output {
-            Some(path) => match ends::remote::recognise(path) {
-                Some(Ok(remote)) => OutputProbe::Remote(remote.kind()),
-                _ => OutputProbe::Path(path),
-            },
-            None => OutputProbe::Stdout,
+        match (&plan.output, &remote_output) {
+            (Some(_), Some(remote)) => OutputProbe::Uri(remote),
+            (Some(path), None) => OutputProbe::Path(path),
+            (None, _) => OutputProbe::Stdout,
         },
         planner::Beside {
             map: extras
@@ -131,18 +155,11 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
                 .as_ref()
                 .and_then(|p| p.map_path.as_deref()),
             hash_file: request.settings.hash_file.as_deref(),
+            bmap_create: request.settings.bmap_create.as_deref(),
         },
     );
     // Every option against the ends it got, before the output is opened.
     planner::admit(&request, &facts).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
-    let tees: Vec<_> = request
-        .settings
-        .tee
-        .iter()
-        .map(|path| (path.as_path(), planner::facts::output_facts_at(path)))
-        .collect();
-    planner::needs::admit_tees(&request, &tees)
-        .map_err(|refusal| Failure::Refused(refusal.to_string()))?;
     let mut warnings = Vec::new();
     let mut output = ends::open::open_output(plan, &mut warnings)?;
     if let Some(upload) = &upload_map {
@@ -162,6 +179,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     if output.end.fd().is_none() {
         facts.output.descriptor = false;
         facts.output.kind = output.end.kind();
+        facts.output.can = output.end.capabilities();
     }
     for warning in warnings {
         reporter.diagnostic(warning);
@@ -192,11 +210,12 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
                 &mut input,
                 &mut output,
                 tap,
+                request.settings.verbose,
             )?;
-            let report = request
-                .settings
-                .verbose
-                .then(|| verbose::HowItRan::positional(plan).with_cpu_since(cpu_at_start));
+            let report = request.settings.verbose.then(|| {
+                verbose::HowItRan::positional(plan, aftermath.how_it_ran())
+                    .with_cpu_since(cpu_at_start)
+            });
             close(input, output)?;
             ticker.stop();
             (failed, Some(aftermath), report)
@@ -205,7 +224,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
             let strategy = planner::plan(&request, &facts);
             let report = request.settings.verbose.then(|| {
                 verbose::HowItRan::new(&request.settings, &strategy, plan)
-                    .with_trim(request.settings.trim, output.end.kind())
+                    .with_trim(request.settings.trim, output.end.capabilities().discards)
                     .with_block_choice(block_choice.as_ref())
                     .with_cpu_since(cpu_at_start)
             });
@@ -226,7 +245,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     if let Some(signal) = reporter.late_signal() {
         let name = plan.output.as_deref().map_or_else(
             || "standard output".to_owned(),
-            |path| crate::text::quote::quote_file(&ends::remote::shown(path)),
+            |path| crate::text::quote::quote_file(&ends::uri::shown(path)),
         );
         reporter.message(format!(
             "{signal} came once {name} was committed: the copy is complete, not interrupted"
@@ -235,8 +254,13 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     // The statistics are out; a signal now ends the read-back at once.
     crate::sys::signals::default_from_now_on();
     let mut failed = failed;
+    let mut finished = Finished::Complete;
     if let Some(aftermath) = aftermath {
-        failed |= aftermath.report(&reporter);
+        match aftermath.report(&reporter) {
+            positional::Verdict::Complete => {}
+            positional::Verdict::BadAreasRemain => finished = Finished::BadAreasRemain,
+            positional::Verdict::Failed => failed = true,
+        }
     }
     failed |= images.finish(&reporter, counters.snapshot().bytes_out, failed);
     failed |= extras.finish(hash_job, plan, &images.kept_outputs(), &reporter, failed);
@@ -247,7 +271,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     if failed || crate::progress::reporter::stderr_failed() {
         Err(Failure::Reported)
     } else {
-        Ok(())
+        Ok(finished)
     }
 }
 
@@ -304,11 +328,11 @@ fn stream(
     let input_start = input.offset;
     let plan = Arc::new(copying.plan.clone());
     if let Some(writes) = strategy.write_behind {
-        crate::ends::behind::wrap(output, writes.depth, writes.request);
+        crate::ends::write_behind::wrap(output, writes.depth, writes.request);
     }
     let mut input = input;
     if let Some(reads) = strategy.read_ahead {
-        crate::ends::ahead::wrap(&mut input, reads.depth, reads.request);
+        crate::ends::read_ahead::wrap(&mut input, reads.depth, reads.request);
     }
     let how = engine::backend::How {
         backend: strategy.backend,
@@ -400,10 +424,12 @@ fn resolve_auto_block_size(
         engine::auto_block::ProbeEnd {
             fd: input_fd,
             direct: plan.input_flags.contains(IoFlags::DIRECT),
+            can: input.end.capabilities(),
         },
         engine::auto_block::ProbeEnd {
             fd: output_fd,
             direct: plan.output_flags.contains(IoFlags::DIRECT),
+            can: output.end.capabilities(),
         },
         here.max(0) as u64 + skip,
     );

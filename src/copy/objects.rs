@@ -1,35 +1,25 @@
-//! What an object cannot be asked to do as the output of a copy, refused
-//! with one line before anything is opened, and what `--map`/`--resume`
-//! mean for one.
+//! What `--map` and `--resume` mean for an upload (an `s3://` object as
+//! the output): the map keeps the upload resumable.
 //!
-//! An object is written whole, from its first byte to its last, and
-//! appears under its key only when the upload completes: there is no
-//! place in it to seek to, nothing to keep beside what is written, and no
-//! hole to leave. The operands that need one of these (seek=,
-//! conv=notrunc, conv=sparse, oflag=append, conv=excl and conv=nocreat,
-//! which ask about an existing object without a way to ask atomically)
-//! and `--rescue` are refused here rather than failing half-way, and
-//! http(s):// is refused as an output since a web server takes no
-//! uploads. An object as the input is read by ranges and supports all of
-//! them.
-//!
-//! `--map=FILE` makes an upload resumable: the multipart upload's id and
-//! the parts the server stored are kept in the map (see `ends::upload`),
-//! with the input's range those parts hold marked finished, and a copy
-//! that fails or is interrupted leaves the upload on the server instead
-//! of aborting it. `--resume` then continues it: the input is skipped to
-//! where the recorded parts end and the next part follows them, once the
-//! server confirmed it still holds them (the output end checks). This
-//! needs the object's bytes to be the input's, one for one (no data
-//! conversion, no padding), or, with `--compress`, independent frames
-//! (zstd, gzip) that parts end on. A map has no place beside an object,
-//! so `--resume` onto one needs `--map`.
+//! An object is written whole and appears under its key only when its
+//! upload completes; what it cannot be asked to do (seek=, conv=notrunc,
+//! `--rescue`, ...) is refused by rows of `planner::needs`. With
+//! `--map=FILE` the multipart upload's id and the parts the server stored
+//! are kept in the map (see `ends::upload`), with the input's range
+//! those parts hold marked finished, and a copy that fails or is
+//! interrupted leaves the upload on the server instead of aborting it.
+//! `--resume` then continues it: the input is skipped to where the
+//! recorded parts end and the next part follows them, once the server
+//! confirmed it still holds them (the output end checks). This needs the
+//! object's bytes to be the input's, one for one, or, with `--compress`,
+//! independent frames (zstd, gzip) that parts end on: `planner::needs`
+//! refuses the rest.
 
 use std::path::{Path, PathBuf};
 
-use crate::ends::remote::{self, Remote};
 use crate::ends::upload::{Journal, UploadRecord};
-use crate::operands::{Conv, CopyPlan, IoFlags};
+use crate::ends::uri;
+use crate::operands::CopyPlan;
 use crate::request::Settings;
 use crate::rescue::mapfile::{BlockStatus, Map};
 use crate::text::quote::quote_file;
@@ -44,106 +34,23 @@ pub struct UploadMap {
     pub start: u64,
 }
 
-/// Whether the copy's output is an object (S3 or http(s)).
-pub fn is_object_output(plan: &CopyPlan) -> bool {
-    let Some(path) = plan.output.as_deref() else {
-        return false;
-    };
-    matches!(remote::recognise(path), Some(Ok(Remote::Object(_))))
+/// Whether the copy's output is an upload the server keeps in parts
+/// (an `s3://` object), which `--map` makes resumable.
+pub fn is_upload(plan: &CopyPlan) -> bool {
+    plan.output.as_deref().is_some_and(uri::is_resumable_upload)
 }
 
-/// Err: the one line saying why this copy cannot write its object. With
-/// `--map`, the upload to keep resumable (and, resuming, `plan` is what
-/// is left of the copy).
-pub fn check(plan: &mut CopyPlan, settings: &Settings) -> Result<Option<UploadMap>, String> {
-    let Some(path) = plan.output.as_deref() else {
-        return Ok(None);
-    };
-    let Some(Ok(Remote::Object(url))) = remote::recognise(path) else {
-        return Ok(None);
-    };
-    let named = |why: &str| format!("of={url}: {why}");
-    if !url.writable() {
-        return Err(named(
-            "only s3:// objects can be written (http:// and https:// are read only)",
-        ));
-    }
-    if plan.seek.total_bytes(plan.output_block_size) != Some(0) {
-        return Err(named(
-            "seek= cannot be used: an object is written whole, from its first byte",
-        ));
-    }
-    let operand = [
-        (
-            Conv::NOTRUNC,
-            "conv=notrunc",
-            "an object is replaced whole, never written in place",
-        ),
-        (
-            Conv::SPARSE,
-            "conv=sparse",
-            "an object has no holes to leave",
-        ),
-        (
-            Conv::EXCL,
-            "conv=excl",
-            "ddx cannot make sure no object exists under the key",
-        ),
-        (
-            Conv::NOCREAT,
-            "conv=nocreat",
-            "an object is created by its upload",
-        ),
-    ]
-    .into_iter()
-    .find(|(flag, _, _)| plan.conv.contains(*flag));
-    if let Some((_, operand, why)) = operand {
-        return Err(named(&format!("{operand} cannot be used: {why}")));
-    }
-    if plan.output_flags.contains(IoFlags::APPEND) {
-        return Err(named(
-            "oflag=append cannot be used: an object is replaced whole",
-        ));
-    }
-    if settings.rescue {
-        return Err(named(
-            "--rescue cannot be used: an object is uploaded whole, in order, so there is no \
-             place in it to come back to (--map keeps an upload resumable)",
-        ));
-    }
-    if settings.map.is_none() && !settings.resume {
+/// With `--map`, the upload to keep resumable (and, resuming, `plan` is
+/// what is left of the copy). What `--map` and `--resume` cannot be
+/// combined with on an upload was refused by `planner::needs` already;
+/// Err is the one line saying why the map cannot serve.
+pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Option<UploadMap>, String> {
+    if !is_upload(plan) {
         return Ok(None);
     }
     let Some(map) = settings.map.clone() else {
-        return Err(named(
-            "--resume needs --map=FILE, where the upload's progress is kept: no file can \
-             stand beside an object",
-        ));
+        return Ok(None);
     };
-    let option = if settings.resume { "--resume" } else { "--map" };
-    if plan.input.is_none() {
-        return Err(named(&format!(
-            "{option} needs if=FILE: a resumed upload reads its input again from where the \
-             stored parts end"
-        )));
-    }
-    let mut changes = crate::operands::symbols::DATA_CONVERSIONS
-        .iter()
-        .chain(&[(Conv::SYNC, "sync"), (Conv::NOERROR, "noerror")]);
-    if let Some((_, name)) = changes.find(|(flag, _)| plan.conv.contains(*flag)) {
-        return Err(named(&format!(
-            "{option} cannot be combined with conv={name}: where a stored part ends must be \
-             a place in the input"
-        )));
-    }
-    if let Some(compression) = settings.compress {
-        if compression.algorithm == crate::image::compress::Algorithm::Xz {
-            return Err(named(&format!(
-                "{option} cannot be combined with --compress=xz, which writes one stream: \
-                 zstd and gzip write independent frames, which parts end on"
-            )));
-        }
-    }
     let start = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
     if !map.exists() {
         return Ok(Some(UploadMap {

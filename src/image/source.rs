@@ -43,15 +43,6 @@ impl InputProgress {
     }
 }
 
-impl crate::progress::CompressedPosition for InputProgress {
-    fn compressed(&self) -> crate::progress::Compressed {
-        crate::progress::Compressed {
-            read: self.consumed(),
-            total: self.total,
-        }
-    }
-}
-
 /// The input's own failure, kept when it happened.
 #[derive(Debug, Clone)]
 pub struct InputFailure {

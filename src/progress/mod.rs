@@ -27,3 +27,11 @@ pub struct Compressed {
     pub total: Option<u64>,
 }
 pub use ticker::Ticker;
+
+/// Where a rescue stands (`--rescue`): the phase running, as the progress
+/// line names it (none before the first and after the last), and the
+/// bytes read and failed so far, not recovered. Defined here, where it is
+/// read, as [`CompressedPosition`] is.
+pub trait RescueStanding: Send + Sync {
+    fn standing(&self) -> (Option<String>, u64);
+}

@@ -9,13 +9,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::engine::{Counters, Diagnostic, Events};
+use crate::diagnostic::{Diagnostic, Events};
+use crate::engine::Counters;
 use crate::operands::StatusLevel;
 use crate::progress::json::{JsonStream, Record};
 use crate::progress::live::{Frame, Live};
 use crate::progress::rate::{rate, RateWindow};
 use crate::progress::stats::{transfer_line, write_records, TimeStyle};
-use crate::progress::CompressedPosition;
+use crate::progress::{CompressedPosition, RescueStanding};
 
 struct State {
     /// Characters in the current, unfinished progress line (0: none).
@@ -35,6 +36,8 @@ struct State {
     total: Option<u64>,
     /// With `--decompress`: the compressed input's position.
     compressed: Option<Arc<dyn CompressedPosition>>,
+    /// With `--rescue`: its phase and what is bad.
+    rescue: Option<Arc<dyn RescueStanding>>,
     window: RateWindow,
     /// SIGINT or SIGTERM that came after the output was committed.
     late_signal: Option<i32>,
@@ -74,6 +77,7 @@ impl Reporter {
                 json: None,
                 total: None,
                 compressed: None,
+                rescue: None,
                 window: RateWindow::default(),
                 late_signal: None,
             }),
@@ -114,6 +118,12 @@ impl Reporter {
     /// live line and the JSON records.
     pub fn set_compressed(&self, position: Arc<dyn CompressedPosition>) {
         self.lock().compressed = Some(position);
+    }
+
+    /// With `--rescue`: its phase and bad bytes, for the progress line and
+    /// the JSON records.
+    pub fn set_rescue(&self, rescue: Arc<dyn RescueStanding>) {
+        self.lock().rescue = Some(rescue);
     }
 
     pub fn set_total(&self, total: Option<u64>) {
@@ -180,6 +190,7 @@ impl Reporter {
             let recent = state.window.sample(elapsed, snapshot.bytes_out);
             let compressed = state.compressed.as_ref().map(|c| c.compressed());
             let mut record = Record::new(&snapshot, elapsed, recent, state.total, compressed);
+            with_rescue(&mut record, state);
             record.done = moment != Moment::Running;
             if let Moment::Signal(signal) = moment {
                 record.signal = Some(signal_name(signal));
@@ -223,11 +234,13 @@ impl Reporter {
                 total: state.total,
                 compressed,
             };
+            let note = rescue_note(&state);
             let live = state.live.get_or_insert_with(|| Live::new(&frame));
-            live.draw(&frame);
+            live.draw(&frame, note.as_deref());
         }
         if state.json.is_some() {
-            let record = Record::new(&snapshot, elapsed, recent, state.total, compressed);
+            let mut record = Record::new(&snapshot, elapsed, recent, state.total, compressed);
+            with_rescue(&mut record, &state);
             self.write_json(&mut state, &record);
         }
     }
@@ -243,7 +256,12 @@ impl Reporter {
     pub fn progress(&self) {
         let mut state = self.lock();
         let bytes = self.counters.snapshot().bytes_out;
-        let line = transfer_line(bytes, elapsed_ns(state.start), TimeStyle::WholeSeconds);
+        let mut line = transfer_line(bytes, elapsed_ns(state.start), TimeStyle::WholeSeconds);
+        // GNU's line, and after it where a rescue stands.
+        if let Some(note) = rescue_note(&state) {
+            line.push_str("; ");
+            line.push_str(&note);
+        }
         let mut out = String::with_capacity(line.len() + 16);
         out.push('\r');
         out.push_str(&line);
@@ -300,6 +318,24 @@ impl Events for Reporter {
             let line = transfer_line(bytes, elapsed_ns(state.start), TimeStyle::Precise);
             emit(format!("{line}\n").as_bytes());
         }
+    }
+}
+
+/// Where a rescue stands, after the progress line's figures, while a
+/// phase runs.
+fn rescue_note(state: &State) -> Option<String> {
+    match state.rescue.as_ref()?.standing() {
+        (Some(phase), bad) => Some(format!("{phase}, {bad} bytes bad")),
+        (None, _) => None,
+    }
+}
+
+/// A rescue's phase (while one runs) and bad bytes in a JSON record.
+fn with_rescue(record: &mut Record, state: &State) {
+    if let Some(rescue) = &state.rescue {
+        let (phase, bad) = rescue.standing();
+        record.phase = phase;
+        record.bad_bytes = Some(bad);
     }
 }
 

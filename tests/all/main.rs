@@ -21,6 +21,7 @@ mod filesystems;
 mod guard;
 mod image;
 mod image_copy;
+mod layers;
 #[cfg(feature = "nbd")]
 mod nbd;
 #[cfg(feature = "nbd")]
@@ -38,5 +39,6 @@ mod power_cut;
 mod progress;
 mod refusals;
 mod rescue;
+mod rescue_phases;
 mod splice;
 mod trim;

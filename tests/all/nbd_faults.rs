@@ -90,7 +90,10 @@ fn a_server_killed_under_a_write_or_a_read_is_named_with_the_offset() {
     let line = one_line(&stderr);
     assert!(line.contains(&format!("error writing '{uri}'")), "{line}");
     assert!(line.contains("at offset "), "{line}");
-    assert!(line.contains("the connection to the server was lost"), "{line}");
+    assert!(
+        line.contains("the connection to the server was lost"),
+        "{line}"
+    );
 
     // Reading from nbdkit, one slow read at a time: killed in the middle.
     let server_dir = tempdir().expect("tempdir");
@@ -123,7 +126,10 @@ fn a_server_killed_under_a_write_or_a_read_is_named_with_the_offset() {
     let line = one_line(&stderr);
     assert!(line.contains(&format!("error reading '{uri}'")), "{line}");
     assert!(line.contains("at offset "), "{line}");
-    assert!(line.contains("the connection to the server was lost"), "{line}");
+    assert!(
+        line.contains("the connection to the server was lost"),
+        "{line}"
+    );
 
     // Writing to qemu-nbd, fed by that slow input again: killed once
     // some has landed.
@@ -168,7 +174,10 @@ fn a_server_killed_under_a_write_or_a_read_is_named_with_the_offset() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let line = one_line(&stderr);
     assert!(line.contains(&format!("error writing '{uri}'")), "{line}");
-    assert!(line.contains("the connection to the server was lost"), "{line}");
+    assert!(
+        line.contains("the connection to the server was lost"),
+        "{line}"
+    );
 }
 
 #[test]

@@ -254,7 +254,10 @@ fn a_server_killed_during_an_upload_is_named_and_the_upload_aborted_once_it_is_b
     while server.pending_uploads().len() < 2 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(server.pending_uploads().len() >= 2, "the first part never landed");
+    assert!(
+        server.pending_uploads().len() >= 2,
+        "the first part never landed"
+    );
     server.kill();
     // The next part cannot go anywhere; the input ends.
     stdin.write_all(&pattern(6, 20 * MIB)).expect("feed");
@@ -282,7 +285,10 @@ fn parts_put(proxy: &FaultProxy) -> Vec<usize> {
         .filter(|s| s.method == "PUT")
         .filter_map(|s| {
             let at = s.target.find("partNumber=")? + "partNumber=".len();
-            let n: String = s.target[at..].chars().take_while(char::is_ascii_digit).collect();
+            let n: String = s.target[at..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
             n.parse().ok()
         })
         .collect()
@@ -302,7 +308,12 @@ fn killed_and_resumed(compress: Option<&str>) {
     // Slow parts: the kill lands in the middle of the upload.
     let proxy = FaultProxy::start(
         server.port,
-        vec![Rule::new("PUT", "partNumber", Fault::Delay(Duration::from_millis(150))).times(1000)],
+        vec![Rule::new(
+            "PUT",
+            "partNumber",
+            Fault::Delay(Duration::from_millis(150)),
+        )
+        .times(1000)],
     );
     let dir = tempfile::tempdir().expect("tempdir");
     // Compressible, so that a compressed part holds more than 16 MiB of
@@ -444,7 +455,12 @@ fn a_mapped_upload_cut_off_by_its_server_is_kept_and_resumed_once_it_is_back() {
     };
     let proxy = FaultProxy::start(
         server.port,
-        vec![Rule::new("PUT", "partNumber", Fault::Delay(Duration::from_millis(200))).times(1000)],
+        vec![Rule::new(
+            "PUT",
+            "partNumber",
+            Fault::Delay(Duration::from_millis(200)),
+        )
+        .times(1000)],
     );
     let dir = tempfile::tempdir().expect("tempdir");
     let data = pattern(14, 6 * 16 * MIB + 99);
@@ -483,9 +499,15 @@ fn a_mapped_upload_cut_off_by_its_server_is_kept_and_resumed_once_it_is_back() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let line = one_line(&stderr, "'s3://bkt/kept'");
-    assert!(line.contains("the upload stays on the server, for --resume"), "{line}");
+    assert!(
+        line.contains("the upload stays on the server, for --resume"),
+        "{line}"
+    );
     server.restart().expect("the server again");
-    assert!(!server.pending_uploads().is_empty(), "the upload was not kept");
+    assert!(
+        !server.pending_uploads().is_empty(),
+        "the upload was not kept"
+    );
     let out = run(&mut upload(true));
     assert!(out.status.success(), "{out:?}");
     assert!(std::fs::read(server.object_file("bkt", "kept")).expect("stored") == data);
@@ -521,7 +543,11 @@ fn sigterm_before_the_commit_aborts_and_after_it_completes() {
         let method = if committed { "POST" } else { "PUT" };
         let proxy = FaultProxy::start(
             server.port,
-            vec![Rule::new(method, held, Fault::Delay(Duration::from_millis(1500)))],
+            vec![Rule::new(
+                method,
+                held,
+                Fault::Delay(Duration::from_millis(1500)),
+            )],
         );
         let child = ddx()
             .envs(env(&server, &proxy.endpoint(), 2))
@@ -632,9 +658,15 @@ fn an_http_body_cut_short_is_resumed_from_where_it_stopped_unless_the_object_cha
     let out = copy(&proxy);
     assert!(out.status.success(), "{out:?}");
     assert!(std::fs::read(&out_file).expect("out") == data);
-    let ranges: Vec<String> = proxy.seen().iter().filter_map(|s| s.range.clone()).collect();
+    let ranges: Vec<String> = proxy
+        .seen()
+        .iter()
+        .filter_map(|s| s.range.clone())
+        .collect();
     assert!(
-        ranges.iter().any(|r| r.contains(&format!("bytes={}-", cut_at))),
+        ranges
+            .iter()
+            .any(|r| r.contains(&format!("bytes={}-", cut_at))),
         "not resumed where it stopped: {ranges:?}"
     );
 
@@ -669,7 +701,8 @@ fn an_http_body_cut_short_is_resumed_from_where_it_stopped_unless_the_object_cha
     assert!(line.contains("changed since the copy began"), "{line}");
     let written = std::fs::read(&out_file).expect("out");
     assert!(
-        written.len() <= cut_at + MIB && data[..written.len().min(cut_at)] == written[..written.len().min(cut_at)],
+        written.len() <= cut_at + MIB
+            && data[..written.len().min(cut_at)] == written[..written.len().min(cut_at)],
         "bytes of the new version written after the old"
     );
 }

@@ -33,7 +33,7 @@ const PLUGIN: &str = include_str!("rigs/powercut.py");
 
 /// Cuts in all, spread over the kinds of copy.
 const CUTS: u64 = 20;
-const SEED: u64 = 0x2720_0cu64 << 8;
+const SEED: u64 = 0x2720_0c00;
 
 const SIZE: usize = 3 << 20;
 
@@ -186,7 +186,8 @@ fn scene(kind: &Kind, seed: u64) -> Scene {
                 .expect("image data");
             at = hole.end;
         }
-        file.write_all_at(&source[at..], at as u64).expect("image data");
+        file.write_all_at(&source[at..], at as u64)
+            .expect("image data");
         drop(file);
         let bmap = dir.path().join("image.bmap");
         rigs::images::bmaptool_create(&raw, &bmap);
@@ -263,12 +264,18 @@ fn check(kind: &Kind, scene: &Scene, cut: u64, out: &std::process::Output) {
         }
         Promise::EveryWrite => {
             let copied = bytes_copied(&stderr).expect("statistics") as usize;
-            assert!(same(0, copied), "{copied} bytes said copied, not all durable: {said}");
+            assert!(
+                same(0, copied),
+                "{copied} bytes said copied, not all durable: {said}"
+            );
         }
         Promise::Map => {
             let map = std::fs::read_to_string(scene.map()).unwrap_or_default();
             for (from, len) in finished(&map) {
-                assert!(same(from, len), "map says {from}+{len} finished, not durable: {said}");
+                assert!(
+                    same(from, len),
+                    "map says {from}+{len} finished, not durable: {said}"
+                );
             }
             if kind.operands.contains(&"oflag=dsync") {
                 let copied = bytes_copied(&stderr).unwrap_or(0) as usize;
@@ -279,7 +286,10 @@ fn check(kind: &Kind, scene: &Scene, cut: u64, out: &std::process::Output) {
             if disk[510..512] == [0x55, 0xAA] {
                 let (_, bmap) = scene.image.as_ref().expect("an image");
                 for (from, len) in mapped(bmap) {
-                    assert!(same(from, len), "bootable over {from}+{len} not written: {said}");
+                    assert!(
+                        same(from, len),
+                        "bootable over {from}+{len} not written: {said}"
+                    );
                 }
             }
         }
@@ -301,7 +311,11 @@ fn complete(kind: &Kind, scene: &Scene) {
     // order's at its end) make the image durable.
     drop(server);
     let disk = std::fs::read(scene.disk()).expect("disk");
-    assert!(disk == scene.source, "{}: not the exact image after it", kind.name);
+    assert!(
+        disk == scene.source,
+        "{}: not the exact image after it",
+        kind.name
+    );
 }
 
 #[test]
@@ -362,5 +376,9 @@ fn oflag_dsync_onto_an_export_flushes_every_write() {
     assert!(out.status.success(), "{out:?}");
     drop(server);
     // 48 writes of 64 KiB, each flushed: at least twice as many requests.
-    assert!(scene.served() >= 2 * (SIZE as u64 >> 16), "{}", scene.served());
+    assert!(
+        scene.served() >= 2 * (SIZE as u64 >> 16),
+        "{}",
+        scene.served()
+    );
 }

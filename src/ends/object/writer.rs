@@ -920,10 +920,8 @@ impl End for ObjectWriter {
             self.accepted += take as u64;
             if self.part.len() >= size {
                 let source_end = self.source_base + self.accepted;
-                if let Err(errno) = self.send_part(source_end) {
-                    // What was taken of this buffer is not written.
-                    return Err(errno);
-                }
+                // On failure, what was taken of this buffer is not written.
+                self.send_part(source_end)?;
             }
         }
         Ok(buf.len())
