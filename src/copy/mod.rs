@@ -296,11 +296,6 @@ fn keep_upload_map(
         )));
     };
     let journal = objects::MapJournal::new(upload, done + left, command_line);
-    if let Some(record) = &upload.resume {
-        if plan.status != crate::operands::StatusLevel::None {
-            reporter.message(objects::resume_summary(upload, record, Some(left)));
-        }
-    }
     output
         .end
         .keep_journal(Box::new(journal), upload.resume.as_ref())
@@ -312,7 +307,14 @@ fn keep_upload_map(
                 crate::text::quote::quote_file(&output.name),
                 crate::text::quote::quote_file(upload.path.as_os_str().as_encoded_bytes())
             ))
-        })
+        })?;
+    // Said once the server confirmed the parts the map records.
+    if let Some(record) = &upload.resume {
+        if plan.status != crate::operands::StatusLevel::None {
+            reporter.message(objects::resume_summary(upload, record, Some(left)));
+        }
+    }
+    Ok(())
 }
 
 /// A copy as a stream of records, by the backend the planner chose;

@@ -271,7 +271,13 @@ fn a_server_killed_during_an_upload_is_named_and_the_upload_aborted_once_it_is_b
     let (status, stderr) = ddx.finish();
     assert_eq!(status.code(), Some(1), "{stderr}");
     let line = one_line(&stderr, "'s3://bkt/cut.bin'");
-    assert!(line.contains("part 2 (from byte 16777216)"), "{line}");
+    // Parts go up while the input is read: the one named is the first
+    // the server did not take, or one sent beside it.
+    assert!(
+        line.contains("part 2 (from byte 16777216)")
+            || line.contains("part 3 (from byte 33554432)"),
+        "{line}"
+    );
     assert!(line.contains("after 2 tries"), "{line}");
     assert!(!server.object_file("bkt", "cut.bin").exists());
     server.assert_no_pending_upload();
@@ -320,7 +326,7 @@ fn killed_and_resumed(compress: Option<&str>) {
     // input, and not too much: parts end on frames of 16 MiB of input.
     let mut data = Vec::new();
     for n in 0..12 {
-        data.extend(pattern(n, 4 * MIB));
+        data.extend(pattern(n + 1, 4 * MIB));
         data.extend(vec![n as u8; 4 * MIB]);
     }
     let input = dir.path().join("in");
@@ -663,10 +669,18 @@ fn an_http_body_cut_short_is_resumed_from_where_it_stopped_unless_the_object_cha
         .iter()
         .filter_map(|s| s.range.clone())
         .collect();
+    // Where ddx stopped is at most where the proxy cut (a reset may take
+    // with it bytes the client had not read yet), and inside the answer
+    // that was cut: the rest of that answer's range is asked for again.
+    let resumed_inside_the_cut_answer = |r: &String| {
+        let Some((from, to)) = r.strip_prefix("bytes=").and_then(|r| r.split_once('-')) else {
+            return false;
+        };
+        let from: usize = from.parse().unwrap_or(0);
+        from > 0 && from <= cut_at && to == "8388607"
+    };
     assert!(
-        ranges
-            .iter()
-            .any(|r| r.contains(&format!("bytes={}-", cut_at))),
+        ranges.iter().any(resumed_inside_the_cut_answer),
         "not resumed where it stopped: {ranges:?}"
     );
 

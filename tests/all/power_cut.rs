@@ -336,7 +336,7 @@ fn what_a_copy_said_was_durable_survives_a_power_cut_of_the_export() {
         .iter()
         .enumerate()
         .map(|(n, kind)| {
-            let scene = scene(kind, n as u64);
+            let scene = scene(kind, n as u64 + 1);
             let server = scene.export(0).expect("an export");
             let out = scene.copy(kind, &server.uri(), false);
             assert!(out.status.success(), "{}: {out:?}", kind.name);
