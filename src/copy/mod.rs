@@ -135,7 +135,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     // for, up to the statistics.
     reporter.start_clock();
     let cpu_at_start = crate::sys::usage::cpu_times();
-    let input = ends::open::open_input(plan)?;
+    let input = ends::open::open_input(plan, request.settings.passthrough())?;
     let mut input = images.wrap_input(input, plan)?;
     let remote_output = plan
         .output
@@ -161,7 +161,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     // Every option against the ends it got, before the output is opened.
     planner::admit(&request, &facts).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
     let mut warnings = Vec::new();
-    let mut output = ends::open::open_output(plan, &mut warnings)?;
+    let mut output = ends::open::open_output(plan, request.settings.passthrough(), &mut warnings)?;
     if let Some(upload) = &upload_map {
         keep_upload_map(
             upload,
@@ -215,6 +215,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             let report = request.settings.verbose.then(|| {
                 verbose::HowItRan::positional(plan, aftermath.how_it_ran())
                     .with_cpu_since(cpu_at_start)
+                    .with_ends(input.end.describe(), output.end.describe())
             });
             close(input, output)?;
             ticker.stop();
@@ -224,9 +225,11 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             let strategy = planner::plan(&request, &facts);
             let report = request.settings.verbose.then(|| {
                 verbose::HowItRan::new(&request.settings, &strategy, plan)
+                    .with_devices(&facts)
                     .with_trim(request.settings.trim, output.end.capabilities().discards)
                     .with_block_choice(block_choice.as_ref())
                     .with_cpu_since(cpu_at_start)
+                    .with_ends(input.end.describe(), output.end.describe())
             });
             let (failed, input) = stream(strategy, tap, &copying, input, &mut output)?;
             if let Some(input) = input {

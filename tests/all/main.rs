@@ -13,6 +13,7 @@ mod rigs;
 
 mod auto_block;
 mod bench;
+mod bench_page;
 mod cache;
 mod cli;
 mod differential;
@@ -34,8 +35,10 @@ mod object;
 mod object_copy;
 #[cfg(feature = "object")]
 mod object_faults;
+mod passthrough;
 #[cfg(feature = "nbd")]
 mod power_cut;
+mod probe;
 mod progress;
 mod refusals;
 mod rescue;
