@@ -344,8 +344,12 @@ pub trait End: Send + fmt::Debug {
     /// The bytes written from now on come in units a copy can resume
     /// from (compressed frames), each ended by [`End::resume_point`]:
     /// an end that records resume points (an upload) cuts its parts only
-    /// there. Without the call every byte is such a point.
-    fn mark_resume_points(&mut self) {}
+    /// there. Without the call every byte is such a point. True when
+    /// the end holds units written by an earlier run (a resumed upload):
+    /// a stream this run adds nothing to then adds no empty unit either.
+    fn mark_resume_points(&mut self) -> bool {
+        false
+    }
 
     /// The bytes written so far end a unit that `source` bytes of the
     /// copy's input made (see [`End::mark_resume_points`]).
@@ -461,7 +465,7 @@ macro_rules! forward_to_inner {
         }
     };
     (@one mark_resume_points) => {
-        fn mark_resume_points(&mut self) {
+        fn mark_resume_points(&mut self) -> bool {
             self.inner.mark_resume_points()
         }
     };

@@ -163,6 +163,11 @@ struct Shared {
     upload: Mutex<Upload>,
     /// Parts being sent.
     in_flight: AtomicUsize,
+    /// Held by the abort on a signal while it runs: the copy thread,
+    /// which goes on meanwhile and may end with the error of a part
+    /// refused, must not drop the runtime under it (its requests would
+    /// be cancelled, and the upload left on the server).
+    dying_abort: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -177,6 +182,17 @@ struct Upload {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Upload> {
         self.upload.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wait for the abort on a signal to end, if one began.
+    fn wait_for_dying_abort(&self) {
+        if self.lock().stopping {
+            drop(
+                self.dying_abort
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            );
+        }
     }
 }
 
@@ -221,6 +237,11 @@ fn abort_before_dying(
     multipart: &Arc<dyn MultipartStore>,
     path: &Path,
 ) {
+    // Taken before `stopping` is set, so that whoever sees it set waits.
+    let _running = shared
+        .dying_abort
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
     let id = {
         let mut upload = shared.lock();
         upload.stopping = true;
@@ -1009,8 +1030,9 @@ impl End for ObjectWriter {
         Ok(())
     }
 
-    fn mark_resume_points(&mut self) {
+    fn mark_resume_points(&mut self) -> bool {
         self.marked = true;
+        !self.parts.is_empty()
     }
 
     fn resume_point(&mut self, source: u64) {
@@ -1036,6 +1058,12 @@ impl End for ObjectWriter {
 
     fn abandon(mut self: Box<Self>) {
         let _ = self.abort();
+    }
+}
+
+impl Drop for ObjectWriter {
+    fn drop(&mut self) {
+        self.shared.wait_for_dying_abort();
     }
 }
 

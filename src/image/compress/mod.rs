@@ -122,6 +122,9 @@ pub struct Compressed {
     pending: Vec<u8>,
     /// Uncompressed bytes accepted so far.
     accepted: u64,
+    /// The output holds frames of an earlier run (a resumed upload): an
+    /// empty stream is not one empty frame then, but nothing.
+    continued: bool,
     pool: Arc<BufferPool>,
     steps: SyncSender<Step>,
     jobs: Option<SyncSender<Job>>,
@@ -146,12 +149,9 @@ impl Compressed {
         let threads = threads.clamp(1, MAX_WORKERS);
         let shared = Arc::new(Shared::default());
         let framed = compression.algorithm != Algorithm::Xz;
-        if framed {
-            // A frame's end is a place a copy can resume from (a new
-            // frame starts from that input offset): an upload ends its
-            // parts there.
-            output.mark_resume_points();
-        }
+        // A frame's end is a place a copy can resume from (a new frame
+        // starts from that input offset): an upload ends its parts there.
+        let continued = framed && output.mark_resume_points();
         let batch = if framed { FRAME } else { XZ_BATCH };
         let pool = BufferPool::new(2 * threads + 4);
         let (steps_tx, steps_rx) = sync_channel(threads + 1);
@@ -184,6 +184,7 @@ impl Compressed {
             batch,
             pending: Vec::new(),
             accepted: 0,
+            continued,
             pool,
             steps: steps_tx,
             jobs,
@@ -366,7 +367,7 @@ impl End for Compressed {
     /// output (completes an upload), whose error and detail come here.
     fn finalise(&mut self, copy_failed: bool) -> Result<(), Errno> {
         if self.finalised.is_none() {
-            let submitted = if self.accepted == 0 && self.jobs.is_some() {
+            let submitted = if self.accepted == 0 && self.jobs.is_some() && !self.continued {
                 self.submit_frame()
             } else {
                 self.submit()
@@ -405,7 +406,7 @@ impl Compressed {
     /// Finish the compressed stream and close the output, as
     /// `End::close_failed` when the copy failed.
     fn end_stream(mut self, copy_failed: bool) -> Result<(), Errno> {
-        let submitted = if self.accepted == 0 && self.jobs.is_some() {
+        let submitted = if self.accepted == 0 && self.jobs.is_some() && !self.continued {
             self.submit_frame()
         } else {
             self.submit()

@@ -318,7 +318,11 @@ impl HttpServer {
         }
         let port = free_port();
         let mut cmd = Command::new("rclone");
-        cmd.args(["serve", "http", "--addr", &format!("127.0.0.1:{port}")])
+        // Without --dir-cache-time 0, rclone answers from a listing it
+        // keeps for minutes: a file replaced meanwhile is served with its
+        // old Last-Modified, and If-Unmodified-Since cannot catch it.
+        cmd.args(["serve", "http", "--dir-cache-time", "0s"])
+            .args(["--addr", &format!("127.0.0.1:{port}")])
             .arg(dir)
             .env("RCLONE_CONFIG", "/dev/null");
         if let Some(ca) = tls {
