@@ -184,15 +184,15 @@ impl Shared {
         self.upload.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Wait for the abort on a signal to end, if one began.
+    /// Wait for the abort on a signal to end, if one is running (taking
+    /// the lock whatever `stopping` says closes the window between the
+    /// abort taking it and setting `stopping`).
     fn wait_for_dying_abort(&self) {
-        if self.lock().stopping {
-            drop(
-                self.dying_abort
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner),
-            );
-        }
+        drop(
+            self.dying_abort
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
     }
 }
 
@@ -237,7 +237,7 @@ fn abort_before_dying(
     multipart: &Arc<dyn MultipartStore>,
     path: &Path,
 ) {
-    // Taken before `stopping` is set, so that whoever sees it set waits.
+    // Held for the whole abort: dropping the writer waits for it.
     let _running = shared
         .dying_abort
         .lock()
