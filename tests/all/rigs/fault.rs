@@ -41,13 +41,15 @@ pub enum Fault {
     },
 }
 
-/// Which requests a fault hits: by method and a piece of the request
-/// target (`partNumber=2`, `uploads`), after letting `pass` matching
-/// requests through, the next `times` of them.
+/// Which requests a fault hits: by method, a piece of the request target
+/// (`partNumber=2`, `uploads`) and of its Range header where one is given
+/// (a client's GETs of one object go out in no set order), after letting
+/// `pass` matching requests through, the next `times` of them.
 #[derive(Clone)]
 pub struct Rule {
     pub method: &'static str,
     pub target_has: &'static str,
+    pub range_has: Option<&'static str>,
     pub pass: usize,
     pub times: usize,
     pub fault: Fault,
@@ -58,6 +60,7 @@ impl Rule {
         Rule {
             method,
             target_has,
+            range_has: None,
             pass: 0,
             times: 1,
             fault,
@@ -66,6 +69,11 @@ impl Rule {
 
     pub fn after(mut self, pass: usize) -> Rule {
         self.pass = pass;
+        self
+    }
+
+    pub fn range_has(mut self, range: &'static str) -> Rule {
+        self.range_has = Some(range);
         self
     }
 
@@ -241,7 +249,13 @@ fn serve(client: TcpStream, upstream: u16, state: &Mutex<State>) -> std::io::Res
         let mut state = lock();
         let strip = state.strip_etag;
         let hit = state.rules.iter_mut().find_map(|(rule, matched)| {
-            if rule.method != head.method || !head.target.contains(rule.target_has) {
+            let range_matches = rule
+                .range_has
+                .is_none_or(|want| head.range.as_deref().is_some_and(|r| r.contains(want)));
+            if rule.method != head.method
+                || !head.target.contains(rule.target_has)
+                || !range_matches
+            {
                 return None;
             }
             *matched += 1;
