@@ -47,7 +47,7 @@ complete -c ddx -n '__fish_seen_subcommand_from bench' -l time-per-run -x -d 'th
 complete -c ddx -n '__fish_seen_subcommand_from bench' -l latency-count -x -d 'synchronous writes and reads per run of the latency test, 1 to 1000000'
 complete -c ddx -n '__fish_seen_subcommand_from bench' -l latency-bs -x -d 'the request size of the latency test, a multiple of the target\'s O_DIR'
 complete -c ddx -n '__fish_seen_subcommand_from bench' -l zones -x -d 'offsets measured by the zones test, 2 to 1024'
-complete -c ddx -n '__fish_seen_subcommand_from bench' -l destructive -d 'allow the write tests on a block device or an existing file, destroyin'
+complete -c ddx -n '__fish_seen_subcommand_from bench' -l destructive -d 'allow the write tests on a block device, a disk\'s generic node or an e'
 complete -c ddx -n '__fish_seen_subcommand_from bench' -l force -d 'measure even where the copy\'s guard refuses, as the copy\'s --force doe'
 complete -c ddx -n '__fish_seen_subcommand_from bench' -l allow-memory -d 'measure a target with no disk under it'
 complete -c ddx -n '__fish_seen_subcommand_from bench' -l json -d 'print the report as JSON'

@@ -160,6 +160,41 @@ def seed_texts():
         store("extents", seed)
 
 
+def seed_sense():
+    """SCSI sense data as devices return it: fixed format (70h, 71h) with
+    and without the VALID bit, descriptor format (72h, 73h) with and
+    without an information descriptor, for a medium error (what
+    scsi_debug injects: 11h/00h at LBA 4660), a write error, a unit
+    attention and an illegal request; each also behind three status bytes
+    (SAM status, host, driver) as the target reads its second command."""
+    def fixed(first, key, asc, ascq, lba=0):
+        return bytes([first, 0, key]) + lba.to_bytes(4, "big") + bytes([10, 0, 0, 0, 0, asc, ascq, 0, 0, 0, 0])
+
+    def descriptor(first, key, asc, ascq, lba=None, valid=True):
+        body = b""
+        if lba is not None:
+            body = bytes([0x00, 0x0a, 0x80 if valid else 0, 0]) + lba.to_bytes(8, "big")
+        return bytes([first, key, asc, ascq, 0, 0, 0, len(body)]) + body
+
+    seeds = [
+        fixed(0xf0, 0x03, 0x11, 0x00, 4660),
+        fixed(0x70, 0x03, 0x11, 0x00, 4660),
+        fixed(0xf1, 0x03, 0x0c, 0x00, 77),
+        fixed(0x70, 0x06, 0x29, 0x00),
+        fixed(0x70, 0x05, 0x21, 0x00),
+        fixed(0xf0, 0x04, 0x44, 0x00, 1 << 31),
+        descriptor(0x72, 0x03, 0x11, 0x00, 0x1_2345_6789),
+        descriptor(0x72, 0x03, 0x11, 0x00, 4660, valid=False),
+        descriptor(0x73, 0x03, 0x0c, 0x02, 9),
+        descriptor(0x72, 0x02, 0x04, 0x01),
+    ]
+    for seed in seeds:
+        store("scsi_sense", seed)
+        store("scsi_sense", bytes([0x02, 0x00, 0x08]) + seed)
+    store("scsi_sense", bytes([0x00, 0x03, 0x00]))
+    store("scsi_sense", bytes([0x08, 0x00, 0x00]))
+
+
 def run(*args, **kw):
     return subprocess.run(args, check=True, capture_output=True, **kw).stdout
 
@@ -266,6 +301,7 @@ def main():
     test_files = list(rust_sources("tests")) + list(rust_sources("src"))
     seed_command_lines(test_files)
     seed_texts()
+    seed_sense()
     with tempfile.TemporaryDirectory() as work:
         seed_images(work)
     for target in sorted(os.listdir(CORPUS)):

@@ -131,7 +131,8 @@ pub struct LatencyArgs {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchArgs {
-    /// The file, directory or block device to measure.
+    /// The file, directory, block device, generic node or export to
+    /// measure.
     pub target: PathBuf,
     pub allowed: Allowed,
     /// The tests to run, in their order, each once.
@@ -302,8 +303,8 @@ pub const OPTIONS: &[BenchOption] = &[
     option(
         OptionSpec::switch(
             "destructive",
-            "allow the write tests on a block device or an existing file, destroying \
-             its contents; a device the copy's wrong-device guard refuses (mounted, \
+            "allow the write tests on a block device, a disk's generic node or an \
+             existing file, destroying its contents; a device the copy's wrong-device guard refuses (mounted, \
              swap, held by RAID, LVM or device-mapper) is refused",
         ),
         |a, _| {
@@ -495,7 +496,15 @@ also be an NBD export (nbd://HOST/NAME, nbd+unix:///NAME?socket=PATH, as for if=
 measured through ddx's NBD end like a device: only read unless --destructive, one \
 connection; O_DIRECT, the page cache and O_DSYNC/O_SYNC have no meaning there, so the \
 tests run as plain NBD requests (mode 'nbd'; seq-write adds 'flush', an NBD flush) and \
-the rest is reported as skipped, with the reason.";
+the rest is reported as skipped, with the reason. TARGET may also be a disk's SCSI or NVMe \
+generic node (/dev/sgN, /dev/bsg/H:C:T:L, /dev/ngXnY), measured through ddx's passthrough \
+end and the node's command queue: only read unless --destructive, which also claims the \
+block device of the same disk with O_EXCL, and refused as the copy refuses the disk behind \
+the node. Every request is one of the disk's own commands (mode 'passthrough', at most \
+one command's worth, a size the summary's rows are then named by), one at a time or kept \
+in flight as fio's sg and io_uring_cmd engines keep them (the sg driver takes at most 16 \
+per node, a bsg node one); seq-write adds 'passthrough+flush' (a cache flush at the end) \
+and 'passthrough+fua' (each write with force unit access), and latency writes with FUA.";
 
 pub const REPORT: &str = "The report leads with a summary as CrystalDiskMark and KDiskMark \
 show a disk: SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1 and RND4K Q1T1 (sequential 1 MiB and \

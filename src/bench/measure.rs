@@ -134,9 +134,12 @@ pub struct TargetDevice<'a>(pub &'a Target);
 
 impl Device for TargetDevice<'_> {
     fn cache_method(&self) -> &'static str {
-        if self.0.nbd.is_some() {
+        let can = self.0.can;
+        if can.served {
             "none: an NBD export is read from its server, where ddx keeps no cache (the \
              server's own caches are its own)"
+        } else if !can.local_storage {
+            "none: a generic node's commands go to the disk past the page cache"
         } else {
             "fdatasync + posix_fadvise(DONTNEED) on the target before every run \
              (no root needed; O_DIRECT tests bypass the cache anyway)"
@@ -145,7 +148,8 @@ impl Device for TargetDevice<'_> {
 
     fn drop_cache(&mut self) -> Result<(), String> {
         let target = self.0;
-        if target.nbd.is_some() {
+        // Only a descriptor's storage has pages of ddx's in the cache.
+        if !target.can.local_storage {
             return Ok(());
         }
         target

@@ -6,7 +6,9 @@
 //!
 //! Layout, in the order of the dependencies: `args` (the option table,
 //! parsed as GNU getopt would), `target` (what may be touched: the copy's
-//! wrong-device guard decides, memory is refused), `measure` (repetition,
+//! wrong-device guard decides, memory is refused; an NBD export and a
+//! disk's generic node are reached through the copy's ends, in
+//! `nbd_target` and `passthrough_target`), `measure` (repetition,
 //! timing, cache dropping), `interrupt` (Ctrl-C stops the measuring, not
 //! the report), `scenario` (the tests, which produce results), `results`
 //! (the figures as data, and the block-size rule applied to them, from the
@@ -19,6 +21,7 @@ pub mod args;
 pub mod interrupt;
 pub mod measure;
 pub mod nbd_target;
+pub mod passthrough_target;
 pub mod progress;
 /// The block-size rule lives in the statistics leaf (`bs=auto` uses it
 /// too); re-exported here, where the bench applies it.
@@ -197,6 +200,17 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
              reaches it"
                 .to_owned(),
         );
+    } else if let Some(node) = &target.passthrough {
+        let disk = match &node.block_device {
+            Some(name) => format!("the disk of /dev/{name}"),
+            None => "a disk".to_owned(),
+        };
+        out.notes.push(format!(
+            "{disk} through its {} node: the disk's own commands, past the block layer and \
+             its page cache, each request one command of at most {}",
+            node.interface.name(),
+            report::size_text(node.command_bytes())
+        ));
     } else if target.device.disk.is_none() && !target.can.device {
         out.notes.push(format!(
             "no disk under the target (filesystem {}): the figures measure memory or a \
@@ -233,6 +247,7 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
         device: target.device.clone(),
         writable: target.writable(),
         served: target.can.served,
+        passthrough: target.passthrough.as_ref().map(|node| node.interface),
     };
     Ok(Report::assemble(
         started,

@@ -105,6 +105,10 @@ pub struct TargetReport {
     /// for the summary's fio options.
     #[serde(skip)]
     pub served: bool,
+    /// The interface of a disk's generic node, whose commands fio's `sg`
+    /// and `io_uring_cmd` engines send too: for the summary's fio options.
+    #[serde(skip)]
+    pub passthrough: Option<crate::sys::passthrough::Interface>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -214,7 +218,9 @@ pub struct Figure {
     pub block_size: u64,
     pub queue_depth: u32,
     /// How the requests were made: "pread"/"pwrite" (one at a time),
-    /// "io_uring" (several in flight), "libnbd" (an NBD export).
+    /// "io_uring" (several in flight), "libnbd" (an NBD export), "sg",
+    /// "bsg" or "io_uring_cmd" (a passthrough node's commands, in fio's
+    /// names for the same engines).
     pub engine: &'static str,
     /// Where the zones test read.
     pub offset: Option<u64>,
@@ -254,6 +260,11 @@ impl Figure {
             engine,
             ..self
         }
+    }
+
+    /// Made by `engine`, at the same depth.
+    pub fn by(self, engine: &'static str) -> Figure {
+        Figure { engine, ..self }
     }
 
     pub fn at(self, offset: u64) -> Figure {
@@ -301,6 +312,9 @@ pub fn io_text(mode: &str) -> &'static str {
         "direct+dsync" => "O_DIRECT|O_DSYNC",
         "nbd" => "NBD requests",
         "flush" => "NBD requests, flush at the end",
+        "passthrough" => "the disk's own commands, no page cache",
+        "passthrough+flush" => "the disk's own commands, a cache flush at the end",
+        "passthrough+fua" => "the disk's own commands, each write with FUA",
         _ => "",
     }
 }
@@ -667,6 +681,7 @@ mod tests {
             },
             writable: false,
             served: false,
+            passthrough: None,
         };
         let json = serde_json::to_string(&target).unwrap();
         assert_eq!(

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::results::{Measure, Settings, Skip, TargetReport, TestResult};
 use crate::stats::Latency;
+use crate::sys::passthrough::Interface;
 
 /// One row as CrystalDiskMark names it, and where its figures come from.
 #[derive(Debug, Clone, Copy)]
@@ -169,7 +170,7 @@ fn source<'a>(context: &Context<'a>, spec: &Spec, op: &str) -> Option<&'a TestRe
             && f.queue_depth == spec.queue_depth
             && f.offset.is_none()
             && f.measure == Measure::Run
-            && matches!(f.mode, "direct" | "nbd")
+            && matches!(f.mode, "direct" | "nbd" | "passthrough")
     })
 }
 
@@ -256,6 +257,8 @@ fn fio_options(context: &Context<'_>, spec: &Spec, op: &str, block_size: u64) ->
     if export(context) {
         options.push("--ioengine=nbd".to_owned());
         options.push(format!("--uri={}", context.target.path));
+    } else if let Some(interface) = context.target.passthrough {
+        options.extend(fio_passthrough(context.target, interface));
     } else {
         options.push("--direct=1".to_owned());
         let engine = if spec.queue_depth == 1 {
@@ -278,6 +281,26 @@ fn fio_options(context: &Context<'_>, spec: &Spec, op: &str, block_size: u64) ->
     options.join(" ")
 }
 
+/// fio's engine for the commands a generic node takes, on that node: its
+/// `sg` engine keeps SCSI commands in flight through the sg driver's
+/// queue as ddx does, its `io_uring_cmd` engine NVMe commands through
+/// io_uring. A bsg node has no fio engine: fio's `sg` engine on the
+/// block device of the same disk sends the same commands through SG_IO,
+/// one at a time, as ddx does on bsg.
+fn fio_passthrough(target: &TargetReport, interface: Interface) -> Vec<String> {
+    let filename = match (interface, &target.device.disk_name) {
+        (Interface::Bsg, Some(disk)) => format!("/dev/{disk}"),
+        _ => target.path.clone(),
+    };
+    let engine: &[&str] = match interface {
+        Interface::NvmeGeneric => &["--ioengine=io_uring_cmd", "--cmd_type=nvme"],
+        Interface::ScsiGeneric | Interface::Bsg => &["--ioengine=sg"],
+    };
+    let mut options: Vec<String> = engine.iter().map(|s| s.to_string()).collect();
+    options.push(format!("--filename={filename}"));
+    options
+}
+
 /// How every cell was measured.
 fn method(context: &Context<'_>) -> String {
     let settings = context.settings;
@@ -290,6 +313,29 @@ fn method(context: &Context<'_>) -> String {
         (
             "NBD requests to the export over one connection (no cache of ddx's in between)",
             "Q1: one request at a time; Qn: n requests in flight through libnbd",
+        )
+    } else if let Some(interface) = context.target.passthrough {
+        (
+            match interface {
+                Interface::NvmeGeneric => {
+                    "NVMe Read and Write commands through the namespace's generic node (no page \
+                     cache), each request one command"
+                }
+                _ => {
+                    "SCSI READ and WRITE commands through the disk's generic node (no page \
+                     cache), each request one command"
+                }
+            },
+            match interface {
+                Interface::NvmeGeneric => {
+                    "Q1: one command at a time, through the copy's passthrough end; Qn: n \
+                     commands kept in flight through io_uring (URING_CMD)"
+                }
+                _ => {
+                    "Q1: one command at a time, through the copy's passthrough end; Qn: n \
+                     commands kept in flight through the sg driver's queue"
+                }
+            },
         )
     } else {
         (
@@ -336,6 +382,7 @@ mod tests {
             device: Default::default(),
             writable: true,
             served: kind == "NBD export",
+            passthrough: None,
         }
     }
 

@@ -1,9 +1,11 @@
 //! What is being measured and what may be done to it.
 //!
-//! A TARGET is a file, a directory, a block device or an NBD export (see
-//! `nbd_target`: only read unless `--destructive`), which exists: a name
-//! with nothing there is refused (most often a directory mistyped, or not
-//! made yet). In a directory ddx creates its own file, and removes
+//! A TARGET is a file, a directory, a block device, an NBD export (see
+//! `nbd_target`: only read unless `--destructive`) or a disk's SCSI or
+//! NVMe generic node (see `passthrough_target`: only read unless
+//! `--destructive`, its disk claimed while it may be written), which
+//! exists: a name with nothing there is refused (most often a directory
+//! mistyped, or not made yet). In a directory ddx creates its own file, and removes
 //! it when the bench ends, also on SIGINT or SIGTERM: the path is kept in a
 //! process-wide slot that the signal watcher empties before dying. Writes go
 //! only through [`Target::open_write`], which refuses unless writing was
@@ -29,6 +31,7 @@ use rustix::fs::OFlags;
 
 use super::args::{BenchArgs, MIN_SIZE};
 use super::nbd_target::{Connection, NbdTarget};
+use super::passthrough_target::PassthroughTarget;
 use super::BenchError;
 use crate::ends::nbd::NbdUri;
 use crate::ends::uri::UriEnd;
@@ -37,6 +40,7 @@ use crate::guard;
 use crate::sys::device::{device_info, DeviceInfo};
 use crate::sys::file;
 use crate::sys::filesystem::{storage_of, Storage};
+use crate::sys::passthrough::{CommandQueue, Interface};
 use crate::text::quote::quote_file;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +50,9 @@ pub enum Given {
     BlockDevice,
     /// An NBD export, measured through the copy's NBD end.
     NbdExport,
+    /// A disk's SCSI or NVMe generic node, measured through the copy's
+    /// passthrough end and its command queue.
+    Passthrough(Interface),
 }
 
 impl Given {
@@ -56,6 +63,7 @@ impl Given {
             Given::File | Given::Directory => ends::Kind::RegularFile,
             Given::BlockDevice => ends::Kind::BlockDevice,
             Given::NbdExport => ends::Kind::NbdExport,
+            Given::Passthrough(_) => ends::Kind::Passthrough,
         }
     }
 
@@ -65,6 +73,9 @@ impl Given {
             Given::Directory => "directory",
             Given::BlockDevice => "block device",
             Given::NbdExport => "NBD export",
+            Given::Passthrough(Interface::ScsiGeneric) => "SCSI generic node",
+            Given::Passthrough(Interface::Bsg) => "SCSI generic node (bsg)",
+            Given::Passthrough(Interface::NvmeGeneric) => "NVMe generic node",
         }
     }
 }
@@ -90,6 +101,9 @@ pub struct Target {
     /// The export, when the TARGET is one: the scenarios connect to it
     /// instead of opening `path`.
     pub nbd: Option<NbdTarget>,
+    /// The passthrough node, when the TARGET is one: the scenarios send
+    /// it commands instead of opening `path`.
+    pub passthrough: Option<PassthroughTarget>,
     _temp: Option<TempFile>,
 }
 
@@ -158,7 +172,7 @@ impl Target {
             Some(Ok(other)) => {
                 return Err(BenchError::msg(format!(
                     "{}: {} is not something ddx bench measures (a file, a directory, a \
-                     block device or an NBD export)",
+                     block device, a SCSI or NVMe generic node or an NBD export)",
                     String::from_utf8_lossy(&crate::ends::uri::shown(given)),
                     other.kind().described()
                 )))
@@ -193,7 +207,8 @@ impl Target {
                 };
                 Err(BenchError::msg(format!(
                     "{}: no such {what}: TARGET is an existing file, directory (ddx makes \
-                     its own file there) or block device, or an NBD export",
+                     its own file there), block device or SCSI or NVMe generic node, or an \
+                     NBD export",
                     quote_file(given.as_os_str().as_bytes())
                 )))
             }
@@ -221,8 +236,22 @@ impl Target {
                 guard(args.allowed.destructive)?;
                 Ok(Self::existing(args, Given::BlockDevice, full_len, device))
             }
+            Some(m) if m.file_type().is_char_device() => {
+                match crate::sys::passthrough::interface_at(given) {
+                    Some(interface) => {
+                        guard(args.allowed.destructive)?;
+                        Self::passthrough(args, interface)
+                    }
+                    None => Err(BenchError::msg(format!(
+                        "{}: a character device that is not a SCSI or NVMe generic node \
+                         (ddx bench measures files, directories, block devices, generic \
+                         nodes and NBD exports)",
+                        given.display()
+                    ))),
+                }
+            }
             Some(_) => Err(BenchError::msg(format!(
-                "{}: not a file, directory or block device",
+                "{}: not a file, directory, block device or SCSI or NVMe generic node",
                 given.display()
             ))),
         }
@@ -249,8 +278,34 @@ impl Target {
             created: false,
             device,
             nbd: None,
+            passthrough: None,
             _temp: None,
         }
+    }
+
+    /// A disk through its passthrough node: only read unless
+    /// --destructive, as its block device is.
+    fn passthrough(args: &BenchArgs, interface: Interface) -> Result<Target, BenchError> {
+        let writing = args.allowed.destructive;
+        let (node, device) = PassthroughTarget::probe(&args.target, interface, writing)?;
+        let full_len = node.geometry.size();
+        big_enough(args.target.display(), full_len)?;
+        let kind = Given::Passthrough(interface);
+        Ok(Target {
+            given: args.target.clone(),
+            path: args.target.clone(),
+            kind,
+            can: kind.end().capabilities(),
+            len: align_down(args.size.min(full_len), u64::from(node.geometry.block_len)),
+            full_len,
+            read_only: (!writing)
+                .then(|| "a disk's generic node is only written with --destructive".to_owned()),
+            created: false,
+            device,
+            nbd: None,
+            passthrough: Some(node),
+            _temp: None,
+        })
     }
 
     fn create(given: &Path, path: PathBuf, kind: Given, size: u64) -> Result<Target, BenchError> {
@@ -268,6 +323,7 @@ impl Target {
             created: true,
             device,
             nbd: None,
+            passthrough: None,
             _temp: Some(temp),
         })
     }
@@ -298,6 +354,7 @@ impl Target {
             created: false,
             device: DeviceInfo::default(),
             nbd: Some(nbd),
+            passthrough: None,
             _temp: None,
         })
     }
@@ -316,8 +373,58 @@ impl Target {
         nbd.connect(writing).map(Some)
     }
 
+    /// The copy's passthrough end on the node, one command in flight
+    /// (writes with FUA where `fua`), refused for writing unless writing
+    /// is allowed. None: the target is no passthrough node.
+    pub fn passthrough_end(
+        &self,
+        writing: bool,
+        fua: bool,
+    ) -> Result<Option<Box<dyn ends::End>>, BenchError> {
+        let Some(node) = &self.passthrough else {
+            return Ok(None);
+        };
+        self.may_write(writing)?;
+        node.end(writing, fua).map(Some)
+    }
+
+    /// The node's command queue with up to `depth` slots, refused for
+    /// writing unless writing is allowed. None: no passthrough node.
+    pub fn command_queue(
+        &self,
+        writing: bool,
+        depth: u32,
+    ) -> Result<Option<Box<dyn CommandQueue>>, BenchError> {
+        let Some(node) = &self.passthrough else {
+            return Ok(None);
+        };
+        self.may_write(writing)?;
+        node.queue(writing, depth).map(Some)
+    }
+
+    fn may_write(&self, writing: bool) -> Result<(), BenchError> {
+        match (&self.read_only, writing) {
+            (Some(why), true) => Err(BenchError::msg(format!("not writing: {why}"))),
+            _ => Ok(()),
+        }
+    }
+
+    /// A read(2) or write(2) on a passthrough node does not reach the
+    /// disk (an sg node would wait for the answer to a command never
+    /// sent): the scenarios go through its end or its command queue.
+    fn no_descriptor(&self) -> Result<(), BenchError> {
+        match self.passthrough {
+            Some(_) => Err(BenchError::msg(format!(
+                "{}: a generic node is reached with commands, not read(2) and write(2)",
+                self.path.display()
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Open for reading, with extra flags (O_DIRECT).
     pub fn open_read(&self, extra: OFlags) -> Result<OwnedFd, BenchError> {
+        self.no_descriptor()?;
         file::open_with(&self.path, OFlags::RDONLY | extra, 0)
             .map_err(|e| BenchError::sys(format!("opening {}", self.path.display()), e))
     }
@@ -326,9 +433,8 @@ impl Target {
     /// one way the bench writes, refused when writing is not allowed. A
     /// block device is claimed with O_EXCL, which fails while it is mounted.
     pub fn open_write(&self, extra: OFlags) -> Result<OwnedFd, BenchError> {
-        if let Some(why) = &self.read_only {
-            return Err(BenchError::msg(format!("not writing: {why}")));
-        }
+        self.may_write(true)?;
+        self.no_descriptor()?;
         let exclusive = if self.can.device {
             OFlags::EXCL
         } else {
@@ -346,10 +452,14 @@ impl Target {
     /// alignment where known, else the logical sector, else 512.
     /// On an export, which has no O_DIRECT, 4 KiB: the smallest request
     /// worth measuring there (servers work in pages; 512-byte requests
-    /// would measure the round trip eight times over).
+    /// would measure the round trip eight times over). On a passthrough
+    /// node, the disk's logical block: the unit of its commands.
     pub fn direct_align(&self) -> u64 {
         if self.nbd.is_some() {
             return EXPORT_BLOCK;
+        }
+        if let Some(node) = &self.passthrough {
+            return u64::from(node.geometry.block_len);
         }
         direct_align(&self.device)
     }
@@ -372,6 +482,7 @@ impl Target {
             created: false,
             device: DeviceInfo::default(),
             nbd: None,
+            passthrough: None,
             _temp: None,
         }
     }

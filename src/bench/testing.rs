@@ -155,6 +155,7 @@ pub fn report(out: Outcome, tests: Vec<&'static str>) -> Report {
         device: Default::default(),
         writable: true,
         served: false,
+        passthrough: None,
     };
     let settings = Settings {
         tests,

@@ -122,15 +122,7 @@ fn open_passthrough(
         }
         .explained(detail),
     };
-    // SCSI commands go through write(2) and ioctls that want write
-    // access even to read; an NVMe read needs only read access. A
-    // write of part of a block reads the rest first.
-    let read_write = writing || interface != crate::sys::passthrough::Interface::NvmeGeneric;
-    let access = if read_write {
-        rustix::fs::OFlags::RDWR
-    } else {
-        rustix::fs::OFlags::RDONLY
-    };
+    let access = passthrough::access(interface, writing);
     let fd = match rustix::fs::open(
         path,
         access | rustix::fs::OFlags::CLOEXEC,

@@ -47,6 +47,18 @@ pub struct Options {
     pub fua: bool,
 }
 
+/// The access a node of `interface` is opened with: SCSI commands go
+/// through write(2) and ioctls that want write access even to read; an
+/// NVMe read needs only read access. A write of part of a block reads
+/// the rest first.
+pub fn access(interface: Interface, writing: bool) -> rustix::fs::OFlags {
+    if writing || interface != Interface::NvmeGeneric {
+        rustix::fs::OFlags::RDWR
+    } else {
+        rustix::fs::OFlags::RDONLY
+    }
+}
+
 /// Open the passthrough node `fd` (of `interface`, at `path`) as an end.
 pub fn open(
     fd: OwnedFd,
@@ -54,6 +66,22 @@ pub fn open(
     path: &Path,
     options: Options,
 ) -> Result<PassthroughEnd, CommandError> {
+    let _ = path;
+    let (queue, block_device) = open_queue(fd, interface, options.depth)?;
+    Ok(PassthroughEnd::new(queue, options.fua, block_device))
+}
+
+/// The command queue of the passthrough node `fd` (of `interface`), with
+/// `depth` slots where the interface keeps that many in flight, and the
+/// kernel name of the block device of the same disk (whose queue limits
+/// size the commands). The end is built on it; `ddx bench` keeps its
+/// commands in flight on one directly, as fio's `sg` and `io_uring_cmd`
+/// engines do.
+pub fn open_queue(
+    fd: OwnedFd,
+    interface: Interface,
+    depth: usize,
+) -> Result<(Box<dyn CommandQueue>, Option<String>), CommandError> {
     let number = rustix::fs::fstat(&fd)
         .ok()
         .map(|st| crate::sys::block::DeviceNumber::from_raw(st.st_rdev));
@@ -62,15 +90,12 @@ pub fn open(
         Interface::ScsiGeneric | Interface::Bsg => Box::new(ScsiQueue::open(
             fd,
             interface,
-            options.depth,
+            depth,
             block_device.as_deref(),
         )?),
-        Interface::NvmeGeneric => {
-            Box::new(NvmeQueue::open(fd, options.depth, block_device.as_deref())?)
-        }
+        Interface::NvmeGeneric => Box::new(NvmeQueue::open(fd, depth, block_device.as_deref())?),
     };
-    let _ = path;
-    Ok(PassthroughEnd::new(queue, options.fua, block_device))
+    Ok((queue, block_device))
 }
 
 /// Which request a slot serves.

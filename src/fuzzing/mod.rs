@@ -33,7 +33,7 @@ pub use remote::extents;
 pub use remote::uri;
 #[cfg(feature = "object")]
 pub use remote::{aws_config, redact};
-pub use system::{device_probe, kernel_texts};
+pub use system::{device_probe, kernel_texts, scsi_sense};
 
 /// One fuzz target: its name (the file under `fuzz/fuzz_targets/`, the
 /// directory under `fuzz/corpus/`) and its entry point.
@@ -145,6 +145,11 @@ pub const TARGETS: &[Target] = &[
         name: "device_probe",
         reads: "what blkid, partx and dumpe2fs say a device holds (the guard)",
         run: device_probe,
+    },
+    Target {
+        name: "scsi_sense",
+        reads: "SCSI sense data (fixed and descriptor format) and a command's statuses",
+        run: scsi_sense,
     },
 ];
 

@@ -515,4 +515,22 @@ mod tests {
         assert_eq!(status_errno(0x281), Errno::IO);
         assert_eq!(status_errno(0x080), Errno::NOSPC);
     }
+
+    /// The status a device returns is 16 bits: every one of them reads
+    /// as one line naming its type and code (a fuzzer has nothing more
+    /// to find in so small a space).
+    #[test]
+    fn every_status_reads_as_one_line_with_its_codes() {
+        for status in 0..=u16::MAX {
+            let text = status_text(status);
+            let (sct, sc) = ((status >> 8) & 0x7, status & 0xff);
+            assert!(
+                text.ends_with(&format!("(sct {sct:x}h, sc {sc:02x}h)")),
+                "{status:#x}: {text}"
+            );
+            assert!(!text.chars().any(char::is_control), "{text:?}");
+            let failure = failure("Read", i32::from(status));
+            assert!(failure.cause.starts_with("Read: "), "{}", failure.cause);
+        }
+    }
 }

@@ -1207,6 +1207,27 @@ fn a_missing_device_is_refused_as_the_copy_refuses_it() {
     }
 }
 
+/// A character device is measured only where it is a disk's generic
+/// node: any other (a terminal, /dev/null, /dev/zero) is refused before
+/// it is read, since its reads would measure nothing of a disk.
+#[test]
+fn a_character_device_that_is_no_generic_node_is_refused() {
+    for name in ["/dev/null", "/dev/zero"] {
+        for extra in [&[][..], &["--destructive"]] {
+            let out = bench(&[&[name][..], extra].concat());
+            assert_eq!(
+                failure(&out),
+                format!(
+                    "{name}: a character device that is not a SCSI or NVMe generic node (ddx \
+                     bench measures files, directories, block devices, generic nodes and NBD \
+                     exports)"
+                ),
+                "{extra:?}"
+            );
+        }
+    }
+}
+
 /// A target with nothing there is an error, with or without a trailing
 /// slash (a directory mistyped or not made yet, not a file to make), in
 /// a directory that exists or not; nothing is created.
@@ -1226,7 +1247,8 @@ fn a_target_that_does_not_exist_is_an_error() {
                 failure(&out),
                 format!(
                     "'{target}': no such {what}: TARGET is an existing file, directory (ddx \
-                     makes its own file there) or block device, or an NBD export"
+                     makes its own file there), block device or SCSI or NVMe generic node, or \
+                     an NBD export"
                 ),
                 "{extra:?}"
             );

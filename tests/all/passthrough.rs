@@ -10,6 +10,12 @@
 //! block device for the bad blocks). What ddx writes is checked again
 //! here, in the disk image, once the guest is off.
 //!
+//! `ddx bench` measures each disk through its generic node first: its
+//! figures at each depth, by the node's engine, and what it wrote read
+//! back through the block device (each request starts with its own
+//! offset); then the disk's first MiB is put back as it was for the
+//! copies.
+//!
 //! Each group boots one guest and runs its cases in one script: a boot
 //! costs seconds under TCG.
 
@@ -81,6 +87,159 @@ fn same_as_gnu(run: &Run, ddx: &str, gnu: &str) {
     );
 }
 
+/// The script's lines that measure `node` (the disk of `disk`) with
+/// `ddx bench`: the random depths first (case NAME_qd), then the
+/// sequential tests (case NAME), whose writes are then the last, read back
+/// through `disk` into NAME.bin; then the disk's first MiB is put back
+/// (head.bin).
+fn bench_lines(name: &str, node: &str, disk: &str) -> String {
+    format!(
+        "$DDX bench {node} --destructive --size=1M --runs=1 --time-per-run=0.2 \
+           --tests=qd-sweep --json >/tmp/out/{name}_qd.json 2>/tmp/out/{name}_qd.err
+echo $? >/tmp/out/{name}_qd.rc
+$DDX bench {node} --destructive --size=1M --runs=1 \
+           --tests=seq-read,seq-write --json >/tmp/out/{name}.json 2>/tmp/out/{name}.err
+echo $? >/tmp/out/{name}.rc
+dd if={disk} of=/tmp/out/{name}.bin bs=64k count=16 iflag=direct 2>/dev/null
+dd if=/tmp/out/head.bin of={disk} bs=64k oflag=direct conv=fsync 2>/dev/null
+r {name}_ro $DDX bench {node} --size=1M --tests=seq-write
+"
+    )
+}
+
+/// `ddx bench` on a generic node: the sequential figures one at a time
+/// and 8 in flight, each write mode, the random depths the node's queue
+/// keeps (`beyond`: the ones it cannot, skipped with the reason), all by
+/// `engine`; the summary's fio options name fio's engine for the node
+/// (`fio`); and every request it wrote landed at its place on the disk,
+/// whose first MiB held `before`.
+fn check_bench(
+    run: &Run,
+    name: &str,
+    (kind, engine, fio): (&str, &str, &str),
+    (disk, beyond): (&str, &[u64]),
+    before: &[u8],
+) {
+    let json = |case: &str| -> serde_json::Value {
+        assert_eq!(rc(run, case), 0, "{}", err(run, case));
+        let text = run.text(&format!("{case}.json"));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{case}: {e}"))
+    };
+    let (report, random) = (json(name), json(&format!("{name}_qd")));
+    assert_eq!(report["target"]["kind"], kind, "{report:#}");
+    assert_eq!(random["target"]["kind"], kind, "{random:#}");
+    let results: Vec<&serde_json::Value> = [&report, &random]
+        .iter()
+        .flat_map(|r| r["results"].as_array().unwrap())
+        .collect();
+    let find = |test: &str, mode: &str, op: &str, qd: u64| {
+        results.iter().find(|r| {
+            r["test"] == test && r["mode"] == mode && r["op"] == op && r["queue_depth"] == qd
+        })
+    };
+    let mut request = 0;
+    for (test, mode, op, qd) in [
+        ("seq-read", "passthrough", "read", 1),
+        ("seq-read", "passthrough", "read", 8),
+        ("seq-write", "passthrough", "write", 1),
+        ("seq-write", "passthrough", "write", 8),
+        ("seq-write", "passthrough+flush", "write", 1),
+        ("seq-write", "passthrough+fua", "write", 1),
+    ] {
+        let r = find(test, mode, op, qd)
+            .unwrap_or_else(|| panic!("{name}: no {test} {mode} at depth {qd}: {report:#}"));
+        assert_eq!(r["engine"], engine, "{r:#}");
+        assert!(
+            r["throughput_bytes_per_sec"].as_f64().unwrap() > 0.0,
+            "{r:#}"
+        );
+        request = r["block_size"].as_u64().unwrap();
+    }
+    for op in ["read", "write"] {
+        for qd in [1, 4, 16, 32, 64] {
+            match find("qd-sweep", "passthrough", op, qd) {
+                Some(r) => {
+                    assert!(!beyond.contains(&qd), "{name}: {op} at depth {qd} measured");
+                    assert_eq!(r["engine"], engine);
+                    assert!(r["iops"].as_f64().unwrap() > 0.0, "{r:#}");
+                }
+                None => {
+                    assert!(beyond.contains(&qd), "{name}: no {op} at depth {qd}");
+                    let skipped = random["skipped"].as_array().unwrap();
+                    assert!(
+                        skipped.iter().any(|s| s["test"] == "qd-sweep"
+                            && s["op"] == op
+                            && s["queue_depth"] == qd
+                            && s["reason"].as_str().unwrap().contains("commands in flight")),
+                        "{name}: depth {qd} skipped without its reason: {random:#}"
+                    );
+                }
+            }
+        }
+    }
+    for (summary, row) in [(&report, 0), (&random, 2)] {
+        let cell = &summary["summary"]["rows"][row]["read"];
+        if cell["iops"].is_null() {
+            continue;
+        }
+        assert_eq!(cell["engine"], engine, "{cell:#}");
+        assert!(
+            cell["fio"].as_str().unwrap().contains(fio),
+            "{name}: {}",
+            cell["fio"]
+        );
+    }
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains(&format!("the disk of /dev/{disk} through its ")),
+        "{notes}"
+    );
+    // What it wrote last, through the block device: the writes with 8
+    // in flight, each request the bytes of the command slot it went from
+    // (the bench fills its slots with its own xorshift64* bytes, slot
+    // after slot) stamped with its offset, whole at its place.
+    let written = run.file(&format!("{name}.bin"));
+    assert_eq!(written.len(), MIB);
+    let request = request as usize;
+    assert!(request > 0 && MIB % request == 0, "{request}");
+    let slots = slot_bytes(8, request);
+    for at in (0..MIB).step_by(request) {
+        let got = &written[at..at + request];
+        assert_eq!(
+            got[..8],
+            (at as u64).to_le_bytes(),
+            "{name}: the request at offset {at} is not on the disk"
+        );
+        assert!(
+            slots.iter().any(|slot| slot[8..] == got[8..]),
+            "{name}: the request at offset {at} is not a command slot's bytes"
+        );
+    }
+    assert_ne!(written, before);
+    // Without --destructive nothing is written, and it says why.
+    assert_eq!(rc(run, &format!("{name}_ro")), 1);
+    assert!(
+        err(run, &format!("{name}_ro")).contains("only written with --destructive"),
+        "{}",
+        err(run, &format!("{name}_ro"))
+    );
+}
+
+/// The bytes `ddx bench` fills `slots` command slots of `len` bytes
+/// with before writing: xorshift64* words from its seed, slot after slot.
+fn slot_bytes(slots: usize, len: usize) -> Vec<Vec<u8>> {
+    let mut state: u64 = 0x005e_eddd;
+    let mut word = || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes()
+    };
+    (0..slots)
+        .map(|_| (0..len / 8).flat_map(|_| word()).collect())
+        .collect()
+}
+
 fn boot(machine: Machine, seed: u8) -> Option<Guest> {
     or_skip(Guest::new(machine, |_, size| pattern(size as usize, seed)))
 }
@@ -115,9 +274,11 @@ fn scsi_generic_copies_as_dd_does_on_the_block_device() {
     guest.share_file("src.bin", &source);
     let bad = pattern(disk, 9);
     guest.share_file("bad.bin", &bad);
-    let run = run(
-        &guest,
-        r#"
+    guest.share_file("head.bin", &original[..MIB]);
+    let script = bench_lines("bench_sg", "/dev/sg0", "/dev/sda")
+        + r#"
+# The bench's tests through the copy's end alone, read only.
+r bench_end $DDX bench /dev/sg0 --size=1M --runs=1 --tests=latency,zones --latency-count=20 --zones=2 --json
 r sg_read $DDX if=/dev/sg0 of=/tmp/a bs=64k --verbose; h /tmp/a sg_read
 r sd_read dd if=/dev/sda of=/tmp/b bs=64k; h /tmp/b sd_read
 r sg_odd $DDX if=/dev/sg0 of=/tmp/a bs=1000 skip=3 count=700; h /tmp/a sg_odd
@@ -148,6 +309,7 @@ r sd_full dd if=/dev/zero of=/dev/sda bs=1M seek=3 count=2
 mkswap /dev/sda >/dev/null 2>&1 && swapon /dev/sda
 r guard $DDX if=/dev/zero of=/dev/sg0 count=1
 r guard_sd dd if=/dev/sda of=/dev/null count=1
+r bench_guard $DDX bench /dev/sg0 --destructive --size=1M --tests=seq-write
 swapoff /dev/sda
 
 # A disk with three bad blocks from LBA 4660 on.
@@ -160,8 +322,20 @@ r bad_stop $DDX if=/dev/sg1 of=/tmp/a bs=64k
 r bad_stop_sd dd if=/dev/sdb of=/tmp/b bs=64k iflag=direct
 r bad_rescue $DDX --rescue if=/dev/sg1 of=/tmp/a bs=64k --map=/tmp/out/ddx.map; h /tmp/a bad_rescue
 r ddrescue ddrescue -d -b 512 -q /dev/sdb /tmp/b /tmp/out/gnu.map; h /tmp/b ddrescue
-"#,
+"#;
+    let run = run(&guest, &script);
+    check_bench(
+        &run,
+        "bench_sg",
+        (
+            "SCSI generic node",
+            "sg",
+            "--ioengine=sg --filename=/dev/sg0",
+        ),
+        ("sda", &[32, 64]),
+        &original[..MIB],
     );
+    assert_eq!(rc(&run, "bench_end"), 0, "{}", err(&run, "bench_end"));
 
     // Reads: the disk's bytes, GNU's statistics, the passthrough named.
     let whole = sha256(&original);
@@ -234,6 +408,12 @@ r ddrescue ddrescue -d -b 512 -q /dev/sdb /tmp/b /tmp/out/gnu.map; h /tmp/b ddre
             && refusal.contains("active swap"),
         "{refusal}"
     );
+    assert_eq!(rc(&run, "bench_guard"), 1);
+    let refusal = err(&run, "bench_guard");
+    assert!(
+        refusal.contains("SCSI generic node of /dev/sda") && refusal.contains("active swap"),
+        "{refusal}"
+    );
 
     // Bad blocks: noerror,sync pads the same records as GNU dd does on
     // the block device, and names the block.
@@ -303,9 +483,9 @@ fn nvme_generic_copies_as_dd_does_on_the_block_device() {
     let original = pattern(disk, 2);
     let source = pattern(MIB, 8);
     guest.share_file("src.bin", &source);
-    let run = run(
-        &guest,
-        r#"
+    guest.share_file("head.bin", &original[..MIB]);
+    let script = bench_lines("bench_ng", "/dev/ng0n1", "/dev/nvme0n1")
+        + r#"
 r ng_read $DDX if=/dev/ng0n1 of=/tmp/a bs=64k --verbose; h /tmp/a ng_read
 r nvme_read dd if=/dev/nvme0n1 of=/tmp/b bs=64k; h /tmp/b nvme_read
 r ng_odd $DDX if=/dev/ng0n1 of=/tmp/a bs=1000 skip=3 count=700 --queue-depth=2; h /tmp/a ng_odd
@@ -321,7 +501,18 @@ r ng_fio $DDX if=/dev/ng0n1 of=/tmp/a bs=64k skip=48 count=8; h /tmp/a ng_fio
 mkswap /dev/nvme0n1 >/dev/null 2>&1 && swapon /dev/nvme0n1
 r guard $DDX if=/dev/zero of=/dev/ng0n1 count=1
 swapoff /dev/nvme0n1
-"#,
+"#;
+    let run = run(&guest, &script);
+    check_bench(
+        &run,
+        "bench_ng",
+        (
+            "NVMe generic node",
+            "io_uring_cmd",
+            "--ioengine=io_uring_cmd --cmd_type=nvme --filename=/dev/ng0n1",
+        ),
+        ("nvme0n1", &[]),
+        &original[..MIB],
     );
     let whole = sha256(&original);
     for case in ["ng_read", "nvme_read"] {

@@ -757,6 +757,7 @@ mod tests {
             device: Default::default(),
             writable: true,
             served: false,
+            passthrough: None,
         };
         let settings = Settings {
             tests: vec!["bs-sweep"],

@@ -2,8 +2,10 @@
 //! are O_DIRECT+O_DSYNC (every one must reach stable storage before the
 //! next starts, what a database's commit waits for), sequential like fio's
 //! `rw=write`; reads are O_DIRECT at random offsets, so no read-ahead in
-//! the drive answers them. Every sample is kept: percentiles come from all
-//! of them, never from averages of averages.
+//! the drive answers them. On a disk's generic node the same requests
+//! are its commands, the writes with force unit access, which is what
+//! O_DSYNC asks of the block device. Every sample is kept: percentiles
+//! come from all of them, never from averages of averages.
 
 use std::time::Instant;
 
@@ -41,7 +43,11 @@ pub fn run(
     let mut buf = super::data_buffer(bs)?;
     for op in [Op::Write, Op::Read] {
         let (extra, mode, pattern) = match op {
-            Op::Write => (OFlags::DIRECT | OFlags::DSYNC, "direct+dsync", "sequential"),
+            Op::Write => (
+                OFlags::DIRECT | OFlags::DSYNC,
+                super::durable_mode(target),
+                "sequential",
+            ),
             Op::Read => (OFlags::DIRECT, super::uncached_mode(target), "random"),
         };
         if op == Op::Write {
@@ -63,7 +69,7 @@ pub fn run(
                 continue;
             }
         }
-        let figure = Figure::new("latency", mode, op.name(), pattern, bs);
+        let figure = super::made_by(target, Figure::new("latency", mode, op.name(), pattern, bs));
         if out.reuse(figure) {
             continue;
         }

@@ -24,6 +24,7 @@ use super::{interrupt, BenchError};
 use crate::ends::End;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
+use crate::sys::passthrough::{self, CommandQueue};
 use crate::sys::ring::Ring;
 
 pub use super::results::Outcome;
@@ -92,11 +93,16 @@ pub fn open(target: &Target, op: Op, extra: OFlags) -> Result<Option<OwnedFd>, B
 }
 
 pub const NO_DIRECT: &str = "the filesystem refuses O_DIRECT";
-/// The target opened for one scenario: a descriptor, or a connection of
-/// its own to an export.
+/// Why a passthrough node has no cached figure.
+pub const NO_CACHE: &str =
+    "a generic node's commands go to the disk: there is no page cache to read from";
+
+/// The target opened for one scenario: a descriptor, a connection of its
+/// own to an export, or the copy's end on a passthrough node.
 pub enum Opened {
     Fd(OwnedFd),
     Nbd(Box<Connection>),
+    End(Box<dyn End>),
 }
 
 impl Opened {
@@ -104,26 +110,71 @@ impl Opened {
         match self {
             Opened::Fd(fd) => Port::Fd(AsFd::as_fd(&*fd)),
             Opened::Nbd(conn) => Port::End(conn.end()),
+            Opened::End(end) => Port::End(end.as_mut()),
         }
     }
 }
 
 /// [`open`], or for an export a connection (which has no open flags: an
-/// export's requests all go to the server, as O_DIRECT's go to the disk).
+/// export's requests all go to the server, as O_DIRECT's go to the disk),
+/// or for a passthrough node the copy's end on it, one command in flight
+/// (its commands bypass the page cache already; O_DSYNC or O_SYNC in
+/// `extra` becomes what they ask for there, writes with force unit
+/// access).
 pub fn open_port(target: &Target, op: Op, extra: OFlags) -> Result<Option<Opened>, BenchError> {
     if let Some(conn) = target.connect(op == Op::Write)? {
         return Ok(Some(Opened::Nbd(Box::new(conn))));
+    }
+    let fua = op == Op::Write && extra.intersects(OFlags::DSYNC | OFlags::SYNC);
+    if let Some(end) = target.passthrough_end(op == Op::Write, fua)? {
+        return Ok(Some(Opened::End(end)));
     }
     Ok(open(target, op, extra)?.map(Opened::Fd))
 }
 
 /// The mode of a test that bypasses caches: O_DIRECT on a file or device,
-/// plain NBD requests on an export.
+/// plain NBD requests on an export, the disk's own commands through a
+/// passthrough node.
 pub fn uncached_mode(target: &Target) -> &'static str {
     if target.nbd.is_some() {
         "nbd"
+    } else if target.passthrough.is_some() {
+        "passthrough"
     } else {
         "direct"
+    }
+}
+
+/// Why a generic node's queue cannot keep a depth beyond its `slots`.
+pub fn fewer_slots(target: &Target, slots: usize) -> String {
+    use crate::sys::passthrough::Interface;
+    match target.passthrough.as_ref().map(|node| node.interface) {
+        Some(Interface::Bsg) => {
+            "a bsg node runs one command at a time (SG_IO v4 waits for each)".to_owned()
+        }
+        Some(Interface::ScsiGeneric) => {
+            format!("the sg driver keeps at most {slots} commands in flight on one open node")
+        }
+        _ => format!("the node's command queue took only {slots} commands in flight"),
+    }
+}
+
+/// `figure` as the target's requests make it: on a passthrough node, by
+/// the node's commands rather than pread and pwrite.
+pub fn made_by(target: &Target, figure: super::results::Figure) -> super::results::Figure {
+    match &target.passthrough {
+        Some(node) => figure.by(node.engine()),
+        None => figure,
+    }
+}
+
+/// The mode of a write that is durable when it completes: O_DIRECT with
+/// O_DSYNC, or where the end's commands carry force unit access, FUA.
+pub fn durable_mode(target: &Target) -> &'static str {
+    if target.passthrough.is_some() && target.can.fua {
+        "passthrough+fua"
+    } else {
+        "direct+dsync"
     }
 }
 
@@ -355,6 +406,110 @@ pub fn in_flight(
     let mut sample = watch.stop(done, ios);
     sample.latencies_ns = latencies;
     Ok(sample)
+}
+
+/// Run `flight` on a passthrough node's command `queue`, keeping `depth`
+/// of its slots busy with commands of `block_size` bytes each (whole
+/// blocks of the disk, at most one command's worth; a write's slot is
+/// filled by [`stamp_commands`] first), then drain: [`in_flight`] for a
+/// disk reached by commands, as fio's `sg` and `io_uring_cmd` engines
+/// keep their iodepth. Each command is timed from its submission to its
+/// completion where the flight asks. A failure names the offset and the
+/// device's words; the queue waits for the commands still in flight
+/// before its buffers go.
+pub fn commands_in_flight(
+    target: &Target,
+    queue: &mut dyn CommandQueue,
+    depth: usize,
+    flight: Flight<'_>,
+) -> Result<Sample, BenchError> {
+    let Flight {
+        op,
+        block_size,
+        mut offsets,
+        limit,
+        timing,
+    } = flight;
+    let block = u64::from(queue.geometry().block_len);
+    let blocks = (block_size / block) as u32;
+    let stamp = 8.min(block_size as usize);
+    let failed = |at: u64, cause: String| {
+        BenchError::msg(format!(
+            "{} {} at offset {at}: {cause}",
+            op.name(),
+            target.path.display()
+        ))
+    };
+    let watch = Stopwatch::start();
+    let (mut cursor, mut sent, mut ios) = (0u64, 0u64, 0u64);
+    if let Offsets::Sequential { start, .. } = offsets {
+        cursor = start;
+    }
+    let more = |sent: u64, ios: u64| {
+        sent < limit.bytes
+            && !limit
+                .time
+                .is_some_and(|t| ios >= limit.min_ios && watch.elapsed() >= t)
+            && !interrupt::pending()
+    };
+    // Where each slot's command went, and when it was sent.
+    let mut slots: Vec<(u64, Instant)> = vec![(0, Instant::now()); depth];
+    let mut latencies = Vec::new();
+    let mut send = |queue: &mut dyn CommandQueue,
+                    slots: &mut [(u64, Instant)],
+                    slot: usize,
+                    sent: &mut u64| {
+        let at = offsets.next(&mut cursor, block_size);
+        let command = match op {
+            Op::Read => passthrough::Op::Read,
+            Op::Write => {
+                if let Some(buf) = queue.buffer_mut(slot) {
+                    buf[..stamp].copy_from_slice(&at.to_le_bytes()[..stamp]);
+                }
+                passthrough::Op::Write { fua: false }
+            }
+        };
+        slots[slot] = (at, Instant::now());
+        *sent += block_size;
+        queue
+            .submit(slot, command, at / block, blocks)
+            .map_err(|e| failed(at, e.cause))
+    };
+    for slot in 0..depth {
+        if !more(sent, 0) {
+            break;
+        }
+        send(queue, &mut slots, slot, &mut sent)?;
+    }
+    while let Some((slot, outcome)) = queue.wait() {
+        let (at, began) = slots[slot];
+        outcome.map_err(|e| failed(at, e.cause))?;
+        if timing == Timing::EachRequest {
+            latencies.push(began.elapsed().as_nanos() as u64);
+        }
+        ios += 1;
+        if more(sent, ios) {
+            send(queue, &mut slots, slot, &mut sent)?;
+        }
+    }
+    interrupt::check()?;
+    let mut sample = watch.stop(ios * block_size, ios);
+    sample.latencies_ns = latencies;
+    Ok(sample)
+}
+
+/// Fill the first `depth` slots of `queue` with incompressible bytes, for
+/// writes.
+pub fn stamp_commands(queue: &mut dyn CommandQueue, depth: usize) {
+    let mut rng = Rng::new(0x005e_eddd);
+    for slot in 0..depth {
+        if let Some(buf) = queue.buffer_mut(slot) {
+            for chunk in buf.chunks_mut(8) {
+                let word = rng.next_u64().to_le_bytes();
+                chunk.copy_from_slice(&word[..chunk.len()]);
+            }
+        }
+    }
 }
 
 /// Fill every slot of `ring` with incompressible bytes, for writes.

@@ -5,7 +5,10 @@
 //! make them; the deeper ones keep the requests in flight through
 //! io_uring, as fio's `io_uring` engine does. Where the kernel refuses
 //! io_uring, depth 1 is still measured and the report says why the rest
-//! is missing. Depths 32 and 1 are the summary's RND4K rows.
+//! is missing. Depths 32 and 1 are the summary's RND4K rows. On a disk's
+//! generic node every depth keeps its commands in flight on the node's
+//! command queue, as fio's `sg` and `io_uring_cmd` engines do, up to what
+//! the interface allows (the sg driver's 16 per open node, one on bsg).
 
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
@@ -13,8 +16,8 @@ use std::time::{Duration, Instant};
 use rustix::fs::OFlags;
 
 use super::{
-    in_flight, open, ring, stamp_slots, transfer, Flight, Limit, Offsets, Op, Outcome, Port, Rng,
-    Timing, NO_DIRECT,
+    commands_in_flight, in_flight, open, ring, stamp_commands, stamp_slots, transfer, Flight,
+    Limit, Offsets, Op, Outcome, Port, Rng, Timing, NO_DIRECT,
 };
 use crate::bench::interrupt;
 use crate::bench::measure::{Runner, Sample, Stopwatch};
@@ -36,6 +39,9 @@ pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError>
     let request = REQUEST.max(target.direct_align());
     if target.nbd.is_some() {
         return run_export(runner, out, request);
+    }
+    if target.passthrough.is_some() {
+        return run_commands(runner, out, request);
     }
     for op in [Op::Read, Op::Write] {
         if op == Op::Write {
@@ -93,6 +99,66 @@ pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError>
                     in_flight(target, fd.as_fd(), &mut ring, flight)
                 })?
             };
+            out.push(figure, &samples);
+        }
+    }
+    Ok(())
+}
+
+/// The sweep on a generic node: one command queue per direction, with
+/// slots for the deepest depth, of which each depth keeps that many busy.
+fn run_commands(
+    runner: &mut Runner<'_>,
+    out: &mut Outcome,
+    request: u64,
+) -> Result<(), BenchError> {
+    const MODE: &str = "passthrough";
+    let (target, time_per_run) = (runner.target, runner.time_per_run);
+    let Some(node) = &target.passthrough else {
+        return Ok(());
+    };
+    let deepest = DEPTHS[DEPTHS.len() - 1];
+    for op in [Op::Read, Op::Write] {
+        if op == Op::Write {
+            if let Some(why) = &target.read_only {
+                out.skip("qd-sweep", Some(MODE), why.clone()).of_op("write");
+                continue;
+            }
+        }
+        let Some(mut queue) = target.command_queue(op == Op::Write, deepest)? else {
+            return Ok(());
+        };
+        let slots = queue.slots();
+        if op == Op::Write {
+            stamp_commands(queue.as_mut(), slots);
+        }
+        for qd in DEPTHS {
+            let figure = Figure::new("qd-sweep", MODE, op.name(), "random", request)
+                .in_flight(qd, node.engine());
+            if out.reuse(figure) {
+                continue;
+            }
+            if qd as usize > slots {
+                out.skip("qd-sweep", Some(MODE), super::fewer_slots(target, slots))
+                    .of_op(op.name())
+                    .at_depth(qd);
+                continue;
+            }
+            let mut rng = Rng::new(0x9d ^ u64::from(qd) ^ (u64::from(op == Op::Write) << 8));
+            let label = format!("qd-sweep {} depth {qd}", op.name());
+            let samples = runner.repeat(&label, false, |pass| {
+                let flight = Flight {
+                    op,
+                    block_size: request,
+                    offsets: Offsets::Random {
+                        rng: &mut rng,
+                        end: target.len,
+                    },
+                    limit: timed(pass.time(time_per_run)),
+                    timing: Timing::EachRequest,
+                };
+                commands_in_flight(target, queue.as_mut(), qd as usize, flight)
+            })?;
             out.push(figure, &samples);
         }
     }

@@ -5,14 +5,21 @@
 //! measured twice: one request at a time (pread, pwrite, as dd makes
 //! them) and with 8 in flight through io_uring, the summary's SEQ1M Q1T1
 //! and SEQ1M Q8T1; every run is a whole pass over the working set.
+//!
+//! On a disk's generic node there is no page cache and no open flag: the
+//! requests are the disk's own commands, each at most one command's worth
+//! (the summary then names the row by that size), one in flight through
+//! the copy's passthrough end and [`SEQ_DEPTH`] in flight on the node's
+//! command queue; the writes are plain, followed by a timed cache flush,
+//! or each with force unit access.
 
 use std::os::fd::AsFd;
 
 use rustix::fs::OFlags;
 
 use super::{
-    in_flight, open, ring, sequential, stamp_slots, Flight, Limit, Offsets, Op, Outcome, Port,
-    Stream, Timing, NO_DIRECT, SEQ_BLOCK,
+    commands_in_flight, in_flight, made_by, open, ring, sequential, stamp_commands, stamp_slots,
+    Flight, Limit, Offsets, Op, Outcome, Port, Stream, Timing, NO_CACHE, NO_DIRECT, SEQ_BLOCK,
 };
 use crate::bench::measure::{Pass, Runner, Sample};
 use crate::bench::nbd_target;
@@ -76,6 +83,172 @@ fn deep(
     Ok(())
 }
 
+/// A generic node's sequential requests: [`SEQ_BLOCK`], or one command's
+/// worth where that is less, so that every request is one command.
+fn command_block(target: &Target) -> u64 {
+    let command = target
+        .passthrough
+        .as_ref()
+        .map_or(SEQ_BLOCK, |node| node.command_bytes());
+    SEQ_BLOCK.min(command).min(target.len)
+}
+
+/// The pass with [`SEQ_DEPTH`] commands in flight on a generic node's
+/// command queue; skipped with the reason where the node keeps fewer.
+fn deep_commands(
+    runner: &mut Runner<'_>,
+    out: &mut Outcome,
+    test: &'static str,
+    op: Op,
+    len: u64,
+    bs: u64,
+) -> Result<(), BenchError> {
+    let target = runner.target;
+    let Some(node) = &target.passthrough else {
+        return Ok(());
+    };
+    let figure = figure(test, "passthrough", op, bs).in_flight(SEQ_DEPTH, node.engine());
+    if out.reuse(figure) {
+        return Ok(());
+    }
+    let Some(mut queue) = target.command_queue(op == Op::Write, SEQ_DEPTH)? else {
+        return Ok(());
+    };
+    let depth = SEQ_DEPTH as usize;
+    if queue.slots() < depth {
+        out.skip(
+            test,
+            Some("passthrough"),
+            super::fewer_slots(target, queue.slots()),
+        )
+        .at_depth(SEQ_DEPTH);
+        return Ok(());
+    }
+    if op == Op::Write {
+        stamp_commands(queue.as_mut(), depth);
+    }
+    let label = format!("{test} passthrough, {SEQ_DEPTH} in flight");
+    let samples = runner.repeat(&label, false, |pass| {
+        let flight = Flight {
+            op,
+            block_size: bs,
+            offsets: Offsets::Sequential { start: 0, end: len },
+            limit: Limit::bytes(pass_bytes(pass, len, bs)),
+            timing: Timing::Untimed,
+        };
+        commands_in_flight(target, queue.as_mut(), depth, flight)
+    })?;
+    out.push_noted(
+        figure,
+        &samples,
+        Some(format!(
+            "{SEQ_DEPTH} commands in flight on the node's queue, as fio's {} engine keeps them",
+            node.engine()
+        )),
+    );
+    Ok(())
+}
+
+/// A generic node's reads: one command at a time through the copy's
+/// end, then [`SEQ_DEPTH`] in flight.
+fn read_commands(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError> {
+    let target = runner.target;
+    let bs = command_block(target);
+    let len = target.len - target.len % bs;
+    let mut buf = super::data_buffer(bs)?;
+    if let Some(mut end) = target.passthrough_end(false, false)? {
+        let samples = runner.repeat("seq-read passthrough", false, |pass| {
+            sequential(
+                target,
+                &mut Port::End(end.as_mut()),
+                &mut buf,
+                stream(Op::Read, pass, len, bs),
+            )
+        })?;
+        out.push_noted(
+            made_by(target, figure("seq-read", "passthrough", Op::Read, bs)),
+            &samples,
+            Some("one command at a time, through the copy's passthrough end"),
+        );
+    }
+    deep_commands(runner, out, "seq-read", Op::Read, len, bs)?;
+    out.skip("seq-read", Some("cached"), NO_CACHE);
+    Ok(())
+}
+
+/// A generic node's write modes, in the order of the table: (mode, force
+/// unit access on each write, a cache flush at the end).
+const COMMAND_WRITE_MODES: [(&str, bool, bool); 3] = [
+    ("passthrough", false, false),
+    ("passthrough+flush", false, true),
+    ("passthrough+fua", true, false),
+];
+
+/// Why a generic node has no buffered or synced write figures.
+const NO_WRITE_FLAGS: &str = "the page cache, O_DSYNC, O_SYNC and O_DIRECT have no meaning on a \
+     generic node: 'passthrough+flush' times a cache flush after the writes, 'passthrough+fua' \
+     sends each write with force unit access";
+
+/// A generic node's writes, one command at a time through the copy's
+/// end (each completed before the next is sent), in each mode, then plain
+/// with [`SEQ_DEPTH`] in flight.
+fn write_commands(
+    runner: &mut Runner<'_>,
+    out: &mut Outcome,
+    buf: &mut crate::sys::buffer::AlignedBuf,
+    len: u64,
+    bs: u64,
+) -> Result<(), BenchError> {
+    let target = runner.target;
+    for (mode, fua, flush) in COMMAND_WRITE_MODES {
+        // Only an end whose commands carry the flag.
+        if fua && !target.can.fua {
+            continue;
+        }
+        let Some(mut end) = target.passthrough_end(true, fua)? else {
+            return Ok(());
+        };
+        let samples = runner.repeat(&format!("seq-write {mode}"), false, |pass| {
+            let watch = crate::bench::measure::Stopwatch::start();
+            let written = sequential(
+                target,
+                &mut Port::End(end.as_mut()),
+                buf,
+                stream(Op::Write, pass, len, bs),
+            )?;
+            let (what, done) = match flush {
+                true => ("cache flush", end.sync(true)),
+                false => ("write", end.settle()),
+            };
+            done.map_err(|e| {
+                let detail = end.take_detail().map(|d| format!(" ({d})"));
+                BenchError::sys(
+                    format!(
+                        "{what} of {}{}",
+                        target.path.display(),
+                        detail.unwrap_or_default()
+                    ),
+                    e,
+                )
+            })?;
+            Ok::<Sample, BenchError>(watch.stop(written.bytes, written.ios))
+        })?;
+        let note = match (fua, flush) {
+            (true, _) => "each write with force unit access: on the medium when it completes",
+            (_, true) => "the same writes, then one cache flush at the end (timed)",
+            _ => "each write acknowledged by the device (its volatile cache may hold it)",
+        };
+        out.push_noted(
+            made_by(target, figure("seq-write", mode, Op::Write, bs)),
+            &samples,
+            Some(note),
+        );
+    }
+    deep_commands(runner, out, "seq-write", Op::Write, len, bs)?;
+    out.skip("seq-write", None, NO_WRITE_FLAGS);
+    Ok(())
+}
+
 /// The export's reads with [`SEQ_DEPTH`] in flight on one connection.
 fn deep_export(
     runner: &mut Runner<'_>,
@@ -131,6 +304,9 @@ fn pass_bytes(pass: Pass, len: u64, bs: u64) -> u64 {
 
 pub fn read(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError> {
     let target = runner.target;
+    if target.passthrough.is_some() {
+        return read_commands(runner, out);
+    }
     let bs = SEQ_BLOCK.min(target.len);
     let len = target.len - target.len % bs;
     let mut buf = super::data_buffer(bs)?;
@@ -228,6 +404,11 @@ pub fn write(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchErro
     let mut buf = super::data_buffer(bs)?;
     if target.nbd.is_some() {
         return write_export(runner, out, &mut buf, len, bs);
+    }
+    if target.passthrough.is_some() {
+        let bs = command_block(target);
+        let len = target.len - target.len % bs;
+        return write_commands(runner, out, &mut buf, len, bs);
     }
     for (mode, sync) in WRITE_MODES {
         let extra = match sync {

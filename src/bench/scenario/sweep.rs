@@ -91,6 +91,7 @@ pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError>
         for (&bs, samples) in sizes.iter().zip(&per_point) {
             let figure =
                 super::seq::figure("bs-sweep", mode, op, bs).measured_as(Measure::MedianRequest);
+            let figure = super::made_by(target, figure);
             // Every request was timed for the rule (each run's median is
             // kept in its record) and summarised in latency_ns; tens of
             // thousands of raw latencies per figure would swamp the JSON.

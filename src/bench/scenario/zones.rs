@@ -60,7 +60,10 @@ pub fn run(runner: &mut Runner<'_>, count: u32, out: &mut Outcome) -> Result<(),
             };
             sequential(target, &mut opened.port(), &mut buf, stream)
         })?;
-        let figure = Figure::new("zones", mode, "read", "sequential", bs).at(at);
+        let figure = super::made_by(
+            target,
+            Figure::new("zones", mode, "read", "sequential", bs).at(at),
+        );
         let note = if i > 0 || target.can.device {
             None
         } else if target.can.served {

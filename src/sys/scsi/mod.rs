@@ -243,6 +243,19 @@ fn judge(status: Status, sense: &[u8], what: &str) -> Result<(), (CommandError, 
     ))
 }
 
+/// What a command that ended with SAM status `scsi`, initiator status
+/// `host`, driver status `driver` and the `sense` bytes means, as
+/// [`judge`] decides it for a READ(10): for the fuzz target, whose input
+/// is what a device may answer.
+pub(crate) fn judge_read(
+    scsi: u8,
+    host: u16,
+    driver: u16,
+    sense: &[u8],
+) -> Result<(), (CommandError, bool)> {
+    judge(Status { scsi, host, driver }, sense, "READ(10)")
+}
+
 /// The initiator's DID_* code in words.
 fn host_text(code: u16) -> String {
     let text = match code {
