@@ -35,7 +35,9 @@ fn landed(file: &Path, data: &[u8], len: usize) -> bool {
 fn one_line(stderr: &str) -> String {
     let lines: Vec<&str> = stderr
         .lines()
-        .filter(|l| !l.contains(" records ") && !l.contains(" bytes ("))
+        .filter(|l| {
+            !l.contains(" records ") && !l.contains(" bytes (") && !l.contains(" bytes copied")
+        })
         .collect();
     assert_eq!(lines.len(), 1, "one line wanted: {stderr}");
     lines[0].to_owned()
