@@ -158,6 +158,18 @@ pub const OPTIONS: &[OptionSpec] = &[
         "write a block map of the input, as bmaptool makes them, to FILE: its data \
          extents where it has them, else its blocks that are not all zeros",
     ),
+    OptionSpec::switch(
+        "used-only",
+        "read only the blocks that the input disk's file systems use, from its \
+         partition table (MBR, GPT) and each file system's own map (ext2/3/4, FAT, \
+         swap): the output keeps the disk's size, and the rest are holes (in a \
+         file; nothing in a compressed stream; left as they were on a device, or \
+         discarded with --trim), so that --bmap-create maps exactly the used \
+         blocks. Partition tables, everything outside the partitions and any \
+         partition whose file system is not known are copied whole; --verbose \
+         says what each partition held. A source with a file system mounted \
+         read-write is refused",
+    ),
     OptionSpec::valued(
         "tee",
         "FILE",
@@ -203,6 +215,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "force",
         "write even where the guard refuses: a mounted, swap or held block \
          device, or a copy onto itself that overwrites input not yet read; \
+         read a --used-only source with a file system mounted read-write; \
          and do not ask before overwriting a whole disk",
     ),
     OptionSpec::switch("help", "display this help and exit"),
@@ -282,6 +295,7 @@ fn apply_switch(settings: &mut Settings, option: &str) {
         "no-offload" => settings.offload = Offload::Never,
         "force" => settings.force = true,
         "verbose" => settings.verbose = true,
+        "used-only" => settings.used_only = true,
         "decompress" => settings.decompress = Some(crate::image::Mode::Required),
         _ => unreachable!("every switch in OPTIONS is handled: --{option}"),
     }

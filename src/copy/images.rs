@@ -1,12 +1,13 @@
-//! ddx's image options (issue 15) in the copy: `--decompress`,
-//! `--compress`, `--bmap`, `--bmap-create` and `--tee`.
+//! ddx's image options in the copy: `--decompress`, `--compress`,
+//! `--bmap`, `--bmap-create`, `--used-only` and `--tee`.
 //!
 //! The image ends themselves live in [`crate::image`]; this module owns
 //! when they apply. [`prepare`] checks the options against the operands
 //! and each other before anything is opened (a refusal is one line that
 //! names the options, and nothing is created or truncated); the input is
-//! then wrapped as soon as it is opened ([`Images::wrap_input`]: decoded,
-//! then filtered through its map, then recorded), before the output is
+//! then wrapped as soon as it is opened ([`Images::wrap_input`]: read by
+//! its used blocks, or decoded, then filtered through its map, then
+//! recorded), before the output is
 //! opened, so that an input that is not compressed or a map made for
 //! another image still writes nothing; the output is wrapped once opened
 //! ([`Images::wrap_output`]: every output held to the safe order where it
@@ -22,11 +23,16 @@ use std::sync::{Arc, Mutex};
 
 use crate::ends::{self, End, Input, Kind, Output};
 use crate::engine::Diagnostic;
-use crate::image::{self, bmap::Recording, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport};
+use crate::allocation::Analysis;
+use crate::image::{
+    self, bmap::Recording, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport, UsedOnly,
+    UsedProgress,
+};
 use crate::operands::symbols::{conv_symbols_in, flag_symbols_in};
 use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::progress::Reporter;
 use crate::request::{first_given, Settings};
+use crate::text::human::{human, Base};
 use crate::text::quote::quote_file;
 
 use super::Failure;
@@ -46,6 +52,10 @@ pub struct Images {
     recording: Option<Arc<Mutex<Option<Recording>>>>,
     tee: Vec<PathBuf>,
     tee_report: Option<Arc<TeeReport>>,
+    used_only: bool,
+    /// `--used-only`, once the input is analysed: its progress and what
+    /// each partition held.
+    used: Option<(Arc<UsedProgress>, Analysis)>,
     /// The compressed input's position, once it is being decoded.
     compressed: Option<Arc<image::InputProgress>>,
     /// What each output written with O_DIRECT where aligned did.
@@ -73,6 +83,7 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
         compress: settings.compress,
         bmap_create: settings.bmap_create.clone(),
         tee: settings.tee.clone(),
+        used_only: settings.used_only,
         ..Images::default()
     };
     let asked: Vec<&str> = [
@@ -80,6 +91,7 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
         (settings.compress.is_some(), "--compress"),
         (settings.bmap.is_some(), "--bmap"),
         (settings.bmap_create.is_some(), "--bmap-create"),
+        (settings.used_only, "--used-only"),
         (!settings.tee.is_empty(), "--tee"),
     ]
     .into_iter()
@@ -96,6 +108,18 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
     }
     if settings.compress.is_some() {
         check_compress(plan, settings)?;
+    }
+    if settings.used_only {
+        let other = first_given([
+            (settings.decompress.is_some(), "--decompress"),
+            (settings.bmap.is_some(), "--bmap"),
+        ]);
+        if let Some(other) = other {
+            return Err(format!(
+                "--used-only cannot be combined with {other}: it reads a disk by its \
+                 partition table and file systems, not an image"
+            ));
+        }
     }
     if let Some(path) = &settings.bmap {
         check_bmap(plan, settings)?;
@@ -310,18 +334,23 @@ impl Images {
             .collect()
     }
 
-    /// Where the compressed input stands, when it is being decoded
-    /// (`--decompress`): the progress line and its ETA follow it.
-    pub fn compressed_position(&self) -> Option<Arc<dyn crate::progress::CompressedPosition>> {
+    /// Where the input stands, when what is read is not what is written:
+    /// a compressed input being decoded (`--decompress`), a disk read by
+    /// its used blocks (`--used-only`). The progress line and its ETA
+    /// follow it.
+    pub fn input_position(&self) -> Option<Arc<dyn crate::progress::InputPosition>> {
+        if let Some((used, _)) = &self.used {
+            return Some(Arc::clone(used) as Arc<dyn crate::progress::InputPosition>);
+        }
         self.compressed
             .as_ref()
-            .map(|p| Arc::clone(p) as Arc<dyn crate::progress::CompressedPosition>)
+            .map(|p| Arc::clone(p) as Arc<dyn crate::progress::InputPosition>)
     }
 
-    /// The input read through a block map (`--bmap`): the planner leaves
-    /// its holes unwritten.
+    /// The input read through a block map (`--bmap`) or by its used
+    /// blocks (`--used-only`): the planner leaves its holes unwritten.
     pub fn mapped(&self) -> bool {
-        self.bmap.is_some()
+        self.bmap.is_some() || self.used.is_some()
     }
 
     /// Whether the decoder verifies the compressed format's own checksums:
@@ -341,6 +370,20 @@ impl Images {
     pub fn wrap_input(&mut self, mut input: Input, plan: &CopyPlan) -> Result<Input, Failure> {
         let mut end = input.end;
         let quoted_name = quote_file(&input.name);
+        // A stream has no partitions to read: the needs table refuses it.
+        if self.used_only && end.kind().positional() {
+            let sector = match end.kind() {
+                Kind::BlockDevice => end
+                    .fd()
+                    .and_then(|fd| crate::sys::device::device_info(fd).logical_sector)
+                    .map(u64::from),
+                _ => None,
+            };
+            let (used, analysis) = UsedOnly::wrap(end, &quoted_name, sector)
+                .map_err(|e| Failure::Refused(e.to_string()))?;
+            self.used = Some((used.progress(), analysis));
+            end = Box::new(used);
+        }
         if let Some(mode) = self.decompress {
             let checksums = self.frame_checksums();
             end = match image::open(end, &quoted_name, mode, threads(), checksums) {
@@ -383,6 +426,14 @@ impl Images {
                 0
             };
             let (recorder, slot) = BmapRecorder::new(end, BMAP_BLOCK, origin);
+            // A disk read by its used blocks maps them, zeros or not: an
+            // inode table of zeros must be written over what the target
+            // held.
+            let recorder = if self.used.is_some() {
+                recorder.by_extents()
+            } else {
+                recorder
+            };
             end = Box::new(recorder);
             self.recording = Some(slot);
         }
@@ -474,6 +525,25 @@ impl Images {
         for report in &self.direct {
             reporter.message(format_args!("image writes: {}", report.describe()));
         }
+        if let Some((progress, analysis)) = &self.used {
+            let show = |bytes: u64| human(bytes, Base::Iec, 1, 1);
+            reporter.message(format_args!(
+                "--used-only: {}; read {} of {} used, {} skipped",
+                analysis.table,
+                show(progress.read()),
+                show(progress.total),
+                show(analysis.size - analysis.used.bytes())
+            ));
+            for part in &analysis.parts {
+                reporter.message(format_args!("--used-only: {}", part.describe(&show)));
+            }
+            if !analysis.parts.is_empty() {
+                reporter.message(format_args!(
+                    "--used-only: outside the partitions: {}, copied",
+                    show(analysis.outside)
+                ));
+            }
+        }
     }
 
     /// After GNU's statistics: a line per further output, and the
@@ -531,6 +601,16 @@ fn write_map(
                 "--bmap-create: cannot write {quoted}: {error}"
             ));
             true
+        }
+    }
+}
+
+impl crate::progress::InputPosition for UsedProgress {
+    fn position(&self) -> crate::progress::InputRead {
+        crate::progress::InputRead {
+            read: self.read(),
+            total: Some(self.total),
+            measure: crate::progress::Measure::Used,
         }
     }
 }

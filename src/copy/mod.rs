@@ -70,6 +70,11 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
         &context.signals,
     )
     .map_err(Failure::Refused)?;
+    if request.settings.used_only && !request.settings.force {
+        if let Some(refusal) = crate::guard::source_in_use(&request.plan) {
+            return Err(Failure::Refused(refusal.to_string()));
+        }
+    }
     // Every further output is held to the guard as of= is.
     for tee_plan in images.tee_plans(&request.plan) {
         safety::guard(
@@ -157,8 +162,8 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     let block_choice = resolve_auto_block_size(&mut request.plan, &input, &output);
     let plan = &request.plan;
     reporter.set_total(expected_bytes(plan, &input, &facts));
-    if let Some(position) = images.compressed_position() {
-        reporter.set_compressed(position);
+    if let Some(position) = images.input_position() {
+        reporter.set_input_position(position);
     }
     let (tap, hash_job) = match extras.start_hashing().map_err(Failure::Refused)? {
         Some((tap, job)) => (Some(tap), Some(job)),

@@ -43,11 +43,12 @@ impl InputProgress {
     }
 }
 
-impl crate::progress::CompressedPosition for InputProgress {
-    fn compressed(&self) -> crate::progress::Compressed {
-        crate::progress::Compressed {
+impl crate::progress::InputPosition for InputProgress {
+    fn position(&self) -> crate::progress::InputRead {
+        crate::progress::InputRead {
             read: self.consumed(),
             total: self.total,
+            measure: crate::progress::Measure::Compressed,
         }
     }
 }

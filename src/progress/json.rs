@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::engine::Snapshot;
 use crate::progress::rate::rate;
-use crate::progress::Compressed;
+use crate::progress::{InputRead, Measure};
 
 /// One update. Field names are part of ddx's interface: add, never rename.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -38,6 +38,12 @@ pub struct Record {
     /// With `--decompress`: the compressed input's size, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compressed_total: Option<u64>,
+    /// With `--used-only`: used bytes of the disk read so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_bytes: Option<u64>,
+    /// With `--used-only`: the used bytes the copy reads in all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_total: Option<u64>,
     /// The final record: the copy has ended (or was interrupted).
     pub done: bool,
     /// The signal that ended the copy, if one did ("SIGINT", "SIGTERM").
@@ -51,8 +57,9 @@ impl Record {
         elapsed_ns: u64,
         recent_rate: f64,
         total: Option<u64>,
-        compressed: Option<Compressed>,
+        input: Option<InputRead>,
     ) -> Record {
+        let counted = |measure| input.filter(|i: &InputRead| i.measure == measure);
         Record {
             bytes: snapshot.bytes_out,
             records_in_full: snapshot.records_in_full,
@@ -64,8 +71,10 @@ impl Record {
             rate: rate(snapshot.bytes_out, elapsed_ns),
             recent_rate,
             total,
-            compressed_bytes: compressed.map(|c| c.read),
-            compressed_total: compressed.and_then(|c| c.total),
+            compressed_bytes: counted(Measure::Compressed).map(|c| c.read),
+            compressed_total: counted(Measure::Compressed).and_then(|c| c.total),
+            used_bytes: counted(Measure::Used).map(|c| c.read),
+            used_total: counted(Measure::Used).and_then(|c| c.total),
             done: false,
             signal: None,
         }
@@ -128,6 +137,29 @@ mod tests {
         assert_eq!(value["total"], 4096);
         assert_eq!(value["done"], true);
         assert!(value.get("signal").is_none());
+        assert!(value.get("compressed_bytes").is_none());
+        assert!(value.get("used_bytes").is_none());
+    }
+
+    #[test]
+    fn a_disk_read_by_its_used_blocks_says_how_many_are_read() {
+        let snapshot = Snapshot {
+            records_in_full: 0,
+            records_in_partial: 0,
+            records_out_full: 0,
+            records_out_partial: 0,
+            records_truncated: 0,
+            bytes_out: 1 << 20,
+        };
+        let input = InputRead {
+            read: 4096,
+            total: Some(8192),
+            measure: Measure::Used,
+        };
+        let record = Record::new(&snapshot, 1, 1.0, Some(2 << 20), Some(input));
+        let value: serde_json::Value = serde_json::from_slice(&record.line()).unwrap();
+        assert_eq!(value["used_bytes"], 4096);
+        assert_eq!(value["used_total"], 8192);
         assert!(value.get("compressed_bytes").is_none());
     }
 }

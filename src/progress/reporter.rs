@@ -15,7 +15,7 @@ use crate::progress::json::{JsonStream, Record};
 use crate::progress::live::{Frame, Live};
 use crate::progress::rate::{rate, RateWindow};
 use crate::progress::stats::{transfer_line, write_records, TimeStyle};
-use crate::progress::CompressedPosition;
+use crate::progress::InputPosition;
 
 struct State {
     /// Characters in the current, unfinished progress line (0: none).
@@ -33,8 +33,8 @@ struct State {
     json: Option<(JsonStream, i32)>,
     /// Bytes the copy is expected to write, when known.
     total: Option<u64>,
-    /// With `--decompress`: the compressed input's position.
-    compressed: Option<Arc<dyn CompressedPosition>>,
+    /// With `--decompress` or `--used-only`: the input's position.
+    input: Option<Arc<dyn InputPosition>>,
     window: RateWindow,
 }
 
@@ -71,7 +71,7 @@ impl Reporter {
                 live: None,
                 json: None,
                 total: None,
-                compressed: None,
+                input: None,
                 window: RateWindow::default(),
             }),
         }
@@ -106,13 +106,13 @@ impl Reporter {
         self.lock().json = Some((stream, fd_number));
     }
 
-    /// The bytes the copy should write, once the ends are open.
-    /// With `--decompress`: where the compressed input stands, for the
-    /// live line and the JSON records.
-    pub fn set_compressed(&self, position: Arc<dyn CompressedPosition>) {
-        self.lock().compressed = Some(position);
+    /// With `--decompress` or `--used-only`: where the input stands (see
+    /// [`InputPosition`]), for the live line and the JSON records.
+    pub fn set_input_position(&self, position: Arc<dyn InputPosition>) {
+        self.lock().input = Some(position);
     }
 
+    /// The bytes the copy should write, once the ends are open.
     pub fn set_total(&self, total: Option<u64>) {
         self.lock().total = total;
     }
@@ -175,8 +175,8 @@ impl Reporter {
         }
         if state.json.is_some() {
             let recent = state.window.sample(elapsed, snapshot.bytes_out);
-            let compressed = state.compressed.as_ref().map(|c| c.compressed());
-            let mut record = Record::new(&snapshot, elapsed, recent, state.total, compressed);
+            let input = state.input.as_ref().map(|c| c.position());
+            let mut record = Record::new(&snapshot, elapsed, recent, state.total, input);
             record.done = moment != Moment::Running;
             if let Moment::Signal(signal) = moment {
                 record.signal = Some(signal_name(signal));
@@ -210,7 +210,7 @@ impl Reporter {
         let snapshot = self.counters.snapshot();
         let elapsed = elapsed_ns(state.start);
         let recent = state.window.sample(elapsed, snapshot.bytes_out);
-        let compressed = state.compressed.as_ref().map(|c| c.compressed());
+        let input = state.input.as_ref().map(|c| c.position());
         if state.live_wanted {
             let frame = Frame {
                 bytes: snapshot.bytes_out,
@@ -218,13 +218,13 @@ impl Reporter {
                 recent_rate: recent,
                 average_rate: rate(snapshot.bytes_out, elapsed),
                 total: state.total,
-                compressed,
+                input,
             };
             let live = state.live.get_or_insert_with(|| Live::new(&frame));
             live.draw(&frame);
         }
         if state.json.is_some() {
-            let record = Record::new(&snapshot, elapsed, recent, state.total, compressed);
+            let record = Record::new(&snapshot, elapsed, recent, state.total, input);
             self.write_json(&mut state, &record);
         }
     }
