@@ -27,6 +27,7 @@ complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l decompress -a 'aut
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l compress -x -a 'zstd xz gzip' -d 'write the output compressed, on every core: zstd'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l bmap -r -F -d 'bmaptool\'s block map of the input image'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l bmap-create -r -F -d 'write a block map of the input, as bmaptool makes them, to FILE: its d'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l used-only -d 'read only the blocks that the input disk\'s file systems use, from its'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l tee -r -F -d 'also write the output to FILE'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l verify -d 'after the copy, read the output back'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l trim -d 'discard on the output, instead of writing them, the output blocks that'

@@ -299,7 +299,8 @@ fn geometry(sb: &[u8], region_len: u64) -> Result<Geometry, Broken> {
     }
     let inodes_per_group = u64::from(le32(sb, 0x28));
     let inode_table_blocks = (inodes_per_group * inode_size).div_ceil(block);
-    let sparse_super2 = (compat & COMPAT_SPARSE_SUPER2 != 0).then(|| [le32(sb, 0x24c), le32(sb, 0x250)]);
+    let sparse_super2 =
+        (compat & COMPAT_SPARSE_SUPER2 != 0).then(|| [le32(sb, 0x24c), le32(sb, 0x250)]);
     Ok(Geometry {
         block,
         ratio,
@@ -405,7 +406,11 @@ fn map(region: &mut Region<'_>, sb: &[u8], name: &str) -> Result<Verdict, Broken
         let start = geo.group_start(g);
         let end = (start + geo.per_group).min(geo.blocks);
         if geo.has_super(g) {
-            let first = if g == 0 { geo.superblock_block() } else { start };
+            let first = if g == 0 {
+                geo.superblock_block()
+            } else {
+                start
+            };
             used.push(blocks(
                 first,
                 1 + geo.old_descriptors + geo.reserved_descriptors,
@@ -461,7 +466,9 @@ fn map(region: &mut Region<'_>, sb: &[u8], name: &str) -> Result<Verdict, Broken
             }
         }
         let start = geo.group_start(g);
-        let clusters = (geo.blocks - start).div_ceil(geo.ratio).min(geo.clusters_per_group);
+        let clusters = (geo.blocks - start)
+            .div_ceil(geo.ratio)
+            .min(geo.clusters_per_group);
         for (from, to) in set_runs(bitmap, clusters as usize) {
             let first = start + from as u64 * geo.ratio;
             let last = (start + to as u64 * geo.ratio).min(geo.blocks);
@@ -533,7 +540,10 @@ fn descriptors(
                 inode_table: u64::from(le32(desc, 0x8)) | high(0x28),
                 uninit: le16(desc, 0x12) & BG_BLOCK_UNINIT != 0,
                 bitmap_csum: Some(if geo.desc_size >= 0x3c {
-                    (u32::from(le16(desc, 0x18)) | u32::from(le16(desc, 0x38)) << 16, true)
+                    (
+                        u32::from(le16(desc, 0x18)) | u32::from(le16(desc, 0x38)) << 16,
+                        true,
+                    )
                 } else {
                     (u32::from(le16(desc, 0x18)), false)
                 }),

@@ -88,9 +88,7 @@ fn layout(bpb: &Bpb) -> Result<(u64, u64), Broken> {
     let root_sectors = (bpb.root_entries * 32).div_ceil(bpb.sector);
     let data = bpb.reserved + bpb.fats * bpb.fat_sectors + root_sectors;
     if data >= bpb.total {
-        return Err(Broken::Format(
-            "its boot sector leaves no data area".into(),
-        ));
+        return Err(Broken::Format("its boot sector leaves no data area".into()));
     }
     Ok((data, (bpb.total - data) / bpb.per_cluster))
 }
@@ -126,7 +124,11 @@ fn map(region: &mut Region<'_>, bpb: &Bpb, name: &str) -> Result<Verdict, Broken
             for cluster in 2..entries {
                 let at = (cluster * 3 / 2) as usize;
                 let pair = le16(&fat, at);
-                let value = if cluster % 2 == 0 { pair & 0xfff } else { pair >> 4 };
+                let value = if cluster % 2 == 0 {
+                    pair & 0xfff
+                } else {
+                    pair >> 4
+                };
                 if value != 0 && value != 0xff7 {
                     mark(&mut in_use, cluster - 2);
                 }
@@ -158,7 +160,9 @@ fn map(region: &mut Region<'_>, bpb: &Bpb, name: &str) -> Result<Verdict, Broken
     let data_start = data * bpb.sector;
     let mut used = vec![0..data_start];
     for (first, end) in set_runs(&in_use, clusters as usize) {
-        used.push(data_start + first as u64 * cluster_bytes..data_start + end as u64 * cluster_bytes);
+        used.push(
+            data_start + first as u64 * cluster_bytes..data_start + end as u64 * cluster_bytes,
+        );
     }
     Ok(Verdict::Mapped {
         name: name.to_owned(),

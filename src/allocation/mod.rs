@@ -191,7 +191,10 @@ impl Part {
                     show(len - self.used)
                 )
             }
-            Found::Whole { name: Some(name), why } => {
+            Found::Whole {
+                name: Some(name),
+                why,
+            } => {
                 format!("{place}: {name}, copied whole: {why}")
             }
             Found::Whole { name: None, why } => format!("{place}: copied whole: {why}"),
@@ -226,10 +229,12 @@ pub fn analyse(source: &mut dyn Source, sector: Option<u64>) -> Analysis {
             _ => Vec::new(),
         }
     } else {
-        partitions
+        let mut listed: Vec<_> = partitions
             .into_iter()
             .map(|p| (Some(p.number), p.range))
-            .collect()
+            .collect();
+        listed.sort_by_key(|(number, _)| *number);
+        listed
     };
     let mut free = Vec::new();
     let mut used_anyway = Vec::new();
@@ -250,7 +255,12 @@ pub fn analyse(source: &mut dyn Source, sector: Option<u64>) -> Analysis {
             } => {
                 let fs_end = range.start + fs_size.min(len);
                 let used = used.shifted(range.start);
-                free.extend(used.complement(range.start..fs_end).ranges().iter().cloned());
+                free.extend(
+                    used.complement(range.start..fs_end)
+                        .ranges()
+                        .iter()
+                        .cloned(),
+                );
                 used_anyway.extend(used.ranges().iter().cloned());
                 used_anyway.push(fs_end..range.end);
                 Found::Mapped { name, note }

@@ -10,7 +10,12 @@ const PAGES: [u64; 5] = [4096, 8192, 16384, 32768, 65536];
 
 /// Signatures in a swap header's last ten bytes.
 const SWAP: &[u8; 10] = b"SWAPSPACE2";
-const HIBERNATION: &[&[u8; 10]] = &[b"S1SUSPEND\0", b"S2SUSPEND\0", b"ULSUSPEND\0", b"LINHIB0001"];
+const HIBERNATION: &[&[u8; 10]] = &[
+    b"S1SUSPEND\0",
+    b"S2SUSPEND\0",
+    b"ULSUSPEND\0",
+    b"LINHIB0001",
+];
 
 /// A swap area at the region's start, or None.
 pub(super) fn probe(region: &mut Region<'_>) -> Option<Verdict> {

@@ -21,7 +21,9 @@ pub enum Table {
     Mbr,
     /// `from_backup`: the primary header or its entries failed their
     /// checksums, and the backup's were used.
-    Gpt { from_backup: bool },
+    Gpt {
+        from_backup: bool,
+    },
     /// A table that cannot be read (why): the whole disk is copied.
     Unreadable(String),
 }
@@ -222,7 +224,9 @@ fn header_at(source: &mut dyn Source, lba: u64, sector: u64) -> Result<Header, S
     let stored = le32(&buf, 16);
     buf[16..20].fill(0);
     if crc32(&buf[..header_size]) != stored {
-        return Err(format!("the GPT header at byte {offset} fails its checksum"));
+        return Err(format!(
+            "the GPT header at byte {offset} fails its checksum"
+        ));
     }
     let header = Header {
         my_lba: le64(&buf, 24),

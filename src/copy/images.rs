@@ -21,9 +21,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::allocation::Analysis;
 use crate::ends::{self, End, Input, Kind, Output};
 use crate::engine::Diagnostic;
-use crate::allocation::Analysis;
 use crate::image::{
     self, bmap::Recording, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport, UsedOnly,
     UsedProgress,
@@ -370,8 +370,13 @@ impl Images {
     pub fn wrap_input(&mut self, mut input: Input, plan: &CopyPlan) -> Result<Input, Failure> {
         let mut end = input.end;
         let quoted_name = quote_file(&input.name);
-        // A stream has no partitions to read: the needs table refuses it.
-        if self.used_only && end.kind().positional() {
+        if self.used_only && !end.kind().positional() {
+            return Err(Failure::Refused(format!(
+                "--used-only reads the input by position, and {quoted_name} has no positions: \
+                 a disk, a partition or a disk image is read by its used blocks"
+            )));
+        }
+        if self.used_only {
             let sector = match end.kind() {
                 Kind::BlockDevice => end
                     .fd()

@@ -48,7 +48,10 @@ impl Source for Disk<'_> {
     fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
         let len = buf.len();
         let error = |cause: String| ReadError { offset, len, cause };
-        if offset.checked_add(buf.len() as u64).is_none_or(|end| end > self.size) {
+        if offset
+            .checked_add(buf.len() as u64)
+            .is_none_or(|end| end > self.size)
+        {
             return Err(error("past the end of the disk".into()));
         }
         let mut done = 0;
@@ -105,9 +108,7 @@ impl UsedOnly {
         );
         let progress = Arc::new(UsedProgress {
             read: AtomicU64::new(0),
-            total: analysis
-                .used
-                .bytes_within(&(here.min(size)..size)),
+            total: analysis.used.bytes_within(&(here.min(size)..size)),
         });
         Ok((
             UsedOnly {

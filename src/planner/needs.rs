@@ -225,6 +225,15 @@ pub const TABLE: &[Row] = &[
         Need::Any,
         Beside::Nothing,
     ),
+    // Reads the input by position: refused by `copy::images` where it has
+    // no positions, before the input is wrapped into a stream.
+    row(
+        "--used-only",
+        |r| r.settings.used_only,
+        Need::Any,
+        Need::Any,
+        Beside::Nothing,
+    ),
     row(
         "--tee",
         |r| !r.settings.tee.is_empty(),

@@ -339,7 +339,10 @@ mod tests {
             }),
         };
         let (prefix, message) = texts(&frame);
-        assert!(prefix.ends_with(", read 1.0 GiB of 4.0 GiB used"), "{prefix}");
+        assert!(
+            prefix.ends_with(", read 1.0 GiB of 4.0 GiB used"),
+            "{prefix}"
+        );
         assert_eq!(message, " 25% ETA 0:18");
     }
 }

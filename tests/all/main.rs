@@ -34,3 +34,4 @@ mod refusals;
 mod rescue;
 mod splice;
 mod trim;
+mod used_only;
