@@ -397,7 +397,9 @@ fn map(region: &mut Region<'_>, sb: &[u8], name: &str) -> Result<Verdict, Broken
     })?;
 
     let block = geo.block;
-    let mut used: Vec<std::ops::Range<u64>> = vec![0..block.max(2048)];
+    // The boot block and the primary superblock.
+    let mut used: Vec<std::ops::Range<u64>> = Vec::new();
+    used.push(0..block.max(2048));
     let blocks = |first: u64, count: u64| first * block..(first + count) * block;
     let mut notes = Vec::new();
     let mut to_read = Vec::new();

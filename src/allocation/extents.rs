@@ -125,6 +125,8 @@ impl Extents {
     }
 }
 
+// The expected sets are written as slices of ranges, one range or more.
+#[allow(clippy::single_range_in_vec_init)]
 #[cfg(test)]
 mod tests {
     use super::*;

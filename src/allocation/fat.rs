@@ -158,7 +158,9 @@ fn map(region: &mut Region<'_>, bpb: &Bpb, name: &str) -> Result<Verdict, Broken
     }
     let cluster_bytes = bpb.per_cluster * bpb.sector;
     let data_start = data * bpb.sector;
-    let mut used = vec![0..data_start];
+    // The boot sector, the reserved sectors, the FATs, the root directory.
+    let mut used = Vec::new();
+    used.push(0..data_start);
     for (first, end) in set_runs(&in_use, clusters as usize) {
         used.push(
             data_start + first as u64 * cluster_bytes..data_start + end as u64 * cluster_bytes,

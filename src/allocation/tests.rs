@@ -2,6 +2,9 @@
 //! their own tools make them, are tested through the binary
 //! (tests/all/used_only.rs).
 
+// The expected sets are written as slices of ranges, one range or more.
+#![allow(clippy::single_range_in_vec_init)]
+
 use super::*;
 
 const S: u64 = 512;
