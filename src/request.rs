@@ -37,6 +37,8 @@ pub struct Settings {
     pub resume: bool,
     /// `--sector-size=N`: the retry unit of --rescue.
     pub sector_size: Option<usize>,
+    /// `--retry-passes=N`: a rescue's passes over its bad sectors.
+    pub retry_passes: Option<u32>,
     /// `--hash=ALG[,ALG]`.
     pub hash: Vec<crate::integrity::Algorithm>,
     /// `--hash-file=FILE`: the digest in its checker's format.

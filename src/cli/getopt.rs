@@ -140,7 +140,7 @@ mod tests {
             name("re"),
             Err(
                 "option '--re' is ambiguous; possibilities: '--request-size' '--rescue' \
-                 '--resume'"
+                 '--resume' '--retry-passes'"
                     .into()
             )
         );

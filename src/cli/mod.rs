@@ -25,6 +25,11 @@ pub use options::{help_text, version_text};
 /// GNU dd's exit status for every failure.
 pub const EXIT_FAILURE: i32 = 1;
 
+/// A rescue that ran every phase and pass it was given, with bad areas
+/// left (listed, and '-' in the map): it did its job, and a script can
+/// tell that from a failure (1) and from a full recovery (0).
+pub const EXIT_BAD_AREAS_REMAIN: i32 = 2;
+
 /// Run ddx with `args` (argv, program name first); returns the exit status.
 pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
     let program = program_name(args.first());
@@ -47,7 +52,8 @@ pub fn run(args: Vec<OsString>, signals: SignalPipes) -> i32 {
             .join(" "),
     };
     match copy::run(request, context) {
-        Ok(()) => 0,
+        Ok(copy::Finished::Complete) => 0,
+        Ok(copy::Finished::BadAreasRemain) => EXIT_BAD_AREAS_REMAIN,
         Err(failure) => {
             for line in failure.lines() {
                 emit(format!("{program}: {line}\n").as_bytes());

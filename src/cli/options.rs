@@ -27,6 +27,11 @@ const SECTOR_SIZES: &[&str] = &[
     "512", "1024", "2048", "4096", "8192", "16384", "32768", "65536",
 ];
 
+/// The most passes `--retry-passes` takes: a pass reads every bad sector
+/// once, and a disk that needs more than this will not be rescued by
+/// reading.
+const MAX_RETRY_PASSES: u32 = 1_000_000;
+
 /// How an option takes its value, as `--help`, the man page and the
 /// README say it.
 pub const VALUE_RULE: &str = "An option that takes a value takes it in the same word, \
@@ -84,8 +89,12 @@ pub const OPTIONS: &[OptionSpec] = &[
     ),
     OptionSpec::switch(
         "rescue",
-        "on a read error, retry the failed part one logical sector at a time so that \
-         only unreadable sectors are lost (written as zeros); report every bad range",
+        "read a failing input as GNU ddrescue does: the good areas first, in requests \
+         of ibs, skipping ahead past each read error; then the edges of the failed \
+         areas and the rest of them one logical sector at a time, so that only \
+         unreadable sectors are lost (written as zeros); report every bad range. Exit \
+         status 0 when every byte was recovered, 2 when the rescue ran its course and \
+         bad areas remain (listed, and '-' in the map), 1 on any failure",
     ),
     OptionSpec::valued(
         "map",
@@ -105,6 +114,14 @@ pub const OPTIONS: &[OptionSpec] = &[
         "N",
         Values::OneOf(SECTOR_SIZES),
         "the retry unit of --rescue (default: the input's logical sector, else 512)",
+    ),
+    OptionSpec::valued(
+        "retry-passes",
+        "N",
+        Values::Free,
+        "a rescue (implies --rescue): once the failed areas are scraped, read every \
+         bad sector again, up to N passes, each the other way round (as ddrescue's \
+         -r N; default 0); with --resume, the bad sectors of the map are retried",
     ),
     OptionSpec::valued(
         "hash",
@@ -202,7 +219,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "write progress as JSON, one object per line, to file descriptor FD \
          about once a second and on SIGUSR1: bytes, records, elapsed seconds, \
          rates and the total when known (with --decompress, compressed_bytes and \
-         compressed_total too); the last, with \"done\": true, \
+         compressed_total too; with --rescue, its phase and bad_bytes); the last, with \"done\": true, \
          equals the final statistics",
     ),
     OptionSpec::switch(
@@ -350,6 +367,16 @@ fn apply_value(
                 return Err(format!(
                     "invalid argument '{value}' for '--sector-size': a power of two \
                      from 512 to 65536"
+                ))
+            }
+        },
+        "retry-passes" => match value.parse::<u32>() {
+            Ok(n) if n <= MAX_RETRY_PASSES => settings.retry_passes = Some(n),
+            _ => {
+                return Err(format!(
+                    "invalid argument '{value}' for '--retry-passes': a number of passes \
+                     from 0 to {}",
+                    MAX_RETRY_PASSES
                 ))
             }
         },

@@ -37,14 +37,15 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Strin
         verify: settings.verify,
         ..Extras::default()
     };
-    if settings.rescue || settings.map.is_some() || settings.resume {
-        let request = rescue::check(
-            plan,
-            settings.rescue,
-            settings.map.as_deref(),
-            settings.resume,
-            settings.sector_size,
-        )?;
+    let asked = rescue::Asked {
+        rescue: settings.rescue,
+        map: settings.map.as_deref(),
+        resume: settings.resume,
+        sector: settings.sector_size,
+        retry_passes: settings.retry_passes,
+    };
+    if asked.any() {
+        let request = rescue::check(plan, asked)?;
         extras.resuming = rescue::resuming(&request, plan)?;
         if extras.resuming {
             plan.conv |= Conv::NOTRUNC;

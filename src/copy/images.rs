@@ -70,6 +70,7 @@ fn quoted(path: &Path) -> String {
 fn positional(settings: &Settings) -> Option<&'static str> {
     first_given([
         (settings.rescue, "--rescue"),
+        (settings.retry_passes.is_some(), "--retry-passes"),
         (settings.resume, "--resume"),
         (settings.map.is_some(), "--map"),
     ])

@@ -2,12 +2,13 @@
 //! of records, or by position) → close → report.
 //!
 //! Every copy goes through [`run`], whatever its ends and options. It
-//! returns `Ok` for exit status 0 and a [`Failure`] otherwise, which the
-//! command line prints (if anything is left to print) and turns into exit
-//! status 1. GNU's order is kept throughout: the input is opened before
-//! the output, nothing is opened for writing before every check has
-//! passed, both ends are closed before the statistics, and what ddx's own
-//! options add comes after them.
+//! returns `Ok` when the copy did its job (exit status 0, or 2 for a
+//! rescue that ran its course with bad areas left: [`Finished`]) and a
+//! [`Failure`] otherwise, which the command line prints (if anything is
+//! left to print) and turns into exit status 1. GNU's order is kept
+//! throughout: the input is opened before the output, nothing is opened
+//! for writing before every check has passed, both ends are closed before
+//! the statistics, and what ddx's own options add comes after them.
 
 mod extras;
 mod failure;
@@ -30,6 +31,16 @@ use crate::progress::{Reporter, Ticker};
 use crate::request::Request;
 use crate::sys::signals::SignalPipes;
 
+/// How a copy that did not fail ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finished {
+    /// Every byte copied.
+    Complete,
+    /// A rescue ran every phase and pass it was given, and bad areas
+    /// remain: listed after the statistics, '-' in the map.
+    BadAreasRemain,
+}
+
 /// What the driver needs beyond the request: how ddx was invoked, and
 /// the signal handlers installed at start.
 pub struct Context {
@@ -50,7 +61,7 @@ struct Copying<'a> {
 }
 
 /// Run one copy.
-pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
+pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> {
     // ddx's own options, checked before anything is opened, as the
     // operands are.
     objects::check(&request.plan, &request.settings).map_err(Failure::Refused)?;
@@ -185,12 +196,13 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
                 &mut input,
                 &mut output,
                 tap,
+                request.settings.verbose,
             )?;
             ticker.stop();
-            let report = request
-                .settings
-                .verbose
-                .then(|| verbose::HowItRan::positional(plan).with_cpu_since(cpu_at_start));
+            let report = request.settings.verbose.then(|| {
+                verbose::HowItRan::positional(plan, aftermath.how_it_ran())
+                    .with_cpu_since(cpu_at_start)
+            });
             close(input, output)?;
             (failed, Some(aftermath), report)
         }
@@ -216,8 +228,13 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     // The statistics are out; a signal now ends the read-back at once.
     crate::sys::signals::default_from_now_on();
     let mut failed = failed;
+    let mut finished = Finished::Complete;
     if let Some(aftermath) = aftermath {
-        failed |= aftermath.report(&reporter);
+        match aftermath.report(&reporter) {
+            positional::Verdict::Complete => {}
+            positional::Verdict::BadAreasRemain => finished = Finished::BadAreasRemain,
+            positional::Verdict::Failed => failed = true,
+        }
     }
     failed |= images.finish(&reporter, counters.snapshot().bytes_out, failed);
     failed |= extras.finish(hash_job, plan, &images.kept_outputs(), &reporter, failed);
@@ -228,7 +245,7 @@ pub fn run(mut request: Request, context: Context) -> Result<(), Failure> {
     if failed || crate::progress::reporter::stderr_failed() {
         Err(Failure::Reported)
     } else {
-        Ok(())
+        Ok(finished)
     }
 }
 

@@ -71,6 +71,7 @@ pub fn check(plan: &CopyPlan, settings: &Settings) -> Result<(), String> {
     let positional = first_given([
         (settings.resume, "--resume"),
         (settings.rescue, "--rescue"),
+        (settings.retry_passes.is_some(), "--retry-passes"),
         (settings.map.is_some(), "--map"),
     ]);
     if let Some(option) = positional {

@@ -1,16 +1,19 @@
 //! Running a copy by position (`--rescue`, `--map`, `--resume`): the map
-//! to start from, the rescue loop on the opened ends, the output synced
-//! as conv=fsync/fdatasync asks, and what it has to say after GNU's
-//! statistics (every bad range, a map that could not be saved).
+//! to start from, the rescue loop on the opened ends (telling the
+//! progress line where it stands, and `--verbose` each phase), the output
+//! synced as conv=fsync/fdatasync asks, and what it has to say after
+//! GNU's statistics (every bad range, a map that could not be saved) and
+//! how it ends: a rescue that ran its course with bad areas left exits 2.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::ends::{Input, Output};
 use crate::engine::{Diagnostic, Events};
 use crate::integrity::Tap;
 use crate::operands::Conv;
 use crate::progress::Reporter;
-use crate::rescue::{self, mapfile::Map, Ended, Job, Request};
+use crate::rescue::{self, mapfile::Map, Ended, Job, PhaseStart, Request, Standing};
 use crate::text::quote::quote_file;
 
 use super::{Copying, Failure};
@@ -22,8 +25,29 @@ pub struct Aftermath {
     request: Request,
 }
 
+/// How a copy by position ends, once everything is said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Everything copied.
+    Complete,
+    /// A rescue ran every phase and pass, and bad areas remain (exit 2).
+    BadAreasRemain,
+    /// Anything else that went wrong (exit 1).
+    Failed,
+}
+
+/// The progress line's view of a rescue.
+struct RescueProgress(Arc<Standing>);
+
+impl crate::progress::RescueStanding for RescueProgress {
+    fn standing(&self) -> (Option<String>, u64) {
+        (self.0.phase().map(|p| p.to_string()), self.0.failed())
+    }
+}
+
 /// Run the copy; `Ok(failed)` with the aftermath, or a failure that ends
-/// ddx before the statistics.
+/// ddx before the statistics. With `verbose`, a rescue says each phase
+/// as it starts.
 pub fn run(
     request: &Request,
     resuming: bool,
@@ -31,6 +55,7 @@ pub fn run(
     input: &mut Input,
     output: &mut Output,
     tap: Option<Tap>,
+    verbose: bool,
 ) -> Result<(bool, Aftermath), Failure> {
     let Copying {
         plan,
@@ -76,21 +101,34 @@ pub fn run(
         .input
         .as_deref()
         .filter(|_| input.end.fd().is_some() && input.end.kind().positional());
+    let output_path = plan
+        .output
+        .as_deref()
+        .filter(|_| output.end.fd().is_some() && output.end.kind().positional());
+    let standing = Arc::new(Standing::default());
+    if request.rescue {
+        reporter.set_rescue(Arc::new(RescueProgress(Arc::clone(&standing))));
+    }
+    let tell = |start: &PhaseStart| reporter.message(start);
     let job = Job {
         input: input.end.as_mut(),
         input_path,
         output: output.end.as_mut(),
+        output_path,
         start,
         end,
         output_start: plan.seek.total_bytes(plan.output_block_size).unwrap_or(0),
         chunk: plan.input_block_size,
         sector,
         rescue: request.rescue,
+        retry_passes: request.retry_passes,
         pad_failed_chunks: plan.conv.contains(Conv::NOERROR),
         map,
         map_path: request.map_path.clone(),
         command_line: command_line.to_owned(),
         tap,
+        standing,
+        on_phase: (verbose && request.rescue).then_some(&tell as &dyn Fn(&PhaseStart)),
     };
     let report = rescue::run(job, counters, reporter).map_err(|_| {
         Failure::from(Diagnostic::NoMemory {
@@ -152,38 +190,70 @@ pub fn run(
 }
 
 impl Aftermath {
-    /// After the statistics: every bad range, a map that could not be
-    /// saved; a finished checkpoint is removed. Returns whether any of it
-    /// makes the copy a failure.
-    pub fn report(self, reporter: &Reporter) -> bool {
+    /// For `--verbose`: the phases a rescue ran, the reads that failed,
+    /// and what is bad now and was before.
+    pub fn how_it_ran(&self) -> Option<String> {
+        if !self.request.rescue {
+            return None;
+        }
+        let report = &self.report;
+        let mut copying = Vec::new();
+        let mut phases = Vec::new();
+        let mut retries = None;
+        for phase in &report.phases {
+            match phase {
+                rescue::Phase::Copying { pass } => copying.push(pass.to_string()),
+                rescue::Phase::Trimming => phases.push("trimming".to_owned()),
+                rescue::Phase::Scraping => phases.push("scraping".to_owned()),
+                rescue::Phase::Retrying { pass, of } => retries = Some((*pass, *of)),
+            }
+        }
+        if !copying.is_empty() {
+            let passes = if copying.len() == 1 { "pass" } else { "passes" };
+            phases.insert(0, format!("copying ({passes} {})", copying.join(", ")));
+        }
+        if let Some((ran, of)) = retries {
+            phases.push(format!("retrying ({ran} of {of} passes)"));
+        }
+        let ran = if phases.is_empty() {
+            "nothing left to read".to_owned()
+        } else {
+            phases.join(", ")
+        };
+        Some(format!(
+            "{ran}; {} reads failed; {} bytes bad at the end, {} before this run",
+            report.read_errors,
+            report
+                .map
+                .bytes_with(rescue::mapfile::BlockStatus::BadSector),
+            report.bad_before
+        ))
+    }
+
+    /// After the statistics: every bad range and one line on what is left
+    /// bad and how to read it again, a map that could not be saved,
+    /// digests that do not cover the output; a finished checkpoint is
+    /// removed. Returns how the copy ends.
+    pub fn report(self, reporter: &Reporter) -> Verdict {
         let Aftermath {
             input_name,
             report,
             request,
         } = self;
+        let input = quote_file(&input_name);
         let mut failed = false;
         let bad = report.map.bad();
         for block in &bad {
             reporter.message(format!(
-                "{}: bad range at offset {}, {} bytes (zeros in the output)",
-                quote_file(&input_name),
-                block.pos,
-                block.size
+                "{input}: bad range at offset {}, {} bytes (zeros in the output)",
+                block.pos, block.size
             ));
         }
         if !bad.is_empty() {
-            let lost: u64 = bad.iter().map(|b| b.size).sum();
-            reporter.message(format!(
-                "{}: {} bad range{}, {lost} bytes unreadable{}",
-                quote_file(&input_name),
-                bad.len(),
-                if bad.len() == 1 { "" } else { "s" },
-                if report.newly_bad < lost {
-                    " (some found by an earlier run)"
-                } else {
-                    ""
-                }
-            ));
+            reporter.message(left_bad(&input, &bad, &request));
+        }
+        if let Some(why) = &report.digest_error {
+            reporter.message(format!("--hash/--verify: {why}"));
             failed = true;
         }
         if let Some((path, why)) = &report.map_error {
@@ -196,6 +266,41 @@ impl Aftermath {
                 let _ = std::fs::remove_file(Path::new(path));
             }
         }
-        failed
+        if failed || !complete {
+            Verdict::Failed
+        } else if bad.is_empty() {
+            Verdict::Complete
+        } else if request.rescue && report.bad_areas_remain() {
+            Verdict::BadAreasRemain
+        } else {
+            // A copy by position that is no rescue (conv=noerror,sync):
+            // GNU's exit status for read errors.
+            Verdict::Failed
+        }
     }
+}
+
+/// The one line after the bad ranges: how many, how many bytes, after
+/// what, where the map keeps them and how to read them again.
+fn left_bad(input: &str, bad: &[rescue::mapfile::Block], request: &Request) -> String {
+    let lost: u64 = bad.iter().map(|b| b.size).sum();
+    let areas = if bad.len() == 1 { "area" } else { "areas" };
+    let after = match (request.rescue, request.retry_passes) {
+        (false, _) => "in requests of ibs, not read sector by sector".to_owned(),
+        (true, 0) => "with no retry pass".to_owned(),
+        (true, 1) => "after 1 retry pass".to_owned(),
+        (true, n) => format!("after {n} retry passes"),
+    };
+    let again = "--resume --retry-passes=N reads them again";
+    let where_kept = match &request.map_path {
+        Some(path) => format!(
+            "they are '-' in the map {}: the same command with {again}",
+            quote_file(path.as_os_str().as_encoded_bytes())
+        ),
+        None => format!("keep a map (--map=FILE) so that {again}"),
+    };
+    format!(
+        "{input}: {} bad {areas}, {lost} bytes unreadable {after}; {where_kept}",
+        bad.len()
+    )
 }

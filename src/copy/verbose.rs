@@ -31,6 +31,8 @@ pub struct HowItRan {
     trim: Option<Kind>,
     /// CPU time already used when the copy started (start-up, opening).
     cpu_before: Option<(std::time::Duration, std::time::Duration)>,
+    /// How a rescue's phases went.
+    rescue: Option<String>,
 }
 
 /// Why the reads and writes take turns.
@@ -123,15 +125,18 @@ impl HowItRan {
             block_size: None,
             trim: None,
             cpu_before: None,
+            rescue: None,
         }
     }
 
-    /// A copy by position (`--rescue`, `--map`, `--resume`).
-    pub fn positional(plan: &CopyPlan) -> HowItRan {
+    /// A copy by position (`--rescue`, `--map`, `--resume`); `rescue` says
+    /// how its phases went.
+    pub fn positional(plan: &CopyPlan, rescue: Option<String>) -> HowItRan {
         HowItRan {
             backend: "positional (--rescue/--map/--resume: each chunk read and written \
                       at its place, one request at a time), queue depth 1"
                 .to_owned(),
+            rescue,
             requests: format!(
                 "{} per read and write (GNU's records)",
                 size(plan.input_block_size)
@@ -211,6 +216,9 @@ impl HowItRan {
         };
         if let Some(block_size) = &self.block_size {
             reporter.message(format_args!("block size: {block_size}"));
+        }
+        if let Some(rescue) = &self.rescue {
+            reporter.message(format_args!("rescue: {rescue}"));
         }
         if let Some(kind) = self.trim {
             let discarded = counters.bytes_discarded.load(Ordering::Acquire);

@@ -117,6 +117,13 @@ pub const TABLE: &[Row] = &[
         Beside::Nothing,
     ),
     row(
+        "--retry-passes",
+        |r| r.settings.retry_passes.is_some(),
+        Need::Positions,
+        Need::Positions,
+        Beside::Nothing,
+    ),
+    row(
         "--verify",
         |r| r.settings.verify,
         Need::Any,
@@ -344,7 +351,11 @@ fn contradictions(request: &Request) -> Result<(), Refusal> {
     if settings.trim {
         let other = if request.plan.output_flags.contains(IoFlags::APPEND) {
             Some("oflag=append: an appended output is written at its end, not where its zeros would be discarded")
-        } else if settings.rescue || settings.resume || settings.map.is_some() {
+        } else if settings.rescue
+            || settings.resume
+            || settings.map.is_some()
+            || settings.retry_passes.is_some()
+        {
             Some(
                 "--rescue, --map and --resume: a copy by position writes each chunk as it reads it",
             )

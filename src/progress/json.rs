@@ -49,6 +49,14 @@ pub struct Record {
     /// The signal that ended the copy, if one did ("SIGINT", "SIGTERM").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<&'static str>,
+    /// With `--rescue`: the phase running ("copying, pass 1", "trimming",
+    /// "scraping", "retrying, pass 2 of 3").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// With `--rescue`: bytes read and failed so far, not recovered (in
+    /// the last record, what the rescue left bad).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bad_bytes: Option<u64>,
 }
 
 impl Record {
@@ -77,6 +85,8 @@ impl Record {
             used_total: counted(Measure::Used).and_then(|c| c.total),
             done: false,
             signal: None,
+            phase: None,
+            bad_bytes: None,
         }
     }
 
@@ -139,6 +149,12 @@ mod tests {
         assert!(value.get("signal").is_none());
         assert!(value.get("compressed_bytes").is_none());
         assert!(value.get("used_bytes").is_none());
+        assert!(value.get("phase").is_none() && value.get("bad_bytes").is_none());
+        record.phase = Some("trimming".into());
+        record.bad_bytes = Some(512);
+        let value: serde_json::Value = serde_json::from_slice(&record.line()).unwrap();
+        assert_eq!(value["phase"], "trimming");
+        assert_eq!(value["bad_bytes"], 512);
     }
 
     #[test]

@@ -122,8 +122,14 @@ impl Live {
         Live { bar }
     }
 
-    pub fn draw(&self, frame: &Frame) {
+    /// Draw `frame`, and after it `note` (where a rescue stands).
+    pub fn draw(&self, frame: &Frame, note: Option<&str>) {
         let (prefix, message) = texts(frame);
+        let message = match note {
+            Some(note) if message.is_empty() => note.to_owned(),
+            Some(note) => format!("{message}, {note}"),
+            None => message,
+        };
         self.bar.set_prefix(prefix);
         self.bar.set_message(message);
         let (position, length) = frame.bar().unwrap_or((frame.bytes, frame.bytes));

@@ -40,3 +40,11 @@ pub struct InputRead {
     pub measure: Measure,
 }
 pub use ticker::Ticker;
+
+/// Where a rescue stands (`--rescue`): the phase running, as the progress
+/// line names it (none before the first and after the last), and the
+/// bytes read and failed so far, not recovered. Defined here, where it is
+/// read, as [`InputPosition`] is.
+pub trait RescueStanding: Send + Sync {
+    fn standing(&self) -> (Option<String>, u64);
+}

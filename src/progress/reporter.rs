@@ -15,7 +15,7 @@ use crate::progress::json::{JsonStream, Record};
 use crate::progress::live::{Frame, Live};
 use crate::progress::rate::{rate, RateWindow};
 use crate::progress::stats::{transfer_line, write_records, TimeStyle};
-use crate::progress::InputPosition;
+use crate::progress::{InputPosition, RescueStanding};
 
 struct State {
     /// Characters in the current, unfinished progress line (0: none).
@@ -35,6 +35,8 @@ struct State {
     total: Option<u64>,
     /// With `--decompress` or `--used-only`: the input's position.
     input: Option<Arc<dyn InputPosition>>,
+    /// With `--rescue`: its phase and what is bad.
+    rescue: Option<Arc<dyn RescueStanding>>,
     window: RateWindow,
 }
 
@@ -72,6 +74,7 @@ impl Reporter {
                 json: None,
                 total: None,
                 input: None,
+                rescue: None,
                 window: RateWindow::default(),
             }),
         }
@@ -110,6 +113,12 @@ impl Reporter {
     /// [`InputPosition`]), for the live line and the JSON records.
     pub fn set_input_position(&self, position: Arc<dyn InputPosition>) {
         self.lock().input = Some(position);
+    }
+
+    /// With `--rescue`: its phase and bad bytes, for the progress line and
+    /// the JSON records.
+    pub fn set_rescue(&self, rescue: Arc<dyn RescueStanding>) {
+        self.lock().rescue = Some(rescue);
     }
 
     /// The bytes the copy should write, once the ends are open.
@@ -177,6 +186,7 @@ impl Reporter {
             let recent = state.window.sample(elapsed, snapshot.bytes_out);
             let input = state.input.as_ref().map(|c| c.position());
             let mut record = Record::new(&snapshot, elapsed, recent, state.total, input);
+            with_rescue(&mut record, state);
             record.done = moment != Moment::Running;
             if let Moment::Signal(signal) = moment {
                 record.signal = Some(signal_name(signal));
@@ -220,11 +230,13 @@ impl Reporter {
                 total: state.total,
                 input,
             };
+            let note = rescue_note(&state);
             let live = state.live.get_or_insert_with(|| Live::new(&frame));
-            live.draw(&frame);
+            live.draw(&frame, note.as_deref());
         }
         if state.json.is_some() {
-            let record = Record::new(&snapshot, elapsed, recent, state.total, input);
+            let mut record = Record::new(&snapshot, elapsed, recent, state.total, input);
+            with_rescue(&mut record, &state);
             self.write_json(&mut state, &record);
         }
     }
@@ -240,7 +252,12 @@ impl Reporter {
     pub fn progress(&self) {
         let mut state = self.lock();
         let bytes = self.counters.snapshot().bytes_out;
-        let line = transfer_line(bytes, elapsed_ns(state.start), TimeStyle::WholeSeconds);
+        let mut line = transfer_line(bytes, elapsed_ns(state.start), TimeStyle::WholeSeconds);
+        // GNU's line, and after it where a rescue stands.
+        if let Some(note) = rescue_note(&state) {
+            line.push_str("; ");
+            line.push_str(&note);
+        }
         let mut out = String::with_capacity(line.len() + 16);
         out.push('\r');
         out.push_str(&line);
@@ -282,6 +299,24 @@ impl Events for Reporter {
             let line = transfer_line(bytes, elapsed_ns(state.start), TimeStyle::Precise);
             emit(format!("{line}\n").as_bytes());
         }
+    }
+}
+
+/// Where a rescue stands, after the progress line's figures, while a
+/// phase runs.
+fn rescue_note(state: &State) -> Option<String> {
+    match state.rescue.as_ref()?.standing() {
+        (Some(phase), bad) => Some(format!("{phase}, {bad} bytes bad")),
+        (None, _) => None,
+    }
+}
+
+/// A rescue's phase (while one runs) and bad bytes in a JSON record.
+fn with_rescue(record: &mut Record, state: &State) {
+    if let Some(rescue) = &state.rescue {
+        let (phase, bad) = rescue.standing();
+        record.phase = phase;
+        record.bad_bytes = Some(bad);
     }
 }
 

@@ -25,6 +25,27 @@ pub enum BlockStatus {
 }
 
 impl BlockStatus {
+    const ALL: [BlockStatus; 5] = [
+        BlockStatus::NonTried,
+        BlockStatus::NonTrimmed,
+        BlockStatus::NonScraped,
+        BlockStatus::BadSector,
+        BlockStatus::Finished,
+    ];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Read and failed, not yet recovered: non-trimmed, non-scraped or
+    /// bad sectors (ddrescue's "tried").
+    pub fn failed(self) -> bool {
+        matches!(
+            self,
+            BlockStatus::NonTrimmed | BlockStatus::NonScraped | BlockStatus::BadSector
+        )
+    }
+
     pub fn symbol(self) -> char {
         match self {
             BlockStatus::NonTried => '?',
@@ -66,6 +87,9 @@ impl Block {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Map {
     blocks: Vec<Block>,
+    /// Bytes of each status, indexed by [`BlockStatus::index`]: kept as
+    /// blocks change, so the progress line and the phases ask in O(1).
+    totals: [u64; 5],
     /// The header's current position and pass (informative only).
     pub current_pos: u64,
     /// The header's status: '?' copying, '/' scraping, '+' finished.
@@ -83,15 +107,18 @@ impl Map {
     /// Nothing tried yet over `[start, end)`.
     pub fn new(start: u64, end: u64) -> Self {
         let mut blocks = Vec::new();
+        let mut totals = [0; 5];
         if end > start {
             blocks.push(Block {
                 pos: start,
                 size: end - start,
                 status: BlockStatus::NonTried,
             });
+            totals[BlockStatus::NonTried.index()] = end - start;
         }
         Map {
             blocks,
+            totals,
             current_pos: start,
             current_status: '?',
             current_pass: 1,
@@ -164,48 +191,56 @@ impl Map {
     }
 
     /// Set `[pos, pos+size)` to `status`, merging equal neighbours. The
-    /// range must lie within the map.
+    /// range must lie within the map. Only the blocks the range touches
+    /// are rewritten (found by binary search): a rescue marks every
+    /// sector it reads, in maps of many thousand blocks.
     pub fn mark(&mut self, pos: u64, size: u64, status: BlockStatus) {
         if size == 0 {
             return;
         }
         let end = pos + size;
-        let mut out = Vec::with_capacity(self.blocks.len() + 2);
-        let mut placed = false;
-        for block in self.blocks.drain(..) {
-            if block.end() <= pos || block.pos >= end {
-                if block.pos >= end && !placed {
-                    out.push(Block { pos, size, status });
-                    placed = true;
-                }
-                out.push(block);
-                continue;
-            }
-            if block.pos < pos {
-                out.push(Block {
-                    pos: block.pos,
-                    size: pos - block.pos,
-                    status: block.status,
+        // blocks[first..last] overlap the range.
+        let first = self.blocks.partition_point(|b| b.end() <= pos);
+        let last = self.blocks.partition_point(|b| b.pos < end);
+        let mut replacement: Vec<Block> = Vec::with_capacity(5);
+        if first < last {
+            let head = self.blocks[first];
+            if head.pos < pos {
+                replacement.push(Block {
+                    pos: head.pos,
+                    size: pos - head.pos,
+                    status: head.status,
                 });
             }
-            if !placed {
-                out.push(Block { pos, size, status });
-                placed = true;
-            }
-            if block.end() > end {
-                out.push(Block {
+        }
+        replacement.push(Block { pos, size, status });
+        if first < last {
+            let tail = self.blocks[last - 1];
+            if tail.end() > end {
+                replacement.push(Block {
                     pos: end,
-                    size: block.end() - end,
-                    status: block.status,
+                    size: tail.end() - end,
+                    status: tail.status,
                 });
             }
         }
-        if !placed {
-            out.push(Block { pos, size, status });
+        // The equal neighbours on either side join in.
+        let mut from = first;
+        let mut to = last;
+        if from > 0 {
+            replacement.insert(0, self.blocks[from - 1]);
+            from -= 1;
         }
-        // Merge neighbours of equal status.
-        let mut merged: Vec<Block> = Vec::with_capacity(out.len());
-        for block in out {
+        if to < self.blocks.len() {
+            replacement.push(self.blocks[to]);
+            to += 1;
+        }
+        for block in &self.blocks[from..to] {
+            self.totals[block.status.index()] -= block.size;
+        }
+        let mut merged: Vec<Block> = Vec::with_capacity(replacement.len());
+        for block in replacement {
+            self.totals[block.status.index()] += block.size;
             match merged.last_mut() {
                 Some(last) if last.status == block.status && last.end() == block.pos => {
                     last.size += block.size;
@@ -213,7 +248,46 @@ impl Map {
                 _ => merged.push(block),
             }
         }
-        self.blocks = merged;
+        self.blocks.splice(from..to, merged);
+    }
+
+    /// The status at input position `pos`, if the map covers it.
+    pub fn status_at(&self, pos: u64) -> Option<BlockStatus> {
+        let at = self.blocks.partition_point(|b| b.end() <= pos);
+        self.blocks
+            .get(at)
+            .filter(|b| b.pos <= pos)
+            .map(|b| b.status)
+    }
+
+    /// Bytes of `[pos, pos+size)` whose status is `status`.
+    pub fn overlap(&self, pos: u64, size: u64, status: BlockStatus) -> u64 {
+        let end = pos + size;
+        let first = self.blocks.partition_point(|b| b.end() <= pos);
+        self.blocks[first..]
+            .iter()
+            .take_while(|b| b.pos < end)
+            .filter(|b| b.status == status)
+            .map(|b| b.end().min(end) - b.pos.max(pos))
+            .sum()
+    }
+
+    /// The blocks of `status`, in order.
+    pub fn with_status(&self, status: BlockStatus) -> Vec<Block> {
+        self.blocks
+            .iter()
+            .filter(|b| b.status == status)
+            .copied()
+            .collect()
+    }
+
+    /// Bytes read and failed, not recovered yet (see [`BlockStatus::failed`]).
+    pub fn failed_bytes(&self) -> u64 {
+        BlockStatus::ALL
+            .iter()
+            .filter(|s| s.failed())
+            .map(|s| self.totals[s.index()])
+            .sum()
     }
 
     /// The blocks still to be read (not finished and not bad), in order.
@@ -227,20 +301,12 @@ impl Map {
 
     /// The bad blocks, in order.
     pub fn bad(&self) -> Vec<Block> {
-        self.blocks
-            .iter()
-            .filter(|b| b.status == BlockStatus::BadSector)
-            .copied()
-            .collect()
+        self.with_status(BlockStatus::BadSector)
     }
 
     /// Bytes with `status`.
     pub fn bytes_with(&self, status: BlockStatus) -> u64 {
-        self.blocks
-            .iter()
-            .filter(|b| b.status == status)
-            .map(|b| b.size)
-            .sum()
+        self.totals[status.index()]
     }
 
     /// The mapfile's text, as ddrescue writes it.
@@ -367,6 +433,50 @@ mod tests {
         );
         assert_eq!(map.pending().len(), 2);
         assert_eq!(map.bytes_with(BlockStatus::Finished), 30);
+    }
+
+    proptest::proptest! {
+        /// Marks found by binary search and spliced in leave the map a
+        /// byte-by-byte model gives: sorted, contiguous, neighbours of
+        /// different status, and the totals of each status right.
+        #[test]
+        fn marks_agree_with_a_byte_by_byte_model(
+            marks in proptest::collection::vec((0u64..64, 1u64..24, 0usize..5), 1..40)
+        ) {
+            let (start, end) = (8u64, 72u64);
+            let mut map = Map::new(start, end);
+            let mut model = vec![BlockStatus::NonTried; (end - start) as usize];
+            for (pos, size, status) in marks {
+                let pos = pos.max(start).min(end - 1);
+                let size = size.min(end - pos);
+                let status = BlockStatus::ALL[status];
+                map.mark(pos, size, status);
+                for byte in &mut model[(pos - start) as usize..(pos - start + size) as usize] {
+                    *byte = status;
+                }
+            }
+            let mut at = start;
+            for pair in map.blocks().windows(2) {
+                proptest::prop_assert!(pair[0].status != pair[1].status);
+            }
+            for block in map.blocks() {
+                proptest::prop_assert_eq!(block.pos, at);
+                for offset in block.pos..block.end() {
+                    proptest::prop_assert_eq!(model[(offset - start) as usize], block.status);
+                }
+                at = block.end();
+            }
+            proptest::prop_assert_eq!(at, end);
+            for status in BlockStatus::ALL {
+                let counted = model.iter().filter(|&&s| s == status).count() as u64;
+                proptest::prop_assert_eq!(map.bytes_with(status), counted);
+                proptest::prop_assert_eq!(map.overlap(start, end - start, status), counted);
+            }
+            for offset in start..end {
+                proptest::prop_assert_eq!(map.status_at(offset), Some(model[(offset - start) as usize]));
+            }
+            proptest::prop_assert_eq!(map.status_at(end), None);
+        }
     }
 
     #[test]

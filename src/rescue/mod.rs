@@ -1,51 +1,73 @@
-//! Copies that know where they are: `--rescue` (a failed read is retried
-//! sector by sector, so only unreadable sectors are lost), `--map=FILE`
-//! (GNU ddrescue's mapfile of what is done and what is bad, saved as the
-//! copy goes) and `--resume` (continue from that map after a crash, a
-//! signal or an error, copying only what is not done yet).
+//! Copies that know where they are: `--rescue` (GNU ddrescue's four
+//! phases, so that the good data comes off a failing disk first and only
+//! unreadable sectors are lost), `--map=FILE` (ddrescue's mapfile of what
+//! is done and what is bad, saved as the copy goes) and `--resume`
+//! (continue from that map after a crash, a signal or an error, copying
+//! only what is not done yet; with `--retry-passes`, reading its bad
+//! sectors again).
 //!
 //! These copies address both ends by position (pread/pwrite), not as
 //! streams, which is what makes a map meaningful; so they run their own
 //! loop here rather than the record engine, and accept only the operands
 //! for which a byte of output has one fixed source byte (see [`check`]).
 //!
-//! First pass: pending ranges in ibs-sized chunks through the input as
-//! opened (page cache, iflag=). A chunk that fails from some position on
-//! is retried from there one logical sector at a time, with O_DIRECT where
-//! the input allows it: through the page cache (and FUSE) a failure covers
-//! a whole page or request, while a direct read of one sector fails only if
-//! that sector does. Unreadable sectors are written as zeros and marked
-//! bad ('-'); everything read is marked finished ('+').
+//! Without `--rescue`, the pending ranges are read in requests of ibs,
+//! in order, and a read error stops the copy (or, with conv=noerror,sync,
+//! zero-fills the rest of its request and marks it bad). With it, the
+//! phases of [`phases`] run instead. Either way the requests of the first
+//! reads lie on one grid (ibs apart from skip=), and they are GNU's
+//! records: one read whole is a full record, one cut short by an error or
+//! the end of the input a partial one; a request whose failed part was
+//! filled with zeros was still written whole. The sector-by-sector reads
+//! of the later phases are not records: they fill in requests already
+//! counted. The bytes are the output bytes this run wrote, each once.
 
+mod copier;
 pub mod mapfile;
+pub mod phases;
 
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
-use crate::engine::counters::{add, bump, Counters};
+use crate::engine::counters::Counters;
 use crate::engine::Events;
 use crate::integrity::Tap;
-use rustix::fs::OFlags;
 
 use crate::ends::{End, Whence};
 use crate::operands::{Conv, CopyPlan, IoFlags};
-use crate::sys::buffer::AlignedBuf;
-use crate::sys::file;
-use crate::sys::fill::{fill, Filled};
 use crate::sys::Errno;
 use mapfile::{BlockStatus, Map};
-
-/// How often the map is saved during a copy.
-const SAVE_EVERY: Duration = Duration::from_millis(500);
+pub use phases::{Phase, PhaseStart, Standing};
 
 /// The sector size when the input does not tell (a file).
 pub const DEFAULT_SECTOR: usize = 512;
 
+/// ddx's options that ask for a copy by position, as given.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Asked<'a> {
+    /// `--rescue`.
+    pub rescue: bool,
+    /// `--map=FILE`.
+    pub map: Option<&'a Path>,
+    /// `--resume`.
+    pub resume: bool,
+    /// `--sector-size=N`.
+    pub sector: Option<usize>,
+    /// `--retry-passes=N` (a rescue, even without `--rescue`).
+    pub retry_passes: Option<u32>,
+}
+
+impl Asked<'_> {
+    /// Whether a copy by position is asked for at all.
+    pub fn any(&self) -> bool {
+        self.rescue || self.map.is_some() || self.resume || self.retry_passes.is_some()
+    }
+}
+
 /// What the positional copy is asked to do, from ddx's options.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
-    /// `--rescue`: retry failed reads sector by sector.
+    /// `--rescue` (or `--retry-passes`): ddrescue's phases.
     pub rescue: bool,
     /// Where the map is kept, if anywhere.
     pub map_path: Option<PathBuf>,
@@ -56,6 +78,8 @@ pub struct Request {
     pub map_is_checkpoint: bool,
     /// `--sector-size=N`, if given.
     pub sector: Option<usize>,
+    /// `--retry-passes=N`: passes over the bad sectors after scraping.
+    pub retry_passes: u32,
 }
 
 /// The suffix of the checkpoint map `--resume` keeps next to the output.
@@ -63,15 +87,18 @@ pub const CHECKPOINT_SUFFIX: &str = ".ddx-map";
 
 /// Validate the operands for a positional copy, before anything is opened.
 /// Returns the request and whether an existing map is being resumed.
-pub fn check(
-    plan: &CopyPlan,
-    rescue: bool,
-    map: Option<&Path>,
-    resume: bool,
-    sector: Option<usize>,
-) -> Result<Request, String> {
+pub fn check(plan: &CopyPlan, asked: Asked<'_>) -> Result<Request, String> {
+    let Asked {
+        rescue,
+        map,
+        resume,
+        sector,
+        retry_passes,
+    } = asked;
     let what = if rescue {
         "--rescue"
+    } else if retry_passes.is_some() {
+        "--retry-passes"
     } else if resume {
         "--resume"
     } else {
@@ -87,6 +114,7 @@ pub fn check(
             "{what} needs of=FILE: it writes the output by position, not as a stream"
         ));
     };
+    let rescue = rescue || retry_passes.is_some();
     let refused_conv = crate::operands::symbols::DATA_CONVERSIONS
         .iter()
         .chain(&[(Conv::SPARSE, "sparse")]);
@@ -148,6 +176,7 @@ pub fn check(
         resume,
         map_is_checkpoint,
         sector,
+        retry_passes: retry_passes.unwrap_or(0),
     })
 }
 
@@ -206,37 +235,43 @@ pub struct Job<'a> {
     /// (a file or block device).
     pub input_path: Option<&'a Path>,
     pub output: &'a mut dyn End,
+    /// The output's path, where it can be opened again to read back what
+    /// a rescue wrote out of order, for the digests.
+    pub output_path: Option<&'a Path>,
     /// Input positions `[start, end)` are copied.
     pub start: u64,
     pub end: u64,
     /// Output position of input position `start`.
     pub output_start: u64,
+    /// The request size of the first reads (ibs).
     pub chunk: usize,
     pub sector: usize,
+    /// ddrescue's phases (`--rescue`, `--retry-passes`).
     pub rescue: bool,
-    /// conv=noerror,sync without --rescue: a failed chunk is zero-filled
-    /// whole, as dd pads a lost block.
+    /// Passes over the bad sectors once scraping is done.
+    pub retry_passes: u32,
+    /// conv=noerror,sync without --rescue: a failed request is zero-filled
+    /// from where it failed, as dd pads a lost block.
     pub pad_failed_chunks: bool,
     pub map: Map,
     pub map_path: Option<PathBuf>,
     pub command_line: String,
     pub tap: Option<Tap>,
+    /// Where the rescue stands, for the progress line.
+    pub standing: Arc<Standing>,
+    /// Told as each phase of a rescue starts (`--verbose`).
+    pub on_phase: Option<&'a dyn Fn(&PhaseStart)>,
 }
 
 /// Why the copy stopped.
 #[derive(Debug)]
 pub enum Ended {
+    /// Every pass ran (bad sectors may remain: see the map).
     Complete,
     /// A read error without --rescue or noerror: the map says where.
-    ReadError {
-        offset: u64,
-        errno: Errno,
-    },
+    ReadError { offset: u64, errno: Errno },
     /// The output refused a write at output `offset` (all before it is written).
-    WriteError {
-        offset: u64,
-        errno: Errno,
-    },
+    WriteError { offset: u64, errno: Errno },
 }
 
 /// How a positional copy went.
@@ -246,8 +281,27 @@ pub struct RescueOutcome {
     pub map: Map,
     /// A map save that failed (the copy went on).
     pub map_error: Option<(PathBuf, String)>,
-    /// Bytes found bad in this run.
-    pub newly_bad: u64,
+    /// Bytes the map held as bad sectors before this run.
+    pub bad_before: u64,
+    /// Why `--hash`/`--verify` cover less than the output, if they do.
+    pub digest_error: Option<String>,
+    /// The phases a rescue ran, in order.
+    pub phases: Vec<Phase>,
+    /// Reads that failed in this run (requests and sectors).
+    pub read_errors: u64,
+}
+
+impl RescueOutcome {
+    /// A rescue that ran every phase and pass and still holds bad
+    /// sectors: what exit status 2 says.
+    pub fn bad_areas_remain(&self) -> bool {
+        matches!(self.ended, Ended::Complete) && self.map.bytes_with(BlockStatus::BadSector) > 0
+    }
+}
+
+/// Run a positional copy over what `job.map` has not finished.
+pub fn run(job: Job<'_>, counters: &Counters, events: &dyn Events) -> Result<RescueOutcome, Errno> {
+    copier::Copier::new(job, counters, events)?.run()
 }
 
 /// The input's size: its data size (a file's, an export's), else where
@@ -267,287 +321,6 @@ pub fn logical_sector(input: &dyn End) -> usize {
         .map(|s| s as usize)
         .filter(|s| s.is_power_of_two() && *s >= 512)
         .unwrap_or(DEFAULT_SECTOR)
-}
-
-struct Copier<'a, 'c> {
-    job: Job<'a>,
-    events: &'c dyn Events,
-    sink: PositionalSink<'c>,
-    direct: Option<OwnedFd>,
-    buf: AlignedBuf,
-    sector_buf: AlignedBuf,
-    zeros: Vec<u8>,
-    last_save: Instant,
-    map_error: Option<(PathBuf, String)>,
-    newly_bad: u64,
-}
-
-/// Run a positional copy over the pending ranges of `job.map`.
-pub fn run(
-    mut job: Job<'_>,
-    counters: &Counters,
-    events: &dyn Events,
-) -> Result<RescueOutcome, Errno> {
-    let direct = match job.input_path {
-        Some(path) if job.rescue => file::open_input(path, OFlags::DIRECT).ok(),
-        _ => None,
-    };
-    let mut copier = Copier {
-        buf: AlignedBuf::new(job.chunk)?,
-        sector_buf: AlignedBuf::new(job.sector)?,
-        zeros: vec![0; job.chunk.max(job.sector)],
-        direct,
-        events,
-        sink: PositionalSink {
-            counters,
-            tap: job.tap.take(),
-        },
-        last_save: Instant::now(),
-        map_error: None,
-        newly_bad: 0,
-        job,
-    };
-    // A map on disk from the start: the room for later saves is taken
-    // while the filesystem has it.
-    copier.save_map(false);
-    let ended = copier.copy_pending();
-    let complete = matches!(ended, Ended::Complete);
-    if complete {
-        copier.job.map.current_status = '+';
-        copier.job.map.current_pos = copier.job.end;
-    }
-    copier.save_map(true);
-    // The hasher thread gets the last staged bytes.
-    drop(copier.sink.tap.take());
-    Ok(RescueOutcome {
-        ended,
-        map: copier.job.map,
-        map_error: copier.map_error,
-        newly_bad: copier.newly_bad,
-    })
-}
-
-impl Copier<'_, '_> {
-    fn copy_pending(&mut self) -> Ended {
-        for block in self.job.map.pending() {
-            let mut pos = block.pos;
-            while pos < block.end() {
-                let want = (block.end() - pos).min(self.job.chunk as u64) as usize;
-                match self.copy_chunk(pos, want) {
-                    Ok(Some(n)) => pos += n as u64,
-                    // End of input before the expected end: the input shrank.
-                    Ok(None) => {
-                        let end = self.job.end;
-                        self.job.map.mark(pos, end - pos, BlockStatus::Finished);
-                        self.job.end = pos;
-                        return Ended::Complete;
-                    }
-                    Err(ended) => return ended,
-                }
-                self.job.map.current_pos = pos;
-                // status=progress, as the record engine prints it: between
-                // two requests, after a write.
-                if self.sink.counters.take_progress_due() {
-                    self.events.progress();
-                }
-                if self.last_save.elapsed() >= SAVE_EVERY {
-                    self.save_map(false);
-                }
-            }
-        }
-        Ended::Complete
-    }
-
-    /// Copy `want` bytes at input `pos`: Some(bytes dealt with), None at
-    /// end of input, Err when the copy stops.
-    fn copy_chunk(&mut self, pos: u64, want: usize) -> Result<Option<usize>, Ended> {
-        let input = &mut self.job.input;
-        let Filled {
-            len: got,
-            error: failure,
-        } = fill(&mut self.buf.as_mut_slice()[..want], |rest, done| {
-            input.read_at(rest, pos + done)
-        });
-        if got > 0 {
-            self.write_good(pos, got, got == want && failure.is_none())?;
-        }
-        let Some(errno) = failure else {
-            return Ok(if got == 0 { None } else { Some(got) });
-        };
-        let bad_from = pos + got as u64;
-        let bad_len = want - got;
-        if self.job.rescue {
-            self.retry_sectors(bad_from, bad_len)?;
-        } else if self.job.pad_failed_chunks {
-            self.write_bad(bad_from, bad_len)?;
-        } else {
-            return Err(Ended::ReadError {
-                offset: bad_from,
-                errno,
-            });
-        }
-        Ok(Some(want))
-    }
-
-    /// Read `[from, from+len)` one sector (or less, at the edges) at a time.
-    fn retry_sectors(&mut self, from: u64, len: usize) -> Result<(), Ended> {
-        let sector = self.job.sector as u64;
-        let end = from + len as u64;
-        let mut pos = from;
-        while pos < end {
-            let piece = ((pos / sector + 1) * sector).min(end) - pos;
-            let piece = piece as usize;
-            match self.read_sector(pos, piece) {
-                Ok(0) => {
-                    // End of input inside the range: nothing more to read.
-                    self.job.map.mark(pos, end - pos, BlockStatus::Finished);
-                    return Ok(());
-                }
-                Ok(n) => {
-                    let at = self.output_offset(pos);
-                    self.sink
-                        .write(&mut *self.job.output, at, &self.sector_buf.as_slice()[..n])?;
-                    self.job.map.mark(pos, n as u64, BlockStatus::Finished);
-                    pos += n as u64;
-                }
-                Err(_) => {
-                    self.write_bad(pos, piece)?;
-                    pos += piece as u64;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Read `len` bytes at `pos`, all within one sector, into the front of
-    /// the sector buffer. Through O_DIRECT the whole sector is read (a
-    /// direct read must be aligned) and the wanted part moved to the front:
-    /// a read through the cache would fail for the whole page.
-    fn read_sector(&mut self, pos: u64, len: usize) -> Result<usize, Errno> {
-        let sector = self.job.sector as u64;
-        if let Some(direct) = &self.direct {
-            let sector_start = pos / sector * sector;
-            let skip = (pos - sector_start) as usize;
-            let buf = &mut self.sector_buf.as_mut_slice()[..sector as usize];
-            loop {
-                match rustix::io::pread(direct, &mut *buf, sector_start) {
-                    Err(Errno::INTR) => continue,
-                    // Not alignable here after all: read through the cache.
-                    Err(Errno::INVAL) => break,
-                    Ok(n) => {
-                        let n = n.saturating_sub(skip).min(len);
-                        buf.copy_within(skip..skip + n, 0);
-                        return Ok(n);
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        loop {
-            match self
-                .job
-                .input
-                .read_at(&mut self.sector_buf.as_mut_slice()[..len], pos)
-            {
-                Err(Errno::INTR) => continue,
-                other => return other,
-            }
-        }
-    }
-
-    fn output_offset(&self, pos: u64) -> u64 {
-        self.job.output_start + (pos - self.job.start)
-    }
-
-    fn write_good(&mut self, pos: u64, len: usize, full: bool) -> Result<(), Ended> {
-        if full {
-            bump(&self.sink.counters.records_in_full);
-        } else {
-            bump(&self.sink.counters.records_in_partial);
-        }
-        let at = self.output_offset(pos);
-        self.sink
-            .write(&mut *self.job.output, at, &self.buf.as_slice()[..len])?;
-        if full {
-            bump(&self.sink.counters.records_out_full);
-        } else {
-            bump(&self.sink.counters.records_out_partial);
-        }
-        self.job.map.mark(pos, len as u64, BlockStatus::Finished);
-        Ok(())
-    }
-
-    /// Zeros where the input could not be read; marked bad.
-    fn write_bad(&mut self, pos: u64, len: usize) -> Result<(), Ended> {
-        let at = self.output_offset(pos);
-        self.sink
-            .write(&mut *self.job.output, at, &self.zeros[..len])?;
-        self.job.map.mark(pos, len as u64, BlockStatus::BadSector);
-        self.newly_bad += len as u64;
-        Ok(())
-    }
-}
-
-/// Counting what is written, and the hash tap.
-struct PositionalSink<'c> {
-    counters: &'c Counters,
-    tap: Option<Tap>,
-}
-
-impl PositionalSink<'_> {
-    fn write(&mut self, output: &mut dyn End, at: u64, data: &[u8]) -> Result<(), Ended> {
-        if let Some(tap) = &mut self.tap {
-            tap.feed(data);
-        }
-        let mut done = 0;
-        while done < data.len() {
-            match output.write_at(&data[done..], at + done as u64) {
-                Ok(0) => {
-                    return Err(Ended::WriteError {
-                        offset: at + done as u64,
-                        errno: Errno::NOSPC,
-                    })
-                }
-                Ok(n) => {
-                    done += n;
-                    add(&self.counters.bytes_out, n as u64);
-                }
-                Err(Errno::INTR) => {}
-                Err(errno) => {
-                    // What was written of this piece is on the output; the
-                    // map keeps only whole pieces, so it is redone on resume.
-                    return Err(Ended::WriteError {
-                        offset: at + done as u64,
-                        errno,
-                    });
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Copier<'_, '_> {
-    /// Save the map (if kept): the output first, so that no range is
-    /// marked finished before its bytes are on the device.
-    fn save_map(&mut self, last: bool) {
-        self.last_save = Instant::now();
-        let Some(path) = &self.job.map_path else {
-            return;
-        };
-        match self.job.output.sync(true) {
-            Ok(()) | Err(Errno::INVAL) | Err(Errno::ROFS) => {}
-            Err(errno) => {
-                self.map_error = Some((path.clone(), crate::sys::errno_text(errno)));
-                return;
-            }
-        }
-        if let Err(e) = self.job.map.save(path, &self.job.command_line) {
-            if last || self.map_error.is_none() {
-                self.map_error = Some((path.clone(), e.to_string()));
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -575,10 +348,18 @@ mod tests {
 
     #[test]
     fn positional_copies_need_two_named_ends() {
-        assert!(check(&plan(&["of=b"]), true, None, false, None)
+        let rescue = Asked {
+            rescue: true,
+            ..Asked::default()
+        };
+        let resume = Asked {
+            resume: true,
+            ..Asked::default()
+        };
+        assert!(check(&plan(&["of=b"]), rescue)
             .unwrap_err()
             .contains("needs if=FILE"));
-        assert!(check(&plan(&["if=a"]), false, None, true, None)
+        assert!(check(&plan(&["if=a"]), resume)
             .unwrap_err()
             .contains("--resume needs of=FILE"));
     }
@@ -587,7 +368,12 @@ mod tests {
     fn accepted(words: &[&str], rescue: bool) -> bool {
         let mut all = vec!["if=a", "of=b"];
         all.extend_from_slice(words);
-        check(&plan(&all), rescue, None, !rescue, None).is_ok()
+        let asked = Asked {
+            rescue,
+            resume: !rescue,
+            ..Asked::default()
+        };
+        check(&plan(&all), asked).is_ok()
     }
 
     #[test]
@@ -604,19 +390,39 @@ mod tests {
 
     #[test]
     fn resume_keeps_a_checkpoint_next_to_the_output() {
-        let request = check(&plan(&["if=a", "of=dir/b.img"]), false, None, true, None).unwrap();
+        let resume = Asked {
+            resume: true,
+            ..Asked::default()
+        };
+        let request = check(&plan(&["if=a", "of=dir/b.img"]), resume).unwrap();
         assert_eq!(request.map_path, Some(PathBuf::from("dir/b.img.ddx-map")));
         assert!(request.map_is_checkpoint);
-        let request = check(
-            &plan(&["if=a", "of=b"]),
-            true,
-            Some(Path::new("m")),
-            true,
-            Some(4096),
-        )
-        .unwrap();
+        let asked = Asked {
+            rescue: true,
+            map: Some(Path::new("m")),
+            resume: true,
+            sector: Some(4096),
+            retry_passes: None,
+        };
+        let request = check(&plan(&["if=a", "of=b"]), asked).unwrap();
         assert_eq!(request.map_path, Some(PathBuf::from("m")));
         assert!(!request.map_is_checkpoint);
         assert_eq!(request.sector, Some(4096));
+        assert_eq!(request.retry_passes, 0);
+    }
+
+    #[test]
+    fn retry_passes_make_a_rescue() {
+        let asked = Asked {
+            retry_passes: Some(3),
+            ..Asked::default()
+        };
+        assert!(asked.any());
+        let request = check(&plan(&["if=a", "of=b", "conv=noerror"]), asked).unwrap();
+        assert!(request.rescue);
+        assert_eq!(request.retry_passes, 3);
+        assert!(check(&plan(&["if=a", "of=b", "conv=swab"]), asked)
+            .unwrap_err()
+            .starts_with("--retry-passes cannot be combined with conv=swab"));
     }
 }

@@ -32,6 +32,7 @@ mod object_copy;
 mod progress;
 mod refusals;
 mod rescue;
+mod rescue_phases;
 mod splice;
 mod trim;
 mod used_only;

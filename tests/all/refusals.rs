@@ -133,6 +133,8 @@ const ROWS: &[Row] = &[
     // The checkpoint map is kept beside the output: a file's.
     row(&["--resume"], |i, o| positional_in(i) && file_out(o)),
     row(&["--rescue", "--sector-size=4096"], both_positional),
+    // A rescue: ddrescue's retry passes over its bad sectors.
+    row(&["--retry-passes=2"], both_positional),
     row(&["--verify"], storage_out),
     // Discards need storage: a file, a block device or an export.
     row(&["--trim"], storage_out),

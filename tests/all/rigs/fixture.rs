@@ -556,6 +556,16 @@ impl Ddx {
         ran
     }
 
+    /// Run, and it exited 2: a rescue that ran its course and left bad
+    /// areas.
+    #[track_caller]
+    pub fn leaves_bad_areas(self) -> Ran {
+        let shown = self.shown.clone();
+        let ran = self.run();
+        assert_eq!(ran.status.code(), Some(2), "{shown}: {}", ran.stderr);
+        ran
+    }
+
     /// Run, it exited 1, and stderr says `message`.
     #[track_caller]
     pub fn fails_with(self, message: &str) -> Ran {

@@ -400,6 +400,21 @@ pub fn mapfile(size: u64, bad: &[(u64, u64)]) -> String {
     text
 }
 
+/// How the reads of an [`NbdDevice::weak`] fail.
+#[derive(Debug, Clone, Default)]
+pub struct Weakness {
+    /// (first 512-byte sector, sectors, failures): every read touching
+    /// one of these sectors fails until that sector has been read
+    /// `failures` times (-1: always).
+    pub sectors: Vec<(u64, u64, i64)>,
+    /// Besides, each read fails with this probability ...
+    pub rate: f64,
+    /// ... drawn from a generator seeded with this.
+    pub seed: u64,
+    /// Milliseconds each read takes.
+    pub delay_ms: u32,
+}
+
 /// An nbdkit chain exposed as a regular file through nbdfuse.
 pub struct NbdDevice {
     pub dir: tempfile::TempDir,
@@ -420,6 +435,34 @@ impl NbdDevice {
                 "file".into(),
                 format!("file={}", image.display()),
                 format!("ddrescue-mapfile={}", map_path.display()),
+            ])
+        })
+    }
+
+    /// A device over `contents` whose reads fail as `weakness` says
+    /// (nbdkit's python plugin running `weak_disk.py`): sectors that fail
+    /// until read so many times, and reads that fail at a seeded rate.
+    pub fn weak(contents: &[u8], weakness: &Weakness) -> Result<Self, String> {
+        if !nbd::nbdkit_has_plugin("python") {
+            return Err("nbdkit has no python plugin (package nbdkit-plugin-python)".into());
+        }
+        let plugin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/all/rigs/weak_disk.py");
+        Self::start(contents, |dir, image| {
+            let faults = dir.join("faults");
+            let lines: String = weakness
+                .sectors
+                .iter()
+                .map(|(first, count, failures)| format!("{first} {count} {failures}\n"))
+                .collect();
+            std::fs::write(&faults, lines).map_err(|e| e.to_string())?;
+            Ok(vec![
+                "python".into(),
+                plugin.display().to_string(),
+                format!("image={}", image.display()),
+                format!("faults={}", faults.display()),
+                format!("rate={}", weakness.rate),
+                format!("seed={}", weakness.seed),
+                format!("delay={}", weakness.delay_ms as f64 / 1000.0),
             ])
         })
     }
