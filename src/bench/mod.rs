@@ -14,9 +14,9 @@
 //! and reports never import each other.
 
 pub mod args;
-pub mod export;
 pub mod interrupt;
 pub mod measure;
+pub mod nbd_target;
 pub mod progress;
 /// The block-size rule lives in the statistics leaf (`bs=auto` uses it
 /// too); re-exported here, where the bench applies it.
@@ -54,7 +54,7 @@ pub enum BenchError {
     },
     /// The copy's wrong-device guard refused the target, in its words.
     #[error("{0}")]
-    Refused(crate::guard::Refusal),
+    Refused(crate::guard::Hazard),
     /// SIGINT or SIGTERM arrived; the measuring stops, the report is made.
     #[error("interrupted")]
     Interrupted,
@@ -185,14 +185,14 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
             e => Err(e),
         })?;
     }
-    if target.kind == target::Kind::Export {
+    if target.can.served {
         out.notes.push(
             "an NBD export: the figures are the server's and the connection's (network, \
              socket, the server's storage and caches), measured through libnbd as a copy \
              reaches it"
                 .to_owned(),
         );
-    } else if target.device.disk.is_none() && target.kind != target::Kind::BlockDevice {
+    } else if target.device.disk.is_none() && !target.can.device {
         out.notes.push(format!(
             "no disk under the target (filesystem {}): the figures measure memory or a \
              network, not a disk",

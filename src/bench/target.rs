@@ -1,7 +1,7 @@
 //! What is being measured and what may be done to it.
 //!
 //! A TARGET is a file, a directory, a block device or an NBD export (see
-//! `export`: only read unless `--destructive`). In a directory (or
+//! `nbd_target`: only read unless `--destructive`). In a directory (or
 //! at a path that does not exist yet) ddx creates its own file, and removes
 //! it when the bench ends, also on SIGINT or SIGTERM: the path is kept in a
 //! process-wide slot that the signal watcher empties before dying. Writes go
@@ -27,10 +27,11 @@ use std::sync::Mutex;
 use rustix::fs::OFlags;
 
 use super::args::{BenchArgs, MIN_SIZE};
-use super::export::{Connection, Export};
+use super::nbd_target::{Connection, NbdTarget};
 use super::BenchError;
 use crate::ends::nbd::NbdUri;
-use crate::ends::remote::Remote;
+use crate::ends::uri::UriEnd;
+use crate::ends::{self, Capabilities};
 use crate::guard;
 use crate::sys::device::{device_info, DeviceInfo};
 use crate::sys::file;
@@ -38,21 +39,31 @@ use crate::sys::filesystem::{storage_of, Storage};
 use crate::text::quote::quote_file;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum Given {
     File,
     Directory,
     BlockDevice,
     /// An NBD export, measured through the copy's NBD end.
-    Export,
+    NbdExport,
 }
 
-impl Kind {
+impl Given {
+    /// The end the target is measured as, whose capabilities the bench
+    /// asks (a directory holds the file ddx makes).
+    fn end(self) -> ends::Kind {
+        match self {
+            Given::File | Given::Directory => ends::Kind::RegularFile,
+            Given::BlockDevice => ends::Kind::BlockDevice,
+            Given::NbdExport => ends::Kind::NbdExport,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
-            Kind::File => "file",
-            Kind::Directory => "directory",
-            Kind::BlockDevice => "block device",
-            Kind::Export => "NBD export",
+            Given::File => "file",
+            Given::Directory => "directory",
+            Given::BlockDevice => "block device",
+            Given::NbdExport => "NBD export",
         }
     }
 }
@@ -63,7 +74,9 @@ pub struct Target {
     pub given: PathBuf,
     /// The file or device the tests open.
     pub path: PathBuf,
-    pub kind: Kind,
+    pub kind: Given,
+    /// What the target can do, as the end it is measured as.
+    pub can: Capabilities,
     /// Bytes the tests work in, from offset 0.
     pub len: u64,
     /// The whole file or device, which the zones test spans.
@@ -75,7 +88,7 @@ pub struct Target {
     pub device: DeviceInfo,
     /// The export, when the TARGET is one: the scenarios connect to it
     /// instead of opening `path`.
-    pub export: Option<Export>,
+    pub nbd: Option<NbdTarget>,
     _temp: Option<TempFile>,
 }
 
@@ -138,14 +151,15 @@ impl Target {
     /// check has passed.
     pub fn open(args: &BenchArgs) -> Result<Target, BenchError> {
         let given = args.target.as_path();
-        match crate::ends::remote::recognise(given) {
+        match crate::ends::uri::recognise(given) {
             None => {}
-            Some(Ok(Remote::Nbd(uri))) => return Self::export(args, &uri),
-            Some(Ok(Remote::Object(_))) => {
+            Some(Ok(UriEnd::Nbd(uri))) => return Self::nbd(args, &uri),
+            Some(Ok(other)) => {
                 return Err(BenchError::msg(format!(
-                    "{}: an object is not something ddx bench measures (a file, a \
-                     directory, a block device or an NBD export)",
-                    String::from_utf8_lossy(&crate::ends::remote::shown(given))
+                    "{}: {} is not something ddx bench measures (a file, a directory, a \
+                     block device or an NBD export)",
+                    String::from_utf8_lossy(&crate::ends::uri::shown(given)),
+                    other.kind().described()
                 )))
             }
             Some(Err(why)) => return Err(BenchError::msg(format!("{}: {why}", given.display()))),
@@ -164,7 +178,7 @@ impl Target {
             Some(m) if m.is_dir() => {
                 not_in_memory(given, given, args.allowed.memory)?;
                 let name = format!(".ddx-bench-{}-{}", std::process::id(), nanos());
-                Self::create(given, given.join(name), Kind::Directory, args.size)
+                Self::create(given, given.join(name), Given::Directory, args.size)
             }
             None => {
                 guard(true)?;
@@ -173,14 +187,14 @@ impl Target {
                     _ => Path::new("."),
                 };
                 not_in_memory(given, parent, args.allowed.memory)?;
-                Self::create(given, given.to_owned(), Kind::File, args.size)
+                Self::create(given, given.to_owned(), Given::File, args.size)
             }
             Some(m) if m.is_file() => {
                 big_enough(given.display(), m.len())?;
                 not_in_memory(given, given, args.allowed.memory)?;
                 guard(args.allowed.destructive)?;
                 let device = device_info(open_path(given)?.as_fd());
-                Ok(Self::existing(args, Kind::File, m.len(), device))
+                Ok(Self::existing(args, Given::File, m.len(), device))
             }
             Some(m) if m.file_type().is_block_device() => {
                 let fd = open_path(given)?;
@@ -197,7 +211,7 @@ impl Target {
                 let full_len = device.size_bytes.unwrap_or(0);
                 big_enough(given.display(), full_len)?;
                 guard(args.allowed.destructive)?;
-                Ok(Self::existing(args, Kind::BlockDevice, full_len, device))
+                Ok(Self::existing(args, Given::BlockDevice, full_len, device))
             }
             Some(_) => Err(BenchError::msg(format!(
                 "{}: not a file, directory or block device",
@@ -208,27 +222,30 @@ impl Target {
 
     /// A file or block device that was there already: written only with
     /// --destructive.
-    fn existing(args: &BenchArgs, kind: Kind, full_len: u64, device: DeviceInfo) -> Target {
-        let what = match kind {
-            Kind::BlockDevice => "a block device",
-            _ => "an existing file",
+    fn existing(args: &BenchArgs, kind: Given, full_len: u64, device: DeviceInfo) -> Target {
+        let can = kind.end().capabilities();
+        let what = if can.device {
+            "a block device"
+        } else {
+            "an existing file"
         };
         Target {
             given: args.target.clone(),
             path: args.target.clone(),
             kind,
+            can,
             len: align_down(args.size.min(full_len), direct_align(&device)),
             full_len,
             read_only: (!args.allowed.destructive)
                 .then(|| format!("{what} is only written with --destructive")),
             created: false,
             device,
-            export: None,
+            nbd: None,
             _temp: None,
         }
     }
 
-    fn create(given: &Path, path: PathBuf, kind: Kind, size: u64) -> Result<Target, BenchError> {
+    fn create(given: &Path, path: PathBuf, kind: Given, size: u64) -> Result<Target, BenchError> {
         let (temp, fd) = TempFile::create(&path)?;
         let device = device_info(fd.as_fd());
         let len = align_down(size, direct_align(&device));
@@ -236,12 +253,13 @@ impl Target {
             given: given.to_owned(),
             path,
             kind,
+            can: kind.end().capabilities(),
             len,
             full_len: len,
             read_only: None,
             created: true,
             device,
-            export: None,
+            nbd: None,
             _temp: Some(temp),
         })
     }
@@ -250,27 +268,28 @@ impl Target {
     /// device on another machine), never written where the server
     /// exports it read-only. The wrong-device guard and the memory check
     /// are the local machine's and do not apply.
-    fn export(args: &BenchArgs, uri: &NbdUri) -> Result<Target, BenchError> {
-        let export = Export::probe(uri)?;
-        big_enough(&uri.text, export.size)?;
-        let read_only = if export.read_only {
+    fn nbd(args: &BenchArgs, uri: &NbdUri) -> Result<Target, BenchError> {
+        let nbd = NbdTarget::probe(uri)?;
+        big_enough(&uri.text, nbd.size)?;
+        let read_only = if nbd.read_only {
             Some("the server exports it read-only".to_owned())
         } else if !args.allowed.destructive {
             Some("an NBD export is only written with --destructive".to_owned())
         } else {
             None
         };
-        let len = align_down(args.size.min(export.size), EXPORT_BLOCK);
+        let len = align_down(args.size.min(nbd.size), EXPORT_BLOCK);
         Ok(Target {
             given: PathBuf::from(&uri.text),
             path: PathBuf::from(&uri.text),
-            kind: Kind::Export,
+            kind: Given::NbdExport,
+            can: Given::NbdExport.end().capabilities(),
             len,
-            full_len: export.size,
+            full_len: nbd.size,
             read_only,
             created: false,
             device: DeviceInfo::default(),
-            export: Some(export),
+            nbd: Some(nbd),
             _temp: None,
         })
     }
@@ -278,7 +297,7 @@ impl Target {
     /// A connection of its own to the export, for reading or (refused
     /// unless writing is allowed) writing. None: the target is no export.
     pub fn connect(&self, writing: bool) -> Result<Option<Connection>, BenchError> {
-        let Some(export) = &self.export else {
+        let Some(nbd) = &self.nbd else {
             return Ok(None);
         };
         if writing {
@@ -286,7 +305,7 @@ impl Target {
                 return Err(BenchError::msg(format!("not writing: {why}")));
             }
         }
-        export.connect(writing).map(Some)
+        nbd.connect(writing).map(Some)
     }
 
     /// Open for reading, with extra flags (O_DIRECT).
@@ -302,7 +321,7 @@ impl Target {
         if let Some(why) = &self.read_only {
             return Err(BenchError::msg(format!("not writing: {why}")));
         }
-        let exclusive = if self.kind == Kind::BlockDevice {
+        let exclusive = if self.can.device {
             OFlags::EXCL
         } else {
             OFlags::empty()
@@ -321,10 +340,32 @@ impl Target {
     /// worth measuring there (servers work in pages; 512-byte requests
     /// would measure the round trip eight times over).
     pub fn direct_align(&self) -> u64 {
-        if self.export.is_some() {
+        if self.nbd.is_some() {
             return EXPORT_BLOCK;
         }
         direct_align(&self.device)
+    }
+}
+
+#[cfg(test)]
+impl Target {
+    /// A file target that is never opened, for unit tests of what the
+    /// runner and the reports make of samples (the passes and the cache
+    /// drops are a fake device's).
+    pub fn unopened(len: u64) -> Target {
+        Target {
+            given: PathBuf::from("unopened"),
+            path: PathBuf::from("unopened"),
+            kind: Given::File,
+            can: Given::File.end().capabilities(),
+            len,
+            full_len: len,
+            read_only: None,
+            created: false,
+            device: DeviceInfo::default(),
+            nbd: None,
+            _temp: None,
+        }
     }
 }
 

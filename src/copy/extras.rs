@@ -1,8 +1,9 @@
 //! ddx's copies that go beyond dd: positional copies (`--rescue`,
-//! `--map`, `--resume`) and integrity (`--hash`, `--verify`). These
-//! options are checked against the operands before any file is opened,
-//! and what they add is printed after GNU's statistics. With none of
-//! them, nothing here runs, so dd's output stays GNU's.
+//! `--map`, `--resume`) and integrity (`--hash`, `--verify`). What these
+//! options cannot be combined with is a row of `planner::needs`, checked
+//! before any file is opened; what they add is printed after GNU's
+//! statistics. With none of them, nothing here runs, so dd's output stays
+//! GNU's.
 
 use std::path::{Path, PathBuf};
 
@@ -10,17 +11,17 @@ use crate::request::Settings;
 
 use crate::integrity::verify::{self, Reference, Verdict};
 use crate::integrity::{Algorithm, ChunkDigests, HashJob, Tap};
-use crate::operands::{Conv, CopyPlan, IoFlags};
+use crate::operands::{Conv, CopyPlan};
 use crate::progress::reporter::emit;
 use crate::progress::Reporter;
-use crate::rescue::{self, Request};
+use crate::rescue::{self, PositionalCopy};
 use crate::text::quote::quote_file;
 
 /// What ddx's own options ask for, checked.
 #[derive(Debug, Default)]
 pub struct Extras {
     /// A copy by position (`--rescue`, `--map`, `--resume`).
-    pub positional: Option<Request>,
+    pub positional: Option<PositionalCopy>,
     /// `--resume` continues from an existing map.
     pub resuming: bool,
     hash: Vec<Algorithm>,
@@ -29,11 +30,14 @@ pub struct Extras {
     verify: bool,
 }
 
-/// Check ddx's options against the plan; a resumed copy keeps its output
-/// (conv=notrunc is added). Err is the one line to print.
+/// What ddx's options add to the plan; a resumed copy keeps its output
+/// (conv=notrunc is added). What they cannot be combined with was refused
+/// by `planner::needs::check` already. Err is the one line to print: a
+/// map there is no copy to resume from.
 pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, String> {
     let mut extras = Extras {
         hash: settings.hash.clone(),
+        hash_file: settings.hash_file.clone(),
         verify: settings.verify,
         ..Extras::default()
     };
@@ -45,106 +49,14 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Strin
         retry_passes: settings.retry_passes,
     };
     if asked.any() {
-        let request = rescue::check(plan, asked)?;
+        let request = rescue::request(plan, asked);
         extras.resuming = rescue::resuming(&request, plan)?;
         if extras.resuming {
             plan.conv |= Conv::NOTRUNC;
         }
         extras.positional = Some(request);
-    } else if settings.sector_size.is_some() {
-        return Err("--sector-size is the retry unit of --rescue: add --rescue".into());
-    }
-    if extras.resuming && (extras.verify || !extras.hash.is_empty()) {
-        return Err(
-            "--hash and --verify cannot be combined with resuming a copy: they would see \
-             only the part copied now"
-                .into(),
-        );
-    }
-    if let Some(path) = &settings.hash_file {
-        check_hash_file(plan, &extras.hash, path)?;
-        extras.hash_file = Some(path.clone());
-    }
-    if extras.verify {
-        if plan.output.is_none() {
-            return Err("--verify needs of=FILE: it reads the output back".into());
-        }
-        if plan.output_flags.contains(IoFlags::APPEND) {
-            return Err("--verify cannot be combined with oflag=append".into());
-        }
-    }
-    if extras.verify {
-        for (flag, name) in crate::operands::symbols::DATA_CONVERSIONS {
-            if plan.conv.contains(*flag) {
-                return Err(format!(
-                    "--verify cannot be combined with conv={name}: the output is not the \
-                     bytes read"
-                ));
-            }
-        }
     }
     Ok(extras)
-}
-
-/// `--hash-file=FILE` before anything is opened: one algorithm, a digest
-/// that covers the input it will name (no skip=, count= or conv=sync), a
-/// name its checker can read, and a file that is neither end of the copy.
-fn check_hash_file(plan: &CopyPlan, hash: &[Algorithm], path: &Path) -> Result<(), String> {
-    use crate::integrity::checkfile;
-    let algorithm = match hash {
-        [one] => *one,
-        [] => return Err("--hash-file needs --hash=ALG: the digest it holds".into()),
-        _ => {
-            return Err(
-                "--hash-file holds one algorithm's digest, in that checker's format: \
-                 give one algorithm in --hash"
-                    .into(),
-            )
-        }
-    };
-    let part = if plan.skip.total_bytes(plan.input_block_size) != Some(0) {
-        Some("skip=")
-    } else if plan.has_count() {
-        Some("count=")
-    } else if plan.conv.contains(Conv::SYNC) {
-        Some("conv=sync")
-    } else {
-        None
-    };
-    if let Some(operand) = part {
-        return Err(format!(
-            "--hash-file names the input as what its digest covers: it cannot be \
-             combined with {operand}, which makes the digest cover something else"
-        ));
-    }
-    if let Some(why) =
-        checkfile::unwritable(algorithm, &checkfile::input_name(plan.input.as_deref()))
-    {
-        return Err(why);
-    }
-    let quoted = quote_file(path.as_os_str().as_encoded_bytes());
-    let parent = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    if !parent.is_dir() {
-        return Err(format!("--hash-file={quoted}: no such directory"));
-    }
-    let same = |end: Option<&Path>| {
-        end.is_some_and(|end| {
-            end == path
-                || matches!(
-                    (rustix::fs::stat(end), rustix::fs::stat(path)),
-                    (Ok(a), Ok(b)) if a.st_dev == b.st_dev && a.st_ino == b.st_ino
-                )
-        })
-    };
-    if same(plan.input.as_deref()) || same(plan.output.as_deref()) {
-        return Err(format!(
-            "--hash-file={quoted} is an end of the copy: the digest would overwrite it"
-        ));
-    }
-    Ok(())
 }
 
 impl Extras {
@@ -176,7 +88,7 @@ impl Extras {
         };
         let (digests, chunks) = job.finish();
         let name = match &plan.input {
-            Some(path) => String::from_utf8_lossy(&crate::ends::remote::shown(path)).into_owned(),
+            Some(path) => String::from_utf8_lossy(&crate::ends::uri::shown(path)).into_owned(),
             None => "-".to_owned(),
         };
         let mut text = String::new();
@@ -246,7 +158,7 @@ fn read_back(
     reference: Option<Reference<'_>>,
     reporter: &Reporter,
 ) -> bool {
-    let quoted = quote_file(&crate::ends::remote::shown(output));
+    let quoted = quote_file(&crate::ends::uri::shown(output));
     match verify::verify(output, output_start, chunks, reference) {
         Ok(Verdict::Identical { bytes }) => {
             reporter.message(format!(

@@ -8,8 +8,8 @@
 
 use std::fmt;
 
+use crate::diagnostic::Diagnostic;
 use crate::ends::open::OpenError;
-use crate::engine::Diagnostic;
 
 #[derive(Debug)]
 pub enum Failure {

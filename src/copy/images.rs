@@ -2,10 +2,11 @@
 //! `--bmap`, `--bmap-create`, `--used-only` and `--tee`.
 //!
 //! The image ends themselves live in [`crate::image`]; this module owns
-//! when they apply. [`prepare`] checks the options against the operands
-//! and each other before anything is opened (a refusal is one line that
-//! names the options, and nothing is created or truncated); the input is
-//! then wrapped as soon as it is opened ([`Images::wrap_input`]: read by
+//! when they apply. What the options cannot be combined with is a row of
+//! `planner::needs`, refused before anything is opened; [`prepare`] reads
+//! the map `--bmap` names (a map that cannot be read is one line, and
+//! nothing is created or truncated); the input is
+//! then wrapped once it is opened and admitted ([`Images::wrap_input`]: read by
 //! its used blocks, or decoded, then filtered through its map, then
 //! recorded), before the output is
 //! opened, so that an input that is not compressed or a map made for
@@ -22,16 +23,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::allocation::Analysis;
-use crate::ends::{self, End, Input, Kind, Output};
-use crate::engine::Diagnostic;
+use crate::diagnostic::Diagnostic;
+use crate::ends::{self, End, Input, Output};
 use crate::image::{
     self, bmap::Recording, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport, UsedOnly,
     UsedProgress,
 };
-use crate::operands::symbols::{conv_symbols_in, flag_symbols_in};
-use crate::operands::{Conv, CopyPlan, IoFlags};
-use crate::progress::Reporter;
-use crate::request::{first_given, Settings};
+use crate::operands::{CopyPlan, IoFlags};
+use crate::progress::{InputPosition, InputRead, Measure, Reporter};
+use crate::request::Settings;
 use crate::text::human::{human, Base};
 use crate::text::quote::quote_file;
 
@@ -66,18 +66,10 @@ fn quoted(path: &Path) -> String {
     quote_file(path.as_os_str().as_encoded_bytes())
 }
 
-/// The positional copies cannot take a stream at either end.
-fn positional(settings: &Settings) -> Option<&'static str> {
-    first_given([
-        (settings.rescue, "--rescue"),
-        (settings.retry_passes.is_some(), "--retry-passes"),
-        (settings.resume, "--resume"),
-        (settings.map.is_some(), "--map"),
-    ])
-}
-
-/// Check the image options against the operands and ddx's other options.
-/// Err is the one line to print; nothing has been opened.
+/// The image options, as asked. What they cannot be combined with, and
+/// the ends they need, were refused by `planner::needs::check` already;
+/// here the map is read, and held to the output's blocks. Err is the one
+/// line to print; nothing has been opened.
 pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
     let mut images = Images {
         decompress: settings.decompress,
@@ -87,43 +79,7 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
         used_only: settings.used_only,
         ..Images::default()
     };
-    let asked: Vec<&str> = [
-        (settings.decompress.is_some(), "--decompress"),
-        (settings.compress.is_some(), "--compress"),
-        (settings.bmap.is_some(), "--bmap"),
-        (settings.bmap_create.is_some(), "--bmap-create"),
-        (settings.used_only, "--used-only"),
-        (!settings.tee.is_empty(), "--tee"),
-    ]
-    .into_iter()
-    .filter_map(|(given, name)| given.then_some(name))
-    .collect();
-    let Some(first) = asked.first() else {
-        return Ok(images);
-    };
-    if let Some(other) = positional(settings) {
-        return Err(format!(
-            "{first} cannot be combined with {other}: a copy by position needs a file or \
-             device at both ends, not a stream"
-        ));
-    }
-    if settings.compress.is_some() {
-        check_compress(plan, settings)?;
-    }
-    if settings.used_only {
-        let other = first_given([
-            (settings.decompress.is_some(), "--decompress"),
-            (settings.bmap.is_some(), "--bmap"),
-        ]);
-        if let Some(other) = other {
-            return Err(format!(
-                "--used-only cannot be combined with {other}: it reads a disk by its \
-                 partition table and file systems, not an image"
-            ));
-        }
-    }
     if let Some(path) = &settings.bmap {
-        check_bmap(plan, settings)?;
         let map = Bmap::read(path).map_err(|e| e.to_string())?;
         // Output blocks must end where the map's blocks do, so that a
         // hole never starts inside a block held back for re-blocking.
@@ -137,166 +93,36 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
         }
         images.bmap = Some((Arc::new(map), path.clone()));
     }
-    if let Some(path) = &settings.bmap_create {
-        check_bmap_create(plan, path)?;
-    }
-    for path in &settings.tee {
-        check_tee(plan, settings, path)?;
-    }
     Ok(images)
 }
 
-fn check_compress(plan: &CopyPlan, settings: &Settings) -> Result<(), String> {
-    let why = "the output is one compressed stream, written from its start";
-    if !plan.seek.is_zero() {
-        return Err(format!("--compress cannot be combined with seek=: {why}"));
-    }
-    if plan.conv.contains(Conv::NOTRUNC) {
-        return Err(format!(
-            "--compress cannot be combined with conv=notrunc: {why}, and the old bytes past \
-             its end would follow it"
-        ));
-    }
-    if plan.output_flags.contains(IoFlags::APPEND) {
-        return Err(format!(
-            "--compress cannot be combined with oflag=append: {why}"
-        ));
-    }
-    if settings.verify {
-        return Err(
-            "--compress cannot be combined with --verify: the output holds the compressed \
-             bytes, not those read (--hash gives the digest of what was read)"
-                .into(),
-        );
-    }
-    Ok(())
-}
+/// The decoder's position in its compressed input, as the progress line
+/// reads it: the image ends count, the reporter reads, and neither knows
+/// the other.
+struct Decoding(Arc<image::InputProgress>);
 
-/// `--bmap` writes the image as the map describes it, from its first
-/// byte to its last: nothing that changes the bytes or where they go.
-fn check_bmap(plan: &CopyPlan, settings: &Settings) -> Result<(), String> {
-    let why = "the map describes the whole image, written from the output's start";
-    let operand = if !plan.skip.is_zero() {
-        Some("skip=".to_owned())
-    } else if plan.has_count() {
-        Some("count=".to_owned())
-    } else if !plan.seek.is_zero() {
-        Some("seek=".to_owned())
-    } else {
-        None
-    };
-    if let Some(operand) = operand {
-        return Err(format!("--bmap cannot be combined with {operand}: {why}"));
-    }
-    let kept = Conv::NOTRUNC | Conv::NOCREAT | Conv::EXCL | Conv::FDATASYNC | Conv::FSYNC;
-    if let Some(name) = conv_symbols_in(plan.conv - kept).next() {
-        return Err(format!(
-            "--bmap cannot be combined with conv={name}: the bytes written would not be the \
-             mapped blocks as the map checks them"
-        ));
-    }
-    // Holes are found and left out in large requests only (see
-    // `planner::bulk_shape`): flags that give each request a meaning
-    // would have them written as zeros.
-    let per_request = IoFlags::DIRECT
-        | IoFlags::DSYNC
-        | IoFlags::SYNC
-        | IoFlags::NONBLOCK
-        | IoFlags::NOCACHE
-        | IoFlags::FULLBLOCK;
-    if let Some(name) = flag_symbols_in(plan.input_flags & per_request).next() {
-        return Err(format!(
-            "--bmap cannot be combined with iflag={name}: the map is read in large requests"
-        ));
-    }
-    if let Some(name) = flag_symbols_in(
-        plan.output_flags & (IoFlags::APPEND | IoFlags::NONBLOCK | IoFlags::NOCACHE),
-    )
-    .next()
-    {
-        return Err(format!(
-            "--bmap cannot be combined with oflag={name}: unmapped blocks are sought over"
-        ));
-    }
-    if plan.input_nocache || plan.output_nocache {
-        return Err("--bmap cannot be combined with nocache".into());
-    }
-    if settings.verify {
-        return Err(
-            "--bmap cannot be combined with --verify: unmapped blocks are not written, so the \
-             output does not read back as the stream; --bmap checks each mapped range \
-             against its digest as it is written"
-                .into(),
-        );
-    }
-    Ok(())
-}
-
-/// `--bmap-create=FILE`: a map of the bytes read, as read.
-fn check_bmap_create(plan: &CopyPlan, path: &Path) -> Result<(), String> {
-    let quoted = quoted(path);
-    if let Some(name) = conv_symbols_in(plan.conv & (Conv::SYNC | Conv::NOERROR)).next() {
-        return Err(format!(
-            "--bmap-create cannot be combined with conv={name}: the map describes the bytes \
-             read, and {name} makes the output something else"
-        ));
-    }
-    for (flag, name) in crate::operands::symbols::DATA_CONVERSIONS {
-        if plan.conv.contains(*flag) {
-            return Err(format!(
-                "--bmap-create cannot be combined with conv={name}: the map describes the \
-                 bytes read, and {name} changes them"
-            ));
+impl InputPosition for Decoding {
+    fn position(&self) -> InputRead {
+        InputRead {
+            read: self.0.consumed(),
+            total: self.0.total,
+            measure: Measure::Compressed,
         }
     }
-    let parent = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    if !parent.is_dir() {
-        return Err(format!("--bmap-create={quoted}: no such directory"));
-    }
-    if same_file(plan.input.as_deref(), path) || same_file(plan.output.as_deref(), path) {
-        return Err(format!(
-            "--bmap-create={quoted} is an end of the copy: the map would overwrite it"
-        ));
-    }
-    Ok(())
 }
 
-fn check_tee(plan: &CopyPlan, settings: &Settings, path: &Path) -> Result<(), String> {
-    let quoted = quoted(path);
-    if crate::ends::remote::recognise(path).is_some() {
-        return Err(format!(
-            "--tee={quoted}: a further output is a file or a device, not a remote end"
-        ));
-    }
-    if same_file(plan.input.as_deref(), path) || same_file(plan.output.as_deref(), path) {
-        return Err(format!(
-            "--tee={quoted} is already an end of the copy: it would be written twice"
-        ));
-    }
-    if settings
-        .tee
-        .iter()
-        .filter(|other| same_file(Some(other), path))
-        .count()
-        > 1
-    {
-        return Err(format!("--tee={quoted} is given twice"));
-    }
-    Ok(())
-}
+/// The used blocks read of a disk (`--used-only`), as the progress line
+/// reads them.
+struct Used(Arc<UsedProgress>);
 
-/// Whether `end` names `path` (by name, or as the same file).
-fn same_file(end: Option<&Path>, path: &Path) -> bool {
-    end.is_some_and(|end| {
-        end == path
-            || matches!(
-                (rustix::fs::stat(end), rustix::fs::stat(path)),
-                (Ok(a), Ok(b)) if a.st_dev == b.st_dev && a.st_ino == b.st_ino
-            )
-    })
+impl InputPosition for Used {
+    fn position(&self) -> InputRead {
+        InputRead {
+            read: self.0.read(),
+            total: Some(self.0.total),
+            measure: Measure::Used,
+        }
+    }
 }
 
 /// Threads for the codecs: every CPU this process may use.
@@ -339,13 +165,22 @@ impl Images {
     /// a compressed input being decoded (`--decompress`), a disk read by
     /// its used blocks (`--used-only`). The progress line and its ETA
     /// follow it.
-    pub fn input_position(&self) -> Option<Arc<dyn crate::progress::InputPosition>> {
+    pub fn input_position(&self) -> Option<Arc<dyn InputPosition>> {
         if let Some((used, _)) = &self.used {
-            return Some(Arc::clone(used) as Arc<dyn crate::progress::InputPosition>);
+            return Some(Arc::new(Used(Arc::clone(used))) as Arc<dyn InputPosition>);
         }
         self.compressed
             .as_ref()
-            .map(|p| Arc::clone(p) as Arc<dyn crate::progress::InputPosition>)
+            .map(|p| Arc::new(Decoding(Arc::clone(p))) as Arc<dyn InputPosition>)
+    }
+
+    /// Whether [`Images::wrap_input`] wraps the input into an end of its
+    /// own, which the planner then plans for instead of the input opened.
+    pub fn wraps_input(&self) -> bool {
+        self.used_only
+            || self.decompress.is_some()
+            || self.bmap.is_some()
+            || self.bmap_create.is_some()
     }
 
     /// The input read through a block map (`--bmap`) or by its used
@@ -371,19 +206,15 @@ impl Images {
     pub fn wrap_input(&mut self, mut input: Input, plan: &CopyPlan) -> Result<Input, Failure> {
         let mut end = input.end;
         let quoted_name = quote_file(&input.name);
-        if self.used_only && !end.kind().positional() {
-            return Err(Failure::Refused(format!(
-                "--used-only reads the input by position, and {quoted_name} has no positions: \
-                 a disk, a partition or a disk image is read by its used blocks"
-            )));
-        }
+        // Admitted by its row of `planner::needs`: the input reads by
+        // position.
         if self.used_only {
-            let sector = match end.kind() {
-                Kind::BlockDevice => end
+            let sector = match end.capabilities().device {
+                true => end
                     .fd()
                     .and_then(|fd| crate::sys::device::device_info(fd).logical_sector)
                     .map(u64::from),
-                _ => None,
+                false => None,
             };
             let (used, analysis) = UsedOnly::wrap(end, &quoted_name, sector)
                 .map_err(|e| Failure::Refused(e.to_string()))?;
@@ -467,7 +298,7 @@ impl Images {
         let teeing = !self.tee.is_empty();
         let mut reports = Vec::new();
         let mut hold = |end: Box<dyn End>| -> Box<dyn End> {
-            if teeing && !safe && direct && end.kind() == Kind::BlockDevice {
+            if teeing && !safe && direct && end.capabilities().device {
                 return match image::DirectWrites::wrap(end) {
                     Ok((writes, report)) => {
                         reports.push(report);
@@ -476,7 +307,7 @@ impl Images {
                     Err(end) => end,
                 };
             }
-            if safe && plan.seek.is_zero() && end.kind() == Kind::BlockDevice {
+            if safe && plan.seek.is_zero() && end.capabilities().device {
                 let end = if direct {
                     match image::DirectWrites::wrap(end) {
                         Ok((writes, report)) => {
@@ -607,16 +438,6 @@ fn write_map(
                 "--bmap-create: cannot write {quoted}: {error}"
             ));
             true
-        }
-    }
-}
-
-impl crate::progress::InputPosition for UsedProgress {
-    fn position(&self) -> crate::progress::InputRead {
-        crate::progress::InputRead {
-            read: self.read(),
-            total: Some(self.total),
-            measure: crate::progress::Measure::Used,
         }
     }
 }

@@ -13,7 +13,6 @@
 mod extras;
 mod failure;
 mod images;
-mod objects;
 mod positional;
 mod safety;
 mod verbose;
@@ -23,8 +22,9 @@ pub use verbose::expected_bytes;
 
 use std::sync::Arc;
 
+use crate::diagnostic::{Diagnostic, Events};
 use crate::ends::{self, Input, Output};
-use crate::engine::{self, Counters, Diagnostic, Events, RunResult};
+use crate::engine::{self, Counters, RunResult};
 use crate::operands::{CopyPlan, StatusLevel};
 use crate::planner::{self, OutputProbe, Strategy};
 use crate::progress::{Reporter, Ticker};
@@ -62,18 +62,25 @@ struct Copying<'a> {
 
 /// Run one copy.
 pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> {
-    // ddx's own options, checked before anything is opened, as the
-    // operands are.
-    objects::check(&request.plan, &request.settings).map_err(Failure::Refused)?;
+    // What ddx's own options cannot be combined with, refused before
+    // anything is opened, as the operands are.
+    planner::check(&request).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
     let extras = extras::prepare(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
     let mut images = images::prepare(&request.plan, &request.settings).map_err(Failure::Refused)?;
     let progress_stream = match request.settings.progress_fd {
-        Some(fd) => Some((
-            safety::progress_stream(fd, &request.plan).map_err(Failure::Refused)?,
-            fd,
-        )),
+        Some(fd) => Some((safety::progress_stream(fd).map_err(Failure::Refused)?, fd)),
         None => None,
     };
+    // Every further output against the copy's ends and the table (as
+    // they stand: nothing is open yet), then to the guard, as of= is.
+    let tees: Vec<_> = request
+        .settings
+        .tee
+        .iter()
+        .map(|path| (path.as_path(), planner::facts::output_facts_at(path)))
+        .collect();
+    planner::needs::admit_tees(&request, planner::facts::identities(&request.plan), &tees)
+        .map_err(|refusal| Failure::Refused(refusal.to_string()))?;
     safety::guard(
         &context.program,
         &request.plan,
@@ -86,7 +93,6 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             return Err(Failure::Refused(refusal.to_string()));
         }
     }
-    // Every further output is held to the guard as of= is.
     for tee_plan in images.tee_plans(&request.plan) {
         safety::guard(
             &context.program,
@@ -130,15 +136,17 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     reporter.start_clock();
     let cpu_at_start = crate::sys::usage::cpu_times();
     let input = ends::open::open_input(plan)?;
-    let mut input = images.wrap_input(input, plan)?;
+    let remote_output = plan
+        .output
+        .as_deref()
+        .and_then(ends::uri::recognise)
+        .and_then(Result::ok);
     let mut facts = planner::facts::gather(
         &input,
-        match &plan.output {
-            Some(path) => match ends::remote::recognise(path) {
-                Some(Ok(remote)) => OutputProbe::Remote(remote.kind()),
-                _ => OutputProbe::Path(path),
-            },
-            None => OutputProbe::Stdout,
+        match (&plan.output, &remote_output) {
+            (Some(_), Some(remote)) => OutputProbe::Uri(remote),
+            (Some(path), None) => OutputProbe::Path(path),
+            (None, _) => OutputProbe::Stdout,
         },
         planner::Beside {
             map: extras
@@ -146,18 +154,18 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
                 .as_ref()
                 .and_then(|p| p.map_path.as_deref()),
             hash_file: request.settings.hash_file.as_deref(),
+            bmap_create: request.settings.bmap_create.as_deref(),
         },
     );
-    // Every option against the ends it got, before the output is opened.
+    // Every option against the ends it got, as opened, before the output
+    // is opened.
     planner::admit(&request, &facts).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
-    let tees: Vec<_> = request
-        .settings
-        .tee
-        .iter()
-        .map(|path| (path.as_path(), planner::facts::output_facts_at(path)))
-        .collect();
-    planner::needs::admit_tees(&request, &tees)
-        .map_err(|refusal| Failure::Refused(refusal.to_string()))?;
+    // An input that is not what its options say (not compressed, another
+    // image's map, no positions to read used blocks at) writes nothing.
+    let mut input = images.wrap_input(input, plan)?;
+    if images.wraps_input() {
+        facts.input = planner::facts::input_facts(&input);
+    }
     let mut warnings = Vec::new();
     let output = ends::open::open_output(plan, &mut warnings)?;
     let mut output = images.wrap_output(output, plan, &mut warnings)?;
@@ -166,6 +174,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     if output.end.fd().is_none() {
         facts.output.descriptor = false;
         facts.output.kind = output.end.kind();
+        facts.output.can = output.end.capabilities();
     }
     for warning in warnings {
         reporter.diagnostic(warning);
@@ -210,7 +219,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             let strategy = planner::plan(&request, &facts);
             let report = request.settings.verbose.then(|| {
                 verbose::HowItRan::new(&request.settings, &strategy, plan)
-                    .with_trim(request.settings.trim, output.end.kind())
+                    .with_trim(request.settings.trim, output.end.capabilities().discards)
                     .with_block_choice(block_choice.as_ref())
                     .with_cpu_since(cpu_at_start)
             });
@@ -262,11 +271,11 @@ fn stream(
     let input_start = input.offset;
     let plan = Arc::new(copying.plan.clone());
     if let Some(writes) = strategy.write_behind {
-        crate::ends::behind::wrap(output, writes.depth, writes.request);
+        crate::ends::write_behind::wrap(output, writes.depth, writes.request);
     }
     let mut input = input;
     if let Some(reads) = strategy.read_ahead {
-        crate::ends::ahead::wrap(&mut input, reads.depth, reads.request);
+        crate::ends::read_ahead::wrap(&mut input, reads.depth, reads.request);
     }
     let how = engine::backend::How {
         backend: strategy.backend,
@@ -342,10 +351,12 @@ fn resolve_auto_block_size(
         engine::auto_block::ProbeEnd {
             fd: input_fd,
             direct: plan.input_flags.contains(IoFlags::DIRECT),
+            can: input.end.capabilities(),
         },
         engine::auto_block::ProbeEnd {
             fd: output_fd,
             direct: plan.output_flags.contains(IoFlags::DIRECT),
+            can: output.end.capabilities(),
         },
         here.max(0) as u64 + skip,
     );

@@ -8,12 +8,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::diagnostic::{Diagnostic, Events};
 use crate::ends::{Input, Output};
-use crate::engine::{Diagnostic, Events};
 use crate::integrity::Tap;
 use crate::operands::Conv;
 use crate::progress::Reporter;
-use crate::rescue::{self, mapfile::Map, Ended, Job, PhaseStart, Request, Standing};
+use crate::rescue::{self, mapfile::Map, Ended, Job, PhaseStart, PositionalCopy, Standing};
 use crate::text::quote::quote_file;
 
 use super::{Copying, Failure};
@@ -22,7 +22,7 @@ use super::{Copying, Failure};
 pub struct Aftermath {
     input_name: Vec<u8>,
     report: rescue::RescueOutcome,
-    request: Request,
+    request: PositionalCopy,
 }
 
 /// How a copy by position ends, once everything is said.
@@ -49,7 +49,7 @@ impl crate::progress::RescueStanding for RescueProgress {
 /// ddx before the statistics. With `verbose`, a rescue says each phase
 /// as it starts.
 pub fn run(
-    request: &Request,
+    request: &PositionalCopy,
     resuming: bool,
     copying: &Copying<'_>,
     input: &mut Input,
@@ -100,11 +100,11 @@ pub fn run(
     let input_path = plan
         .input
         .as_deref()
-        .filter(|_| input.end.fd().is_some() && input.end.kind().positional());
+        .filter(|_| input.end.fd().is_some() && input.end.capabilities().reads_at);
     let output_path = plan
         .output
         .as_deref()
-        .filter(|_| output.end.fd().is_some() && output.end.kind().positional());
+        .filter(|_| output.end.fd().is_some() && output.end.capabilities().writes_at);
     let standing = Arc::new(Standing::default());
     if request.rescue {
         reporter.set_rescue(Arc::new(RescueProgress(Arc::clone(&standing))));
@@ -132,7 +132,7 @@ pub fn run(
     };
     let report = rescue::run(job, counters, reporter).map_err(|_| {
         Failure::from(Diagnostic::NoMemory {
-            buffer: crate::engine::diagnostic::BufferKind::Input,
+            buffer: crate::diagnostic::BufferKind::Input,
             size: plan.input_block_size,
         })
     })?;
@@ -282,7 +282,7 @@ impl Aftermath {
 
 /// The one line after the bad ranges: how many, how many bytes, after
 /// what, where the map keeps them and how to read them again.
-fn left_bad(input: &str, bad: &[rescue::mapfile::Block], request: &Request) -> String {
+fn left_bad(input: &str, bad: &[rescue::mapfile::Block], request: &PositionalCopy) -> String {
     let lost: u64 = bad.iter().map(|b| b.size).sum();
     let areas = if bad.len() == 1 { "area" } else { "areas" };
     let after = match (request.rescue, request.retry_passes) {

@@ -72,14 +72,9 @@ fn answer(signals: &SignalPipes) -> String {
     line
 }
 
-/// The `--progress-fd` descriptor, checked: open, and not the copy's own
-/// output (JSON in the data would corrupt it).
-pub fn progress_stream(fd: i32, plan: &CopyPlan) -> Result<JsonStream, String> {
-    if fd == 1 && plan.output.is_none() {
-        return Err(format!(
-            "--progress-fd={fd}: standard output carries the copy's data"
-        ));
-    }
+/// The `--progress-fd` descriptor, checked: open (that it is not the
+/// copy's own output is a row of `planner::needs`).
+pub fn progress_stream(fd: i32) -> Result<JsonStream, String> {
     crate::sys::fd::inherit(fd)
         .map(JsonStream::new)
         .map_err(|errno| format!("--progress-fd={fd}: {}", crate::sys::errno_text(errno)))

@@ -6,9 +6,10 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::ends::Kind;
+use crate::ends::Discard;
+use crate::ends::Input;
 use crate::engine::cache::CachePolicy;
-use crate::engine::{Backend, Counters, Input};
+use crate::engine::{Backend, Counters};
 use crate::operands::CopyPlan;
 use crate::planner::cache::{Bound, Budget, Reason, NO_BUDGET_KEEP, PRESSURE_PERCENT};
 use crate::planner::{Crowded, Facts, InTurn, Strategy, CPU_CONTENDED_PERCENT};
@@ -25,10 +26,12 @@ pub struct HowItRan {
     cache: String,
     offload_tried: bool,
     splice: bool,
+    /// The io_uring backend was chosen: say whether its ring copied.
+    uring: bool,
     /// bs=auto's choice, and why.
     block_size: Option<String>,
-    /// `--trim` onto an output of this kind.
-    trim: Option<Kind>,
+    /// `--trim`, and how the output discards.
+    trim: Option<Discard>,
     /// CPU time already used when the copy started (start-up, opening).
     cpu_before: Option<(std::time::Duration, std::time::Duration)>,
     /// How a rescue's phases went.
@@ -64,6 +67,7 @@ impl HowItRan {
             write_behind,
             read_ahead,
         } = strategy;
+        let uring = matches!(backend, Backend::Uring { .. });
         let how = if settings.backend.is_some() {
             "as asked"
         } else {
@@ -122,6 +126,7 @@ impl HowItRan {
             cache,
             offload_tried: shaping.offload_unit.is_some(),
             splice: shaping.splice,
+            uring,
             block_size: None,
             trim: None,
             cpu_before: None,
@@ -143,6 +148,7 @@ impl HowItRan {
             ),
             cache: "left to the kernel".to_owned(),
             offload_tried: false,
+            uring: false,
             splice: false,
             block_size: None,
             trim: None,
@@ -159,9 +165,11 @@ impl HowItRan {
         self
     }
 
-    /// Say what `--trim` did onto an output of `kind`.
-    pub fn with_trim(mut self, trim: bool, kind: Kind) -> Self {
-        self.trim = trim.then_some(kind);
+    /// Say what `--trim` did onto an output that discards as `how`
+    /// says (an output that cannot had its zeros written, which the
+    /// line counts as refused).
+    pub fn with_trim(mut self, trim: bool, how: Option<Discard>) -> Self {
+        self.trim = trim.then(|| how.unwrap_or(Discard::PunchHoles));
         self
     }
 
@@ -214,38 +222,52 @@ impl HowItRan {
         } else {
             self.cache.clone()
         };
+        let uring = self.uring.then(|| {
+            let copied = counters.bytes_by_uring.load(Ordering::Acquire);
+            if counters.uring_unavailable.load(Ordering::Acquire) {
+                "no ring could be set up here: threads copied instead".to_owned()
+            } else if copied > 0 {
+                format!("the ring copied {copied} bytes")
+            } else {
+                "not used: threads copied (the ring takes a bulk copy between \
+                 descriptors, without --hash, --verify, --trim or conv=sparse, from \
+                 an input without holes)"
+                    .to_owned()
+            }
+        });
         if let Some(block_size) = &self.block_size {
             reporter.message(format_args!("block size: {block_size}"));
         }
         if let Some(rescue) = &self.rescue {
             reporter.message(format_args!("rescue: {rescue}"));
         }
-        if let Some(kind) = self.trim {
+        if let Some(how) = self.trim {
             let discarded = counters.bytes_discarded.load(Ordering::Acquire);
             let refused = counters.bytes_discard_refused.load(Ordering::Acquire);
-            reporter.message(format_args!(
-                "trim: {}",
-                trim_line(kind, discarded, refused)
-            ));
+            reporter.message(format_args!("trim: {}", trim_line(how, discarded, refused)));
         }
-        for (what, text) in [
-            ("backend", self.backend.as_str()),
-            ("requests", self.requests.as_str()),
-            ("cache", cache.as_str()),
-            ("offload", offload.as_str()),
-            ("CPU", cpu.as_str()),
-        ] {
-            reporter.message(format_args!("{what}: {text}"));
+        let lines = [
+            ("backend", Some(self.backend.as_str())),
+            ("io_uring", uring.as_deref()),
+            ("requests", Some(self.requests.as_str())),
+            ("cache", Some(cache.as_str())),
+            ("offload", Some(offload.as_str())),
+            ("CPU", Some(cpu.as_str())),
+        ];
+        for (what, text) in lines {
+            if let Some(text) = text {
+                reporter.message(format_args!("{what}: {text}"));
+            }
         }
     }
 }
 
 /// The trim line: bytes discarded and how, and zeros written where the
 /// output refused.
-fn trim_line(kind: Kind, discarded: u64, refused: u64) -> String {
-    let how = match kind {
-        Kind::Remote => "as NBD zero requests, which let the server deallocate",
-        _ => "as holes punched (fallocate PUNCH_HOLE)",
+fn trim_line(how: Discard, discarded: u64, refused: u64) -> String {
+    let how = match how {
+        Discard::ZeroRequests => "as NBD zero requests, which let the server deallocate",
+        Discard::PunchHoles => "as holes punched (fallocate PUNCH_HOLE)",
     };
     let mut line = format!("{discarded} bytes discarded {how}");
     if refused > 0 {

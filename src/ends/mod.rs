@@ -24,13 +24,15 @@
 //! closes a file as usual; an upload is aborted). Nothing is finalised in
 //! `Drop`.
 
-pub mod ahead;
-pub mod behind;
+pub mod capabilities;
 pub mod file;
+pub mod memory;
 pub mod nbd;
 pub mod object;
 pub mod open;
-pub mod remote;
+pub mod read_ahead;
+pub mod uri;
+pub mod write_behind;
 
 use std::fmt;
 use std::os::fd::BorrowedFd;
@@ -38,11 +40,14 @@ use std::os::fd::BorrowedFd;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 
+pub use capabilities::{Capabilities, Discard};
 pub use open::{open_input, open_output, Input, Output};
 
-/// What an end is: the planner decides by it, and GNU's rules depend on it
-/// (a short read means end of file only for a regular file; a block
-/// device is never truncated).
+/// What an end is, as GNU's rules and ddx's messages name it (a short
+/// read means end of file only for a regular file; a block device is
+/// never truncated; "is a pipe, which has no positions"). What an end can
+/// do is asked of its [`Capabilities`], never decided by matching kinds
+/// outside `ends` and `planner`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
     RegularFile,
@@ -55,39 +60,45 @@ pub enum Kind {
     Other,
     /// A block device on another machine (an NBD export): positional, a
     /// fixed size, reads and writes at any offset.
-    Remote,
+    NbdExport,
     /// An object in a store (S3, HTTP): read by ranges, written whole,
     /// never in place.
     Object,
     /// A stream ddx makes or consumes itself (decompression, compression):
     /// sequential only.
     Stream,
+    /// A file held in memory while the copy runs (`mem:PATH`).
+    Memory,
 }
 
 impl Kind {
-    /// Reads return everything asked for until end of input, so a short
-    /// read means end of input (what GNU's bulk shaping relies on).
-    pub fn reads_whole(self) -> bool {
-        matches!(
-            self,
-            Kind::RegularFile | Kind::BlockDevice | Kind::Remote | Kind::Object | Kind::Stream
-        )
+    /// The kind, as the rest of a sentence names it ("of='p' is a pipe").
+    pub const fn described(self) -> &'static str {
+        match self {
+            Kind::RegularFile => "a regular file",
+            Kind::BlockDevice => "a block device",
+            Kind::CharDevice => "a character device",
+            Kind::Pipe => "a pipe",
+            Kind::Socket => "a socket",
+            Kind::Directory => "a directory",
+            Kind::Other => "not a file",
+            Kind::NbdExport => "an NBD export",
+            Kind::Object => "an object",
+            Kind::Stream => "a stream",
+            Kind::Memory => "a file held in memory",
+        }
     }
 
-    /// Addressed by position: a byte has one place (what `--rescue`,
-    /// `--map`, `--verify` and overlapped writes need).
-    pub fn positional(self) -> bool {
-        matches!(
-            self,
-            Kind::RegularFile | Kind::BlockDevice | Kind::Remote | Kind::Object
-        )
+    /// What an end of this kind can do (see [`Capabilities::of`]).
+    pub const fn capabilities(self) -> Capabilities {
+        Capabilities::of(self)
     }
 
     /// The kind of a wrapper that passes this end's bytes on in order
-    /// only (a replayed head, a recording): a positional end becomes a
-    /// [`Kind::Stream`]; a pipe or a device stays what it is.
-    pub fn sequential(self) -> Kind {
-        if self.positional() {
+    /// only (a replayed head, a recording): an end read by position
+    /// becomes a [`Kind::Stream`]; a pipe or a device stays what it is.
+    pub const fn in_order(self) -> Kind {
+        if Capabilities::of(self).reads_at {
             Kind::Stream
         } else {
             self
@@ -120,6 +131,12 @@ pub struct Pipeline {
 /// input, a short write is followed by the error on the next one.
 pub trait End: Send + fmt::Debug {
     fn kind(&self) -> Kind;
+
+    /// What this end can do: by default what its kind can; an end that
+    /// knows more answers for itself.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::of(self.kind())
+    }
 
     /// The descriptor behind the end, where there is one: what only a
     /// descriptor can do (splice, copy_file_range, io_uring, cache advice,
@@ -301,6 +318,11 @@ macro_rules! forward_to_inner {
     (@one kind) => {
         fn kind(&self) -> $crate::ends::Kind {
             self.inner.kind()
+        }
+    };
+    (@one capabilities) => {
+        fn capabilities(&self) -> $crate::ends::Capabilities {
+            self.inner.capabilities()
         }
     };
     (@one size) => {

@@ -9,7 +9,7 @@ use std::os::fd::AsFd;
 use std::path::Path;
 
 use super::file::{open_flags, FileEnd};
-use super::{remote, End, Whence};
+use super::{uri, End, Whence};
 use crate::diagnostic::Diagnostic;
 use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::sys::file::{self, Handle, OutputOpen};
@@ -70,7 +70,7 @@ pub struct Output {
 /// The name messages give `path`: as given, an object URL without its
 /// secrets.
 fn path_name(path: &Path) -> Vec<u8> {
-    remote::shown(path)
+    uri::shown(path)
 }
 
 /// Why an end could not be opened: GNU's message, and what a remote end
@@ -91,7 +91,7 @@ impl From<Diagnostic> for OpenError {
 }
 
 /// Open a remote end; its failures read as GNU's "failed to open".
-fn open_remote(path: &Path, writing: bool) -> Option<Result<Box<dyn End>, OpenError>> {
+fn open_by_uri(path: &Path, writing: bool) -> Option<Result<Box<dyn End>, OpenError>> {
     let failed = |errno, text: String| OpenError {
         diagnostic: Diagnostic::OpenFailed {
             file: path_name(path),
@@ -102,11 +102,11 @@ fn open_remote(path: &Path, writing: bool) -> Option<Result<Box<dyn End>, OpenEr
             text,
         }),
     };
-    let remote = match remote::recognise(path)? {
+    let remote = match uri::recognise(path)? {
         Ok(remote) => remote,
         Err(why) => return Some(Err(failed(Errno::INVAL, why))),
     };
-    Some(remote::open(&remote, writing).map_err(|e| failed(e.errno, e.detail)))
+    Some(uri::open(&remote, writing).map_err(|e| failed(e.errno, e.detail)))
 }
 
 /// A standard descriptor taken as an end, as GNU does: iflag= or oflag=
@@ -129,7 +129,7 @@ fn inherit(
 
 /// Open the input (`if=`, else standard input with iflag= added).
 pub fn open_input(plan: &CopyPlan) -> Result<Input, OpenError> {
-    if let Some(opened) = plan.input.as_deref().and_then(|p| open_remote(p, false)) {
+    if let Some(opened) = plan.input.as_deref().and_then(|p| open_by_uri(p, false)) {
         return Ok(Input {
             end: opened?,
             name: plan.input.as_deref().map(path_name).unwrap_or_default(),
@@ -177,11 +177,11 @@ pub fn open_input(plan: &CopyPlan) -> Result<Input, OpenError> {
 /// ftruncate for seek=).
 pub fn open_output(plan: &CopyPlan, warnings: &mut Vec<Diagnostic>) -> Result<Output, OpenError> {
     if let Some(path) = plan.output.as_deref() {
-        if let Some(opened) = open_remote(path, true) {
+        if let Some(opened) = open_by_uri(path, true) {
             let end = opened?;
             // The export is there already, as a device is: excl fails as
             // open(2) with O_CREAT|O_EXCL does; it is never truncated.
-            if plan.conv.contains(Conv::EXCL) && end.kind() == super::Kind::Remote {
+            if plan.conv.contains(Conv::EXCL) && end.kind() == super::Kind::NbdExport {
                 return Err(Diagnostic::OpenFailed {
                     file: path_name(path),
                     errno: Errno::EXIST,

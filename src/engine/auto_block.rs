@@ -22,8 +22,7 @@
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
-use rustix::fs::FileType;
-
+use crate::ends::Capabilities;
 use crate::stats::recommend::{self, judge, Judgement, NEAR_BEST};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::device::device_info;
@@ -53,6 +52,9 @@ const PROBE_TIME: Duration = Duration::from_millis(60);
 pub struct ProbeEnd<'a> {
     pub fd: BorrowedFd<'a>,
     pub direct: bool,
+    /// What the end can do: a local file or device is probed, a device's
+    /// sectors raise the floor.
+    pub can: Capabilities,
 }
 
 /// The block size chosen, and why.
@@ -188,7 +190,7 @@ fn floor(input: ProbeEnd<'_>, output: ProbeEnd<'_>) -> Option<(usize, &'static s
             },
         );
     }
-    if file::file_type(output.fd).ok() == Some(FileType::BlockDevice) {
+    if output.can.device {
         raise(
             device_info(output.fd).physical_sector,
             "the output device's physical sector",
@@ -206,8 +208,7 @@ fn probe(
     start: u64,
     candidates: &[usize],
 ) -> Result<Vec<(usize, Vec<f64>)>, &'static str> {
-    let kind = file::file_type(input.fd).map_err(|_| "the input cannot be examined")?;
-    if !matches!(kind, FileType::RegularFile | FileType::BlockDevice) {
+    if !input.can.local_storage {
         return Err("the input is not a file or block device, so it was not probed");
     }
     let size = file::usable_size(input.fd)
@@ -271,6 +272,7 @@ fn probe(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ends::Kind;
     use std::os::fd::AsFd;
 
     #[test]
@@ -280,10 +282,12 @@ mod tests {
             ProbeEnd {
                 fd: r.as_fd(),
                 direct: false,
+                can: Kind::Pipe.capabilities(),
             },
             ProbeEnd {
                 fd: w.as_fd(),
                 direct: false,
+                can: Kind::Pipe.capabilities(),
             },
             0,
         );
@@ -304,10 +308,12 @@ mod tests {
             ProbeEnd {
                 fd: input.as_fd(),
                 direct: false,
+                can: Kind::RegularFile.capabilities(),
             },
             ProbeEnd {
                 fd: output.as_fd(),
                 direct: false,
+                can: Kind::RegularFile.capabilities(),
             },
             0,
         );

@@ -10,13 +10,14 @@
 //! the copy is shaped (bulk requests, kernel offload: see `shape`).
 
 use std::os::fd::AsFd;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 
+use crate::diagnostic::Events;
 use crate::ends::{Input, Output};
 use crate::engine::cache::{CachePolicy, DropBehind};
 use crate::engine::counters::Counters;
-use crate::engine::diagnostic::Events;
 use crate::engine::handoff::Waiting;
 use crate::engine::offload::Offloaded;
 use crate::engine::reader::{Closed, Event, Reader, Sink, Stop};
@@ -142,7 +143,15 @@ pub fn run(
         }
     }
     if let (Some((shape, queue_depth)), false) = (uring, offload_stopped) {
-        if let Kernel::Done(end) = try_uring(&plan, shape, queue_depth, &mut reader, &mut writer) {
+        let uring = try_uring(
+            &plan,
+            shape,
+            queue_depth,
+            &mut reader,
+            &mut writer,
+            counters,
+        );
+        if let Kernel::Done(end) = uring {
             return (writer.conclude(end), Some(reader.into_input()));
         }
     }
@@ -253,6 +262,7 @@ fn try_uring(
     queue_depth: usize,
     reader: &mut Reader,
     writer: &mut Writer<'_>,
+    counters: &Counters,
 ) -> Kernel {
     if plan.conv.contains(crate::operands::Conv::SPARSE) {
         return Kernel::NotHere;
@@ -290,6 +300,12 @@ fn try_uring(
         output_start,
     };
     let outcome = crate::engine::uring::copy(job, &mut observer);
+    match outcome {
+        Offloaded::Complete { bytes } | Offloaded::Stopped { bytes } => {
+            counters.bytes_by_uring.store(bytes, Ordering::Release);
+        }
+        Offloaded::Unsupported => counters.uring_unavailable.store(true, Ordering::Release),
+    }
     after_kernel_copy(outcome, reader, observer.tally.finish())
 }
 

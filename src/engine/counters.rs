@@ -29,6 +29,11 @@ pub struct Counters {
     /// when the copy is over.
     pub bytes_discarded: AtomicU64,
     pub bytes_discard_refused: AtomicU64,
+    /// The io_uring backend: bytes its ring copied (of bytes_offloaded),
+    /// and whether it was to copy and no ring could be set up (threads
+    /// copied instead), for --verbose. Set once, when the ring is done.
+    pub bytes_by_uring: AtomicU64,
+    pub uring_unavailable: AtomicBool,
 }
 
 /// A consistent-enough copy of the counters for printing.

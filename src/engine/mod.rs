@@ -17,11 +17,6 @@ pub mod shape;
 pub mod uring;
 pub mod writer;
 
-// GNU's messages live below the engine and the ends; the engine's path
-// to them stays.
-pub use crate::diagnostic;
-pub use crate::ends::{Input, Output};
 pub use backend::{Backend, Shaping, DEFAULT_QUEUE_DEPTH};
 pub use counters::{Counters, Snapshot};
-pub use diagnostic::{Diagnostic, Events};
 pub use writer::{Outcome, RunResult};

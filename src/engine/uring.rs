@@ -345,7 +345,7 @@ mod tests {
         /// None, said on stderr, where the kernel has no io_uring.
         fn new(len: usize) -> Option<Files> {
             if !available() {
-                eprintln!("skipped: io_uring is not available here");
+                crate::sys::skips::skip("io_uring is not available here");
                 return None;
             }
             let dir = tempfile::tempdir().unwrap();

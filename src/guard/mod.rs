@@ -36,7 +36,7 @@ use contents::Contents;
 
 /// Why a copy is refused. Display is one line without the program name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub enum Hazard {
     /// The output device, or one of its partitions, is in use.
     #[error("refusing to write {output}: {why}; --force overrides")]
     InUse { output: String, why: String },
@@ -110,13 +110,13 @@ fn describe(path: &str, device: &BlockDevice) -> String {
 
 /// Check a plan before its ends are opened. Ok(Some) when the output is a
 /// whole disk (for the caller's notice); refusals are skipped by `force`.
-pub fn check(plan: &CopyPlan, force: bool) -> Result<Option<WholeDisk>, Refusal> {
+pub fn check(plan: &CopyPlan, force: bool) -> Result<Option<WholeDisk>, Hazard> {
     let output_name = quote_file(&match &plan.output {
         Some(path) => path.as_os_str().as_bytes().to_vec(),
         None => b"standard output".to_vec(),
     });
     if !force && new_file_in_dev(plan) {
-        return Err(Refusal::NoSuchDevice {
+        return Err(Hazard::NoSuchDevice {
             output: output_name,
         });
     }
@@ -128,7 +128,7 @@ pub fn check(plan: &CopyPlan, force: bool) -> Result<Option<WholeDisk>, Refusal>
             return Err(refusal);
         }
         if let Some(damage) = input_end(plan).and_then(|input| overlap(plan, &input, &output)) {
-            return Err(Refusal::Overlap {
+            return Err(Hazard::Overlap {
                 output: output_name,
                 damage,
             });
@@ -182,10 +182,10 @@ fn creates_in_dev(path: &Path) -> bool {
 /// copy's words, for writers other than the copy (`ddx bench`): a path
 /// that does not exist and would be created in /dev; and when `writing`
 /// an existing one, a device or file in use. Ok also when it cannot judge.
-pub fn check_output(path: &Path, writing: bool) -> Result<(), Refusal> {
+pub fn check_output(path: &Path, writing: bool) -> Result<(), Hazard> {
     let name = quote_file(path.as_os_str().as_bytes());
     if creates_in_dev(path) {
-        return Err(Refusal::NoSuchDevice { output: name });
+        return Err(Hazard::NoSuchDevice { output: name });
     }
     match path_end(path).filter(|_| writing) {
         Some(end) => in_use_refusal(&name, &end.place).map_or(Ok(()), Err),
@@ -197,7 +197,7 @@ pub fn check_output(path: &Path, writing: bool) -> Result<(), Refusal> {
 /// are not all held still: the device, one of its partitions, or a
 /// device stacked on either (LVM, device-mapper), mounted read-write.
 /// None also when it cannot judge.
-pub fn source_in_use(plan: &CopyPlan) -> Option<Refusal> {
+pub fn source_in_use(plan: &CopyPlan) -> Option<Hazard> {
     let name = quote_file(&match &plan.input {
         Some(path) => path.as_os_str().as_bytes().to_vec(),
         None => b"standard input".to_vec(),
@@ -232,7 +232,7 @@ pub fn source_in_use(plan: &CopyPlan) -> Option<Refusal> {
             } else {
                 member.clone()
             };
-            return Some(Refusal::SourceInUse {
+            return Some(Hazard::SourceInUse {
                 input: describe(&name, &device),
                 why: format!(
                     "{subject} is mounted read-write on {}",
@@ -245,9 +245,9 @@ pub fn source_in_use(plan: &CopyPlan) -> Option<Refusal> {
 }
 
 /// The refusal for writing `place` (named `name`) while it is in use.
-fn in_use_refusal(name: &str, place: &Place) -> Option<Refusal> {
+fn in_use_refusal(name: &str, place: &Place) -> Option<Hazard> {
     let why = in_use(place)?;
-    Some(Refusal::InUse {
+    Some(Hazard::InUse {
         output: match place {
             Place::Device(device) => describe(name, device),
             Place::File { .. } => name.to_owned(),
@@ -727,7 +727,7 @@ mod tests {
 
     #[test]
     fn refusals_are_one_line_naming_the_override() {
-        let refusal = Refusal::Overlap {
+        let refusal = Hazard::Overlap {
             output: "'f'".into(),
             damage: Damage::TruncatesUnread { at: 0 },
         };

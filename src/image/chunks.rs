@@ -26,14 +26,14 @@ use crate::sys::Errno;
 /// Why the stream could not go on: the errno `read` returns and the
 /// detail `take_detail` gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
+pub struct Fault {
     pub errno: Errno,
     pub detail: String,
 }
 
-impl Failure {
-    pub fn new(errno: Errno, detail: impl Into<String>) -> Failure {
-        Failure {
+impl Fault {
+    pub fn new(errno: Errno, detail: impl Into<String>) -> Fault {
+        Fault {
             errno,
             detail: detail.into(),
         }
@@ -44,7 +44,7 @@ impl Failure {
 #[derive(Debug)]
 pub enum Piece {
     Data(Vec<u8>),
-    Failed(Failure),
+    Failed(Fault),
     Done,
 }
 
@@ -52,7 +52,7 @@ pub enum Piece {
 #[derive(Debug)]
 pub enum Part {
     Next(Receiver<Piece>),
-    Failed(Failure),
+    Failed(Fault),
     End,
 }
 
@@ -133,7 +133,7 @@ impl OrderedReader {
     /// failure, the bytes already copied into `buf` by this call are given
     /// up: a short read would be taken for the end of the stream and the
     /// failure lost.
-    pub fn read(&mut self, buf: &mut [u8]) -> Result<usize, Failure> {
+    pub fn read(&mut self, buf: &mut [u8]) -> Result<usize, Fault> {
         let len = buf.len() as u64;
         self.pass(len, Some(buf)).map(|n| n as usize)
     }
@@ -141,13 +141,13 @@ impl OrderedReader {
     /// Pass over the next `len` bytes of the stream without copying them
     /// (see [`crate::ends::End::discard`]); fewer only at its end. The
     /// same failures as [`OrderedReader::read`].
-    pub fn discard(&mut self, len: u64) -> Result<u64, Failure> {
+    pub fn discard(&mut self, len: u64) -> Result<u64, Fault> {
         self.pass(len, None)
     }
 
     /// Move the next `len` bytes of the stream on (fewer only at its end),
     /// copied into `out` when given.
-    fn pass(&mut self, len: u64, mut out: Option<&mut [u8]>) -> Result<u64, Failure> {
+    fn pass(&mut self, len: u64, mut out: Option<&mut [u8]>) -> Result<u64, Fault> {
         let mut passed = 0;
         while passed < len {
             if self.at < self.chunk.len() {
@@ -174,7 +174,7 @@ impl OrderedReader {
     }
 
     /// Make the next chunk current: Ok(false) at the end of the stream.
-    fn next_chunk(&mut self) -> Result<bool, Failure> {
+    fn next_chunk(&mut self) -> Result<bool, Fault> {
         if self.state != State::Flowing {
             return Ok(false);
         }
@@ -209,8 +209,8 @@ impl OrderedReader {
     }
 }
 
-fn stopped() -> Failure {
-    Failure::new(
+fn stopped() -> Fault {
+    Fault::new(
         Errno::IO,
         "the decompression thread stopped before the end of the stream",
     )
@@ -230,15 +230,15 @@ pub fn announce(to: &SyncSender<Part>, part: Part) -> Result<(), Gone> {
 }
 
 /// Why a decoding thread stopped early.
-pub enum Stop {
+pub enum Halt {
     /// The reader has gone: nothing more to do.
     Gone,
-    Failed(Failure),
+    Failed(Fault),
 }
 
-impl From<Gone> for Stop {
-    fn from(_: Gone) -> Stop {
-        Stop::Gone
+impl From<Gone> for Halt {
+    fn from(_: Gone) -> Halt {
+        Halt::Gone
     }
 }
 
@@ -289,7 +289,7 @@ mod tests {
         let (tx, rx) = sync_channel(4);
         tx.send(part(vec![
             Piece::Data(b"abc".to_vec()),
-            Piece::Failed(Failure::new(Errno::BADMSG, "bad")),
+            Piece::Failed(Fault::new(Errno::BADMSG, "bad")),
         ]))
         .unwrap();
         let mut reader = OrderedReader::new(rx, BufferPool::new(4));

@@ -28,7 +28,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::ends::{forward_to_inner, End, Kind, Whence};
+use crate::ends::{forward_to_inner, Capabilities, End, Kind, Whence};
 use crate::sys::Errno;
 
 /// The least alignment used: a page, whatever the device's sector.
@@ -77,7 +77,7 @@ impl DirectWrites {
     /// Wrap `output`, a block device end with a descriptor; given back
     /// unwrapped otherwise (nothing to set O_DIRECT on).
     pub fn wrap(output: Box<dyn End>) -> Result<(DirectWrites, Arc<DirectReport>), Box<dyn End>> {
-        if output.kind() != Kind::BlockDevice {
+        if !output.capabilities().device {
             return Err(output);
         }
         let Some(fd) = output.fd() else {
@@ -184,6 +184,10 @@ fn write_here(end: &mut dyn End, buf: &[u8], _offset: u64) -> Result<usize, Errn
 impl End for DirectWrites {
     fn kind(&self) -> Kind {
         self.inner.kind()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
     }
 
     /// None: a write straight to the descriptor would meet O_DIRECT

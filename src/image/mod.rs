@@ -1,4 +1,4 @@
-//! Images: the ends that make ddx an image writer (issue 15), each a peer
+//! Images: the ends that make ddx an image writer, each a peer
 //! of the file end behind [`crate::ends::End`], built and tested on their
 //! own and wired into the copy by the planner.
 //!

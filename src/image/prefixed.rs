@@ -9,7 +9,7 @@
 //! or copy_file_range from the inner descriptor would skip the replayed
 //! bytes.
 
-use crate::ends::{forward_to_inner, End, Kind, Whence};
+use crate::ends::{forward_to_inner, Capabilities, End, Kind, Whence};
 use crate::sys::Errno;
 
 #[derive(Debug)]
@@ -27,7 +27,11 @@ impl Prefixed {
 
 impl End for Prefixed {
     fn kind(&self) -> Kind {
-        self.inner.kind().sequential()
+        self.inner.kind().in_order()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities().in_order()
     }
 
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
@@ -38,7 +42,7 @@ impl End for Prefixed {
         buf[..n].copy_from_slice(&self.head[self.at..self.at + n]);
         self.at += n;
         // An input that reads whole must still read whole through here.
-        if n < buf.len() && self.inner.kind().reads_whole() {
+        if n < buf.len() && self.inner.capabilities().reads_whole {
             while n < buf.len() {
                 match self.inner.read(&mut buf[n..]) {
                     Ok(0) => break,

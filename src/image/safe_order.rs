@@ -54,7 +54,7 @@ impl SafeOrder {
     }
 
     pub fn new(mut output: Box<dyn End>) -> Result<SafeOrder, Box<dyn End>> {
-        if !output.kind().positional() {
+        if !output.capabilities().writes_at {
             return Err(output);
         }
         let Ok(pos) = output.seek(Whence::Current(0)) else {

@@ -43,16 +43,6 @@ impl InputProgress {
     }
 }
 
-impl crate::progress::InputPosition for InputProgress {
-    fn position(&self) -> crate::progress::InputRead {
-        crate::progress::InputRead {
-            read: self.consumed(),
-            total: self.total,
-            measure: crate::progress::Measure::Compressed,
-        }
-    }
-}
-
 /// The input's own failure, kept when it happened.
 #[derive(Debug, Clone)]
 pub struct InputFailure {

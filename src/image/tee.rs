@@ -38,7 +38,7 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use crate::ends::{End, Kind, Pipeline, Whence};
+use crate::ends::{Capabilities, End, Kind, Pipeline, Whence};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::{errno_text, Errno};
 use crate::text::human::{human, Base};
@@ -318,7 +318,7 @@ impl Tee {
             .into_iter()
             .enumerate()
             .map(|(index, (_, end))| {
-                let positional = positional(end.kind());
+                let positional = end.capabilities().writes_at;
                 let (commands, queue) = channel();
                 let budget = Arc::new(Budget::default());
                 let thread = {
@@ -370,7 +370,7 @@ impl Tee {
     /// Whether `len` bytes go to the extras lent rather than copied.
     fn lends(&self, len: usize) -> bool {
         len >= LEND_BYTES
-            && positional(self.first.kind())
+            && self.first.capabilities().writes_at
             && self
                 .extras
                 .iter()
@@ -454,6 +454,15 @@ impl Tee {
 impl End for Tee {
     fn kind(&self) -> Kind {
         self.first.kind()
+    }
+
+    /// The first output's, but for exchanging buffers, which the
+    /// further outputs could not follow.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            exchanges_buffers: false,
+            ..self.first.capabilities()
+        }
     }
 
     /// None: a descriptor would let the engine write the first output
@@ -652,12 +661,6 @@ fn serve(mut end: Box<dyn End>, queue: &Receiver<Command>, budget: &Budget, repo
     // half-done must not look complete.
     end.abandon();
     report.set(Fate::Abandoned);
-}
-
-/// Whether an end of this kind is addressed by position (a lent write
-/// needs an output that can be sought back).
-fn positional(kind: Kind) -> bool {
-    matches!(kind, Kind::RegularFile | Kind::BlockDevice | Kind::Remote)
 }
 
 fn write_all(

@@ -90,7 +90,7 @@ impl End for Memory {
     }
 
     fn seek(&mut self, to: Whence) -> Result<u64, Errno> {
-        if !self.kind.positional() {
+        if !self.kind.capabilities().reads_at {
             return Err(Errno::SPIPE);
         }
         let len = self.data.lock().unwrap().len() as u64;

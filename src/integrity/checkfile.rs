@@ -32,7 +32,7 @@ pub fn input_name(input: Option<&Path>) -> Vec<u8> {
         // A file really named "-" is not standard input to a checker.
         Some(path) if path.as_os_str() == "-" => b"./-".to_vec(),
         // An object URL without its secrets.
-        Some(path) => crate::ends::remote::shown(path),
+        Some(path) => crate::ends::uri::shown(path),
     }
 }
 

@@ -16,7 +16,7 @@
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
-use crate::ends::{remote, End, Pipeline, Whence};
+use crate::ends::{uri, End, Pipeline, Whence};
 use crate::integrity::{ChunkDigests, VERIFY_CHUNK};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
@@ -112,13 +112,13 @@ enum Source {
         buffered: OwnedFd,
     },
     /// An end named by a URI, opened for reading.
-    Remote(Box<dyn End>),
+    ByUri(Box<dyn End>),
 }
 
 impl Source {
     /// Open `path` to read `total` bytes from `start` back.
     fn open(path: &Path, start: u64, total: u64) -> Result<Source, Errno> {
-        if let Some(opened) = open_remote(path) {
+        if let Some(opened) = open_by_uri(path) {
             let mut end = opened?;
             // Read in order, ahead of the comparison.
             end.pipeline(Pipeline {
@@ -127,7 +127,7 @@ impl Source {
                 total: Some(total),
             });
             end.seek(Whence::Start(start))?;
-            return Ok(Source::Remote(end));
+            return Ok(Source::ByUri(end));
         }
         let buffered = file::open_input(path, OFlags::empty())?;
         file::fdatasync(buffered.as_fd()).or_else(|e| match e {
@@ -144,16 +144,16 @@ impl Source {
 }
 
 /// `path` opened for reading through its end, where it names one.
-fn open_remote(path: &Path) -> Option<Result<Box<dyn End>, Errno>> {
-    Some(match remote::recognise(path)? {
-        Ok(named) => remote::open(&named, false).map_err(|e| e.errno),
+fn open_by_uri(path: &Path) -> Option<Result<Box<dyn End>, Errno>> {
+    Some(match uri::recognise(path)? {
+        Ok(named) => uri::open(&named, false).map_err(|e| e.errno),
         Err(_) => Err(Errno::INVAL),
     })
 }
 
 /// The input's bytes at `offset`, where it can be read again.
 fn read_reference(path: &Path, buf: &mut [u8], offset: u64) -> Option<usize> {
-    if let Some(opened) = open_remote(path) {
+    if let Some(opened) = open_by_uri(path) {
         return read_end_full(opened.ok()?.as_mut(), buf, offset).ok();
     }
     let input = file::open_input(path, OFlags::empty()).ok()?;
@@ -165,7 +165,7 @@ impl ReadBack {
     fn read_at(&mut self, offset: u64, want: usize) -> Result<usize, Errno> {
         let buf = self.buf.as_mut_slice();
         match &mut self.from {
-            Source::Remote(end) => {
+            Source::ByUri(end) => {
                 end.seek(Whence::Start(offset))?;
                 read_end_sequential(end.as_mut(), &mut buf[..want])
             }

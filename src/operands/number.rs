@@ -38,11 +38,11 @@ const INTMAX_MAX: u64 = i64::MAX as u64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct ParseStatus {
     overflow: bool,
-    kind: Kind,
+    kind: StrtolError,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+enum StrtolError {
     Ok,
     Invalid,
     InvalidSuffixChar,
@@ -52,7 +52,7 @@ impl ParseStatus {
     fn ok() -> Self {
         ParseStatus {
             overflow: false,
-            kind: Kind::Ok,
+            kind: StrtolError::Ok,
         }
     }
 }
@@ -70,7 +70,7 @@ fn xstrtoumax(s: &[u8]) -> (u64, ParseStatus, usize) {
             0,
             ParseStatus {
                 overflow: false,
-                kind: Kind::Invalid,
+                kind: StrtolError::Invalid,
             },
             0,
         );
@@ -107,7 +107,7 @@ fn xstrtoumax(s: &[u8]) -> (u64, ParseStatus, usize) {
                     0,
                     ParseStatus {
                         overflow: false,
-                        kind: Kind::Invalid,
+                        kind: StrtolError::Invalid,
                     },
                     0,
                 )
@@ -119,7 +119,7 @@ fn xstrtoumax(s: &[u8]) -> (u64, ParseStatus, usize) {
         return (value, status, end);
     };
     if !VALID_SUFFIXES.contains(&suffix) {
-        status.kind = Kind::InvalidSuffixChar;
+        status.kind = StrtolError::InvalidSuffixChar;
         return (value, status, end);
     }
 
@@ -149,7 +149,7 @@ fn xstrtoumax(s: &[u8]) -> (u64, ParseStatus, usize) {
         b'Y' => scale(value, base, 8),
         _ => {
             // '0' only flags the optional second suffix; it is no unit.
-            status.kind = Kind::InvalidSuffixChar;
+            status.kind = StrtolError::InvalidSuffixChar;
             return (value, status, end);
         }
     };
@@ -162,7 +162,7 @@ fn xstrtoumax(s: &[u8]) -> (u64, ParseStatus, usize) {
     }
     end += suffix_len;
     if end < s.len() {
-        status.kind = Kind::InvalidSuffixChar;
+        status.kind = StrtolError::InvalidSuffixChar;
     }
     (value, status, end)
 }
@@ -183,23 +183,24 @@ pub fn parse(text: &[u8]) -> Parsed {
     let mut zero_multiplier_warning = false;
 
     // A 'B' after a number (not after "KiB" or "kB") means "bytes".
-    if e.kind == Kind::InvalidSuffixChar
+    if e.kind == StrtolError::InvalidSuffixChar
         && suffix > 0
         && s[suffix - 1] != b'B'
         && s.get(suffix) == Some(&b'B')
     {
         suffix += 1;
         if suffix == s.len() {
-            e.kind = Kind::Ok;
+            e.kind = StrtolError::Ok;
         }
     }
 
     let result: Result<u64, NumberError>;
-    let after_b_rule_is_x = e.kind == Kind::InvalidSuffixChar && s.get(suffix) == Some(&b'x');
+    let after_b_rule_is_x =
+        e.kind == StrtolError::InvalidSuffixChar && s.get(suffix) == Some(&b'x');
     let b_on_both_sides = || suffix > 0 && s[suffix - 1] == b'B' && s[suffix + 1..].contains(&b'B');
     if after_b_rule_is_x && !b_on_both_sides() {
         let (o, f, _) = xstrtoumax(&s[suffix + 1..]);
-        if f.kind != Kind::Ok {
+        if f.kind != StrtolError::Ok {
             result = Err(NumberError::Invalid);
         } else {
             let product = u128::from(n) * u128::from(o);
@@ -215,8 +216,8 @@ pub fn parse(text: &[u8]) -> Parsed {
         }
     } else {
         result = match (e.kind, e.overflow) {
-            (Kind::Ok, false) if n <= INTMAX_MAX => Ok(n),
-            (Kind::Ok, _) => Err(NumberError::Overflow),
+            (StrtolError::Ok, false) if n <= INTMAX_MAX => Ok(n),
+            (StrtolError::Ok, _) => Err(NumberError::Overflow),
             _ => Err(NumberError::Invalid),
         };
     }

@@ -33,7 +33,6 @@
 //! Pages that were in the cache before the copy are never dropped (the
 //! engine's hot-file judgement).
 
-use crate::ends::Kind;
 use crate::engine::cache::CachePolicy;
 use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::request::{CacheChoice, Settings};
@@ -203,9 +202,7 @@ fn writes_into_cache(plan: &CopyPlan, output: &EndFacts) -> bool {
 /// A file or block device ddx holds a descriptor of, whose pages it can
 /// drop (tmpfs pages are the file itself).
 fn passes_through_cache(end: &EndFacts) -> bool {
-    matches!(end.kind, Kind::RegularFile | Kind::BlockDevice)
-        && end.descriptor
-        && end.storage != Storage::Memory
+    end.can.local_storage && end.descriptor && end.storage != Storage::Memory
 }
 
 /// Bytes the copy adds to the page cache, where the input's size or
@@ -242,6 +239,7 @@ pub fn footprint(plan: &CopyPlan, facts: &Facts, reads: bool, writes: bool) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ends::Kind;
     use crate::planner::tests::{auto, ext4, facts, request, stream, tmpfs};
     use crate::sys::memory::{CgroupLimit, Memory, Pressure};
 

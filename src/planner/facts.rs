@@ -15,7 +15,8 @@ use std::path::Path;
 
 use rustix::fs::{AtFlags, FileType, OFlags};
 
-use crate::ends::{Input, Kind};
+use crate::ends::uri::UriEnd;
+use crate::ends::{Capabilities, Input, Kind};
 use crate::engine::depth::{self, QueueHint};
 use crate::sys::block::{self, DeviceNumber};
 use crate::sys::filesystem::{storage_of, Storage};
@@ -34,7 +35,10 @@ pub enum Identity {
 /// What is known of one end before the copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndFacts {
+    /// What the end is, as messages name it.
     pub kind: Kind,
+    /// What it can do: what the planner and the option table decide by.
+    pub can: Capabilities,
     /// A descriptor is behind the end: the kernel's copies (splice,
     /// copy_file_range, io_uring) and cache advice can apply.
     pub descriptor: bool,
@@ -70,10 +74,16 @@ impl EndFacts {
     /// An end with nothing known beyond its kind (an end without a
     /// descriptor, or a test's starting point).
     pub fn of_kind(kind: Kind) -> EndFacts {
+        EndFacts::of(kind, kind.capabilities())
+    }
+
+    /// An end with nothing known beyond what it is and can do.
+    pub fn of(kind: Kind, can: Capabilities) -> EndFacts {
         EndFacts {
             kind,
+            can,
             descriptor: false,
-            seekable: kind.positional(),
+            seekable: can.reads_at,
             size: None,
             allocated: None,
             identity: None,
@@ -108,12 +118,14 @@ pub struct Facts {
 
 /// The files ddx writes beside the copy's two ends: the map of a copy by
 /// position (`--map=FILE`, or the checkpoint `--resume` keeps beside the
-/// output), and `--hash-file=FILE`. Paths before gathering, [`Place`]s
+/// output), `--hash-file=FILE` and `--bmap-create=FILE`. Paths before gathering, [`Place`]s
 /// after.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Beside<T> {
     pub map: Option<T>,
     pub hash_file: Option<T>,
+    /// `--bmap-create=FILE`.
+    pub bmap_create: Option<T>,
 }
 
 // Not derived: the derive would ask `T: Default`, and nothing beside the
@@ -123,6 +135,7 @@ impl<T> Default for Beside<T> {
         Beside {
             map: None,
             hash_file: None,
+            bmap_create: None,
         }
     }
 }
@@ -147,8 +160,8 @@ pub enum OutputProbe<'a> {
     Path(&'a Path),
     /// Standard output, inherited.
     Stdout,
-    /// `of=URI`: an end on another machine, of this kind.
-    Remote(Kind),
+    /// `of=URI`: an end on another machine, as its URI names it.
+    Uri(&'a UriEnd),
 }
 
 /// What a remote end's queue can take: a network block device or an
@@ -158,19 +171,8 @@ const REMOTE_QUEUE: QueueHint = QueueHint::solid_state(64);
 /// Gather the facts: the input as opened, the output and the files
 /// beside the copy as they stand.
 pub fn gather(input: &Input, output: OutputProbe<'_>, beside: Beside<&Path>) -> Facts {
-    let mut input_facts = match input.end.fd() {
-        Some(fd) => of_descriptor(fd, input.end.kind()),
-        None => EndFacts {
-            size: input.end.size().ok().flatten(),
-            ..without_descriptor(input.end.kind())
-        },
-    };
-    input_facts.seekable = input.seekable;
-    if let (Kind::RegularFile, Some(fd)) = (input_facts.kind, input.end.fd()) {
-        input_facts.cached = crate::engine::cache::mostly_cached(fd, 0, u64::MAX);
-    }
     Facts {
-        input: input_facts,
+        input: input_facts(input),
         output: output_facts(output),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         cpu_pressure: crate::sys::cpu::pressure(),
@@ -178,8 +180,37 @@ pub fn gather(input: &Input, output: OutputProbe<'_>, beside: Beside<&Path>) -> 
         beside: Beside {
             map: beside.map.map(place),
             hash_file: beside.hash_file.map(place),
+            bmap_create: beside.bmap_create.map(place),
         },
     }
+}
+
+/// The facts of the input: as opened, for the option table; wrapped by
+/// the image options, for the plan.
+pub fn input_facts(input: &Input) -> EndFacts {
+    let mut facts = match input.end.fd() {
+        Some(fd) => of_descriptor(fd, input.end.kind()),
+        None => EndFacts {
+            size: input.end.size().ok().flatten(),
+            ..without_descriptor(input.end.kind(), input.end.capabilities())
+        },
+    };
+    facts.can = input.end.capabilities();
+    facts.seekable = input.seekable;
+    if let (Kind::RegularFile, Some(fd)) = (facts.kind, input.end.fd()) {
+        facts.cached = crate::engine::cache::mostly_cached(fd, 0, u64::MAX);
+    }
+    facts
+}
+
+/// Which files the input and the output named by `plan` are, as they
+/// stand (None for standard input or output, or nothing there yet).
+pub fn identities(plan: &crate::operands::CopyPlan) -> [Option<Identity>; 2] {
+    let identity = |path: Option<&Path>| path.and_then(|path| place(path).identity);
+    [
+        identity(plan.input.as_deref()),
+        identity(plan.output.as_deref()),
+    ]
 }
 
 /// What stands at `path`, and whether it (and its directory) can be
@@ -213,25 +244,35 @@ pub fn place(path: &Path) -> Place {
     }
 }
 
-/// What is known of an end that has no descriptor: its kind.
-fn without_descriptor(kind: Kind) -> EndFacts {
+/// What is known of an end that has no descriptor: what it is and can
+/// do.
+fn without_descriptor(kind: Kind, can: Capabilities) -> EndFacts {
     EndFacts {
-        queue: matches!(kind, Kind::Remote | Kind::Object).then_some(REMOTE_QUEUE),
-        ..EndFacts::of_kind(kind)
+        queue: can.served.then_some(REMOTE_QUEUE),
+        ..EndFacts::of(kind, can)
     }
 }
 
 /// The facts of a further output (`--tee=PATH`), as of= would have them.
 pub fn output_facts_at(path: &Path) -> EndFacts {
-    output_facts(match crate::ends::remote::recognise(path) {
-        Some(Ok(remote)) => OutputProbe::Remote(remote.kind()),
-        _ => OutputProbe::Path(path),
-    })
+    match crate::ends::uri::recognise(path) {
+        Some(Ok(remote)) => output_facts(OutputProbe::Uri(&remote)),
+        // A URI of a remote scheme that cannot be right: an end on
+        // another machine all the same, which would fail to open.
+        Some(Err(_)) => without_descriptor(
+            Kind::Other,
+            Capabilities {
+                served: true,
+                ..Kind::Other.capabilities()
+            },
+        ),
+        None => output_facts(OutputProbe::Path(path)),
+    }
 }
 
 fn output_facts(output: OutputProbe<'_>) -> EndFacts {
     match output {
-        OutputProbe::Remote(kind) => without_descriptor(kind),
+        OutputProbe::Uri(remote) => without_descriptor(remote.kind(), remote.capabilities()),
         OutputProbe::Stdout => {
             let stdout = std::io::stdout();
             let fd = stdout.as_fd();
@@ -248,7 +289,7 @@ fn output_facts(output: OutputProbe<'_>) -> EndFacts {
                 let mut facts = of_descriptor(fd.as_fd(), kind);
                 // An O_PATH descriptor cannot lseek; the opened output will
                 // where its kind can.
-                facts.seekable = kind.positional();
+                facts.seekable = facts.can.reads_at;
                 facts
             }
             // Not there yet: open(2) will make a regular file in the
@@ -263,6 +304,7 @@ fn output_facts(output: OutputProbe<'_>) -> EndFacts {
                     None => EndFacts::of_kind(Kind::RegularFile),
                 };
                 facts.kind = Kind::RegularFile;
+                facts.can = Kind::RegularFile.capabilities();
                 facts.identity = None;
                 facts.size = Some(0);
                 facts.descriptor = true;
@@ -308,6 +350,7 @@ fn of_descriptor(fd: BorrowedFd<'_>, kind: Kind) -> EndFacts {
     let on_filesystem = matches!(file_type, Some(FileType::RegularFile | FileType::Directory));
     EndFacts {
         kind,
+        can: kind.capabilities(),
         descriptor: true,
         seekable: crate::sys::file::current_offset(fd).is_ok(),
         size,

@@ -17,9 +17,8 @@ pub mod facts;
 pub mod needs;
 
 pub use facts::{Beside, EndFacts, Facts, Identity, OutputProbe, Place};
-pub use needs::{admit, Refusal};
+pub use needs::{admit, check, Refusal};
 
-use crate::ends::Kind;
 use crate::engine::backend::{Backend, BulkShape, Shaping};
 use crate::engine::depth;
 use crate::operands::{Conv, CopyPlan, IoFlags};
@@ -54,7 +53,7 @@ pub struct Strategy {
     pub read_ahead: Option<WritesInFlight>,
 }
 
-/// Several direct writes in flight (`ends::behind`): how many, of up to
+/// Several direct writes in flight (`ends::write_behind`): how many, of up to
 /// how many bytes each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WritesInFlight {
@@ -114,7 +113,7 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
     let hashing = !settings.hash.is_empty() || settings.verify;
     let bulk = bulk_shape(plan, facts);
     let same_file = same_file(facts);
-    let storage_end = (is_storage(facts.input.kind) || is_storage(facts.output.kind)) && !same_file;
+    let storage_end = (facts.input.can.storage() || facts.output.can.storage()) && !same_file;
     let queue_depth = settings.queue_depth.unwrap_or_else(|| {
         let request_bytes = match (&bulk, settings.request_size) {
             (Some(_), Some(size)) => size,
@@ -258,10 +257,10 @@ fn takes_parallel_requests(settings: &Settings, end: &EndFacts) -> bool {
 /// A local block device or file, reached through its descriptor: where
 /// io_uring requests go straight to the device's queue.
 fn local_storage(end: &EndFacts) -> bool {
-    matches!(end.kind, Kind::BlockDevice | Kind::RegularFile) && end.descriptor && !end.null_device
+    end.can.local_storage && end.descriptor && !end.null_device
 }
 
-/// Whether reads of the input go several at once (`ends::ahead`).
+/// Whether reads of the input go several at once (`ends::read_ahead`).
 ///
 /// Under `iflag=direct` the kernel reads nothing ahead, so each record's
 /// read waits for the device however deep its queue. A reader thread
@@ -292,7 +291,7 @@ pub fn read_ahead(request: &Request, facts: &Facts, backend: Backend) -> Option<
     })
 }
 
-/// Whether writes to the output go several at once (`ends::behind`).
+/// Whether writes to the output go several at once (`ends::write_behind`).
 ///
 /// Under `oflag=direct` each write waits for the device, so GNU's loop
 /// (and a writer thread) keeps one request in flight however deep the
@@ -317,7 +316,7 @@ pub fn write_behind(request: &Request, facts: &Facts, backend: Backend) -> Optio
         && (!input_direct || read_ahead(request, facts, backend).is_some())
         && !plan.output_flags.contains(IoFlags::APPEND)
         && !plan.two_buffers
-        && matches!(facts.output.kind, Kind::BlockDevice | Kind::RegularFile)
+        && facts.output.can.local_storage
         && facts.output.descriptor
         && queue_depth > 1
         && size <= WRITE_BEHIND_MEMORY / 2;
@@ -346,17 +345,6 @@ pub fn crowded(facts: &Facts) -> Option<Crowded> {
         .map(|some_avg10| Crowded::Contended { some_avg10 })
 }
 
-/// A regular file, a block device, an export on another machine or an
-/// object in a store: storage that may be slow, where overlapping reads
-/// and writes pays, and whose reads return all they are asked for until
-/// its end.
-fn is_storage(kind: Kind) -> bool {
-    matches!(
-        kind,
-        Kind::RegularFile | Kind::BlockDevice | Kind::Remote | Kind::Object
-    )
-}
-
 /// Both ends are the same file or device: what is read may be what was
 /// just written, so only GNU's exact order of requests gives GNU's result.
 pub fn same_file(facts: &Facts) -> bool {
@@ -382,15 +370,12 @@ pub fn bulk_shape(plan: &CopyPlan, facts: &Facts) -> Option<BulkShape> {
     {
         return None;
     }
-    // A stream ddx decodes or encodes itself (--decompress, --bmap,
-    // --compress) reads and writes whole, as a file does: bulk requests
-    // keep GNU's records there too. It cannot seek back; a read error
-    // then ends the copy where it stands (see `engine::reader::bulk`).
-    let whole = |kind| is_storage(kind) || kind == Kind::Stream;
-    if !whole(facts.input.kind)
-        || !whole(facts.output.kind)
-        || !(facts.input.seekable || facts.input.kind == Kind::Stream)
-    {
+    // Storage, and a stream ddx decodes or encodes itself (--decompress,
+    // --bmap, --compress), read and write whole: bulk requests keep GNU's
+    // records there. A stream cannot seek back; a read error then ends
+    // the copy where it stands (see `engine::reader::bulk`).
+    let input_placed = facts.input.seekable || !facts.input.can.reads_at;
+    if !facts.input.can.reads_whole || !facts.output.can.reads_whole || !input_placed {
         return None;
     }
     // Whole input records per request, so records are counted per chunk;
@@ -411,8 +396,7 @@ pub fn bulk_shape(plan: &CopyPlan, facts: &Facts) -> Option<BulkShape> {
         write_block,
         // A file's holes (SEEK_DATA), an export's (block status), a
         // block map's unmapped blocks.
-        sparse_input: matches!(facts.input.kind, Kind::RegularFile | Kind::Remote)
-            || facts.input.mapped,
+        sparse_input: facts.input.can.extents || facts.input.mapped,
         mapped_holes: facts.input.mapped,
     })
 }
@@ -449,7 +433,7 @@ pub fn splice_fits(plan: &CopyPlan, facts: &Facts) -> bool {
         && !plan.output_nocache
         && facts.input.descriptor
         && facts.output.descriptor
-        && (facts.input.kind == Kind::Pipe || facts.output.kind == Kind::Pipe)
+        && (facts.input.can.splices || facts.output.can.splices)
         && !same_file(facts)
 }
 
@@ -464,8 +448,8 @@ pub fn offload_unit(plan: &CopyPlan, facts: &Facts) -> Option<usize> {
     // one thread: the threads backend overlaps them instead. Within one,
     // it can share extents or copy on the server.
     if plan.conv.contains(Conv::SPARSE)
-        || facts.input.kind != Kind::RegularFile
-        || facts.output.kind != Kind::RegularFile
+        || !facts.input.can.kernel_copy
+        || !facts.output.can.kernel_copy
         || !facts.input.descriptor
         || !facts.output.descriptor
         || facts.input.filesystem.is_none()

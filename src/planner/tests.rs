@@ -3,6 +3,7 @@
 //! filesystem of a kind.
 
 use super::*;
+use crate::ends::Kind;
 use crate::engine::cache::CachePolicy;
 use crate::engine::depth::QueueHint;
 use crate::request::Settings;
@@ -31,6 +32,7 @@ fn disk(major: u32) -> Option<DeviceNumber> {
 pub fn file(inode: u64, fs: u64, storage: Storage) -> EndFacts {
     EndFacts {
         kind: Kind::RegularFile,
+        can: Kind::RegularFile.capabilities(),
         descriptor: true,
         seekable: true,
         size: Some(1 << 30),
@@ -55,6 +57,7 @@ fn on(mut end: EndFacts, major: u32, queue: QueueHint) -> EndFacts {
 fn device(number: u64) -> EndFacts {
     EndFacts {
         kind: Kind::BlockDevice,
+        can: Kind::BlockDevice.capabilities(),
         identity: Some(Identity::Device(number)),
         storage: Storage::Memory,
         ..file(0, 0, Storage::Other)

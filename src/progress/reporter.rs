@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::engine::{Counters, Diagnostic, Events};
+use crate::diagnostic::{Diagnostic, Events};
+use crate::engine::Counters;
 use crate::operands::StatusLevel;
 use crate::progress::json::{JsonStream, Record};
 use crate::progress::live::{Frame, Live};

@@ -9,7 +9,8 @@
 //! These copies address both ends by position (pread/pwrite), not as
 //! streams, which is what makes a map meaningful; so they run their own
 //! loop here rather than the record engine, and accept only the operands
-//! for which a byte of output has one fixed source byte (see [`check`]).
+//! for which a byte of output has one fixed source byte (the rows of
+//! `planner::needs`).
 //!
 //! Without `--rescue`, the pending ranges are read in requests of ibs,
 //! in order, and a read error stops the copy (or, with conv=noerror,sync,
@@ -29,12 +30,12 @@ pub mod phases;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::diagnostic::Events;
 use crate::engine::counters::Counters;
-use crate::engine::Events;
 use crate::integrity::Tap;
 
 use crate::ends::{End, Whence};
-use crate::operands::{Conv, CopyPlan, IoFlags};
+use crate::operands::CopyPlan;
 use crate::sys::Errno;
 use mapfile::{BlockStatus, Map};
 pub use phases::{Phase, PhaseStart, Standing};
@@ -66,7 +67,7 @@ impl Asked<'_> {
 
 /// What the positional copy is asked to do, from ddx's options.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Request {
+pub struct PositionalCopy {
     /// `--rescue` (or `--retry-passes`): ddrescue's phases.
     pub rescue: bool,
     /// Where the map is kept, if anywhere.
@@ -85,9 +86,10 @@ pub struct Request {
 /// The suffix of the checkpoint map `--resume` keeps next to the output.
 pub const CHECKPOINT_SUFFIX: &str = ".ddx-map";
 
-/// Validate the operands for a positional copy, before anything is opened.
-/// Returns the request and whether an existing map is being resumed.
-pub fn check(plan: &CopyPlan, asked: Asked<'_>) -> Result<Request, String> {
+/// The positional copy `asked` for. What it cannot be combined with, and
+/// the ends it needs, are rows of `planner::needs`, refused before this is
+/// made.
+pub fn request(plan: &CopyPlan, asked: Asked<'_>) -> PositionalCopy {
     let Asked {
         rescue,
         map,
@@ -95,95 +97,29 @@ pub fn check(plan: &CopyPlan, asked: Asked<'_>) -> Result<Request, String> {
         sector,
         retry_passes,
     } = asked;
-    let what = if rescue {
-        "--rescue"
-    } else if retry_passes.is_some() {
-        "--retry-passes"
-    } else if resume {
-        "--resume"
-    } else {
-        "--map"
-    };
-    if plan.input.is_none() {
-        return Err(format!(
-            "{what} needs if=FILE: it reads the input by position, not as a stream"
-        ));
-    }
-    let Some(output) = &plan.output else {
-        return Err(format!(
-            "{what} needs of=FILE: it writes the output by position, not as a stream"
-        ));
-    };
-    let rescue = rescue || retry_passes.is_some();
-    let refused_conv = crate::operands::symbols::DATA_CONVERSIONS
-        .iter()
-        .chain(&[(Conv::SPARSE, "sparse")]);
-    for &(flag, name) in refused_conv {
-        if plan.conv.contains(flag) {
-            return Err(format!(
-                "{what} cannot be combined with conv={name}: it copies bytes unchanged, \
-                 each to the same place"
-            ));
-        }
-    }
-    if plan.conv.contains(Conv::NOERROR) != plan.conv.contains(Conv::SYNC) && !rescue {
-        return Err(format!(
-            "{what} needs conv=noerror and conv=sync together (or --rescue): without \
-             padding, every read error would move the rest of the output"
-        ));
-    }
-    if plan.conv.contains(Conv::SYNC) && !plan.conv.contains(Conv::NOERROR) {
-        return Err(format!(
-            "{what} cannot be combined with conv=sync alone: padding short reads changes \
-             where later bytes go"
-        ));
-    }
-    if plan.output_flags.contains(IoFlags::APPEND) {
-        return Err(format!(
-            "{what} cannot be combined with oflag=append: it writes by position"
-        ));
-    }
-    if plan.output_flags.contains(IoFlags::DIRECT) {
-        return Err(format!(
-            "{what} cannot be combined with oflag=direct (the zeros and tails it writes \
-             need not be aligned)"
-        ));
-    }
-    if plan.skip.total_bytes(plan.input_block_size).is_none()
-        || plan.seek.total_bytes(plan.output_block_size).is_none()
-    {
-        return Err(format!("{what}: skip= or seek= is too large"));
-    }
-    if let Some(sector) = sector {
-        if !(512..=65536).contains(&sector) || !sector.is_power_of_two() {
-            return Err(
-                "invalid argument for '--sector-size': a power of two from 512 to 65536".into(),
-            );
-        }
-    }
-    let (map_path, map_is_checkpoint) = match map {
-        Some(path) => (Some(path.to_path_buf()), false),
-        None if resume => {
+    let (map_path, map_is_checkpoint) = match (map, &plan.output) {
+        (Some(path), _) => (Some(path.to_path_buf()), false),
+        (None, Some(output)) if resume => {
             let mut path = output.as_os_str().to_owned();
             path.push(CHECKPOINT_SUFFIX);
             (Some(PathBuf::from(path)), true)
         }
-        None => (None, false),
+        (None, _) => (None, false),
     };
-    Ok(Request {
-        rescue,
+    PositionalCopy {
+        rescue: rescue || retry_passes.is_some(),
         map_path,
         resume,
         map_is_checkpoint,
         sector,
         retry_passes: retry_passes.unwrap_or(0),
-    })
+    }
 }
 
 /// Whether this request continues an earlier copy: a map to resume from
 /// exists. An existing map whose output is missing is an error (its
 /// finished ranges would be lost).
-pub fn resuming(request: &Request, plan: &CopyPlan) -> Result<bool, String> {
+pub fn resuming(request: &PositionalCopy, plan: &CopyPlan) -> Result<bool, String> {
     let Some(map) = &request.map_path else {
         return Ok(false);
     };
@@ -347,56 +283,17 @@ mod tests {
     }
 
     #[test]
-    fn positional_copies_need_two_named_ends() {
-        let rescue = Asked {
-            rescue: true,
-            ..Asked::default()
-        };
-        let resume = Asked {
-            resume: true,
-            ..Asked::default()
-        };
-        assert!(check(&plan(&["of=b"]), rescue)
-            .unwrap_err()
-            .contains("needs if=FILE"));
-        assert!(check(&plan(&["if=a"]), resume)
-            .unwrap_err()
-            .contains("--resume needs of=FILE"));
-    }
-
-    /// Whether `--rescue` (`rescue`) or `--resume` (not) accepts `words`.
-    fn accepted(words: &[&str], rescue: bool) -> bool {
-        let mut all = vec!["if=a", "of=b"];
-        all.extend_from_slice(words);
-        let asked = Asked {
-            rescue,
-            resume: !rescue,
-            ..Asked::default()
-        };
-        check(&plan(&all), asked).is_ok()
-    }
-
-    #[test]
-    fn what_moves_bytes_is_refused() {
-        for conv in ["conv=swab", "conv=ucase", "conv=sparse", "conv=sync"] {
-            assert!(!accepted(&[conv], true), "{conv}");
-        }
-        // noerror needs sync to keep positions, unless --rescue retries.
-        assert!(!accepted(&["conv=noerror"], false));
-        assert!(accepted(&["conv=noerror"], true));
-        assert!(accepted(&["conv=noerror,sync"], false));
-        assert!(!accepted(&["oflag=append"], true));
-    }
-
-    #[test]
     fn resume_keeps_a_checkpoint_next_to_the_output() {
         let resume = Asked {
             resume: true,
             ..Asked::default()
         };
-        let request = check(&plan(&["if=a", "of=dir/b.img"]), resume).unwrap();
-        assert_eq!(request.map_path, Some(PathBuf::from("dir/b.img.ddx-map")));
-        assert!(request.map_is_checkpoint);
+        let checkpoint = request(&plan(&["if=a", "of=dir/b.img"]), resume);
+        assert_eq!(
+            checkpoint.map_path,
+            Some(PathBuf::from("dir/b.img.ddx-map"))
+        );
+        assert!(checkpoint.map_is_checkpoint);
         let asked = Asked {
             rescue: true,
             map: Some(Path::new("m")),
@@ -404,11 +301,11 @@ mod tests {
             sector: Some(4096),
             retry_passes: None,
         };
-        let request = check(&plan(&["if=a", "of=b"]), asked).unwrap();
-        assert_eq!(request.map_path, Some(PathBuf::from("m")));
-        assert!(!request.map_is_checkpoint);
-        assert_eq!(request.sector, Some(4096));
-        assert_eq!(request.retry_passes, 0);
+        let named = request(&plan(&["if=a", "of=b"]), asked);
+        assert_eq!(named.map_path, Some(PathBuf::from("m")));
+        assert!(!named.map_is_checkpoint);
+        assert_eq!(named.sector, Some(4096));
+        assert_eq!(named.retry_passes, 0);
     }
 
     #[test]
@@ -418,11 +315,8 @@ mod tests {
             ..Asked::default()
         };
         assert!(asked.any());
-        let request = check(&plan(&["if=a", "of=b", "conv=noerror"]), asked).unwrap();
-        assert!(request.rescue);
-        assert_eq!(request.retry_passes, 3);
-        assert!(check(&plan(&["if=a", "of=b", "conv=swab"]), asked)
-            .unwrap_err()
-            .starts_with("--retry-passes cannot be combined with conv=swab"));
+        let rescue = request(&plan(&["if=a", "of=b", "conv=noerror"]), asked);
+        assert!(rescue.rescue);
+        assert_eq!(rescue.retry_passes, 3);
     }
 }

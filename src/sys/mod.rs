@@ -17,6 +17,8 @@ pub mod memory;
 pub mod mounts;
 pub mod ring;
 pub mod signals;
+#[cfg(test)]
+pub mod skips;
 pub mod stdio;
 pub mod threads;
 pub mod usage;

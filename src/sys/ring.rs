@@ -244,7 +244,7 @@ mod tests {
 
     fn ring(slots: usize, len: usize) -> Option<Ring> {
         Ring::new(slots, len)
-            .map_err(|e| eprintln!("skipped: io_uring unavailable here ({e})"))
+            .map_err(|e| crate::sys::skips::skip(&format!("io_uring unavailable here ({e})")))
             .ok()
     }
 

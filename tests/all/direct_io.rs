@@ -121,7 +121,7 @@ fn direct_writes_to_block_devices_match_gnu_dd() {
 
 /// With a queue depth above 1 (`BACKENDS` has threads and io_uring at
 /// depth 4, and auto takes the device's), direct writes of large records go several
-/// at once (`ends::behind`); the bytes, the statistics and the final
+/// at once (`ends::write_behind`); the bytes, the statistics and the final
 /// partial block (O_DIRECT turned off for it) stay GNU's, including where
 /// the device ends before the input and a write in flight fails.
 #[test]
@@ -182,7 +182,7 @@ fn direct_reads_from_block_devices_match_gnu_dd() {
 }
 
 /// With a queue depth above 1 (`BACKENDS` asks for 4), direct reads go
-/// several at once (`ends::ahead`): GNU's records, bytes and statistics,
+/// several at once (`ends::read_ahead`): GNU's records, bytes and statistics,
 /// from a device and from a file whose last block is partial (O_DIRECT's
 /// EINVAL there is its end), with skip= and count=, and where the input
 /// is read again after a short read.

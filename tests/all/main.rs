@@ -21,6 +21,7 @@ mod filesystems;
 mod guard;
 mod image;
 mod image_copy;
+mod layers;
 #[cfg(feature = "nbd")]
 mod nbd;
 #[cfg(feature = "nbd")]

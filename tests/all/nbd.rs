@@ -82,7 +82,7 @@ fn a_memory_export_reads_back_what_was_written_and_ends_like_a_file() {
     };
     let data = pattern(size, 1);
     let mut end = open(&server, Access::Write);
-    assert_eq!(end.kind(), Kind::Remote);
+    assert_eq!(end.kind(), Kind::NbdExport);
     assert_eq!(end.size(), Ok(Some(size as u64)));
     pipelined(&mut end, 64 * KIB, 8);
     for block in data.chunks(64 * KIB) {

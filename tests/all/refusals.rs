@@ -1,7 +1,8 @@
 //! Every ddx option against every kind of end, over real ends: a regular
 //! file (new, existing, on tmpfs), a loop device, character devices
 //! (/dev/zero, /dev/urandom, /dev/null), a pipe, a FIFO, a socket, a file
-//! system mounted read-only, and NBD exports served by nbdkit.
+//! system mounted read-only, NBD exports served by nbdkit, and a file
+//! held in memory (`mem:PATH`, an end without a descriptor or a server).
 //!
 //! Each combination either does what it says, and then writes what GNU dd
 //! writes for the same operands, or is refused before anything is opened
@@ -38,6 +39,8 @@ enum In {
     /// Standard input, a socket (no if=).
     Socket,
     Nbd,
+    /// `if=mem:PATH`.
+    Mem,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,9 +61,11 @@ enum Out {
     /// A new file on a file system mounted read-only.
     ReadOnly,
     Nbd,
+    /// `of=mem:PATH`: written back to PATH when closed.
+    Mem,
 }
 
-const INPUTS: [In; 8] = [
+const INPUTS: [In; 9] = [
     In::File,
     In::Tmpfs,
     In::Block,
@@ -69,9 +74,10 @@ const INPUTS: [In; 8] = [
     In::Pipe,
     In::Socket,
     In::Nbd,
+    In::Mem,
 ];
 
-const OUTPUTS: [Out; 11] = [
+const OUTPUTS: [Out; 12] = [
     Out::New,
     Out::Existing,
     Out::Tmpfs,
@@ -83,6 +89,7 @@ const OUTPUTS: [Out; 11] = [
     Out::Socket,
     Out::ReadOnly,
     Out::Nbd,
+    Out::Mem,
 ];
 
 /// One row of the matrix: ddx's own arguments (options, or operands that
@@ -94,13 +101,13 @@ struct Row {
 
 /// Ends whose bytes have positions.
 fn positional_in(i: In) -> bool {
-    matches!(i, In::File | In::Tmpfs | In::Block | In::Nbd)
+    matches!(i, In::File | In::Tmpfs | In::Block | In::Nbd | In::Mem)
 }
 
 fn positional_out(o: Out) -> bool {
     matches!(
         o,
-        Out::New | Out::Existing | Out::Tmpfs | Out::Block | Out::Null | Out::Nbd
+        Out::New | Out::Existing | Out::Tmpfs | Out::Block | Out::Null | Out::Nbd | Out::Mem
     )
 }
 
@@ -121,6 +128,12 @@ fn storage_out(_: In, o: Out) -> bool {
     file_out(o) || o == Out::Block || o == Out::Nbd
 }
 
+/// Outputs that can be read back: storage, and a file held in memory
+/// (opened again by its name).
+fn readable_out(i: In, o: Out) -> bool {
+    storage_out(i, o) || o == Out::Mem
+}
+
 const fn row(args: &'static [&'static str], accepts: fn(In, Out) -> bool) -> Row {
     Row { args, accepts }
 }
@@ -135,15 +148,15 @@ const ROWS: &[Row] = &[
     row(&["--rescue", "--sector-size=4096"], both_positional),
     // A rescue: ddrescue's retry passes over its bad sectors.
     row(&["--retry-passes=2"], both_positional),
-    row(&["--verify"], storage_out),
+    row(&["--verify"], readable_out),
     // Discards need storage: a file, a block device or an export.
     row(&["--trim"], storage_out),
     row(&["--hash=sha256"], anything),
     // Its checker reads the input again by name: not a character device
-    // or a FIFO (standard input is named '-'), and never with count=,
-    // which the infinite inputs need.
+    // or a FIFO (standard input is named '-'), nor a name only ddx knows
+    // (mem:), and never with count=, which the infinite inputs need.
     row(&["--hash=sha256", "--hash-file=SUMS"], |i, o| {
-        (positional_in(i) || i == In::Socket) && o != Out::ReadOnly
+        (positional_in(i) || i == In::Socket) && i != In::Mem && o != Out::ReadOnly
     }),
     row(&["--offload"], anything),
     row(&["--no-offload"], anything),
@@ -258,6 +271,8 @@ impl Ends {
             (In::Socket, _) => None,
             (In::Nbd, Who::Ddx) => Some(format!("if={}", self.nbd_in.uri())),
             (In::Nbd, Who::Gnu) => Some(operand("if", &self.nbd_in.path("in"))),
+            (In::Mem, Who::Ddx) => Some(format!("if=mem:{}", self.path("in").display())),
+            (In::Mem, Who::Gnu) => Some(operand("if", &self.path("in"))),
         }
     }
 
@@ -274,6 +289,7 @@ impl Ends {
             Out::Fifo => self.path("fifo"),
             Out::ReadOnly => self.read_only.path().join("out"),
             Out::Nbd => self.nbd_out.path("out"),
+            Out::Mem => self.path("memout"),
         };
         Some(path)
     }
@@ -282,6 +298,7 @@ impl Ends {
     fn output_operand(&self, o: Out) -> Option<String> {
         match o {
             Out::Nbd => Some(format!("of={}", self.nbd_out.uri())),
+            Out::Mem => Some(format!("of=mem:{}", self.path("memout").display())),
             _ => self.ddx_output(o).map(|path| operand("of", &path)),
         }
     }
@@ -302,6 +319,7 @@ impl Ends {
         }
         let _ = std::fs::remove_file(self.tmpfs.path().join("out"));
         let _ = std::fs::remove_file(self.path("existing.ddx-map"));
+        std::fs::write(self.path("memout"), &self.seed[..SIZE]).expect("seed");
         let _ = std::fs::remove_file(self.tmpfs.path().join("out.ddx-map"));
         std::fs::write(self.path("existing"), &self.seed).expect("seed");
         std::fs::write(self.nbd_out.path("out"), &self.seed[..SIZE]).expect("seed");
@@ -375,7 +393,8 @@ impl Ends {
                 std::fs::write(self.path("gnu"), &self.seed).expect("seed");
                 self.path("gnu")
             }
-            Out::Nbd => {
+            // An export and a file held in memory are never truncated.
+            Out::Nbd | Out::Mem => {
                 std::fs::write(self.path("gnu"), &self.seed[..SIZE]).expect("seed");
                 cmd.arg("conv=notrunc");
                 self.path("gnu")

@@ -45,11 +45,15 @@ pub fn run(
             Op::Read => (OFlags::DIRECT, super::uncached_mode(target), "random"),
         };
         if op == Op::Write {
-            if target.export.is_some() {
+            if target.nbd.is_some() {
                 // What a commit waits for is a write made durable; an NBD
                 // write is only acknowledged (seq-write's flush mode times
                 // the flush instead).
-                out.skip("latency", Some(mode), crate::bench::export::NO_SYNC_FLAGS);
+                out.skip(
+                    "latency",
+                    Some(mode),
+                    crate::bench::nbd_target::NO_SYNC_FLAGS,
+                );
                 continue;
             }
             if let Some(why) = &target.read_only {

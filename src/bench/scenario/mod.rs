@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use rustix::fs::OFlags;
 use rustix::io::Errno;
 
-use super::export::Connection;
 use super::measure::{Sample, Stopwatch};
+use super::nbd_target::Connection;
 use super::target::Target;
 use super::{interrupt, BenchError};
 use crate::ends::End;
@@ -95,14 +95,14 @@ pub const NO_DIRECT: &str = "the filesystem refuses O_DIRECT";
 /// its own to an export.
 pub enum Opened {
     Fd(OwnedFd),
-    Export(Box<Connection>),
+    Nbd(Box<Connection>),
 }
 
 impl Opened {
     pub fn port(&mut self) -> Port<'_> {
         match self {
             Opened::Fd(fd) => Port::Fd(AsFd::as_fd(&*fd)),
-            Opened::Export(conn) => Port::End(conn.end()),
+            Opened::Nbd(conn) => Port::End(conn.end()),
         }
     }
 }
@@ -111,7 +111,7 @@ impl Opened {
 /// export's requests all go to the server, as O_DIRECT's go to the disk).
 pub fn open_port(target: &Target, op: Op, extra: OFlags) -> Result<Option<Opened>, BenchError> {
     if let Some(conn) = target.connect(op == Op::Write)? {
-        return Ok(Some(Opened::Export(Box::new(conn))));
+        return Ok(Some(Opened::Nbd(Box::new(conn))));
     }
     Ok(open(target, op, extra)?.map(Opened::Fd))
 }
@@ -119,7 +119,7 @@ pub fn open_port(target: &Target, op: Op, extra: OFlags) -> Result<Option<Opened
 /// The mode of a test that bypasses caches: O_DIRECT on a file or device,
 /// plain NBD requests on an export.
 pub fn uncached_mode(target: &Target) -> &'static str {
-    if target.export.is_some() {
+    if target.nbd.is_some() {
         "nbd"
     } else {
         "direct"

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use rustix::fs::OFlags;
 
 use super::{open, transfer, Op, Outcome, Port, Rng, NO_DIRECT};
-use crate::bench::export::Connection;
 use crate::bench::interrupt;
 use crate::bench::measure::{Pass, Runner, Sample, Stopwatch};
+use crate::bench::nbd_target::Connection;
 use crate::bench::results::{Figure, Measure};
 use crate::bench::BenchError;
 use crate::sys::ring::Ring;
@@ -23,7 +23,7 @@ const REQUEST: u64 = 4096;
 pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError> {
     let (target, time_per_run) = (runner.target, runner.time_per_run);
     let request = REQUEST.max(target.direct_align());
-    if target.export.is_some() {
+    if target.nbd.is_some() {
         return run_export(runner, out, request);
     }
     let Some(fd) = open(target, Op::Read, OFlags::DIRECT)? else {

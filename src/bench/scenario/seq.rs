@@ -8,8 +8,8 @@ use std::os::fd::AsFd;
 use rustix::fs::OFlags;
 
 use super::{open, sequential, Limit, Op, Outcome, Port, Stream, Timing, NO_DIRECT, SEQ_BLOCK};
-use crate::bench::export;
 use crate::bench::measure::{Pass, Runner, Sample};
+use crate::bench::nbd_target;
 use crate::bench::results::{Figure, Measure};
 use crate::bench::BenchError;
 use crate::sys::file;
@@ -73,8 +73,8 @@ pub fn read(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError
             &samples,
             Some("NBD reads, one in flight, over one connection"),
         );
-        out.skip("seq-read", Some("direct"), export::NO_DIRECT);
-        out.skip("seq-read", Some("cached"), export::NO_CACHE);
+        out.skip("seq-read", Some("direct"), nbd_target::NO_DIRECT);
+        out.skip("seq-read", Some("cached"), nbd_target::NO_CACHE);
         return Ok(());
     }
 
@@ -144,7 +144,7 @@ pub fn write(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchErro
     let bs = SEQ_BLOCK.min(target.len);
     let len = target.len - target.len % bs;
     let mut buf = super::data_buffer(bs)?;
-    if target.export.is_some() {
+    if target.nbd.is_some() {
         return write_export(runner, out, &mut buf, len, bs);
     }
     for (mode, sync) in WRITE_MODES {
@@ -232,6 +232,6 @@ fn write_export(
             Some(note),
         );
     }
-    out.skip("seq-write", None, export::NO_SYNC_FLAGS);
+    out.skip("seq-write", None, nbd_target::NO_SYNC_FLAGS);
     Ok(())
 }

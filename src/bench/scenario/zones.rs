@@ -9,7 +9,6 @@ use rustix::fs::OFlags;
 use super::{open_port, sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT, SEQ_BLOCK};
 use crate::bench::measure::{Pass, Runner};
 use crate::bench::results::{Figure, Measure};
-use crate::bench::target::Kind;
 use crate::bench::BenchError;
 
 /// Most bytes read at one offset per run.
@@ -71,11 +70,12 @@ pub fn run(runner: &mut Runner<'_>, count: u32, out: &mut Outcome) -> Result<(),
             offset: Some(at),
             measure: Measure::Run,
         };
-        let note = match target.kind {
-            _ if i > 0 => None,
-            Kind::BlockDevice => None,
-            Kind::Export => Some("offsets within the export, wherever its server keeps them"),
-            Kind::File | Kind::Directory => Some("offsets within the file, not the disk"),
+        let note = if i > 0 || target.can.device {
+            None
+        } else if target.can.served {
+            Some("offsets within the export, wherever its server keeps them")
+        } else {
+            Some("offsets within the file, not the disk")
         };
         out.push_noted(figure, &samples, note);
     }

@@ -1,4 +1,4 @@
-//! [`NbdEnd`]: an NBD export as an [`End`] of kind [`Kind::Remote`], a
+//! [`NbdEnd`]: an NBD export as an [`End`] of kind [`Kind::NbdExport`], a
 //! file of the export's size that reads and writes at offsets, flushes,
 //! zeroes and knows its extents.
 //!
@@ -25,10 +25,10 @@ use std::fmt;
 use super::buffers::Buffers;
 use super::extents::ExtentMap;
 use super::handle::{self, Completion, Cookie, Direction, ExportInfo, Handle, Lent, NbdError};
-use super::reads::{self, Piece, ReadAhead};
+use super::reads::{self, Piece, ReadWindow};
 use super::uri::NbdUri;
 use super::writes::{self, Op, WriteWindow};
-use crate::ends::{End, Kind, Pipeline, Whence};
+use crate::ends::{Capabilities, End, Kind, Pipeline, Whence};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 
@@ -85,7 +85,7 @@ pub struct NbdEnd {
     /// Reads before this offset are sent exactly as asked (see `read`).
     suspect_until: u64,
     hint: Option<Pipeline>,
-    reads: ReadAhead,
+    reads: ReadWindow,
     writes: WriteWindow,
     /// A write returned before it was acknowledged (pipelined).
     deferred: bool,
@@ -144,7 +144,7 @@ impl NbdEnd {
             pos: 0,
             suspect_until: 0,
             hint: None,
-            reads: ReadAhead::default(),
+            reads: ReadWindow::default(),
             writes: WriteWindow::default(),
             deferred: false,
             extents: ExtentMap::default(),
@@ -171,7 +171,7 @@ impl NbdEnd {
         if !self.info.can_trim && !self.info.read_only {
             return Err(Errno::NOTSUP);
         }
-        self.no_write_op(len, writes::Kind::Trim)
+        self.no_write_op(len, writes::NbdCommand::Trim)
     }
 
     /// Send a read of `len` bytes at `offset` and return at once, for a
@@ -262,7 +262,7 @@ impl NbdEnd {
             let writes::State::Refused { conn } = op.state else {
                 continue;
             };
-            op.kind = writes::Kind::Zero { fast: false };
+            op.kind = writes::NbdCommand::Zero { fast: false };
             op.state = match self.conns[conn].zero(op.len, op.offset, false) {
                 Ok(cookie) => writes::State::InFlight { conn, cookie },
                 Err(e) => writes::State::Failed(e),
@@ -416,7 +416,7 @@ impl NbdEnd {
         self.writes.push(Op {
             offset: at,
             len,
-            kind: writes::Kind::Data,
+            kind: writes::NbdCommand::Data,
             state,
         });
     }
@@ -438,7 +438,7 @@ impl NbdEnd {
 
     /// A zero or trim request for `len` bytes at the position, which must
     /// lie within the export.
-    fn no_write_op(&mut self, len: u64, kind: writes::Kind) -> Result<(), Errno> {
+    fn no_write_op(&mut self, len: u64, kind: writes::NbdCommand) -> Result<(), Errno> {
         self.before_writing()?;
         if len == 0 {
             return Ok(());
@@ -457,7 +457,7 @@ impl NbdEnd {
             }
             let conn = self.pick();
             let sent = match kind {
-                writes::Kind::Zero { fast } => self.conns[conn].zero(n, at, fast),
+                writes::NbdCommand::Zero { fast } => self.conns[conn].zero(n, at, fast),
                 _ => self.conns[conn].trim(n, at),
             };
             let state = match sent {
@@ -634,7 +634,14 @@ impl NbdEnd {
 
 impl End for NbdEnd {
     fn kind(&self) -> Kind {
-        Kind::Remote
+        Kind::NbdExport
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            exchanges_buffers: true,
+            ..Capabilities::of(Kind::NbdExport)
+        }
     }
 
     /// Full requests until the end of the export, then 0. An error leaves
@@ -884,7 +891,7 @@ impl End for NbdEnd {
             return Err(Errno::NOTSUP);
         }
         let fast = self.info.can_fast_zero;
-        self.no_write_op(len, writes::Kind::Zero { fast })
+        self.no_write_op(len, writes::NbdCommand::Zero { fast })
     }
 
     fn take_detail(&mut self) -> Option<String> {

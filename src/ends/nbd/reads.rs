@@ -30,7 +30,7 @@ pub struct Piece {
 }
 
 #[derive(Debug, Default)]
-pub struct ReadAhead {
+pub struct ReadWindow {
     pieces: VecDeque<Piece>,
     /// Bytes of the first piece already handed out.
     used: u64,
@@ -39,7 +39,7 @@ pub struct ReadAhead {
     orphans: Vec<(usize, Cookie)>,
 }
 
-impl ReadAhead {
+impl ReadWindow {
     /// The offset the next byte handed out comes from.
     pub fn next_offset(&self) -> Option<u64> {
         match self.pieces.front() {

@@ -16,7 +16,7 @@ use super::handle::{Completion, Cookie, NbdError};
 use crate::sys::Errno;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum NbdCommand {
     Data,
     /// A zero request; `fast` asked the server to refuse rather than
     /// zero slowly.
@@ -47,7 +47,7 @@ pub enum State {
 pub struct Op {
     pub offset: u64,
     pub len: u64,
-    pub kind: Kind,
+    pub kind: NbdCommand,
     pub state: State,
 }
 
@@ -148,7 +148,7 @@ impl WriteWindow {
         }
         op.state = match completion.result {
             Ok(()) => State::Done,
-            Err(e) if op.kind == (Kind::Zero { fast: true }) && e.errno == Errno::NOTSUP => {
+            Err(e) if op.kind == (NbdCommand::Zero { fast: true }) && e.errno == Errno::NOTSUP => {
                 State::Refused { conn }
             }
             Err(e) => State::Failed(e),
@@ -173,7 +173,7 @@ mod tests {
         Op {
             offset,
             len,
-            kind: Kind::Data,
+            kind: NbdCommand::Data,
             state: State::InFlight { conn: 0, cookie },
         }
     }
@@ -232,7 +232,7 @@ mod tests {
         window.push(Op {
             offset: 0,
             len: 10,
-            kind: Kind::Zero { fast: true },
+            kind: NbdCommand::Zero { fast: true },
             state: State::InFlight { conn: 0, cookie: 1 },
         });
         window.accept(

@@ -118,7 +118,7 @@ impl Reader {
                 },
                 None => fill(&mut buf.as_mut_slice()[..want], |rest, _| end.read(rest)),
             };
-            if let (Some(errno), false) = (error, self.input.end.kind().positional()) {
+            if let (Some(errno), false) = (error, self.input.end.capabilities().reads_at) {
                 // A stream ddx decodes (--decompress, --bmap) cannot be
                 // read again from the record that failed: what was read
                 // goes on, then GNU's message, and the copy ends there.

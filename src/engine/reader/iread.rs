@@ -5,7 +5,7 @@
 use std::os::fd::AsFd;
 
 use super::Reader;
-use crate::engine::diagnostic::Diagnostic;
+use crate::diagnostic::Diagnostic;
 use crate::sys::file;
 use crate::sys::Errno;
 

@@ -18,9 +18,9 @@ mod skip;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
-use crate::ends::{Input, Kind};
+use crate::diagnostic::{BufferKind, Diagnostic};
+use crate::ends::Input;
 use crate::engine::cache::CacheDropper;
-use crate::engine::diagnostic::{BufferKind, Diagnostic};
 use crate::engine::shape::BulkShape;
 use crate::operands::{CopyPlan, IoFlags, StatusLevel};
 use crate::sys::buffer::AlignedBuf;
@@ -178,7 +178,7 @@ impl Reader {
     /// the writer acts on each event before the next read (seek= must have
     /// happened before anything is spliced).
     pub fn with_splice(mut self, output: Option<std::os::fd::OwnedFd>) -> Self {
-        self.settings.input_is_pipe = self.input.end.kind() == Kind::Pipe;
+        self.settings.input_is_pipe = self.input.end.capabilities().splices;
         self.splice_to = output;
         self
     }

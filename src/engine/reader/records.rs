@@ -4,8 +4,8 @@
 //! bad block and, under conv=sync, padding in its place.
 
 use super::{advance_offset, Closed, Event, Reader, Record, Sink};
+use crate::diagnostic::Diagnostic;
 use crate::ends::Whence;
-use crate::engine::diagnostic::Diagnostic;
 use crate::operands::Conv;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;

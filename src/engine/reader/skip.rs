@@ -2,8 +2,8 @@
 //! messages for an offset it cannot reach.
 
 use super::{advance_offset, Closed, Event, Reader, Sink, Stop};
+use crate::diagnostic::Diagnostic;
 use crate::ends::Whence;
-use crate::engine::diagnostic::Diagnostic;
 use crate::operands::{Conv, RecordsAndBytes};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;

@@ -3,14 +3,14 @@
 //! converted and re-blocked into obs-sized writes ([`records`]); bulk data
 //! and holes, counted as GNU's records ([`tally`]); sparse seeks, `--trim`'s
 //! discards and the O_DIRECT tail ([`raw`]); drop-behind on every path
-//! that writes through the page cache ([`behind`]); the final ftruncate
+//! that writes through the page cache ([`drop_behind`]); the final ftruncate
 //! and fdatasync/fsync.
 //!
 //! It consumes the reader's [`Event`]s in order and is the only place that
 //! updates the statistics counters, so statistics printed at any point of
 //! the stream are those GNU dd would print there.
 
-mod behind;
+mod drop_behind;
 mod raw;
 mod records;
 mod tally;
@@ -18,17 +18,17 @@ mod tally;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
+use crate::diagnostic::{BufferKind, Diagnostic, Events};
 use crate::ends::{End, Output, Whence};
 use crate::engine::cache::CachePolicy;
 use crate::engine::counters::{add, bump, Counters};
-use crate::engine::diagnostic::{BufferKind, Diagnostic, Events};
 use crate::engine::reader::{Event, Stop};
 use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 use crate::transform::is_all_zero;
 
-use behind::Behind;
+use drop_behind::Dropping;
 use raw::{RawOutput, Written};
 use records::Reblocker;
 use tally::Tally;
@@ -76,7 +76,7 @@ struct Out<'a> {
     /// The output offset of the stream's first byte (after seek=), where
     /// the output can tell.
     base: Option<u64>,
-    behind: Behind,
+    behind: Dropping,
     counters: &'a Counters,
     events: &'a dyn Events,
 }
@@ -116,7 +116,7 @@ impl<'a> Writer<'a> {
             out: Out {
                 raw: RawOutput::new(&plan, offset),
                 base: None,
-                behind: Behind::Off,
+                behind: Dropping::Off,
                 output,
                 counters,
                 events,
@@ -149,7 +149,7 @@ impl<'a> Writer<'a> {
 
     /// What to do with the output's pages (see `engine::cache`).
     pub fn with_cache(mut self, policy: CachePolicy) -> Self {
-        self.out.behind = Behind::new(policy);
+        self.out.behind = Dropping::new(policy);
         self
     }
 
@@ -632,7 +632,7 @@ impl<'a> Writer<'a> {
     }
 
     /// A record written behind (direct writes in flight, see
-    /// `ends::behind`) failed: GNU, one record at a time, would have read
+    /// `ends::write_behind`) failed: GNU, one record at a time, would have read
     /// the records up to it, all full (the partial last one is written
     /// only once everything before it is), and written those before it.
     fn failed_behind_record(&mut self, stored: u64, error: Option<Errno>) -> Result<Handled, Stop> {
@@ -948,7 +948,7 @@ impl Out<'_> {
         // An output that cannot say where it is (a pipe) has no pages to
         // drop, nor has a copy that leaves them to the kernel: one write,
         // without asking the end for its descriptor on every record.
-        let (Some(at), false) = (self.raw.offset, matches!(self.behind, Behind::Off)) else {
+        let (Some(at), false) = (self.raw.offset, matches!(self.behind, Dropping::Off)) else {
             return self.write(data, false);
         };
         let want = data.len() as u64;
@@ -1053,7 +1053,7 @@ impl Out<'_> {
     /// the buffer to the end (see [`RawOutput::write_exchange`]); None
     /// where that does not apply, and nothing was written.
     fn write_exchange(&mut self, buf: &mut AlignedBuf) -> Option<(usize, Option<Errno>)> {
-        if self.raw.offset.is_some() && !matches!(self.behind, Behind::Off) {
+        if self.raw.offset.is_some() && !matches!(self.behind, Dropping::Off) {
             // Drop-behind keeps books of every write (write_tracked).
             return None;
         }

@@ -4,9 +4,9 @@
 //! that must go through the cache, GNU's nocache advice, and uncached
 //! writes (RWF_DONTCACHE) where the copy drops its pages behind it.
 
+use crate::diagnostic::{Diagnostic, Events};
 use crate::ends::{End, Whence};
 use crate::engine::cache::CacheDropper;
-use crate::engine::diagnostic::{Diagnostic, Events};
 use crate::operands::{Conv, CopyPlan, IoFlags, StatusLevel};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;

@@ -65,7 +65,7 @@ impl BmapFilter {
         name: &str,
         file: &str,
     ) -> Result<BmapFilter, BmapError> {
-        let positional = input.kind().positional();
+        let positional = input.capabilities().reads_at;
         let mut length_checked = false;
         if let Ok(Some(size)) = input.size() {
             map.check_size(name, size, file)?;

@@ -26,7 +26,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::{Bmap, ChecksumKind, Hasher, Range};
-use crate::ends::{forward_to_inner, End, Kind, Whence};
+use crate::ends::{forward_to_inner, Capabilities, End, Kind, Whence};
 use crate::sys::Errno;
 use crate::transform::is_all_zero;
 
@@ -220,7 +220,8 @@ impl BmapRecorder {
         block_size: u64,
         origin: u64,
     ) -> (BmapRecorder, Arc<Mutex<Option<Recording>>>) {
-        let base = match input.kind().positional() {
+        let can = input.capabilities();
+        let base = match can.reads_at {
             true => input
                 .seek(Whence::Current(0))
                 .ok()
@@ -230,9 +231,8 @@ impl BmapRecorder {
         // A regular file's extents are its allocation; a remote export
         // may report real ones too. A block device says all of it is
         // data, which would map every block: its zeros are the holes.
-        let extents = matches!(input.kind(), Kind::RegularFile | Kind::Remote);
         let classing = match base {
-            Some(_) if extents => Classing::Extents,
+            Some(_) if can.extents => Classing::Extents,
             _ => Classing::Zeros,
         };
         let handed = Arc::new(Mutex::new(None));
@@ -347,7 +347,11 @@ impl BmapRecorder {
 
 impl End for BmapRecorder {
     fn kind(&self) -> Kind {
-        self.inner.kind().sequential()
+        self.inner.kind().in_order()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities().in_order()
     }
 
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {

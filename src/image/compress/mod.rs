@@ -43,7 +43,7 @@ use std::thread::JoinHandle;
 use liblzma::stream::{Action, Check, MtStreamBuilder, Status, Stream};
 
 use crate::ends::{End, Kind, Whence};
-use crate::image::chunks::{next_job, BufferPool, Failure};
+use crate::image::chunks::{next_job, BufferPool, Fault};
 use crate::sys::Errno;
 
 /// Uncompressed bytes per zstd frame or gzip member.
@@ -83,13 +83,13 @@ struct Job {
 #[derive(Debug, Default)]
 struct Shared {
     failed: AtomicBool,
-    failure: Mutex<Option<Failure>>,
+    failure: Mutex<Option<Fault>>,
     written_until: AtomicU64,
     compressed: Arc<AtomicU64>,
 }
 
 impl Shared {
-    fn fail(&self, failure: Failure) {
+    fn fail(&self, failure: Fault) {
         if let Ok(mut slot) = self.failure.lock() {
             if slot.is_none() {
                 *slot = Some(failure);
@@ -98,7 +98,7 @@ impl Shared {
         self.failed.store(true, Ordering::Release);
     }
 
-    fn failure(&self) -> Option<Failure> {
+    fn failure(&self) -> Option<Fault> {
         if !self.failed.load(Ordering::Acquire) {
             return None;
         }
@@ -253,7 +253,7 @@ impl Compressed {
         Ok(())
     }
 
-    /// Stop the threads after `last`; the output end back.
+    /// Halt the threads after `last`; the output end back.
     fn finish(self, last: Step) -> (Box<dyn End>, Arc<Shared>, Option<String>) {
         let Compressed {
             steps,
@@ -435,7 +435,7 @@ fn drive(
     if compression.algorithm == Algorithm::Xz {
         match XzEncoder::new(compression.level, threads) {
             Ok(encoder) => xz = Some(encoder),
-            Err(e) => shared.fail(Failure::new(
+            Err(e) => shared.fail(Fault::new(
                 Errno::NOMEM,
                 format!("--compress=xz: liblzma cannot start its encoder: {e}"),
             )),
@@ -456,11 +456,11 @@ fn drive(
                             shared.written_until.store(end, Ordering::Release);
                         }
                     }
-                    Ok(Err(why)) => shared.fail(Failure::new(
+                    Ok(Err(why)) => shared.fail(Fault::new(
                         Errno::IO,
                         format!("{} compression failed: {why}", compression.algorithm),
                     )),
-                    Err(_) => shared.fail(Failure::new(
+                    Err(_) => shared.fail(Fault::new(
                         Errno::IO,
                         "a compression thread stopped".to_owned(),
                     )),
@@ -561,7 +561,7 @@ impl Output<'_> {
             if let Some(said) = said {
                 detail = format!("{said} ({detail})");
             }
-            self.shared.fail(Failure::new(errno, detail));
+            self.shared.fail(Fault::new(errno, detail));
             return Err(());
         }
         Ok(())
@@ -573,7 +573,7 @@ impl Output<'_> {
                 .end
                 .take_detail()
                 .unwrap_or_else(|| format!("syncing the {} stream failed", self.algorithm));
-            self.shared.fail(Failure::new(errno, detail));
+            self.shared.fail(Fault::new(errno, detail));
         }
     }
 }
@@ -613,10 +613,8 @@ impl XzEncoder {
             let status = match status {
                 Ok(status) => status,
                 Err(e) => {
-                    out.shared.fail(Failure::new(
-                        Errno::IO,
-                        format!("xz compression failed: {e}"),
-                    ));
+                    out.shared
+                        .fail(Fault::new(Errno::IO, format!("xz compression failed: {e}")));
                     return Err(());
                 }
             };

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::ends::{End, Kind, Whence};
-use crate::image::chunks::{BufferPool, Failure, OrderedReader};
+use crate::image::chunks::{BufferPool, Fault, OrderedReader};
 use crate::image::format::{recognise, Format, Recognised};
 use crate::image::prefixed::Prefixed;
 use crate::image::source::{InputProgress, Source};
@@ -117,7 +117,7 @@ impl Decompressed {
         Arc::clone(&self.progress)
     }
 
-    /// Stop the threads and give back the input end.
+    /// Halt the threads and give back the input end.
     fn finish(self) -> Box<dyn End> {
         let Decompressed { reader, thread, .. } = self;
         // Dropping the reader closes the channels: threads blocked on
@@ -140,7 +140,7 @@ impl End for Decompressed {
     }
 
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        self.reader.read(buf).map_err(|Failure { errno, detail }| {
+        self.reader.read(buf).map_err(|Fault { errno, detail }| {
             self.detail = Some(detail);
             errno
         })
@@ -149,12 +149,10 @@ impl End for Decompressed {
     /// Holes of a `--bmap` are passed over without a copy out of the
     /// decoder's buffers.
     fn discard(&mut self, len: u64) -> Result<u64, Errno> {
-        self.reader
-            .discard(len)
-            .map_err(|Failure { errno, detail }| {
-                self.detail = Some(detail);
-                errno
-            })
+        self.reader.discard(len).map_err(|Fault { errno, detail }| {
+            self.detail = Some(detail);
+            errno
+        })
     }
 
     fn write(&mut self, _buf: &[u8]) -> Result<usize, Errno> {
@@ -187,24 +185,24 @@ impl End for Decompressed {
 }
 
 /// A corrupt stream's failure: EBADMSG, saying where.
-pub(crate) fn corrupt(format: &str, offset: u64, why: &str) -> Failure {
-    Failure::new(
+pub(crate) fn corrupt(format: &str, offset: u64, why: &str) -> Fault {
+    Fault::new(
         Errno::BADMSG,
         format!("corrupt {format} data at compressed offset {offset}: {why}"),
     )
 }
 
 /// The input end's own failure, as the source kept it.
-pub(crate) fn input_failed(source: &Source) -> Failure {
+pub(crate) fn input_failed(source: &Source) -> Fault {
     match &source.failure {
-        Some(failure) => Failure::new(
+        Some(failure) => Fault::new(
             failure.errno,
             match &failure.detail {
                 Some(detail) => format!("{detail} (compressed offset {})", failure.offset),
                 None => format!("reading the compressed input at offset {}", failure.offset),
             },
         ),
-        None => Failure::new(Errno::IO, "reading the compressed input failed"),
+        None => Fault::new(Errno::IO, "reading the compressed input failed"),
     }
 }
 
@@ -287,7 +285,7 @@ pub fn open(
         }),
         (None, Mode::Auto) => {
             let back = -(head.len() as i64);
-            if input.kind().positional() && input.seek(Whence::Current(back)).is_ok() {
+            if input.capabilities().reads_at && input.seek(Whence::Current(back)).is_ok() {
                 return Ok(Opened::Plain(input));
             }
             Ok(Opened::Plain(Box::new(Prefixed::new(head, input))))

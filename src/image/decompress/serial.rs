@@ -11,7 +11,7 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Arc;
 
 use super::{corrupt, input_failed, CHUNK};
-use crate::image::chunks::{announce, send, BufferPool, Failure, Part, Piece};
+use crate::image::chunks::{announce, send, BufferPool, Fault, Part, Piece};
 use crate::image::format::Format;
 use crate::image::source::Source;
 
@@ -72,7 +72,7 @@ fn pump<D: Read>(
     pool: &BufferPool,
     name: &str,
     input: impl Fn(&D) -> &BufReader<Source>,
-) -> Result<(), Option<Failure>> {
+) -> Result<(), Option<Fault>> {
     loop {
         let mut chunk = pool.take();
         chunk.resize(CHUNK, 0);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use liblzma::stream::{Action, MtStreamBuilder, Status, Stream};
 
 use super::{corrupt, input_failed, CHUNK};
-use crate::image::chunks::{announce, send, BufferPool, Part, Piece, Stop};
+use crate::image::chunks::{announce, send, BufferPool, Halt, Part, Piece};
 use crate::image::source::Source;
 
 const READ_STEP: usize = 1 << 20;
@@ -44,10 +44,10 @@ pub fn run(
                 let _ = announce(&parts, Part::End);
             }
         }
-        Err(Stop::Failed(failure)) => {
+        Err(Halt::Failed(failure)) => {
             let _ = send(&tx, Piece::Failed(failure));
         }
-        Err(Stop::Gone) => {}
+        Err(Halt::Gone) => {}
     }
     decoder.source
 }
@@ -68,7 +68,7 @@ impl Decoder {
     }
 
     /// Refill the input buffer if it is empty: false at end of input.
-    fn refill(&mut self) -> Result<bool, Stop> {
+    fn refill(&mut self) -> Result<bool, Halt> {
         if self.lo < self.hi {
             return Ok(true);
         }
@@ -80,12 +80,12 @@ impl Decoder {
         let n = self
             .source
             .read_errno(&mut self.input)
-            .map_err(|_| Stop::Failed(input_failed(&self.source)))?;
+            .map_err(|_| Halt::Failed(input_failed(&self.source)))?;
         self.hi = n;
         Ok(n > 0)
     }
 
-    fn streams(&mut self, part: &SyncSender<Piece>) -> Result<(), Stop> {
+    fn streams(&mut self, part: &SyncSender<Piece>) -> Result<(), Halt> {
         let mut first = true;
         loop {
             // Stream padding: zero bytes, a multiple of four, between and
@@ -104,14 +104,14 @@ impl Decoder {
             }
             let at_end = self.lo == self.hi;
             if first && padding > 0 {
-                return Err(Stop::Failed(corrupt(
+                return Err(Halt::Failed(corrupt(
                     "xz",
                     0,
                     "the input starts with zero bytes, not an xz stream",
                 )));
             }
             if padding % 4 != 0 {
-                return Err(Stop::Failed(corrupt(
+                return Err(Halt::Failed(corrupt(
                     "xz",
                     self.offset(),
                     "stream padding is not a multiple of four bytes",
@@ -119,7 +119,7 @@ impl Decoder {
             }
             if at_end {
                 if first {
-                    return Err(Stop::Failed(corrupt("xz", 0, "the input is empty")));
+                    return Err(Halt::Failed(corrupt("xz", 0, "the input is empty")));
                 }
                 return Ok(());
             }
@@ -129,10 +129,10 @@ impl Decoder {
     }
 
     /// Decode one stream starting at `input[lo]`.
-    fn stream(&mut self, part: &SyncSender<Piece>) -> Result<(), Stop> {
+    fn stream(&mut self, part: &SyncSender<Piece>) -> Result<(), Halt> {
         let start = self.offset();
         let mut stream = decoder(self.threads)
-            .map_err(|e| Stop::Failed(corrupt("xz", start, &format!("liblzma: {e}"))))?;
+            .map_err(|e| Halt::Failed(corrupt("xz", start, &format!("liblzma: {e}"))))?;
         let mut out = self.pool.take();
         out.clear();
         out.reserve(CHUNK);
@@ -144,7 +144,7 @@ impl Decoder {
             self.lo += (stream.total_in() - in_before) as usize;
             let progressed = stream.total_in() != in_before || stream.total_out() != out_before;
             let status = status.map_err(|e| {
-                Stop::Failed(corrupt(
+                Halt::Failed(corrupt(
                     "xz",
                     start + stream.total_in(),
                     &format!("{e} (in the stream at compressed offset {start})"),
@@ -161,7 +161,7 @@ impl Decoder {
                 return Ok(());
             }
             if !more && !progressed {
-                return Err(Stop::Failed(corrupt(
+                return Err(Halt::Failed(corrupt(
                     "xz",
                     self.offset(),
                     "the stream is truncated",

@@ -24,7 +24,7 @@ use zstd::zstd_safe::{self, DCtx, DParameter, InBuffer, OutBuffer, ResetDirectiv
 
 use super::zstd_blocks::{BlockDecoder, Layout};
 use super::{corrupt, input_failed, FrameChecksums, CHUNK};
-use crate::image::chunks::{announce, next_job, send, BufferPool, Failure, Part, Piece, Stop};
+use crate::image::chunks::{announce, next_job, send, BufferPool, Fault, Halt, Part, Piece};
 use crate::image::format::{is_skippable_magic, ZSTD_MAGIC};
 use crate::image::source::Source;
 use crate::sys::Errno;
@@ -95,7 +95,7 @@ pub fn run(
         };
         let outcome = dispatcher.frames(&parts, &jobs_tx);
         drop(jobs_tx);
-        if let Err(Stop::Failed(failure)) = outcome {
+        if let Err(Halt::Failed(failure)) = outcome {
             let _ = announce(&parts, Part::Failed(failure));
         }
         dispatcher.source
@@ -118,7 +118,7 @@ struct Dispatcher {
 }
 
 impl Dispatcher {
-    fn frames(&mut self, parts: &SyncSender<Part>, jobs: &SyncSender<Job>) -> Result<(), Stop> {
+    fn frames(&mut self, parts: &SyncSender<Part>, jobs: &SyncSender<Job>) -> Result<(), Halt> {
         loop {
             self.want(MAX_HEADER)?;
             let live = self.live();
@@ -167,7 +167,7 @@ impl Dispatcher {
                         offset,
                         part: tx,
                     })
-                    .map_err(|_| Stop::Gone)?;
+                    .map_err(|_| Halt::Gone)?;
                 }
                 None => {
                     let layout = Layout::of(self.live());
@@ -183,7 +183,7 @@ impl Dispatcher {
                         }
                         None => self.stream_frame(&tx, offset),
                     };
-                    if let Err(Stop::Failed(failure)) = outcome {
+                    if let Err(Halt::Failed(failure)) = outcome {
                         // The part carries the failure, in order; the
                         // reader stops there.
                         send(&tx, Piece::Failed(failure))?;
@@ -222,14 +222,14 @@ impl Dispatcher {
     }
 
     /// Read until `n` bytes are live or the input ends.
-    fn want(&mut self, n: usize) -> Result<(), Stop> {
+    fn want(&mut self, n: usize) -> Result<(), Halt> {
         while self.hi - self.lo < n && !self.source.eof {
             self.read_more(READ_STEP.max(n))?;
         }
         Ok(())
     }
 
-    fn read_more(&mut self, step: usize) -> Result<usize, Stop> {
+    fn read_more(&mut self, step: usize) -> Result<usize, Halt> {
         if self.lo > 0 && self.lo >= self.hi / 2 {
             self.buf.copy_within(self.lo..self.hi, 0);
             self.hi -= self.lo;
@@ -243,11 +243,11 @@ impl Dispatcher {
         self.hi += n;
         match got {
             Ok(n) => Ok(n),
-            Err(_) => Err(Stop::Failed(input_failed(&self.source))),
+            Err(_) => Err(Halt::Failed(input_failed(&self.source))),
         }
     }
 
-    fn skip_skippable(&mut self, offset: u64) -> Result<(), Stop> {
+    fn skip_skippable(&mut self, offset: u64) -> Result<(), Halt> {
         let live = self.live();
         if live.len() < 8 {
             return Err(corrupt_zstd(
@@ -275,7 +275,7 @@ impl Dispatcher {
 
     /// The length of the frame at `lo` once it is all in memory, or None
     /// when it is too big to hold and must be streamed.
-    fn whole_frame(&mut self, offset: u64) -> Result<Option<usize>, Stop> {
+    fn whole_frame(&mut self, offset: u64) -> Result<Option<usize>, Halt> {
         loop {
             let result = zstd_safe::find_frame_compressed_size(self.live());
             if let Ok(len) = result {
@@ -300,7 +300,7 @@ impl Dispatcher {
 
     /// Decode the frame at `lo` as a stream, reading as it goes, and leave
     /// `lo` just after it.
-    fn stream_frame(&mut self, part: &SyncSender<Piece>, offset: u64) -> Result<(), Stop> {
+    fn stream_frame(&mut self, part: &SyncSender<Piece>, offset: u64) -> Result<(), Halt> {
         let mut dctx = context(self.checksums);
         let mut out = self.pool.take();
         // zstd may hold decoded bytes that did not fit the last output:
@@ -357,8 +357,8 @@ fn worker(
         spare.give(buf);
         let last = match result {
             Ok(()) => Piece::Done,
-            Err(Stop::Failed(failure)) => Piece::Failed(failure),
-            Err(Stop::Gone) => continue,
+            Err(Halt::Failed(failure)) => Piece::Failed(failure),
+            Err(Halt::Gone) => continue,
         };
         let _ = send(&part, last);
     }
@@ -370,7 +370,7 @@ fn decode_frame(
     job: &Job,
     pool: &BufferPool,
     checksums: FrameChecksums,
-) -> Result<(), Stop> {
+) -> Result<(), Halt> {
     let failed = |code| {
         let name = zstd_safe::get_error_name(code);
         corrupt_zstd(job.offset, &format!("{name} (in the frame at this offset)"))
@@ -424,13 +424,13 @@ fn decode_frame(
 trait FrameInput {
     /// The next `n` bytes, contiguous; None if the frame's input ends
     /// first.
-    fn take(&mut self, n: usize) -> Result<Option<&[u8]>, Stop>;
+    fn take(&mut self, n: usize) -> Result<Option<&[u8]>, Halt>;
     /// Offset in the compressed input of the next byte to take.
     fn offset(&self) -> u64;
 }
 
 impl FrameInput for Dispatcher {
-    fn take(&mut self, n: usize) -> Result<Option<&[u8]>, Stop> {
+    fn take(&mut self, n: usize) -> Result<Option<&[u8]>, Halt> {
         self.want(n)?;
         if self.hi - self.lo < n {
             return Ok(None);
@@ -454,7 +454,7 @@ struct InMemory<'a> {
 }
 
 impl FrameInput for InMemory<'_> {
-    fn take(&mut self, n: usize) -> Result<Option<&[u8]>, Stop> {
+    fn take(&mut self, n: usize) -> Result<Option<&[u8]>, Halt> {
         let Some(bytes) = self.frame.get(self.at..self.at + n) else {
             return Ok(None);
         };
@@ -476,10 +476,10 @@ fn decode_blocks(
     pool: &BufferPool,
     frame_offset: u64,
     checksums: FrameChecksums,
-) -> Result<(), Stop> {
+) -> Result<(), Halt> {
     let verify = checksums == FrameChecksums::Verify;
     let mut decoder = BlockDecoder::new(layout, pool, verify)
-        .map_err(|why| Stop::Failed(Failure::new(Errno::NOMEM, format!("zstd: {why}"))))?;
+        .map_err(|why| Halt::Failed(Fault::new(Errno::NOMEM, format!("zstd: {why}"))))?;
     loop {
         let wants = decoder.wants();
         if wants == 0 {
@@ -520,6 +520,6 @@ fn context(checksums: FrameChecksums) -> DCtx<'static> {
 }
 
 /// A zstd stream found corrupt at compressed `offset`, and why.
-fn corrupt_zstd(offset: u64, why: &str) -> Stop {
-    Stop::Failed(corrupt("zstd", offset, why))
+fn corrupt_zstd(offset: u64, why: &str) -> Halt {
+    Halt::Failed(corrupt("zstd", offset, why))
 }

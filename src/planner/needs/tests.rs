@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::planner::facts::{Beside as Places, EndFacts};
-use crate::request::Settings;
+use crate::request::{BackendChoice, Settings};
 use crate::sys::Errno;
 
 fn request(words: &[&str], settings: Settings) -> Request {
@@ -53,7 +53,7 @@ fn end(e: E) -> EndFacts {
         },
         E::Pipe => with_fd(Kind::Pipe),
         E::Socket => with_fd(Kind::Socket),
-        E::Export => EndFacts::of_kind(Kind::Remote),
+        E::Export => EndFacts::of_kind(Kind::NbdExport),
         E::Stream => EndFacts::of_kind(Kind::Stream),
     }
 }
@@ -76,6 +76,7 @@ fn facts(input: E, output: E) -> Facts {
         beside: Places {
             map: Some(writable()),
             hash_file: Some(writable()),
+            bmap_create: Some(writable()),
         },
     }
 }
@@ -403,4 +404,160 @@ fn trim_is_refused_where_the_bytes_do_not_go_where_it_discards() {
         &facts(E::File, E::File)
     )
     .is_ok());
+}
+
+/// Whether the conflicts of `--rescue` (`rescue`) or `--resume` (not)
+/// accept `words`, with both ends named.
+fn positional_accepts(words: &[&str], rescue: bool) -> bool {
+    let mut all = vec!["if=a", "of=b"];
+    all.extend_from_slice(words);
+    let settings = asked(|s| {
+        s.rescue = rescue;
+        s.resume = !rescue;
+    });
+    check(&request(&all, settings)).is_ok()
+}
+
+#[test]
+fn positional_copies_need_two_named_ends() {
+    assert!(check(&request(&["of=b"], asked(|s| s.rescue = true)))
+        .unwrap_err()
+        .to_string()
+        .contains("needs if=FILE"));
+    assert!(check(&request(&["if=a"], asked(|s| s.resume = true)))
+        .unwrap_err()
+        .to_string()
+        .contains("--resume needs of=FILE"));
+}
+
+#[test]
+fn what_moves_bytes_is_refused() {
+    for conv in ["conv=swab", "conv=ucase", "conv=sparse", "conv=sync"] {
+        assert!(!positional_accepts(&[conv], true), "{conv}");
+    }
+    // noerror needs sync to keep positions, unless --rescue retries.
+    assert!(!positional_accepts(&["conv=noerror"], false));
+    assert!(positional_accepts(&["conv=noerror"], true));
+    assert!(positional_accepts(&["conv=noerror,sync"], false));
+    assert!(!positional_accepts(&["oflag=append"], true));
+}
+
+/// An object is written whole: GNU's operands that need it written in
+/// pieces are refused on it, naming the object, and only on it.
+#[test]
+fn an_object_written_whole_refuses_what_needs_pieces() {
+    let mut object = facts(E::File, E::File);
+    object.output = EndFacts::of_kind(Kind::Object);
+    for (words, line) in [
+        (
+            &["of=s3://b/k", "seek=1"][..],
+            "of=s3://b/k: seek= cannot be used: an object is written whole, from its first byte",
+        ),
+        (
+            &["of=s3://b/k", "conv=notrunc"],
+            "of=s3://b/k: conv=notrunc cannot be used: an object is replaced whole, never \
+             written in place",
+        ),
+        (
+            &["of=s3://b/k", "oflag=append"],
+            "of=s3://b/k: oflag=append cannot be used: an object is replaced whole",
+        ),
+    ] {
+        let request = request(words, Settings::default());
+        assert_eq!(admit(&request, &object).unwrap_err().to_string(), line);
+        assert!(
+            admit(&request, &facts(E::File, E::File)).is_ok(),
+            "{words:?}"
+        );
+        assert!(
+            admit(&request, &facts(E::File, E::Export)).is_ok(),
+            "{words:?}"
+        );
+    }
+    let rescue = request(&["if=a", "of=s3://b/k"], asked(|s| s.rescue = true));
+    assert!(admit(&rescue, &object)
+        .unwrap_err()
+        .to_string()
+        .starts_with("of=s3://b/k: --rescue cannot be used: an object is uploaded whole"));
+    let mut http = facts(E::File, E::File);
+    http.output = EndFacts {
+        can: crate::ends::Capabilities {
+            read_only: Some("read only here"),
+            ..Kind::Object.capabilities()
+        },
+        ..EndFacts::of_kind(Kind::Object)
+    };
+    assert_eq!(
+        admit(&request(&["of=https://h/x"], Settings::default()), &http)
+            .unwrap_err()
+            .to_string(),
+        "of=https://h/x: read only here"
+    );
+}
+
+/// Every `--tee` output is a file or device of its own, held to what
+/// of= is held to.
+#[test]
+fn tee_outputs_are_local_ends_of_their_own() {
+    let settings = asked(|s| s.tee = vec!["t".into(), "u".into()]);
+    let words = ["if=a", "of=b"];
+    let request = request(&words, settings);
+    let both = facts(E::File, E::File);
+    let file = end(E::File);
+    let tees = |list: &[(&'static str, EndFacts)]| -> Result<(), Refusal> {
+        let list: Vec<(&Path, EndFacts)> = list
+            .iter()
+            .map(|(path, facts)| (Path::new(*path), facts.clone()))
+            .collect();
+        admit_tees(&request, [both.input.identity, both.output.identity], &list)
+    };
+    assert_eq!(tees(&[("t", file.clone()), ("u", file.clone())]), Ok(()));
+    assert_eq!(
+        tees(&[("t", end(E::Export))]).unwrap_err().to_string(),
+        "--tee='t': a further output is a file or a device, not a remote end"
+    );
+    assert_eq!(
+        tees(&[("b", file.clone())]).unwrap_err().to_string(),
+        "--tee='b' is already an end of the copy: it would be written twice"
+    );
+    assert_eq!(
+        tees(&[("t", file.clone()), ("t", file.clone())])
+            .unwrap_err()
+            .to_string(),
+        "--tee='t' is given twice"
+    );
+    let verify = request_with_tee_and(|s| s.verify = true);
+    assert_eq!(
+        admit_tees(&verify, [None, None], &[(Path::new("t"), end(E::Pipe))])
+            .unwrap_err()
+            .to_string(),
+        "--verify reads the output back: --tee='t' is a pipe, which it cannot read back"
+    );
+}
+
+fn request_with_tee_and(set: impl FnOnce(&mut Settings)) -> Request {
+    let mut settings = asked(|s| s.tee = vec!["t".into()]);
+    set(&mut settings);
+    request(&["if=a", "of=b"], settings)
+}
+
+/// `--retry-passes` is a rescue: refused where one is, in its own name.
+#[test]
+fn retry_passes_are_held_to_a_rescue() {
+    let settings = asked(|s| s.retry_passes = Some(3));
+    assert!(check(&request(
+        &["if=a", "of=b", "conv=noerror"],
+        settings.clone()
+    ))
+    .is_ok());
+    assert!(
+        check(&request(&["if=a", "of=b", "conv=swab"], settings.clone()))
+            .unwrap_err()
+            .to_string()
+            .starts_with("--retry-passes cannot be combined with conv=swab")
+    );
+    assert_eq!(
+        accepted(&settings, &["if=a", "of=b"]),
+        every_pair_where(POSITIONAL_IN, POSITIONAL_OUT)
+    );
 }

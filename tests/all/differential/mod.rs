@@ -95,6 +95,19 @@ fn every_backend_matches_gnu_dd() {
     let seed = seed() ^ 0xbacc_e4d5;
     let cases = env_number("DDX_DIFF_MATRIX_CASES").unwrap_or(MATRIX_CASES);
     for (name, args) in BACKENDS {
+        if args.contains(&"--backend=uring") {
+            match uring_copies_with(args) {
+                Ok(()) => {}
+                Err(Missing::Ring(why)) => {
+                    crate::rigs::skip(&format!("the {name} column: {why}"));
+                    continue;
+                }
+                Err(Missing::Use(why)) => panic!(
+                    "the {name} column would not hold io_uring to GNU dd, since io_uring \
+                     did not copy: {why}"
+                ),
+            }
+        }
         let driver = Driver::new(&format!("backend-{name}")).with_ddx_args(args);
         driver.check_all(
             &format!("backend {name} (seed {seed:#x})"),
@@ -118,6 +131,63 @@ fn fixed_cases_match_gnu_dd() {
     driver.check_all("fixed cases", (0..table.len()).collect(), |index| {
         table[index].clone()
     });
+}
+
+/// The io_uring column's options make ddx copy with its ring: what the
+/// column checks first, alone.
+#[test]
+fn the_uring_column_copies_with_io_uring() {
+    let (_, args) = BACKENDS
+        .iter()
+        .find(|(_, args)| args.contains(&"--backend=uring"))
+        .expect("an io_uring column");
+    match uring_copies_with(args) {
+        Ok(()) => {}
+        Err(Missing::Ring(why)) => crate::rigs::skip(&why),
+        Err(Missing::Use(why)) => panic!("io_uring did not copy: {why}"),
+    }
+}
+
+/// Why the io_uring column would not run io_uring.
+enum Missing {
+    /// No ring can be set up here (the kernel, a seccomp filter): a
+    /// facility missing, as for any rig.
+    Ring(String),
+    /// A ring can be had, and ddx did not use it.
+    Use(String),
+}
+
+/// Whether ddx with the io_uring column's options copies a plain file
+/// with its ring, as `--verbose` says: where it cannot, the backend falls
+/// back to threads (as documented), and the column would hold the threads
+/// backend to GNU dd a second time under io_uring's name.
+fn uring_copies_with(args: &[&str]) -> Result<(), Missing> {
+    if std::env::var_os("DDX_DIFF_BIN").is_some() {
+        // Another program is compared: it says nothing of io_uring.
+        return Ok(());
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("in"), vec![0x5a; 256 << 10]).expect("input");
+    let out = crate::rigs::cmd::ddx()
+        .current_dir(dir.path())
+        .args(args)
+        .args(["--verbose", "if=in", "of=out", "bs=4k"])
+        .output()
+        .expect("run ddx");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("ddx: io_uring: "))
+        .unwrap_or("(no io_uring line)")
+        .to_owned();
+    if !out.status.success() {
+        return Err(Missing::Use(format!("the copy failed: {stderr}")));
+    }
+    match said.strip_prefix("the ring copied ") {
+        Some(bytes) if bytes == format!("{} bytes", 256 << 10) => Ok(()),
+        _ if said.starts_with("no ring could be set up") => Err(Missing::Ring(said)),
+        _ => Err(Missing::Use(said)),
+    }
 }
 
 fn seed() -> u64 {

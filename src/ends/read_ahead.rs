@@ -3,7 +3,7 @@
 //! where each direct read would otherwise wait for the device before the
 //! next could start (the kernel reads nothing ahead for O_DIRECT). It
 //! wraps the descriptor end and is used only where the planner says it
-//! pays (`planner::read_ahead`); it is the mirror of `ends::behind`.
+//! pays (`planner::read_ahead`); it is the mirror of `ends::write_behind`.
 //!
 //! GNU's records stay GNU's: every read asks for exactly what the reader
 //! asks for (ibs), at the offsets GNU's reads would reach one after the
@@ -266,13 +266,21 @@ impl End for ReadAhead {
         self.inner.close_failed()
     }
 
-    forward_to_inner!(kind, size, next_data, next_hole, take_detail, abandon);
+    forward_to_inner!(
+        kind,
+        capabilities,
+        size,
+        next_data,
+        next_hole,
+        take_detail,
+        abandon
+    );
 }
 
 /// Wrap `input`'s end in [`ReadAhead`]; false (the end unchanged) where
 /// it cannot be.
 pub fn wrap(input: &mut super::Input, depth: usize, request: usize) -> bool {
-    let end = std::mem::replace(&mut input.end, Box::new(super::behind::Vacant));
+    let end = std::mem::replace(&mut input.end, Box::new(super::write_behind::Vacant));
     match ReadAhead::new(end, depth, request) {
         Ok(ahead) => {
             input.end = Box::new(ahead);

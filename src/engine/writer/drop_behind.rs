@@ -13,7 +13,7 @@ use crate::engine::cache::{CachePolicy, DropBehind};
 const UNCACHED_MIN: usize = 64 * 1024;
 const PAGE: u64 = 4096;
 
-pub enum Behind {
+pub enum Dropping {
     /// Pages are left to the kernel.
     Off,
     /// Asked for; begins once the output is positioned (seek=).
@@ -23,20 +23,20 @@ pub enum Behind {
     Active(DropBehind),
 }
 
-impl Behind {
-    pub fn new(policy: CachePolicy) -> Behind {
+impl Dropping {
+    pub fn new(policy: CachePolicy) -> Dropping {
         match policy.drops_after() {
-            Some(after) => Behind::Ready { after },
-            None => Behind::Off,
+            Some(after) => Dropping::Ready { after },
+            None => Dropping::Off,
         }
     }
 
     /// Bytes left to the kernel before dropping begins; None: no dropping.
     pub fn drops_after(&self) -> Option<u64> {
         match self {
-            Behind::Off => None,
-            Behind::Ready { after } => Some(*after),
-            Behind::Active(behind) => Some(behind.kept()),
+            Dropping::Off => None,
+            Dropping::Ready { after } => Some(*after),
+            Dropping::Active(behind) => Some(behind.kept()),
         }
     }
 
@@ -44,12 +44,12 @@ impl Behind {
     /// judge now whether its pages were cached before the copy (a record
     /// moved by splice is only heard of once written).
     pub fn start(&mut self, fd: Option<BorrowedFd<'_>>, offset: u64) {
-        let (Behind::Ready { after }, Some(fd)) = (&*self, fd) else {
+        let (Dropping::Ready { after }, Some(fd)) = (&*self, fd) else {
             return;
         };
         let mut behind = DropBehind::new(true, *after);
         behind.judge(fd, offset);
-        *self = Behind::Active(behind);
+        *self = Dropping::Active(behind);
     }
 
     /// About to write `len` bytes at `offset` through the cache.
@@ -57,10 +57,10 @@ impl Behind {
         let Some(fd) = fd else {
             return;
         };
-        if let Behind::Ready { after } = self {
-            *self = Behind::Active(DropBehind::new(true, *after));
+        if let Dropping::Ready { after } = self {
+            *self = Dropping::Active(DropBehind::new(true, *after));
         }
-        if let Behind::Active(behind) = self {
+        if let Dropping::Active(behind) = self {
             behind.before(fd, offset, len);
         }
     }
@@ -68,7 +68,7 @@ impl Behind {
     /// Whether a write of `len` bytes at `offset` should leave dropping
     /// its pages to the kernel (RWF_DONTCACHE).
     pub fn uncached(&self, offset: u64, len: usize) -> bool {
-        matches!(self, Behind::Active(behind) if behind.wants_uncached())
+        matches!(self, Dropping::Active(behind) if behind.wants_uncached())
             && len >= UNCACHED_MIN
             && offset % PAGE == 0
             && len as u64 % PAGE == 0
@@ -76,28 +76,28 @@ impl Behind {
 
     /// About to write uncached.
     pub fn before_uncached(&mut self, fd: Option<BorrowedFd<'_>>) {
-        if let (Behind::Active(behind), Some(fd)) = (self, fd) {
+        if let (Dropping::Active(behind), Some(fd)) = (self, fd) {
             behind.before_uncached(fd);
         }
     }
 
     /// The kernel refused the uncached write of `[offset, offset + len)`.
     pub fn uncached_refused(&mut self, offset: u64, len: u64) {
-        if let Behind::Active(behind) = self {
+        if let Dropping::Active(behind) = self {
             behind.uncached_refused(offset, len);
         }
     }
 
     /// `len` bytes were written.
     pub fn after(&mut self, fd: Option<BorrowedFd<'_>>, len: u64) {
-        if let (Behind::Active(behind), Some(fd)) = (self, fd) {
+        if let (Dropping::Active(behind), Some(fd)) = (self, fd) {
             behind.after(fd, len);
         }
     }
 
     /// End of the copy: drop what is left.
     pub fn finish(&mut self, fd: Option<BorrowedFd<'_>>) {
-        if let (Behind::Active(behind), Some(fd)) = (self, fd) {
+        if let (Dropping::Active(behind), Some(fd)) = (self, fd) {
             behind.finish(fd);
         }
     }

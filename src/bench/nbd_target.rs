@@ -7,7 +7,7 @@
 //! each (no multi-conn), so a figure is one connection's, as fio's `nbd`
 //! engine measures a job.
 //!
-//! Without the `nbd` feature an export cannot be reached: [`Export::probe`]
+//! Without the `nbd` feature an export cannot be reached: [`NbdTarget::probe`]
 //! says so, and [`Connection`] has no value.
 
 use super::BenchError;
@@ -16,7 +16,7 @@ use crate::ends::End;
 
 /// What the bench knows of an export before measuring it.
 #[derive(Debug, Clone)]
-pub struct Export {
+pub struct NbdTarget {
     pub uri: NbdUri,
     pub size: u64,
     /// The server exports it read-only.
@@ -33,7 +33,7 @@ pub const NO_SYNC_FLAGS: &str =
 
 #[cfg(feature = "nbd")]
 mod imp {
-    use super::{BenchError, End, Export, NbdUri};
+    use super::{BenchError, End, NbdTarget, NbdUri};
     use crate::ends::nbd::{Access, NbdEnd, NbdError};
 
     fn failed(uri: &NbdUri, e: NbdError) -> BenchError {
@@ -45,13 +45,13 @@ mod imp {
         ))
     }
 
-    impl Export {
+    impl NbdTarget {
         /// Connect once to learn the export's size and whether it may be
         /// written.
-        pub fn probe(uri: &NbdUri) -> Result<Export, BenchError> {
+        pub fn probe(uri: &NbdUri) -> Result<NbdTarget, BenchError> {
             let end = NbdEnd::open_with(uri, Access::Read, 1).map_err(|e| failed(uri, e))?;
             let info = end.info();
-            Ok(Export {
+            Ok(NbdTarget {
                 uri: uri.clone(),
                 size: info.size,
                 read_only: info.read_only,
@@ -99,10 +99,10 @@ mod imp {
 
 #[cfg(not(feature = "nbd"))]
 mod imp {
-    use super::{BenchError, End, Export, NbdUri};
+    use super::{BenchError, End, NbdTarget, NbdUri};
 
-    impl Export {
-        pub fn probe(uri: &NbdUri) -> Result<Export, BenchError> {
+    impl NbdTarget {
+        pub fn probe(uri: &NbdUri) -> Result<NbdTarget, BenchError> {
             Err(BenchError::msg(format!(
                 "{}: this ddx was built without NBD support (the `nbd` feature, libnbd)",
                 uri.text

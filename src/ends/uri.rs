@@ -1,52 +1,71 @@
 //! Ends named by a URI in `if=`/`of=`: an NBD export (`nbd://`,
-//! `nbd+unix://`, ...) or an object (`s3://BUCKET/KEY`, and for reading
-//! `http://` and `https://`). A value is taken as a URI only when no file of
+//! `nbd+unix://`, ...), an object (`s3://BUCKET/KEY`, and for reading
+//! `http://` and `https://`), or a file held in memory (`mem:PATH`). A value is taken as a URI only when no file of
 //! that name exists, nor the directory its first component would be
 //! (`nbd+unix:` in `nbd+unix:///?socket=...`, where GNU dd would create
 //! a file): GNU dd could not open such a name, so no GNU behaviour
-//! changes. Each kind of remote end is a module of `ends`; this one only
-//! tells them apart and opens them.
+//! changes. Each kind of end named by a URI is a module of `ends`; this
+//! one only tells them apart (one arm each in [`recognise_in`], [`open`]
+//! and [`UriEnd::kind`]) and opens them.
 
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
+use super::memory;
 use super::nbd::{self, NbdUri};
 use super::object::{self, ObjectUrl};
-use super::{End, Kind};
+use super::{Capabilities, End, Kind};
 use crate::sys::Errno;
 
-/// A remote end, recognised.
+/// An end named by a URI, recognised.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Remote {
+pub enum UriEnd {
     Nbd(NbdUri),
     Object(ObjectUrl),
+    /// `mem:PATH`: the file at PATH, held in memory.
+    Memory(PathBuf),
 }
 
-impl Remote {
+impl UriEnd {
     pub fn kind(&self) -> Kind {
         match self {
-            Remote::Nbd(_) => Kind::Remote,
-            Remote::Object(_) => Kind::Object,
+            UriEnd::Nbd(_) => Kind::NbdExport,
+            UriEnd::Object(_) => Kind::Object,
+            UriEnd::Memory(_) => Kind::Memory,
+        }
+    }
+
+    /// What the end will be able to do once opened, as its URI says.
+    pub fn capabilities(&self) -> Capabilities {
+        let of_kind = Capabilities::of(self.kind());
+        match self {
+            UriEnd::Object(url) if !url.writable() => Capabilities {
+                read_only: Some(
+                    "only s3:// objects can be written (http:// and https:// are read only)",
+                ),
+                ..of_kind
+            },
+            _ => of_kind,
         }
     }
 }
 
-/// Why a remote end could not be opened: the errno GNU's message shows,
-/// and what the remote side said.
+/// Why an end named by a URI could not be opened: the errno GNU's
+/// message shows, and what the other side said.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RemoteError {
+pub struct UriError {
     pub errno: Errno,
     pub detail: String,
 }
 
-/// What `value` names, when it names a remote end: None for a file name;
+/// What `value` names, when it names an end by URI: None for a file name;
 /// Some(Err) for a URI of a known scheme that cannot be right (the
 /// reason).
-pub fn recognise(value: &Path) -> Option<Result<Remote, String>> {
+pub fn recognise(value: &Path) -> Option<Result<UriEnd, String>> {
     recognise_in(Path::new("."), value)
 }
 
 /// [`recognise`], with relative names taken from `base`.
-fn recognise_in(base: &Path, value: &Path) -> Option<Result<Remote, String>> {
+fn recognise_in(base: &Path, value: &Path) -> Option<Result<UriEnd, String>> {
     let text = value.to_str()?;
     if base.join(value).symlink_metadata().is_ok() {
         return None;
@@ -56,11 +75,14 @@ fn recognise_in(base: &Path, value: &Path) -> Option<Result<Remote, String>> {
             return None;
         }
     }
+    if let Some(parsed) = memory::recognise(text) {
+        return Some(parsed.map(UriEnd::Memory));
+    }
     if let Some(parsed) = nbd::recognise(text) {
-        return Some(parsed.map(Remote::Nbd).map_err(|e| e.0));
+        return Some(parsed.map(UriEnd::Nbd).map_err(|e| e.0));
     }
     let parsed = object::recognise(text)?;
-    Some(parsed.map(Remote::Object).map_err(|e| e.to_string()))
+    Some(parsed.map(UriEnd::Object).map_err(|e| e.to_string()))
 }
 
 /// How the operand `value` may appear in messages: as given, except that
@@ -76,17 +98,23 @@ pub fn shown(value: &Path) -> Vec<u8> {
     }
 }
 
-/// Open `remote` for reading, or for writing.
-pub fn open(remote: &Remote, writing: bool) -> Result<Box<dyn End>, RemoteError> {
-    match remote {
-        Remote::Nbd(uri) => open_nbd(uri, writing),
-        Remote::Object(url) => open_object(url, writing),
+/// Open `named` for reading, or for writing.
+pub fn open(named: &UriEnd, writing: bool) -> Result<Box<dyn End>, UriError> {
+    match named {
+        UriEnd::Nbd(uri) => open_nbd(uri, writing),
+        UriEnd::Object(url) => open_object(url, writing),
+        UriEnd::Memory(path) => memory::MemoryEnd::open(path, writing)
+            .map(|end| Box::new(end) as Box<dyn End>)
+            .map_err(|e| UriError {
+                errno: e.errno,
+                detail: e.detail,
+            }),
     }
 }
 
 #[cfg(feature = "object")]
-fn open_object(url: &ObjectUrl, writing: bool) -> Result<Box<dyn End>, RemoteError> {
-    let failed = |e: object::ObjectError| RemoteError {
+fn open_object(url: &ObjectUrl, writing: bool) -> Result<Box<dyn End>, UriError> {
+    let failed = |e: object::ObjectError| UriError {
         errno: e.errno,
         detail: e.detail,
     };
@@ -103,15 +131,15 @@ fn open_object(url: &ObjectUrl, writing: bool) -> Result<Box<dyn End>, RemoteErr
 }
 
 #[cfg(not(feature = "object"))]
-fn open_object(_url: &ObjectUrl, _writing: bool) -> Result<Box<dyn End>, RemoteError> {
-    Err(RemoteError {
+fn open_object(_url: &ObjectUrl, _writing: bool) -> Result<Box<dyn End>, UriError> {
+    Err(UriError {
         errno: Errno::PROTONOSUPPORT,
         detail: "this ddx was built without object storage support (the `object` feature)".into(),
     })
 }
 
 #[cfg(feature = "nbd")]
-fn open_nbd(uri: &NbdUri, writing: bool) -> Result<Box<dyn End>, RemoteError> {
+fn open_nbd(uri: &NbdUri, writing: bool) -> Result<Box<dyn End>, UriError> {
     let access = if writing {
         nbd::Access::Write
     } else {
@@ -119,15 +147,15 @@ fn open_nbd(uri: &NbdUri, writing: bool) -> Result<Box<dyn End>, RemoteError> {
     };
     nbd::NbdEnd::open(uri, access)
         .map(|end| Box::new(end) as Box<dyn End>)
-        .map_err(|e| RemoteError {
+        .map_err(|e| UriError {
             errno: e.errno,
             detail: e.message,
         })
 }
 
 #[cfg(not(feature = "nbd"))]
-fn open_nbd(_uri: &NbdUri, _writing: bool) -> Result<Box<dyn End>, RemoteError> {
-    Err(RemoteError {
+fn open_nbd(_uri: &NbdUri, _writing: bool) -> Result<Box<dyn End>, UriError> {
+    Err(UriError {
         errno: Errno::PROTONOSUPPORT,
         detail: "this ddx was built without NBD support (the `nbd` feature, libnbd)".into(),
     })
@@ -144,7 +172,7 @@ mod tests {
         let uri = Path::new("nbd+unix:///?socket=/tmp/x.sock");
         let recognised = recognise_in(base, uri);
         assert!(
-            matches!(recognised, Some(Ok(Remote::Nbd(_)))),
+            matches!(recognised, Some(Ok(UriEnd::Nbd(_)))),
             "{recognised:?}"
         );
         assert!(matches!(
@@ -156,17 +184,21 @@ mod tests {
         assert_eq!(recognise_in(base, Path::new("nbd:disk")), None);
         assert!(matches!(
             recognise_in(base, Path::new("s3://bucket/disk.img")),
-            Some(Ok(Remote::Object(_)))
+            Some(Ok(UriEnd::Object(_)))
         ));
         assert!(matches!(
             recognise_in(base, Path::new("https://host/golden.img")),
-            Some(Ok(Remote::Object(_)))
+            Some(Ok(UriEnd::Object(_)))
         ));
         assert!(matches!(
             recognise_in(base, Path::new("s3://bucket")),
             Some(Err(_))
         ));
         assert_eq!(recognise_in(base, Path::new("s3:disk")), None);
+        assert_eq!(
+            recognise_in(base, Path::new("mem:disk.img")),
+            Some(Ok(UriEnd::Memory("disk.img".into())))
+        );
         // A directory named like the scheme: GNU dd would write into it.
         std::fs::create_dir(base.join("nbd+unix:")).unwrap();
         assert_eq!(recognise_in(base, uri), None);

@@ -301,7 +301,15 @@ impl End for WriteBehind {
         self.inner.read_at(buf, offset)
     }
 
-    forward_to_inner!(kind, size, next_data, next_hole, take_detail, abandon);
+    forward_to_inner!(
+        kind,
+        capabilities,
+        size,
+        next_data,
+        next_hole,
+        take_detail,
+        abandon
+    );
 }
 
 /// Wrap `output`'s end in [`WriteBehind`]; false (the end unchanged)
@@ -320,7 +328,7 @@ pub fn wrap(output: &mut super::Output, depth: usize, request: usize) -> bool {
     }
 }
 
-/// What stands in an [`super::Output`] (or an input, `ends::ahead`) for
+/// What stands in an [`super::Output`] (or an input, `ends::read_ahead`) for
 /// the moment its end is being wrapped: never called.
 #[derive(Debug)]
 pub(super) struct Vacant;

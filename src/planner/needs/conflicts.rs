@@ -1,0 +1,350 @@
+//! What each option cannot be combined with, whatever the ends: the
+//! operands and options that would make it do something other than what
+//! it says. Each function is the `conflicts` of one or more rows of the
+//! table (see [`super::TABLE`]); each is pure, so that a copy is refused
+//! before anything is opened.
+
+use crate::integrity::checkfile;
+use crate::operands::symbols::{conv_symbols_in, flag_symbols_in, DATA_CONVERSIONS};
+use crate::operands::{Conv, IoFlags};
+use crate::request::{first_given, BackendChoice, Request};
+
+use super::Refusal;
+
+type Checked = Result<(), Refusal>;
+
+fn refuse(line: String) -> Checked {
+    Err(Refusal(line))
+}
+
+/// Nothing: the option goes with anything.
+pub fn none(_: &Request) -> Checked {
+    Ok(())
+}
+
+/// The image options asked for, in the order messages name them.
+fn image_options(request: &Request) -> Option<&'static str> {
+    let settings = &request.settings;
+    first_given([
+        (settings.decompress.is_some(), "--decompress"),
+        (settings.compress.is_some(), "--compress"),
+        (settings.bmap.is_some(), "--bmap"),
+        (settings.bmap_create.is_some(), "--bmap-create"),
+        (settings.used_only, "--used-only"),
+        (!settings.tee.is_empty(), "--tee"),
+    ])
+}
+
+/// The copy by position asked for (`--rescue`, `--retry-passes`,
+/// `--resume`, `--map`), as messages name it.
+fn positional_option(request: &Request) -> Option<&'static str> {
+    let settings = &request.settings;
+    first_given([
+        (settings.rescue, "--rescue"),
+        (settings.retry_passes.is_some(), "--retry-passes"),
+        (settings.resume, "--resume"),
+        (settings.map.is_some(), "--map"),
+    ])
+}
+
+/// A copy by position (`--rescue`, `--retry-passes`, `--resume`, `--map`)
+/// reads each byte from its place and writes it to its place: two named
+/// ends, bytes unchanged, nothing that moves them.
+pub fn positional(request: &Request) -> Checked {
+    let Some(what) = positional_option(request) else {
+        return Ok(());
+    };
+    let Request { plan, settings } = request;
+    if plan.input.is_none() {
+        return refuse(format!(
+            "{what} needs if=FILE: it reads the input by position, not as a stream"
+        ));
+    }
+    if plan.output.is_none() {
+        return refuse(format!(
+            "{what} needs of=FILE: it writes the output by position, not as a stream"
+        ));
+    }
+    let moved = DATA_CONVERSIONS
+        .iter()
+        .chain(&[(Conv::SPARSE, "sparse")])
+        .find(|(flag, _)| plan.conv.contains(*flag));
+    if let Some((_, name)) = moved {
+        return refuse(format!(
+            "{what} cannot be combined with conv={name}: it copies bytes unchanged, each to \
+             the same place"
+        ));
+    }
+    // A rescue (--retry-passes is one) retries what fails instead.
+    let rescue = settings.rescue || settings.retry_passes.is_some();
+    if plan.conv.contains(Conv::NOERROR) != plan.conv.contains(Conv::SYNC) && !rescue {
+        return refuse(format!(
+            "{what} needs conv=noerror and conv=sync together (or --rescue): without \
+             padding, every read error would move the rest of the output"
+        ));
+    }
+    if plan.conv.contains(Conv::SYNC) && !plan.conv.contains(Conv::NOERROR) {
+        return refuse(format!(
+            "{what} cannot be combined with conv=sync alone: padding short reads changes \
+             where later bytes go"
+        ));
+    }
+    if plan.output_flags.contains(IoFlags::APPEND) {
+        return refuse(format!(
+            "{what} cannot be combined with oflag=append: it writes by position"
+        ));
+    }
+    if plan.output_flags.contains(IoFlags::DIRECT) {
+        return refuse(format!(
+            "{what} cannot be combined with oflag=direct (the zeros and tails it writes \
+             need not be aligned)"
+        ));
+    }
+    if plan.skip.total_bytes(plan.input_block_size).is_none()
+        || plan.seek.total_bytes(plan.output_block_size).is_none()
+    {
+        return refuse(format!("{what}: skip= or seek= is too large"));
+    }
+    if let Some(image) = image_options(request) {
+        return refuse(format!(
+            "{what} cannot be combined with {image}: a copy by position needs a file or \
+             device at both ends, not a stream"
+        ));
+    }
+    Ok(())
+}
+
+/// `--sector-size` is the unit `--rescue` retries in.
+pub fn sector_size(request: &Request) -> Checked {
+    if positional_option(request).is_none() {
+        return refuse("--sector-size is the retry unit of --rescue: add --rescue".into());
+    }
+    Ok(())
+}
+
+/// `--verify` reads back the bytes it was given, where they were written.
+pub fn verify(request: &Request) -> Checked {
+    let plan = &request.plan;
+    if plan.output.is_none() {
+        return refuse("--verify needs of=FILE: it reads the output back".into());
+    }
+    if plan.output_flags.contains(IoFlags::APPEND) {
+        return refuse("--verify cannot be combined with oflag=append".into());
+    }
+    if let Some((_, name)) = DATA_CONVERSIONS
+        .iter()
+        .find(|(flag, _)| plan.conv.contains(*flag))
+    {
+        return refuse(format!(
+            "--verify cannot be combined with conv={name}: the output is not the bytes read"
+        ));
+    }
+    Ok(())
+}
+
+/// `--hash-file`: one algorithm's digest, of the whole input it names, in
+/// a line its checker can read.
+pub fn hash_file(request: &Request) -> Checked {
+    let Request { plan, settings } = request;
+    let algorithm = match settings.hash.as_slice() {
+        [one] => *one,
+        [] => return refuse("--hash-file needs --hash=ALG: the digest it holds".into()),
+        _ => {
+            return refuse(
+                "--hash-file holds one algorithm's digest, in that checker's format: give \
+                 one algorithm in --hash"
+                    .into(),
+            )
+        }
+    };
+    let part = first_given([
+        (
+            plan.skip.total_bytes(plan.input_block_size) != Some(0),
+            "skip=",
+        ),
+        (plan.has_count(), "count="),
+        (plan.conv.contains(Conv::SYNC), "conv=sync"),
+    ]);
+    if let Some(operand) = part {
+        return refuse(format!(
+            "--hash-file names the input as what its digest covers: it cannot be combined \
+             with {operand}, which makes the digest cover something else"
+        ));
+    }
+    match checkfile::unwritable(algorithm, &checkfile::input_name(plan.input.as_deref())) {
+        Some(why) => refuse(why),
+        None => Ok(()),
+    }
+}
+
+/// `--trim` discards where the zeros would have been written: not where
+/// the bytes go elsewhere (oflag=append writes at the end whatever the
+/// position; a copy by position writes each chunk as it reads it, zeros
+/// included).
+pub fn trim(request: &Request) -> Checked {
+    let other = if request.plan.output_flags.contains(IoFlags::APPEND) {
+        Some("oflag=append: an appended output is written at its end, not where its zeros would be discarded")
+    } else if positional_option(request).is_some() {
+        Some("--rescue, --map and --resume: a copy by position writes each chunk as it reads it")
+    } else {
+        None
+    };
+    match other {
+        Some(other) => refuse(format!("--trim cannot be combined with {other}")),
+        None => Ok(()),
+    }
+}
+
+/// A tuning of the overlapped backends' requests, with GNU's own loop
+/// asked for.
+pub fn overlap_tuning(request: &Request) -> Checked {
+    let settings = &request.settings;
+    if settings.backend != Some(BackendChoice::Sync) {
+        return Ok(());
+    }
+    let tuning = first_given([
+        (settings.queue_depth.is_some(), "--queue-depth"),
+        (settings.request_size.is_some(), "--request-size"),
+    ]);
+    match tuning {
+        Some(option) => refuse(format!(
+            "{option} shapes an overlapped backend's requests: --backend=sync reads and \
+             writes one record at a time"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `--compress`: the output is one compressed stream, written from its
+/// start.
+pub fn compress(request: &Request) -> Checked {
+    let Request { plan, settings } = request;
+    let why = "the output is one compressed stream, written from its start";
+    if !plan.seek.is_zero() {
+        return refuse(format!("--compress cannot be combined with seek=: {why}"));
+    }
+    if plan.conv.contains(Conv::NOTRUNC) {
+        return refuse(format!(
+            "--compress cannot be combined with conv=notrunc: {why}, and the old bytes past \
+             its end would follow it"
+        ));
+    }
+    if plan.output_flags.contains(IoFlags::APPEND) {
+        return refuse(format!(
+            "--compress cannot be combined with oflag=append: {why}"
+        ));
+    }
+    if settings.verify {
+        return refuse(
+            "--compress cannot be combined with --verify: the output holds the compressed \
+             bytes, not those read (--hash gives the digest of what was read)"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// `--bmap` writes the image as the map describes it, from its first
+/// byte to its last: nothing that changes the bytes or where they go.
+pub fn bmap(request: &Request) -> Checked {
+    let Request { plan, settings } = request;
+    let why = "the map describes the whole image, written from the output's start";
+    let operand = first_given([
+        (!plan.skip.is_zero(), "skip="),
+        (plan.has_count(), "count="),
+        (!plan.seek.is_zero(), "seek="),
+    ]);
+    if let Some(operand) = operand {
+        return refuse(format!("--bmap cannot be combined with {operand}: {why}"));
+    }
+    let kept = Conv::NOTRUNC | Conv::NOCREAT | Conv::EXCL | Conv::FDATASYNC | Conv::FSYNC;
+    if let Some(name) = conv_symbols_in(plan.conv - kept).next() {
+        return refuse(format!(
+            "--bmap cannot be combined with conv={name}: the bytes written would not be the \
+             mapped blocks as the map checks them"
+        ));
+    }
+    // Holes are found and left out in large requests only (see
+    // `planner::bulk_shape`): flags that give each request a meaning
+    // would have them written as zeros.
+    let per_request = IoFlags::DIRECT
+        | IoFlags::DSYNC
+        | IoFlags::SYNC
+        | IoFlags::NONBLOCK
+        | IoFlags::NOCACHE
+        | IoFlags::FULLBLOCK;
+    if let Some(name) = flag_symbols_in(plan.input_flags & per_request).next() {
+        return refuse(format!(
+            "--bmap cannot be combined with iflag={name}: the map is read in large requests"
+        ));
+    }
+    if let Some(name) = flag_symbols_in(
+        plan.output_flags & (IoFlags::APPEND | IoFlags::NONBLOCK | IoFlags::NOCACHE),
+    )
+    .next()
+    {
+        return refuse(format!(
+            "--bmap cannot be combined with oflag={name}: unmapped blocks are sought over"
+        ));
+    }
+    if plan.input_nocache || plan.output_nocache {
+        return refuse("--bmap cannot be combined with nocache".into());
+    }
+    if settings.verify {
+        return refuse(
+            "--bmap cannot be combined with --verify: unmapped blocks are not written, so the \
+             output does not read back as the stream; --bmap checks each mapped range \
+             against its digest as it is written"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// `--bmap-create`: a map of the bytes read, as read.
+pub fn bmap_create(request: &Request) -> Checked {
+    let plan = &request.plan;
+    if let Some(name) = conv_symbols_in(plan.conv & (Conv::SYNC | Conv::NOERROR)).next() {
+        return refuse(format!(
+            "--bmap-create cannot be combined with conv={name}: the map describes the bytes \
+             read, and {name} makes the output something else"
+        ));
+    }
+    if let Some((_, name)) = DATA_CONVERSIONS
+        .iter()
+        .find(|(flag, _)| plan.conv.contains(*flag))
+    {
+        return refuse(format!(
+            "--bmap-create cannot be combined with conv={name}: the map describes the bytes \
+             read, and {name} changes them"
+        ));
+    }
+    Ok(())
+}
+
+/// `--used-only` reads a disk by its partition table and file systems:
+/// not an image being decoded or filtered through a map.
+pub fn used_only(request: &Request) -> Checked {
+    let settings = &request.settings;
+    let image = first_given([
+        (settings.decompress.is_some(), "--decompress"),
+        (settings.bmap.is_some(), "--bmap"),
+    ]);
+    match image {
+        Some(other) => refuse(format!(
+            "--used-only cannot be combined with {other}: it reads a disk by its partition \
+             table and file systems, not an image"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `--progress-fd=1`: JSON in the data would corrupt it.
+pub fn progress_fd(request: &Request) -> Checked {
+    match request.settings.progress_fd {
+        Some(fd @ 1) if request.plan.output.is_none() => refuse(format!(
+            "--progress-fd={fd}: standard output carries the copy's data"
+        )),
+        _ => Ok(()),
+    }
+}
