@@ -13,13 +13,28 @@
 //! Reads go to the disk by position (`read_at`), so the wrapped end's own
 //! offset never matters; none offers a descriptor, which would let the
 //! engine read around the map.
+//!
+//! The used ranges are many and apart, so each read would wait for the
+//! device, and the kernel's own read-ahead, which follows sequential
+//! reads, stops at every gap. The next [`AHEAD`] bytes of used ranges are
+//! therefore asked of the kernel ahead of the reads (posix_fadvise
+//! WILLNEED, which returns at once and keeps the device busy with many
+//! requests), ranges a small gap apart as one.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::allocation::{self, Analysis, ReadError, Source};
 use crate::ends::{forward_to_inner, End, Whence};
 use crate::sys::Errno;
+
+/// Used bytes asked of the kernel ahead of the reads; asked again once
+/// half of them are read.
+const AHEAD: u64 = 64 << 20;
+/// Used ranges at most this far apart are asked for as one: reading the
+/// gap costs less than a request of its own.
+const GAP: u64 = 256 << 10;
 
 /// Used bytes read so far, of how many: the progress line's measure.
 #[derive(Debug)]
@@ -82,6 +97,8 @@ pub struct UsedOnly {
     size: u64,
     pos: u64,
     progress: Arc<UsedProgress>,
+    /// Where the used ranges asked of the kernel end.
+    advised: u64,
 }
 
 impl UsedOnly {
@@ -117,6 +134,7 @@ impl UsedOnly {
                 size,
                 pos: here,
                 progress,
+                advised: 0,
             },
             analysis,
         ))
@@ -126,9 +144,56 @@ impl UsedOnly {
         Arc::clone(&self.progress)
     }
 
+    /// Ask the kernel for the next [`AHEAD`] used bytes from `offset` on,
+    /// once fewer than half of them are asked for already. Advice only:
+    /// an end without a descriptor, or one that refuses, is read as it
+    /// comes.
+    fn read_ahead(&mut self, offset: u64) {
+        if self.advised >= offset.saturating_add(AHEAD / 2) {
+            return;
+        }
+        let Some(fd) = self.inner.fd() else {
+            return;
+        };
+        let ranges = self.used.ranges();
+        let mut from = self.advised.max(offset);
+        let mut budget = AHEAD;
+        let mut asked: Option<Range<u64>> = None;
+        let advise = |range: &Range<u64>| {
+            let _ = crate::sys::file::will_need(fd, range.start, range.end - range.start);
+        };
+        let mut next = ranges.partition_point(|range| range.end <= from);
+        while budget > 0 {
+            let Some(range) = ranges.get(next) else {
+                from = self.size;
+                break;
+            };
+            let start = range.start.max(from);
+            let end = range.end.min(start + budget);
+            budget -= end - start;
+            asked = match asked {
+                Some(joined) if start - joined.end <= GAP => Some(joined.start..end),
+                Some(apart) => {
+                    advise(&apart);
+                    Some(start..end)
+                }
+                None => Some(start..end),
+            };
+            from = end;
+            if end == range.end {
+                next += 1;
+            }
+        }
+        if let Some(last) = asked {
+            advise(&last);
+        }
+        self.advised = from;
+    }
+
     /// Fill `buf` from `offset`: used ranges from the disk, the rest as
     /// zeros. Short only at the disk's end.
     fn fill(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
+        self.read_ahead(offset);
         let want = (buf.len() as u64).min(self.size.saturating_sub(offset)) as usize;
         let mut done = 0;
         while done < want {
