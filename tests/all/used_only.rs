@@ -754,7 +754,8 @@ fn a_pipe_or_an_image_is_refused_before_the_output_is_opened() {
         .arg("--used-only")
         .stdin(vec![0u8; 4096])
         .fails_with(
-            "--used-only reads the input by position, and 'standard input' has no positions",
+            "--used-only reads the input by position: standard input is a pipe, which has no \
+             positions",
         );
     let input = dir.path().join("in");
     std::fs::write(&input, [1u8; 4096]).unwrap();
