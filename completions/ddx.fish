@@ -32,6 +32,7 @@ complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l used-only -d 'read
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l tee -r -F -d 'also write the output to FILE'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l verify -d 'after the copy, read the output back'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l trim -d 'discard on the output, instead of writing them, the output blocks that'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l fua -d 'onto a SCSI or NVMe generic device'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l progress-fd -x -d 'write progress as JSON, one object per line, to file descriptor FD abo'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l verbose -d 'after the statistics, say how the copy ran: backend, request size, que'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l force -d 'write even where the guard refuses: a mounted, swap or held block devi'

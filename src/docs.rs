@@ -138,7 +138,12 @@ fn bench_man_section() -> String {
     for option in bench::OPTIONS {
         out.push_str(&man_option(&option.spec));
     }
-    for text in [bench::RECOMMENDATION, bench::SIGNALS, bench::EXIT] {
+    for text in [
+        bench::REPORT,
+        bench::RECOMMENDATION,
+        bench::SIGNALS,
+        bench::EXIT,
+    ] {
         out.push_str(&format!(".PP\n{}\n", roff(text)));
     }
     out

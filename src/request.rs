@@ -67,10 +67,26 @@ pub struct Settings {
     /// `--trim`: discard zero blocks and holes on the output instead of
     /// writing them.
     pub trim: bool,
+    /// `--fua`: writes to a passthrough output with force unit access.
+    pub fua: bool,
     /// `--verbose`: how the copy ran, after GNU's statistics.
     pub verbose: bool,
     /// `--progress-fd=N`: JSON progress records to this descriptor.
     pub progress_fd: Option<i32>,
+}
+
+impl Settings {
+    /// How a passthrough end (an sg, bsg or ng node) is opened: the
+    /// commands in flight (`--queue-depth`, else the end's default) and
+    /// FUA on writes.
+    pub fn passthrough(&self) -> crate::ends::passthrough::Options {
+        crate::ends::passthrough::Options {
+            depth: self
+                .queue_depth
+                .unwrap_or(crate::ends::passthrough::DEFAULT_DEPTH),
+            fua: self.fua,
+        }
+    }
 }
 
 /// Whether the kernel's copy (copy_file_range, splice) may take a copy.

@@ -50,22 +50,26 @@ impl TestName {
     pub fn help(self) -> &'static str {
         match self {
             TestName::SeqRead => {
-                "sequential read, O_DIRECT (hdparm -t) and from the page cache (hdparm -T)"
+                "sequential read: O_DIRECT one request at a time (hdparm -t) and 8 in \
+                 flight (io_uring), and from the page cache (hdparm -T)"
             }
             TestName::SeqWrite => {
                 "sequential write: buffered, +fdatasync, +fsync, O_DSYNC, O_SYNC, O_DIRECT \
-                 (needs --destructive on a block device or an existing file)"
+                 one at a time and 8 in flight (needs --destructive on a block device or an \
+                 existing file)"
             }
             TestName::BsSweep => {
                 "read and write throughput from the logical sector to 16 MiB, and the \
                  recommended block size"
             }
             TestName::Latency => {
-                "small O_DIRECT+O_DSYNC writes and O_DIRECT reads, every latency kept"
+                "small O_DIRECT+O_DSYNC writes (mode direct+dsync) and O_DIRECT random \
+                 reads, every latency kept"
             }
             TestName::QdSweep => {
-                "random 4 KiB reads at queue depth 1, 4, 16, 32, 64 (io_uring; on an NBD \
-                 export, libnbd's asynchronous reads)"
+                "random 4 KiB O_DIRECT reads, then writes, at queue depth 1 (pread, \
+                 pwrite), 4, 16, 32, 64 (io_uring; on an NBD export, reads only, through \
+                 libnbd's asynchronous reads)"
             }
             TestName::Zones => "read throughput at evenly spaced offsets across the target",
         }
@@ -329,8 +333,8 @@ pub const OPTIONS: &[BenchOption] = &[
     option(
         OptionSpec::switch(
             "json",
-            "print the report as JSON (schema_version 2, every run kept) instead of a \
-             table",
+            "print the report as JSON (schema_version 3, the summary first, every run \
+             kept) instead of a table",
         ),
         |a, _| set_format(a, Format::Json, "json"),
     ),
@@ -488,11 +492,21 @@ connection; O_DIRECT, the page cache and O_DSYNC/O_SYNC have no meaning there, s
 tests run as plain NBD requests (mode 'nbd'; seq-write adds 'flush', an NBD flush) and \
 the rest is reported as skipped, with the reason.";
 
+pub const REPORT: &str = "The report leads with a summary as CrystalDiskMark and KDiskMark \
+show a disk: SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1 and RND4K Q1T1 (sequential 1 MiB and \
+random 4 KiB requests, 8, 1, 32 and 1 in flight, one thread), read and write, O_DIRECT, \
+bytes over wall time; each cell is the seq-read, seq-write or qd-sweep figure of the same \
+requests, and the JSON gives fio's options for them. Then the recommended block size, the \
+bs-sweep, every other figure once with the way it was measured (mode, engine, block size, \
+queue depth), and the facts. A quantity two tests ask for is measured once and shown by \
+both.";
+
 pub const RECOMMENDATION: &str = "The bs-sweep recommends, per direction, the smallest block \
-size whose throughput reaches the bar: 95% of the best (the median of the three highest \
-throughputs), less what the noise between rounds cannot resolve, never below 85%. Its \
-throughputs are the block size over each round's median request time, the median of the \
-rounds; the report prints them, the best, the bar and each size's share of the best.";
+size whose figure reaches the bar: 95% of the median of the three highest figures, less \
+what the noise between rounds cannot resolve, never below 85% of it. Its figures are the \
+block size over each round's median request time (not bytes over wall time), the median \
+of the rounds; the report prints them, the best (the highest), the bar and each size's \
+share of the best.";
 
 pub const SIGNALS: &str = "SIGINT or SIGTERM stop the bench at the next request: the \
 report (table, JSON, Markdown, HTML, as asked) holds the runs completed before it, the \
@@ -516,6 +530,8 @@ pub fn help_text(program: &str) -> String {
     out.push_str(&crate::cli::options::layout(
         OPTIONS.iter().map(|o| &o.spec),
     ));
+    out.push('\n');
+    out.push_str(&wrap("", REPORT, 0, 78));
     out.push('\n');
     out.push_str(&wrap("", RECOMMENDATION, 0, 78));
     out.push('\n');

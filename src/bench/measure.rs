@@ -304,7 +304,7 @@ mod tests {
     use std::rc::Rc;
 
     use super::*;
-    use crate::bench::results::{Figure, Measure, TestResult};
+    use crate::bench::results::{Figure, TestResult};
 
     /// What the fake device was asked to do, in order.
     #[derive(Debug, Clone, PartialEq, Eq)]
@@ -427,16 +427,7 @@ mod tests {
         let samples = runner(&target, &device, 6)
             .repeat("seq-read", true, |which| device.pass(which))
             .unwrap();
-        let figure = Figure {
-            test: "seq-read",
-            mode: "direct",
-            op: "read",
-            pattern: "sequential",
-            block_size: 1 << 20,
-            queue_depth: 1,
-            offset: None,
-            measure: Measure::Run,
-        };
+        let figure = Figure::new("seq-read", "direct", "read", "sequential", 1 << 20);
         let result = TestResult::from_samples(figure, &samples);
         assert_eq!(result.runs.len(), 6);
         // The median of six: halfway between the runs of 100 and 101 ms.

@@ -1,4 +1,4 @@
-//! `ddx bench TARGET`: the honest disk measurement the seeds do by hand
+//! `ddx bench TARGET`: the honest disk measurement people do by hand
 //! with dd, in one command. Caches are bypassed or named, every figure is
 //! the median of several runs with a warm-up thrown away, block devices are
 //! only read unless `--destructive`, and the result is a table, JSON,
@@ -10,8 +10,10 @@
 //! timing, cache dropping), `interrupt` (Ctrl-C stops the measuring, not
 //! the report), `scenario` (the tests, which produce results), `results`
 //! (the figures as data, and the block-size rule applied to them, from the
-//! `stats` leaf), `report` (exporters that only read results). Scenarios
-//! and reports never import each other.
+//! `stats` leaf), `summary` (the first screen, CrystalDiskMark's rows,
+//! picked from the results), `report` (exporters that only read results),
+//! `testing` (reports of chosen figures, for the reports' own tests).
+//! Scenarios and reports never import each other.
 
 pub mod args;
 pub mod interrupt;
@@ -24,7 +26,10 @@ pub use crate::stats::recommend;
 pub mod report;
 pub mod results;
 pub mod scenario;
+pub mod summary;
 pub mod target;
+#[doc(hidden)]
+pub mod testing;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -227,6 +232,7 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
         target_bytes: target.full_len,
         device: target.device.clone(),
         writable: target.writable(),
+        served: target.can.served,
     };
     Ok(Report::assemble(
         started,

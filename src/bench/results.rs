@@ -12,6 +12,7 @@
 use serde::Serialize;
 
 use super::measure::{CacheDrop, Sample};
+use super::summary::{Context, Summary};
 use crate::stats::recommend::{self, Judgement, NEAR_BEST};
 use crate::stats::{self, Latency};
 use crate::sys::device::DeviceInfo;
@@ -22,11 +23,28 @@ use crate::sys::device::DeviceInfo;
 /// applied to (`throughput_measure` says which measure a figure uses);
 /// the recommendation carries the best throughput and the bar; the
 /// bs-sweep figures carry their share of the best (`of_best`); `interrupted`.
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: `summary` first (CrystalDiskMark's four rows, read and write, each
+/// cell a detail figure shown again, with fio's options for it); every
+/// figure says its `io` (open flags and syncs) and `engine`; seq-read and
+/// seq-write add O_DIRECT at queue depth 8 (io_uring), the qd-sweep adds
+/// writes and makes queue depth 1 with pread/pwrite; the latency test's
+/// write mode is `direct+dsync` (it was `dsync`, seq-write's O_DSYNC
+/// without O_DIRECT); a figure an earlier test measured is shown again
+/// with `same_as` naming that test instead of being measured twice; the
+/// recommendation's `best_bytes_per_sec` is the highest figure (it was
+/// the median of the three highest, now `reference_bytes_per_sec`), so
+/// `of_best` is never above 1, and `bar` is a share of that best (the
+/// rule's own share is `bar_of_reference`); a skip may name its `op` and
+/// `queue_depth`.
+pub const SCHEMA_VERSION: u32 = 3;
 
+/// What every report shows, in the order the reports show it: the
+/// summary and the recommendation first, then the details and the facts.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub schema_version: u32,
+    pub summary: Summary,
+    pub recommendation: Recommendation,
     pub ddx_version: &'static str,
     /// Seconds since the Unix epoch when the bench started.
     pub started_unix: u64,
@@ -35,7 +53,6 @@ pub struct Report {
     pub settings: Settings,
     pub cache: CacheDrop,
     pub results: Vec<TestResult>,
-    pub recommendation: Recommendation,
     /// Tests or modes not run, and why.
     pub skipped: Vec<Skip>,
     pub notes: Vec<String>,
@@ -83,6 +100,11 @@ pub struct TargetReport {
     #[serde(flatten)]
     pub device: DeviceInfo,
     pub writable: bool,
+    /// Requests go to a server (an NBD export), which has no open flags
+    /// and a request path of its own: the target's capability, carried
+    /// for the summary's fio options.
+    #[serde(skip)]
+    pub served: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -123,7 +145,35 @@ impl Recommendation {
 pub struct Skip {
     pub test: &'static str,
     pub mode: Option<&'static str>,
+    /// The direction left out, where only one was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op: Option<&'static str>,
+    /// The queue depth left out, where only one was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_depth: Option<u32>,
     pub reason: String,
+}
+
+impl Skip {
+    /// Only `op` was left out.
+    pub fn of_op(&mut self, op: &'static str) -> &mut Skip {
+        self.op = Some(op);
+        self
+    }
+
+    /// Only `depth` was left out.
+    pub fn at_depth(&mut self, depth: u32) -> &mut Skip {
+        self.queue_depth = Some(depth);
+        self
+    }
+
+    /// Whether this says why `test` did not measure `op` at queue depth
+    /// `depth`.
+    pub fn explains(&self, test: &str, op: &str, depth: u32) -> bool {
+        self.test == test
+            && self.op.is_none_or(|o| o == op)
+            && self.queue_depth.is_none_or(|d| d == depth)
+    }
 }
 
 /// What a figure's throughput is.
@@ -138,21 +188,121 @@ pub enum Measure {
     MedianRequest,
 }
 
-/// What identifies a figure, before it is measured.
+impl Measure {
+    /// What the figure is, in a report's words.
+    pub fn text(self) -> &'static str {
+        match self {
+            Measure::Run => "bytes / wall time",
+            Measure::MedianRequest => "block size / median request time",
+        }
+    }
+}
+
+/// What identifies a figure, before it is measured, and says how it is
+/// measured: the report prints these with every figure.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Figure {
     pub test: &'static str,
     pub mode: &'static str,
+    /// The mode in the system's words: the open flags and the syncs
+    /// ("O_DIRECT", "buffered, fdatasync at the end"); see [`io_text`].
+    pub io: &'static str,
     /// "read" or "write".
     pub op: &'static str,
     /// "sequential" or "random".
     pub pattern: &'static str,
     pub block_size: u64,
     pub queue_depth: u32,
+    /// How the requests were made: "pread"/"pwrite" (one at a time),
+    /// "io_uring" (several in flight), "libnbd" (an NBD export).
+    pub engine: &'static str,
     /// Where the zones test read.
     pub offset: Option<u64>,
     #[serde(rename = "throughput_measure")]
     pub measure: Measure,
+}
+
+impl Figure {
+    /// `op` ("read" or "write") of `pattern` in `block_size` requests,
+    /// one at a time, each run's throughput; the builders below change
+    /// the rest.
+    pub fn new(
+        test: &'static str,
+        mode: &'static str,
+        op: &'static str,
+        pattern: &'static str,
+        block_size: u64,
+    ) -> Figure {
+        Figure {
+            test,
+            mode,
+            io: io_text(mode),
+            op,
+            pattern,
+            block_size,
+            queue_depth: 1,
+            engine: one_at_a_time(mode, op),
+            offset: None,
+            measure: Measure::Run,
+        }
+    }
+
+    /// With `depth` requests kept in flight by `engine`.
+    pub fn in_flight(self, depth: u32, engine: &'static str) -> Figure {
+        Figure {
+            queue_depth: depth,
+            engine,
+            ..self
+        }
+    }
+
+    pub fn at(self, offset: u64) -> Figure {
+        Figure {
+            offset: Some(offset),
+            ..self
+        }
+    }
+
+    pub fn measured_as(self, measure: Measure) -> Figure {
+        Figure { measure, ..self }
+    }
+
+    /// Whether `other` measures the same quantity, whichever test asks
+    /// for it: the same requests the same way, in the same measure (the
+    /// engine that made them is how, not what).
+    pub fn same_quantity(&self, other: &Figure) -> bool {
+        (self.mode, self.op, self.pattern, self.block_size)
+            == (other.mode, other.op, other.pattern, other.block_size)
+            && (self.queue_depth, self.offset, self.measure)
+                == (other.queue_depth, other.offset, other.measure)
+    }
+}
+
+/// The engine of requests made one at a time.
+fn one_at_a_time(mode: &str, op: &str) -> &'static str {
+    match (mode, op) {
+        ("nbd" | "flush", _) => "libnbd",
+        (_, "write") => "pwrite",
+        _ => "pread",
+    }
+}
+
+/// Each mode in the system's words: what a reader who knows dd's and
+/// fio's flags needs to reproduce it.
+pub fn io_text(mode: &str) -> &'static str {
+    match mode {
+        "direct" => "O_DIRECT",
+        "cached" => "page cache, warm",
+        "buffered" => "buffered, no sync",
+        "fdatasync" => "buffered, fdatasync at the end",
+        "fsync" => "buffered, fsync at the end",
+        "dsync" => "O_DSYNC",
+        "sync" => "O_SYNC",
+        "direct+dsync" => "O_DIRECT|O_DSYNC",
+        "nbd" => "NBD requests",
+        "flush" => "NBD requests, flush at the end",
+        _ => "",
+    }
 }
 
 /// One figure: a test in one mode, block size and queue depth (and for
@@ -175,10 +325,14 @@ pub struct TestResult {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub latency_samples_ns: Vec<u64>,
     pub note: Option<String>,
-    /// bs-sweep: the throughput as a fraction of the best its direction's
-    /// recommendation was measured against.
+    /// bs-sweep: the throughput as a fraction of the best (the highest
+    /// figure) of its direction.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub of_best: Option<f64>,
+    /// The test that measured this quantity first, when this test shows
+    /// the same measurement again instead of measuring it twice.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub same_as: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -258,6 +412,7 @@ impl TestResult {
             latency_samples_ns,
             note: None,
             of_best: None,
+            same_as: None,
         }
     }
 
@@ -284,17 +439,22 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Say why `test` (in `mode`, if only there) was not measured; the
+    /// skip returned can narrow it to one direction or queue depth.
     pub fn skip(
         &mut self,
         test: &'static str,
         mode: Option<&'static str>,
         reason: impl Into<String>,
-    ) {
+    ) -> &mut Skip {
         self.skipped.push(Skip {
             test,
             mode,
+            op: None,
+            queue_depth: None,
             reason: reason.into(),
         });
+        self.skipped.last_mut().expect("just pushed")
     }
 
     /// The figure from `samples`, for the caller to add to; nothing when
@@ -318,16 +478,36 @@ impl Outcome {
             result.note = note.map(Into::into);
         }
     }
+
+    /// Whether an earlier test measured the quantity `figure` stands for;
+    /// if so, that measurement is shown again under `figure.test` (the
+    /// same figures, said to be the other test's) and the caller does not
+    /// measure it a second time: one quantity, one figure.
+    pub fn reuse(&mut self, figure: Figure) -> bool {
+        let Some(first) = self
+            .results
+            .iter()
+            .find(|r| r.same_as.is_none() && r.figure.same_quantity(&figure))
+        else {
+            return false;
+        };
+        let mut again = first.clone();
+        again.same_as = Some(first.figure.test);
+        again.figure.test = figure.test;
+        self.results.push(again);
+        true
+    }
 }
 
 /// The rule as the report states it; `bar` and `best` are each
 /// direction's, in its own line.
 pub fn rule_text() -> String {
     format!(
-        "the smallest bs-sweep block size whose throughput reaches the bar: {:.0}% of the \
-         best (the median of the three highest throughputs), less what the noise between \
-         rounds cannot resolve, never below {:.0}%; a bs-sweep throughput is the block \
-         size over a round's median request time, the median of the rounds",
+        "the smallest bs-sweep block size whose figure reaches the bar: {:.0}% of the \
+         median of the three highest figures (or of a peak above them by more than the \
+         noise, less the noise), less what the noise between rounds cannot resolve, never \
+         below {:.0}% of it; a bs-sweep figure is the block size over a round's median \
+         request time, the median of the rounds; shares are of the best, the highest figure",
         NEAR_BEST * 100.0,
         recommend::FLOOR * 100.0
     )
@@ -370,8 +550,17 @@ impl Report {
                 .judgement(result.figure.op)
                 .map(|j| j.share(result.throughput_bytes_per_sec));
         }
+        let summary = Summary::of(&Context {
+            results: &out.results,
+            skipped: &out.skipped,
+            settings: &settings,
+            target: &target,
+            interrupted,
+        });
         Report {
             schema_version: SCHEMA_VERSION,
+            summary,
+            recommendation,
             ddx_version: env!("CARGO_PKG_VERSION"),
             started_unix: started
                 .duration_since(std::time::UNIX_EPOCH)
@@ -381,7 +570,6 @@ impl Report {
             settings,
             cache,
             results: out.results,
-            recommendation,
             skipped: out.skipped,
             notes: out.notes,
             interrupted,
@@ -395,16 +583,7 @@ mod tests {
     use std::time::Duration;
 
     fn figure(measure: Measure) -> Figure {
-        Figure {
-            test: "seq-read",
-            mode: "direct",
-            op: "read",
-            pattern: "sequential",
-            block_size: 1 << 20,
-            queue_depth: 1,
-            offset: None,
-            measure,
-        }
+        Figure::new("seq-read", "direct", "read", "sequential", 1 << 20).measured_as(measure)
     }
 
     fn sample(mb: u64, ms: u64, latencies_ns: Vec<u64>) -> Sample {
@@ -487,6 +666,7 @@ mod tests {
                 ..DeviceInfo::default()
             },
             writable: false,
+            served: false,
         };
         let json = serde_json::to_string(&target).unwrap();
         assert_eq!(

@@ -212,6 +212,13 @@ pub const OPTIONS: &[OptionSpec] = &[
          conv=sparse, which then no longer leaves old data under the zeros; the \
          statistics are GNU's; only onto a file, block device or NBD export",
     ),
+    OptionSpec::switch(
+        "fua",
+        "onto a SCSI or NVMe generic device (/dev/sg*, /dev/bsg/*, /dev/ng*), send \
+         every write with force unit access, so that each is on the medium when it \
+         completes, without a cache flush at the end (oflag=sync and oflag=dsync ask \
+         the same of such a device); refused for any other output",
+    ),
     OptionSpec::valued(
         "progress-fd",
         "FD",
@@ -308,6 +315,7 @@ fn apply_switch(settings: &mut Settings, option: &str) {
         "resume" => settings.resume = true,
         "verify" => settings.verify = true,
         "trim" => settings.trim = true,
+        "fua" => settings.fua = true,
         "offload" => settings.offload = Offload::Always,
         "no-offload" => settings.offload = Offload::Never,
         "force" => settings.force = true,

@@ -60,6 +60,8 @@ pub struct Images {
     compressed: Option<Arc<image::InputProgress>>,
     /// What each output written with O_DIRECT where aligned did.
     direct: Vec<Arc<image::DirectReport>>,
+    /// How a further output that is a passthrough node is opened.
+    passthrough: Option<crate::ends::passthrough::Options>,
 }
 
 fn quoted(path: &Path) -> String {
@@ -77,6 +79,7 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
         bmap_create: settings.bmap_create.clone(),
         tee: settings.tee.clone(),
         used_only: settings.used_only,
+        passthrough: Some(settings.passthrough()),
         ..Images::default()
     };
     if let Some(path) = &settings.bmap {
@@ -329,7 +332,12 @@ impl Images {
         if !self.tee.is_empty() {
             let mut extras = Vec::new();
             for tee_plan in self.tee_plans(plan) {
-                let opened = match ends::open::open_output(&tee_plan, warnings) {
+                let opened = match ends::open::open_output(
+                    &tee_plan,
+                    self.passthrough
+                        .unwrap_or(Settings::default().passthrough()),
+                    warnings,
+                ) {
                     Ok(opened) => opened,
                     Err(error) => {
                         // The outputs opened so far are left as opened:

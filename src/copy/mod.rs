@@ -135,7 +135,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     // for, up to the statistics.
     reporter.start_clock();
     let cpu_at_start = crate::sys::usage::cpu_times();
-    let input = ends::open::open_input(plan)?;
+    let input = ends::open::open_input(plan, request.settings.passthrough())?;
     let remote_output = plan
         .output
         .as_deref()
@@ -164,10 +164,16 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     // image's map, no positions to read used blocks at) writes nothing.
     let mut input = images.wrap_input(input, plan)?;
     if images.wraps_input() {
+        // The disk probed as opened is the one a wrapper over its
+        // descriptor reads.
+        let probed = facts.input.queue;
         facts.input = planner::facts::input_facts(&input);
+        if facts.input.descriptor {
+            facts.input.queue = probed;
+        }
     }
     let mut warnings = Vec::new();
-    let output = ends::open::open_output(plan, &mut warnings)?;
+    let output = ends::open::open_output(plan, request.settings.passthrough(), &mut warnings)?;
     let mut output = images.wrap_output(output, plan, &mut warnings)?;
     // The wrapped ends are what the planner plans for.
     facts.input.mapped = images.mapped();
@@ -211,6 +217,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             let report = request.settings.verbose.then(|| {
                 verbose::HowItRan::positional(plan, aftermath.how_it_ran())
                     .with_cpu_since(cpu_at_start)
+                    .with_ends(input.end.describe(), output.end.describe())
             });
             close(input, output)?;
             (failed, Some(aftermath), report)
@@ -219,9 +226,11 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             let strategy = planner::plan(&request, &facts);
             let report = request.settings.verbose.then(|| {
                 verbose::HowItRan::new(&request.settings, &strategy, plan)
+                    .with_devices(&facts)
                     .with_trim(request.settings.trim, output.end.capabilities().discards)
                     .with_block_choice(block_choice.as_ref())
                     .with_cpu_since(cpu_at_start)
+                    .with_ends(input.end.describe(), output.end.describe())
             });
             let (failed, input) = stream(strategy, tap, &copying, input, &mut output)?;
             ticker.stop();

@@ -21,6 +21,9 @@ use super::{Copying, Failure};
 /// What is left to say once the statistics are out.
 pub struct Aftermath {
     input_name: Vec<u8>,
+    /// The input's logical block, where it is a disk addressed by block
+    /// number (a passthrough node): bad ranges are named by LBA too.
+    block: Option<u64>,
     report: rescue::RescueOutcome,
     request: PositionalCopy,
 }
@@ -166,7 +169,22 @@ pub fn run(
     };
     let mut failed = stopped.is_some();
     if let Some((diagnostic, where_it_stands)) = stopped {
+        let reading = matches!(diagnostic, Diagnostic::ReadError { .. });
         reporter.diagnostic(diagnostic);
+        let detail = if reading {
+            input
+                .end
+                .take_detail()
+                .map(|text| (input.name.clone(), text))
+        } else {
+            output
+                .end
+                .take_detail()
+                .map(|text| (output.name.clone(), text))
+        };
+        if let Some((file, text)) = detail {
+            reporter.diagnostic(Diagnostic::Detail { file, text });
+        }
         reporter.message(where_it_stands);
     }
     if plan.conv.intersects(Conv::FSYNC | Conv::FDATASYNC) {
@@ -183,6 +201,7 @@ pub fn run(
         failed,
         Aftermath {
             input_name: input.name.clone(),
+            block: input.end.logical_block().map(u64::from),
             report,
             request: request.clone(),
         },
@@ -237,16 +256,25 @@ impl Aftermath {
     pub fn report(self, reporter: &Reporter) -> Verdict {
         let Aftermath {
             input_name,
+            block,
             report,
             request,
         } = self;
         let input = quote_file(&input_name);
         let mut failed = false;
         let bad = report.map.bad();
-        for block in &bad {
+        for range in &bad {
+            let lba = match block {
+                Some(unit) if range.size > 0 => format!(
+                    "LBA {} to {}, ",
+                    range.pos / unit,
+                    (range.pos + range.size - 1) / unit
+                ),
+                _ => String::new(),
+            };
             reporter.message(format!(
-                "{input}: bad range at offset {}, {} bytes (zeros in the output)",
-                block.pos, block.size
+                "{input}: bad range at offset {}, {} bytes ({lba}zeros in the output)",
+                range.pos, range.size
             ));
         }
         if !bad.is_empty() {

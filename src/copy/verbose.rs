@@ -9,9 +9,13 @@ use std::sync::atomic::Ordering;
 use crate::ends::Discard;
 use crate::ends::Input;
 use crate::engine::cache::CachePolicy;
+use crate::engine::depth::{
+    Basis, PARALLEL_SCALING_PERCENT, PROBE_DEPTH, PROBE_READ, SEEK_LATENCY_US,
+};
 use crate::engine::{Backend, Counters};
 use crate::operands::CopyPlan;
 use crate::planner::cache::{Bound, Budget, Reason, NO_BUDGET_KEEP, PRESSURE_PERCENT};
+use crate::planner::facts::why_not_probed;
 use crate::planner::{Crowded, Facts, InTurn, Strategy, CPU_CONTENDED_PERCENT};
 use crate::progress::Reporter;
 use crate::request::CacheChoice;
@@ -34,14 +38,21 @@ pub struct HowItRan {
     trim: Option<Discard>,
     /// CPU time already used when the copy started (start-up, opening).
     cpu_before: Option<(std::time::Duration, std::time::Duration)>,
+    /// How each end reaches its device, where that says something (a
+    /// passthrough node's commands): ("input", ...), ("output", ...).
+    ends: Vec<(&'static str, String)>,
     /// How a rescue's phases went.
     rescue: Option<String>,
+    /// What is known of the disks under the ends, and how.
+    devices: Option<String>,
 }
 
 /// Why the reads and writes take turns.
 fn in_turn_why(in_turn: Option<InTurn>) -> String {
     match in_turn {
-        Some(InTurn::OneDisk) => "both ends on one disk".to_owned(),
+        Some(InTurn::OneDisk) => {
+            "both ends on one disk, which serves one request at a time".to_owned()
+        }
         Some(InTurn::Crowded(Crowded::OneCpu)) => "one CPU".to_owned(),
         Some(InTurn::Crowded(Crowded::Contended { some_avg10 })) => format!(
             "the CPUs are taken: tasks waited for one {}.{:02}% of the last 10 s, \
@@ -51,6 +62,75 @@ fn in_turn_why(in_turn: Option<InTurn>) -> String {
         ),
         None => "as asked".to_owned(),
     }
+}
+
+/// What is known of the disk under an end and what it was taken for;
+/// None for an end on no disk that was not measured either.
+fn devices_line(end: &crate::planner::EndFacts) -> Option<String> {
+    let hint = end.queue?;
+    let name = end
+        .disk
+        .and_then(crate::sys::block::Node::of)
+        .and_then(|node| node.name());
+    let what = match (name, hint.transport) {
+        (Some(name), Some(transport)) => format!("{name} ({})", transport.name()),
+        (Some(name), None) => name,
+        (None, _) if end.descriptor && end.disk.is_none() => {
+            "(a file on no block device)".to_owned()
+        }
+        (None, _) => "(a server)".to_owned(),
+    };
+    let taken = |parallel: bool| {
+        if parallel {
+            "serves requests in parallel"
+        } else {
+            "serves one request at a time"
+        }
+    };
+    let not_measured = || match why_not_probed(end) {
+        Some(why) => format!("not measured: {why}"),
+        None => "not measured: O_DIRECT reads failed".to_owned(),
+    };
+    let judged = match hint.parallel() {
+        Some((parallel, Basis::Measured(probe))) => format!(
+            "random {} reads took {} µs each one at a time (a disk that seeks takes \
+             {} µs or more), {}.{:02}x their rate at depth {PROBE_DEPTH} (parallel from \
+             {}.{:02}x): {}",
+            size(PROBE_READ),
+            probe.latency_us,
+            SEEK_LATENCY_US,
+            probe.scaling_percent / 100,
+            probe.scaling_percent % 100,
+            PARALLEL_SCALING_PERCENT / 100,
+            PARALLEL_SCALING_PERCENT % 100,
+            taken(parallel)
+        ),
+        Some((parallel, Basis::Transport(transport))) => format!(
+            "a {} disk {} ({})",
+            transport.name(),
+            taken(parallel),
+            not_measured()
+        ),
+        Some((parallel, Basis::Rotational(rotational))) => format!(
+            "its queue says it {}: taken to serve {} ({})",
+            if rotational {
+                "rotates"
+            } else {
+                "does not rotate"
+            },
+            if parallel {
+                "requests in parallel"
+            } else {
+                "one request at a time"
+            },
+            not_measured()
+        ),
+        None => format!(
+            "nothing known: taken to serve one request at a time ({})",
+            not_measured()
+        ),
+    };
+    Some(format!("{what}: {judged}"))
 }
 
 fn size(bytes: usize) -> String {
@@ -130,7 +210,9 @@ impl HowItRan {
             block_size: None,
             trim: None,
             cpu_before: None,
+            ends: Vec::new(),
             rescue: None,
+            devices: None,
         }
     }
 
@@ -153,6 +235,8 @@ impl HowItRan {
             block_size: None,
             trim: None,
             cpu_before: None,
+            ends: Vec::new(),
+            devices: None,
         }
     }
 
@@ -165,11 +249,39 @@ impl HowItRan {
         self
     }
 
+    /// Say how the ends reach their devices, where they say (see
+    /// `End::describe`).
+    pub fn with_ends(mut self, input: Option<String>, output: Option<String>) -> Self {
+        self.ends = [("input", input), ("output", output)]
+            .into_iter()
+            .filter_map(|(which, text)| Some((which, text?)))
+            .collect();
+        self
+    }
+
     /// Say what `--trim` did onto an output that discards as `how`
     /// says (an output that cannot had its zeros written, which the
     /// line counts as refused).
     pub fn with_trim(mut self, trim: bool, how: Option<Discard>) -> Self {
         self.trim = trim.then(|| how.unwrap_or(Discard::PunchHoles));
+        self
+    }
+
+    /// Say what is known of the disks under the ends: measured, known by
+    /// their kind, or only what their queues say.
+    pub fn with_devices(mut self, facts: &Facts) -> Self {
+        let input = devices_line(&facts.input);
+        let output = if facts.output.disk.is_some() && facts.output.disk == facts.input.disk {
+            input.as_ref().map(|_| "the same disk".to_owned())
+        } else {
+            devices_line(&facts.output)
+        };
+        self.devices = match (input, output) {
+            (None, None) => None,
+            (Some(input), None) => Some(format!("input {input}")),
+            (None, Some(output)) => Some(format!("output {output}")),
+            (Some(input), Some(output)) => Some(format!("input {input}; output {output}")),
+        };
         self
     }
 
@@ -235,6 +347,9 @@ impl HowItRan {
                     .to_owned()
             }
         });
+        if let Some(devices) = &self.devices {
+            reporter.message(format_args!("devices: {devices}"));
+        }
         if let Some(block_size) = &self.block_size {
             reporter.message(format_args!("block size: {block_size}"));
         }
@@ -245,6 +360,9 @@ impl HowItRan {
             let discarded = counters.bytes_discarded.load(Ordering::Acquire);
             let refused = counters.bytes_discard_refused.load(Ordering::Acquire);
             reporter.message(format_args!("trim: {}", trim_line(how, discarded, refused)));
+        }
+        for (which, text) in &self.ends {
+            reporter.message(format_args!("{which}: {text}"));
         }
         let lines = [
             ("backend", Some(self.backend.as_str())),

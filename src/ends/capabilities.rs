@@ -70,6 +70,10 @@ pub struct Capabilities {
     /// (`End::read_exchange`, `End::write_exchange`): its reads ahead and
     /// writes behind live in buffers of its own.
     pub exchanges_buffers: bool,
+    /// Each write can be sent with force unit access (`--fua`): the
+    /// disk's own commands carry the flag, so a write is durable when it
+    /// completes, without a cache flush.
+    pub fua: bool,
 }
 
 /// How an end makes a range read as zeros without writing them.
@@ -100,6 +104,7 @@ impl Capabilities {
             written_whole: false,
             read_only: None,
             exchanges_buffers: false,
+            fua: false,
         };
         // Storage: whole reads at any offset, read back and again.
         const STORAGE: Capabilities = Capabilities {
@@ -156,6 +161,16 @@ impl Capabilities {
             Kind::Memory => Capabilities {
                 writes_at: true,
                 reads_again: false,
+                ..STORAGE
+            },
+            // A disk's own blocks through its commands: no descriptor for
+            // O_DIRECT or io_uring's reads, no discard, and no read(2) for
+            // `--verify`'s read-back (its block device is read instead).
+            Kind::Passthrough => Capabilities {
+                writes_at: true,
+                reads_back: false,
+                device: true,
+                fua: true,
                 ..STORAGE
             },
         }

@@ -30,6 +30,7 @@ pub mod memory;
 pub mod nbd;
 pub mod object;
 pub mod open;
+pub mod passthrough;
 pub mod read_ahead;
 pub mod uri;
 pub mod write_behind;
@@ -69,6 +70,11 @@ pub enum Kind {
     Stream,
     /// A file held in memory while the copy runs (`mem:PATH`).
     Memory,
+    /// A disk reached with its own commands through its SCSI or NVMe
+    /// generic node (`/dev/sg*`, `/dev/bsg/*`, `/dev/ngXnY`): read and
+    /// written at any offset as its block device is, with no descriptor
+    /// that read(2), O_DIRECT or the page cache would reach.
+    Passthrough,
 }
 
 impl Kind {
@@ -86,6 +92,7 @@ impl Kind {
             Kind::Object => "an object",
             Kind::Stream => "a stream",
             Kind::Memory => "a file held in memory",
+            Kind::Passthrough => "a SCSI or NVMe generic node",
         }
     }
 
@@ -277,6 +284,28 @@ pub trait End: Send + fmt::Debug {
         Ok(())
     }
 
+    /// After a read failed: the offset of the first byte the device said
+    /// it could not read, where it said so (a SCSI disk's sense data
+    /// names the block). A copy by position then reads everything before
+    /// it in one piece, and retries sector by sector only from there.
+    fn failed_at(&self) -> Option<u64> {
+        None
+    }
+
+    /// The logical block of a disk the end addresses by block number (a
+    /// passthrough node's): the unit of its commands, and what a bad
+    /// block's number counts in. None for ends addressed by byte.
+    fn logical_block(&self) -> Option<u32> {
+        None
+    }
+
+    /// How the end reaches its device, where that is worth a line of
+    /// `--verbose` (a passthrough node: which commands, how many in
+    /// flight).
+    fn describe(&self) -> Option<String> {
+        None
+    }
+
     /// More about the last error than its errno, once (a server's
     /// message, a checksum mismatch), for a line after GNU's.
     fn take_detail(&mut self) -> Option<String> {
@@ -363,6 +392,21 @@ macro_rules! forward_to_inner {
     (@one settle) => {
         fn settle(&mut self) -> Result<(), $crate::sys::Errno> {
             self.inner.settle()
+        }
+    };
+    (@one failed_at) => {
+        fn failed_at(&self) -> Option<u64> {
+            self.inner.failed_at()
+        }
+    };
+    (@one logical_block) => {
+        fn logical_block(&self) -> Option<u32> {
+            self.inner.logical_block()
+        }
+    };
+    (@one describe) => {
+        fn describe(&self) -> Option<String> {
+            self.inner.describe()
         }
     };
     (@one take_detail) => {

@@ -9,6 +9,7 @@ use std::os::fd::AsFd;
 use std::path::Path;
 
 use super::file::{open_flags, FileEnd};
+use super::passthrough::{self, Options as PassthroughOptions};
 use super::{uri, End, Whence};
 use crate::diagnostic::Diagnostic;
 use crate::operands::{Conv, CopyPlan, IoFlags};
@@ -109,6 +110,56 @@ fn open_by_uri(path: &Path, writing: bool) -> Option<Result<Box<dyn End>, OpenEr
     Some(uri::open(&remote, writing).map_err(|e| failed(e.errno, e.detail)))
 }
 
+/// Open the passthrough node at `path` (an sg, bsg or ng device) as an
+/// end that sends the disk's own commands; None for any other file.
+/// GNU's open flags do not apply: the commands bypass the page cache
+/// already (iflag=direct changes nothing), and oflag=sync or dsync asks
+/// for what FUA gives, each write durable when it completes.
+fn open_passthrough(
+    path: &Path,
+    writing: bool,
+    flags: IoFlags,
+    options: PassthroughOptions,
+) -> Option<Result<Box<dyn End>, OpenError>> {
+    let interface = crate::sys::passthrough::interface_at(path)?;
+    let failed = |errno, detail: Option<String>| OpenError {
+        diagnostic: Diagnostic::OpenFailed {
+            file: path_name(path),
+            errno,
+        },
+        detail: detail.map(|text| Diagnostic::Detail {
+            file: path_name(path),
+            text,
+        }),
+    };
+    // SCSI commands go through write(2) and ioctls that want write
+    // access even to read; an NVMe read needs only read access. A
+    // write of part of a block reads the rest first.
+    let read_write = writing || interface != crate::sys::passthrough::Interface::NvmeGeneric;
+    let access = if read_write {
+        rustix::fs::OFlags::RDWR
+    } else {
+        rustix::fs::OFlags::RDONLY
+    };
+    let fd = match rustix::fs::open(
+        path,
+        access | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(errno) => return Some(Err(failed(errno, None))),
+    };
+    let options = PassthroughOptions {
+        fua: options.fua || (writing && flags.intersects(IoFlags::SYNC | IoFlags::DSYNC)),
+        ..options
+    };
+    Some(
+        passthrough::open(fd, interface, path, options)
+            .map(|end| Box::new(end) as Box<dyn End>)
+            .map_err(|error| failed(error.errno, Some(error.cause))),
+    )
+}
+
 /// A standard descriptor taken as an end, as GNU does: iflag= or oflag=
 /// (`flags`, of the input when `reading`) are added to its flags (fcntl).
 /// Returns the name messages give it.
@@ -127,9 +178,13 @@ fn inherit(
     Ok(name.into())
 }
 
-/// Open the input (`if=`, else standard input with iflag= added).
-pub fn open_input(plan: &CopyPlan) -> Result<Input, OpenError> {
-    if let Some(opened) = plan.input.as_deref().and_then(|p| open_by_uri(p, false)) {
+/// Open the input (`if=`, else standard input with iflag= added); a
+/// passthrough node with `passthrough`'s options.
+pub fn open_input(plan: &CopyPlan, passthrough: PassthroughOptions) -> Result<Input, OpenError> {
+    let special = plan.input.as_deref().and_then(|p| {
+        open_passthrough(p, false, plan.input_flags, passthrough).or_else(|| open_by_uri(p, false))
+    });
+    if let Some(opened) = special {
         return Ok(Input {
             end: opened?,
             name: plan.input.as_deref().map(path_name).unwrap_or_default(),
@@ -172,11 +227,30 @@ pub fn open_input(plan: &CopyPlan) -> Result<Input, OpenError> {
     })
 }
 
-/// Open the output (`of=`, else standard output with oflag= added);
-/// `warnings` gets the errors GNU reports without stopping (a failed
-/// ftruncate for seek=).
-pub fn open_output(plan: &CopyPlan, warnings: &mut Vec<Diagnostic>) -> Result<Output, OpenError> {
+/// Open the output (`of=`, else standard output with oflag= added); a
+/// passthrough node with `passthrough`'s options. `warnings` gets the
+/// errors GNU reports without stopping (a failed ftruncate for seek=).
+pub fn open_output(
+    plan: &CopyPlan,
+    passthrough: PassthroughOptions,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<Output, OpenError> {
     if let Some(path) = plan.output.as_deref() {
+        if let Some(opened) = open_passthrough(path, true, plan.output_flags, passthrough) {
+            // A device exists already: excl fails as open(2) with
+            // O_CREAT|O_EXCL does.
+            if plan.conv.contains(Conv::EXCL) {
+                return Err(Diagnostic::OpenFailed {
+                    file: path_name(path),
+                    errno: Errno::EXIST,
+                }
+                .into());
+            }
+            return Ok(Output {
+                end: opened?,
+                name: path_name(path),
+            });
+        }
         if let Some(opened) = open_by_uri(path, true) {
             let end = opened?;
             // The export is there already, as a device is: excl fails as

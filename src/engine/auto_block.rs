@@ -9,7 +9,8 @@
 //! differences from the disk's own drift, each round's figure in the rule's
 //! measure (the block size over the median request time), and takes the
 //! answer of the rule `ddx bench` recommends by ([`judge`]: the smallest
-//! size whose figure reaches the bar, 95% of the best less the noise).
+//! size whose figure reaches the bar, 95% of the median of the three
+//! highest less the noise).
 //! `--verbose` prints the figures, the best and the bar the rule was
 //! applied to, so the answer can be checked by reading them. What cannot
 //! be probed (a pipe, a character
@@ -99,14 +100,14 @@ impl Choice {
                 .collect();
             text.push_str(&format!(
                 ": {} is the smallest size whose read throughput reaches the bar of {} of \
-                 the best ({}; the best is the median of the three highest, the bar {:.0}% \
-                 less the noise between rounds, never below {:.0}%); throughput is the \
-                 block size over a round's median request time, the median of {rounds} \
-                 rounds: {}",
+                 the best ({}, the highest; the bar is {:.0}% of {}, less the noise between \
+                 rounds, never below {:.0}% of it); throughput is the block size over a \
+                 round's median request time, the median of {rounds} rounds: {}",
                 size(judgement.block_size),
                 percent(judgement.bar),
                 crate::text::human::rate_text(judgement.best_bytes_per_sec),
                 NEAR_BEST * 100.0,
+                judgement.reference.text(),
                 recommend::FLOOR * 100.0,
                 points.join(", ")
             ));

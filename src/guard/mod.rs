@@ -283,8 +283,29 @@ fn place_of(st: &Stat) -> Option<Place> {
         FileType::BlockDevice => {
             block::describe(DeviceNumber::from_raw(st.st_rdev)).map(Place::Device)
         }
+        // A passthrough node reaches the disk past the block layer, its
+        // exclusivity and its mounts: the disk's block device is what is
+        // in use, what overlaps, what a whole-disk write destroys.
+        FileType::CharacterDevice => passthrough_disk(DeviceNumber::from_raw(st.st_rdev)),
         _ => None,
     }
+}
+
+/// The block device of the disk behind the passthrough node `number`,
+/// described as the node's: "QEMU HARDDISK, SCSI generic node of
+/// /dev/sda".
+fn passthrough_disk(number: DeviceNumber) -> Option<Place> {
+    use crate::sys::passthrough;
+    let interface = passthrough::interface_of_number(number)?;
+    let name = passthrough::block_device_of(number)?;
+    let disk = block::Node::named(&name).number()?;
+    let mut device = block::describe(disk)?;
+    let via = format!("{} node of /dev/{name}", interface.name());
+    device.model = Some(match device.model.take() {
+        Some(model) => format!("{model}, {via}"),
+        None => via,
+    });
+    Some(Place::Device(device))
 }
 
 fn path_end(path: &Path) -> Option<OverlapEnd> {

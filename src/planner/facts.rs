@@ -4,6 +4,12 @@
 //! page cache, the memory ddx may use, its CPUs). Everything after it is a
 //! pure function of these values, tested by tables.
 //!
+//! Whether the disk under an end serves requests in parallel is measured
+//! here, once, where the end is large enough to be worth it ([`probe`]): a
+//! few random O_DIRECT reads at depth 1 and at depth 8, tens of
+//! milliseconds. Its `rotational` flag is not trusted alone: virtual disks
+//! set it whatever is behind them.
+//!
 //! The output is examined before it is opened for writing, through a
 //! descriptor that can neither create nor truncate (O_PATH on the output
 //! or, when it does not exist yet, on the directory that will hold it; or
@@ -17,7 +23,7 @@ use rustix::fs::{AtFlags, FileType, OFlags};
 
 use crate::ends::uri::UriEnd;
 use crate::ends::{Capabilities, Input, Kind};
-use crate::engine::depth::{self, QueueHint};
+use crate::engine::depth::{self, Probe, QueueHint, Transport, PROBE_DEPTH, PROBE_READ};
 use crate::sys::block::{self, DeviceNumber};
 use crate::sys::filesystem::{storage_of, Storage};
 use crate::sys::memory::Memory;
@@ -155,6 +161,7 @@ pub struct Place {
 }
 
 /// Where the output will be, to examine before it is opened for writing.
+#[derive(Clone, Copy)]
 pub enum OutputProbe<'a> {
     /// `of=PATH`.
     Path(&'a Path),
@@ -171,9 +178,31 @@ const REMOTE_QUEUE: QueueHint = QueueHint::solid_state(64);
 /// Gather the facts: the input as opened, the output and the files
 /// beside the copy as they stand.
 pub fn gather(input: &Input, output: OutputProbe<'_>, beside: Beside<&Path>) -> Facts {
+    let mut input_facts = input_facts(input);
+    if let Some(fd) = input.end.fd().filter(|_| worth_probing(&input_facts)) {
+        input_facts.queue = measured(input_facts.queue, probe(fd, input_facts.size));
+    }
+    let mut output_facts = output_facts(output);
+    if output_facts.disk.is_some() && output_facts.disk == input_facts.disk {
+        // One disk: what was measured of it holds for both ends.
+        output_facts.queue = input_facts.queue;
+    } else if worth_probing(&output_facts) {
+        let opened = match output {
+            OutputProbe::Path(path) => rustix::fs::open(
+                path,
+                OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .ok(),
+            OutputProbe::Stdout | OutputProbe::Uri(_) => None,
+        };
+        if let Some(fd) = opened {
+            output_facts.queue = measured(output_facts.queue, probe(fd.as_fd(), output_facts.size));
+        }
+    }
     Facts {
-        input: input_facts(input),
-        output: output_facts(output),
+        input: input_facts,
+        output: output_facts,
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         cpu_pressure: crate::sys::cpu::pressure(),
         memory: crate::sys::memory::read(),
@@ -185,15 +214,17 @@ pub fn gather(input: &Input, output: OutputProbe<'_>, beside: Beside<&Path>) -> 
     }
 }
 
-/// The facts of the input: as opened, for the option table; wrapped by
-/// the image options, for the plan.
+/// The facts of the input, its disk not probed: as opened, for the option
+/// table; wrapped by the image options, for the plan.
 pub fn input_facts(input: &Input) -> EndFacts {
+    use std::os::unix::ffi::OsStrExt;
+    let input_path = Path::new(std::ffi::OsStr::from_bytes(&input.name));
     let mut facts = match input.end.fd() {
         Some(fd) => of_descriptor(fd, input.end.kind()),
-        None => EndFacts {
+        None => passthrough_facts(input_path).unwrap_or_else(|| EndFacts {
             size: input.end.size().ok().flatten(),
             ..without_descriptor(input.end.kind(), input.end.capabilities())
-        },
+        }),
     };
     facts.can = input.end.capabilities();
     facts.seekable = input.seekable;
@@ -270,6 +301,176 @@ pub fn output_facts_at(path: &Path) -> EndFacts {
     }
 }
 
+/// Ends smaller than this are not probed: a copy of them is over in a
+/// moment whatever its depth, and the probe's tens of milliseconds would
+/// be a share of it worth noticing.
+pub const PROBE_MIN_SIZE: u64 = 256 << 20;
+
+/// Reads at depth 1, and at most at depth [`PROBE_DEPTH`] (spread over
+/// its threads).
+const PROBE_READS: usize = 32;
+
+/// Each half of the probe stops after this long, however few reads it
+/// made: a slow device (a spinning disk's seeks, a network volume) is
+/// judged by fewer reads rather than by a longer wait.
+const PROBE_PHASE: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// Whether an end's disk is worth probing: local storage reached through
+/// a descriptor (a block device, or a file whose data is on its disk: not
+/// a sparse file, whose holes read as fast as memory, not tmpfs), and
+/// large. Its reads are O_DIRECT: the page cache answers none of them.
+pub fn worth_probing(end: &EndFacts) -> bool {
+    why_not_probed(end).is_none()
+}
+
+/// Why an end's disk is not probed, as `--verbose` says it.
+pub fn why_not_probed(end: &EndFacts) -> Option<&'static str> {
+    let size = end.size.unwrap_or(0);
+    if !(end.can.local_storage && end.descriptor) || end.null_device {
+        Some("not local storage")
+    } else if !matches!(end.kind, Kind::BlockDevice | Kind::RegularFile) {
+        Some("neither a file nor a block device")
+    } else if end.kind == Kind::RegularFile && end.storage == Storage::Memory {
+        Some("a file in memory")
+    } else if size < PROBE_MIN_SIZE {
+        Some("smaller than 256 MiB")
+    } else if end.kind == Kind::RegularFile
+        // No blocks at all: a file system that does not count them (FUSE
+        // files say 0), which says nothing of holes.
+        && end
+            .allocated
+            .is_some_and(|allocated| allocated > 0 && allocated < size / 2)
+    {
+        Some("a sparse file")
+    } else {
+        None
+    }
+}
+
+/// `hint` with what the probe measured (a hint of its own where the end
+/// is on no block device: a file on FUSE, say).
+fn measured(hint: Option<QueueHint>, probe: Option<Probe>) -> Option<QueueHint> {
+    match probe {
+        Some(probe) => Some(QueueHint {
+            measured: Some(probe),
+            ..hint.unwrap_or_default()
+        }),
+        None => hint,
+    }
+}
+
+/// The probe's judgement from its timings: each read at depth 1 took
+/// one of `alone` (the median counts, so that one read held up by
+/// anything else on the machine does not decide), and `together` reads
+/// took `together_time` at depth [`PROBE_DEPTH`]. None where either half
+/// made no read.
+pub fn judge(
+    alone: &mut [std::time::Duration],
+    together: usize,
+    together_time: std::time::Duration,
+) -> Option<Probe> {
+    if alone.is_empty() || together == 0 {
+        return None;
+    }
+    alone.sort_unstable();
+    let latency = alone[alone.len() / 2].as_secs_f64().max(1e-9);
+    let together_rate = together as f64 / together_time.as_secs_f64().max(1e-9);
+    Some(Probe {
+        latency_us: (latency * 1e6).round() as u32,
+        scaling_percent: (together_rate * latency * 100.0).round() as u32,
+    })
+}
+
+/// Time random O_DIRECT reads of the first `size` bytes of `fd` at depth
+/// 1, then at depth [`PROBE_DEPTH`] (one thread per read in flight: what
+/// the copy's reader keeps in flight is ordinary reads too). None where
+/// O_DIRECT or a read fails: the end then is judged by what its device
+/// says.
+fn probe(fd: BorrowedFd<'_>, size: Option<u64>) -> Option<Probe> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Instant;
+    let blocks = size? / PROBE_READ as u64;
+    if blocks == 0 {
+        return None;
+    }
+    // A descriptor of its own, O_DIRECT, so that the page cache answers
+    // none of the reads; by /proc, as the end's may be O_PATH.
+    let direct = rustix::fs::open(
+        format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd)),
+        OFlags::RDONLY | OFlags::DIRECT | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.as_nanos() as u64);
+    // Offsets spread over the whole end, none read twice (splitmix64: a
+    // few lines where no random numbers are needed beyond these).
+    let offset = |n: usize| {
+        let mut z = seed.wrapping_add((n as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % blocks * PROBE_READ as u64
+    };
+    let read = |buf: &mut crate::sys::buffer::AlignedBuf, n: usize| {
+        crate::sys::file::read_at(direct.as_fd(), buf.as_mut_slice(), offset(n))
+            .is_ok_and(|got| got > 0)
+    };
+
+    let mut buf = crate::sys::buffer::AlignedBuf::new(PROBE_READ).ok()?;
+    // One read first, untimed: the first finds the file's extents and
+    // wakes the device.
+    if !read(&mut buf, PROBE_READS * (PROBE_DEPTH + 1)) {
+        return None;
+    }
+    let start = Instant::now();
+    let mut alone = Vec::with_capacity(PROBE_READS);
+    while alone.len() < PROBE_READS && start.elapsed() < PROBE_PHASE {
+        let began = Instant::now();
+        if !read(&mut buf, alone.len()) {
+            return None;
+        }
+        alone.push(began.elapsed());
+    }
+
+    let together = AtomicUsize::new(0);
+    let failed = AtomicUsize::new(0);
+    // The clock starts once every thread is ready: starting threads is
+    // not the device's time.
+    let ready = std::sync::Barrier::new(PROBE_DEPTH + 1);
+    let began = std::thread::scope(|scope| {
+        for thread in 0..PROBE_DEPTH {
+            let (together, failed, ready, read) = (&together, &failed, &ready, &read);
+            scope.spawn(move || {
+                let buf = crate::sys::buffer::AlignedBuf::new(PROBE_READ).ok();
+                ready.wait();
+                let deadline = Instant::now() + PROBE_PHASE;
+                let Some(mut buf) = buf else {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                    return;
+                };
+                for n in 0..PROBE_READS * 2 / PROBE_DEPTH {
+                    if Instant::now() >= deadline {
+                        break;
+                    }
+                    if !read(&mut buf, PROBE_READS * (thread + 1) + n) {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                    together.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        ready.wait();
+        Instant::now()
+    });
+    let together_time = began.elapsed();
+    if failed.load(Ordering::Relaxed) > 0 {
+        return None;
+    }
+    judge(&mut alone, together.into_inner(), together_time)
+}
+
 fn output_facts(output: OutputProbe<'_>) -> EndFacts {
     match output {
         OutputProbe::Uri(remote) => without_descriptor(remote.kind(), remote.capabilities()),
@@ -283,6 +484,9 @@ fn output_facts(output: OutputProbe<'_>) -> EndFacts {
             facts
         }
         OutputProbe::Path(path) => match path_descriptor(path) {
+            Some(_) if passthrough_facts(path).is_some() => {
+                passthrough_facts(path).expect("just seen")
+            }
             Some(fd) => {
                 let kind = crate::sys::file::file_type(fd.as_fd())
                     .map_or(Kind::Other, crate::ends::file::kind_of);
@@ -313,6 +517,36 @@ fn output_facts(output: OutputProbe<'_>) -> EndFacts {
             }
         },
     }
+}
+
+/// What is known of a passthrough node (an sg, bsg or ng device): a
+/// disk, as its block device is, without a descriptor the kernel's
+/// copies, cache advice or O_DIRECT could use; its size, identity and
+/// queue are the block device's. None for any other path.
+fn passthrough_facts(path: &Path) -> Option<EndFacts> {
+    use crate::sys::passthrough;
+    let st = rustix::fs::stat(path).ok()?;
+    let node = DeviceNumber::from_raw(st.st_rdev);
+    passthrough::interface_at(path)?;
+    let mut facts = EndFacts::of_kind(Kind::Passthrough);
+    if let Some(name) = passthrough::block_device_of(node) {
+        let disk = block::Node::named(&name);
+        if let Some(number) = disk.number() {
+            facts.identity = Some(Identity::Device(rustix::fs::makedev(
+                number.major,
+                number.minor,
+            )));
+            facts.disk = Some(number);
+        }
+        facts.size = disk.size_bytes();
+        facts.queue = Some(QueueHint {
+            rotational: disk.queue::<u8>("rotational").map(|v| v == 1),
+            nr_requests: disk.queue("nr_requests"),
+            transport: Transport::of(&name, disk.driver().as_deref()),
+            measured: None,
+        });
+    }
+    Some(facts)
 }
 
 /// A descriptor that can only be examined: it neither creates, nor
@@ -368,5 +602,117 @@ fn of_descriptor(fd: BorrowedFd<'_>, kind: Kind) -> EndFacts {
             file_type == Some(FileType::CharacterDevice)
                 && (rustix::fs::major(st.st_rdev), rustix::fs::minor(st.st_rdev)) == (1, 3)
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn end(kind: Kind, size: u64, allocated: Option<u64>, storage: Storage) -> EndFacts {
+        EndFacts {
+            descriptor: true,
+            size: Some(size),
+            allocated,
+            storage,
+            ..EndFacts::of_kind(kind)
+        }
+    }
+
+    #[test]
+    fn which_ends_are_probed() {
+        const GIB: u64 = 1 << 30;
+        let disk = end(Kind::BlockDevice, GIB, None, Storage::Memory);
+        let file = end(Kind::RegularFile, GIB, Some(GIB), Storage::LocalBlocks);
+        let rows = [
+            (disk.clone(), None),
+            (file.clone(), None),
+            // A file on FUSE (the slow-device lab) counts no blocks.
+            (end(Kind::RegularFile, GIB, Some(0), Storage::Other), None),
+            (end(Kind::RegularFile, GIB, None, Storage::Other), None),
+            (
+                EndFacts {
+                    cached: true,
+                    ..file.clone()
+                },
+                None,
+            ),
+            (
+                end(Kind::RegularFile, GIB, Some(GIB), Storage::Memory),
+                Some("a file in memory"),
+            ),
+            (
+                EndFacts {
+                    size: Some(PROBE_MIN_SIZE - 1),
+                    ..disk.clone()
+                },
+                Some("smaller than 256 MiB"),
+            ),
+            (
+                EndFacts {
+                    size: Some(PROBE_MIN_SIZE),
+                    ..disk.clone()
+                },
+                None,
+            ),
+            (
+                EndFacts {
+                    allocated: Some(GIB / 2 - 1),
+                    ..file.clone()
+                },
+                Some("a sparse file"),
+            ),
+            (
+                EndFacts {
+                    descriptor: false,
+                    ..disk.clone()
+                },
+                Some("not local storage"),
+            ),
+            (
+                end(Kind::Pipe, GIB, None, Storage::Other),
+                Some("not local storage"),
+            ),
+            (
+                EndFacts {
+                    null_device: true,
+                    ..end(Kind::CharDevice, GIB, None, Storage::Memory)
+                },
+                Some("not local storage"),
+            ),
+        ];
+        for (end, why) in rows {
+            assert_eq!(why_not_probed(&end), why, "{end:?}");
+            assert_eq!(worth_probing(&end), why.is_none());
+        }
+        assert_eq!(PROBE_MIN_SIZE, 256 << 20, "the reason's words name it");
+    }
+
+    #[test]
+    fn the_probe_judges_by_the_median_read_and_the_rate_at_depth() {
+        let ms = Duration::from_millis;
+        // (reads alone, reads together, their time, latency µs, scaling %)
+        let rows: [(&[u64], usize, Duration, u32, u32); 4] = [
+            // One at a time: 8 reads of 3 ms take 24 ms at depth 8 too.
+            (&[3, 3, 3, 3, 3], 8, ms(24), 3000, 100),
+            // In parallel: 64 reads of 3 ms in 24 ms.
+            (&[3, 3, 3, 3, 3], 64, ms(24), 3000, 800),
+            // One read held up does not move the median.
+            (&[3, 3, 40, 3, 3], 8, ms(24), 3000, 100),
+            (&[1], 3, ms(1), 1000, 300),
+        ];
+        for (alone, together, time, latency_us, scaling_percent) in rows {
+            let mut alone: Vec<Duration> = alone.iter().map(|&t| ms(t)).collect();
+            assert_eq!(
+                judge(&mut alone, together, time),
+                Some(Probe {
+                    latency_us,
+                    scaling_percent
+                })
+            );
+        }
+        assert_eq!(judge(&mut [], 8, ms(1)), None);
+        assert_eq!(judge(&mut [ms(1)], 0, ms(1)), None);
     }
 }

@@ -67,8 +67,8 @@ const WRITE_BEHIND_MEMORY: usize = 64 << 20;
 /// Why a copy that could overlap its reads and writes runs them in turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InTurn {
-    /// Both ends on one rotating disk: overlapping would make its head
-    /// seek between them.
+    /// Both ends on one disk that serves one request at a time (a
+    /// spinning disk): overlapping would make it seek between them.
     OneDisk,
     /// No second CPU for a reader thread.
     Crowded(Crowded),
@@ -155,12 +155,14 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
     } else {
         backend
     };
-    // Within one rotating disk, overlapping reads and writes makes the head
-    // seek between the two places: copy in turn, in large requests (auto
-    // only). A solid-state disk has no head to move, and gains from the
-    // overlap like any other pair of ends (a disk that does not say which
-    // it is is taken to rotate); an input already in the page cache will
-    // not be read from the disk, so only the writes go to it.
+    // Within one disk that serves one request at a time (a spinning disk),
+    // overlapping reads and writes makes it seek between the two places:
+    // copy in turn, in large requests (auto only). A disk that serves
+    // requests in parallel (measured, or known by its kind: see
+    // `QueueHint::parallel`) gains from the overlap like any other pair of
+    // ends; a disk nothing is known of is taken to serve one at a time. An
+    // input already in the page cache will not be read from the disk, so
+    // only the writes go to it.
     let same_disk = settings.backend.is_none()
         && bulk.is_some()
         && facts.input.disk.is_some()
@@ -168,8 +170,8 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
         && facts
             .input
             .queue
-            .and_then(|hint| hint.rotational)
-            .unwrap_or(true)
+            .and_then(|hint| hint.serves_in_parallel())
+            .is_none_or(|parallel| !parallel)
         && !facts.input.cached;
     let (backend, in_turn) = if same_disk {
         (Backend::Sequential, Some(InTurn::OneDisk))
@@ -242,16 +244,18 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
 }
 
 /// Whether an end may be sent several requests at once without slowing
-/// down: the user asked for a queue depth (`--queue-depth`), or its queue
-/// says it does not rotate (an SSD, NVMe, a network volume that says so).
-/// A device that does not say may take one request at a time: in the
+/// down: the user asked for a queue depth (`--queue-depth`), or its device
+/// serves requests in parallel (a probe measured it, its kind says, or its
+/// queue says it does not rotate: see `QueueHint::parallel`). A device
+/// nothing is known of may take one request at a time: in the
 /// slow-device lab (bench/lab) a 1 MiB O_DIRECT copy between two devices
 /// that serve one request at a time took 1.2x as long with reads in
 /// flight, and 1.3x with reads and writes in flight, as with one at a
 /// time, while between devices that serve requests in parallel reads and
 /// writes in flight took a third of the time.
 fn takes_parallel_requests(settings: &Settings, end: &EndFacts) -> bool {
-    settings.queue_depth.is_some() || end.queue.and_then(|queue| queue.rotational) == Some(false)
+    settings.queue_depth.is_some()
+        || end.queue.and_then(|queue| queue.serves_in_parallel()) == Some(true)
 }
 
 /// A local block device or file, reached through its descriptor: where

@@ -728,3 +728,56 @@ fn direct_writes_go_several_at_once_only_where_the_copy_overlaps() {
         "slots within the memory budget"
     );
 }
+
+#[test]
+fn one_disk_that_serves_requests_in_parallel_overlaps_its_reads_and_writes() {
+    use crate::engine::depth::{Probe, Transport};
+    // A virtio disk says it rotates; its kind says it does not seek.
+    let virtio = QueueHint {
+        transport: Some(Transport::Virtio),
+        ..HDD
+    };
+    let on_virtio = facts(on(ext4(1), 8, virtio), on(ext4(2), 8, virtio));
+    let s = plan(&request(&["bs=1M"], auto()), &on_virtio);
+    assert_eq!(s.backend, threads(16));
+    assert_eq!(s.in_turn, None);
+    // And with O_DIRECT at both ends, reads and writes in flight.
+    let direct = ["bs=1M", "iflag=direct", "oflag=direct"];
+    let s = plan(&request(&direct, auto()), &on_virtio);
+    let in_flight = Some(WritesInFlight {
+        depth: 16,
+        request: 1 << 20,
+    });
+    assert_eq!((s.read_ahead, s.write_behind), (in_flight, in_flight));
+    // A measurement outweighs the kind: a disk measured serving one
+    // request at a time copies in turn, and keeps nothing in flight.
+    let serial = QueueHint {
+        measured: Some(Probe {
+            latency_us: 3000,
+            scaling_percent: 105,
+        }),
+        ..virtio
+    };
+    let measured_serial = facts(on(ext4(1), 8, serial), on(ext4(2), 8, serial));
+    let s = plan(&request(&["bs=1M"], auto()), &measured_serial);
+    assert_eq!(s.backend, Backend::Sequential);
+    assert_eq!(s.in_turn, Some(InTurn::OneDisk));
+    let s = plan(&request(&direct, auto()), &measured_serial);
+    assert_eq!((s.read_ahead, s.write_behind), (None, None));
+    // The same-disk rule stays overridable: a backend asked for.
+    let asked = Settings {
+        backend: Some(BackendChoice::Threads),
+        ..auto()
+    };
+    assert_eq!(
+        plan(&request(&["bs=1M"], asked), &measured_serial).backend,
+        threads(4)
+    );
+    // And --queue-depth keeps reads in flight on it.
+    let deep = Settings {
+        queue_depth: Some(8),
+        ..auto()
+    };
+    let s = plan(&request(&direct, deep), &measured_serial);
+    assert_eq!(s.read_ahead.map(|r| r.depth), Some(8));
+}

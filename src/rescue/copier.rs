@@ -194,11 +194,14 @@ impl<'a, 'c> Copier<'a, 'c> {
     ) -> Result<Got, Ended> {
         let input = &mut self.job.input;
         let Filled {
-            len: got,
+            len: mut got,
             error: failure,
         } = fill(&mut self.buf.as_mut_slice()[..want], |rest, done| {
             input.read_at(rest, pos + done)
         });
+        if failure.is_some() && on_error == OnError::Fill(BlockStatus::NonTrimmed) {
+            got = self.read_up_to_named(pos, got, want);
+        }
         let counters = self.sink.counters;
         // A request shorter than ibs (the input's or the map's last) is a
         // partial record, however it went.
@@ -269,6 +272,31 @@ impl<'a, 'c> Copier<'a, 'c> {
                 }
             }
         }
+    }
+
+    /// After the request `[pos, pos+want)` failed with `got` bytes read:
+    /// where the device named the first bad byte (a SCSI disk's sense
+    /// data), what lies before it is read again in one piece, so that
+    /// trimming starts at the bad block instead of reading the good ones
+    /// before it sector by sector. How much of the request is read now.
+    fn read_up_to_named(&mut self, pos: u64, got: usize, want: usize) -> usize {
+        let Some(named) = self
+            .job
+            .input
+            .failed_at()
+            .filter(|&at| at > pos + got as u64 && at < pos + want as u64)
+        else {
+            return got;
+        };
+        let until = (named - pos) as usize;
+        let input = &mut self.job.input;
+        let Filled { len, error } = fill(&mut self.buf.as_mut_slice()[got..until], |rest, done| {
+            input.read_at(rest, pos + got as u64 + done)
+        });
+        if error.is_some() {
+            self.read_errors += 1;
+        }
+        got + len
     }
 
     /// The first `len` bytes of the request buffer to input `pos`'s place;

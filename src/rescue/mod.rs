@@ -249,12 +249,18 @@ pub fn input_size(input: &mut dyn End) -> Result<u64, Errno> {
     }
 }
 
-/// The input's logical sector size (BLKSSZGET for a block device).
+/// The input's logical sector size (its logical block, where the end
+/// addresses one; BLKSSZGET for a block device).
 pub fn logical_sector(input: &dyn End) -> usize {
     input
-        .fd()
-        .and_then(|fd| rustix::fs::ioctl_blksszget(fd).ok())
-        .map(|s| s as usize)
+        .logical_block()
+        .map(|b| b as usize)
+        .or_else(|| {
+            input
+                .fd()
+                .and_then(|fd| rustix::fs::ioctl_blksszget(fd).ok())
+                .map(|s| s as usize)
+        })
         .filter(|s| s.is_power_of_two() && *s >= 512)
         .unwrap_or(DEFAULT_SECTOR)
 }

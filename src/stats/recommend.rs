@@ -15,21 +15,26 @@
 //!
 //! 1. each size's **figure** is the median of its samples (one per
 //!    round), by [`super::median`]: the figure a report prints;
-//! 2. the **best** is the median of the three highest figures (the
-//!    plateau), not the highest, so one lucky size does not raise the
-//!    bar; a figure above the plateau by more than the noise margin
-//!    (below) is a real peak, and the best is then that figure less the
-//!    margin;
-//! 3. the **bar** is the share of the best a figure must reach: 95%, less
-//!    what the measurement cannot resolve ([`Z`] standard errors of a
-//!    median, from the scatter between rounds), never below [`FLOOR`];
-//!    the answer is the smallest size whose figure reaches bar × best.
+//! 2. the **reference** the bar is a share of is the median of the three
+//!    highest figures (the plateau), not the highest, so one lucky size
+//!    does not raise the bar; a figure above the plateau by more than the
+//!    noise margin (below) is a real peak, and the reference is then that
+//!    figure less the margin;
+//! 3. the **bar** is 95% of the reference, less what the measurement
+//!    cannot resolve ([`Z`] standard errors of a median, from the scatter
+//!    between rounds), never below [`FLOOR`] of it; the answer is the
+//!    smallest size whose figure reaches the bar.
+//!
+//! A report states every share as a share of the **best**, the highest
+//! figure, so that no size is ever "above 100% of the best" (two of the
+//! three highest figures are above their median); the bar is stated both
+//! as a throughput and as a share of the best.
 //!
 //! The noise is measured within rounds: each sample is divided by its
 //! round's plateau, so a round that was slow as a whole (another job woke
 //! up) does not count as scatter between sizes. Without noise (identical
 //! rounds), or with one sample per size (no scatter to measure), the bar
-//! is 95% and the best the plateau: the plain rule.
+//! is 95% of the plateau: the plain rule.
 //!
 //! No rule makes one run's answer the next run's where a size measures
 //! within the noise of its bar: the verdict is then the noise's, and a
@@ -94,21 +99,29 @@ fn plateau(values: impl Iterator<Item = f64>) -> Option<f64> {
 
 /// What the rule decided from one set of rounds, and how firmly: the
 /// answer alone cannot tell a user whether the next run will give it too.
-/// Every share is of `best_bytes_per_sec`, and every figure it compares is
-/// a size's median, so a report that prints those medians, the best and
-/// the bar can be checked by reading it.
+/// Every share is of `best_bytes_per_sec`, the highest figure (so none is
+/// above 1), and every figure it compares is a size's median, so a report
+/// that prints those medians, the best and the bar can be checked by
+/// reading it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Judgement {
     /// The recommended block size.
     pub block_size: u64,
     /// Its figure (median throughput) as a fraction of the best.
     pub of_best: f64,
-    /// The best throughput: the median of the three highest figures, or a
-    /// real peak less the noise margin.
+    /// The best: the highest figure, and the size that measured it.
     pub best_bytes_per_sec: f64,
-    /// The fraction of the best a figure had to reach: [`NEAR_BEST`] less
-    /// the noise margin, never below [`FLOOR`].
+    pub best_block_size: u64,
+    /// The bar a figure had to reach, as a fraction of the best and in
+    /// bytes per second.
     pub bar: f64,
+    pub bar_bytes_per_sec: f64,
+    /// What the bar is a share of, and how it was found.
+    pub reference: Reference,
+    pub reference_bytes_per_sec: f64,
+    /// The bar as a fraction of the reference: [`NEAR_BEST`] less the
+    /// noise margin, never below [`FLOOR`].
+    pub bar_of_reference: f64,
     /// The neighbouring sizes a run with other noise could recommend
     /// instead (within [`CLOSE`] standard errors of the bar): the next
     /// smaller one when it fell short of the bar by little; when the
@@ -124,6 +137,26 @@ pub struct Judgement {
     /// first: what the shares above are shares of.
     #[serde(skip)]
     pub figures: Vec<(u64, f64)>,
+}
+
+/// What the bar is a share of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reference {
+    /// The median of the three highest figures.
+    Plateau,
+    /// A figure above the plateau by more than the noise, less the noise.
+    Peak,
+}
+
+impl Reference {
+    /// What the reference is, in a report's words.
+    pub fn text(self) -> &'static str {
+        match self {
+            Reference::Plateau => "the median of the three highest",
+            Reference::Peak => "a peak above the rest, less the noise",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -210,14 +243,23 @@ pub fn judge(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<Judgement> {
         .unwrap_or(1);
     let standard_error = 1.2533 * sigma / (samples as f64).sqrt();
     let margin = (Z * standard_error).exp();
-    // 2. The best: the plateau, or a figure above it by more than the
+    // 2. The reference: the plateau, or a figure above it by more than the
     // noise (a real peak), less the noise.
-    let highest = figures.iter().map(|f| f.1).fold(0.0, f64::max);
-    let best = plateau_of_figures.max(highest / margin);
+    let (best_block_size, best) =
+        figures
+            .iter()
+            .copied()
+            .fold((0, 0.0), |top, f| if f.1 > top.1 { f } else { top });
+    let (reference, reference_kind) = if best / margin > plateau_of_figures {
+        (best / margin, Reference::Peak)
+    } else {
+        (plateau_of_figures, Reference::Plateau)
+    };
     // 3. The bar, and the smallest size that reaches it. The epsilon: 95
     // over 100 can round below 0.95.
-    let bar = (fraction / margin).max(FLOOR.min(fraction));
-    let reaches = |figure: f64| figure >= bar * best * (1.0 - 1e-12);
+    let bar_of_reference = (fraction / margin).max(FLOOR.min(fraction));
+    let line = bar_of_reference * reference;
+    let reaches = |figure: f64| figure >= line * (1.0 - 1e-12);
     let chosen = figures.iter().position(|f| reaches(f.1))?;
     let neighbour = |i: usize| Neighbour {
         block_size: figures[i].0,
@@ -227,8 +269,7 @@ pub fn judge(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<Judgement> {
     // the bar: the size before the answer a little short of it (a run that
     // measures it a little higher takes it), the answer a little over (a
     // run that measures it a little lower passes it over for the next).
-    let close_to_bar =
-        |i: usize| (figures[i].1.ln() - (bar * best).ln()).abs() < CLOSE * standard_error;
+    let close_to_bar = |i: usize| (figures[i].1.ln() - line.ln()).abs() < CLOSE * standard_error;
     let mut close_calls = Vec::new();
     if let Some(below) = chosen.checked_sub(1).filter(|&b| close_to_bar(b)) {
         close_calls.push(neighbour(below));
@@ -245,7 +286,12 @@ pub fn judge(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<Judgement> {
         block_size: figures[chosen].0,
         of_best: figures[chosen].1 / best,
         best_bytes_per_sec: best,
-        bar,
+        best_block_size,
+        bar: line / best,
+        bar_bytes_per_sec: line,
+        reference: reference_kind,
+        reference_bytes_per_sec: reference,
+        bar_of_reference,
         close_calls,
         plateau_low,
         plateau_high,
@@ -366,11 +412,13 @@ mod tests {
     }
 
     /// What a report prints is enough to check the answer: each figure is
-    /// its size's median, the best is the median of the three highest (or
-    /// a peak above it less the margin), the answer is the smallest size
-    /// at or over bar × best and every share is the figure over the best.
+    /// its size's median, the best is the highest of them, the reference
+    /// the median of the three highest (or a peak above it less the
+    /// margin), the answer is the smallest size at or over the bar, and
+    /// every share is the figure over the best, so none is above 1.
     #[test]
     fn the_answer_can_be_checked_on_the_figures() {
+        let mut peaks = 0;
         for (seed, noise) in (0..200).zip([0.0, 0.02, 0.05, 0.15].into_iter().cycle()) {
             let points = measure(just_short_at_512k, seed, 6, noise);
             let j = judge(&points, NEAR_BEST).unwrap();
@@ -381,23 +429,41 @@ mod tests {
             assert_eq!(j.figures, medians, "seed {seed}");
             let mut highest: Vec<f64> = medians.iter().map(|m| m.1).collect();
             highest.sort_by(|a, b| b.total_cmp(a));
+            assert_eq!(j.best_bytes_per_sec, highest[0], "seed {seed}");
+            let best_at = medians.iter().find(|m| m.1 == highest[0]).unwrap().0;
+            assert_eq!(j.best_block_size, best_at, "seed {seed}");
             let plateau = median(&highest[..3]).unwrap();
-            assert!(j.best_bytes_per_sec == plateau || j.best_bytes_per_sec < highest[0]);
-            assert!(j.best_bytes_per_sec >= plateau, "seed {seed}");
+            match j.reference {
+                Reference::Plateau => assert_eq!(j.reference_bytes_per_sec, plateau),
+                Reference::Peak => {
+                    peaks += 1;
+                    assert!(j.reference_bytes_per_sec > plateau, "seed {seed}");
+                    assert!(j.reference_bytes_per_sec < highest[0], "seed {seed}");
+                }
+            }
             assert!(
-                (FLOOR..=NEAR_BEST).contains(&j.bar),
+                (FLOOR..=NEAR_BEST).contains(&j.bar_of_reference),
                 "seed {seed}: {}",
-                j.bar
+                j.bar_of_reference
             );
-            let line = j.bar * j.best_bytes_per_sec;
+            let line = j.bar_of_reference * j.reference_bytes_per_sec;
+            assert!((j.bar_bytes_per_sec - line).abs() <= 1e-9 * line);
+            assert!((j.bar - line / highest[0]).abs() < 1e-12);
+            assert!(j.bar <= j.bar_of_reference, "seed {seed}");
             let chosen = medians.iter().position(|m| m.1 >= line * (1.0 - 1e-12));
             assert_eq!(Some(medians[chosen.unwrap()].0), Some(j.block_size));
             assert_eq!(j.of_best, j.share(medians[chosen.unwrap()].1));
+            assert!(j.of_best <= 1.0 && j.of_best >= j.bar * (1.0 - 1e-12));
+            for &(_, figure) in &medians {
+                assert!(j.share(figure) <= 1.0, "seed {seed}");
+            }
             for call in &j.close_calls {
                 let figure = medians.iter().find(|m| m.0 == call.block_size).unwrap().1;
                 assert_eq!(call.of_best, j.share(figure), "seed {seed}");
             }
         }
+        // The noisy seeds include real peaks: both references are checked.
+        assert!(peaks > 0 && peaks < 200, "{peaks} peaks");
     }
 
     /// Flat from 1 MiB; 512 KiB clearly short of it.

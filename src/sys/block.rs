@@ -122,6 +122,13 @@ impl Node {
         self.text(attribute)?.parse().ok()
     }
 
+    /// The name of the driver behind the device ("virtio_blk", "nvme"),
+    /// from the `device/driver` link.
+    pub fn driver(&self) -> Option<String> {
+        let link = std::fs::read_link(self.dir.join("device/driver")).ok()?;
+        Some(link.file_name()?.to_string_lossy().into_owned())
+    }
+
     /// A block-layer queue attribute ("rotational", "nr_requests", ...).
     pub fn queue<T: FromStr>(&self, attribute: &str) -> Option<T> {
         self.value(&format!("queue/{attribute}"))

@@ -15,7 +15,10 @@ pub mod filesystem;
 pub mod fill;
 pub mod memory;
 pub mod mounts;
+pub mod nvme;
+pub mod passthrough;
 pub mod ring;
+pub mod scsi;
 pub mod signals;
 #[cfg(test)]
 pub mod skips;

@@ -13,6 +13,7 @@ mod rigs;
 
 mod auto_block;
 mod bench;
+mod bench_page;
 mod cache;
 mod cli;
 mod differential;
@@ -30,6 +31,8 @@ mod nbd_cli;
 mod object;
 #[cfg(feature = "object")]
 mod object_copy;
+mod passthrough;
+mod probe;
 mod progress;
 mod refusals;
 mod rescue;

@@ -1,23 +1,43 @@
 //! One self-contained HTML page (inline CSS and SVG, no script, nothing
-//! fetched) that a person opens in a browser: three charts (throughput vs
-//! block size, throughput vs offset, latency distribution), then the table
-//! and the facts. Charts carry `data-chart` and their points `data-x`/
-//! `data-y`, so tests can check them without a browser.
+//! fetched) that a person opens in a browser, in the order of every
+//! report: the summary (CrystalDiskMark's rows, the figures large) with
+//! how it was measured, the recommended block size with how it was
+//! decided, then the charts (the bs-sweep with its recommendation lines,
+//! throughput vs offset, the latency distribution), the bs-sweep's table,
+//! every other figure, and the facts. A chart keeps its words out of the
+//! plotting area (the legend and the labels of the recommendation lines
+//! sit above it, in rows where no line of data can cross them). Charts
+//! carry `data-chart` and their points `data-x`/`data-y`, the summary its
+//! rows and cells, so tests can read the page as drawn.
 
 use std::fmt::Write;
 
 use super::{
-    latency_text, percent_text, rate_text, round_rate_text, rows, size_text, summary_lines,
-    Exporter, Report, COLUMNS, NUMERIC,
+    details_table, fact_lines, interrupted_line, latency_text, percent_text, rate_text,
+    recommendation_lines, round_rate_text, size_text, summary_notes, sweep_table, Exporter, Report,
+    Table,
 };
+use crate::bench::summary::Cell;
 use crate::bench::BenchError;
 
 const WIDTH: f64 = 760.0;
-const HEIGHT: f64 = 300.0;
+const HEIGHT: f64 = 330.0;
 const LEFT: f64 = 80.0;
 const RIGHT: f64 = 40.0;
-const TOP: f64 = 30.0;
+/// Room above the plot: the legend's row, then two rows for the labels
+/// of the recommendation lines.
+const TOP: f64 = 62.0;
 const BOTTOM: f64 = 50.0;
+/// The legend's baseline, and the label rows' (the first nearest the
+/// plot), each [`LABEL_ROW`] above the last.
+const LEGEND_Y: f64 = 16.0;
+const LABEL_Y: f64 = TOP - 12.0;
+/// The x labels' baseline below the plot: clear of the lowest y label.
+const X_LABEL_DROP: f64 = 20.0;
+const LABEL_ROW: f64 = 14.0;
+/// A generous width of one character of the charts' 11 px text, for
+/// keeping labels apart (the browser test measures the real boxes).
+const CHAR_WIDTH: f64 = 6.8;
 /// Reads are blue and writes red in every chart, whichever is drawn.
 const READ: &str = "#1f77b4";
 const WRITE: &str = "#d62728";
@@ -41,38 +61,133 @@ pub fn render(report: &Report) -> String {
         escape(&title),
         escape(&title)
     );
-    page.push_str("<ul class=\"facts\">\n");
-    for line in summary_lines(report) {
-        let _ = writeln!(page, "<li>{}</li>", escape(&line));
+    if let Some(line) = interrupted_line(report) {
+        let _ = writeln!(page, "<p class=\"interrupted\">{}</p>", escape(&line));
     }
-    page.push_str("</ul>\n");
+    page.push_str(&summary_section(report));
+    page.push_str(&recommendation_section(report));
 
     page.push_str(&sweep_chart(report));
+    if let Some(sweep) = sweep_table(report) {
+        page.push_str(&table("bs-sweep", "Block sizes", &sweep));
+    }
     page.push_str(&zones_chart(report));
     page.push_str(&latency_chart(report));
-
-    page.push_str("<h2>All figures</h2>\n<table>\n<tr>");
-    for c in COLUMNS {
-        let _ = write!(page, "<th>{}</th>", escape(c));
+    let details = details_table(report);
+    if !details.rows.is_empty() {
+        page.push_str(&table("details", "Every other figure", &details));
     }
-    page.push_str("</tr>\n");
-    for row in rows(report) {
-        page.push_str("<tr>");
-        for (cell, numeric) in row.cells.iter().zip(NUMERIC) {
-            let class = if numeric { " class=\"n\"" } else { "" };
-            let _ = write!(page, "<td{class}>{}</td>", escape(cell));
-        }
-        page.push_str("</tr>\n");
+    page.push_str("<h2>About this run</h2>\n<ul class=\"facts\">\n");
+    for line in fact_lines(report) {
+        let _ = writeln!(page, "<li>{}</li>", escape(&line));
     }
-    page.push_str("</table>\n</body>\n</html>\n");
+    page.push_str("</ul>\n</body>\n</html>\n");
     page
+}
+
+/// The summary: a row per CrystalDiskMark row, each cell's throughput
+/// large and its IOPS under it, then how the cells were measured.
+fn summary_section(report: &Report) -> String {
+    let mut html = String::from(
+        "<section id=\"summary\">\n<table class=\"summary\">\n\
+         <tr><th></th><th>Read</th><th>Write</th></tr>\n",
+    );
+    let cell = |op: &str, cell: &Cell| -> String {
+        match cell.throughput_bytes_per_sec {
+            Some(rate) => format!(
+                "<td class=\"cell\" data-op=\"{op}\" data-test=\"{test}\" data-y=\"{rate:.0}\" \
+                 title=\"{title}\"><span class=\"rate\">{}</span><span class=\"iops\">{} \
+                 IOPS</span></td>",
+                escape(&rate_text(rate)),
+                escape(&cell.iops.map(super::iops_text).unwrap_or_default()),
+                test = cell.test,
+                title = escape(&format!("{}; fio {}", cell.test, cell.fio)),
+            ),
+            None => format!(
+                "<td class=\"cell missing\" data-op=\"{op}\" data-test=\"{}\">\
+                 <span class=\"rate\">-</span><span class=\"iops\">{}</span></td>",
+                cell.test,
+                escape(cell.missing.as_deref().unwrap_or_default()),
+            ),
+        }
+    };
+    for row in &report.summary.rows {
+        let _ = writeln!(
+            html,
+            "<tr data-row=\"{name}\"><th class=\"row\">{name}</th>{}{}</tr>",
+            cell("read", &row.read),
+            cell("write", &row.write),
+            name = escape(&row.name),
+        );
+    }
+    html.push_str("</table>\n");
+    let mut notes = summary_notes(&report.summary).into_iter();
+    if let Some(method) = notes.next() {
+        let _ = writeln!(html, "<p class=\"method\">{}</p>", escape(&method));
+    }
+    for line in notes {
+        let _ = writeln!(html, "<p class=\"method\">{}</p>", escape(&line));
+    }
+    html.push_str("</section>\n");
+    html
+}
+
+/// The recommended block size in large type, how each answer was
+/// decided under it, and the rule last.
+fn recommendation_section(report: &Report) -> String {
+    let mut lines = recommendation_lines(report).into_iter();
+    let mut html = String::from("<section id=\"recommendation\">\n");
+    if let Some(answer) = lines.next() {
+        let _ = writeln!(html, "<p class=\"answer\">{}</p>", escape(&answer));
+    }
+    let rest: Vec<String> = lines.collect();
+    if !rest.is_empty() {
+        html.push_str("<ul class=\"verdicts\">\n");
+        for line in rest {
+            let _ = writeln!(html, "<li>{}</li>", escape(&line));
+        }
+        html.push_str("</ul>\n");
+    }
+    html.push_str("</section>\n");
+    html
+}
+
+/// A table under its heading and the line saying what its figures are.
+fn table(id: &str, heading: &str, table: &Table) -> String {
+    let mut html = format!(
+        "<h2>{}</h2>\n<p class=\"method\">{}</p>\n<table id=\"{id}\">\n<tr>",
+        escape(heading),
+        escape(&table.title)
+    );
+    for c in &table.header {
+        let _ = write!(html, "<th>{}</th>", escape(c));
+    }
+    html.push_str("</tr>\n");
+    for row in &table.rows {
+        html.push_str("<tr>");
+        for (cell, &numeric) in row.iter().zip(&table.numeric) {
+            let class = if numeric { " class=\"n\"" } else { "" };
+            let _ = write!(html, "<td{class}>{}</td>", escape(cell));
+        }
+        html.push_str("</tr>\n");
+    }
+    html.push_str("</table>\n");
+    html
 }
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:64em;\
 color:#222}h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}ul.facts{font-size:.9em;\
 line-height:1.5}table{border-collapse:collapse;font-size:.85em}th,td{padding:.2em .6em;\
 border-bottom:1px solid #ddd;text-align:left}td.n{text-align:right;\
-font-variant-numeric:tabular-nums}svg{background:#fafafa;border:1px solid #e4e4e4}\
+font-variant-numeric:tabular-nums}table.summary{font-size:1em}table.summary th.row{\
+font-size:1.1em;padding-right:1.5em}table.summary td.cell{text-align:right;\
+min-width:9em;padding:.4em 1em}table.summary .rate{display:block;font-size:1.6em;\
+font-weight:600;font-variant-numeric:tabular-nums}table.summary .iops{display:block;\
+font-size:.8em;color:#666}table.summary td.missing .iops{max-width:14em;margin-left:auto}\
+p.method{font-size:.85em;color:#555;max-width:56em}p.answer{font-size:1.3em;\
+font-weight:600;margin:.3em 0}#recommendation{background:#f3f7fb;border-left:4px solid \
+#1f77b4;padding:.6em 1em;margin:1.2em 0}ul.verdicts{font-size:.85em;margin:.3em 0}\
+p.interrupted{color:#a00;font-weight:600}svg{background:#fafafa;border:1px solid #e4e4e4}\
 svg text{font-size:11px;fill:#444}.axis{stroke:#888}.grid{stroke:#e0e0e0}\
 .none{color:#888;font-style:italic}";
 
@@ -156,7 +271,7 @@ fn sweep_chart(report: &Report) -> String {
         .iter()
         .filter_map(|s| {
             let judgement = report.recommendation.judgement(&s.name)?;
-            let bar = judgement.bar * judgement.best_bytes_per_sec;
+            let bar = judgement.bar_bytes_per_sec;
             Some(Marker {
                 series: s.name.clone(),
                 color: s.color,
@@ -183,10 +298,10 @@ fn sweep_chart(report: &Report) -> String {
     draw(
         &Chart {
             id: "bs-sweep",
-            title: "Throughput vs block size (O_DIRECT, sequential; block size over \
-                    the median request time, median of the rounds)",
+            title: "bs-sweep: block size over the median request time, per block size \
+                    (O_DIRECT, sequential, one at a time; the median of the rounds)",
             x_label: "block size",
-            y_label: "throughput",
+            y_label: "block size / median request time",
             x_scale: Scale::Log2,
             x_text: &|x| size_text(x.round() as u64),
             y_text: &round_rate_text,
@@ -333,19 +448,20 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
          width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\">",
         chart.id
     );
-    // Horizontal grid with y labels at round values.
+    // Horizontal grid with y labels at round values, each centred on its
+    // line (the lowest one then ends above the x labels' row).
     let y_ticks = (y1 / y_step).round() as u32;
     for i in 0..=y_ticks {
         let y = y_step * f64::from(i);
         let _ = writeln!(
             svg,
             "<line class=\"grid\" x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/>\
-             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" dominant-baseline=\"central\">{}</text>",
             LEFT + pw,
             py(y),
             py(y),
-            LEFT - 6.0,
-            py(y) + 4.0,
+            LEFT - 8.0,
+            py(y),
             escape(&(chart.y_text)(y))
         );
     }
@@ -374,6 +490,13 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
                 }
                 decade *= 10.0;
             }
+            // Across many decades, the 2s and 5s would crowd the labels.
+            if ticks.len() > 9 {
+                ticks.retain(|t| {
+                    let mantissa = t / 10f64.powf(t.log10().floor());
+                    (mantissa - 1.0).abs() < 1e-6
+                });
+            }
             ticks
         }
         Scale::Linear => {
@@ -390,7 +513,7 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
              <text x=\"{0:.1}\" y=\"{2:.1}\" text-anchor=\"middle\">{3}</text>",
             px(t),
             TOP + ph,
-            TOP + ph + 16.0,
+            TOP + ph + X_LABEL_DROP,
             escape(&(chart.x_text)(t))
         );
     }
@@ -408,26 +531,30 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
         TOP + ph / 2.0,
         escape(chart.y_label)
     );
-    for (i, marker) in chart.markers.iter().enumerate() {
-        // The label runs up its own line, beside it (glyphs rise to the
-        // left of a baseline turned upright, hence the 12 px); a second
-        // line at the same size takes the other side.
-        let x = px(marker.x);
-        let shared = chart.markers[..i]
-            .iter()
-            .any(|m| (px(m.x) - x).abs() < 14.0);
-        let label_x = if shared { x - 3.0 } else { x + 12.0 };
-        let label_y = TOP + ph - 6.0;
+    let xs: Vec<f64> = chart.markers.iter().map(|m| px(m.x)).collect();
+    let widths: Vec<f64> = chart.markers.iter().map(|m| text_width(&m.label)).collect();
+    let places = place_labels(&xs, &widths);
+    for ((marker, &x), place) in chart.markers.iter().zip(&xs).zip(&places) {
+        // The line rises from the plot's foot through the plot to its
+        // label, which sits above the plot beside the line's top, in the
+        // line's colour (a style, which the sheet's grey for text cannot
+        // override as it would the fill attribute).
+        let label_y = LABEL_Y - LABEL_ROW * place.row as f64;
+        let (label_x, anchor) = match place.side {
+            Side::Right => (x + LABEL_GAP, "start"),
+            Side::Left => (x - LABEL_GAP, "end"),
+        };
         let _ = writeln!(
             svg,
             "<line class=\"marker\" data-series=\"{series}\" data-x=\"{data_x}\" \
-             x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{TOP}\" y2=\"{bottom:.1}\" stroke=\"{color}\" \
+             x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top:.1}\" y2=\"{bottom:.1}\" stroke=\"{color}\" \
              stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>\
              <text class=\"marker-label\" data-series=\"{series}\" x=\"{label_x:.1}\" \
-             y=\"{label_y:.1}\" fill=\"{color}\" stroke=\"#fafafa\" stroke-width=\"3\" \
-             paint-order=\"stroke\" transform=\"rotate(-90 {label_x:.1} {label_y:.1})\">{label}</text>",
+             y=\"{label_y:.1}\" text-anchor=\"{anchor}\" fill=\"{color}\" \
+             style=\"fill:{color}\">{label}</text>",
             series = escape(&marker.series),
             data_x = marker.x,
+            top = label_y - 9.0,
             bottom = TOP + ph,
             color = marker.color,
             label = escape(&marker.label),
@@ -447,7 +574,8 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
             );
         }
     }
-    for (i, s) in series.iter().enumerate() {
+    let mut legend_x = LEFT;
+    for s in series {
         let color = s.color;
         let points: Vec<String> = s
             .points
@@ -475,19 +603,106 @@ fn draw(chart: &Chart<'_>, series: &[Series]) -> String {
                 );
             }
         }
-        // Legend, above the plot where no curve can cover it.
-        let lx = LEFT + 170.0 * i as f64;
+        // Legend, in the top row, above the labels and the plot.
         let _ = writeln!(
             svg,
-            "<rect x=\"{0:.1}\" y=\"10\" width=\"12\" height=\"4\" fill=\"{color}\"/>\
-             <text x=\"{1:.1}\" y=\"16\">{2}</text>",
-            lx,
-            lx + 18.0,
+            "<rect class=\"legend\" x=\"{0:.1}\" y=\"{1:.1}\" width=\"12\" height=\"4\" \
+             fill=\"{color}\"/><text class=\"legend\" x=\"{2:.1}\" y=\"{LEGEND_Y}\">{3}</text>",
+            legend_x,
+            LEGEND_Y - 6.0,
+            legend_x + 18.0,
             escape(&s.name)
         );
+        legend_x += 18.0 + text_width(&s.name) + 24.0;
     }
     svg.push_str("</svg>\n");
     svg
+}
+
+/// Between a recommendation line and its label.
+const LABEL_GAP: f64 = 4.0;
+
+/// How wide `text` is drawn, at most.
+fn text_width(text: &str) -> f64 {
+    text.chars().count() as f64 * CHAR_WIDTH
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Left,
+    Right,
+}
+
+/// Where a label goes: its row above the plot (0 nearest) and its side
+/// of its line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Place {
+    row: usize,
+    side: Side,
+}
+
+/// The rows above the plot that labels may take.
+const LABEL_ROWS: usize = 2;
+
+/// A place for the label of each line at `xs` (of `widths`): inside the
+/// drawing, no two labels overlapping, and no line crossing another's
+/// label on its way up to its own (a line rises through every row below
+/// its label's). The first arrangement that works, preferring low rows
+/// and the right side; every label on the first row, right side, where
+/// nothing works (more lines than rows can hold).
+fn place_labels(xs: &[f64], widths: &[f64]) -> Vec<Place> {
+    let choices: Vec<Place> = (0..LABEL_ROWS)
+        .flat_map(|row| [Side::Right, Side::Left].map(|side| Place { row, side }))
+        .collect();
+    let span = |x: f64, width: f64, place: Place| match place.side {
+        Side::Right => (x + LABEL_GAP, x + LABEL_GAP + width),
+        Side::Left => (x - LABEL_GAP - width, x - LABEL_GAP),
+    };
+    let fits = |places: &[Place]| {
+        let spans: Vec<(f64, f64)> = places
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| span(xs[i], widths[i], p))
+            .collect();
+        spans.iter().all(|&(a, b)| a >= 2.0 && b <= WIDTH - 2.0)
+            && (0..places.len()).all(|i| {
+                (0..places.len()).filter(|&j| j != i).all(|j| {
+                    let (a, b) = spans[i];
+                    let overlap =
+                        places[i].row == places[j].row && a < spans[j].1 && spans[j].0 < b;
+                    // Line j rises through (or beside) label i's row.
+                    let crossed = places[i].row <= places[j].row && a <= xs[j] && xs[j] <= b;
+                    !overlap && !crossed
+                })
+            })
+    };
+    let count = xs.len();
+    let total = choices.len().pow(count.min(4) as u32);
+    (0..total)
+        .map(|mut n| {
+            (0..count)
+                .map(|_| {
+                    let place = choices[n % choices.len()];
+                    n /= choices.len();
+                    place
+                })
+                .collect::<Vec<Place>>()
+        })
+        .filter(|places| fits(places))
+        .min_by_key(|places| {
+            let rows: usize = places.iter().map(|p| p.row).sum();
+            let lefts = places.iter().filter(|p| p.side == Side::Left).count();
+            (rows, lefts)
+        })
+        .unwrap_or_else(|| {
+            vec![
+                Place {
+                    row: 0,
+                    side: Side::Right
+                };
+                count
+            ]
+        })
 }
 
 /// Text for HTML content and attribute values.
@@ -528,16 +743,8 @@ mod tests {
                     cpu: std::time::Duration::ZERO,
                     latencies_ns: vec![ns; 4],
                 };
-                let figure = Figure {
-                    test: "bs-sweep",
-                    mode: "direct",
-                    op,
-                    pattern: "sequential",
-                    block_size: bs,
-                    queue_depth: 1,
-                    offset: None,
-                    measure: Measure::MedianRequest,
-                };
+                let figure = Figure::new("bs-sweep", "direct", op, "sequential", bs)
+                    .measured_as(Measure::MedianRequest);
                 out.push(figure, &[run.clone(), run.clone(), run]);
             }
         }
@@ -549,6 +756,7 @@ mod tests {
             target_bytes: 1 << 30,
             device: Default::default(),
             writable: true,
+            served: false,
         };
         let settings = Settings {
             tests: vec!["bs-sweep"],

@@ -1,15 +1,19 @@
 //! The ways to show a [`Report`]: a terminal table, JSON for machines,
 //! Markdown for issues, HTML with charts for people. Each is an
 //! [`Exporter`]; they only read the report (`bench::results`), so the four
-//! can never tell different stories, and the rows and lines the text
-//! formats share are built here once.
+//! can never tell different stories, and the tables and lines they share
+//! are built here once. Every format shows the same parts in the same
+//! order: the summary (CrystalDiskMark's rows) and how it was measured,
+//! the recommended block size, the bs-sweep in the rule's own measure,
+//! every other figure once with the way it was measured, then the facts.
 
 pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod table;
 
-use super::results::Report;
+use super::results::{self, Report, TestResult};
+use super::summary::{Cell, Summary};
 use super::BenchError;
 use crate::stats::recommend::Judgement;
 
@@ -69,63 +73,229 @@ pub fn percent_text(fraction: f64) -> String {
     format!("{:.1}%", fraction * 100.0)
 }
 
-/// One line of the result table, as text, shared by the terminal,
-/// Markdown and HTML tables.
+/// A table as text, which each format lays out its own way: a title
+/// line saying what its figures are, the column names, which columns
+/// hold numbers (right-aligned), and the cells.
 #[derive(Debug, Clone)]
-pub struct Row {
-    pub cells: Vec<String>,
+pub struct Table {
+    pub title: String,
+    pub header: Vec<&'static str>,
+    pub numeric: Vec<bool>,
+    pub rows: Vec<Vec<String>>,
 }
 
-pub const COLUMNS: [&str; 13] = [
-    "test",
-    "mode",
-    "op",
-    "bs",
-    "qd",
-    "offset",
-    "throughput",
-    "of best",
-    "min..max",
-    "IOPS",
-    "p50",
-    "p99",
-    "CPU",
-];
+/// The summary's cell text: the throughput, or "-" where nothing was
+/// measured (the lines under the table say why).
+fn cell_rate(cell: &Cell) -> String {
+    cell.throughput_bytes_per_sec
+        .map_or("-".to_owned(), rate_text)
+}
 
-/// Which columns are right-aligned (numbers).
-pub const NUMERIC: [bool; 13] = [
-    false, false, false, true, true, true, true, true, true, true, true, true, true,
-];
+fn cell_iops(cell: &Cell) -> String {
+    cell.iops.map(iops_text).unwrap_or_default()
+}
 
-pub fn rows(report: &Report) -> Vec<Row> {
-    report
+/// The first screen: CrystalDiskMark's rows, read and write.
+pub fn summary_table(report: &Report) -> Table {
+    Table {
+        title: format!(
+            "ddx bench: {} ({}), working set {}",
+            report.target.path,
+            report.target.kind,
+            size_text(report.target.working_set_bytes)
+        ),
+        header: vec!["", "read", "read IOPS", "write", "write IOPS"],
+        numeric: vec![false, true, true, true, true],
+        rows: report
+            .summary
+            .rows
+            .iter()
+            .map(|row| {
+                vec![
+                    row.name.clone(),
+                    cell_rate(&row.read),
+                    cell_iops(&row.read),
+                    cell_rate(&row.write),
+                    cell_iops(&row.write),
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// Under the summary: how its cells were measured, and why any is empty
+/// (cells that share a reason share a line).
+pub fn summary_notes(summary: &Summary) -> Vec<String> {
+    let mut lines = vec![summary.method.clone()];
+    let mut reasons: Vec<(String, Vec<String>)> = Vec::new();
+    for row in &summary.rows {
+        for (op, cell) in [("read", &row.read), ("write", &row.write)] {
+            let Some(why) = &cell.missing else { continue };
+            let name = format!("{} {op}", row.name);
+            match reasons.iter_mut().find(|(r, _)| r == why) {
+                Some((_, names)) => names.push(name),
+                None => reasons.push((why.clone(), vec![name])),
+            }
+        }
+    }
+    for (why, names) in reasons {
+        lines.push(format!("- {}: {why}", names.join(", ")));
+    }
+    lines
+}
+
+/// The recommendation, the rule and how firmly each answer was decided:
+/// what the reports put right after the summary.
+pub fn recommendation_lines(report: &Report) -> Vec<String> {
+    let rec = &report.recommendation;
+    let bs = |b: Option<u64>| b.map_or("not measured".to_owned(), size_text);
+    let mut lines = vec![format!(
+        "recommended block size: read {}, write {}",
+        bs(rec.read_block_size),
+        bs(rec.write_block_size),
+    )];
+    for op in ["read", "write"] {
+        if let Some(judgement) = rec.judgement(op) {
+            lines.push(verdict_line(op, judgement));
+            lines.extend(judgement_lines(op, judgement));
+        }
+    }
+    if rec.read.is_some() || rec.write.is_some() {
+        lines.push(format!("rule: {}", rec.rule));
+    }
+    lines
+}
+
+/// The bs-sweep as its own table: one row per block size, both
+/// directions side by side, in the rule's measure, which the title says.
+pub fn sweep_table(report: &Report) -> Option<Table> {
+    let sweep: Vec<&TestResult> = report
         .results
         .iter()
+        .filter(|r| r.figure.test == "bs-sweep")
+        .collect();
+    let first = sweep.first()?;
+    let mut sizes: Vec<u64> = sweep.iter().map(|r| r.figure.block_size).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let find = |bs: u64, op: &str| {
+        sweep
+            .iter()
+            .find(|r| r.figure.block_size == bs && r.figure.op == op)
+    };
+    let rate = |r: Option<&&TestResult>| {
+        r.map(|r| {
+            let flag = if r.has_outlier() { " !" } else { "" };
+            format!("{}{flag}", rate_text(r.throughput_bytes_per_sec))
+        })
+        .unwrap_or_default()
+    };
+    let share = |r: Option<&&TestResult>| {
+        r.and_then(|r| r.of_best)
+            .map(percent_text)
+            .unwrap_or_default()
+    };
+    let rec = &report.recommendation;
+    let rows = sizes
+        .iter()
+        .map(|&bs| {
+            let (read, write) = (find(bs, "read"), find(bs, "write"));
+            let chosen: Vec<&str> = [
+                ("read", rec.read_block_size),
+                ("write", rec.write_block_size),
+            ]
+            .iter()
+            .filter(|(_, b)| *b == Some(bs))
+            .map(|(op, _)| *op)
+            .collect();
+            vec![
+                size_text(bs),
+                rate(read),
+                share(read),
+                rate(write),
+                share(write),
+                chosen.join(", "),
+            ]
+        })
+        .collect();
+    let rounds = report.settings.sweep_rounds;
+    let mut engines: Vec<&str> = sweep.iter().map(|r| r.figure.engine).collect();
+    engines.dedup();
+    Some(Table {
+        title: format!(
+            "bs-sweep: {} sequential requests, one at a time ({}); each figure is the block \
+             size over a round's median request time (a stall slows a few requests, not the \
+             figure), the median of {rounds} rounds: the block-size rule's measure, not \
+             bytes over wall time as every other figure",
+            first.figure.io,
+            engines.join(", ")
+        ),
+        header: vec!["bs", "read", "of best", "write", "of best", "recommended"],
+        numeric: vec![true, true, true, true, true, false],
+        rows,
+    })
+}
+
+/// Every figure but the bs-sweep's, each once, as measured.
+pub fn details_table(report: &Report) -> Table {
+    let runs = match report.settings.runs {
+        1 => "one run".to_owned(),
+        n => format!("the median of {n} runs"),
+    };
+    let rows = report
+        .results
+        .iter()
+        .filter(|r| r.figure.test != "bs-sweep")
         .map(|r| {
             let f = &r.figure;
             let (p50, p99) = r.latency_ns.map_or((String::new(), String::new()), |l| {
                 (latency_text(l.p50 as f64), latency_text(l.p99 as f64))
             });
             let flag = if r.has_outlier() { " !" } else { "" };
-            Row {
-                cells: vec![
-                    f.test.to_owned(),
-                    f.mode.to_owned(),
-                    f.op.to_owned(),
-                    size_text(f.block_size),
-                    f.queue_depth.to_string(),
-                    f.offset.map(size_text).unwrap_or_default(),
-                    format!("{}{flag}", rate_text(r.throughput_bytes_per_sec)),
-                    r.of_best.map(percent_text).unwrap_or_default(),
-                    format!("{}..{}", short_rate(r.min), short_rate(r.max)),
-                    iops_text(r.iops),
-                    p50,
-                    p99,
-                    format!("{:.0}%", r.cpu_percent),
-                ],
-            }
+            vec![
+                f.test.to_owned(),
+                f.mode.to_owned(),
+                f.op.to_owned(),
+                f.pattern.to_owned(),
+                size_text(f.block_size),
+                f.queue_depth.to_string(),
+                f.engine.to_owned(),
+                f.offset.map(size_text).unwrap_or_default(),
+                format!("{}{flag}", rate_text(r.throughput_bytes_per_sec)),
+                format!("{}..{}", short_rate(r.min), short_rate(r.max)),
+                iops_text(r.iops),
+                p50,
+                p99,
+                format!("{:.0}%", r.cpu_percent),
+            ]
         })
-        .collect()
+        .collect();
+    Table {
+        title: format!(
+            "details: each figure is bytes over a run's wall time, {runs} after a warm-up \
+             run; qd: requests in flight; '!' marks a figure with an outlier run"
+        ),
+        header: vec![
+            "test",
+            "mode",
+            "op",
+            "pattern",
+            "bs",
+            "qd",
+            "engine",
+            "offset",
+            "throughput",
+            "min..max",
+            "IOPS",
+            "p50",
+            "p99",
+            "CPU",
+        ],
+        numeric: vec![
+            false, false, false, false, true, true, false, true, true, true, true, true, true, true,
+        ],
+        rows,
+    }
 }
 
 /// A rate without the "/s", for the min..max column.
@@ -138,11 +308,17 @@ fn short_rate(bytes_per_sec: f64) -> String {
 /// prints: the best, the bar, and the answer's share.
 fn verdict_line(op: &str, judgement: &Judgement) -> String {
     format!(
-        "{op}: {} at {} of the best ({}) is the smallest size at or over the bar of {}",
+        "{op}: {} at {} of the best ({} at {}) is the smallest size at or over the bar of {} \
+         ({}; {:.1}% of {}, {})",
         size_text(judgement.block_size),
         percent_text(judgement.of_best),
         rate_text(judgement.best_bytes_per_sec),
+        size_text(judgement.best_block_size),
         percent_text(judgement.bar),
+        rate_text(judgement.bar_bytes_per_sec),
+        judgement.bar_of_reference * 100.0,
+        rate_text(judgement.reference_bytes_per_sec),
+        judgement.reference.text(),
     )
 }
 
@@ -183,14 +359,17 @@ fn judgement_lines(op: &str, judgement: &Judgement) -> Vec<String> {
     lines
 }
 
-/// The lines under the table: device, recommendation, what was skipped.
-pub fn summary_lines(report: &Report) -> Vec<String> {
+/// The line that comes before everything when the bench was cut short.
+pub fn interrupted_line(report: &Report) -> Option<String> {
+    report.interrupted.map(|signal| {
+        format!("interrupted by {signal}: the figures are from the runs completed before it")
+    })
+}
+
+/// The facts under the details: the target, the device, the runs, the
+/// caches, what each mode means, what was skipped and the notes.
+pub fn fact_lines(report: &Report) -> Vec<String> {
     let mut lines = Vec::new();
-    if let Some(signal) = report.interrupted {
-        lines.push(format!(
-            "interrupted by {signal}: the figures are from the runs completed before it"
-        ));
-    }
     let t = &report.target;
     let d = &t.device;
     let mut device = Vec::new();
@@ -229,49 +408,51 @@ pub fn summary_lines(report: &Report) -> Vec<String> {
     if !device.is_empty() {
         lines.push(format!("device: {}", device.join(", ")));
     }
-    let runs = match report.settings.runs {
-        1 => "one run".to_owned(),
-        n => format!("median of {n} runs"),
-    };
-    let sweep = match report.settings.tests.contains(&"bs-sweep") {
-        true => format!(" (bs-sweep: {} rounds)", report.settings.sweep_rounds),
-        false => String::new(),
-    };
-    lines.push(format!(
-        "each figure: {runs}{sweep} after {} warm-up; '!' marks a figure with an outlier run",
-        report.settings.warmup_runs
-    ));
     lines.push(format!("caches: {}", report.cache.method));
     if let Some(note) = &report.cache.note {
         lines.push(format!("caches: {note}"));
     }
-    let rec = &report.recommendation;
-    let bs = |b: Option<u64>| b.map_or("not measured".to_owned(), size_text);
-    lines.push(format!(
-        "recommended block size: read {}, write {}",
-        bs(rec.read_block_size),
-        bs(rec.write_block_size),
-    ));
-    if rec.read.is_some() || rec.write.is_some() {
-        lines.push(format!("rule: {}", rec.rule));
-    }
-    for op in ["read", "write"] {
-        if let Some(judgement) = rec.judgement(op) {
-            lines.push(verdict_line(op, judgement));
-            lines.extend(judgement_lines(op, judgement));
+    let mut modes: Vec<&str> = Vec::new();
+    for r in &report.results {
+        if !modes.contains(&r.figure.mode) {
+            modes.push(r.figure.mode);
         }
+    }
+    let meanings: Vec<String> = modes
+        .iter()
+        .map(|m| format!("{m} = {}", results::io_text(m)))
+        .collect();
+    if !meanings.is_empty() {
+        lines.push(format!("modes: {}", meanings.join("; ")));
     }
     for skip in &report.skipped {
         let mode = skip.mode.map(|m| format!(" {m}")).unwrap_or_default();
-        lines.push(format!("skipped {}{mode}: {}", skip.test, skip.reason));
-    }
-    for r in report.results.iter().filter(|r| r.note.is_some()) {
+        let op = skip.op.map(|o| format!(" {o}")).unwrap_or_default();
+        let depth = skip
+            .queue_depth
+            .map(|d| format!(" qd {d}"))
+            .unwrap_or_default();
         lines.push(format!(
-            "note {} {}: {}",
-            r.figure.test,
-            r.figure.mode,
-            r.note.as_deref().unwrap_or_default()
+            "skipped {}{mode}{op}{depth}: {}",
+            skip.test, skip.reason
         ));
+    }
+    for r in &report.results {
+        if let Some(note) = &r.note {
+            lines.push(format!("note {} {}: {note}", r.figure.test, r.figure.mode));
+        }
+        if let Some(first) = r.same_as {
+            let f = &r.figure;
+            lines.push(format!(
+                "note {} {} {} {} qd {}: the {first} test measured this quantity; shown \
+                 again, not measured twice",
+                f.test,
+                f.mode,
+                f.op,
+                size_text(f.block_size),
+                f.queue_depth
+            ));
+        }
     }
     lines.extend(report.notes.iter().map(|n| format!("note: {n}")));
     lines
@@ -286,7 +467,12 @@ mod tests {
             block_size: 1 << 20,
             of_best: 0.98,
             best_bytes_per_sec: 1.05e9,
+            best_block_size: 4 << 20,
             bar: 0.93,
+            bar_bytes_per_sec: 0.977e9,
+            reference: crate::stats::recommend::Reference::Plateau,
+            reference_bytes_per_sec: 1.0e9,
+            bar_of_reference: 0.977,
             close_calls: vec![],
             plateau_low: 1.0e9,
             plateau_high: 1.1e9,
@@ -299,8 +485,9 @@ mod tests {
     fn a_verdict_names_its_figures() {
         assert_eq!(
             verdict_line("read", &firm()),
-            "read: 1 MiB at 98.0% of the best (1.05 GB/s) is the smallest size at or over \
-             the bar of 93.0%"
+            "read: 1 MiB at 98.0% of the best (1.05 GB/s at 4 MiB) is the smallest size at \
+             or over the bar of 93.0% (977 MB/s; 97.7% of 1.00 GB/s, the median of the three \
+             highest)"
         );
     }
 
@@ -348,6 +535,187 @@ mod tests {
             ]
         );
         assert!(lines[1].contains("from 600 MB/s to 1.10 GB/s"), "{lines:?}");
+    }
+
+    use crate::bench::testing;
+
+    fn full() -> Report {
+        testing::report(testing::outcome(), testing::all_tests())
+    }
+
+    /// The highest bs-sweep figure (16 MiB) is above the median of the
+    /// three highest, which the bar is a share of; every share printed is
+    /// of the highest, so none is above 100%, in the JSON or the tables.
+    #[test]
+    fn no_share_of_the_best_is_above_100_percent() {
+        let report = full();
+        for op in ["read", "write"] {
+            let j = report.recommendation.judgement(op).unwrap();
+            assert_eq!(j.best_block_size, 16 << 20, "{op}");
+            assert!(j.reference_bytes_per_sec < j.best_bytes_per_sec, "{op}");
+            assert!(j.of_best <= 1.0 && j.of_best >= j.bar, "{op}: {j:?}");
+        }
+        let shares: Vec<f64> = report.results.iter().filter_map(|r| r.of_best).collect();
+        assert_eq!(shares.len(), 26);
+        assert!(shares.iter().all(|&s| s <= 1.0), "{shares:?}");
+        assert!(shares.contains(&1.0));
+        let sweep = sweep_table(&report).unwrap();
+        for row in &sweep.rows {
+            for cell in [&row[2], &row[4]] {
+                let percent: f64 = cell.trim_end_matches('%').parse().unwrap();
+                assert!(percent <= 100.0, "{row:?}");
+            }
+        }
+        // Read at 1 MiB: 1.2 GB/s of the best, 1.236 GB/s.
+        let mib = sweep.rows.iter().find(|r| r[0] == "1 MiB").unwrap();
+        assert_eq!(mib[2], "97.1%");
+        assert_eq!(mib[5], "read, write");
+    }
+
+    /// The summary's cells are the details' figures: the same text for
+    /// the same quantity, in CrystalDiskMark's rows.
+    #[test]
+    fn the_summary_shows_the_figures_the_details_show() {
+        let report = full();
+        let summary = summary_table(&report);
+        let names: Vec<&str> = summary.rows.iter().map(|r| r[0].as_str()).collect();
+        assert_eq!(
+            names,
+            ["SEQ1M Q8T1", "SEQ1M Q1T1", "RND4K Q32T1", "RND4K Q1T1"]
+        );
+        let cells: Vec<[&str; 4]> = summary
+            .rows
+            .iter()
+            .map(|r| [&*r[1], &*r[2], &*r[3], &*r[4]])
+            .collect();
+        assert_eq!(
+            cells,
+            [
+                ["1.60 GB/s", "1526", "1.20 GB/s", "1144"],
+                ["800 MB/s", "763", "600 MB/s", "572"],
+                ["400 MB/s", "97.7k", "200 MB/s", "48.8k"],
+                ["40.0 MB/s", "9764", "20.0 MB/s", "4880"],
+            ]
+        );
+        let details = details_table(&report);
+        let detail = |test: &str, op: &str, qd: &str| -> String {
+            let row = details
+                .rows
+                .iter()
+                .find(|r| r[0] == test && r[1] == "direct" && r[2] == op && r[5] == qd)
+                .unwrap_or_else(|| panic!("no {test} {op} qd {qd}"));
+            row[8].clone()
+        };
+        for (row, (test, qd)) in summary.rows.iter().zip([
+            ("seq", "8"),
+            ("seq", "1"),
+            ("qd-sweep", "32"),
+            ("qd-sweep", "1"),
+        ]) {
+            let (read, write) = match test {
+                "seq" => ("seq-read", "seq-write"),
+                _ => ("qd-sweep", "qd-sweep"),
+            };
+            assert_eq!(row[1], detail(read, "read", qd), "{row:?}");
+            assert_eq!(row[3], detail(write, "write", qd), "{row:?}");
+        }
+    }
+
+    /// Each quantity once: no two rows of the details say the same mode,
+    /// direction, pattern, size, depth and offset; the bs-sweep, in
+    /// another measure, is a table of its own whose title says so.
+    #[test]
+    fn each_quantity_is_printed_once() {
+        let report = full();
+        let details = details_table(&report);
+        let mut seen = std::collections::HashSet::new();
+        for row in &details.rows {
+            let label = (&row[1], &row[2], &row[3], &row[4], &row[5], &row[7]);
+            assert!(seen.insert(label), "twice: {row:?}");
+        }
+        assert!(details.rows.iter().all(|r| r[0] != "bs-sweep"));
+        assert!(details.title.contains("bytes over a run's wall time"));
+        let sweep = sweep_table(&report).unwrap();
+        assert!(sweep
+            .title
+            .contains("block size over a round's median request time"));
+        assert!(sweep.title.contains("not bytes over wall time"));
+        // The latency test's O_DIRECT|O_DSYNC write is not seq-write's
+        // O_DSYNC one, and the modes say so.
+        let modes = fact_lines(&report)
+            .into_iter()
+            .find(|l| l.starts_with("modes: "))
+            .unwrap();
+        assert!(modes.contains("dsync = O_DSYNC;"), "{modes}");
+        assert!(modes.contains("direct+dsync = O_DIRECT|O_DSYNC"), "{modes}");
+    }
+
+    /// Every format puts the summary first and the recommendation right
+    /// after it, before the details and the facts.
+    #[test]
+    fn every_format_leads_with_the_summary_then_the_recommendation() {
+        let report = full();
+        let in_order = |text: &str, marks: &[&str]| {
+            let at: Vec<usize> = marks
+                .iter()
+                .map(|m| text.find(m).unwrap_or_else(|| panic!("no {m:?} in {text}")))
+                .collect();
+            assert!(at.windows(2).all(|w| w[0] < w[1]), "{marks:?} at {at:?}");
+        };
+        let table = table::Table.export(&report).unwrap();
+        let first: Vec<&str> = table.lines().take(7).collect();
+        assert!(first[0].starts_with("ddx bench: /var/tmp/bench"), "{table}");
+        assert!(first[3].starts_with("SEQ1M Q8T1"), "{table}");
+        assert!(first[6].starts_with("RND4K Q1T1"), "{table}");
+        in_order(
+            &table,
+            &[
+                "SEQ1M Q8T1",
+                "recommended block size: read 1 MiB, write 1 MiB",
+                "bs-sweep: O_DIRECT",
+                "details:",
+                "\nseq-read ",
+                "target: ",
+            ],
+        );
+        let markdown = markdown::Markdown.export(&report).unwrap();
+        assert!(
+            markdown.starts_with("### ddx bench: /var/tmp/bench"),
+            "{markdown}"
+        );
+        in_order(
+            &markdown,
+            &[
+                "| SEQ1M Q8T1 | 1.60 GB/s |",
+                "**recommended block size: read 1 MiB, write 1 MiB**",
+                "#### bs-sweep",
+                "#### Details",
+                "#### About this run",
+            ],
+        );
+        let page = html::Html.export(&report).unwrap();
+        in_order(
+            &page,
+            &[
+                "<table class=\"summary\">",
+                "<tr data-row=\"SEQ1M Q8T1\">",
+                "<p class=\"answer\">recommended block size",
+                "<svg",
+                "<table id=\"details\">",
+                "<ul class=\"facts\">",
+            ],
+        );
+        let json = json::Json.export(&report).unwrap();
+        in_order(
+            &json,
+            &[
+                "\"schema_version\": 3",
+                "\"summary\": {",
+                "\"name\": \"SEQ1M Q8T1\"",
+                "\"recommendation\": {",
+                "\"results\": [",
+            ],
+        );
     }
 
     /// Each formatter against the texts it must print.

@@ -11,7 +11,7 @@ use rustix::fs::OFlags;
 
 use super::{open_port, transfer, Op, Outcome, Rng, NO_DIRECT};
 use crate::bench::measure::{Pass, Runner, Stopwatch};
-use crate::bench::results::{Figure, Measure};
+use crate::bench::results::Figure;
 use crate::bench::target::Target;
 use crate::bench::BenchError;
 
@@ -41,7 +41,7 @@ pub fn run(
     let mut buf = super::data_buffer(bs)?;
     for op in [Op::Write, Op::Read] {
         let (extra, mode, pattern) = match op {
-            Op::Write => (OFlags::DIRECT | OFlags::DSYNC, "dsync", "sequential"),
+            Op::Write => (OFlags::DIRECT | OFlags::DSYNC, "direct+dsync", "sequential"),
             Op::Read => (OFlags::DIRECT, super::uncached_mode(target), "random"),
         };
         if op == Op::Write {
@@ -53,16 +53,22 @@ pub fn run(
                     "latency",
                     Some(mode),
                     crate::bench::nbd_target::NO_SYNC_FLAGS,
-                );
+                )
+                .of_op("write");
                 continue;
             }
             if let Some(why) = &target.read_only {
-                out.skip("latency", Some(mode), format!("write: {why}"));
+                out.skip("latency", Some(mode), format!("write: {why}"))
+                    .of_op("write");
                 continue;
             }
         }
+        let figure = Figure::new("latency", mode, op.name(), pattern, bs);
+        if out.reuse(figure) {
+            continue;
+        }
         let Some(mut opened) = open_port(target, op, extra)? else {
-            out.skip("latency", Some(mode), NO_DIRECT);
+            out.skip("latency", Some(mode), NO_DIRECT).of_op(op.name());
             continue;
         };
         let mut rng = Rng::new(0x1a7e);
@@ -99,16 +105,6 @@ pub fn run(
             sample.latencies_ns = latencies;
             Ok(sample)
         })?;
-        let figure = Figure {
-            test: "latency",
-            mode,
-            op: op.name(),
-            pattern,
-            block_size: bs,
-            queue_depth: 1,
-            offset: None,
-            measure: Measure::Run,
-        };
         out.push(figure, &samples);
     }
     Ok(())

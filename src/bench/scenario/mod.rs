@@ -24,6 +24,7 @@ use super::{interrupt, BenchError};
 use crate::ends::End;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
+use crate::sys::ring::Ring;
 
 pub use super::results::Outcome;
 
@@ -241,6 +242,143 @@ pub fn sequential(
     let mut sample = watch.stop(done, ios);
     sample.latencies_ns = latencies_ns;
     Ok(sample)
+}
+
+/// Where the requests of a pass with several in flight go.
+pub enum Offsets<'a> {
+    /// One after another from `start`, wrapping at `end`.
+    Sequential { start: u64, end: u64 },
+    /// At random multiples of the request size below `end`, each drawn
+    /// afresh (fio's `norandommap`).
+    Random { rng: &'a mut Rng, end: u64 },
+}
+
+impl Offsets<'_> {
+    fn next(&mut self, at: &mut u64, len: u64) -> u64 {
+        match self {
+            Offsets::Sequential { start, end } => {
+                if *at + len > *end {
+                    *at = *start;
+                }
+                let offset = *at;
+                *at += len;
+                offset
+            }
+            Offsets::Random { rng, end } => rng.offset(*end, len, len),
+        }
+    }
+}
+
+/// A pass with several requests in flight: `op` requests of `block_size`
+/// bytes at `offsets` until `limit`.
+pub struct Flight<'a> {
+    pub op: Op,
+    pub block_size: u64,
+    pub offsets: Offsets<'a>,
+    pub limit: Limit,
+    pub timing: Timing,
+}
+
+/// Run `flight` keeping every slot of `ring` busy (each slot's buffer is
+/// a request's; a write's is filled by [`stamp_slots`] first), then drain
+/// the requests in flight. Each request is timed from its submission to
+/// its completion where the flight asks. An interruption stops the
+/// sending; the requests in flight are drained before it is reported, so
+/// no buffer is freed under the kernel.
+pub fn in_flight(
+    target: &Target,
+    fd: BorrowedFd<'_>,
+    ring: &mut Ring,
+    flight: Flight<'_>,
+) -> Result<Sample, BenchError> {
+    let Flight {
+        op,
+        block_size,
+        mut offsets,
+        limit,
+        timing,
+    } = flight;
+    let failed = |what: &str, e| {
+        BenchError::sys(
+            format!("{what} {} through io_uring", target.path.display()),
+            e,
+        )
+    };
+    let len = block_size as usize;
+    let watch = Stopwatch::start();
+    let (mut cursor, mut sent, mut done, mut ios) = (0u64, 0u64, 0u64, 0u64);
+    if let Offsets::Sequential { start, .. } = offsets {
+        cursor = start;
+    }
+    let mut latencies = Vec::new();
+    let mut send = |ring: &mut Ring, slot: usize, sent: &mut u64| {
+        let at = offsets.next(&mut cursor, block_size);
+        let queued = match op {
+            Op::Read => ring.read(fd, slot, at, 0..len),
+            Op::Write => {
+                if let Some(buf) = ring.buffer_mut(slot) {
+                    buf[..8.min(len)].copy_from_slice(&at.to_le_bytes()[..8.min(len)]);
+                }
+                ring.write(fd, slot, at, 0..len)
+            }
+        };
+        *sent += block_size;
+        queued.map_err(|e| failed(&format!("queueing a {} of", op.name()), e))
+    };
+    let more = |sent: u64, ios: u64| {
+        sent < limit.bytes
+            && !limit
+                .time
+                .is_some_and(|t| ios >= limit.min_ios && watch.elapsed() >= t)
+            && !interrupt::pending()
+    };
+    for slot in 0..ring.slots() {
+        if !more(sent, 0) {
+            break;
+        }
+        send(ring, slot, &mut sent)?;
+    }
+    while let Some(completion) = ring.wait() {
+        let completion = completion.map_err(|e| failed("waiting for", e))?;
+        if timing == Timing::EachRequest {
+            latencies.push(completion.submitted.elapsed().as_nanos() as u64);
+        }
+        done += completion
+            .result
+            .map_err(|e| failed(&format!("{}ing", op.name()), e))? as u64;
+        ios += 1;
+        if more(sent, ios) {
+            send(ring, completion.slot, &mut sent)?;
+        }
+    }
+    interrupt::check()?;
+    let mut sample = watch.stop(done, ios);
+    sample.latencies_ns = latencies;
+    Ok(sample)
+}
+
+/// Fill every slot of `ring` with incompressible bytes, for writes.
+pub fn stamp_slots(ring: &mut Ring) {
+    let mut rng = Rng::new(0x005e_eddd);
+    for slot in 0..ring.slots() {
+        if let Some(buf) = ring.buffer_mut(slot) {
+            for chunk in buf.chunks_mut(8) {
+                let word = rng.next_u64().to_le_bytes();
+                chunk.copy_from_slice(&word[..chunk.len()]);
+            }
+        }
+    }
+}
+
+/// A ring of `depth` slots of `block_size` bytes, or why the kernel
+/// refused it, in a skip's words.
+pub fn ring(depth: u32, block_size: u64) -> Result<Ring, String> {
+    Ring::new(depth as usize, block_size as usize).map_err(|errno| {
+        format!(
+            "io_uring refused by the kernel ({}): no requests in flight",
+            crate::sys::errno_text(errno)
+        )
+    })
 }
 
 /// A buffer of `len` bytes (page-aligned, fit for O_DIRECT) filled with

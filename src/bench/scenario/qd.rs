@@ -1,24 +1,35 @@
-//! Queue depth: random 4 KiB O_DIRECT reads with 1, 4, 16, 32 and 64
-//! requests in flight through io_uring. A single dd-style reader only ever
-//! shows the first figure; an SSD's rated IOPS live in the last ones.
-//! Where the kernel refuses io_uring, queue depth 1 is measured with pread
-//! and the report says why the rest is missing.
+//! Queue depth: random 4 KiB O_DIRECT reads, then writes, with 1, 4, 16,
+//! 32 and 64 requests in flight. A single dd-style reader only ever shows
+//! the first figure; an SSD's rated IOPS live in the last ones. Depth 1 is
+//! one request at a time through pread and pwrite, as dd and fio's `psync`
+//! make them; the deeper ones keep the requests in flight through
+//! io_uring, as fio's `io_uring` engine does. Where the kernel refuses
+//! io_uring, depth 1 is still measured and the report says why the rest
+//! is missing. Depths 32 and 1 are the summary's RND4K rows.
 
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use rustix::fs::OFlags;
 
-use super::{open, transfer, Op, Outcome, Port, Rng, NO_DIRECT};
+use super::{
+    in_flight, open, ring, stamp_slots, transfer, Flight, Limit, Offsets, Op, Outcome, Port, Rng,
+    Timing, NO_DIRECT,
+};
 use crate::bench::interrupt;
-use crate::bench::measure::{Pass, Runner, Sample, Stopwatch};
+use crate::bench::measure::{Runner, Sample, Stopwatch};
 use crate::bench::nbd_target::Connection;
-use crate::bench::results::{Figure, Measure};
+use crate::bench::results::Figure;
+use crate::bench::target::Target;
 use crate::bench::BenchError;
-use crate::sys::ring::Ring;
+use crate::sys::buffer::AlignedBuf;
 
 pub const DEPTHS: [u32; 5] = [1, 4, 16, 32, 64];
 const REQUEST: u64 = 4096;
+
+/// Why an export's writes are not measured with several in flight.
+const NBD_WRITES_ONE_AT_A_TIME: &str =
+    "the bench's NBD connection sends one write at a time (seq-write measures them)";
 
 pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError> {
     let (target, time_per_run) = (runner.target, runner.time_per_run);
@@ -26,64 +37,103 @@ pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError>
     if target.nbd.is_some() {
         return run_export(runner, out, request);
     }
-    let Some(fd) = open(target, Op::Read, OFlags::DIRECT)? else {
-        out.skip("qd-sweep", None, NO_DIRECT);
-        return Ok(());
-    };
-    let figure = |qd| figure("direct", request, qd);
-    let time_for = |pass: Pass| pass.time(time_per_run);
-
-    for qd in DEPTHS {
-        let mut ring = match Ring::new(qd as usize, request as usize) {
-            Ok(ring) => ring,
-            Err(errno) => {
-                let reason = format!(
-                    "io_uring refused by the kernel ({}); queue depth 1 measured with pread instead",
-                    crate::sys::errno_text(errno)
-                );
-                let mut buf = super::data_buffer(request)?;
-                let mut rng = Rng::new(0x9d);
-                let samples = runner.repeat("qd-sweep depth 1 (pread)", false, |pass| {
-                    let time = time_for(pass);
-                    let watch = Stopwatch::start();
-                    let mut latencies = Vec::new();
-                    while watch.elapsed() < time || latencies.len() < 4 {
-                        let at = rng.offset(target.len, request, request);
-                        let started = Instant::now();
-                        let mut port = Port::Fd(fd.as_fd());
-                        transfer(target, &mut port, buf.as_mut_slice(), Op::Read, at)?;
-                        latencies.push(started.elapsed().as_nanos() as u64);
-                    }
-                    let ios = latencies.len() as u64;
-                    let mut sample = watch.stop(ios * request, ios);
-                    sample.latencies_ns = latencies;
-                    Ok(sample)
-                })?;
-                out.push_noted(figure(1), &samples, Some(reason.clone()));
-                out.skip("qd-sweep", Some("direct"), reason);
-                return Ok(());
+    for op in [Op::Read, Op::Write] {
+        if op == Op::Write {
+            if let Some(why) = &target.read_only {
+                out.skip("qd-sweep", Some("direct"), why.clone())
+                    .of_op("write");
+                continue;
             }
+        }
+        let Some(fd) = open(target, op, OFlags::DIRECT)? else {
+            out.skip("qd-sweep", Some("direct"), NO_DIRECT)
+                .of_op(op.name());
+            continue;
         };
-        let mut rng = Rng::new(0x9d ^ u64::from(qd));
-        let samples = runner.repeat(&format!("qd-sweep depth {qd}"), false, |pass| {
-            in_flight(target, &fd, &mut ring, &mut rng, request, time_for(pass))
-        })?;
-        out.push(figure(qd), &samples);
+        let mut buf = super::data_buffer(request)?;
+        for qd in DEPTHS {
+            let figure = Figure::new("qd-sweep", "direct", op.name(), "random", request);
+            let figure = match qd {
+                1 => figure,
+                _ => figure.in_flight(qd, "io_uring"),
+            };
+            if out.reuse(figure) {
+                continue;
+            }
+            let mut rng = Rng::new(0x9d ^ u64::from(qd) ^ (u64::from(op == Op::Write) << 8));
+            let label = format!("qd-sweep {} depth {qd}", op.name());
+            let samples = if qd == 1 {
+                runner.repeat(&label, false, |pass| {
+                    let time = pass.time(time_per_run);
+                    one_at_a_time(target, &fd, &mut buf, op, &mut rng, time)
+                })?
+            } else {
+                let mut ring = match ring(qd, request) {
+                    Ok(ring) => ring,
+                    Err(reason) => {
+                        out.skip("qd-sweep", Some("direct"), reason)
+                            .of_op(op.name());
+                        break;
+                    }
+                };
+                if op == Op::Write {
+                    stamp_slots(&mut ring);
+                }
+                runner.repeat(&label, false, |pass| {
+                    let flight = Flight {
+                        op,
+                        block_size: request,
+                        offsets: Offsets::Random {
+                            rng: &mut rng,
+                            end: target.len,
+                        },
+                        limit: timed(pass.time(time_per_run)),
+                        timing: Timing::EachRequest,
+                    };
+                    in_flight(target, fd.as_fd(), &mut ring, flight)
+                })?
+            };
+            out.push(figure, &samples);
+        }
     }
     Ok(())
 }
 
-fn figure(mode: &'static str, request: u64, qd: u32) -> Figure {
-    Figure {
-        test: "qd-sweep",
-        mode,
-        op: "read",
-        pattern: "random",
-        block_size: request,
-        queue_depth: qd,
-        offset: None,
-        measure: Measure::Run,
+/// A pass bounded by time alone.
+fn timed(time: Duration) -> Limit {
+    Limit {
+        bytes: u64::MAX,
+        time: Some(time),
+        min_ios: 4,
     }
+}
+
+/// Depth 1: one random request at a time for `time`, each timed.
+fn one_at_a_time(
+    target: &Target,
+    fd: &std::os::fd::OwnedFd,
+    buf: &mut AlignedBuf,
+    op: Op,
+    rng: &mut Rng,
+    time: Duration,
+) -> Result<Sample, BenchError> {
+    let request = buf.as_slice().len() as u64;
+    let watch = Stopwatch::start();
+    let mut latencies = Vec::new();
+    while watch.elapsed() < time || latencies.len() < 4 {
+        let at = rng.offset(target.len, request, request);
+        if op == Op::Write && request >= 8 {
+            buf.as_mut_slice()[..8].copy_from_slice(&at.to_le_bytes());
+        }
+        let started = Instant::now();
+        let mut port = Port::Fd(fd.as_fd());
+        transfer(target, &mut port, buf.as_mut_slice(), op, at)?;
+        latencies.push(started.elapsed().as_nanos() as u64);
+    }
+    let ios = latencies.len() as u64;
+    let mut sample = watch.stop(ios * request, ios);
+    sample.latencies_ns = latencies;
+    Ok(sample)
 }
 
 /// The sweep on an export: the depths kept in flight on one connection
@@ -95,91 +145,75 @@ fn run_export(runner: &mut Runner<'_>, out: &mut Outcome, request: u64) -> Resul
         return Ok(());
     };
     for qd in DEPTHS {
+        let figure = Figure::new("qd-sweep", "nbd", "read", "random", request);
+        let figure = figure.in_flight(qd, "libnbd");
+        if out.reuse(figure) {
+            continue;
+        }
         let mut rng = Rng::new(0x9d ^ u64::from(qd));
         let samples = runner.repeat(&format!("qd-sweep depth {qd}"), false, |pass| {
-            export_in_flight(
-                target,
-                &mut conn,
-                &mut rng,
-                qd,
-                request,
-                pass.time(time_per_run),
-            )
+            let offsets = Offsets::Random {
+                rng: &mut rng,
+                end: target.len,
+            };
+            let limit = timed(pass.time(time_per_run));
+            export_in_flight(&mut conn, qd, request, offsets, limit)
         })?;
-        out.push(figure("nbd", request, qd), &samples);
+        out.push(figure, &samples);
     }
+    out.skip("qd-sweep", Some("nbd"), NBD_WRITES_ONE_AT_A_TIME)
+        .of_op("write");
     Ok(())
 }
 
-/// Keep `depth` random reads in flight on `conn` for `time`, then drain;
-/// each latency is from sending a read to its completion. An
-/// interruption stops the sending; the reads in flight are drained first
-/// (the connection owns their buffers until then).
-fn export_in_flight(
-    target: &crate::bench::target::Target,
+/// Keep `depth` reads of `request` bytes in flight on `conn` at
+/// `offsets` until `limit`, then drain; each latency is from sending a
+/// read to its completion. An interruption stops the sending; the reads
+/// in flight are drained first (the connection owns their buffers until
+/// then).
+pub fn export_in_flight(
     conn: &mut Connection,
-    rng: &mut Rng,
     depth: u32,
     request: u64,
-    time: Duration,
+    mut offsets: Offsets<'_>,
+    limit: Limit,
 ) -> Result<Sample, BenchError> {
     let watch = Stopwatch::start();
+    let mut cursor = match offsets {
+        Offsets::Sequential { start, .. } => start,
+        Offsets::Random { .. } => 0,
+    };
+    let mut sent_bytes = 0u64;
+    let mut latencies: Vec<u64> = Vec::new();
+    let more = |sent: u64, ios: usize| {
+        sent < limit.bytes
+            && !limit
+                .time
+                .is_some_and(|t| ios as u64 >= limit.min_ios && watch.elapsed() >= t)
+            && !interrupt::pending()
+    };
     let mut sent = std::collections::HashMap::with_capacity(depth as usize);
     for _ in 0..depth {
-        let at = rng.offset(target.len, request, request);
+        if !more(sent_bytes, 0) {
+            break;
+        }
+        let at = offsets.next(&mut cursor, request);
         sent.insert(conn.start_read(request as usize, at)?, Instant::now());
+        sent_bytes += request;
     }
-    let mut latencies = Vec::new();
     while !sent.is_empty() {
         let done = conn.next_read()?;
         let started = sent.remove(&done).unwrap_or_else(Instant::now);
         latencies.push(started.elapsed().as_nanos() as u64);
-        if watch.elapsed() < time && !interrupt::pending() {
-            let at = rng.offset(target.len, request, request);
+        if more(sent_bytes, latencies.len()) {
+            let at = offsets.next(&mut cursor, request);
             sent.insert(conn.start_read(request as usize, at)?, Instant::now());
+            sent_bytes += request;
         }
     }
     interrupt::check()?;
     let ios = latencies.len() as u64;
     let mut sample = watch.stop(ios * request, ios);
-    sample.latencies_ns = latencies;
-    Ok(sample)
-}
-
-/// Keep every slot of `ring` busy with random reads for `time`, then
-/// drain; each request's latency is submission to completion. An
-/// interruption stops the submitting; the reads in flight are drained
-/// before it is reported, so no buffer is freed under the kernel.
-fn in_flight(
-    target: &crate::bench::target::Target,
-    fd: &std::os::fd::OwnedFd,
-    ring: &mut Ring,
-    rng: &mut Rng,
-    request: u64,
-    time: Duration,
-) -> Result<Sample, BenchError> {
-    let failed = |what: &str, e| BenchError::sys(format!("{what} {}", target.path.display()), e);
-    let watch = Stopwatch::start();
-    for slot in 0..ring.slots() {
-        let at = rng.offset(target.len, request, request);
-        ring.read(fd.as_fd(), slot, at, 0..request as usize)
-            .map_err(|e| failed("io_uring read of", e))?;
-    }
-    let mut latencies = Vec::new();
-    let mut bytes = 0u64;
-    while let Some(done) = ring.wait() {
-        let done = done.map_err(|e| failed("waiting for io_uring reads of", e))?;
-        latencies.push(done.submitted.elapsed().as_nanos() as u64);
-        bytes += done.result.map_err(|e| failed("reading", e))? as u64;
-        if watch.elapsed() < time && !interrupt::pending() {
-            let at = rng.offset(target.len, request, request);
-            ring.read(fd.as_fd(), done.slot, at, 0..request as usize)
-                .map_err(|e| failed("io_uring read of", e))?;
-        }
-    }
-    interrupt::check()?;
-    let ios = latencies.len() as u64;
-    let mut sample = watch.stop(bytes, ios);
     sample.latencies_ns = latencies;
     Ok(sample)
 }

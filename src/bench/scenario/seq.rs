@@ -1,16 +1,24 @@
-//! Sequential read and the six write modes: what `hdparm -t`/`-T` and the
-//! seeds' `dd oflag=...` commands measure, done so the numbers mean what
-//! their names say. The buffered write is reported beside the synced ones
-//! precisely to show how much of it the page cache absorbed.
+//! Sequential read and the six write modes: what `hdparm -t`/`-T` and
+//! `dd oflag=...` commands measure, done so the numbers mean what their
+//! names say. The buffered write is reported beside the synced ones
+//! precisely to show how much of it the page cache absorbed. O_DIRECT is
+//! measured twice: one request at a time (pread, pwrite, as dd makes
+//! them) and with 8 in flight through io_uring, the summary's SEQ1M Q1T1
+//! and SEQ1M Q8T1; every run is a whole pass over the working set.
 
 use std::os::fd::AsFd;
 
 use rustix::fs::OFlags;
 
-use super::{open, sequential, Limit, Op, Outcome, Port, Stream, Timing, NO_DIRECT, SEQ_BLOCK};
+use super::{
+    in_flight, open, ring, sequential, stamp_slots, Flight, Limit, Offsets, Op, Outcome, Port,
+    Stream, Timing, NO_DIRECT, SEQ_BLOCK,
+};
 use crate::bench::measure::{Pass, Runner, Sample};
 use crate::bench::nbd_target;
-use crate::bench::results::{Figure, Measure};
+use crate::bench::results::Figure;
+use crate::bench::summary::SEQ_DEPTH;
+use crate::bench::target::Target;
 use crate::bench::BenchError;
 use crate::sys::file;
 
@@ -19,16 +27,84 @@ const CACHED_MAX: u64 = 256 << 20;
 
 /// A sequential figure, one request in flight, each run's throughput.
 pub(super) fn figure(test: &'static str, mode: &'static str, op: Op, bs: u64) -> Figure {
-    Figure {
-        test,
-        mode,
-        op: op.name(),
-        pattern: "sequential",
-        block_size: bs,
-        queue_depth: 1,
-        offset: None,
-        measure: Measure::Run,
+    Figure::new(test, mode, op.name(), "sequential", bs)
+}
+
+/// The O_DIRECT pass with [`SEQ_DEPTH`] requests in flight through
+/// io_uring, on a descriptor opened for it; skipped with the reason where
+/// the filesystem refuses O_DIRECT or the kernel io_uring.
+fn deep(
+    runner: &mut Runner<'_>,
+    out: &mut Outcome,
+    test: &'static str,
+    op: Op,
+    len: u64,
+    bs: u64,
+) -> Result<(), BenchError> {
+    let target = runner.target;
+    let figure = figure(test, "direct", op, bs).in_flight(SEQ_DEPTH, "io_uring");
+    if out.reuse(figure) {
+        return Ok(());
     }
+    let Some(fd) = open(target, op, OFlags::DIRECT)? else {
+        out.skip(test, Some("direct"), NO_DIRECT)
+            .at_depth(SEQ_DEPTH);
+        return Ok(());
+    };
+    let mut ring = match ring(SEQ_DEPTH, bs) {
+        Ok(ring) => ring,
+        Err(reason) => {
+            out.skip(test, Some("direct"), reason).at_depth(SEQ_DEPTH);
+            return Ok(());
+        }
+    };
+    if op == Op::Write {
+        stamp_slots(&mut ring);
+    }
+    let label = format!("{test} direct, {SEQ_DEPTH} in flight");
+    let samples = runner.repeat(&label, true, |pass| {
+        let flight = Flight {
+            op,
+            block_size: bs,
+            offsets: Offsets::Sequential { start: 0, end: len },
+            limit: Limit::bytes(pass_bytes(pass, len, bs)),
+            timing: Timing::Untimed,
+        };
+        in_flight(target, fd.as_fd(), &mut ring, flight)
+    })?;
+    out.push(figure, &samples);
+    Ok(())
+}
+
+/// The export's reads with [`SEQ_DEPTH`] in flight on one connection.
+fn deep_export(
+    runner: &mut Runner<'_>,
+    out: &mut Outcome,
+    len: u64,
+    bs: u64,
+) -> Result<(), BenchError> {
+    let target: &Target = runner.target;
+    let figure = figure("seq-read", "nbd", Op::Read, bs).in_flight(SEQ_DEPTH, "libnbd");
+    let Some(mut conn) = target.connect(false)? else {
+        return Ok(());
+    };
+    let samples = runner.repeat(
+        &format!("seq-read nbd, {SEQ_DEPTH} in flight"),
+        false,
+        |pass| {
+            let offsets = Offsets::Sequential { start: 0, end: len };
+            let limit = Limit::bytes(pass_bytes(pass, len, bs));
+            super::qd::export_in_flight(&mut conn, SEQ_DEPTH, bs, offsets, limit)
+        },
+    )?;
+    out.push_noted(
+        figure,
+        &samples,
+        Some(format!(
+            "NBD reads, {SEQ_DEPTH} in flight, over one connection"
+        )),
+    );
+    Ok(())
 }
 
 /// A whole pass over `0..len` in `bs` requests, or what `pass` allows.
@@ -73,13 +149,17 @@ pub fn read(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError
             &samples,
             Some("NBD reads, one in flight, over one connection"),
         );
+        drop(conn);
+        deep_export(runner, out, len, bs)?;
         out.skip("seq-read", Some("direct"), nbd_target::NO_DIRECT);
         out.skip("seq-read", Some("cached"), nbd_target::NO_CACHE);
         return Ok(());
     }
 
     match open(target, Op::Read, OFlags::DIRECT)? {
-        None => out.skip("seq-read", Some("direct"), NO_DIRECT),
+        None => {
+            out.skip("seq-read", Some("direct"), NO_DIRECT);
+        }
         Some(fd) => {
             let samples = runner.repeat("seq-read direct", true, |pass| {
                 sequential(
@@ -90,6 +170,8 @@ pub fn read(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError
                 )
             })?;
             out.push(figure("seq-read", "direct", Op::Read, bs), &samples);
+            drop(fd);
+            deep(runner, out, "seq-read", Op::Read, len, bs)?;
         }
     }
 
@@ -184,6 +266,10 @@ pub fn write(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchErro
             _ => None,
         };
         out.push_noted(figure("seq-write", mode, Op::Write, bs), &samples, note);
+        if mode == "direct" {
+            drop(fd);
+            deep(runner, out, "seq-write", Op::Write, len, bs)?;
+        }
     }
     Ok(())
 }
@@ -233,5 +319,11 @@ fn write_export(
         );
     }
     out.skip("seq-write", None, nbd_target::NO_SYNC_FLAGS);
+    out.skip(
+        "seq-write",
+        Some("nbd"),
+        "the bench's NBD connection sends one write at a time",
+    )
+    .at_depth(SEQ_DEPTH);
     Ok(())
 }

@@ -13,7 +13,7 @@ use rustix::fs::OFlags;
 
 use super::{open_port, sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT};
 use crate::bench::measure::Runner;
-use crate::bench::results::{Figure, Measure};
+use crate::bench::results::Measure;
 use crate::bench::BenchError;
 use crate::text::human::size_text;
 
@@ -55,7 +55,8 @@ pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError>
                     "bs-sweep",
                     Some(super::uncached_mode(target)),
                     format!("write: {why}"),
-                );
+                )
+                .of_op("write");
                 continue;
             }
         }
@@ -88,10 +89,8 @@ pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError>
             },
         )?;
         for (&bs, samples) in sizes.iter().zip(&per_point) {
-            let figure = Figure {
-                measure: Measure::MedianRequest,
-                ..super::seq::figure("bs-sweep", mode, op, bs)
-            };
+            let figure =
+                super::seq::figure("bs-sweep", mode, op, bs).measured_as(Measure::MedianRequest);
             // Every request was timed for the rule (each run's median is
             // kept in its record) and summarised in latency_ns; tens of
             // thousands of raw latencies per figure would swamp the JSON.

@@ -8,7 +8,7 @@ use rustix::fs::OFlags;
 
 use super::{open_port, sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT, SEQ_BLOCK};
 use crate::bench::measure::{Pass, Runner};
-use crate::bench::results::{Figure, Measure};
+use crate::bench::results::Figure;
 use crate::bench::BenchError;
 
 /// Most bytes read at one offset per run.
@@ -60,16 +60,7 @@ pub fn run(runner: &mut Runner<'_>, count: u32, out: &mut Outcome) -> Result<(),
             };
             sequential(target, &mut opened.port(), &mut buf, stream)
         })?;
-        let figure = Figure {
-            test: "zones",
-            mode,
-            op: "read",
-            pattern: "sequential",
-            block_size: bs,
-            queue_depth: 1,
-            offset: Some(at),
-            measure: Measure::Run,
-        };
+        let figure = Figure::new("zones", mode, "read", "sequential", bs).at(at);
         let note = if i > 0 || target.can.device {
             None
         } else if target.can.served {

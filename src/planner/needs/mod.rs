@@ -71,6 +71,9 @@ pub enum Need {
     /// A file or device on this machine, not an end reached over a
     /// connection (what every `--tee` output must be).
     Local,
+    /// Each write sent with force unit access (`--fua`): the disk's own
+    /// commands, through a SCSI or NVMe generic node.
+    Fua,
 }
 
 /// Which file an option writes beside the copy's two ends.
@@ -249,6 +252,14 @@ pub const TABLE: &[Row] = &[
         Need::Discard,
         WritesBeside::Nothing,
         conflicts::trim,
+    ),
+    row(
+        "--fua",
+        |r| r.settings.fua,
+        Need::Any,
+        Need::Fua,
+        WritesBeside::Nothing,
+        conflicts::none,
     ),
     free("--hash", |r| !r.settings.hash.is_empty()),
     // Tuning: each applies where it can and says so in its help.
@@ -512,7 +523,8 @@ fn unmet_input(need: Need, end: &EndFacts, named: bool) -> Option<Unmet> {
         | Need::Discard
         | Need::Writable
         | Need::Piecewise(_)
-        | Need::Local => None,
+        | Need::Local
+        | Need::Fua => None,
         Need::Positions if end.can.reads_at => None,
         Need::Positions => lacks(
             "reads the input by position",
@@ -571,6 +583,15 @@ fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
             "a further output is a file or a device, not a remote end",
         )),
         Need::Local => None,
+        Need::Fua if end.can.fua => None,
+        Need::Fua => Some(Unmet::Lacks {
+            does: "sends each write with force unit access",
+            lacks: format!(
+                "is {}, not a SCSI or NVMe generic node (/dev/sg*, /dev/bsg/*, /dev/ng*); \
+                 oflag=dsync makes each write durable there",
+                end.kind.described()
+            ),
+        }),
     }
 }
 

@@ -25,9 +25,11 @@ enum E {
     Socket,
     Export,
     Stream,
+    /// A SCSI or NVMe generic node (/dev/sg0, /dev/ng0n1).
+    Generic,
 }
 
-const ALL: [E; 8] = [
+const ALL: [E; 9] = [
     E::File,
     E::Block,
     E::Zero,
@@ -36,6 +38,7 @@ const ALL: [E; 8] = [
     E::Socket,
     E::Export,
     E::Stream,
+    E::Generic,
 ];
 
 fn end(e: E) -> EndFacts {
@@ -55,6 +58,7 @@ fn end(e: E) -> EndFacts {
         E::Socket => with_fd(Kind::Socket),
         E::Export => EndFacts::of_kind(Kind::NbdExport),
         E::Stream => EndFacts::of_kind(Kind::Stream),
+        E::Generic => EndFacts::of_kind(Kind::Passthrough),
     }
 }
 
@@ -119,8 +123,8 @@ fn every_pair_where(input: &[E], output: &[E]) -> Vec<(E, E)> {
     pairs
 }
 
-const POSITIONAL_IN: &[E] = &[E::File, E::Block, E::Export];
-const POSITIONAL_OUT: &[E] = &[E::File, E::Block, E::Null, E::Export];
+const POSITIONAL_IN: &[E] = &[E::File, E::Block, E::Export, E::Generic];
+const POSITIONAL_OUT: &[E] = &[E::File, E::Block, E::Null, E::Export, E::Generic];
 
 #[test]
 fn a_copy_by_position_needs_positions_at_both_ends() {
@@ -167,8 +171,28 @@ fn verify_needs_an_output_it_can_read_back() {
         "--verify reads the output back: of='/dev/null' is the null device, which keeps nothing"
     );
     assert_eq!(
-        why(settings, &["of=p"], E::File, E::Pipe),
+        why(settings.clone(), &["of=p"], E::File, E::Pipe),
         "--verify reads the output back: of='p' is a pipe, which it cannot read back"
+    );
+    assert_eq!(
+        why(settings, &["of=/dev/sg0"], E::File, E::Generic),
+        "--verify reads the output back: of='/dev/sg0' is a SCSI or NVMe generic node, \
+         which it cannot read back"
+    );
+}
+
+#[test]
+fn fua_needs_a_generic_node_as_output() {
+    let settings = asked(|s| s.fua = true);
+    assert_eq!(
+        accepted(&settings, &["of=b"]),
+        every_pair_where(&ALL, &[E::Generic])
+    );
+    assert_eq!(
+        why(settings, &["of=/dev/sda"], E::File, E::Block),
+        "--fua sends each write with force unit access: of='/dev/sda' is a block device, \
+         not a SCSI or NVMe generic node (/dev/sg*, /dev/bsg/*, /dev/ng*); oflag=dsync \
+         makes each write durable there"
     );
 }
 
@@ -180,7 +204,7 @@ fn hash_file_needs_an_input_that_reads_the_same_twice() {
     });
     assert_eq!(
         accepted(&settings, &["if=a"]),
-        every_pair_where(&[E::File, E::Block, E::Export, E::Stream], &ALL)
+        every_pair_where(&[E::File, E::Block, E::Export, E::Stream, E::Generic], &ALL)
     );
 }
 

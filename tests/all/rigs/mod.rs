@@ -16,13 +16,16 @@
 //! agree (`fixture`), test data (`bytes`), the page cache as fincore sees
 //! it (`pages`), object servers (`object`: s3s-fs, rclone's and python's
 //! HTTP servers, a TLS front), disk images made by the real tools
-//! (`images`: mkfs.ext4, bmaptool), signalling a running ddx (`signal`) and
-//! skipping (`skips`).
+//! (`images`: mkfs.ext4, bmaptool), signalling a running ddx (`signal`),
+//! headless Chromium for the pages ddx writes (`browser`) and skipping
+//! (`skips`).
 
+pub mod browser;
 pub mod bytes;
 pub mod cgroup;
 pub mod cmd;
 pub mod fixture;
+pub mod guest;
 pub mod images;
 pub mod nbd;
 #[cfg(feature = "object")]
@@ -477,6 +480,34 @@ impl NbdDevice {
                 format!("delay-read={delay_ms}ms"),
             ])
         })
+    }
+
+    /// A device of `size` zero bytes whose every read takes `delay_ms`,
+    /// served one request at a time (`one_at_a_time`: nbdkit's noparallel
+    /// filter, as the slow-device lab's serialised kind) or all at once
+    /// (as a disk with many queues).
+    pub fn latency(size: u64, delay_ms: u32, one_at_a_time: bool) -> Result<Self, String> {
+        Self::start_over(
+            |image| {
+                std::fs::File::create(image)
+                    .and_then(|f| f.set_len(size))
+                    .map_err(|e| e.to_string())
+            },
+            |_, image| {
+                let mut args: Vec<String> = Vec::new();
+                if one_at_a_time {
+                    args.push("--filter=noparallel".into());
+                }
+                args.push("--filter=delay".into());
+                args.push("file".into());
+                args.push(format!("file={}", image.display()));
+                if one_at_a_time {
+                    args.push("serialize=all-requests".into());
+                }
+                args.push(format!("delay-read={delay_ms}ms"));
+                Ok(args)
+            },
+        )
     }
 
     /// A writable device over `contents` that stores every write but
