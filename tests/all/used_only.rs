@@ -3,7 +3,9 @@
 //! and without flex_bg, uninit_bg's crc16 and metadata_csum's crc32c, 1
 //! and 4 KiB blocks), mkfs.vfat (FAT16, FAT32) and mkswap over
 //! pseudo-random bytes, as a used card holds what deleted files left,
-//! then filled by mkfs.ext4 -d and mtools. Each is backed up to a
+//! then filled by mkfs.ext4 -d and mtools (and each ext4 by debugfs out
+//! to its last block group, so that a map missing any group's blocks
+//! shows). Each is backed up to a
 //! compressed image with its bmap, restored by `bmaptool copy` and by
 //! ddx's `--decompress --bmap` onto a device full of other data, and
 //! checked: e2fsck -fn and fsck.fat -n call the file systems clean, every
@@ -164,6 +166,60 @@ fn ext4(device: &Path, args: &[&str], dir: &Path) {
             .arg(dir.join("content"))
             .arg(device),
     );
+}
+
+/// Fill the ext4 on `device` out to its last block group with debugfs:
+/// a spacer file over the first third of its free blocks, then a file
+/// over nearly all the rest, then the spacer deleted; so that the last
+/// group holds a file's blocks (a map that drops any group's used blocks
+/// loses some of them) and the early groups what a deleted file left.
+/// That file's (name, bytes), which must come back too.
+fn fill_to_the_last_group(device: &Path, dir: &Path) -> (String, Vec<u8>) {
+    let header =
+        String::from_utf8(must_run(Command::new("dumpe2fs").arg("-h").arg(device))).unwrap();
+    let field = |name: &str| -> u64 {
+        header
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name:?} in dumpe2fs -h: {header}"))
+    };
+    let (block, free) = (field("Block size:"), field("Free blocks:"));
+    let spacer = free / 3;
+    // A few blocks spare for the file's extent tree.
+    let tail = pattern(93, ((free - spacer - 32) * block) as usize);
+    random_file(&dir.join("spacer"), spacer * block, 92);
+    std::fs::write(dir.join("tail"), &tail).unwrap();
+    let script = format!(
+        "write {} spacer\nwrite {} tail\nrm spacer\n",
+        dir.join("spacer").display(),
+        dir.join("tail").display()
+    );
+    feed(
+        Command::new("debugfs").args(["-w", "-f", "-"]).arg(device),
+        &script,
+    );
+    // The last group must hold data now, or the test proves nothing.
+    let groups = String::from_utf8(must_run(Command::new("dumpe2fs").arg(device))).unwrap();
+    let last = groups.rsplit("\nGroup ").next().unwrap();
+    let span = last
+        .split_once("(Blocks ")
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .and_then(|(span, _)| span.split_once('-'))
+        .map(|(first, last)| last.parse::<u64>().unwrap() - first.parse::<u64>().unwrap() + 1)
+        .unwrap_or_else(|| panic!("no blocks in the last group: {last}"));
+    let free_there = last
+        .lines()
+        .find_map(|line| line.trim().split_once(" free blocks,"))
+        .map(|(count, _)| count.parse::<u64>().unwrap())
+        .unwrap_or_else(|| panic!("no free blocks in the last group: {last}"));
+    assert!(
+        free_there < span / 2,
+        "the last group ({span} blocks) still has {free_there} free"
+    );
+    std::fs::remove_file(dir.join("spacer")).unwrap();
+    std::fs::remove_file(dir.join("tail")).unwrap();
+    ("tail".to_owned(), tail)
 }
 
 /// The map's ranges, in bytes.
@@ -372,6 +428,8 @@ fn an_mbr_disk_with_logical_partitions_restores_clean_by_bmaptool_and_by_ddx() {
         "mkfs.ext4",
         "mkfs.vfat",
         "mkswap",
+        "debugfs",
+        "dumpe2fs",
         "mcopy",
         "e2fsck",
         "fsck.fat",
@@ -411,6 +469,8 @@ fn an_mbr_disk_with_logical_partitions_restores_clean_by_bmaptool_and_by_ddx() {
         &["-b", "1024", "-O", "^flex_bg,^metadata_csum,uninit_bg"],
         dir,
     );
+    let mut ext4_files = files.clone();
+    ext4_files.push(fill_to_the_last_group(&p5, dir));
     must_run(Command::new("mkswap").arg("-q").arg(&p6));
 
     let (image, map, said) = back_up(&source, dir);
@@ -462,7 +522,7 @@ fn an_mbr_disk_with_logical_partitions_restores_clean_by_bmaptool_and_by_ddx() {
     for restored in [&by_bmaptool, &by_ddx] {
         checked("e2fsck", &["-fn"], &partition(restored, 5));
         checked("fsck.fat", &["-n"], &partition(restored, 1));
-        ext4_files_match(&partition(restored, 5), &files, dir);
+        ext4_files_match(&partition(restored, 5), &ext4_files, dir);
         fat_files_match(&partition(restored, 1), &files);
         assert!(
             std::fs::read(&p3).unwrap() == std::fs::read(partition(restored, 3)).unwrap(),
@@ -483,6 +543,8 @@ fn a_gpt_disk_restores_clean_and_goes_to_a_sparse_file_as_well() {
         "sfdisk",
         "mkfs.ext4",
         "mkfs.vfat",
+        "debugfs",
+        "dumpe2fs",
         "mcopy",
         "e2fsck",
         "fsck.fat",
@@ -514,6 +576,8 @@ fn a_gpt_disk_restores_clean_and_goes_to_a_sparse_file_as_well() {
         &["-b", "4096", "-g", "2048", "-O", "meta_bg,^resize_inode"],
         dir,
     );
+    let mut ext4_files = files.clone();
+    ext4_files.push(fill_to_the_last_group(&p2, dir));
     let (image, map, said) = back_up(&source, dir);
     for line in [
         "--used-only: GPT;",
@@ -551,7 +615,7 @@ fn a_gpt_disk_restores_clean_and_goes_to_a_sparse_file_as_well() {
     for restored in [&by_bmaptool, &by_ddx] {
         checked("e2fsck", &["-fn"], &partition(restored, 2));
         checked("fsck.fat", &["-n"], &partition(restored, 1));
-        ext4_files_match(&partition(restored, 2), &files, dir);
+        ext4_files_match(&partition(restored, 2), &ext4_files, dir);
         fat_files_match(&partition(restored, 1), &files);
         // Both headers and tables, and the gaps, come back.
         same_outside(&source, restored, size, &[r1.clone(), r2.clone()]);
