@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Issue 14's benchmark: the adaptive cache policy against GNU dd and cp.
+# The page-cache policy's benchmark: the adaptive cache policy against GNU dd and cp.
 #  1. A 1 GiB sparse image, 10% data in ten extents, each run after a
 #     `sync` and onto a new output: ddx (default, --keep-cache,
 #     --drop-cache) and dd at bs=1M conv=sparse, at GNU's default bs with
 #     conv=sparse, and at bs=1M without it; cp --sparse=always. Ratios to
 #     dd (and to cp where sparse); same bytes, the output sparse.
 #  2. `time ddx` against its statistics line: what the process ran past
-#     the statistics' seconds (the bar: under 50 ms), per ddx row of 1,
+#     the statistics' seconds (the target: under 50 ms), per ddx row of 1,
 #     plus conv=fsync.
 #  3. A 1.5 GiB memory cgroup (v2, else v1), made here: a 512 MiB file read once,
 #     then a 3 GiB copy from a cold source, by ddx (default) and dd; how
@@ -120,7 +120,7 @@ echo "  same bytes; allocated: dd $(stat -c %b "$dir/ref") blocks, ddx $(stat -c
 
 ### 2. time against the statistics.
 echo
-echo "time ddx minus its statistics' seconds (bar: < 50 ms):"
+echo "time ddx minus its statistics' seconds (target: < 50 ms):"
 for args in "bs=1M conv=sparse" "--keep-cache bs=1M conv=sparse" "--drop-cache bs=1M conv=sparse" \
   "conv=sparse" "bs=1M" "bs=1M conv=fsync" "--drop-cache bs=1M conv=fsync"; do
   rm -f "$dir/out"
@@ -176,7 +176,7 @@ if [ -n "$limit_file" ]; then
     printf '  %-4s %6.2f s (%6.2f s to the sync after it)  %3d%% of the %d MiB file still cached\n' \
       "$tool" "${seconds[$tool]}" "${seconds[$tool.sync]}" $((cached * 100 / (hot_mib << 20))) "$hot_mib"
   done
-  printf '  ddx takes %.2fx dd'"'"'s time, %.2fx to the sync (bar: <= 1.15x; cached bar: >= 90%%)\n' \
+  printf '  ddx takes %.2fx dd'"'"'s time, %.2fx to the sync (target: <= 1.15x; cached target: >= 90%%)\n' \
     "$(echo "${seconds[ddx]} / ${seconds[dd]}" | bc -l)" "$(echo "${seconds[ddx.sync]} / ${seconds[dd.sync]}" | bc -l)"
   rm -f "$hot" "$big" "$dir/out"
 else
@@ -213,4 +213,4 @@ for how in "taskset -c 0" "stress-ng --cpu 1"; do
     stress=""
   fi
 done
-echo "(the bar on one CPU: ddx <= 1.05x dd; the slow-device lab's rows under taskset: bench/lab)"
+echo "(the target on one CPU: ddx <= 1.05x dd; the slow-device lab's rows under taskset: bench/lab)"

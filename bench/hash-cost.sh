@@ -7,10 +7,10 @@
 #    reads and writes are slower than the CPU hashes): ddx copies SRC to DST
 #    (bs=1M, conv=notrunc,nocreat) plain, with each --hash algorithm, with
 #    all three, and with --verify; median of --reps interleaved runs, and
-#    each variant's ratio to the plain copy. The bar: hashing costs
+#    each variant's ratio to the plain copy. The target: hashing costs
 #    at most 5% where the CPU is faster than the devices. --verify re-reads
 #    the whole output from the device, so it costs about one read of the
-#    output on top: it is shown, not held to that bar.
+#    output on top: it is shown, not held to that target.
 # 2. Memory speed (a tmpfs file to /dev/null, where the copy costs nothing
 #    and the CPU is the limit): the same variants, to show each algorithm's
 #    own throughput on this machine.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16's figures in one run, servers started and stopped here, on Unix
+# The NBD figures in one run, servers started and stopped here, on Unix
 # sockets in a temporary directory, images on a tmpfs:
 #  1. 1 GiB between two nbdkit file servers, each adding 1 ms per request
 #     (delay filter; parallel requests allowed):
@@ -14,9 +14,9 @@
 #     engine (--ioengine=nbd --uri=... --rw=read/write --bs=1M
 #     --iodepth=1) on an nbdkit file export of 1 GiB of data on the
 #     tmpfs, in alternating rounds.
-# Prints each median and the ratios the issue's bar is about:
-# ddx / best(nbdcopy, qemu-img) for 1 (bar <= 1.0), ddx / nbdcopy for 2
-# (bar <= 1.2), ddx bench / fio for 3 (bar within 10%).
+# Prints each median and the ratios the targets are about:
+# ddx / best(nbdcopy, qemu-img) for 1 (target <= 1.0), ddx / nbdcopy for 2
+# (target <= 1.2), ddx bench / fio for 3 (target: within 10%).
 #
 # usage (root: tmpfs): bench/nbd.sh; RUNS= sets hyperfine's runs
 # (default 5). Needs nbdkit (file, sparse-random, memory plugins; delay
@@ -91,7 +91,7 @@ check_copy "nbdcopy -C 1"
 median "qemu-img convert -n" "qemu-img convert -n -f raw -O raw '$S' '$D'"
 best=$(python3 -c "print(min($best, $median))")
 check_copy "qemu-img convert"
-echo "  ratio ddx / best of the others: $(ratio "$ddx_time" "$best") (bar <= 1.0)"
+echo "  ratio ddx / best of the others: $(ratio "$ddx_time" "$best") (target <= 1.0)"
 for pid in "${pids[@]}"; do kill "$pid"; done
 pids=()
 rm -f "$t/src.img" "$t/dst.img"
@@ -105,7 +105,7 @@ median "nbdcopy (extents)" "rm -f $t/nbdcopy.out; truncate -s 8G $t/nbdcopy.out;
 with_extents=$median
 median "nbdcopy --no-extents" "rm -f $t/nbdcopy.out; truncate -s 8G $t/nbdcopy.out; nbdcopy --no-extents $R $t/nbdcopy.out"
 cmp -s "$t/ddx.out" "$t/nbdcopy.out" || { echo "ddx and nbdcopy wrote other bytes"; exit 1; }
-echo "  ratio ddx / nbdcopy with extents: $(ratio "$ddx_time" "$with_extents") (bar <= 1.2)"
+echo "  ratio ddx / nbdcopy with extents: $(ratio "$ddx_time" "$with_extents") (target <= 1.2)"
 rm -f "$t/ddx.out" "$t/nbdcopy.out"
 for pid in "${pids[@]}"; do kill "$pid"; done
 pids=()
@@ -140,4 +140,4 @@ bw() { awk -v t="$1" -v d="$2" '$1 == t && $2 == d { print $3 }' "$dir/nbd-bw" |
 fio_read=$(bw fio read) ddx_read=$(bw ddx read) fio_write=$(bw fio write) ddx_write=$(bw ddx write)
 printf '  read:  fio nbd %8.1f MiB/s, ddx bench %8.1f MiB/s, ratio %s\n' "$fio_read" "$ddx_read" "$(ratio "$ddx_read" "$fio_read")"
 printf '  write: fio nbd %8.1f MiB/s, ddx bench %8.1f MiB/s, ratio %s\n' "$fio_write" "$ddx_write" "$(ratio "$ddx_write" "$fio_write")"
-echo "  (bar: within 10%; bench/bench-vs-fio.sh measures the same in alternating rounds)"
+echo "  (target: within 10%; bench/bench-vs-fio.sh measures the same in alternating rounds)"

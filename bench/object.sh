@@ -7,7 +7,7 @@
 # (rclone skips re-uploading an unchanged file). Everything (input, the
 # server's directory, downloads) lives on DIR (default /dev/shm, a tmpfs),
 # so the disk is out of the measurement. Prints each tool's median time
-# per direction and ddx's ratio to the best of the others (the bar:
+# per direction and ddx's ratio to the best of the others (the target:
 # <= 1.0), and checks every download and stored object byte for byte.
 #
 # usage: bench/object.sh [SIZE_MiB]; RUNS= rounds (default 3); DDX= the
@@ -125,8 +125,8 @@ for direction in ("up", "down"):
     for tool, median in medians.items():
         samples = " ".join(f"{t:.2f}" for t in times[(tool, direction)])
         print(f"  {direction:4s} {tool:7s} median {median:6.2f} s  ({samples})")
-    # The bar: the best of rclone copyto and boto3.
+    # The target: the best of rclone copyto and boto3.
     others = [t for t in ("rclone", "boto3") if t in medians]
     best = min(medians[t] for t in others)
-    print(f"  {direction:4s} ddx / best of {', '.join(others)}: {medians['ddx'] / best:.2f}x (bar: <= 1.0)")
+    print(f"  {direction:4s} ddx / best of {', '.join(others)}: {medians['ddx'] / best:.2f}x (target: <= 1.0)")
 PY

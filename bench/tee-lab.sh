@@ -6,7 +6,7 @@
 #   ddx  the same                                      (one output)
 #   ddx  the same --tee=SRC                            (two outputs)
 # and the same three with oflag=direct; hyperfine medians, each ddx's
-# ratio to its one-output time (issue 15's bar: two outputs <= 1.35x one).
+# ratio to its one-output time (target: two outputs <= 1.35x one).
 # Where writes wait for devices (cards, sticks), outputs written at once
 # should cost the slower one's time; bench/image.sh measures the opposite
 # end, tmpfs-backed loop devices where every write is a memory copy.
@@ -38,7 +38,7 @@ for flags in "" " oflag=direct"; do
 import json, sys
 r = [x["median"] for x in json.load(open(sys.argv[1]))["results"]]
 print(f"{sys.argv[2].strip()}: dd {r[0]:.2f} s, ddx one output {r[1]:.2f} s, "
-      f"ddx two outputs {r[2]:.2f} s ({r[2] / r[1]:.2f}x one; bar <= 1.35x)")
+      f"ddx two outputs {r[2]:.2f} s ({r[2] / r[1]:.2f}x one; target <= 1.35x)")
 PY
   rm -f "$dir.json"
   cmp -s "$img" "$dir/.lab/dst.img" -n "$(stat -c %s "$img")" || { echo "dst differs"; exit 1; }

@@ -25,6 +25,7 @@ complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l retry-passes -x -d
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l hash -x -a '(__ddx_list sha256 blake3 xxh3)' -d 'digest what is copied, alongside the copy, and print it with the stati'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l hash-file -r -F -d 'also write the --hash digest'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l decompress -a 'auto' -d 'the input is compressed'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l no-decompress -d 'copy a compressed input as the bytes it is, as GNU dd does, also onto'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l compress -x -a 'zstd xz gzip' -d 'write the output compressed, on every core: zstd'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l bmap -r -F -d 'bmaptool\'s block map of the input image'
 complete -c ddx -n 'not __fish_seen_subcommand_from bench' -l bmap-create -r -F -d 'write a block map of the input, as bmaptool makes them, to FILE: its d'
@@ -90,14 +91,14 @@ function __ddx_operand
             printf '%s\t%s\n' conv= 'convert the file as per the comma separated symbol list'
             printf '%s\t%s\n' count= 'copy only N input blocks'
             printf '%s\t%s\n' ibs= 'read up to BYTES bytes at a time'
-            printf '%s\t%s\n' if= 'read from FILE instead of standard input'
+            printf '%s\t%s\n' if= 'read from FILE instead of stdin'
             printf '%s\t%s\n' iflag= 'read as per the comma separated symbol list'
             printf '%s\t%s\n' obs= 'write BYTES bytes at a time'
-            printf '%s\t%s\n' of= 'write to FILE instead of standard output'
+            printf '%s\t%s\n' of= 'write to FILE instead of stdout'
             printf '%s\t%s\n' oflag= 'write as per the comma separated symbol list'
             printf '%s\t%s\n' seek= ''
             printf '%s\t%s\n' skip= ''
-            printf '%s\t%s\n' status= 'what to print on standard error: \'none\' only errors, \'noxfer\' no trans'
+            printf '%s\t%s\n' status= 'The LEVEL of information to print to stderr'
             return
     end
     # A comma-separated list: complete its last item.

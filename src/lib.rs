@@ -14,6 +14,7 @@ pub mod diagnostic;
 pub mod docs;
 pub mod ends;
 pub mod engine;
+pub mod fuzzing;
 pub mod guard;
 pub mod image;
 pub mod integrity;

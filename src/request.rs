@@ -47,6 +47,10 @@ pub struct Settings {
     pub verify: bool,
     /// `--decompress[=auto]`: copy the input's decompressed stream.
     pub decompress: Option<crate::image::Mode>,
+    /// `--no-decompress`: a compressed input is copied as its bytes, onto
+    /// a disk too, without asking (the last of it and `--decompress`
+    /// given wins).
+    pub no_decompress: bool,
     /// `--compress=ALG[:LEVEL]`: write the output compressed.
     pub compress: Option<crate::image::Compression>,
     /// `--bmap=FILE`: write only the blocks the map names, checked.

@@ -22,7 +22,7 @@
 # writes alone (in flight, and one at a time), its reads alone and its copy
 # with --queue-depth=8 (reads and writes in flight), against GNU dd's. The rig comes down at the end, also on
 # error or ^C. --taskset=CPUS runs every dd and ddx (not the devices'
-# servers) under `taskset -c CPUS`: issue 14's one-CPU rows. Needs root. Defaults: --size=32M --reps=3, rig.sh's delays;
+# servers) under `taskset -c CPUS`: the one-CPU rows. Needs root. Defaults: --size=32M --reps=3, rig.sh's delays;
 # --ddx defaults to target/release/ddx if it exists (--ddx= for none).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

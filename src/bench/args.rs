@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use crate::cli::getopt;
 use crate::cli::options::{OptionSpec, Values};
+use crate::text::quote::quote;
 use crate::text::wrap::wrap;
 
 /// The tests `--tests` can choose, in the order they run.
@@ -202,7 +203,8 @@ pub const OPTIONS: &[BenchOption] = &[
                 let test = TestName::parse(name).ok_or_else(|| {
                     let valid: Vec<String> = TEST_NAMES.iter().map(|t| format!("'{t}'")).collect();
                     format!(
-                        "invalid argument '{name}' for '--tests'; valid arguments are {}",
+                        "invalid argument {} for '--tests'; valid arguments are {}",
+                        quote(name.as_bytes()),
                         valid.join(", ")
                     )
                 })?;
@@ -253,8 +255,9 @@ pub const OPTIONS: &[BenchOption] = &[
                 Ok(())
             }
             _ => Err(format!(
-                "invalid argument '{v}' for '--time-per-run': a number of seconds, more \
-                 than 0 and at most 3600"
+                "invalid argument {} for '--time-per-run': a number of seconds, more \
+                 than 0 and at most 3600",
+                quote(v.as_bytes())
             )),
         },
     ),
@@ -383,13 +386,14 @@ fn set_format(a: &mut BenchArgs, format: Format, name: &str) -> Result<(), Strin
 
 /// A size by dd's number grammar, at least `min`.
 fn size(value: &str, option: &str, min: u64, min_text: &str) -> Result<u64, String> {
+    let shown = quote(value.as_bytes());
     match crate::operands::number::parse(value.as_bytes()).result {
         Ok(n) if n.value >= min => Ok(n.value),
         Ok(_) => Err(format!(
-            "invalid argument '{value}' for '--{option}': at least {min_text}"
+            "invalid argument {shown} for '--{option}': at least {min_text}"
         )),
         Err(_) => Err(format!(
-            "invalid argument '{value}' for '--{option}': a size such as 4096, 4K, 256M or 1G"
+            "invalid argument {shown} for '--{option}': a size such as 4096, 4K, 256M or 1G"
         )),
     }
 }
@@ -399,7 +403,8 @@ fn number(value: &str, option: &str, min: u64, max: u64) -> Result<u64, String> 
     match value.parse::<u64>() {
         Ok(n) if (min..=max).contains(&n) => Ok(n),
         _ => Err(format!(
-            "invalid argument '{value}' for '--{option}': a number from {min} to {max}"
+            "invalid argument {} for '--{option}': a number from {min} to {max}",
+            quote(value.as_bytes())
         )),
     }
 }
@@ -466,7 +471,7 @@ pub fn parse(words: &[OsString]) -> Parsed {
         [_, extra, ..] => {
             return Parsed::Error(format!(
                 "extra operand {}",
-                crate::text::quote::quote(extra.as_os_str().as_bytes())
+                quote(extra.as_os_str().as_bytes())
             ))
         }
     }
@@ -480,9 +485,9 @@ pub const SUMMARY: &str = "Measure a disk honestly: caches bypassed or named, ev
 the median of several runs after a warm-up that is thrown away, results as a table, JSON, \
 Markdown or an HTML page with charts.";
 
-pub const TARGET: &str = "TARGET is a file, a directory (ddx creates a temporary file \
-there and removes it, also when interrupted) or a block device, which is only read unless \
---destructive is given. A target the copy's wrong-device guard refuses (a device name \
+pub const TARGET: &str = "TARGET is an existing file, directory (ddx creates a temporary \
+file there and removes it, also when interrupted) or block device, which is only read \
+unless --destructive is given; a name with nothing there is an error. A target the copy's wrong-device guard refuses (a device name \
 that does not exist in /dev; with --destructive, a device in use) is refused with the \
 copy's words, and so is a target with no disk under it (tmpfs, ramfs, devtmpfs, a RAM \
 disk: the figures would be the memory's) unless --allow-memory is given. TARGET may \

@@ -1,8 +1,9 @@
 //! What is being measured and what may be done to it.
 //!
 //! A TARGET is a file, a directory, a block device or an NBD export (see
-//! `nbd_target`: only read unless `--destructive`). In a directory (or
-//! at a path that does not exist yet) ddx creates its own file, and removes
+//! `nbd_target`: only read unless `--destructive`), which exists: a name
+//! with nothing there is refused (most often a directory mistyped, or not
+//! made yet). In a directory ddx creates its own file, and removes
 //! it when the bench ends, also on SIGINT or SIGTERM: the path is kept in a
 //! process-wide slot that the signal watcher empties before dying. Writes go
 //! only through [`Target::open_write`], which refuses unless writing was
@@ -180,14 +181,21 @@ impl Target {
                 let name = format!(".ddx-bench-{}-{}", std::process::id(), nanos());
                 Self::create(given, given.join(name), Given::Directory, args.size)
             }
+            // Nothing there: a mistyped name, and most often a directory
+            // meant to hold the bench's file. Measuring a new file made
+            // at the name would measure what the user did not mean.
             None => {
                 guard(true)?;
-                let parent = match given.parent() {
-                    Some(dir) if !dir.as_os_str().is_empty() => dir,
-                    _ => Path::new("."),
+                let what = if given.as_os_str().as_bytes().ends_with(b"/") {
+                    "directory"
+                } else {
+                    "file or directory"
                 };
-                not_in_memory(given, parent, args.allowed.memory)?;
-                Self::create(given, given.to_owned(), Given::File, args.size)
+                Err(BenchError::msg(format!(
+                    "{}: no such {what}: TARGET is an existing file, directory (ddx makes \
+                     its own file there) or block device, or an NBD export",
+                    quote_file(given.as_os_str().as_bytes())
+                )))
             }
             Some(m) if m.is_file() => {
                 big_enough(given.display(), m.len())?;

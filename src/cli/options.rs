@@ -9,6 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 
 pub use super::getopt::{OptionSpec, Values};
 pub use crate::request::{BackendChoice, CacheChoice, Offload, Settings};
+use crate::text::quote::quote;
 use crate::text::wrap::wrap;
 
 /// What the command line asks for.
@@ -148,6 +149,14 @@ pub const OPTIONS: &[OptionSpec] = &[
          count=, bs= and the statistics are the decompressed stream's); an input that \
          is not compressed is refused, or copied as it is with =auto",
     ),
+    OptionSpec::switch(
+        "no-decompress",
+        "copy a compressed input as the bytes it is, as GNU dd does, also onto a \
+         block device, an NBD export or a file named as the input without its \
+         compression suffix (img.raw.xz onto img.raw), where ddx otherwise asks \
+         first on a terminal and refuses elsewhere (--force does not answer that); \
+         the last of --decompress and --no-decompress given wins",
+    ),
     OptionSpec::valued(
         "compress",
         "ALG[:LEVEL]",
@@ -163,10 +172,15 @@ pub const OPTIONS: &[OptionSpec] = &[
         "bmaptool's block map of the input image (its decompressed stream with \
          --decompress): write only the mapped blocks, leaving the others as they were, \
          each range checked against its checksum as it passes (a mismatch stops the \
-         copy, exit 1); not with skip=, count=, seek=, conv= other than \
-         fsync/fdatasync/notrunc/nocreat/excl, nor --verify. With --bmap or \
-         --decompress onto a whole block device, its first MiB is zeroed first and \
-         written last, so an interrupted write leaves a disk that looks blank",
+         copy, exit 1); a map for another size of image (than the file's, or what an xz, \
+         zstd or lz4 input records it decompresses to), or bigger than the device it is \
+         written onto, is refused before anything is written; after the statistics, a \
+         line says how many of their bytes were mapped and written; not with skip=, \
+         count=, seek=, conv= other than fsync/fdatasync/notrunc/nocreat/excl. With \
+         --verify, only the mapped ranges are read back, several at once, each against \
+         the map's digest (or, where the map has none, one taken as it was written). \
+         With --bmap or --decompress onto a whole block device, its first MiB is zeroed \
+         first and written last, so an interrupted write leaves a disk that looks blank",
     ),
     OptionSpec::valued(
         "bmap-create",
@@ -201,7 +215,8 @@ pub const OPTIONS: &[OptionSpec] = &[
         "verify",
         "after the copy, read the output back (and each --tee output not dropped), \
          bypassing the cache, and report the first offset that differs from what was \
-         written, naming the output (exit status 1)",
+         written, naming the output (exit status 1); with --bmap, only the mapped \
+         ranges, several at once, each against its digest, naming the blocks",
     ),
     OptionSpec::switch(
         "trim",
@@ -226,8 +241,11 @@ pub const OPTIONS: &[OptionSpec] = &[
         "write progress as JSON, one object per line, to file descriptor FD \
          about once a second and on SIGUSR1: bytes, records, elapsed seconds, \
          rates and the total when known (with --decompress, compressed_bytes and \
-         compressed_total too; with --rescue, its phase and bad_bytes); the last, with \"done\": true, \
-         equals the final statistics",
+         compressed_total too; with --used-only, used_bytes and used_total; with \
+         --rescue, its phase and bad_bytes); the last, with \"done\": true, \
+         equals the final statistics; a resumed copy (--resume) counts in bytes \
+         what its earlier runs did too (resumed_bytes), so that bytes over total \
+         is how far the whole copy is",
     ),
     OptionSpec::switch(
         "verbose",
@@ -321,16 +339,23 @@ fn apply_switch(settings: &mut Settings, option: &str) {
         "force" => settings.force = true,
         "verbose" => settings.verbose = true,
         "used-only" => settings.used_only = true,
-        "decompress" => settings.decompress = Some(crate::image::Mode::Required),
+        "decompress" => {
+            settings.decompress = Some(crate::image::Mode::Required);
+            settings.no_decompress = false;
+        }
+        "no-decompress" => {
+            settings.decompress = None;
+            settings.no_decompress = true;
+        }
         _ => unreachable!("every switch in OPTIONS is handled: --{option}"),
     }
 }
 
-/// getopt's wording for a value outside a closed set.
-fn invalid_choice(spec: &OptionSpec, value: &str) -> String {
+/// getopt's wording for a value outside a closed set (`shown`: quoted).
+fn invalid_choice(spec: &OptionSpec, shown: &str) -> String {
     let valid: Vec<String> = spec.choices().iter().map(|c| format!("'{c}'")).collect();
     format!(
-        "invalid argument '{value}' for '--{}'; valid arguments are {}",
+        "invalid argument {shown} for '--{}'; valid arguments are {}",
         spec.name,
         valid.join(", ")
     )
@@ -343,6 +368,9 @@ fn apply_value(
 ) -> Result<(), String> {
     let lossy = raw.to_string_lossy();
     let value: &str = &lossy;
+    // A value in a message is quoted as GNU's argmatch quotes it: control
+    // characters escaped, so that the message stays one line.
+    let shown = quote(raw.as_bytes());
     match spec.name {
         "backend" => {
             settings.backend = match value {
@@ -350,14 +378,14 @@ fn apply_value(
                 "sync" => Some(BackendChoice::Sync),
                 "threads" => Some(BackendChoice::Threads),
                 "uring" => Some(BackendChoice::Uring),
-                _ => return Err(invalid_choice(spec, value)),
+                _ => return Err(invalid_choice(spec, &shown)),
             }
         }
         "queue-depth" => match value.parse::<usize>() {
             Ok(n) if (1..=4096).contains(&n) => settings.queue_depth = Some(n),
             _ => {
                 return Err(format!(
-                    "invalid argument '{value}' for '--queue-depth': a number from 1 to 4096"
+                    "invalid argument {shown} for '--queue-depth': a number from 1 to 4096"
                 ))
             }
         },
@@ -373,7 +401,7 @@ fn apply_value(
             }
             _ => {
                 return Err(format!(
-                    "invalid argument '{value}' for '--sector-size': a power of two \
+                    "invalid argument {shown} for '--sector-size': a power of two \
                      from 512 to 65536"
                 ))
             }
@@ -382,7 +410,7 @@ fn apply_value(
             Ok(n) if n <= MAX_RETRY_PASSES => settings.retry_passes = Some(n),
             _ => {
                 return Err(format!(
-                    "invalid argument '{value}' for '--retry-passes': a number of passes \
+                    "invalid argument {shown} for '--retry-passes': a number of passes \
                      from 0 to {}",
                     MAX_RETRY_PASSES
                 ))
@@ -390,8 +418,11 @@ fn apply_value(
         },
         "hash" => settings.hash = crate::integrity::Algorithm::parse_list(value)?,
         "decompress" => match value {
-            "auto" => settings.decompress = Some(crate::image::Mode::Auto),
-            _ => return Err(invalid_choice(spec, value)),
+            "auto" => {
+                settings.decompress = Some(crate::image::Mode::Auto);
+                settings.no_decompress = false;
+            }
+            _ => return Err(invalid_choice(spec, &shown)),
         },
         "compress" if value.is_empty() => {
             return Err(
@@ -430,7 +461,7 @@ fn apply_value(
                 Ok(n) if (1..=1 << 30).contains(&n) => settings.request_size = Some(n as usize),
                 _ => {
                     return Err(format!(
-                        "invalid argument '{value}' for '--request-size': a size from 1 to 1G"
+                        "invalid argument {shown} for '--request-size': a size from 1 to 1G"
                     ))
                 }
             }
@@ -439,7 +470,7 @@ fn apply_value(
             Ok(n) if n >= 0 => settings.progress_fd = Some(n),
             _ => {
                 return Err(format!(
-                    "invalid argument '{value}' for '--progress-fd': a file descriptor number"
+                    "invalid argument {shown} for '--progress-fd': a file descriptor number"
                 ))
             }
         },
@@ -665,7 +696,8 @@ mod settings_tests {
 
     /// Every option `--help` lists has a row in the planner's table of what
     /// options need of the ends (a new option must say what it needs), and
-    /// every row is an option or an operand ddx adds.
+    /// every row is an option, an operand ddx adds, or GNU's copy itself
+    /// (`if=`: what any copy needs of its input).
     #[test]
     fn the_table_has_a_row_for_every_option() {
         for option in OPTIONS {
@@ -682,7 +714,7 @@ mod settings_tests {
         }
         for row in crate::planner::needs::TABLE {
             assert!(
-                row.option == "bs=auto"
+                matches!(row.option, "bs=auto" | "if=")
                     || OPTIONS
                         .iter()
                         .any(|o| format!("--{}", o.name) == row.option),

@@ -38,7 +38,9 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Strin
     let mut extras = Extras {
         hash: settings.hash.clone(),
         hash_file: settings.hash_file.clone(),
-        verify: settings.verify,
+        // Under --bmap, the image's mapped ranges are read back instead
+        // (`copy::images`): the unmapped blocks were never written.
+        verify: settings.verify && settings.bmap.is_none(),
         ..Extras::default()
     };
     let asked = rescue::Asked {

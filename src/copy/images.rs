@@ -25,11 +25,10 @@ use std::sync::{Arc, Mutex};
 use crate::allocation::Analysis;
 use crate::diagnostic::Diagnostic;
 use crate::ends::{self, End, Input, Output};
-use crate::image::{
-    self, bmap::Recording, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport, UsedOnly,
-    UsedProgress,
-};
-use crate::operands::{CopyPlan, IoFlags};
+use crate::image::bmap::{ChecksumKind, Recorded, Recording};
+use crate::image::{self, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport, UsedOnly, UsedProgress};
+use crate::integrity::verify::{self, RangeCheck, RangeDigest, RangesVerdict};
+use crate::operands::{CopyPlan, IoFlags, StatusLevel};
 use crate::progress::{InputPosition, InputRead, Measure, Reporter};
 use crate::request::Settings;
 use crate::text::human::{human, Base};
@@ -58,6 +57,11 @@ pub struct Images {
     used: Option<(Arc<UsedProgress>, Analysis)>,
     /// The compressed input's position, once it is being decoded.
     compressed: Option<Arc<image::InputProgress>>,
+    /// `--verify` with `--bmap`: the mapped ranges are read back (see
+    /// [`Images::verify`]), with the digests the filter takes of those
+    /// the map gives none.
+    verify: bool,
+    recorded: Option<Recorded>,
     /// What each output written with O_DIRECT where aligned did.
     direct: Vec<Arc<image::DirectReport>>,
     /// How a further output that is a passthrough node is opened.
@@ -79,6 +83,7 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
         bmap_create: settings.bmap_create.clone(),
         tee: settings.tee.clone(),
         used_only: settings.used_only,
+        verify: settings.verify && settings.bmap.is_some(),
         passthrough: Some(settings.passthrough()),
         ..Images::default()
     };
@@ -177,15 +182,6 @@ impl Images {
             .map(|p| Arc::new(Decoding(Arc::clone(p))) as Arc<dyn InputPosition>)
     }
 
-    /// Whether [`Images::wrap_input`] wraps the input into an end of its
-    /// own, which the planner then plans for instead of the input opened.
-    pub fn wraps_input(&self) -> bool {
-        self.used_only
-            || self.decompress.is_some()
-            || self.bmap.is_some()
-            || self.bmap_create.is_some()
-    }
-
     /// The input read through a block map (`--bmap`) or by its used
     /// blocks (`--used-only`): the planner leaves its holes unwritten.
     pub fn mapped(&self) -> bool {
@@ -224,6 +220,9 @@ impl Images {
             self.used = Some((used.progress(), analysis));
             end = Box::new(used);
         }
+        if let (Some(_), Some((map, path))) = (self.decompress, &self.bmap) {
+            check_decoded_size(end.as_mut(), map, path, &quoted_name)?;
+        }
         if let Some(mode) = self.decompress {
             let checksums = self.frame_checksums();
             end = match image::open(end, &quoted_name, mode, threads(), checksums) {
@@ -250,13 +249,16 @@ impl Images {
             };
         }
         if let Some((map, path)) = &self.bmap {
-            let filter = BmapFilter::new(
+            let mut filter = BmapFilter::new(
                 end,
                 Arc::clone(map),
                 &quoted_name,
                 &path.display().to_string(),
             )
             .map_err(|e| Failure::Refused(e.to_string()))?;
+            if self.verify && !map.checks_every_range() {
+                self.recorded = Some(filter.record_undigested());
+            }
             end = Box::new(filter);
         }
         if self.bmap_create.is_some() {
@@ -391,13 +393,35 @@ impl Images {
         }
     }
 
-    /// After GNU's statistics: a line per further output, and the
-    /// recorded map, written only for a copy that succeeded (of `bytes`
-    /// bytes). Returns whether something failed.
-    pub fn finish(&self, reporter: &Reporter, bytes: u64, copy_failed: bool) -> bool {
+    /// After GNU's statistics (of `bytes` bytes): under `--bmap`, what
+    /// was written of them (unless status=none); a line per further
+    /// output; and the recorded map, written only for a copy that
+    /// succeeded. Returns whether something failed.
+    pub fn finish(
+        &self,
+        reporter: &Reporter,
+        status: StatusLevel,
+        bytes: u64,
+        copy_failed: bool,
+    ) -> bool {
         let mut failed = false;
+        // GNU's statistics count the image's bytes, unmapped blocks and
+        // all; what was written of them is said after them, named.
+        let image = self.bmap.as_ref().map(|(map, _)| {
+            let written = mapped_below(map, bytes);
+            if status == StatusLevel::None {
+                return bytes;
+            }
+            reporter.message(format_args!(
+                "--bmap: {bytes} bytes of image copied: {written} bytes{} of mapped blocks \
+                 written, {} bytes of unmapped blocks left as they were",
+                gnu_sizes(written),
+                bytes - written
+            ));
+            bytes
+        });
         if let Some(report) = &self.tee_report {
-            for line in report.lines() {
+            for line in report.lines(image) {
                 reporter.message(format_args!("--tee: {line}"));
             }
             failed |= report.any_failed();
@@ -407,6 +431,145 @@ impl Images {
         }
         failed
     }
+}
+
+impl Images {
+    /// `--verify` with `--bmap`: read back the mapped ranges the copy
+    /// wrote whole (all of them, unless it stopped in the first `bytes`
+    /// of the image) from of= and each further output still written, on
+    /// several threads, each range checked against the map's digest or,
+    /// where the map gives none, the one taken of it as it was written.
+    /// The unmapped blocks are not read: they hold what they held.
+    /// Returns whether an output differs or cannot be read.
+    pub fn verify(&self, reporter: &Reporter, outputs: &[PathBuf], bytes: u64) -> bool {
+        let (Some((map, _)), true) = (&self.bmap, self.verify) else {
+            return false;
+        };
+        let recorded = self
+            .recorded
+            .as_ref()
+            .and_then(|r| r.lock().ok().map(|slots| slots.clone()))
+            .unwrap_or_default();
+        let mut checks = Vec::new();
+        let mut blocks = Vec::new();
+        let mut unchecked = 0;
+        for (index, range) in map.ranges.iter().enumerate() {
+            let (start, end) = map.byte_span(range);
+            if end > bytes {
+                break;
+            }
+            let digest = match (map.checksum, &range.digest) {
+                (Some(ChecksumKind::Sha1), Some(hex)) => RangeDigest::Sha1(hex.clone()),
+                (Some(ChecksumKind::Sha256), Some(hex)) => RangeDigest::Sha256(hex.clone()),
+                _ => match recorded.get(index).copied().flatten() {
+                    Some(value) => RangeDigest::Xxh3(value),
+                    None => {
+                        unchecked += 1;
+                        continue;
+                    }
+                },
+            };
+            checks.push(RangeCheck { start, end, digest });
+            blocks.push((range.first, range.last));
+        }
+        let against = match map.checksum {
+            Some(kind) if map.checks_every_range() => format!("the map's {kind}"),
+            Some(_) => "the map's digest, or the digest of what was written".to_owned(),
+            None => "the digest of what was written (the map has none)".to_owned(),
+        };
+        let workers = threads().clamp(4, 16);
+        let mut failed = false;
+        for output in outputs {
+            let quoted = quote_file(&crate::ends::uri::shown(output));
+            match verify::verify_ranges(output, &checks, workers) {
+                Ok(RangesVerdict::Identical { bytes }) => {
+                    let left = if unchecked > 0 {
+                        format!("; {unchecked} not checked (not read in order)")
+                    } else {
+                        String::new()
+                    };
+                    reporter.message(format_args!(
+                        "verify: {bytes} bytes of {quoted} in {} mapped ranges read back, \
+                         each as {against}{left}",
+                        checks.len()
+                    ));
+                }
+                Ok(RangesVerdict::Differs { index }) => {
+                    let (first, last) = blocks[index];
+                    let check = &checks[index];
+                    reporter.message(format_args!(
+                        "verify: {quoted} differs from what was written in blocks \
+                         {first}-{last} (image bytes {} to {})",
+                        check.start, check.end
+                    ));
+                    failed = true;
+                }
+                Err(errno) => {
+                    reporter.message(format_args!(
+                        "verify: cannot read {quoted} back: {}",
+                        crate::sys::errno_text(errno)
+                    ));
+                    failed = true;
+                }
+            }
+        }
+        failed
+    }
+}
+
+/// A map made for another image than the compressed input decodes to,
+/// where its format records that size (see `image::decompress::size`):
+/// refused before anything is written. Where the size is not recorded,
+/// the filter finds the mismatch where the decoded stream ends (or at
+/// the first range whose digest differs).
+fn check_decoded_size(
+    input: &mut dyn End,
+    map: &Bmap,
+    path: &Path,
+    name: &str,
+) -> Result<(), Failure> {
+    if !input.capabilities().reads_at {
+        return Ok(());
+    }
+    let Some(format) = image::peek::compressed_format(input, 0) else {
+        return Ok(());
+    };
+    match image::decompress::size::decoded_size(input, format) {
+        Some(size) if size != map.image_size => Err(Failure::Refused(format!(
+            "--bmap={}: the map is for a {}-byte image, but {name} decompresses to {size} \
+             bytes, as its {format} headers record",
+            quoted(path),
+            map.image_size
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The bytes of `map`'s mapped blocks in the image's first `bytes`: what
+/// a copy through the map that got that far has written (it writes the
+/// image in order, from its start).
+fn mapped_below(map: &Bmap, bytes: u64) -> u64 {
+    map.ranges
+        .iter()
+        .map(|range| {
+            let (start, end) = map.byte_span(range);
+            end.min(bytes).saturating_sub(start)
+        })
+        .sum()
+}
+
+/// " (532 MB, 507 MiB)", as GNU's statistics give a byte count; nothing
+/// where GNU gives nothing (under 1000 bytes).
+fn gnu_sizes(bytes: u64) -> String {
+    use crate::text::human::{human, Base};
+    if bytes < 1000 {
+        return String::new();
+    }
+    format!(
+        " ({}, {})",
+        human(bytes, Base::Si, 1, 1),
+        human(bytes, Base::Iec, 1, 1)
+    )
 }
 
 /// `--bmap-create`: the map, as bmaptool writes it; returns whether it

@@ -72,7 +72,9 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         None => None,
     };
     // Every further output against the copy's ends and the table (as
-    // they stand: nothing is open yet), then to the guard, as of= is.
+    // they stand: nothing is open yet), then to the guard, as of= is. A
+    // person is told about (and asked before overwriting) a whole disk
+    // once the input is open, with what it holds.
     let tees: Vec<_> = request
         .settings
         .tee
@@ -81,26 +83,16 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         .collect();
     planner::needs::admit_tees(&request, planner::facts::identities(&request.plan), &tees)
         .map_err(|refusal| Failure::Refused(refusal.to_string()))?;
-    safety::guard(
-        &context.program,
-        &request.plan,
-        request.settings.force,
-        &context.signals,
-    )
-    .map_err(Failure::Refused)?;
+    let mut whole_disks = Vec::new();
+    for output_plan in std::iter::once(request.plan.clone()).chain(images.tee_plans(&request.plan))
+    {
+        whole_disks
+            .extend(safety::guard(&output_plan, request.settings.force).map_err(Failure::Refused)?);
+    }
     if request.settings.used_only && !request.settings.force {
         if let Some(refusal) = crate::guard::source_in_use(&request.plan) {
             return Err(Failure::Refused(refusal.to_string()));
         }
-    }
-    for tee_plan in images.tee_plans(&request.plan) {
-        safety::guard(
-            &context.program,
-            &tee_plan,
-            request.settings.force,
-            &context.signals,
-        )
-        .map_err(Failure::Refused)?;
     }
 
     let plan = &request.plan;
@@ -135,19 +127,40 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     // for, up to the statistics.
     reporter.start_clock();
     let cpu_at_start = crate::sys::usage::cpu_times();
-    let input = ends::open::open_input(plan, request.settings.passthrough())?;
+    let mut input = ends::open::open_input(plan, request.settings.passthrough())?;
     let remote_output = plan
         .output
         .as_deref()
         .and_then(ends::uri::recognise)
         .and_then(Result::ok);
+    let output_probe = || match (&plan.output, &remote_output) {
+        (Some(_), Some(remote)) => OutputProbe::Uri(remote),
+        (Some(path), None) => OutputProbe::Path(path),
+        (None, _) => OutputProbe::Stdout,
+    };
+    // What the input holds, looked at only where an output would take a
+    // compressed stream as a disk image (see `planner::needs`).
+    let compressed = (planner::needs::copies_input_unasked(&request)
+        && planner::needs::input_format_matters(
+            &request,
+            &planner::facts::output_facts_now(output_probe()),
+            &tees,
+        ))
+    .then(|| {
+        let skip = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
+        crate::image::peek::compressed_format(input.end.as_mut(), skip)
+    })
+    .flatten();
+    // `--used-only` reads the disk's maps through the input as opened,
+    // which its row of the table must admit first; every other wrapper is
+    // planned for, and admitted, as it reads.
+    let used_only = request.settings.used_only;
+    if !used_only {
+        input = images.wrap_input(input, plan)?;
+    }
     let mut facts = planner::facts::gather(
         &input,
-        match (&plan.output, &remote_output) {
-            (Some(_), Some(remote)) => OutputProbe::Uri(remote),
-            (Some(path), None) => OutputProbe::Path(path),
-            (None, _) => OutputProbe::Stdout,
-        },
+        output_probe(),
         planner::Beside {
             map: extras
                 .positional
@@ -157,20 +170,36 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             bmap_create: request.settings.bmap_create.as_deref(),
         },
     );
-    // Every option against the ends it got, as opened, before the output
-    // is opened.
+    facts.input.compressed = compressed;
+    // Every option against the ends it got, before the output is opened.
     planner::admit(&request, &facts).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
-    // An input that is not what its options say (not compressed, another
-    // image's map, no positions to read used blocks at) writes nothing.
-    let mut input = images.wrap_input(input, plan)?;
-    if images.wraps_input() {
-        // The disk probed as opened is the one a wrapper over its
+    if used_only {
+        // A disk without the positions to read used blocks at writes
+        // nothing: refused above.
+        input = images.wrap_input(input, plan)?;
+        // The disk probed as opened is the one the wrapper over its
         // descriptor reads.
         let probed = facts.input.queue;
         facts.input = planner::facts::input_facts(&input);
+        facts.input.compressed = compressed;
         if facts.input.descriptor {
             facts.input.queue = probed;
         }
+    }
+    let flash = planner::needs::compressed_onto(&request, &facts, &tees);
+    if flash.is_some() || !whole_disks.is_empty() {
+        // A person's think time is not the copy's: the clock and the
+        // progress wait for the answer.
+        reporter.hold_clock();
+        safety::confirm(
+            &context.program,
+            plan,
+            &whole_disks,
+            flash.as_ref(),
+            request.settings.force,
+        )
+        .map_err(Failure::Refused)?;
+        reporter.start_clock();
     }
     let mut warnings = Vec::new();
     let output = ends::open::open_output(plan, request.settings.passthrough(), &mut warnings)?;
@@ -254,8 +283,19 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             positional::Verdict::Failed => failed = true,
         }
     }
-    failed |= images.finish(&reporter, counters.snapshot().bytes_out, failed);
+    failed |= images.finish(
+        &reporter,
+        plan.status,
+        counters.snapshot().bytes_out,
+        failed,
+    );
     failed |= extras.finish(hash_job, plan, &images.kept_outputs(), &reporter, failed);
+    if let Some(output) = &plan.output {
+        let outputs: Vec<_> = std::iter::once(output.clone())
+            .chain(images.kept_outputs())
+            .collect();
+        failed |= images.verify(&reporter, &outputs, counters.snapshot().bytes_out);
+    }
     if let Some(report) = report {
         report.print(&reporter, &counters);
         images.print_verbose(&reporter);

@@ -94,8 +94,11 @@ pub fn run(
     };
     if let (Some(path), true) = (&request.map_path, resuming) {
         if plan.status != crate::operands::StatusLevel::None {
-            reporter.message(rescue::resume_summary(&map, path));
+            reporter.message(rescue::resume_summary(&map, path, request.retry_passes > 0));
         }
+        // The live line and the JSON records go on from where the map
+        // stands, as its summary says, to the whole extent.
+        reporter.set_resumed(rescue::resumed_bytes(&map, request.retry_passes > 0));
     }
     let sector = request
         .sector

@@ -6,8 +6,8 @@
 //! [`DropBehind`]: what ddx does where the planner decided that a copy
 //! would not fit comfortably in the memory it may use
 //! ([`CachePolicy::DropBehind`], see `planner::cache`). A copy streamed
-//! through the page cache evicts what the machine had cached (the "system
-//! lethargy" of the seeds) and piles up dirty pages. Once the copy has
+//! through the page cache evicts what the machine had cached (the
+//! sluggish system users of dd know) and piles up dirty pages. Once the copy has
 //! moved the bytes the planner lets stay cached (`after`):
 //! - pages ddx read into the cache are dropped behind it (they are clean);
 //! - written pages go uncached where the kernel can (RWF_DONTCACHE, Linux

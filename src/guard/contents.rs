@@ -132,19 +132,7 @@ fn probe_at(device: &Path, part: Option<(u64, u64)>) -> Result<Contents, String>
         }
     }
     let fields = parse_export(&String::from_utf8_lossy(&out.stdout));
-    if let Some(kind) = fields
-        .get("PTTYPE")
-        .filter(|_| !fields.contains_key("TYPE"))
-    {
-        return Ok(Contents::Table(Table {
-            kind: kind.clone(),
-            partitions: Vec::new(),
-        }));
-    }
-    let Some(kind) = fields.get("TYPE") else {
-        return Ok(Contents::Nothing);
-    };
-    let used = if kind.starts_with("ext") {
+    Ok(classify(&fields, || {
         let mut name = device.as_os_str().to_owned();
         if let Some((start, _)) = part {
             // e2fsprogs' own syntax for a file system at an offset.
@@ -153,15 +141,61 @@ fn probe_at(device: &Path, part: Option<(u64, u64)>) -> Result<Contents, String>
         run("dumpe2fs", &["-h".as_ref(), name.as_os_str()])
             .ok()
             .and_then(|text| ext_used(&text))
+    }))
+}
+
+/// What blkid's `fields` say is there; `ext_used` gives the bytes an ext
+/// file system has in use (asked only for one).
+fn classify(fields: &HashMap<String, String>, ext_used: impl FnOnce() -> Option<u64>) -> Contents {
+    if let Some(kind) = fields
+        .get("PTTYPE")
+        .filter(|_| !fields.contains_key("TYPE"))
+    {
+        return Contents::Table(Table {
+            kind: kind.clone(),
+            partitions: Vec::new(),
+        });
+    }
+    let Some(kind) = fields.get("TYPE") else {
+        return Contents::Nothing;
+    };
+    let used = if kind.starts_with("ext") {
+        ext_used()
     } else {
         None
     };
-    Ok(Contents::Volume(Volume {
+    Contents::Volume(Volume {
         kind: kind.clone(),
         usage: fields.get("USAGE").cloned().unwrap_or_default(),
         label: fields.get("LABEL").cloned().filter(|l| !l.is_empty()),
         used,
-    }))
+    })
+}
+
+/// What [`probe`] makes of the tools' outputs, given instead of run:
+/// `export` is blkid's for the device and for each partition, `pairs`
+/// partx's, `dumpe2fs` the header of every ext file system. (The fuzzing
+/// target of these parsers: a device's labels and partition table are
+/// whatever it holds.)
+pub(crate) fn from_tools(export: &str, pairs: &str, dumpe2fs: &str) -> Contents {
+    let fields = parse_export(export);
+    let top = classify(&fields, || ext_used(dumpe2fs));
+    let Contents::Table(table) = top else {
+        return top;
+    };
+    let partitions = parse_partx(pairs)
+        .into_iter()
+        .map(|(number, start, size)| Entry {
+            number,
+            start,
+            size,
+            contents: classify(&fields, || ext_used(dumpe2fs)),
+        })
+        .collect();
+    Contents::Table(Table {
+        kind: table.kind,
+        partitions,
+    })
 }
 
 fn command(program: &str, args: &[impl AsRef<std::ffi::OsStr>]) -> Command {
@@ -225,7 +259,13 @@ fn parse_partx(text: &str) -> Vec<(u32, u64, u64)> {
                     _ => {}
                 }
             }
-            Some((number?, start? * 512, sectors? * 512))
+            // A table can say anything; a partition whose bytes do not
+            // fit a u64 is on no device.
+            Some((
+                number?,
+                start?.checked_mul(512)?,
+                sectors?.checked_mul(512)?,
+            ))
         })
         .collect()
 }
@@ -429,5 +469,10 @@ mod tests {
             Some((65536 - 56023) * 1024)
         );
         assert_eq!(ext_used("Block count: 10\n"), None);
+        // A GPT entry's 64-bit sector numbers, past what bytes can count.
+        assert_eq!(
+            parse_partx("NR=\"1\" START=\"36028797018963968\" SECTORS=\"8\"\n"),
+            vec![]
+        );
     }
 }

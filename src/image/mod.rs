@@ -2,7 +2,8 @@
 //! of the file end behind [`crate::ends::End`], built and tested on their
 //! own and wired into the copy by the planner.
 //!
-//! - [`format`]: which compression a stream is in, from its magic bytes.
+//! - [`format`]: which compression a stream is in, from its magic bytes;
+//!   [`peek`]: which one an input holds, without taking its bytes.
 //! - [`Decompressed`]: an input read decompressed, on threads of its own
 //!   (`--decompress`); [`open`] recognises the format and starts it.
 //! - [`Compressed`]: an output written compressed (`--compress`).
@@ -28,6 +29,7 @@ pub mod compress;
 pub mod decompress;
 pub mod direct;
 pub mod format;
+pub mod peek;
 mod prefixed;
 pub mod safe_order;
 mod source;

@@ -97,18 +97,12 @@ impl OutputReport {
         }
     }
 
-    /// The line the copy's report prints for this output.
-    pub fn line(&self) -> String {
+    /// The line the copy's report prints for this output; `image`: the
+    /// bytes of a block-mapped image the copy went through (`--bmap`),
+    /// of which this output was written only the mapped blocks.
+    pub fn line(&self, image: Option<u64>) -> String {
         let bytes = self.bytes();
-        let size = if bytes == 0 {
-            String::new()
-        } else {
-            format!(
-                " ({}, {})",
-                human(bytes, Base::Si, 1, 1),
-                human(bytes, Base::Iec, 1, 1)
-            )
-        };
+        let size = sizes(bytes);
         match self.fate() {
             Fate::Failed {
                 errno,
@@ -126,9 +120,30 @@ impl OutputReport {
                 "{}: {bytes} bytes{size} written, stopped with the copy",
                 self.name
             ),
-            Fate::Closed | Fate::Running => format!("{}: {bytes} bytes{size} copied", self.name),
+            Fate::Closed | Fate::Running => match image {
+                Some(image) => format!(
+                    "{}: {image} bytes{} of image copied: {bytes} bytes{size} of mapped \
+                     blocks written, the others left as they were",
+                    self.name,
+                    sizes(image)
+                ),
+                None => format!("{}: {bytes} bytes{size} copied", self.name),
+            },
         }
     }
+}
+
+/// " (1.0 MB, 1.0 MiB)", as GNU's statistics give a byte count; nothing
+/// for none.
+fn sizes(bytes: u64) -> String {
+    if bytes == 0 {
+        return String::new();
+    }
+    format!(
+        " ({}, {})",
+        human(bytes, Base::Si, 1, 1),
+        human(bytes, Base::Iec, 1, 1)
+    )
 }
 
 /// Every extra output's account, shared with whoever reports the copy.
@@ -138,9 +153,10 @@ pub struct TeeReport {
 }
 
 impl TeeReport {
-    /// One line per extra output, in order.
-    pub fn lines(&self) -> Vec<String> {
-        self.outputs.iter().map(OutputReport::line).collect()
+    /// One line per extra output, in order; `image` as for
+    /// [`OutputReport::line`].
+    pub fn lines(&self, image: Option<u64>) -> Vec<String> {
+        self.outputs.iter().map(|o| o.line(image)).collect()
     }
 
     /// Whether some extra output was dropped (exit status 1).
@@ -722,11 +738,18 @@ mod tests {
         assert_eq!(*good_bytes.lock().unwrap(), data);
         assert_eq!(report.outputs[0].fate(), Fate::Closed);
         assert!(report.any_failed());
-        let lines = report.lines();
+        let lines = report.lines(None);
         assert_eq!(lines[0], "good.img: 1048576 bytes (1.0 MB, 1.0 MiB) copied");
         assert_eq!(
             lines[1],
             "full.img: dropped after 100000 bytes (100 kB, 98 KiB): write failed: No space left on device"
+        );
+        // Through a block map, the image's bytes and those written, each
+        // named.
+        assert_eq!(
+            report.lines(Some(4 << 20))[0],
+            "good.img: 4194304 bytes (4.2 MB, 4.0 MiB) of image copied: 1048576 bytes \
+             (1.0 MB, 1.0 MiB) of mapped blocks written, the others left as they were"
         );
     }
 
@@ -814,7 +837,7 @@ mod tests {
         assert_eq!(*a.lock().unwrap(), data);
         assert_eq!(*b.lock().unwrap(), data);
         assert_eq!(
-            report.lines()[1],
+            report.lines(None)[1],
             "bad: dropped after 1572864 bytes (1.6 MB, 1.5 MiB): write failed: Input/output error"
         );
     }

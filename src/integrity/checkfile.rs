@@ -10,7 +10,10 @@
 //! - sha256 and blake3: `HEX  NAME` (two spaces: binary and text modes are
 //!   the same on Linux); a name holding a backslash or a newline is
 //!   escaped (`\\`, `\n`) and the line starts with a backslash, as
-//!   `sha256sum` and `b3sum` write it.
+//!   `sha256sum` and `b3sum` write it. `sha256sum` also escapes a carriage
+//!   return (`\r`), because its `-c` drops one at the end of a line as a
+//!   DOS line ending (and with it the last byte of such a name); `b3sum`
+//!   keeps a carriage return and knows no such escape, so it stays raw.
 //! - xxh3: the tagged line `XXH3 (NAME) = HEX`, which `xxhsum -H3 --tag`
 //!   writes and every xxhsum since 0.8 checks (0.8.1 does not read the
 //!   `XXH3_HEX  NAME` lines of later versions). xxhsum 0.8.1 has no escapes,
@@ -53,7 +56,10 @@ pub fn line(digest: &Digest, name: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(digest.hex.len() + name.len() + 16);
     match digest.algorithm {
         Algorithm::Sha256 | Algorithm::Blake3 => {
-            let escape = name.iter().any(|&b| b == b'\\' || b == b'\n');
+            let escape_cr = digest.algorithm == Algorithm::Sha256;
+            let escape = name
+                .iter()
+                .any(|&b| b == b'\\' || b == b'\n' || (escape_cr && b == b'\r'));
             if escape {
                 out.push(b'\\');
             }
@@ -63,6 +69,7 @@ pub fn line(digest: &Digest, name: &[u8]) -> Vec<u8> {
                 match byte {
                     b'\\' if escape => out.extend_from_slice(b"\\\\"),
                     b'\n' => out.extend_from_slice(b"\\n"),
+                    b'\r' if escape_cr => out.extend_from_slice(b"\\r"),
                     _ => out.push(byte),
                 }
             }
@@ -127,6 +134,13 @@ mod tests {
             line(&digest(Algorithm::Blake3, "ab"), b"n\nl"),
             b"\\ab  n\\nl\n"
         );
+        // sha256sum -c would drop a name's last carriage return; b3sum
+        // keeps it and has no escape for it.
+        assert_eq!(
+            line(&digest(Algorithm::Sha256, "ab"), b"c\r"),
+            b"\\ab  c\\r\n"
+        );
+        assert_eq!(line(&digest(Algorithm::Blake3, "ab"), b"c\r"), b"ab  c\r\n");
         assert!(unwritable(Algorithm::Xxh3, b"n\nl").is_some());
         assert!(unwritable(Algorithm::Xxh3, b"a\\b").is_none());
         assert!(unwritable(Algorithm::Sha256, b"n\nl").is_none());

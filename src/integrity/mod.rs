@@ -65,7 +65,8 @@ impl Algorithm {
         for name in text.split(',') {
             let algorithm = Algorithm::from_name(name.trim()).ok_or_else(|| {
                 format!(
-                    "invalid argument '{name}' for '--hash'; valid arguments are {}",
+                    "invalid argument {} for '--hash'; valid arguments are {}",
+                    crate::text::quote::quote(name.as_bytes()),
                     Algorithm::NAMES
                         .iter()
                         .map(|n| format!("'{n}'"))

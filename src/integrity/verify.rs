@@ -12,9 +12,18 @@
 //! An output named by a URI (an NBD export, an object) is read back
 //! through its end, opened anew for reading: for an object that is the
 //! store's copy, fetched by ranged GETs, not anything ddx kept.
+//!
+//! An image written through a block map (`--bmap`) is read back by
+//! [`verify_ranges`] instead: only its mapped ranges (the unmapped
+//! blocks were never written and hold what they held), each checked
+//! against its digest (the map's, or one taken of the decoded range as
+//! it was written where the map gives none), several ranges at once on
+//! threads of their own, each with its own descriptor or connection.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use crate::ends::{uri, End, Pipeline, Whence};
 use crate::integrity::{ChunkDigests, VERIFY_CHUNK};
@@ -196,4 +205,193 @@ fn read_end_full(end: &mut dyn End, buf: &mut [u8], offset: u64) -> Result<usize
 
 fn read_full(fd: &OwnedFd, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
     fill(buf, |rest, done| rustix::io::pread(fd, rest, offset + done)).all_or_error()
+}
+
+/// What one range of an image must read back as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RangeDigest {
+    /// A block map's SHA-1 or SHA-256, lower-case hex.
+    Sha1(String),
+    Sha256(String),
+    /// XXH3-64 of the range as it was written (a map without digests).
+    Xxh3(u64),
+}
+
+impl RangeDigest {
+    fn hasher(&self) -> RangeHasher {
+        use sha2::Digest as _;
+        match self {
+            RangeDigest::Sha1(_) => RangeHasher::Sha1(sha1::Sha1::new()),
+            RangeDigest::Sha256(_) => RangeHasher::Sha256(sha2::Sha256::new()),
+            RangeDigest::Xxh3(_) => RangeHasher::Xxh3(Box::default()),
+        }
+    }
+}
+
+/// A running digest of a range being read back.
+enum RangeHasher {
+    Sha1(sha1::Sha1),
+    Sha256(sha2::Sha256),
+    Xxh3(Box<xxhash_rust::xxh3::Xxh3>),
+}
+
+impl RangeHasher {
+    fn update(&mut self, data: &[u8]) {
+        use sha2::Digest as _;
+        match self {
+            RangeHasher::Sha1(h) => h.update(data),
+            RangeHasher::Sha256(h) => h.update(data),
+            RangeHasher::Xxh3(h) => h.update(data),
+        }
+    }
+
+    fn matches(self, expected: &RangeDigest) -> bool {
+        use sha2::Digest as _;
+        match (self, expected) {
+            (RangeHasher::Sha1(h), RangeDigest::Sha1(hex)) => format!("{:x}", h.finalize()) == *hex,
+            (RangeHasher::Sha256(h), RangeDigest::Sha256(hex)) => {
+                format!("{:x}", h.finalize()) == *hex
+            }
+            (RangeHasher::Xxh3(h), RangeDigest::Xxh3(value)) => h.digest() == *value,
+            _ => false,
+        }
+    }
+}
+
+/// A range of the output, `[start, end)`, and its digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeCheck {
+    pub start: u64,
+    pub end: u64,
+    pub digest: RangeDigest,
+}
+
+/// How the read-back of the mapped ranges went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RangesVerdict {
+    /// Every range read back as its digest says: `bytes` in all.
+    Identical { bytes: u64 },
+    /// The range at this index of those given does not (the first such
+    /// range found, in the order given).
+    Differs { index: usize },
+}
+
+/// Bytes per read of a range.
+const RANGE_READ: usize = 4 << 20;
+
+/// Read back `ranges` of `path` (sorted, disjoint) on up to `workers`
+/// threads, each range by one thread in order, and check each against
+/// its digest. Nothing outside the ranges is read. The output is synced
+/// and its cache dropped first, so that the device, not the cache, is
+/// read.
+pub fn verify_ranges(
+    path: &Path,
+    ranges: &[RangeCheck],
+    workers: usize,
+) -> Result<RangesVerdict, Errno> {
+    let Some(last) = ranges.last() else {
+        return Ok(RangesVerdict::Identical { bytes: 0 });
+    };
+    // A file or device is synced and its cache emptied once; each worker
+    // then opens it (or connects to the end) on its own.
+    if uri::recognise(path).is_none() {
+        drop(Source::open(path, 0, last.end)?);
+    }
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let differs = Mutex::new(None::<usize>);
+    let failed = Mutex::new(None::<Errno>);
+    let workers = workers.clamp(1, ranges.len());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                let outcome = (|| -> Result<(), Errno> {
+                    let mut reader = ReadBack {
+                        from: Source::reopen(path)?,
+                        buf: AlignedBuf::new(RANGE_READ)?,
+                    };
+                    while !stop.load(Ordering::Relaxed) {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(range) = ranges.get(index) else {
+                            break;
+                        };
+                        if !reader.matches(range)? {
+                            let mut first = differs.lock().unwrap_or_else(|e| e.into_inner());
+                            *first = Some(first.map_or(index, |f| f.min(index)));
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    Ok(())
+                })();
+                if let Err(errno) = outcome {
+                    failed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get_or_insert(errno);
+                    stop.store(true, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    if let Some(index) = differs.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Ok(RangesVerdict::Differs { index });
+    }
+    if let Some(errno) = failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(errno);
+    }
+    Ok(RangesVerdict::Identical {
+        bytes: ranges.iter().map(|r| r.end - r.start).sum(),
+    })
+}
+
+impl Source {
+    /// `path` opened again for reading, its cache already dropped.
+    fn reopen(path: &Path) -> Result<Source, Errno> {
+        if let Some(opened) = open_by_uri(path) {
+            return Ok(Source::ByUri(opened?));
+        }
+        let buffered = file::open_input(path, OFlags::empty())?;
+        let direct = file::open_input(path, OFlags::DIRECT).ok();
+        Ok(Source::Local { direct, buffered })
+    }
+}
+
+impl ReadBack {
+    /// Whether `range` reads back as its digest says (a range cut short
+    /// by the output's end does not).
+    fn matches(&mut self, range: &RangeCheck) -> Result<bool, Errno> {
+        let mut hasher = range.digest.hasher();
+        let mut at = range.start;
+        while at < range.end {
+            let want = (range.end - at).min(RANGE_READ as u64) as usize;
+            let got = self.range_read(at, want)?;
+            hasher.update(&self.buf.as_slice()[..got]);
+            if got < want {
+                return Ok(false);
+            }
+            at += got as u64;
+        }
+        Ok(hasher.matches(&range.digest))
+    }
+
+    /// Read `want` bytes at `offset`, by position (a worker's own end is
+    /// read where it is asked, not in order).
+    fn range_read(&mut self, offset: u64, want: usize) -> Result<usize, Errno> {
+        if let Source::ByUri(end) = &mut self.from {
+            let buf = &mut self.buf.as_mut_slice()[..want];
+            return match read_end_full(end.as_mut(), buf, offset) {
+                Err(Errno::SPIPE) => {
+                    end.seek(Whence::Start(offset))?;
+                    read_end_sequential(end.as_mut(), buf)
+                }
+                other => other,
+            };
+        }
+        if offset % 4096 != 0 {
+            if let Source::Local { direct, .. } = &mut self.from {
+                *direct = None;
+            }
+        }
+        self.read_at(offset, want)
+    }
 }

@@ -24,6 +24,7 @@ use rustix::fs::{AtFlags, FileType, OFlags};
 use crate::ends::uri::UriEnd;
 use crate::ends::{Capabilities, Input, Kind};
 use crate::engine::depth::{self, Probe, QueueHint, Transport, PROBE_DEPTH, PROBE_READ};
+use crate::image::Format;
 use crate::sys::block::{self, DeviceNumber};
 use crate::sys::filesystem::{storage_of, Storage};
 use crate::sys::memory::Memory;
@@ -74,6 +75,11 @@ pub struct EndFacts {
     /// keeps none, so a copy by position can scan into it, and nothing
     /// can be read back from it.
     pub null_device: bool,
+    /// The compression format the input's first bytes are in, where they
+    /// were looked at (see `image::peek`: only when an output would take
+    /// them as a disk image, and neither `--decompress` nor
+    /// `--no-decompress` says what is meant).
+    pub compressed: Option<Format>,
 }
 
 impl EndFacts {
@@ -100,6 +106,7 @@ impl EndFacts {
             cached: false,
             mapped: false,
             null_device: false,
+            compressed: None,
         }
     }
 }
@@ -284,6 +291,12 @@ fn without_descriptor(kind: Kind, can: Capabilities) -> EndFacts {
     }
 }
 
+/// The facts of the output as it stands, before it is opened (what
+/// [`gather`] finds of it).
+pub fn output_facts_now(output: OutputProbe<'_>) -> EndFacts {
+    output_facts(output)
+}
+
 /// The facts of a further output (`--tee=PATH`), as of= would have them.
 pub fn output_facts_at(path: &Path) -> EndFacts {
     match crate::ends::uri::recognise(path) {
@@ -314,6 +327,12 @@ const PROBE_READS: usize = 32;
 /// made: a slow device (a spinning disk's seeks, a network volume) is
 /// judged by fewer reads rather than by a longer wait.
 const PROBE_PHASE: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// Reads at depth 1 made however long they take: the median of so few
+/// cannot be one stalled read (a busy machine's 60 ms scheduling delay
+/// would otherwise make a serial disk look several times faster at
+/// depth 8 than alone).
+const PROBE_MIN_READS: usize = 5;
 
 /// Whether an end's disk is worth probing: local storage reached through
 /// a descriptor (a block device, or a file whose data is on its disk: not
@@ -425,7 +444,9 @@ fn probe(fd: BorrowedFd<'_>, size: Option<u64>) -> Option<Probe> {
     }
     let start = Instant::now();
     let mut alone = Vec::with_capacity(PROBE_READS);
-    while alone.len() < PROBE_READS && start.elapsed() < PROBE_PHASE {
+    while alone.len() < PROBE_READS
+        && (alone.len() < PROBE_MIN_READS || start.elapsed() < PROBE_PHASE)
+    {
         let began = Instant::now();
         if !read(&mut buf, alone.len()) {
             return None;
@@ -602,6 +623,7 @@ fn of_descriptor(fd: BorrowedFd<'_>, kind: Kind) -> EndFacts {
             file_type == Some(FileType::CharacterDevice)
                 && (rustix::fs::major(st.st_rdev), rustix::fs::minor(st.st_rdev)) == (1, 3)
         }),
+        compressed: None,
     }
 }
 

@@ -45,6 +45,7 @@ pub fn file(inode: u64, fs: u64, storage: Storage) -> EndFacts {
         cached: false,
         mapped: false,
         null_device: false,
+        compressed: None,
     }
 }
 
@@ -764,6 +765,20 @@ fn one_disk_that_serves_requests_in_parallel_overlaps_its_reads_and_writes() {
     assert_eq!(s.in_turn, Some(InTurn::OneDisk));
     let s = plan(&request(&direct, auto()), &measured_serial);
     assert_eq!((s.read_ahead, s.write_behind), (None, None));
+    // Reads faster than a seek whose rate did not grow with depth (a
+    // virtio disk its host caches) still copy in turn within the disk.
+    let cached_host = QueueHint {
+        measured: Some(Probe {
+            latency_us: 34,
+            scaling_percent: 153,
+        }),
+        ..virtio
+    };
+    let s = plan(
+        &request(&["bs=1M"], auto()),
+        &facts(on(ext4(1), 8, cached_host), on(ext4(2), 8, cached_host)),
+    );
+    assert_eq!(s.in_turn, Some(InTurn::OneDisk));
     // The same-disk rule stays overridable: a backend asked for.
     let asked = Settings {
         backend: Some(BackendChoice::Threads),

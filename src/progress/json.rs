@@ -4,6 +4,10 @@
 //!
 //! The last record has `"done": true` and is built from the same snapshot
 //! and clock reading as the final statistics, so the two always agree.
+//! A resumed copy (`--resume`) counts in `bytes` what its earlier runs
+//! dealt with too (`resumed_bytes`), so that `bytes` over `total` is how
+//! far the copy is, from the first record to the last (which ends at the
+//! total); the statistics' count is `bytes - resumed_bytes`.
 
 use std::os::fd::OwnedFd;
 
@@ -16,8 +20,13 @@ use crate::progress::{InputRead, Measure};
 /// One update. Field names are part of ddx's interface: add, never rename.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Record {
-    /// Bytes written so far (GNU's "bytes copied").
+    /// Bytes written so far (GNU's "bytes copied"), and under `--resume`
+    /// those its earlier runs dealt with.
     pub bytes: u64,
+    /// Under `--resume`: the bytes of the copy that earlier runs dealt
+    /// with (copied, or found bad), counted in `bytes`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed_bytes: Option<u64>,
     pub records_in_full: u64,
     pub records_in_partial: u64,
     pub records_out_full: u64,
@@ -26,7 +35,7 @@ pub struct Record {
     /// Seconds since the copy started (as the statistics count them, from
     /// before the ends are opened).
     pub elapsed: f64,
-    /// Average bytes per second since the start.
+    /// Average bytes per second since the start (of this run's bytes).
     pub rate: f64,
     /// Bytes per second over the last few seconds.
     pub recent_rate: f64,
@@ -60,16 +69,22 @@ pub struct Record {
 }
 
 impl Record {
+    /// A record of `snapshot`; `resumed`: the bytes earlier runs of a
+    /// resumed copy dealt with.
     pub fn new(
         snapshot: &Snapshot,
         elapsed_ns: u64,
         recent_rate: f64,
         total: Option<u64>,
         input: Option<InputRead>,
+        resumed: Option<u64>,
     ) -> Record {
         let counted = |measure| input.filter(|i: &InputRead| i.measure == measure);
         Record {
-            bytes: snapshot.bytes_out,
+            bytes: snapshot
+                .bytes_out
+                .saturating_add(resumed.unwrap_or_default()),
+            resumed_bytes: resumed,
             records_in_full: snapshot.records_in_full,
             records_in_partial: snapshot.records_in_partial,
             records_out_full: snapshot.records_out_full,
@@ -136,7 +151,7 @@ mod tests {
             records_truncated: 0,
             bytes_out: 1500,
         };
-        let mut record = Record::new(&snapshot, 500_000_000, 3000.0, Some(4096), None);
+        let mut record = Record::new(&snapshot, 500_000_000, 3000.0, Some(4096), None, None);
         record.done = true;
         let line = String::from_utf8(record.line()).unwrap();
         assert!(line.ends_with("}\n") && line.matches('\n').count() == 1);
@@ -149,6 +164,7 @@ mod tests {
         assert!(value.get("signal").is_none());
         assert!(value.get("compressed_bytes").is_none());
         assert!(value.get("used_bytes").is_none());
+        assert!(value.get("resumed_bytes").is_none());
         assert!(value.get("phase").is_none() && value.get("bad_bytes").is_none());
         record.phase = Some("trimming".into());
         record.bad_bytes = Some(512);
@@ -160,22 +176,41 @@ mod tests {
     #[test]
     fn a_disk_read_by_its_used_blocks_says_how_many_are_read() {
         let snapshot = Snapshot {
-            records_in_full: 0,
-            records_in_partial: 0,
-            records_out_full: 0,
-            records_out_partial: 0,
-            records_truncated: 0,
             bytes_out: 1 << 20,
+            ..Snapshot::default()
         };
         let input = InputRead {
             read: 4096,
             total: Some(8192),
             measure: Measure::Used,
         };
-        let record = Record::new(&snapshot, 1, 1.0, Some(2 << 20), Some(input));
+        let record = Record::new(&snapshot, 1, 1.0, Some(2 << 20), Some(input), None);
         let value: serde_json::Value = serde_json::from_slice(&record.line()).unwrap();
         assert_eq!(value["used_bytes"], 4096);
         assert_eq!(value["used_total"], 8192);
         assert!(value.get("compressed_bytes").is_none());
+    }
+
+    #[test]
+    fn a_resumed_copy_counts_its_earlier_runs() {
+        let snapshot = Snapshot {
+            records_in_full: 3,
+            records_out_full: 3,
+            bytes_out: 3000,
+            ..Snapshot::default()
+        };
+        let record = Record::new(
+            &snapshot,
+            1_000_000_000,
+            3000.0,
+            Some(10_000),
+            None,
+            Some(7000),
+        );
+        let value: serde_json::Value = serde_json::from_slice(&record.line()).unwrap();
+        assert_eq!(value["bytes"], 10_000, "all of the total: {value}");
+        assert_eq!(value["resumed_bytes"], 7000);
+        assert_eq!(value["rate"], 3000.0, "this run's rate");
+        assert_eq!(value["records_in_full"], 3, "this run's records");
     }
 }

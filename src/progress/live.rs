@@ -18,11 +18,12 @@ use crate::text::human::{human, Base};
 /// One frame's figures, computed by the reporter.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Frame {
+    /// Bytes written, and under `--resume` those earlier runs dealt with.
     pub bytes: u64,
     pub elapsed_ns: u64,
     /// Bytes per second over the last few seconds.
     pub recent_rate: f64,
-    /// Average bytes per second since the start.
+    /// Average bytes per second since the start (of this run's bytes).
     pub average_rate: f64,
     pub total: Option<u64>,
     /// With `--decompress` or `--used-only`: how far through what is read.
@@ -195,7 +196,7 @@ pub fn texts(frame: &Frame) -> (String, String) {
     };
     let message = match (frame.bar(), left) {
         (Some((position, length)), Some(left)) if length > 0 => {
-            let percent = (position as f64 * 100.0 / length as f64).min(100.0);
+            let percent = whole_percent(position, length);
             let eta = if left == 0 {
                 clock(0)
             } else if frame.recent_rate >= 1.0 {
@@ -203,16 +204,22 @@ pub fn texts(frame: &Frame) -> (String, String) {
             } else {
                 "--:--".to_owned()
             };
-            format!("{percent:3.0}% ETA {eta}")
+            format!("{percent:3}% ETA {eta}")
         }
         // Decompressing, before the first compressed byte is read.
         (Some((position, length)), None) if length > 0 && frame.input.is_some() => {
-            let percent = (position as f64 * 100.0 / length as f64).min(100.0);
-            format!("{percent:3.0}% ETA --:--")
+            let percent = whole_percent(position, length);
+            format!("{percent:3}% ETA --:--")
         }
         _ => String::new(),
     };
     (prefix, message)
+}
+
+/// `position` of `length` in whole percent, rounded down as a resumed
+/// copy's "(N% done)" is: 100 only at the end.
+fn whole_percent(position: u64, length: u64) -> u64 {
+    (u128::from(position.min(length)) * 100 / u128::from(length)) as u64
 }
 
 fn rate_text(bytes_per_second: f64) -> String {
@@ -248,6 +255,21 @@ mod tests {
         let (prefix, message) = texts(&frame);
         assert_eq!(prefix, "512 MiB 1:05 100 MB/s (avg 8.0 MB/s)");
         assert_eq!(message, " 50% ETA 0:05");
+    }
+
+    #[test]
+    fn percent_is_rounded_down_so_that_100_means_done() {
+        let frame = |bytes| Frame {
+            bytes,
+            elapsed_ns: 1_000_000_000,
+            recent_rate: 10.0,
+            average_rate: 10.0,
+            total: Some(1000),
+            input: None,
+        };
+        assert_eq!(texts(&frame(999)).1, " 99% ETA 0:00");
+        assert_eq!(texts(&frame(296)).1, " 29% ETA 1:10");
+        assert_eq!(texts(&frame(1000)).1, "100% ETA 0:00");
     }
 
     #[test]

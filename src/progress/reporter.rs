@@ -27,6 +27,8 @@ struct State {
     /// The clock has started (the copy is under way): ticks before that
     /// would report a time that later goes back.
     started: bool,
+    /// A question is waiting for a person's answer (see `hold_clock`).
+    asking: bool,
     /// status=progress on a terminal: the live line, from the first tick.
     live_wanted: bool,
     live: Option<Live>,
@@ -34,6 +36,10 @@ struct State {
     json: Option<(JsonStream, i32)>,
     /// Bytes the copy is expected to write, when known.
     total: Option<u64>,
+    /// Under `--resume`: the bytes of the copy earlier runs dealt with,
+    /// counted in the live line and the JSON records (not in GNU's lines,
+    /// which say what this run copied).
+    resumed: Option<u64>,
     /// With `--decompress` or `--used-only`: the input's position.
     input: Option<Arc<dyn InputPosition>>,
     /// With `--rescue`: its phase and what is bad.
@@ -70,10 +76,12 @@ impl Reporter {
                 reported_bytes: None,
                 start: Instant::now(),
                 started: false,
+                asking: false,
                 live_wanted: false,
                 live: None,
                 json: None,
                 total: None,
+                resumed: None,
                 input: None,
                 rescue: None,
                 window: RateWindow::default(),
@@ -97,6 +105,16 @@ impl Reporter {
         let mut state = self.lock();
         state.start = Instant::now();
         state.started = true;
+        state.asking = false;
+    }
+
+    /// The copy waits for a person's answer: no progress is drawn or
+    /// written until the clock starts again ([`Reporter::start_clock`]),
+    /// and Ctrl-C meanwhile ends ddx without statistics, as a "no" would.
+    pub fn hold_clock(&self) {
+        let mut state = self.lock();
+        state.started = false;
+        state.asking = true;
     }
 
     /// status=progress with stderr on a terminal: draw the live line
@@ -125,6 +143,13 @@ impl Reporter {
     /// The bytes the copy should write, once the ends are open.
     pub fn set_total(&self, total: Option<u64>) {
         self.lock().total = total;
+    }
+
+    /// A resumed copy: `bytes` of its total were dealt with by earlier
+    /// runs. The live line and the JSON records count them, so that the
+    /// bar goes on from where the last run stopped and ends at 100%.
+    pub fn set_resumed(&self, bytes: u64) {
+        self.lock().resumed = Some(bytes);
     }
 
     /// "program: message" on its own line.
@@ -186,7 +211,14 @@ impl Reporter {
         if state.json.is_some() {
             let recent = state.window.sample(elapsed, snapshot.bytes_out);
             let input = state.input.as_ref().map(|c| c.position());
-            let mut record = Record::new(&snapshot, elapsed, recent, state.total, input);
+            let mut record = Record::new(
+                &snapshot,
+                elapsed,
+                recent,
+                state.total,
+                input,
+                state.resumed,
+            );
             with_rescue(&mut record, state);
             record.done = moment != Moment::Running;
             if let Moment::Signal(signal) = moment {
@@ -224,7 +256,9 @@ impl Reporter {
         let input = state.input.as_ref().map(|c| c.position());
         if state.live_wanted {
             let frame = Frame {
-                bytes: snapshot.bytes_out,
+                bytes: snapshot
+                    .bytes_out
+                    .saturating_add(state.resumed.unwrap_or_default()),
                 elapsed_ns: elapsed,
                 recent_rate: recent,
                 average_rate: rate(snapshot.bytes_out, elapsed),
@@ -236,7 +270,14 @@ impl Reporter {
             live.draw(&frame, note.as_deref());
         }
         if state.json.is_some() {
-            let mut record = Record::new(&snapshot, elapsed, recent, state.total, input);
+            let mut record = Record::new(
+                &snapshot,
+                elapsed,
+                recent,
+                state.total,
+                input,
+                state.resumed,
+            );
             with_rescue(&mut record, &state);
             self.write_json(&mut state, &record);
         }
@@ -275,6 +316,11 @@ impl Reporter {
     /// holding the lock so that nothing else is printed after them.
     pub fn interrupted(&self, signal: i32) -> ! {
         let mut state = self.lock();
+        if state.asking {
+            // Off the line the question left open.
+            emit(b"\n");
+            crate::sys::signals::die_of(signal)
+        }
         self.statistics_locked(&mut state, Moment::Signal(signal));
         crate::sys::signals::die_of(signal)
     }

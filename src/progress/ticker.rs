@@ -36,12 +36,23 @@ impl Ticker {
                 thread: None,
             };
         };
+        // The thread takes its private copy of the descriptor table (see
+        // `sys::threads`) before this returns: a descriptor the caller
+        // opens later must not be copied into it, where it would stay open
+        // after the caller closed it (a child's output pipe that never
+        // ends, a file never released).
+        let (detached_tx, detached_rx) = std::sync::mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
             .name("ddx-reporter".into())
             .stack_size(128 * 1024)
-            .spawn(move || run(&reporter, &signals, &stop_read, ticking, gnu_progress))
+            .spawn(move || {
+                crate::sys::threads::detach_fd_table();
+                let _ = detached_tx.send(());
+                run(&reporter, &signals, &stop_read, ticking, gnu_progress)
+            })
             .ok();
         if thread.is_some() {
+            let _ = detached_rx.recv();
             crate::sys::signals::block_in_this_thread();
         }
         Ticker {
@@ -78,7 +89,6 @@ fn run(
     progress: bool,
     gnu_progress: bool,
 ) {
-    crate::sys::threads::detach_fd_table();
     let tick = Duration::from_secs(1);
     let mut next_tick = Instant::now() + tick;
     loop {

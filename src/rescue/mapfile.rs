@@ -341,44 +341,41 @@ impl Map {
     /// map or the new one: write a temporary file beside it, sync it, and
     /// rename it over the old one. When the filesystem is full (a copy
     /// stopped by ENOSPC next to its map), the map is overwritten in place
-    /// instead, within the room saved maps keep for that (padding).
+    /// instead, within the room every saved map keeps allocated past its
+    /// end for that ([`SAVED_ROOM`]): blocks reserved with fallocate's
+    /// KEEP_SIZE, so that the file holds the map's lines and nothing else
+    /// (ddrescue and ddrescuelog read it as they read their own).
     pub fn save(&self, path: &Path, command_line: &str) -> std::io::Result<()> {
-        let mut text = self.render(command_line);
+        let text = self.render(command_line);
         let room = SAVED_ROOM.max(text.len() + SAVED_ROOM / 2);
-        pad(&mut text, room);
-        match save_atomically(path, &text) {
+        match save_atomically(path, &text, room) {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) => {
-                save_in_place(path, self.render(command_line)).map_err(|_| e)
+                save_in_place(path, &text, room).map_err(|_| e)
             }
             other => other,
         }
     }
 }
 
-/// Bytes a saved map takes at least: room to be rewritten in place.
+/// Bytes a saved map keeps allocated at least: room to be rewritten in
+/// place.
 const SAVED_ROOM: usize = 4096;
 
-/// Fill `text` up to `len` bytes with comment lines.
-fn pad(text: &mut String, len: usize) {
-    while text.len() < len {
-        let line = (len - text.len()).min(80);
-        match line {
-            1 => text.push('\n'),
-            n => {
-                text.push('#');
-                text.push_str(&" ".repeat(n - 2));
-                text.push('\n');
-            }
-        }
-    }
+/// Keep `room` bytes allocated to `file` from its start, its size
+/// unchanged. Where the filesystem cannot (EOPNOTSUPP), the map keeps
+/// only the room its own text takes.
+fn reserve(file: &std::fs::File, room: usize) {
+    use std::os::fd::AsFd;
+    let _ = crate::sys::file::reserve(file.as_fd(), room as u64);
 }
 
-fn save_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+fn save_atomically(path: &Path, text: &str, room: usize) -> std::io::Result<()> {
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".tmp");
     let temporary = std::path::PathBuf::from(temporary);
     let written = std::fs::File::create(&temporary).and_then(|mut file| {
         file.write_all(text.as_bytes())?;
+        reserve(&file, room);
         file.sync_data()
     });
     if let Err(e) = written {
@@ -389,15 +386,19 @@ fn save_atomically(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 /// Overwrite the existing map without allocating: only if the new text
-/// fits in its length (the rest becomes comment padding).
-fn save_in_place(path: &Path, mut text: String) -> std::io::Result<()> {
+/// fits in the room the file has allocated. Truncating a shorter text's
+/// tail frees the blocks past it, which are taken back at once.
+fn save_in_place(path: &Path, text: &str, room: usize) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
     let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
-    let room = file.metadata()?.len() as usize;
-    if text.len() > room {
+    let meta = file.metadata()?;
+    let allocated = meta.len().max(meta.blocks().saturating_mul(512));
+    if text.len() as u64 > allocated {
         return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
     }
-    pad(&mut text, room);
     file.write_all(text.as_bytes())?;
+    file.set_len(text.len() as u64)?;
+    reserve(&file, room);
     file.sync_data()
 }
 
@@ -490,19 +491,43 @@ mod tests {
         assert_eq!(Map::parse(&text, 0, 0x100000).unwrap(), map);
     }
 
+    /// Allocated bytes of `path` (st_blocks), and its size.
+    fn allocation(path: &Path) -> (u64, u64) {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).unwrap();
+        (meta.blocks() * 512, meta.len())
+    }
+
     #[test]
-    fn saved_maps_keep_room_to_be_rewritten_in_place() {
+    fn saved_maps_hold_their_lines_only_and_room_to_be_rewritten_in_place() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("map");
         let mut map = Map::new(0, 1 << 20);
         map.save(&path, "ddx").unwrap();
-        let room = std::fs::metadata(&path).unwrap().len();
-        assert!(room >= SAVED_ROOM as u64);
-        map.mark(0, 4096, BlockStatus::Finished);
-        save_in_place(&path, map.render("ddx")).unwrap();
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), room);
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(Map::parse(&text, 0, 1 << 20).unwrap(), map);
+        // The map's lines, as ddrescue writes them, and no padding.
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), map.render("ddx"));
+        let (allocated, _) = allocation(&path);
+        assert!(
+            allocated >= SAVED_ROOM as u64,
+            "{allocated} bytes allocated"
+        );
+        for (pos, size) in [(0, 4096), (8192, 512), (0, 1 << 20)] {
+            let status = if pos == 8192 {
+                BlockStatus::BadSector
+            } else {
+                BlockStatus::Finished
+            };
+            map.mark(pos, size, status);
+            let text = map.render("ddx");
+            save_in_place(&path, &text, SAVED_ROOM).unwrap();
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+            assert_eq!(Map::parse(&text, 0, 1 << 20).unwrap(), map);
+            assert!(allocation(&path).0 >= SAVED_ROOM as u64);
+        }
+        // More than the room: refused, the old map left as it was.
+        let long = "#".repeat(3 * SAVED_ROOM);
+        assert!(save_in_place(&path, &long, SAVED_ROOM).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), map.render("ddx"));
     }
 
     #[test]

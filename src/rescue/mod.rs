@@ -145,9 +145,30 @@ pub fn resuming(request: &PositionalCopy, plan: &CopyPlan) -> Result<bool, Strin
     Ok(true)
 }
 
+/// The bytes of the copy's extent that earlier runs dealt with, as its
+/// map says: everything but what is left to read (finished, or found
+/// bad; with `retrying`, retry passes read the bad areas again, so they
+/// are still to do). A resumed copy's progress starts there, and counts
+/// what this run reads on top, up to the whole extent.
+pub fn resumed_bytes(map: &Map, retrying: bool) -> u64 {
+    let left: u64 = map.pending().iter().map(|b| b.size).sum();
+    let bad = if retrying {
+        map.bytes_with(BlockStatus::BadSector)
+    } else {
+        0
+    };
+    map.blocks()
+        .iter()
+        .map(|b| b.size)
+        .sum::<u64>()
+        .saturating_sub(left + bad)
+}
+
 /// The one line a resumed copy starts with: what its map says is done,
-/// left to read and bad, in bytes of the copy's extent.
-pub fn resume_summary(map: &Map, path: &Path) -> String {
+/// left to read and bad, in bytes of the copy's extent. Its percentage is
+/// of [`resumed_bytes`] (`retrying` as there), as the progress line's
+/// first one is.
+pub fn resume_summary(map: &Map, path: &Path, retrying: bool) -> String {
     let done = map.bytes_with(BlockStatus::Finished);
     let bad = map.bytes_with(BlockStatus::BadSector);
     let left: u64 = map.pending().iter().map(|b| b.size).sum();
@@ -156,7 +177,7 @@ pub fn resume_summary(map: &Map, path: &Path) -> String {
     let percent = if total == 0 {
         100
     } else {
-        (u128::from(done) * 100 / u128::from(total)) as u64
+        (u128::from(resumed_bytes(map, retrying)) * 100 / u128::from(total)) as u64
     };
     format!(
         "resuming from {}: {done} bytes done, {left} left, {bad} bad ({percent}% done)",
@@ -281,11 +302,20 @@ mod tests {
         map.mark(0, 1 << 18, BlockStatus::Finished);
         map.mark(1 << 18, 512, BlockStatus::BadSector);
         assert_eq!(
-            resume_summary(&map, Path::new("out.map")),
+            resume_summary(&map, Path::new("out.map"), false),
             "resuming from 'out.map': 262144 bytes done, 785920 left, 512 bad (25% done)"
         );
+        assert_eq!(resumed_bytes(&map, false), (1 << 18) + 512);
+        // Retry passes read the bad areas again: they are still to do.
+        assert_eq!(resumed_bytes(&map, true), 1 << 18);
+        map.mark(1 << 18, (1 << 20) - (1 << 18), BlockStatus::BadSector);
+        assert!(resume_summary(&map, Path::new("m"), false)
+            .ends_with(" 0 left, 786432 bad (100% done)"));
+        assert!(
+            resume_summary(&map, Path::new("m"), true).ends_with(" 0 left, 786432 bad (25% done)")
+        );
         map.mark(0, 1 << 20, BlockStatus::Finished);
-        assert!(resume_summary(&map, Path::new("m")).ends_with(" 0 left, 0 bad (100% done)"));
+        assert!(resume_summary(&map, Path::new("m"), false).ends_with(" 0 left, 0 bad (100% done)"));
     }
 
     #[test]

@@ -201,6 +201,14 @@ pub fn punch_hole(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Result<(), Errno
     })
 }
 
+/// fallocate(KEEP_SIZE): the first `len` bytes of the file allocated,
+/// its size unchanged, so that writing within them later needs no free
+/// space. EOPNOTSUPP where the filesystem cannot.
+pub fn reserve(fd: BorrowedFd<'_>, len: u64) -> Result<(), Errno> {
+    use rustix::fs::FallocateFlags;
+    retry_eintr(|| rustix::fs::fallocate(fd, FallocateFlags::KEEP_SIZE, 0, len))
+}
+
 pub fn fdatasync(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     retry_eintr(|| rustix::fs::fdatasync(fd))
 }
@@ -338,6 +346,27 @@ pub fn splice(input: BorrowedFd<'_>, output: BorrowedFd<'_>, len: usize) -> Resu
         len,
         rustix::pipe::SpliceFlags::empty(),
     )
+}
+
+/// The first bytes waiting in the pipe `fd`, at most `len`, left in it
+/// for its next reader: tee(2) copies them into a pipe of ddx's own,
+/// which is then read. Waits for the first bytes to arrive; `Ok` of an
+/// empty vector at end of input. What arrives later is not waited for:
+/// the caller asks again (each call sees the bytes from the start).
+pub fn peek_pipe(fd: BorrowedFd<'_>, len: usize) -> Result<Vec<u8>, Errno> {
+    use rustix::pipe::{pipe_with, tee, PipeFlags, SpliceFlags};
+    let (reader, writer) = pipe_with(PipeFlags::CLOEXEC)?;
+    let copied = retry_eintr(|| tee(fd, &writer, len, SpliceFlags::empty()))?;
+    let mut head = vec![0; copied];
+    let mut filled = 0;
+    while filled < copied {
+        match retry_eintr(|| rustix::io::read(&reader, &mut head[filled..]))? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    head.truncate(filled);
+    Ok(head)
 }
 
 /// A second, independent open of the same file for reading with O_DIRECT

@@ -9,6 +9,10 @@
 ///
 /// Call it first thing in a helper thread that only uses descriptors that
 /// existed when it was spawned. Failure only costs speed, so it is ignored.
+/// The copy holds every descriptor open at the moment of the call, also
+/// those another thread opened since the spawn: a spawner that goes on
+/// opening descriptors it will close (a child's pipes) waits until the
+/// helper has called this, or the helper keeps them open.
 pub fn detach_fd_table() {
     // SAFETY: the helper threads that call this (the reporter) use only
     // descriptors created before they were spawned (their pipes and fd 2),

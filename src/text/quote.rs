@@ -5,6 +5,7 @@
 //! colon, with `quotef` (shell-quoted only when needed). Scripts and tests
 //! compare these messages, so the three styles are reproduced here.
 
+use std::borrow::Cow;
 use std::fmt::Write;
 
 /// `quote()`: '...' with C escapes for the quote, backslash and non-printables.
@@ -29,6 +30,31 @@ pub fn quote(value: &[u8]) -> String {
     }
     out.push('\'');
     out
+}
+
+/// `text` with its control characters escaped as [`quote`] escapes them
+/// (`\n`, `\r`, `\t`, `\ooo`) and nothing else changed, no quotes
+/// added: for a value a message shows as it was given (a URL, a
+/// library's own words about it), so that the message stays one line.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                for byte in c.encode_utf8(&mut [0; 4]).bytes() {
+                    let _ = write!(out, "\\{byte:03o}");
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// `quoteaf()`: always shell-quoted, as in "failed to open 'x'".
@@ -114,6 +140,15 @@ mod tests {
                 ("a'b", "'a\\'b'"),
                 ("a\nb", "'a\\nb'"),
             ],
+        );
+    }
+
+    #[test]
+    fn printable_texts_escape_only_control_characters() {
+        assert_eq!(printable("s3://b/k ü?"), "s3://b/k ü?");
+        assert_eq!(
+            printable("a\nb\rc\td\u{1}e\u{85}"),
+            "a\\nb\\rc\\td\\001e\\302\\205"
         );
     }
 

@@ -1207,6 +1207,38 @@ fn a_missing_device_is_refused_as_the_copy_refuses_it() {
     }
 }
 
+/// A target with nothing there is an error, with or without a trailing
+/// slash (a directory mistyped or not made yet, not a file to make), in
+/// a directory that exists or not; nothing is created.
+#[test]
+fn a_target_that_does_not_exist_is_an_error() {
+    let dir = scratch();
+    let before = listing(dir.path());
+    let missing = dir.path().join("missing");
+    for (target, what) in [
+        (format!("{}/", missing.display()), "directory"),
+        (missing.display().to_string(), "file or directory"),
+        (format!("{}/deeper", missing.display()), "file or directory"),
+    ] {
+        for extra in [&[][..], &["--destructive"], &["--tests=seq-write"]] {
+            let out = bench(&[&[target.as_str()][..], extra].concat());
+            assert_eq!(
+                failure(&out),
+                format!(
+                    "'{target}': no such {what}: TARGET is an existing file, directory (ddx \
+                     makes its own file there) or block device, or an NBD export"
+                ),
+                "{extra:?}"
+            );
+            assert_eq!(
+                listing(dir.path()),
+                before,
+                "{target}: something was created"
+            );
+        }
+    }
+}
+
 /// A mount point made by the test in a temp dir, unmounted when dropped.
 struct Mount {
     point: tempfile::TempDir,
@@ -1239,8 +1271,8 @@ impl Drop for Mount {
     }
 }
 
-/// A directory, a new file or an existing file on tmpfs or ramfs has no
-/// disk under it: refused, nothing created, unless --allow-memory.
+/// A directory or an existing file on tmpfs or ramfs has no disk under
+/// it: refused, nothing created, unless --allow-memory.
 #[test]
 fn a_target_in_memory_is_refused_unless_asked_for() {
     for kind in ["tmpfs", "ramfs"] {
@@ -1250,8 +1282,7 @@ fn a_target_in_memory_is_refused_unless_asked_for() {
         let existing = mount.path().join("existing");
         std::fs::write(&existing, vec![7u8; 2 << 20]).unwrap();
         let before = listing(mount.path());
-        let new_file = mount.path().join("new");
-        for target in [mount.path(), &new_file, &existing] {
+        for target in [mount.path(), &existing] {
             let out = bench(&[target.to_str().unwrap(), "--tests=seq-read"]);
             let why = failure(&out);
             assert_eq!(

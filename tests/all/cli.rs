@@ -285,6 +285,39 @@ fn help_lists_every_operand_and_version_names_ddx() {
     assert!(String::from_utf8(version).unwrap().starts_with("ddx "));
 }
 
+/// `ddx --help` begins with GNU dd's own help, word for word up to its
+/// options (GNU's closing lines point at GNU coreutils' project and are
+/// left out), so a script that reads `dd --help` finds what it expects;
+/// ddx's additions come after it.
+#[test]
+fn help_begins_with_gnu_dds_help_word_for_word() {
+    let gnu = rigs::cmd::gnu_dd().arg("--help").output().unwrap();
+    let gnu = String::from_utf8(gnu.stdout).unwrap();
+    let end = gnu
+        .find("--version")
+        .and_then(|at| gnu[at..].find('\n').map(|n| at + n + 1))
+        .expect("GNU's help lists --version");
+    let ours = rigs::cmd::ddx_as_dd().arg("--help").output().unwrap();
+    assert!(ours.status.success());
+    let ours = String::from_utf8(ours.stdout).unwrap();
+    assert_eq!(&ours[..end.min(ours.len())], &gnu[..end]);
+    let additions = &ours[end..];
+    for end in [
+        "nbd://",
+        "nbds://",
+        "nbd+unix://",
+        "nbds+unix://",
+        "nbd+vsock://",
+        "s3://",
+        "http://",
+        "https://",
+        "mem:",
+    ] {
+        assert!(additions.contains(end), "{end}");
+    }
+    assert!(additions.contains("AWS_ENDPOINT_URL") && additions.contains("Exit status"));
+}
+
 #[test]
 fn progress_line_appears_about_once_a_second() {
     // A slow source: a shell that writes a block every 300 ms.
@@ -367,4 +400,62 @@ fn holes_in_the_input_give_gnu_results() {
             compare.run();
         }
     }
+}
+
+/// The package's one-line description is the Debian package's summary
+/// (cargo-deb puts it in the control file's Description line): dpkg and
+/// apt show it on one line of at most 80 columns, and split a longer one.
+#[test]
+fn the_package_summary_fits_one_line() {
+    let summary = env!("CARGO_PKG_DESCRIPTION");
+    assert!(
+        !summary.is_empty() && !summary.contains('\n'),
+        "one line: {summary:?}"
+    );
+    assert!(
+        summary.chars().count() <= 80,
+        "{} characters: {summary:?}",
+        summary.chars().count()
+    );
+}
+
+/// `if=` a directory: GNU dd opens (creates, truncates) of= and then
+/// fails its first read with EISDIR. ddx refuses before the output is
+/// opened, with GNU's first line and exit status; `count=0`, which reads
+/// nothing, succeeds as GNU's does.
+#[test]
+fn a_directory_input_is_refused_before_the_output_is_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("a directory");
+    std::fs::create_dir(&input).unwrap();
+    let existing = dir.path().join("existing");
+    let created = dir.path().join("created");
+    for iflag in [&[][..], &["iflag=directory"], &["bs=1M", "skip=1"]] {
+        for output in [&existing, &created] {
+            std::fs::write(&existing, b"keep me").unwrap();
+            let operands = || {
+                let mut words = vec![operand("if", &input), operand("of", output)];
+                words.extend(iflag.iter().map(|w| w.to_string()));
+                words
+            };
+            let gnu = rigs::cmd::gnu_dd().args(operands()).output().unwrap();
+            let gnu_first = String::from_utf8_lossy(&gnu.stderr)
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            std::fs::write(&existing, b"keep me").unwrap();
+            let _ = std::fs::remove_file(&created);
+            let ran = Ddx::as_dd().args(operands()).run();
+            assert_eq!(std::fs::read(&existing).unwrap(), b"keep me", "{iflag:?}");
+            assert!(!created.exists(), "{iflag:?}: of= was created");
+            assert_eq!(ran.status.code(), gnu.status.code(), "{iflag:?}");
+            assert_eq!(ran.stderr, format!("{gnu_first}\n"), "{iflag:?}");
+        }
+    }
+    Compare::new()
+        .input_path(&input)
+        .args(["count=0"])
+        .output_file()
+        .succeeds();
 }

@@ -1,4 +1,4 @@
-//! The image options of issue 15 through the real binary: `--decompress`
+//! The image options through the real binary: `--decompress`
 //! held to GNU dd on the decompressed file (bytes and statistics), what
 //! `--compress` writes read back by the zstd, xz and gzip tools, `--bmap`
 //! against `bmaptool copy` on loop devices the test attaches, the maps
@@ -265,7 +265,6 @@ fn options_that_cannot_go_together_are_refused_before_anything_is_opened() {
         &[&map_arg, "iflag=direct"],
         &["--bmap", "iflag=direct"],
     );
-    refused(d, &raw, &[&map_arg, "--verify"], &["--bmap", "--verify"]);
     refused(
         d,
         &raw,
@@ -958,4 +957,298 @@ fn tee_onto_block_devices_writes_each_directly_where_aligned() {
     assert!(written[..size] == bytes[..]);
     ran.says("dropped after");
     ran.says("No space left on device");
+}
+
+/// The mapped byte ranges `[start, end)` of a bmaptool map of an image
+/// whose size is a whole number of its 4 KiB blocks.
+fn mapped_ranges(map: &Path) -> Vec<(u64, u64)> {
+    std::fs::read_to_string(map)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("<Range"))
+        .map(|l| {
+            let blocks = l.split('>').nth(1).unwrap().split('<').next().unwrap();
+            let (first, last) = match blocks.trim().split_once('-') {
+                Some((a, b)) => (a.trim().parse::<u64>().unwrap(), b.trim().parse().unwrap()),
+                None => {
+                    let block = blocks.trim().parse::<u64>().unwrap();
+                    (block, block)
+                }
+            };
+            (first * 4096, (last + 1) * 4096)
+        })
+        .collect()
+}
+
+/// The read requests nbdkit's log filter saw: (offset, count).
+fn reads_logged(log: &Path) -> Vec<(u64, u64)> {
+    let field = |line: &str, name: &str| {
+        let hex = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(name))
+            .unwrap_or_else(|| panic!("{name} in {line}"));
+        u64::from_str_radix(hex, 16).unwrap()
+    };
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(" Read id="))
+        .map(|l| (field(l, "offset=0x"), field(l, "count=0x")))
+        .collect()
+}
+
+/// `--verify` under `--bmap` reads back the mapped ranges only, all of
+/// them, each once, and checks them: onto an nbdkit export that logs
+/// every request, from the image and from it compressed.
+#[cfg(feature = "nbd")]
+#[test]
+fn verify_under_bmap_reads_back_only_the_mapped_ranges() {
+    if !rigs::tools_or_skip(&["bmaptool", "mkfs.ext4", "zstd"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let size: u64 = 24 << 20;
+    let (image, map) = ext4_image(dir.path(), size);
+    let zst = rigs::images::packed(&image, "zstd", "zst");
+    let ranges = mapped_ranges(&map);
+    let mapped: u64 = ranges.iter().map(|(a, b)| b - a).sum();
+    assert!(
+        ranges.len() > 2 && mapped < size * 3 / 4,
+        "holes to leave: {ranges:?}"
+    );
+    for (input, extra) in [(&image, None), (&zst, Some("--decompress"))] {
+        let Some(server) = rigs::or_skip(rigs::nbd::Server::nbdkit_logged(&[
+            "memory",
+            &format!("size={size}"),
+        ])) else {
+            return;
+        };
+        let ran = Ddx::new()
+            .arg(arg("if", input))
+            .arg(format!("of={}", server.uri()))
+            .arg(arg("--bmap", &map))
+            .arg("--verify")
+            .args(extra)
+            .succeeds();
+        ran.says(&format!(
+            "verify: {mapped} bytes of '{}' in {} mapped ranges read back, each as the map's \
+             SHA-256\n",
+            server.uri(),
+            ranges.len()
+        ));
+        let reads = reads_logged(&server.log_file());
+        let mut read = 0;
+        for &(offset, count) in &reads {
+            assert!(
+                ranges
+                    .iter()
+                    .any(|&(start, end)| start <= offset && offset + count <= end),
+                "a read outside the mapped ranges: {offset:#x}+{count:#x}; {ranges:?}"
+            );
+            read += count;
+        }
+        assert_eq!(read, mapped, "each mapped byte read back once: {reads:?}");
+        let back = rigs::nbd::nbdcopy_read(&server.uri(), dir.path()).unwrap();
+        assert!(back == std::fs::read(&image).unwrap());
+    }
+}
+
+/// A byte the device corrupts in a mapped range is caught, naming its
+/// blocks; one in an unmapped block is never written nor read. A map
+/// without digests is checked against digests taken as the image passed.
+#[test]
+fn verify_under_bmap_catches_a_flipped_byte_in_a_mapped_range() {
+    if !rigs::tools_or_skip(&["bmaptool", "mkfs.ext4"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let size: u64 = 16 << 20;
+    let (image, map) = ext4_image(dir.path(), size);
+    let ranges = mapped_ranges(&map);
+    // A map of the same ranges without digests (bmap 1.2).
+    let plain = dir.path().join("plain.bmap");
+    let blocks: Vec<(u64, u64)> = ranges
+        .iter()
+        .map(|&(a, b)| (a / 4096, b / 4096 - 1))
+        .collect();
+    std::fs::write(&plain, bmap_xml(size, &blocks)).unwrap();
+    let (start, end) = ranges[ranges.len() / 2];
+    let inside = start + (end - start) / 2;
+    let outside = ranges
+        .windows(2)
+        .find(|w| w[1].0 > w[0].1)
+        .map(|w| w[0].1)
+        .expect("a hole between two ranges");
+    for (used, flip_at) in [(&map, inside), (&map, outside), (&plain, inside)] {
+        {
+            // Every request to this device runs a shell: few and large.
+            let Some(device) = rigs::or_skip(rigs::NbdDevice::flipping_writes(
+                &vec![0; size as usize],
+                flip_at,
+            )) else {
+                return;
+            };
+            let ran = Ddx::new()
+                .arg(arg("if", &image))
+                .arg(arg("of", &device.path))
+                .arg(arg("--bmap", used))
+                .args(["--verify", "bs=4M", "conv=notrunc"])
+                .run();
+            // The copy itself went through: its statistics are whole.
+            assert_eq!(
+                statistics(&ran.stderr)[2],
+                "16777216 bytes (17 MB, 16 MiB)",
+                "{}",
+                ran.stderr
+            );
+            if flip_at == outside {
+                assert_eq!(ran.status.code(), Some(0), "{}", ran.stderr);
+                ran.says("mapped ranges read back, each as");
+                continue;
+            }
+            assert_eq!(ran.status.code(), Some(1), "{}", ran.stderr);
+            let (first, last) = blocks[ranges.len() / 2];
+            ran.says(&format!(
+                "verify: '{}' differs from what was written in blocks {first}-{last} (image \
+                 bytes {start} to {end})\n",
+                device.path.display()
+            ));
+        }
+    }
+}
+
+/// Under `--bmap`, GNU's statistics count the image's bytes (holes
+/// included, as GNU dd copying the image would); a line after them and
+/// each `--tee` line say, labelled, how many of them were mapped and
+/// written, counted apart (the tee's own writes).
+#[test]
+fn bmap_says_both_byte_counts_labelled() {
+    if !rigs::tools_or_skip(&["bmaptool", "mkfs.ext4"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let size: u64 = 16 << 20;
+    let (image, map) = ext4_image(dir.path(), size);
+    let mapped: u64 = mapped_ranges(&map).iter().map(|(a, b)| b - a).sum();
+    let first = dir.path().join("first");
+    let second = dir.path().join("second");
+    let ran = Ddx::new()
+        .arg(arg("if", &image))
+        .arg(arg("of", &first))
+        .arg(arg("--tee", &second))
+        .arg(arg("--bmap", &map))
+        .succeeds();
+    assert_eq!(statistics(&ran.stderr)[2], "16777216 bytes (17 MB, 16 MiB)");
+    let human = |bytes: u64| {
+        let out = gnu_dd()
+            .args(["if=/dev/zero", "of=/dev/null", "iflag=count_bytes"])
+            .arg(format!("count={bytes}"))
+            .output()
+            .unwrap();
+        let stats = statistics(&String::from_utf8_lossy(&out.stderr));
+        stats[2].clone()
+    };
+    ran.says(&format!(
+        "ddx: --bmap: 16777216 bytes of image copied: {} of mapped blocks written, {} bytes \
+         of unmapped blocks left as they were\n",
+        human(mapped),
+        size - mapped
+    ));
+    ran.says(&format!(
+        "ddx: --tee: '{}': 16777216 bytes (17 MB, 16 MiB) of image copied: {} of mapped \
+         blocks written, the others left as they were\n",
+        second.display(),
+        human(mapped)
+    ));
+    for output in [&first, &second] {
+        assert!(std::fs::read(output).unwrap() == std::fs::read(&image).unwrap());
+    }
+    // status=none: not a word.
+    let ran = Ddx::new()
+        .arg(arg("if", &image))
+        .arg(arg("of", &first))
+        .arg(arg("--bmap", &map))
+        .arg("status=none")
+        .succeeds();
+    assert_eq!(ran.stderr, "");
+}
+
+/// A map made for another size of image is refused before the output
+/// is opened: by the input file's size, by the size an xz, zstd or lz4
+/// input records it decompresses to, and by the size of the device it
+/// would be written onto. gzip and bzip2 record no size: there it fails
+/// where the decoded stream shows it (a range's digest, or its end).
+#[test]
+fn a_map_for_another_size_is_refused_before_anything_is_written() {
+    if !rigs::tools_or_skip(&["bmaptool", "mkfs.ext4", "zstd", "xz", "lz4", "gzip"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let size: u64 = 16 << 20;
+    let (image, _) = ext4_image(dir.path(), size);
+    let other_dir = dir.path().join("other");
+    std::fs::create_dir(&other_dir).unwrap();
+    let (_, other_map) = ext4_image(&other_dir, size + (4 << 20));
+    let lz4 = dir.path().join("ext4.img.lz4");
+    rigs::must_run(
+        Command::new("lz4")
+            .args(["-q", "--content-size"])
+            .arg(&image)
+            .arg(&lz4),
+    );
+    let out = dir.path().join("never");
+    for (input, format) in [
+        (rigs::images::packed(&image, "xz", "xz"), "xz"),
+        (rigs::images::packed(&image, "zstd", "zst"), "zstd"),
+        (lz4, "lz4"),
+    ] {
+        let ran = Ddx::new()
+            .arg(arg("if", &input))
+            .arg(arg("of", &out))
+            .arg(arg("--bmap", &other_map))
+            .arg("--decompress")
+            .fails();
+        assert_eq!(
+            ran.stderr,
+            format!(
+                "ddx: --bmap='{}': the map is for a {}-byte image, but '{}' decompresses to \
+                 {size} bytes, as its {format} headers record\n",
+                other_map.display(),
+                size + (4 << 20),
+                input.display()
+            )
+        );
+        assert!(!out.exists(), "{format}: the output was created");
+    }
+    // No size recorded: the stream shows it.
+    let gz = rigs::images::packed(&image, "gzip", "gz");
+    Ddx::new()
+        .arg(arg("if", &gz))
+        .arg(arg("of", &out))
+        .arg(arg("--bmap", &other_map))
+        .arg("--decompress")
+        .fails();
+    // Onto a device too small for the map's image.
+    let backing = dir.path().join("small");
+    let before = rigs::bytes::pattern(4, size as usize);
+    std::fs::write(&backing, &before).unwrap();
+    let Some(device) = rigs::or_skip(rigs::LoopDevice::attach(&backing, Default::default())) else {
+        return;
+    };
+    let big = other_dir.join("ext4.img");
+    let ran = Ddx::new()
+        .arg(arg("if", &big))
+        .arg(arg("of", &device.path))
+        .arg(arg("--bmap", &other_map))
+        .fails();
+    assert_eq!(
+        ran.stderr,
+        format!(
+            "ddx: --bmap writes the whole image: of='{}' is a block device of {size} bytes, \
+             and the image is {} bytes\n",
+            device.name(),
+            size + (4 << 20)
+        )
+    );
+    assert!(std::fs::read(&device.path).unwrap() == before, "written");
 }

@@ -16,10 +16,14 @@ mod bench;
 mod bench_page;
 mod cache;
 mod cli;
+mod compressed_input;
+mod corpora;
 mod differential;
 mod direct_io;
 mod filesystems;
 mod guard;
+#[cfg(all(feature = "nbd", feature = "object"))]
+mod guide;
 mod image;
 mod image_copy;
 mod layers;

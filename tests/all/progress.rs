@@ -74,6 +74,116 @@ fn json_progress_parses_and_its_last_record_equals_the_statistics() {
     assert_eq!(stderr.lines().count(), 3, "GNU's statistics only: {stderr}");
 }
 
+/// A copy resumed from a map that says `done` of `size` bytes are
+/// finished (and the output holds them): the input a slow device, so
+/// that the run takes a few seconds. Returns the device, a directory
+/// holding `out` and its map `out.map`, and the input's bytes.
+fn resumable(size: usize, done: usize) -> Option<(rigs::NbdDevice, tempfile::TempDir, Vec<u8>)> {
+    let contents = pattern(11, size);
+    // About 21 ms per 16 KiB request.
+    let device = rigs::or_skip(rigs::NbdDevice::slow(&contents, 20))?;
+    let scratch = tempfile::tempdir().unwrap();
+    std::fs::write(scratch.path().join("out"), &contents[..done]).unwrap();
+    std::fs::write(
+        scratch.path().join("out.map"),
+        format!(
+            "# Mapfile\n0x{done:08X}     ?               1\n\
+             0x00000000  0x{done:08X}  +\n\
+             0x{done:08X}  0x{:08X}  ?\n",
+            size - done
+        ),
+    )
+    .unwrap();
+    Some((device, scratch, contents))
+}
+
+/// `--resume` counts what earlier runs did: the JSON records start where
+/// the map stands (as its "(N% done)" line says), never go back, and the
+/// last one's bytes are the total; the statistics stay this run's.
+#[test]
+fn a_resumed_copy_counts_its_earlier_runs_in_the_json_records() {
+    let size = 4 << 20;
+    let done = 1200 << 10;
+    let Some((device, scratch, contents)) = resumable(size, done) else {
+        return;
+    };
+    let json = scratch.path().join("progress.json");
+    let out = shell(&format!(
+        "{DDX} --resume --map={map} if={input} of={output} bs=16k iflag=direct \
+         --progress-fd=3 3>{json}",
+        map = scratch.path().join("out.map").display(),
+        input = device.path.display(),
+        output = scratch.path().join("out").display(),
+        json = json.display(),
+    ))
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(std::fs::read(scratch.path().join("out")).unwrap() == contents);
+    let percent = done * 100 / size;
+    assert!(stderr.contains(&format!("({percent}% done)")), "{stderr}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(records.len() >= 2, "ticks during the copy: {text}");
+    let mut last = 0;
+    for record in &records {
+        let bytes = record["bytes"].as_u64().unwrap();
+        assert_eq!(record["total"], size, "{text}");
+        assert!(bytes >= done as u64 && bytes >= last, "never back: {text}");
+        assert_eq!(record["resumed_bytes"], done, "{text}");
+        last = bytes;
+    }
+    let final_record = records.last().unwrap();
+    assert_eq!(final_record["done"], true);
+    assert_eq!(final_record["bytes"], size, "the bar ends at 100%: {text}");
+    // GNU's statistics say what this run copied.
+    assert_eq!(bytes_in_statistics(&stderr), Some((size - done) as u64));
+}
+
+/// The live line of a resumed copy starts at the percentage its "(N%
+/// done)" line says, and goes on from there.
+#[test]
+fn a_resumed_copy_s_live_line_goes_on_from_where_the_map_stands() {
+    let size = 4 << 20;
+    let done = 1300 << 10;
+    let Some((device, scratch, _)) = resumable(size, done) else {
+        return;
+    };
+    let command = format!(
+        "ddx --resume --map={} if={} of={} bs=16k iflag=direct status=progress",
+        scratch.path().join("out.map").display(),
+        device.path.display(),
+        scratch.path().join("out").display(),
+    );
+    let Some(tmux) = rigs::or_skip(Tmux::start("resume", 200, 8, &command)) else {
+        return;
+    };
+    let first = tmux.wait_for("ETA", Duration::from_secs(10));
+    let after = tmux.wait_for("EXIT=", Duration::from_secs(20));
+    save_capture("resume-live", &first);
+    let percent = done * 100 / size;
+    assert!(first.contains(&format!("({percent}% done)")), "{first}");
+    let live = first
+        .lines()
+        .find(|l| l.contains("ETA"))
+        .unwrap_or_else(|| panic!("no live line: {first}"));
+    let shown: usize = live
+        .split('%')
+        .next()
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a percentage: {live}"));
+    assert!(
+        (percent..100).contains(&shown),
+        "from {percent}% on: {live}"
+    );
+    assert!(after.contains("EXIT=0"), "{after}");
+}
+
 /// SIGUSR1 prints GNU's statistics and writes a record; the copy goes on.
 #[test]
 fn sigusr1_writes_a_json_record_too() {
@@ -514,6 +624,87 @@ fn whole_disk_from_a_terminal_asks_first() {
     );
     assert!(after.contains("EXIT=1"), "{after}");
     assert!(std::fs::read(&image).unwrap().iter().all(|&b| b == 7));
+}
+
+/// The naive flash from a terminal: a compressed image written as it is
+/// onto a whole disk. One notice says what the disk holds, another that
+/// the input is compressed, and one question asks for both; "n" leaves
+/// the disk alone, exit 1. Onto a file named as the image without its
+/// suffix, "y" writes the compressed bytes as GNU dd would.
+#[test]
+fn a_compressed_image_onto_a_disk_from_a_terminal_asks_once() {
+    if !rigs::tools_or_skip(&["xz"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("img.raw");
+    std::fs::write(&raw, pattern(5, 200_000)).unwrap();
+    let packed = rigs::images::packed(&raw, "xz", "xz");
+    std::fs::remove_file(&raw).unwrap();
+    let image = dir.path().join("disk.img");
+    std::fs::write(&image, vec![7u8; 4 << 20]).unwrap();
+    let Some(attached) = rigs::or_skip(LoopDevice::attach(&image, LoopOptions::default())) else {
+        return;
+    };
+    let device = attached.name();
+    let command = format!("ddx if={} of={device} bs=4M", packed.display());
+    let Some(tmux) = rigs::or_skip(Tmux::start("flash", 400, 12, &command)) else {
+        return;
+    };
+    // What the disk holds is read first (blkid): slow on a busy machine.
+    let asked = tmux.wait_for("[y/N]", Duration::from_secs(30));
+    save_capture("compressed-onto-disk", &asked);
+    let lines: Vec<&str> = asked.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines.len() >= 3, "the notices and the question: {asked:?}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "ddx: about to overwrite '{device}' (loop device over "
+        )),
+        "{asked}"
+    );
+    assert_eq!(
+        lines[1],
+        format!(
+            "ddx: if='{}' is xz-compressed: this copy writes its compressed bytes as they are \
+             onto of='{device}', which is a block device (--decompress writes the image it \
+             holds)",
+            packed.display()
+        ),
+        "{asked}"
+    );
+    assert_eq!(
+        lines[2].trim_end(),
+        "ddx: overwrite it with the compressed bytes? [y/N]"
+    );
+    assert_eq!(asked.matches("[y/N]").count(), 1, "one question: {asked}");
+    tmux.send("n");
+    let after = tmux.wait_for("EXIT=", Duration::from_secs(10));
+    assert!(
+        after.contains(&format!(
+            "ddx: not writing xz-compressed bytes onto of='{device}': --decompress writes \
+             the image, --no-decompress the bytes as they are"
+        )),
+        "{after}"
+    );
+    assert!(after.contains("EXIT=1"), "{after}");
+    assert!(std::fs::read(&image).unwrap().iter().all(|&b| b == 7));
+
+    // A file named as the image: asked, and "y" writes the bytes.
+    let named = dir.path().join("img.raw");
+    let command = format!("ddx if={} of={}", packed.display(), named.display());
+    let Some(tmux) = rigs::or_skip(Tmux::start("flash-file", 400, 12, &command)) else {
+        return;
+    };
+    let asked = tmux.wait_for("[y/N]", Duration::from_secs(30));
+    assert!(
+        asked.contains("ddx: write the compressed bytes? [y/N]"),
+        "{asked}"
+    );
+    assert!(!named.exists(), "nothing before the answer");
+    tmux.send("y");
+    let after = tmux.wait_for("EXIT=", Duration::from_secs(10));
+    assert!(after.contains("EXIT=0"), "{after}");
+    assert!(std::fs::read(&named).unwrap() == std::fs::read(&packed).unwrap());
 }
 
 /// What the whole-disk notice says of a loop device (attached without

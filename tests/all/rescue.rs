@@ -377,9 +377,10 @@ fn hashes_equal_the_checksum_tools() {
 }
 
 /// `--hash-file` in each checker's own format: `sha256sum -c`, `b3sum -c`
-/// and `xxhsum -c` accept what ddx wrote, for a file (names with a space
-/// and a backslash, given relative to where the check runs) and for
-/// standard input ('-').
+/// and `xxhsum -c` accept what ddx wrote, for a file (names with a space,
+/// a backslash and a final carriage return, which `sha256sum -c` would
+/// take for a DOS line ending unless escaped; given relative to where the
+/// check runs) and for standard input ('-').
 #[test]
 fn hash_files_pass_their_checkers() {
     let scratch = tempfile::tempdir().unwrap();
@@ -396,9 +397,9 @@ fn hash_files_pass_their_checkers() {
             continue;
         }
         let names: &[&str] = if algorithm == "xxh3" {
-            &["in put"]
+            &["in put", "return\r"]
         } else {
-            &["in put", "back\\slash"]
+            &["in put", "back\\slash", "return\r"]
         };
         for name in names {
             std::fs::write(dir.join(name), &contents).unwrap();
@@ -832,4 +833,101 @@ pub(crate) fn ddrescue(sector: u32, input: &Path, output: &Path, map: &Path) -> 
         .status()
         .unwrap()
         .success()
+}
+
+/// The map ddx saves as it goes holds ddrescue's lines and nothing else
+/// (it once carried dozens of '#' lines of padding): its header, status
+/// line and blocks, which GNU ddrescuelog reads and lists as ddx found
+/// them, mid-copy (a resumable copy killed) and at the end.
+#[test]
+fn the_map_holds_ddrescues_lines_only_and_ddrescuelog_reads_it() {
+    if !rigs::tools_or_skip(&["ddrescuelog"]) {
+        return;
+    }
+    let size = 1 << 20;
+    let contents = pattern(SEED, size);
+    let bad = [(0x19000u64, 0x400u64), (0x8FE00, 0x600)];
+    let Some(device) = rigs::or_skip(rigs::NbdDevice::with_bad_ranges(&contents, &bad)) else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let output = scratch.path().join("out");
+    let map = scratch.path().join("out.map");
+    copy(&device.path, &output)
+        .arg("--rescue")
+        .arg(operand("--map", &map))
+        .args(["bs=64k", "iflag=direct"])
+        .leaves_bad_areas();
+    let text = std::fs::read_to_string(&map).unwrap();
+    let checked = |text: &str| {
+        let comments: Vec<&str> = text.lines().filter(|l| l.starts_with('#')).collect();
+        assert!(
+            comments.len() <= 5,
+            "{} comment lines: {text}",
+            comments.len()
+        );
+        assert!(
+            comments
+                .iter()
+                .all(|l| l.trim_start_matches('#').trim().len() > 2),
+            "a padding line: {text}"
+        );
+        assert!(text.lines().all(|l| !l.trim().is_empty()), "{text}");
+    };
+    checked(&text);
+    let status = Command::new("ddrescuelog")
+        .arg("-t")
+        .arg(&map)
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "ddrescuelog -t: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    // Its list of bad sectors is the rig's.
+    let listed = Command::new("ddrescuelog")
+        .args(["-b512", "-l-"])
+        .arg(&map)
+        .output()
+        .unwrap();
+    let sectors: Vec<u64> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    let expected: Vec<u64> = bad
+        .iter()
+        .flat_map(|&(at, len)| at / 512..(at + len) / 512)
+        .collect();
+    assert_eq!(sectors, expected);
+    // A checkpoint saved mid-copy, as --resume leaves it when killed.
+    let slow = rigs::NbdDevice::slow(&contents, 20).unwrap();
+    let resumed = scratch.path().join("resumed");
+    let checkpoint = scratch.path().join("resumed.ddx-map");
+    let mut child = ddx_as_dd()
+        .arg("--resume")
+        .arg(operand("if", &slow.path))
+        .arg(operand("of", &resumed))
+        .args(["bs=16k", "iflag=direct", "status=none"])
+        .spawn()
+        .unwrap();
+    rigs::wait_up_to(
+        std::time::Duration::from_secs(10),
+        || {
+            std::fs::read_to_string(&checkpoint)
+                .is_ok_and(|m| m.lines().any(|l| l.trim_end().ends_with('+')))
+        },
+        "a checkpoint with a finished range",
+    )
+    .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(&checkpoint).unwrap();
+    checked(&text);
+    let status = Command::new("ddrescuelog")
+        .arg("-t")
+        .arg(&checkpoint)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{text}");
 }

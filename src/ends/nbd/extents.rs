@@ -11,7 +11,31 @@
 
 use std::collections::VecDeque;
 
-use super::handle::Extent;
+use super::ffi::LIBNBD_STATE_ZERO;
+pub(crate) use super::handle::Extent;
+
+/// The extents of a `base:allocation` reply to a query at `offset`: its
+/// (length, flags) pairs, each extent starting where the one before
+/// ended (a trailing odd entry is no pair and is dropped). A server's
+/// lengths are taken as they come: [`ExtentMap::learn`] believes only a
+/// gapless chain within the export, and a chain that would run past the
+/// last offset stops there.
+pub fn from_pairs(offset: u64, entries: &[u32]) -> Vec<Extent> {
+    let mut at = offset;
+    entries
+        .chunks_exact(2)
+        .map(|pair| {
+            let len = u64::from(pair[0]);
+            let extent = Extent {
+                start: at,
+                len,
+                zero: pair[1] & LIBNBD_STATE_ZERO != 0,
+            };
+            at = at.saturating_add(len);
+            extent
+        })
+        .collect()
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Run {

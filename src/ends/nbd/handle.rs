@@ -572,15 +572,6 @@ unsafe extern "C" fn collect_extents(
     // alive until the command is retired; no other reference to it exists
     // while libnbd runs the callback.
     let list = unsafe { &mut *user_data.cast::<Vec<Extent>>() };
-    let mut at = offset;
-    for pair in entries.chunks_exact(2) {
-        let len = u64::from(pair[0]);
-        list.push(Extent {
-            start: at,
-            len,
-            zero: pair[1] & ffi::LIBNBD_STATE_ZERO != 0,
-        });
-        at += len;
-    }
+    list.extend(super::extents::from_pairs(offset, entries));
     0
 }

@@ -23,7 +23,7 @@ mod buffers;
 #[cfg(feature = "nbd")]
 mod end;
 #[cfg(feature = "nbd")]
-mod extents;
+pub(crate) mod extents;
 #[cfg(feature = "nbd")]
 mod ffi;
 #[cfg(feature = "nbd")]

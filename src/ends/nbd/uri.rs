@@ -14,6 +14,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::text::quote::printable;
+
 /// How the connection is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
@@ -88,7 +90,7 @@ fn parse(text: &str, rest: &str, transport: Transport, tls: bool) -> Result<NbdU
     let (host, port) = split_port(hostport)?;
     if let Some(port) = port {
         if port.parse::<u32>().is_err() {
-            return bad(format!("the port '{port}' is not a number"));
+            return bad(format!("the port '{}' is not a number", printable(port)));
         }
     }
     let export = decode(path.strip_prefix('/').unwrap_or(path))?;
@@ -107,7 +109,10 @@ fn parse(text: &str, rest: &str, transport: Transport, tls: bool) -> Result<NbdU
         _ => {}
     }
     if transport == Transport::Vsock && !host.is_empty() && host.parse::<u32>().is_err() {
-        return bad(format!("the vsock CID '{host}' is not a number"));
+        return bad(format!(
+            "the vsock CID '{}' is not a number",
+            printable(host)
+        ));
     }
     Ok(NbdUri {
         text: text.to_owned(),
@@ -128,7 +133,10 @@ fn split_port(hostport: &str) -> Result<(&str, Option<&str>), UriError> {
         return match after.strip_prefix(':') {
             Some(port) => Ok((host, Some(port))),
             None if after.is_empty() => Ok((host, None)),
-            None => Err(UriError(format!("unexpected '{after}' after the host"))),
+            None => Err(UriError(format!(
+                "unexpected '{}' after the host",
+                printable(after)
+            ))),
         };
     }
     Ok(match hostport.rsplit_once(':') {
@@ -138,18 +146,23 @@ fn split_port(hostport: &str) -> Result<(&str, Option<&str>), UriError> {
 }
 
 /// Percent-decoding, as RFC 3986 has it (libxml2's xmlURIUnescapeString).
-fn decode(text: &str) -> Result<String, UriError> {
+pub(crate) fn decode(text: &str) -> Result<String, UriError> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
+            // Two hex digits: from_str_radix alone would take "+f".
             let hex = bytes
                 .get(i + 1..i + 3)
+                .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
                 .and_then(|h| std::str::from_utf8(h).ok())
                 .and_then(|h| u8::from_str_radix(h, 16).ok());
             let Some(byte) = hex else {
-                return Err(UriError(format!("bad percent-escape in '{text}'")));
+                return Err(UriError(format!(
+                    "bad percent-escape in '{}'",
+                    printable(text)
+                )));
             };
             out.push(byte);
             i += 3;
@@ -158,7 +171,8 @@ fn decode(text: &str) -> Result<String, UriError> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| UriError(format!("'{text}' does not decode to UTF-8")))
+    String::from_utf8(out)
+        .map_err(|_| UriError(format!("'{}' does not decode to UTF-8", printable(text))))
 }
 
 #[cfg(test)]
@@ -223,6 +237,8 @@ mod tests {
             "nbd+vsock://host/",
             "nbd://host:port/",
             "nbd://host/%zz",
+            // A sign is no hex digit (from_str_radix takes one).
+            "nbd://host/%+d",
             "nbd://[::1/",
         ] {
             assert!(matches!(recognise(value), Some(Err(_))), "{value}");

@@ -35,6 +35,7 @@ use super::secret::{Redactor, Secret};
 use super::url::ObjectUrl;
 use super::ObjectError;
 use crate::sys::Errno;
+use crate::text::quote::printable;
 
 /// How ddx proves who it is to S3.
 #[derive(Clone, Debug)]
@@ -115,12 +116,25 @@ impl Config {
         };
         let credentials_file = read_shared(file("AWS_SHARED_CREDENTIALS_FILE", "credentials"))?;
         let config_file = read_shared(file("AWS_CONFIG_FILE", "config"))?;
+        Config::from_sections(var, &credentials_file, &config_file)
+    }
+
+    /// The settings from `var` and the shared files' sections, read
+    /// already (what [`Config::from_lookup`] does once it has the files).
+    pub(crate) fn from_sections(
+        var: impl Fn(&str) -> Option<String>,
+        credentials_file: &profile::Sections,
+        config_file: &profile::Sections,
+    ) -> Result<Config, ObjectError> {
+        let var = |name: &str| var(name).filter(|v| !v.is_empty());
         let explicit_profile = var("AWS_PROFILE").or_else(|| var("AWS_DEFAULT_PROFILE"));
         let profile_name = explicit_profile.clone().unwrap_or_else(|| "default".into());
-        let profile = profile::profile(&profile_name, &credentials_file, &config_file);
+        // As messages show it: one line, whatever the variable holds.
+        let shown_name = printable(&profile_name);
+        let profile = profile::profile(&profile_name, credentials_file, config_file);
         if explicit_profile.is_some() && profile.is_none() {
             return Err(ObjectError::config(format!(
-                "AWS_PROFILE names profile '{profile_name}', which neither the shared \
+                "AWS_PROFILE names profile '{shown_name}', which neither the shared \
                  credentials file nor the config file has"
             )));
         }
@@ -156,11 +170,11 @@ impl Config {
                     key_id,
                     secret: Secret::new(secret),
                     token: setting("aws_session_token").map(Secret::new),
-                    source: format!("profile {profile_name}"),
+                    source: format!("profile {shown_name}"),
                 },
                 (Some(_), None) | (None, Some(_)) => {
                     return Err(ObjectError::config(format!(
-                        "AWS profile '{profile_name}' has only one of aws_access_key_id and \
+                        "AWS profile '{shown_name}' has only one of aws_access_key_id and \
                          aws_secret_access_key"
                     )))
                 }
@@ -170,9 +184,9 @@ impl Config {
                         .find(|key| profile.contains_key(**key))
                     {
                         return Err(ObjectError::config(format!(
-                            "AWS profile '{profile_name}' gets its credentials through {how}, \
+                            "AWS profile '{shown_name}' gets its credentials through {how}, \
                              which ddx does not resolve: export them instead (aws configure \
-                             export-credentials --profile {profile_name} --format env)"
+                             export-credentials --profile {shown_name} --format env)"
                         )));
                     }
                     Credentials::Ambient
@@ -196,7 +210,8 @@ impl Config {
                 Ok(n) if n >= 1 => n,
                 _ => {
                     return Err(ObjectError::config(format!(
-                        "AWS_MAX_ATTEMPTS: '{text}' is not a number of tries (1 or more)"
+                        "AWS_MAX_ATTEMPTS: '{}' is not a number of tries (1 or more)",
+                        printable(&text)
                     )))
                 }
             },

@@ -32,13 +32,13 @@ pub use url::{recognise, shown, ObjectUrl, UrlError};
 #[cfg(feature = "object")]
 mod config;
 #[cfg(feature = "object")]
-mod profile;
+pub(crate) mod profile;
 #[cfg(feature = "object")]
 mod reader;
 #[cfg(feature = "object")]
 mod runtime;
 #[cfg(feature = "object")]
-mod secret;
+pub(crate) mod secret;
 #[cfg(feature = "object")]
 mod writer;
 

@@ -74,15 +74,24 @@ impl Redactor {
         }
     }
 
-    /// `text` with every secret replaced by `***`.
+    /// `text` with every secret replaced by `***`. Until none is left:
+    /// blanking one can make another out of the stars and what was
+    /// around it. (Each pass shortens the text, a secret being longer
+    /// than the blank, so this ends.)
     pub fn clean(&self, text: &str) -> String {
         let mut text = text.to_owned();
-        for secret in self.secrets.iter() {
-            if text.contains(secret.as_str()) {
-                text = text.replace(secret.as_str(), BLANK);
+        loop {
+            let mut blanked = false;
+            for secret in self.secrets.iter() {
+                if text.contains(secret.as_str()) {
+                    text = text.replace(secret.as_str(), BLANK);
+                    blanked = true;
+                }
+            }
+            if !blanked {
+                return text;
             }
         }
-        text
     }
 }
 
@@ -116,6 +125,13 @@ mod tests {
         assert!(!clean.contains("wJalrXUtnFEMI"), "{clean}");
         assert!(!clean.contains("FwoGZX"), "{clean}");
         assert_eq!(clean.matches(BLANK).count(), 3, "{clean}");
+    }
+
+    #[test]
+    fn a_secret_made_by_blanking_another_is_blanked_too() {
+        // Longest first: "x***y" is looked for before "abcd" is blanked.
+        let redactor = Redactor::new(["x***y", "abcd"]);
+        assert_eq!(redactor.clean("xabcdy"), BLANK);
     }
 
     #[test]

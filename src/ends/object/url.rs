@@ -20,6 +20,8 @@
 
 use std::fmt;
 
+use crate::text::quote::printable;
+
 /// Where an object is.
 #[derive(Clone, PartialEq, Eq)]
 pub enum ObjectUrl {
@@ -57,7 +59,7 @@ impl ObjectUrl {
     /// whose store is rooted at the whole URL (so that a query string
     /// stays on every request).
     #[cfg(feature = "object")]
-    pub(super) fn store_path(&self) -> object_store::path::Path {
+    pub(crate) fn store_path(&self) -> object_store::path::Path {
         match self {
             ObjectUrl::S3 { key, .. } => {
                 object_store::path::Path::parse(key).expect("checked when parsed")
@@ -70,7 +72,7 @@ impl ObjectUrl {
     /// string and its values (a presigned URL's signature and token), as
     /// written and decoded.
     #[cfg(feature = "object")]
-    pub(super) fn secrets(&self) -> Vec<String> {
+    pub(crate) fn secrets(&self) -> Vec<String> {
         let ObjectUrl::Http(url) = self else {
             return Vec::new();
         };
@@ -111,9 +113,11 @@ impl fmt::Debug for ObjectUrl {
 }
 
 fn parse_s3(rest: &str) -> Result<ObjectUrl, UrlError> {
+    // Messages show the URL one line long, whatever it holds.
+    let shown = printable(rest);
     let no_key = || {
         UrlError(format!(
-            "s3://{rest}: expected s3://BUCKET/KEY (no key given)"
+            "s3://{shown}: expected s3://BUCKET/KEY (no key given)"
         ))
     };
     let (bucket, key) = rest.split_once('/').ok_or_else(no_key)?;
@@ -123,7 +127,8 @@ fn parse_s3(rest: &str) -> Result<ObjectUrl, UrlError> {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
     if !valid_bucket {
         return Err(UrlError(format!(
-            "s3://{rest}: '{bucket}' is not a bucket name (letters, digits, '.', '-' and '_')"
+            "s3://{shown}: '{}' is not a bucket name (letters, digits, '.', '-' and '_')",
+            printable(bucket)
         )));
     }
     if key.is_empty() {
@@ -136,7 +141,7 @@ fn parse_s3(rest: &str) -> Result<ObjectUrl, UrlError> {
         .all(|s| !s.is_empty() && s != "." && s != ".." && !s.chars().any(|c| c.is_control()));
     if !usable {
         return Err(UrlError(format!(
-            "s3://{rest}: keys with a leading or trailing '/', an empty, '.' or '..' \
+            "s3://{shown}: keys with a leading or trailing '/', an empty, '.' or '..' \
              segment or a control character are not supported"
         )));
     }
@@ -147,7 +152,7 @@ fn parse_s3(rest: &str) -> Result<ObjectUrl, UrlError> {
 }
 
 fn parse_http(value: &str, rest: &str) -> Result<ObjectUrl, UrlError> {
-    let bad = |why: &str| Err(UrlError(format!("{}: {why}", redacted(value))));
+    let bad = |why: &str| Err(UrlError(format!("{}: {why}", printable(&redacted(value)))));
     let parts = Parts::of(value);
     if parts.host.is_empty() {
         return bad("no host");

@@ -53,7 +53,26 @@ pub struct BmapFilter {
     pub verified: u64,
     pub unverified: u64,
     scratch: Vec<u8>,
+    /// `--verify` of a map that gives some ranges no digest: the XXH3-64
+    /// of each such range as it passed (by range index), for the
+    /// read-back to check the output against; and the one being taken.
+    recorded: Option<Recorded>,
+    recording: Option<(usize, Running, u64)>,
 }
+
+/// A range's digest being taken (XXH3 has no Debug to derive).
+#[derive(Default)]
+struct Running(Box<xxhash_rust::xxh3::Xxh3>);
+
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Running")
+    }
+}
+
+/// Digests taken of the ranges a map gives none, by range index; shared
+/// with whoever reads the output back.
+pub type Recorded = std::sync::Arc<std::sync::Mutex<Vec<Option<u64>>>>;
 
 impl BmapFilter {
     /// `input` (named `name` in messages) through `map` (from `file`).
@@ -86,7 +105,51 @@ impl BmapFilter {
             verified: 0,
             unverified: 0,
             scratch: Vec::new(),
+            recorded: None,
+            recording: None,
         })
+    }
+
+    /// Take a digest of each range the map gives none as it passes (see
+    /// [`Recorded`]); the slots fill as the copy goes.
+    pub fn record_undigested(&mut self) -> Recorded {
+        let recorded: Recorded = Default::default();
+        if let Ok(mut slots) = recorded.lock() {
+            slots.resize(self.map.ranges.len(), None);
+        }
+        self.recorded = Some(std::sync::Arc::clone(&recorded));
+        recorded
+    }
+
+    /// Digest `data`, the bytes of undigested range `index` (image bytes
+    /// `[start, end)`) at image offset `at`, when recording; a range read
+    /// from its first byte without a gap gets its digest at its last.
+    fn record(&mut self, index: usize, start: u64, end: u64, at: u64, data: &[u8]) {
+        if self.recorded.is_none() {
+            return;
+        }
+        let continues = matches!(&self.recording, Some((i, _, next)) if *i == index && *next == at);
+        if !continues {
+            self.recording = None;
+            if at != start {
+                return;
+            }
+            self.recording = Some((index, Default::default(), start));
+        }
+        let Some((_, hasher, next)) = self.recording.as_mut() else {
+            return;
+        };
+        hasher.0.update(data);
+        *next += data.len() as u64;
+        if *next < end {
+            return;
+        }
+        let (_, hasher, _) = self.recording.take().expect("set above");
+        if let Some(Ok(mut slots)) = self.recorded.as_ref().map(|r| r.lock()) {
+            if let Some(slot) = slots.get_mut(index) {
+                *slot = Some(hasher.0.digest());
+            }
+        }
     }
 
     pub fn map(&self) -> &Bmap {
@@ -213,6 +276,7 @@ impl BmapFilter {
             if at + data.len() as u64 == end {
                 self.unverified += 1;
             }
+            self.record(index, start, end, at, data);
             return Ok(());
         };
         let continues = matches!(&self.digesting, Some((i, _, next)) if *i == index && *next == at);

@@ -16,13 +16,16 @@
 mod filter;
 mod record;
 
-pub use filter::BmapFilter;
+pub use filter::{BmapFilter, Recorded};
 pub use record::{BmapRecorder, Recording};
 
 use std::fmt;
+use std::io::Read;
 use std::path::Path;
 
 use sha1::Digest as _;
+
+use crate::text::quote::printable;
 
 /// The digest a map's ranges carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,7 +161,17 @@ impl Bmap {
                 meta.len()
             )));
         }
-        let bytes = std::fs::read(path).map_err(|e| bad(io_text(&e)))?;
+        // The size above is a regular file's; a pipe's or a device's is
+        // 0, and only reading stops at the bound (/dev/zero never ends).
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|file| file.take(MAX_FILE + 1).read_to_end(&mut bytes))
+            .map_err(|e| bad(io_text(&e)))?;
+        if bytes.len() as u64 > MAX_FILE {
+            return Err(bad(format!(
+                "more than {MAX_FILE} bytes is too big for a bmap file"
+            )));
+        }
         let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8 text".into()))?;
         Bmap::parse(&text, &file)
     }
@@ -170,8 +183,12 @@ impl Bmap {
             file: file.to_owned(),
             why,
         };
-        let doc = roxmltree::Document::parse(text)
-            .map_err(|e| bad(format!("not a bmap file (XML: {e})")))?;
+        let doc = roxmltree::Document::parse(text).map_err(|e| {
+            bad(format!(
+                "not a bmap file (XML: {})",
+                printable(&e.to_string())
+            ))
+        })?;
         let root = doc.root_element();
         if root.tag_name().name() != "bmap" {
             return Err(bad(format!(
@@ -186,7 +203,8 @@ impl Bmap {
             .ok_or_else(|| bad(format!("version {version_text:?} is not MAJOR.MINOR")))?;
         if version.0 > 2 || version.0 == 0 {
             return Err(bad(format!(
-                "bmap format version {version_text} is not supported (1.x and 2.x are)"
+                "bmap format version {} is not supported (1.x and 2.x are)",
+                printable(version_text)
             )));
         }
         let element = |name: &str| {
@@ -246,9 +264,11 @@ impl Bmap {
                 continue;
             }
             let line = doc.text_pos_at(node.range().start).row;
-            let text = node.text().unwrap_or("").trim();
+            let raw = node.text().unwrap_or("").trim();
+            // As messages show it: one line.
+            let text = printable(raw);
             let (first, last) =
-                parse_range(text).ok_or_else(|| bad(format!("line {line}: bad range {text:?}")))?;
+                parse_range(raw).ok_or_else(|| bad(format!("line {line}: bad range {raw:?}")))?;
             if last >= blocks {
                 return Err(bad(format!(
                     "line {line}: range {text} goes past the image's {blocks} blocks"

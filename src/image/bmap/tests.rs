@@ -50,6 +50,14 @@ fn closed_map(recorder: Box<dyn End>, slot: &Mutex<Option<Recording>>, size: u64
     recording.finish(size).unwrap()
 }
 
+/// A map that never ends (a device, a pipe: no size to check first) is
+/// read only up to the bound, then refused.
+#[test]
+fn an_endless_map_is_refused_at_the_bound() {
+    let e = Bmap::read(std::path::Path::new("/dev/zero")).unwrap_err();
+    assert!(e.why.contains("too big for a bmap file"), "{e}");
+}
+
 #[test]
 fn a_written_map_parses_back_the_same() {
     let (_, map) = image_and_map();

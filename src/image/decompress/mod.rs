@@ -23,10 +23,12 @@
 //! must not meet the same error for ever.
 
 mod serial;
+pub mod size;
 mod xz;
 mod zstd;
 mod zstd_blocks;
 
+pub(crate) use zstd::decode_frame_by_blocks;
 pub use zstd::MAX_FRAME_IN_MEMORY;
 
 use std::os::fd::BorrowedFd;

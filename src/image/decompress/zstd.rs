@@ -502,10 +502,63 @@ fn decode_blocks(
             )
         })?;
     }
+    decoder.check_size().map_err(|why| {
+        corrupt_zstd(
+            input.offset(),
+            &format!("{why} (in the frame at compressed offset {frame_offset})"),
+        )
+    })?;
     for piece in decoder.finish() {
         send(part, Piece::Data(piece))?;
     }
     Ok(())
+}
+
+/// The frame at the start of `frame`, decoded block by block as a worker
+/// decodes a frame too large for one buffer, its pieces gathered up to
+/// `limit` bytes; None when its window is too large for pieces. Err is
+/// the failure's detail. (The fuzzing target of the buffer-less path.)
+pub(crate) fn decode_frame_by_blocks(
+    frame: &[u8],
+    verify: bool,
+    limit: usize,
+) -> Option<Result<Vec<u8>, String>> {
+    let layout = Layout::of(frame)?;
+    let checksums = if verify {
+        FrameChecksums::Verify
+    } else {
+        FrameChecksums::Redundant
+    };
+    let pool = BufferPool::new(4);
+    let (tx, rx) = sync_channel(layout.depth());
+    let outcome = std::thread::scope(|scope| {
+        let gather = scope.spawn(move || {
+            let mut out = Vec::new();
+            while let Ok(Piece::Data(piece)) = rx.recv() {
+                out.extend_from_slice(&piece);
+                if out.len() >= limit {
+                    // Dropping the receiver stops the decoder.
+                    break;
+                }
+            }
+            out
+        });
+        let mut input = InMemory {
+            frame,
+            at: 0,
+            offset: 0,
+        };
+        let outcome = decode_blocks(&mut input, layout, &tx, &pool, 0, checksums);
+        drop(tx);
+        (
+            outcome,
+            gather.join().expect("gathering pieces does not panic"),
+        )
+    });
+    Some(match outcome {
+        (Ok(()) | Err(Halt::Gone), out) => Ok(out),
+        (Err(Halt::Failed(failure)), _) => Err(failure.detail),
+    })
 }
 
 /// A decoding context that verifies frames' checksums or not.
@@ -522,4 +575,39 @@ fn context(checksums: FrameChecksums) -> DCtx<'static> {
 /// A zstd stream found corrupt at compressed `offset`, and why.
 fn corrupt_zstd(offset: u64, why: &str) -> Halt {
     Halt::Failed(corrupt("zstd", offset, why))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A frame whose header says 42 bytes and whose only block is an
+    /// empty last one: zstd's one-shot and streaming decoders call it
+    /// corrupt, and so must the block path.
+    #[test]
+    fn a_frame_shorter_than_its_header_says_is_corrupt() {
+        let frame = [0x28, 0xB5, 0x2F, 0xFD, 0x20, 42, 0x01, 0x00, 0x00];
+        assert!(zstd::bulk::decompress(&frame, 1 << 20).is_err());
+        let decoded = decode_frame_by_blocks(&frame, true, 1 << 20).expect("a small window");
+        let why = decoded.expect_err("decoded a frame shorter than its header says");
+        assert!(why.contains("its header says 42"), "{why}");
+        // The same frame with its size right decodes (to nothing).
+        let empty = [0x28, 0xB5, 0x2F, 0xFD, 0x20, 0, 0x01, 0x00, 0x00];
+        assert_eq!(
+            decode_frame_by_blocks(&empty, true, 1 << 20),
+            Some(Ok(Vec::new()))
+        );
+    }
+
+    /// A compressed block of no bytes is corrupt on every path, as zstd's
+    /// one-shot decoder has it (its buffer-less API would take it for an
+    /// empty block).
+    #[test]
+    fn a_compressed_block_of_no_bytes_is_corrupt() {
+        let frame = [0x28, 0xB5, 0x2F, 0xFD, 0x20, 0, 0x05, 0x00, 0x00];
+        assert!(zstd::bulk::decompress(&frame, 1 << 20).is_err());
+        let decoded = decode_frame_by_blocks(&frame, true, 1 << 20).expect("a small window");
+        let why = decoded.expect_err("decoded an empty compressed block");
+        assert!(why.contains("a compressed block of no bytes"), "{why}");
+    }
 }

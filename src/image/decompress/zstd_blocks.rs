@@ -44,6 +44,8 @@ pub struct Layout {
     pub piece: usize,
     /// The largest block the frame may hold, decoded.
     block_max: usize,
+    /// What the header says the frame decodes to, where it says.
+    pub content: Option<u64>,
 }
 
 impl Layout {
@@ -69,7 +71,13 @@ impl Layout {
         }
         let block_max = header.blockSizeMax as usize;
         let piece = (header.windowSize as usize + 2 * block_max).max(MIN_PIECE);
-        Some(Layout { piece, block_max })
+        let content =
+            Some(header.frameContentSize).filter(|&n| n != zstd_safe::CONTENTSIZE_UNKNOWN);
+        Some(Layout {
+            piece,
+            block_max,
+            content,
+        })
     }
 
     /// Pieces a part may have waiting for the reader.
@@ -87,6 +95,8 @@ pub struct BlockDecoder {
     /// The piece decoded before `current`: zstd's extDict, never touched
     /// until it is replaced.
     history: Option<Vec<u8>>,
+    /// Bytes decoded so far.
+    decoded: u64,
 }
 
 // SAFETY: the context is used by one thread at a time (through &mut self)
@@ -110,6 +120,7 @@ impl BlockDecoder {
             layout,
             current: fresh(pool, layout.piece),
             history: None,
+            decoded: 0,
         };
         if !verify {
             // SAFETY: a valid context and a parameter zstd bounds-checks.
@@ -152,6 +163,15 @@ impl BlockDecoder {
     /// Decode `src` (exactly [`BlockDecoder::wants`] bytes) onto the end of
     /// the current piece. Call [`BlockDecoder::rotate`] first.
     pub fn step(&mut self, src: &[u8]) -> Result<(), &'static str> {
+        // SAFETY: the context is valid; the call only reads its state.
+        let next = unsafe { zstd_sys::ZSTD_nextInputType(self.dctx.as_ptr()) };
+        if next == zstd_sys::ZSTD_nextInputType_e::ZSTDnit_blockHeader && empty_compressed(src) {
+            // The buffer-less API takes a block of no bytes as empty
+            // whatever its type; a compressed block holds at least its
+            // literals' header, and zstd's one-shot decoder (which ddx
+            // uses for the frames it holds whole) calls it corrupt.
+            return Err("Data corruption detected (a compressed block of no bytes)");
+        }
         let len = self.current.len();
         let room = self.current.capacity() - len;
         debug_assert!(room >= self.layout.block_max);
@@ -173,7 +193,22 @@ impl BlockDecoder {
         let written = check(code)?;
         // SAFETY: zstd initialised `written` (<= room) bytes after `len`.
         unsafe { self.current.set_len(len + written) };
+        self.decoded += written as u64;
         Ok(())
+    }
+
+    /// The frame, complete, decoded to the size its header gives, where
+    /// it gives one. zstd checks that size at the end of the last block,
+    /// but not when the last block is empty: a frame whose blocks end
+    /// early with an empty one would otherwise pass for whole.
+    pub fn check_size(&self) -> Result<(), String> {
+        match self.layout.content {
+            Some(content) if content != self.decoded => Err(format!(
+                "the frame decodes to {} bytes, its header says {content}",
+                self.decoded
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The decoded pieces not handed out yet, in order, once the frame is
@@ -194,6 +229,17 @@ impl Drop for BlockDecoder {
         // once; nothing uses it afterwards.
         unsafe { zstd_sys::ZSTD_freeDCtx(self.dctx.as_ptr()) };
     }
+}
+
+/// Whether `header`, a block's 3-byte header, is a compressed block's
+/// that says it has no bytes.
+fn empty_compressed(header: &[u8]) -> bool {
+    let Ok(&[a, b, c]) = <&[u8; 3]>::try_from(header) else {
+        return false;
+    };
+    let header = u32::from_le_bytes([a, b, c, 0]);
+    // Bit 0: last block; bits 1-2: type (2 is compressed); then the size.
+    (header >> 1) & 3 == 2 && header >> 3 == 0
 }
 
 /// An empty buffer of at least `capacity` bytes, from the pool.

@@ -247,7 +247,7 @@ pub fn compress(request: &Request) -> Checked {
 /// `--bmap` writes the image as the map describes it, from its first
 /// byte to its last: nothing that changes the bytes or where they go.
 pub fn bmap(request: &Request) -> Checked {
-    let Request { plan, settings } = request;
+    let plan = &request.plan;
     let why = "the map describes the whole image, written from the output's start";
     let operand = first_given([
         (!plan.skip.is_zero(), "skip="),
@@ -289,14 +289,6 @@ pub fn bmap(request: &Request) -> Checked {
     }
     if plan.input_nocache || plan.output_nocache {
         return refuse("--bmap cannot be combined with nocache".into());
-    }
-    if settings.verify {
-        return refuse(
-            "--bmap cannot be combined with --verify: unmapped blocks are not written, so the \
-             output does not read back as the stream; --bmap checks each mapped range \
-             against its digest as it is written"
-                .into(),
-        );
     }
     Ok(())
 }

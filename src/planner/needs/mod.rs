@@ -46,6 +46,12 @@ use crate::text::quote::quote_file;
 pub enum Need {
     /// Nothing: any end will do.
     Any,
+    /// Bytes to read: not a directory, whose read(2) fails with EISDIR.
+    Data,
+    /// Room for the whole input where the output's size is fixed (a
+    /// block device): `--bmap` writes an image of the map's size, known
+    /// before the first write.
+    Room,
     /// Every byte has one fixed position, and reading or writing it there
     /// is what the option does (a copy by position and its map). An
     /// output may also be the null device, which takes a write at any
@@ -131,10 +137,22 @@ const fn free(option: &'static str, asked: fn(&Request) -> bool) -> Row {
     )
 }
 
-/// What GNU's operands need of an output that is not a file: each row
-/// is refused only by an end that cannot do it (an object, written
-/// whole), before ddx's own options are held to the ends.
+/// What GNU's operands need: bytes to read from if=, and of an output
+/// that is not a file what each operand does to it (each row refused only
+/// by an end that cannot do it, an object, written whole), before ddx's
+/// own options are held to the ends.
 pub const OPERANDS: &[Row] = &[
+    // GNU's copy itself, wherever it reads: a directory fails its first
+    // read, and GNU has created and truncated of= by then; refused here
+    // with GNU's own words, before the output is opened.
+    row(
+        "if=",
+        |r| !(r.plan.has_count() && r.plan.count.is_zero()),
+        Need::Data,
+        Need::Any,
+        WritesBeside::Nothing,
+        conflicts::none,
+    ),
     row(
         "of=",
         |r| r.plan.output.is_some(),
@@ -287,6 +305,9 @@ pub const TABLE: &[Row] = &[
     // Images: each wraps an end into a stream of its own kind, which the
     // planner plans for (a copy by position refuses them, above).
     free("--decompress", |r| r.settings.decompress.is_some()),
+    // What a compressed input onto a disk needs is a choice between these
+    // two; without either, see `compressed_onto`.
+    free("--no-decompress", |r| r.settings.no_decompress),
     row(
         "--compress",
         |r| r.settings.compress.is_some(),
@@ -299,7 +320,7 @@ pub const TABLE: &[Row] = &[
         "--bmap",
         |r| r.settings.bmap.is_some(),
         Need::Any,
-        Need::Any,
+        Need::Room,
         WritesBeside::Nothing,
         conflicts::bmap,
     ),
@@ -372,10 +393,24 @@ pub fn admit(request: &Request, facts: &Facts) -> Result<(), Refusal> {
     for row in asked(request) {
         // Standard input is named '-', which its checker reads as such.
         let named = request.plan.input.is_some();
+        if row.input == Need::Data && facts.input.kind == Kind::Directory {
+            // GNU's message for its first read, which this stands for.
+            let name = request.plan.input.as_deref().map_or_else(
+                || quote_file(b"standard input"),
+                |p| quote_file(p.as_os_str().as_bytes()),
+            );
+            return Err(Refusal(format!(
+                "error reading {name}: {}",
+                crate::sys::errno_text(crate::sys::Errno::ISDIR)
+            )));
+        }
         if let Some(why) = unmet_input(row.input, &facts.input, named) {
             return Err(refusal(row, &input, why));
         }
         if let Some(why) = unmet_output(row.output, &written) {
+            return Err(refusal(row, &output, why));
+        }
+        if let Some(why) = no_room(row.output, &facts.input, &written) {
             return Err(refusal(row, &output, why));
         }
         match row.beside {
@@ -524,7 +559,12 @@ fn unmet_input(need: Need, end: &EndFacts, named: bool) -> Option<Unmet> {
         | Need::Writable
         | Need::Piecewise(_)
         | Need::Local
+        | Need::Room
         | Need::Fua => None,
+        Need::Data if end.kind == Kind::Directory => {
+            lacks("reads the input", end.kind, "which has no bytes to read")
+        }
+        Need::Data => None,
         Need::Positions if end.can.reads_at => None,
         Need::Positions => lacks(
             "reads the input by position",
@@ -543,7 +583,7 @@ fn unmet_input(need: Need, end: &EndFacts, named: bool) -> Option<Unmet> {
 /// None when the output meets the need.
 fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
     match need {
-        Need::Any | Need::ReadAgain => None,
+        Need::Any | Need::ReadAgain | Need::Data | Need::Room => None,
         Need::Positions if end.null_device || end.can.writes_at => None,
         Need::Positions if end.can.written_whole => Some(Unmet::CannotBeUsed(format!(
             "{} is uploaded whole, in order, and an interrupted upload is aborted, so there \
@@ -593,6 +633,18 @@ fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
             ),
         }),
     }
+}
+
+/// Some when the output's fixed size (a whole device's) cannot hold the
+/// whole input, whose size is known: a mapped image's.
+fn no_room(need: Need, input: &EndFacts, output: &EndFacts) -> Option<Unmet> {
+    let (Need::Room, Some(image), Some(room)) = (need, input.size, output.size) else {
+        return None;
+    };
+    (output.can.device && room < image).then(|| Unmet::Lacks {
+        does: "writes the whole image",
+        lacks: format!("is a block device of {room} bytes, and the image is {image} bytes"),
+    })
 }
 
 fn refusal(row: &Row, end: &EndName, unmet: Unmet) -> Refusal {
@@ -703,6 +755,185 @@ fn place_refusal(
         )));
     }
     Ok(())
+}
+
+/// Why an output takes a compressed input's bytes as a disk image: GNU
+/// would write the compressed stream onto it as it is, which is never
+/// what a flash means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Onto {
+    BlockDevice,
+    /// An NBD export: a disk on another machine.
+    Export,
+    /// A file named as the input without its compression suffix (the
+    /// suffix, as the input's name has it): `img.raw.xz` onto `img.raw`.
+    NameWithoutSuffix(String),
+}
+
+/// A compressed input about to be written as it is onto an output that
+/// takes it as a disk image ([`compressed_onto`]): the copy asks on a
+/// terminal and otherwise refuses, naming the format and the options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompressedOnto {
+    pub format: crate::image::Format,
+    /// The input as messages name it: `if='img.raw.xz'`.
+    pub input: String,
+    /// The output as messages name it: `of='/dev/sdb'`, `--tee='x'`.
+    pub output: String,
+    pub onto: Onto,
+}
+
+impl CompressedOnto {
+    /// What the output is, as the rest of a sentence says it.
+    fn what(&self) -> String {
+        match &self.onto {
+            Onto::BlockDevice => "a block device".into(),
+            Onto::Export => "an NBD export".into(),
+            Onto::NameWithoutSuffix(suffix) => {
+                format!("the input's name without {}", quote_file(suffix.as_bytes()))
+            }
+        }
+    }
+
+    /// The one line of a copy that is not asked (no terminal).
+    pub fn refusal(&self) -> String {
+        format!(
+            "{} is {}-compressed and {} is {}: --decompress writes the image it holds, \
+             --no-decompress its compressed bytes as they are",
+            self.input,
+            self.format,
+            self.output,
+            self.what()
+        )
+    }
+
+    /// What a person at a terminal is told before being asked.
+    pub fn notice(&self) -> String {
+        format!(
+            "{} is {}-compressed: this copy writes its compressed bytes as they are onto {}, \
+             which is {} (--decompress writes the image it holds)",
+            self.input,
+            self.format,
+            self.output,
+            self.what()
+        )
+    }
+
+    /// The line after a person said no.
+    pub fn declined(&self) -> String {
+        format!(
+            "not writing {}-compressed bytes onto {}: --decompress writes the image, \
+             --no-decompress the bytes as they are",
+            self.format, self.output
+        )
+    }
+}
+
+/// Compression suffixes, and what a name without them ends with instead
+/// (`x.tgz` unpacks to `x.tar`).
+const SUFFIXES: &[(&str, &str)] = &[
+    (".xz", ""),
+    (".zst", ""),
+    (".zstd", ""),
+    (".gz", ""),
+    (".bz2", ""),
+    (".lz4", ""),
+    (".tgz", ".tar"),
+    (".txz", ".tar"),
+    (".tzst", ".tar"),
+    (".tbz2", ".tar"),
+    (".tbz", ".tar"),
+];
+
+/// The suffix `output`'s file name drops from `input`'s (`img.raw.xz`
+/// and `/mnt/img.raw`), if it does.
+fn dropped_suffix(input: &Path, output: &Path) -> Option<String> {
+    let input = input.file_name()?.as_bytes();
+    let output = output.file_name()?.as_bytes();
+    SUFFIXES.iter().find_map(|(suffix, instead)| {
+        let cut = input
+            .len()
+            .checked_sub(suffix.len())
+            .filter(|&cut| cut > 0)?;
+        let (stem, tail) = input.split_at(cut);
+        let matches = tail.eq_ignore_ascii_case(suffix.as_bytes())
+            && output.len() == stem.len() + instead.len()
+            && output.starts_with(stem)
+            && output[stem.len()..].eq_ignore_ascii_case(instead.as_bytes());
+        matches.then(|| String::from_utf8_lossy(tail).into_owned())
+    })
+}
+
+/// Whether an output (`of=`, named `path`; None: standard output) takes
+/// the input's bytes as a disk image: a whole device's blocks, storage
+/// served by another machine and written in place (an NBD export; an
+/// object is written whole, as a file is), or a file named as the input
+/// without its compression suffix.
+fn onto(request: &Request, path: Option<&Path>, end: &EndFacts) -> Option<Onto> {
+    let can = &end.can;
+    if can.device {
+        Some(Onto::BlockDevice)
+    } else if can.served && can.writes_at {
+        Some(Onto::Export)
+    } else if can.local_storage {
+        dropped_suffix(request.plan.input.as_deref()?, path?).map(Onto::NameWithoutSuffix)
+    } else {
+        None
+    }
+}
+
+/// Whether the copy writes the input's bytes as they are without having
+/// been told what they are: neither `--decompress` nor
+/// `--no-decompress`, nor `--compress` (whose output is no image).
+pub fn copies_input_unasked(request: &Request) -> bool {
+    let settings = &request.settings;
+    settings.decompress.is_none() && !settings.no_decompress && settings.compress.is_none()
+}
+
+/// Whether the input's format matters to this copy: it copies the input
+/// unasked ([`copies_input_unasked`]) onto an output (`of=`, or a
+/// `--tee` output, with its facts) that takes it as a disk image. The
+/// copy looks at the input's first bytes only then.
+pub fn input_format_matters(
+    request: &Request,
+    output: &EndFacts,
+    tees: &[(&Path, EndFacts)],
+) -> bool {
+    if !copies_input_unasked(request) {
+        return false;
+    }
+    onto(request, request.plan.output.as_deref(), output).is_some()
+        || tees
+            .iter()
+            .any(|(path, end)| onto(request, Some(path), end).is_some())
+}
+
+/// A compressed input (`facts.input.compressed`) that this copy would
+/// write as it is onto an output that takes it as a disk image (see
+/// [`input_format_matters`]); the first such output.
+pub fn compressed_onto(
+    request: &Request,
+    facts: &Facts,
+    tees: &[(&Path, EndFacts)],
+) -> Option<CompressedOnto> {
+    let format = facts.input.compressed?;
+    if !input_format_matters(request, &facts.output, tees) {
+        return None;
+    }
+    let of = request.plan.output.as_deref();
+    let (output, onto) = match onto(request, of, &facts.output) {
+        Some(onto) => (EndName::output(of).quoted, onto),
+        None => tees.iter().find_map(|(path, end)| {
+            let onto = onto(request, Some(path), end)?;
+            Some((EndName::tee(path).quoted, onto))
+        })?,
+    };
+    Some(CompressedOnto {
+        format,
+        input: EndName::input(request.plan.input.as_deref()).quoted,
+        output,
+        onto,
+    })
 }
 
 #[cfg(test)]

@@ -430,6 +430,152 @@ fn trim_is_refused_where_the_bytes_do_not_go_where_it_discards() {
     .is_ok());
 }
 
+#[test]
+fn a_directory_input_is_refused_in_gnus_words_unless_nothing_is_read() {
+    let mut facts = facts(E::File, E::File);
+    facts.input = EndFacts::of_kind(Kind::Directory);
+    let refused = |words: &[&str]| admit(&request(words, Settings::default()), &facts);
+    assert_eq!(
+        refused(&["if=/tmp", "of=out"]),
+        Err(Refusal("error reading '/tmp': Is a directory".into()))
+    );
+    assert_eq!(
+        refused(&["of=out"]),
+        Err(Refusal(
+            "error reading 'standard input': Is a directory".into()
+        ))
+    );
+    // count=0 reads nothing, and GNU succeeds.
+    assert_eq!(refused(&["if=/tmp", "of=out", "count=0"]), Ok(()));
+}
+
+/// The facts of a copy of a compressed input (`format`, or plain) onto
+/// `output`.
+fn compressed(format: Option<crate::image::Format>, output: E) -> Facts {
+    let mut facts = facts(E::File, output);
+    facts.input.compressed = format;
+    facts
+}
+
+#[test]
+fn a_compressed_input_onto_what_takes_it_as_an_image_needs_a_word() {
+    use crate::image::Format;
+    let copy = |words: &[&str], settings: Settings, facts: &Facts| {
+        compressed_onto(&request(words, settings), facts, &[])
+    };
+    let xz = compressed(Some(Format::Xz), E::Block);
+    let onto = copy(&["if=img.raw.xz", "of=/dev/sdb"], Settings::default(), &xz)
+        .expect("a block device takes it as an image");
+    assert_eq!(
+        onto.refusal(),
+        "if='img.raw.xz' is xz-compressed and of='/dev/sdb' is a block device: \
+         --decompress writes the image it holds, --no-decompress its compressed bytes as \
+         they are"
+    );
+    assert_eq!(
+        copy(
+            &["of=nbd://h/e"],
+            Settings::default(),
+            &compressed(Some(Format::Zstd), E::Export)
+        )
+        .map(|o| (o.input, o.onto)),
+        Some(("standard input".into(), Onto::Export))
+    );
+    // Saying what is meant, or compressing the output, settles it.
+    for settings in [
+        asked(|s| s.no_decompress = true),
+        asked(|s| s.decompress = Some(crate::image::Mode::Required)),
+        asked(|s| s.compress = Some(crate::image::Compression::parse("zstd").unwrap())),
+    ] {
+        assert_eq!(copy(&["if=a.xz", "of=/dev/sdb"], settings, &xz), None);
+    }
+    // Not compressed, or onto what is no image of it.
+    assert_eq!(
+        copy(
+            &["if=a", "of=/dev/sdb"],
+            Settings::default(),
+            &compressed(None, E::Block)
+        ),
+        None
+    );
+    for output in [E::Pipe, E::Zero, E::Null, E::Socket, E::Stream] {
+        let facts = compressed(Some(Format::Gzip), output);
+        assert_eq!(
+            copy(&["if=a.gz", "of=b"], Settings::default(), &facts),
+            None
+        );
+    }
+}
+
+#[test]
+fn a_file_is_the_image_when_its_name_drops_the_compression_suffix() {
+    use crate::image::Format;
+    let facts = compressed(Some(Format::Gzip), E::File);
+    let onto = |input: &str, output: &str| {
+        let words = [format!("if={input}"), format!("of={output}")];
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        compressed_onto(&request(&words, Settings::default()), &facts, &[]).map(|o| o.onto)
+    };
+    let without = |suffix: &str| Some(Onto::NameWithoutSuffix(suffix.into()));
+    assert_eq!(onto("img.raw.xz", "img.raw"), without(".xz"));
+    assert_eq!(onto("/dl/img.raw.XZ", "/mnt/img.raw"), without(".XZ"));
+    assert_eq!(onto("a.zst", "a"), without(".zst"));
+    assert_eq!(onto("a.img.gz", "sub/a.img"), without(".gz"));
+    assert_eq!(onto("a.tgz", "a.tar"), without(".tgz"));
+    assert_eq!(onto("a.img.lz4", "a.img"), without(".lz4"));
+    assert_eq!(onto("a.img.bz2", "a.img"), without(".bz2"));
+    for (input, output) in [
+        ("img.raw.xz", "img.raw.xz.copy"),
+        ("img.raw.xz", "copy.xz"),
+        ("img.raw.xz", "other.raw"),
+        ("img.raw", "img"),
+        (".xz", "x"),
+    ] {
+        assert_eq!(onto(input, output), None, "{input} onto {output}");
+    }
+    // A --tee output counts as of= does.
+    let request = request(&["if=img.xz", "of=/dev/null"], Settings::default());
+    let mut facts = compressed(Some(Format::Xz), E::Null);
+    facts.output.null_device = true;
+    let tee = (Path::new("img"), end(E::File));
+    let found = compressed_onto(&request, &facts, &[tee]).expect("the tee takes it");
+    assert_eq!(found.output, "--tee='img'");
+}
+
+#[test]
+fn a_mapped_image_must_fit_the_device_it_is_written_onto() {
+    let settings = asked(|s| s.bmap = Some("img.bmap".into()));
+    let mut facts = facts(E::Stream, E::Block);
+    facts.input.size = Some(8 << 20);
+    facts.output.size = Some(4 << 20);
+    assert_eq!(
+        admit(
+            &request(&["if=img", "of=/dev/sdz"], settings.clone()),
+            &facts
+        )
+        .expect_err("refused")
+        .to_string(),
+        "--bmap writes the whole image: of='/dev/sdz' is a block device of 4194304 bytes, \
+         and the image is 8388608 bytes"
+    );
+    facts.output.size = Some(8 << 20);
+    assert_eq!(
+        admit(
+            &request(&["if=img", "of=/dev/sdz"], settings.clone()),
+            &facts
+        ),
+        Ok(())
+    );
+    // A file grows to hold it.
+    let mut facts = facts.clone();
+    facts.output = end(E::File);
+    facts.output.size = Some(0);
+    assert_eq!(
+        admit(&request(&["if=img", "of=f"], settings), &facts),
+        Ok(())
+    );
+}
+
 /// Whether the conflicts of `--rescue` (`rescue`) or `--resume` (not)
 /// accept `words`, with both ends named.
 fn positional_accepts(words: &[&str], rescue: bool) -> bool {

@@ -186,6 +186,9 @@ impl Driver {
         let mut findings = compare(&gnu, &ours, self.gnu.name, self.ours.name);
         if !findings.is_empty() && refusal::is_self_copy_refusal(case, &ours) {
             findings = refusal::check(case, &gnu, &ours, &self.gnu, &self.ours, &self.place);
+        } else if !findings.is_empty() && refusal::is_directory_input_refusal(case, &ours) {
+            findings =
+                refusal::check_directory_input(case, &gnu, &ours, self.gnu.name, self.ours.name);
         }
         if gnu.status.starts_with("timed out") {
             // Even GNU did not finish: the case itself is broken (endless

@@ -1,5 +1,17 @@
-//! The one place ddx may differ from GNU dd with GNU operands: it refuses
-//! a copy of a file onto itself that destroys input before reading it
+//! The two places ddx may differ from GNU dd with GNU operands.
+//!
+//! An input that is a directory: GNU dd opens (creates, truncates) the
+//! output, then fails its first read with EISDIR; ddx refuses before the
+//! output is opened, with GNU's line for that read. Accepted only if ddx
+//! said GNU's warnings (those GNU prints before any error) and then
+//! that line alone, exited as GNU did, wrote the same to standard
+//! output, and left every file either as GNU left it or as it was before
+//! the run (see [`check_directory_input`]). Where GNU fails to open the
+//! output first (oflag=directory, conv=excl onto an existing file), its
+//! message is about the output and ddx's about the input: the status
+//! and the files still agree.
+//!
+//! A copy of a file onto itself that destroys input before reading it
 //! (ddx's wrong-device guard). A refusal is accepted only if
 //!
 //! - ddx said so in one line naming `--force`, exited 1 and left the file
@@ -15,7 +27,7 @@
 //! start) fails the case like any other mismatch.
 
 use super::case::{Case, Entry, Stdin};
-use super::compare::{compare, Finding};
+use super::compare::{compare, line_diff, normalise_stderr, Finding};
 use super::run::{run, FileState, Outcome, Place, Program};
 
 /// The name the separate output gets in the oracle's copy.
@@ -32,6 +44,101 @@ pub fn is_self_copy_refusal(case: &Case, ours: &Outcome) -> bool {
         && stderr.contains("refusing to copy")
         && stderr.contains("onto itself")
         && stderr.contains("--force")
+}
+
+/// The case reads a directory of its own (`if=NAME`, NAME made a
+/// directory), and ddx said one line, about a directory.
+pub fn is_directory_input_refusal(case: &Case, ours: &Outcome) -> bool {
+    let reads_directory = case.operands.iter().any(|operand| {
+        operand.strip_prefix("if=").is_some_and(|input| {
+            case.entries
+                .iter()
+                .any(|e| matches!(e, Entry::Dir { name } if name == input))
+        })
+    });
+    let stderr = String::from_utf8_lossy(&ours.stderr);
+    reads_directory
+        && stderr
+            .lines()
+            .last()
+            .is_some_and(|l| l.ends_with(": Is a directory"))
+}
+
+/// Findings if a directory input's refusal is not the one accepted (see
+/// the module header).
+pub fn check_directory_input(
+    case: &Case,
+    gnu: &Outcome,
+    ours: &Outcome,
+    gnu_name: &str,
+    our_name: &str,
+) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mismatch = |aspect: &str, detail: String| Finding {
+        aspect: format!("directory input: {aspect}"),
+        detail,
+    };
+    if gnu.status != ours.status {
+        findings.push(mismatch(
+            "exit status",
+            format!("dd: {}, ddx: {}", gnu.status, ours.status),
+        ));
+    }
+    if gnu.stdout != ours.stdout {
+        findings.push(mismatch("stdout", "differs".into()));
+    }
+    // GNU's warnings (said before any error), then the one line.
+    let gnu_err = normalise_stderr(&gnu.stderr, gnu_name);
+    let mut expected: Vec<String> = gnu_err
+        .iter()
+        .take_while(|l| !l.contains("Is a directory") && !l.contains("failed to open"))
+        .cloned()
+        .collect();
+    let input = case
+        .operands
+        .iter()
+        .find_map(|o| o.strip_prefix("if="))
+        .unwrap_or_default();
+    expected.push(format!("PROG: error reading '{input}': Is a directory"));
+    let ours_err = normalise_stderr(&ours.stderr, our_name);
+    if expected != ours_err {
+        findings.push(mismatch("stderr", line_diff(&expected, &ours_err)));
+    }
+    let before = |name: &str| -> Option<FileState> {
+        case.entries.iter().find_map(|e| match e {
+            Entry::File { name: n, bytes } if n == name => Some(FileState::Regular {
+                mode: 0,
+                bytes: bytes.clone(),
+                blocks: None,
+            }),
+            Entry::Dir { name: n } if n == name => Some(FileState::Dir),
+            Entry::Symlink { name: n, target } if n == name => {
+                Some(FileState::Symlink(target.into()))
+            }
+            _ => None,
+        })
+    };
+    let same_as_before = |name: &str, state: Option<&FileState>| match (before(name), state) {
+        (None, None) => true,
+        (Some(FileState::Regular { bytes: a, .. }), Some(FileState::Regular { bytes: b, .. })) => {
+            a == *b
+        }
+        (Some(a), Some(b)) => a == *b,
+        _ => false,
+    };
+    let mut names: Vec<&String> = gnu.files.keys().chain(ours.files.keys()).collect();
+    names.sort();
+    names.dedup();
+    for name in names {
+        let state = ours.files.get(name);
+        if state != gnu.files.get(name) && !same_as_before(name, state) {
+            findings.push(mismatch(
+                &format!("file {name}"),
+                "neither as GNU dd left it nor as it was".into(),
+            ));
+        }
+    }
+    findings
 }
 
 fn input_bytes(case: &Case) -> Option<&[u8]> {

@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Seed the fuzz corpora (fuzz/corpus/<target>/) from what the tests use.
+
+The parsers' targets get the literals of the unit and integration tests:
+operand and option lists, numbers, URIs, bmap XML, mapfiles, AWS files,
+kernel texts and tool outputs. The decoders' targets get small files made
+by the real compressors (zstd, pzstd, xz, gzip, pigz, bzip2, lz4) as the
+image tests make them, and bmaptool's and GNU ddrescue's own files join
+the parsers' seeds. Each seed is stored under the SHA-1 of its bytes, as
+libFuzzer names its inputs, so seeding twice adds nothing.
+
+Run from anywhere; then minimise (bench/fuzz.sh --minimise) so that only
+seeds that reach new code stay.
+"""
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(ROOT, "fuzz", "corpus")
+
+
+def store(target, data):
+    if isinstance(data, str):
+        data = data.encode()
+    directory = os.path.join(CORPUS, target)
+    os.makedirs(directory, exist_ok=True)
+    name = hashlib.sha1(data).hexdigest()
+    with open(os.path.join(directory, name), "wb") as f:
+        f.write(data)
+
+
+def rust_sources(*parts):
+    base = os.path.join(ROOT, *parts)
+    for directory, _, files in os.walk(base):
+        for name in sorted(files):
+            if name.endswith(".rs"):
+                yield os.path.join(directory, name)
+
+
+STRING = re.compile(r'(?<![A-Za-z0-9_#])"((?:[^"\\]|\\.)*)"', re.S)
+
+
+def unescape(body):
+    """A Rust string literal's value: escapes and line continuations."""
+    body = re.sub(r"\\\n\s*", "", body)
+    out, i = [], 0
+    while i < len(body):
+        c = body[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        n = body[i + 1]
+        simple = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
+        if n in simple:
+            out.append(simple[n])
+            i += 2
+        elif n == "x":
+            out.append(chr(int(body[i + 2 : i + 4], 16)))
+            i += 4
+        elif n == "u":
+            end = body.index("}", i)
+            out.append(chr(int(body[i + 3 : end], 16)))
+            i = end + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def literals(paths):
+    for path in paths:
+        text = open(path, encoding="utf-8").read()
+        for match in STRING.finditer(text):
+            yield unescape(match.group(1))
+
+
+def word_lists(paths):
+    """Every `&["a", "b"]` / `vec!["a"]` / `["a", "b"]` list of literals."""
+    pattern = re.compile(r'\[((?:\s*"(?:[^"\\]|\\.)*"\s*,?)+)\]')
+    for path in paths:
+        text = open(path, encoding="utf-8").read()
+        for match in pattern.finditer(text):
+            yield [unescape(m.group(1)) for m in STRING.finditer(match.group(1))]
+
+
+KEYS = ("if", "of", "bs", "ibs", "obs", "cbs", "skip", "seek", "count", "conv",
+        "iflag", "oflag", "status", "iseek", "oseek")
+
+
+def is_operand(word):
+    return "=" in word and word.split("=", 1)[0] in KEYS
+
+
+def seed_command_lines(test_files):
+    lists = [w for w in word_lists(test_files)
+             if w and all(is_operand(x) or x.startswith("--") for x in w)]
+    numbers = set()
+    for words in lists:
+        store("operands", "\0".join(words))
+        for word in words:
+            if is_operand(word) and word.split("=")[0] not in ("if", "of", "conv", "iflag", "oflag", "status"):
+                numbers.add(word.split("=", 1)[1])
+    for literal in literals(test_files):
+        if is_operand(literal) or literal.startswith("--"):
+            store("operands", literal)
+    for literal in literals(rust_sources("src", "operands")):
+        if re.fullmatch(r"[ +\-0-9A-Za-z]{1,24}", literal):
+            numbers.add(literal)
+    for number in numbers:
+        store("number", number)
+    bench = [w for w in word_lists([os.path.join(ROOT, "src", "bench", "args.rs"),
+                                    os.path.join(ROOT, "tests", "all", "bench.rs")])
+             if any(x.startswith("--") for x in w)]
+    for words in bench:
+        store("bench_args", "\0".join(words + ["target.img"]))
+        store("bench_args", "\0".join(words))
+
+
+def seed_texts():
+    src = list(rust_sources("src"))
+    tests = list(rust_sources("tests"))
+    everything = list(literals(src + tests))
+    for text in everything:
+        if "<bmap" in text:
+            store("bmap", text)
+        if re.search(r"0x[0-9A-Fa-f]+\s+0x[0-9A-Fa-f]+\s+[?*/+-]", text):
+            store("mapfile", text)
+        if re.match(r"(?i)(nbds?(\+unix|\+vsock)?|s3|https?)://", text):
+            store("uri", text)
+        if " - " in text and re.search(r"\d+:\d+ /", text):
+            store("kernel_texts", text)
+        if re.search(r"^(Mem|some |0::|Filename)", text, re.M):
+            store("kernel_texts", text)
+        if re.search(r"^(TYPE|PTTYPE|LABEL|DEVNAME)=|NR=\"|Block count:", text, re.M):
+            store("device_probe", text)
+    for name in ["disk.img", "-", "./-", "a\\b", "n\nl", "ab\r", "a\rb", "a) = b", "s3://b/k"]:
+        for algorithm in range(3):
+            store("hash_file", bytes([algorithm]) + name.encode())
+    # The shared files of the profile tests, with an environment.
+    profile = open(os.path.join(ROOT, "src", "ends", "object", "profile.rs")).read()
+    consts = dict(re.findall(r'const (\w+): &str = "((?:[^"\\]|\\.)*)";', profile, re.S))
+    credentials = unescape(consts.get("CREDENTIALS", ""))
+    config = unescape(consts.get("CONFIG", ""))
+    for env in ["", "AWS_PROFILE=dev", "AWS_PROFILE=sso", "AWS_ACCESS_KEY_ID=AKIA\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG",
+                "AWS_MAX_ATTEMPTS=0", "AWS_PROFILE=nope", "AWS_ENDPOINT_URL=http://127.0.0.1:9000\nAWS_REGION=eu-west-1"]:
+        store("aws_config", "\0".join([env, credentials, config]))
+    token = "FwoGZX/IvYXdz+EBo="
+    store("redact", "\0".join([
+        "denied: secret wJalrXUtnFEMI/K7MDENG, header " + token + ", url ?X-Amz-Security-Token=FwoGZX%2FIvYXdz%2BEBo%3D",
+        "wJalrXUtnFEMI/K7MDENG", token]))
+    store("redact", "\0".join(["<Error><Code>SignatureDoesNotMatch</Code><CanonicalRequest>x-amz-security-token:tok%2Ben</CanonicalRequest></Error>", "tok+en"]))
+    for seed in [b"", b"\x02\x00\x10\x00\x03\x10\x00\x00\x00\x02", bytes(range(64)), b"\xff" * 32]:
+        store("extents", seed)
+
+
+def run(*args, **kw):
+    return subprocess.run(args, check=True, capture_output=True, **kw).stdout
+
+
+def sample(size, kind):
+    if kind == "zeros":
+        return bytes(size)
+    if kind == "text":
+        words = b"the quick brown fox jumps over the lazy dog "
+        return (words * (size // len(words) + 1))[:size]
+    state, out = 12345, bytearray()
+    while len(out) < size:
+        state = (state * 6364136223846793005 + 1442695040888963407) % 2**64
+        out += (state >> 33).to_bytes(4, "little")
+    return bytes(out[:size])
+
+
+def seed_images(work):
+    def make(name, data):
+        path = os.path.join(work, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def compress(command, data):
+        return subprocess.run(command, input=data, check=True, capture_output=True).stdout
+
+    # Small, so that each run of a decoder under the sanitizer is quick;
+    # zeros and text make long matches, random bytes raw blocks.
+    samples = [sample(0, "zeros"), sample(1, "text"), sample(5000, "text"),
+               sample(70000, "zeros"), sample(3000, "random"), sample(20000, "text")]
+    for data in samples:
+        frames = [compress(["zstd", "-q", "-c", "-1"], data),
+                  compress(["zstd", "-q", "-c", "-19", "--no-check"], data),
+                  compress(["zstd", "-q", "-c", "--long=24"], data),
+                  compress(["pzstd", "-q", "-c", "-p", "2"], data)]
+        # A frame with no content size, as zstd writes from a pipe.
+        frames.append(subprocess.run("cat | zstd -q -c", shell=True, input=data,
+                                     check=True, capture_output=True).stdout)
+        for frame in frames:
+            store("zstd", frame)
+            store("decompress", frame)
+            store("zstd_blocks", b"\0" + frame)
+            store("zstd_blocks", b"\1" + frame)
+        store("zstd", frames[0] + frames[1])
+        for xz in [compress(["xz", "-c", "-1"], data), compress(["xz", "-c", "-T2", "--block-size=8192"], data),
+                   compress(["xz", "-c", "--check=sha256"], data)]:
+            store("xz", xz)
+            store("decompress", xz)
+        store("xz", compress(["xz", "-c"], data) + bytes(4) + compress(["xz", "-c"], data))
+        for gz in [compress(["gzip", "-c"], data), compress(["pigz", "-c", "-p", "2"], data)]:
+            store("gzip", gz)
+            store("decompress", gz)
+        store("gzip", compress(["gzip", "-c"], data) * 2)
+        for bz in [compress(["bzip2", "-c", "-1"], data)]:
+            store("bzip2", bz)
+            store("bzip2", bz * 2)
+            store("decompress", bz)
+        for lz in [compress(["lz4", "-q", "-c"], data), compress(["lz4", "-q", "-c", "-l"], data),
+                   compress(["lz4", "-q", "-c", "--content-size", "-BD"], data)]:
+            store("lz4", lz)
+            store("decompress", lz)
+        store("lz4", b"\x50\x2a\x4d\x18\x04\x00\x00\x00skip" + compress(["lz4", "-q", "-c"], data))
+    store("decompress", b"plain text, not compressed\n")
+    store("decompress", bytes(16))
+
+    # bmaptool's maps of sparse images, and GNU ddrescue's mapfiles.
+    for size, extents in [(40960, [(4096, 8192)]), (40960 + 100, [(0, 512), (36864, 40960 + 100)]),
+                          (1 << 20, [(65536, 131072), (524288, 528384)])]:
+        image = make("image.img", b"")
+        with open(image, "r+b") as f:
+            f.truncate(size)
+            for start, end in extents:
+                f.seek(start)
+                f.write(sample(end - start, "random"))
+        bmap = os.path.join(work, "image.bmap")
+        if shutil.which("bmaptool"):
+            run("bmaptool", "create", "-o", bmap, image)
+            store("bmap", open(bmap, "rb").read())
+        if shutil.which("ddrescue"):
+            mapfile = os.path.join(work, "image.map")
+            out = os.path.join(work, "out.img")
+            run("ddrescue", "-q", "-s", str(size // 2), image, out, mapfile)
+            store("mapfile", open(mapfile, "rb").read())
+            for path in (mapfile, out):
+                os.remove(path)
+
+    # What blkid, partx and dumpe2fs say about a partitioned disk image.
+    if all(shutil.which(t) for t in ("sfdisk", "blkid", "partx", "mkfs.ext4", "dumpe2fs")):
+        disk = make("disk.img", b"")
+        os.truncate(disk, 64 << 20)
+        subprocess.run(["sfdisk", "-q", "disk.img"], input=b"label: gpt\n,16M\n,\n", cwd=work,
+                       check=True, capture_output=True)
+        store("device_probe", run("blkid", "-p", "-o", "export", "disk.img", cwd=work))
+        store("device_probe", run("partx", "--pairs", "-o", "NR,START,SECTORS", "disk.img", cwd=work))
+        fs = make("fs.img", b"")
+        os.truncate(fs, 8 << 20)
+        run("mkfs.ext4", "-q", "-L", "my disk", "fs.img", cwd=work)
+        store("device_probe", run("blkid", "-p", "-o", "export", "fs.img", cwd=work))
+        store("device_probe", run("dumpe2fs", "-h", "fs.img", cwd=work))
+
+
+def main():
+    test_files = list(rust_sources("tests")) + list(rust_sources("src"))
+    seed_command_lines(test_files)
+    seed_texts()
+    with tempfile.TemporaryDirectory() as work:
+        seed_images(work)
+    for target in sorted(os.listdir(CORPUS)):
+        print(f"{target}: {len(os.listdir(os.path.join(CORPUS, target)))} seeds")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+//! The fuzzing entry points: one function per parser or decoder of bytes
+//! ddx did not write, called by the libFuzzer targets in `fuzz/` and by
+//! the test that replays every stored input (`tests/all/corpora.rs`).
+//!
+//! Each entry takes arbitrary bytes, drives one reader of untrusted input
+//! the way ddx drives it, and checks what must hold whatever the bytes
+//! are, with `assert!` (not `debug_assert!`, so that the replay in a
+//! release build checks them too): a parsed value keeps its invariants
+//! and reads back the same after being written out, a decoder gives what
+//! a reference decoder gives, a message is one line, and a secret never
+//! reaches a text. A panic, a hang or an allocation beyond the fuzzer's
+//! limit is a finding; the input that showed it goes into
+//! `fuzz/regressions/<target>/`, which the replay reads as well.
+//!
+//! Adding a target: write its function here (or in one of the submodules,
+//! by theme), add a row to [`TARGETS`], a `fuzz/fuzz_targets/<name>.rs`
+//! of one line and its `[[bin]]` in `fuzz/Cargo.toml`, and seed
+//! `fuzz/corpus/<name>/` with a few real inputs; the replay test fails
+//! until all four exist.
+
+mod command_line;
+mod decoders;
+mod files;
+mod input;
+mod remote;
+mod system;
+
+pub use command_line::{bench_args, number, operands};
+pub use decoders::{bzip2, decompress, gzip, lz4, xz, zstd, zstd_blocks};
+pub use files::{bmap, hash_file, mapfile};
+#[cfg(feature = "nbd")]
+pub use remote::extents;
+pub use remote::uri;
+#[cfg(feature = "object")]
+pub use remote::{aws_config, redact};
+pub use system::{device_probe, kernel_texts};
+
+/// One fuzz target: its name (the file under `fuzz/fuzz_targets/`, the
+/// directory under `fuzz/corpus/`) and its entry point.
+#[derive(Debug, Clone, Copy)]
+pub struct Target {
+    pub name: &'static str,
+    /// What it reads, for `--help`-style listings and the replay's
+    /// messages.
+    pub reads: &'static str,
+    pub run: fn(&[u8]),
+}
+
+/// Every target, in the order the fuzzing script lists them.
+pub const TARGETS: &[Target] = &[
+    Target {
+        name: "operands",
+        reads: "the command line: ddx's --options and GNU dd's operands",
+        run: operands,
+    },
+    Target {
+        name: "number",
+        reads: "GNU dd's number grammar (bs=, count=, skip=, --request-size=)",
+        run: number,
+    },
+    Target {
+        name: "bench_args",
+        reads: "the command line of ddx bench",
+        run: bench_args,
+    },
+    Target {
+        name: "bmap",
+        reads: "bmaptool's XML block maps (--bmap), and the input seen through one",
+        run: bmap,
+    },
+    Target {
+        name: "mapfile",
+        reads: "GNU ddrescue's mapfiles (--resume, --map)",
+        run: mapfile,
+    },
+    Target {
+        name: "hash_file",
+        reads: "--hash-file's check lines, as the checkers read them back",
+        run: hash_file,
+    },
+    Target {
+        name: "uri",
+        reads: "NBD, S3 and HTTP(S) URIs in if= and of=",
+        run: uri,
+    },
+    #[cfg(feature = "object")]
+    Target {
+        name: "aws_config",
+        reads: "the AWS environment and its shared config and credentials files",
+        run: aws_config,
+    },
+    #[cfg(feature = "object")]
+    Target {
+        name: "redact",
+        reads: "texts from an object store, cleaned of the secrets they may quote",
+        run: redact,
+    },
+    #[cfg(feature = "nbd")]
+    Target {
+        name: "extents",
+        reads: "an NBD server's block status replies",
+        run: extents,
+    },
+    Target {
+        name: "decompress",
+        reads: "--decompress: the format's magic, then that format's decoder",
+        run: decompress,
+    },
+    Target {
+        name: "zstd",
+        reads: "zstd streams through ddx's frame dispatcher and workers",
+        run: zstd,
+    },
+    Target {
+        name: "zstd_blocks",
+        reads: "one zstd frame through the buffer-less block decoder (FFI)",
+        run: zstd_blocks,
+    },
+    Target {
+        name: "xz",
+        reads: "xz streams through liblzma's threaded decoder",
+        run: xz,
+    },
+    Target {
+        name: "gzip",
+        reads: "gzip members",
+        run: gzip,
+    },
+    Target {
+        name: "bzip2",
+        reads: "bzip2 streams",
+        run: bzip2,
+    },
+    Target {
+        name: "lz4",
+        reads: "lz4 frames, legacy frames and skippable frames",
+        run: lz4,
+    },
+    Target {
+        name: "kernel_texts",
+        reads: "/proc and sysfs texts: mountinfo, swaps, meminfo, cgroups, PSI",
+        run: kernel_texts,
+    },
+    Target {
+        name: "device_probe",
+        reads: "what blkid, partx and dumpe2fs say a device holds (the guard)",
+        run: device_probe,
+    },
+];
+
+/// The target called `name`.
+pub fn target(name: &str) -> Option<&'static Target> {
+    TARGETS.iter().find(|target| target.name == name)
+}
+
+/// `data` cut at NUL bytes: the words of a command line (argv cannot
+/// hold a NUL, so no word is lost).
+fn words(data: &[u8]) -> Vec<std::ffi::OsString> {
+    use std::os::unix::ffi::OsStrExt;
+    if data.is_empty() {
+        return Vec::new();
+    }
+    data.split(|&b| b == 0)
+        .map(|word| std::ffi::OsStr::from_bytes(word).to_owned())
+        .collect()
+}
+
+/// A message is one line: no newline or carriage return inside.
+fn assert_one_line(what: &str, text: &str) {
+    assert!(
+        !text.contains(['\n', '\r']),
+        "{what} is not one line: {text:?}"
+    );
+}
