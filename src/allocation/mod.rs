@@ -9,7 +9,8 @@
 //! system is not recognised (LUKS, LVM, btrfs, anything), every byte of a
 //! file system past its own end, and all of a file system's metadata
 //! (superblocks and their backups, group descriptors, bitmaps, inode
-//! tables, FATs, root directories) are used. Where a structure is out of
+//! tables, FATs, root directories, XFS's allocation group headers and
+//! log) are used. Where a structure is out of
 //! its bounds, fails its checksum, or names a feature this module does
 //! not know, the part concerned (a block group, a partition) is copied
 //! whole, and the [`Part`] says why.
@@ -19,8 +20,9 @@
 //! backup needs: `gpt` 4.1 panics on a table whose entries are not 128
 //! bytes and does not check the table's checksum, `mbrman` 0.6 adds a
 //! logical partition's start to its boot record's without checking for
-//! overflow (a wrong start in release builds), and the ext4 and FAT
-//! crates read files, not allocation bitmaps. Reading through a
+//! overflow (a wrong start in release builds), the ext4 and FAT crates
+//! read files, not allocation bitmaps, and no crate reads XFS's
+//! free-space trees or tells whether its log is clean. Reading through a
 //! [`Source`] keeps them fuzzable on plain memory ([`InMemory`]).
 //!
 //! Depends on nothing in ddx.
@@ -30,8 +32,10 @@ mod extents;
 mod fat;
 mod swap;
 mod table;
+mod xfs;
 
 pub use extents::Extents;
+pub(crate) use table::read as read_table;
 pub use table::Table;
 
 use std::ops::Range;
@@ -132,7 +136,7 @@ impl std::fmt::Display for Broken {
 
 /// What a file system parser made of a region.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Verdict {
+pub(crate) enum Verdict {
     /// Its own map: it spans its first `size` bytes and uses `used`
     /// (offsets from the region's start) of them; `note` says what was
     /// copied whole within it, and why.
@@ -308,7 +312,6 @@ const KNOWN_WHOLE: &[(&str, u64, &[u8])] = &[
     ("LUKS2", 0, b"SKUL\xba\xbe"),
     ("LVM2 physical volume", 536, b"LVM2 001"),
     ("btrfs", 0x10040, b"_BHRfS_M"),
-    ("XFS", 0, b"XFSB"),
     ("NTFS", 3, b"NTFS    "),
     ("exFAT", 3, b"EXFAT   "),
     ("squashfs", 0, b"hsqs"),
@@ -317,13 +320,44 @@ const KNOWN_WHOLE: &[(&str, u64, &[u8])] = &[
     ("ISO 9660", 0x8001, b"CD001"),
 ];
 
+type Parser = fn(&mut Region<'_>) -> Option<Verdict>;
+
+/// The file systems whose own maps are read, in the order they are
+/// tried.
+const PARSERS: &[(FileSystem, Parser)] = &[
+    (FileSystem::Ext, ext::probe),
+    (FileSystem::Fat, fat::probe),
+    (FileSystem::Swap, swap::probe),
+    (FileSystem::Xfs, xfs::probe),
+];
+
+/// A file system whose allocation map ddx reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FileSystem {
+    Ext,
+    Fat,
+    Swap,
+    Xfs,
+}
+
+/// What the parser of `fs` alone makes of all of `source` (None: it does
+/// not recognise it), as [`analyse`] asks it of each partition; for the
+/// fuzz targets, which drive each parser on its own.
+pub(crate) fn probe_as(fs: FileSystem, source: &mut dyn Source) -> Option<Verdict> {
+    let len = source.size();
+    let (_, parser) = PARSERS.iter().find(|(which, _)| *which == fs)?;
+    parser(&mut Region {
+        source,
+        start: 0,
+        len,
+    })
+}
+
 /// What a region holds: the first file system that recognises it, unless
 /// another recognises it too (a stale signature: then which is real is
 /// not known, and it is copied whole).
 fn probe(region: &mut Region<'_>) -> Verdict {
-    type Parser = fn(&mut Region<'_>) -> Option<Verdict>;
-    const PARSERS: &[Parser] = &[ext::probe, fat::probe, swap::probe];
-    let mut found: Vec<Verdict> = PARSERS.iter().filter_map(|p| p(region)).collect();
+    let mut found: Vec<Verdict> = PARSERS.iter().filter_map(|(_, p)| p(region)).collect();
     let mut names: Vec<String> = found
         .iter()
         .map(|v| match v {

@@ -193,11 +193,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "used-only",
         "read only the blocks that the input disk's file systems use, from its \
          partition table (MBR, GPT) and each file system's own map (ext2/3/4, FAT, \
-         swap): the output keeps the disk's size, and the rest are holes (in a \
+         XFS, swap): the output keeps the disk's size, and the rest are holes (in a \
          file; nothing in a compressed stream; left as they were on a device, or \
          discarded with --trim), so that --bmap-create maps exactly the used \
          blocks. Partition tables, everything outside the partitions and any \
-         partition whose file system is not known are copied whole; --verbose \
+         partition whose file system is not known, or was not cleanly \
+         unmounted, are copied whole; --verbose \
          says what each partition held. A source with a file system mounted \
          read-write is refused",
     ),

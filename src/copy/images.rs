@@ -26,7 +26,9 @@ use crate::allocation::Analysis;
 use crate::diagnostic::Diagnostic;
 use crate::ends::{self, End, Input, Output};
 use crate::image::bmap::{ChecksumKind, Recorded, Recording};
-use crate::image::{self, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport, UsedOnly, UsedProgress};
+use crate::image::{
+    self, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport, UsedOnly, UsedProgress,
+};
 use crate::integrity::verify::{self, RangeCheck, RangeDigest, RangesVerdict};
 use crate::operands::{CopyPlan, IoFlags, StatusLevel};
 use crate::progress::{InputPosition, InputRead, Measure, Reporter};
