@@ -99,12 +99,33 @@ pub enum Diagnostic {
         buffer: BufferKind,
         size: usize,
     },
-    /// What an end knows beyond an errno (a server's message, a checksum
-    /// that did not match), on a line after GNU's: "FILE: TEXT".
-    Detail {
-        file: Vec<u8>,
-        text: String,
+    /// GNU's message and what the end knows beyond its errno (a server's
+    /// answer, a checksum that did not match), on the same line: "GNU'S
+    /// MESSAGE; DETAIL". Only ends GNU dd cannot have (a remote end, a
+    /// stream ddx decodes) say more, so dd's own lines stay GNU's.
+    Explained {
+        diagnostic: Box<Diagnostic>,
+        detail: String,
     },
+}
+
+impl Diagnostic {
+    /// This message, with `detail` after it where there is one.
+    pub fn explained(self, detail: Option<String>) -> Diagnostic {
+        match detail {
+            Some(detail) => Diagnostic::Explained {
+                diagnostic: Box::new(self),
+                detail: one_line(&detail),
+            },
+            None => self,
+        }
+    }
+}
+
+/// `text` on one line: a message is one line, whatever a server or a
+/// library put in its words.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 impl fmt::Display for Diagnostic {
@@ -180,7 +201,7 @@ impl fmt::Display for Diagnostic {
                 write!(f, "offset overflow while reading file {}", quote_file(file))
             }
             InvalidOffsetAfterRead => f.write_str("warning: invalid file offset after failed read"),
-            Detail { file, text } => write!(f, "{}: {text}", quote_file_if_needed(file)),
+            Explained { diagnostic, detail } => write!(f, "{diagnostic}; {detail}"),
             NoMemory { buffer, size } => {
                 let which = match buffer {
                     BufferKind::Input => "input",

@@ -102,13 +102,16 @@ pub const OPTIONS: &[OptionSpec] = &[
         "FILE",
         Values::File,
         "keep a GNU ddrescue mapfile of what is copied and what is bad, saved twice a \
-         second and at the end (implies copying by position, as --rescue)",
+         second and at the end (implies copying by position, as --rescue); onto an \
+         s3:// object, the map keeps the upload's id and the parts the server stored, \
+         and a failed or interrupted upload is left for --resume instead of aborted",
     ),
     OptionSpec::switch(
         "resume",
         "continue an interrupted copy from its map (--map=FILE, else OF.ddx-map, \
          which ddx keeps and removes once the copy is complete); copy only what is \
-         not done",
+         not done; an upload to s3:// (its map named by --map) goes on after the \
+         parts the server still holds, checked with ListParts",
     ),
     OptionSpec::valued(
         "sector-size",

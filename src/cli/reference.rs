@@ -254,7 +254,11 @@ KiB=K, MiB=M, and so on. AxB multiplies. If N ends in 'B', it counts bytes, not 
 
 pub const SIGNALS: &str = "Sending SIGUSR1 prints I/O statistics to standard error and the \
 copy goes on. SIGINT and SIGTERM print them and stop; the output then holds the input's \
-bytes up to the count reported.";
+bytes up to the count reported. An upload to s3:// is aborted (kept for --resume with \
+--map); but once its completing request is sent it cannot be taken back, so a signal \
+that comes after it waits for the server's answer: if the object is complete, the copy \
+ends as completed (exit status 0, its last --progress-fd record done without a \
+signal) with a line saying the signal came once the object was committed.";
 
 pub const GUARD: &str = "Before opening the output, ddx refuses a block device that is \
 mounted, holds a mounted partition, is active swap or is held by RAID, LVM or \
@@ -547,7 +551,8 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
 
 /// After the statuses: death by a signal.
 pub const EXIT_SIGNALS: &str = "After SIGINT or SIGTERM ddx prints the statistics and dies \
-of the signal (the shell reports 130 or 143). ddx bench's exit status is in its own help \
+of the signal (the shell reports 130 or 143), unless it came once an upload was committed \
+(see SIGNALS). ddx bench's exit status is in its own help \
 (ddx bench --help).";
 
 /// One common job: what the README's common jobs, `--help` and the man

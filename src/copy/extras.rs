@@ -50,7 +50,8 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Strin
         sector: settings.sector_size,
         retry_passes: settings.retry_passes,
     };
-    if asked.any() {
+    // An upload kept resumable by its map is a stream copy (`objects`).
+    if asked.any() && !super::objects::is_upload(plan) {
         let request = rescue::request(plan, asked);
         extras.resuming = rescue::resuming(&request, plan)?;
         if extras.resuming {

@@ -18,8 +18,8 @@ pub enum Failure {
     /// writing.
     Refused(String),
     /// A GNU message (an end that cannot be opened, closed, flagged),
-    /// and what the end said beyond it, on a line of its own.
-    Diagnostic(Diagnostic, Option<Diagnostic>),
+    /// with what the end said beyond it on the same line.
+    Diagnostic(Diagnostic),
     /// Already said, at the moment it happened; only the exit status is
     /// left.
     Reported,
@@ -27,13 +27,13 @@ pub enum Failure {
 
 impl From<Diagnostic> for Failure {
     fn from(diagnostic: Diagnostic) -> Self {
-        Failure::Diagnostic(diagnostic, None)
+        Failure::Diagnostic(diagnostic)
     }
 }
 
 impl From<OpenError> for Failure {
     fn from(error: OpenError) -> Self {
-        Failure::Diagnostic(error.diagnostic, error.detail)
+        Failure::Diagnostic(error.diagnostic)
     }
 }
 
@@ -42,10 +42,7 @@ impl Failure {
     pub fn lines(&self) -> Vec<String> {
         match self {
             Failure::Refused(text) => vec![text.clone()],
-            Failure::Diagnostic(diagnostic, detail) => std::iter::once(diagnostic)
-                .chain(detail)
-                .map(ToString::to_string)
-                .collect(),
+            Failure::Diagnostic(diagnostic) => vec![diagnostic.to_string()],
             Failure::Reported => Vec::new(),
         }
     }

@@ -314,8 +314,12 @@ impl Images {
                     Err(end) => end,
                 };
             }
-            if safe && plan.seek.is_zero() && end.capabilities().device {
-                let end = if direct {
+            // A whole export is a disk as a device is: an image written
+            // onto it is bootable once its first MiB lands, so that MiB
+            // goes last there too.
+            let can = end.capabilities();
+            if safe && plan.seek.is_zero() && (can.device || (can.served && can.writes_at)) {
+                let end = if direct && can.device {
                     match image::DirectWrites::wrap(end) {
                         Ok((writes, report)) => {
                             reports.push(report);

@@ -13,6 +13,7 @@
 mod extras;
 mod failure;
 mod images;
+mod objects;
 mod positional;
 mod safety;
 mod verbose;
@@ -65,6 +66,10 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     // What ddx's own options cannot be combined with, refused before
     // anything is opened, as the operands are.
     planner::check(&request).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
+    // An upload kept resumable by its map: a resumed one goes on after
+    // the parts the map records.
+    let upload_map =
+        objects::prepare(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
     let extras = extras::prepare(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
     let mut images = images::prepare(&request.plan, &request.settings).map_err(Failure::Refused)?;
     let progress_stream = match request.settings.progress_fd {
@@ -202,7 +207,18 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         reporter.start_clock();
     }
     let mut warnings = Vec::new();
-    let output = ends::open::open_output(plan, request.settings.passthrough(), &mut warnings)?;
+    let mut output = ends::open::open_output(plan, request.settings.passthrough(), &mut warnings)?;
+    if let Some(upload) = &upload_map {
+        keep_upload_map(
+            upload,
+            plan,
+            &input,
+            &facts,
+            &mut output,
+            &context.command_line,
+            &reporter,
+        )?;
+    }
     let mut output = images.wrap_output(output, plan, &mut warnings)?;
     // The wrapped ends are what the planner plans for.
     facts.input.mapped = images.mapped();
@@ -242,13 +258,13 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
                 tap,
                 request.settings.verbose,
             )?;
-            ticker.stop();
             let report = request.settings.verbose.then(|| {
                 verbose::HowItRan::positional(plan, aftermath.how_it_ran())
                     .with_cpu_since(cpu_at_start)
                     .with_ends(input.end.describe(), output.end.describe())
             });
             close(input, output)?;
+            ticker.stop();
             (failed, Some(aftermath), report)
         }
         None => {
@@ -262,16 +278,28 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
                     .with_ends(input.end.describe(), output.end.describe())
             });
             let (failed, input) = stream(strategy, tap, &copying, input, &mut output)?;
-            ticker.stop();
             if let Some(input) = input {
                 close_input(input)?;
             }
+            // The reporter still watches signals while the output is made
+            // final: one that comes before an upload's completing request
+            // aborts it, one after it waits for its outcome.
             close_output(output, failed)?;
+            ticker.stop();
             (failed, None, report)
         }
     };
 
     reporter.finish();
+    if let Some(signal) = reporter.late_signal() {
+        let name = plan.output.as_deref().map_or_else(
+            || "standard output".to_owned(),
+            |path| crate::text::quote::quote_file(&ends::uri::shown(path)),
+        );
+        reporter.message(format!(
+            "{signal} came once {name} was committed: the copy is complete, not interrupted"
+        ));
+    }
     // The statistics are out; a signal now ends the read-back at once.
     crate::sys::signals::default_from_now_on();
     let mut failed = failed;
@@ -305,6 +333,48 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     } else {
         Ok(finished)
     }
+}
+
+/// `--map` onto an object: the upload records its progress in the map,
+/// and a resumed one first checks its recorded parts with the server.
+/// The map's extent is the copy's input, which must have a known size.
+fn keep_upload_map(
+    upload: &objects::UploadMap,
+    plan: &CopyPlan,
+    input: &Input,
+    facts: &planner::Facts,
+    output: &mut Output,
+    command_line: &str,
+    reporter: &Reporter,
+) -> Result<(), Failure> {
+    let done = upload.resume.as_ref().map_or(0, |r| r.source_end());
+    let Some(left) = expected_bytes(plan, input, facts) else {
+        return Err(Failure::Refused(format!(
+            "--map: the size of {} is not known, and a resumable upload's map covers the \
+             input",
+            crate::text::quote::quote_file(&input.name)
+        )));
+    };
+    let journal = objects::MapJournal::new(upload, done + left, command_line);
+    output
+        .end
+        .keep_journal(Box::new(journal), upload.resume.as_ref())
+        .map_err(|errno| {
+            let detail = output.end.take_detail();
+            let why = detail.unwrap_or_else(|| crate::sys::errno_text(errno));
+            Failure::Refused(format!(
+                "--resume: {}: {why}; remove the map {} to start over",
+                crate::text::quote::quote_file(&output.name),
+                crate::text::quote::quote_file(upload.path.as_os_str().as_encoded_bytes())
+            ))
+        })?;
+    // Said once the server confirmed the parts the map records.
+    if let Some(record) = &upload.resume {
+        if plan.status != crate::operands::StatusLevel::None {
+            reporter.message(objects::resume_summary(upload, record, Some(left)));
+        }
+    }
+    Ok(())
 }
 
 /// A copy as a stream of records, by the backend the planner chose;
@@ -369,15 +439,31 @@ fn close_input(input: Input) -> Result<(), Failure> {
 }
 
 /// Close the output; after a `failed` copy, as its end finalises one
-/// (an upload is aborted rather than completed).
+/// (an upload is aborted rather than completed). The end is finalised
+/// first, so that what it says about that (the server's answer to an
+/// upload's completion or abort) is in the message.
 fn close_output(output: Output, failed: bool) -> Result<(), Failure> {
-    let Output { end, name } = output;
+    let Output { mut end, name } = output;
+    let closing = |errno, detail| {
+        Failure::from(
+            Diagnostic::ClosingOutput {
+                file: name.clone(),
+                errno,
+            }
+            .explained(detail),
+        )
+    };
+    if let Err(errno) = end.finalise(failed) {
+        let detail = end.take_detail();
+        end.abandon();
+        return Err(closing(errno, detail));
+    }
     let closed = if failed {
         end.close_failed()
     } else {
         end.close()
     };
-    closed.map_err(|errno| Failure::from(Diagnostic::ClosingOutput { file: name, errno }))
+    closed.map_err(|errno| closing(errno, None))
 }
 
 /// bs=auto: measure now that both ends are open (the probe only reads).

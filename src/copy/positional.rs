@@ -142,53 +142,48 @@ pub fn run(
             size: plan.input_block_size,
         })
     })?;
-    // Where an error stopped the copy: GNU's line, then where it stands.
+    // Where an error stopped the copy: GNU's line, with what the end said
+    // and where the copy stands.
+    let resume = if request.map_path.is_some() {
+        "continue with --resume"
+    } else {
+        "continue with --resume (and --map=FILE next time)"
+    };
     let stopped = match report.ended {
         Ended::Complete => None,
-        Ended::ReadError { offset, errno } => Some((
-            Diagnostic::ReadError {
-                file: input.name.clone(),
-                errno,
-            },
-            format!(
-                "stopped at input offset {offset}; continue with --resume{}",
-                if request.map_path.is_some() {
-                    ""
-                } else {
-                    " (and --map=FILE next time)"
+        Ended::ReadError { offset, errno } => {
+            let said = input.end.take_detail();
+            Some(
+                Diagnostic::ReadError {
+                    file: input.name.clone(),
+                    errno,
                 }
-            ),
-        )),
-        Ended::WriteError { offset, errno } => Some((
-            Diagnostic::ErrorWriting {
-                file: output.name.clone(),
-                errno,
-            },
-            format!(
-                "{}: stopped at offset {offset}; everything before it is written",
-                quote_file(&output.name)
-            ),
-        )),
+                .explained(Some(where_it_stands(
+                    said,
+                    &format!("stopped at input offset {offset}; {resume}"),
+                ))),
+            )
+        }
+        Ended::WriteError { offset, errno } => {
+            let said = output.end.take_detail();
+            Some(
+                Diagnostic::ErrorWriting {
+                    file: output.name.clone(),
+                    errno,
+                }
+                .explained(Some(where_it_stands(
+                    said,
+                    &format!(
+                        "stopped at output offset {offset}, everything before it is written; \
+                         {resume}"
+                    ),
+                ))),
+            )
+        }
     };
     let mut failed = stopped.is_some();
-    if let Some((diagnostic, where_it_stands)) = stopped {
-        let reading = matches!(diagnostic, Diagnostic::ReadError { .. });
+    if let Some(diagnostic) = stopped {
         reporter.diagnostic(diagnostic);
-        let detail = if reading {
-            input
-                .end
-                .take_detail()
-                .map(|text| (input.name.clone(), text))
-        } else {
-            output
-                .end
-                .take_detail()
-                .map(|text| (output.name.clone(), text))
-        };
-        if let Some((file, text)) = detail {
-            reporter.diagnostic(Diagnostic::Detail { file, text });
-        }
-        reporter.message(where_it_stands);
     }
     if plan.conv.intersects(Conv::FSYNC | Conv::FDATASYNC) {
         let data_only = !plan.conv.contains(Conv::FSYNC);
@@ -209,6 +204,15 @@ pub fn run(
             request: request.clone(),
         },
     ))
+}
+
+/// What the end said (if anything) and where the copy stands, as one
+/// detail.
+fn where_it_stands(said: Option<String>, stands: &str) -> String {
+    match said {
+        Some(said) => format!("{said}; {stands}"),
+        None => stands.to_owned(),
+    }
 }
 
 impl Aftermath {

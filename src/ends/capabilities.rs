@@ -61,8 +61,12 @@ pub struct Capabilities {
     pub kernel_copy: bool,
     /// Written whole, from its first byte to its last, in one upload that
     /// appears only when complete: no offset to write at, nothing kept
-    /// of what was there before, no hole to leave, no part to resume.
+    /// of what was there before, no hole to leave, no place to come back
+    /// to but the end of its stored parts.
     pub written_whole: bool,
+    /// An upload the server keeps in parts until it completes, which a
+    /// map can record and `--resume` continue after the parts stored.
+    pub resumable_upload: bool,
     /// Why it cannot be written at all, where it cannot (an object
     /// behind an `http://` URL).
     pub read_only: Option<&'static str>,
@@ -102,6 +106,7 @@ impl Capabilities {
             splices: false,
             kernel_copy: false,
             written_whole: false,
+            resumable_upload: false,
             read_only: None,
             exchanges_buffers: false,
             fua: false,
@@ -150,6 +155,7 @@ impl Capabilities {
             Kind::Object => Capabilities {
                 served: true,
                 written_whole: true,
+                resumable_upload: true,
                 ..STORAGE
             },
             Kind::Stream => Capabilities {

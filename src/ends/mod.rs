@@ -16,8 +16,10 @@
 //! server's message, a checksum that did not match) keeps it for
 //! [`End::take_detail`], which the engine prints after GNU's line.
 //!
-//! Finalisation is explicit: [`End::close`] completes the end (close(2),
-//! or completing an upload) and reports its error; [`End::abandon`] is for
+//! Finalisation is explicit: [`End::finalise`] makes what was written
+//! final (completes an upload) while the end can still say more about a
+//! failure; [`End::close`] completes the end (close(2), or completing an
+//! upload not finalised yet) and reports its error; [`End::abandon`] is for
 //! a copy that failed or was interrupted, where a half-done end must not
 //! be left behind (an upload is aborted, not completed), and
 //! [`End::close_failed`] finalises the output of a copy that failed (GNU
@@ -32,6 +34,7 @@ pub mod object;
 pub mod open;
 pub mod passthrough;
 pub mod read_ahead;
+pub mod upload;
 pub mod uri;
 pub mod write_behind;
 
@@ -312,6 +315,48 @@ pub trait End: Send + fmt::Debug {
         None
     }
 
+    /// Make what was written final (complete an upload: the object
+    /// appears under its key), or after a copy that failed (`copy_failed`)
+    /// make sure nothing half-done is left that would look complete
+    /// (abort an upload), and report its error while [`End::take_detail`]
+    /// can still be asked; [`End::close`] or [`End::close_failed`] after
+    /// it only release the end. Ends whose writes are final as they land
+    /// (files, devices, exports): Ok, nothing to do.
+    fn finalise(&mut self, copy_failed: bool) -> Result<(), Errno> {
+        let _ = copy_failed;
+        Ok(())
+    }
+
+    /// Keep `journal` up to date with what the end has durably stored
+    /// (an upload's id and its stored parts), and, with `resume`, go on
+    /// with the upload it records once the server confirms it still holds
+    /// those parts. Err (with [`End::take_detail`]) when that cannot be:
+    /// EOPNOTSUPP for an end with nothing to resume (the default).
+    fn keep_journal(
+        &mut self,
+        journal: Box<dyn upload::Journal>,
+        resume: Option<&upload::UploadRecord>,
+    ) -> Result<(), Errno> {
+        let _ = (journal, resume);
+        Err(Errno::NOTSUP)
+    }
+
+    /// The bytes written from now on come in units a copy can resume
+    /// from (compressed frames), each ended by [`End::resume_point`]:
+    /// an end that records resume points (an upload) cuts its parts only
+    /// there. Without the call every byte is such a point. True when
+    /// the end holds units written by an earlier run (a resumed upload):
+    /// a stream this run adds nothing to then adds no empty unit either.
+    fn mark_resume_points(&mut self) -> bool {
+        false
+    }
+
+    /// The bytes written so far end a unit that `source` bytes of the
+    /// copy's input made (see [`End::mark_resume_points`]).
+    fn resume_point(&mut self, source: u64) {
+        let _ = source;
+    }
+
     /// Complete the end and report its last error (close(2); completing
     /// an upload; the last flush of a remote end).
     fn close(self: Box<Self>) -> Result<(), Errno>;
@@ -412,6 +457,21 @@ macro_rules! forward_to_inner {
     (@one take_detail) => {
         fn take_detail(&mut self) -> Option<String> {
             self.inner.take_detail()
+        }
+    };
+    (@one finalise) => {
+        fn finalise(&mut self, copy_failed: bool) -> Result<(), $crate::sys::Errno> {
+            self.inner.finalise(copy_failed)
+        }
+    };
+    (@one mark_resume_points) => {
+        fn mark_resume_points(&mut self) -> bool {
+            self.inner.mark_resume_points()
+        }
+    };
+    (@one resume_point) => {
+        fn resume_point(&mut self, source: u64) {
+            self.inner.resume_point(source)
         }
     };
     (@one close) => {

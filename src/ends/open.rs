@@ -74,40 +74,33 @@ fn path_name(path: &Path) -> Vec<u8> {
     uri::shown(path)
 }
 
-/// Why an end could not be opened: GNU's message, and what a remote end
+/// Why an end could not be opened: GNU's message, with what a remote end
 /// said beyond it.
 #[derive(Debug)]
 pub struct OpenError {
     pub diagnostic: Diagnostic,
-    pub detail: Option<Diagnostic>,
 }
 
 impl From<Diagnostic> for OpenError {
     fn from(diagnostic: Diagnostic) -> Self {
-        OpenError {
-            diagnostic,
-            detail: None,
-        }
+        OpenError { diagnostic }
     }
 }
 
 /// Open a remote end; its failures read as GNU's "failed to open".
-fn open_by_uri(path: &Path, writing: bool) -> Option<Result<Box<dyn End>, OpenError>> {
+fn open_by_uri(path: &Path, opening: uri::Opening) -> Option<Result<Box<dyn End>, OpenError>> {
     let failed = |errno, text: String| OpenError {
         diagnostic: Diagnostic::OpenFailed {
             file: path_name(path),
             errno,
-        },
-        detail: Some(Diagnostic::Detail {
-            file: path_name(path),
-            text,
-        }),
+        }
+        .explained(Some(text)),
     };
-    let remote = match uri::recognise(path)? {
+    let named = match uri::recognise(path)? {
         Ok(remote) => remote,
         Err(why) => return Some(Err(failed(Errno::INVAL, why))),
     };
-    Some(uri::open(&remote, writing).map_err(|e| failed(e.errno, e.detail)))
+    Some(uri::open(&named, opening).map_err(|e| failed(e.errno, e.detail)))
 }
 
 /// Open the passthrough node at `path` (an sg, bsg or ng device) as an
@@ -126,11 +119,8 @@ fn open_passthrough(
         diagnostic: Diagnostic::OpenFailed {
             file: path_name(path),
             errno,
-        },
-        detail: detail.map(|text| Diagnostic::Detail {
-            file: path_name(path),
-            text,
-        }),
+        }
+        .explained(detail),
     };
     // SCSI commands go through write(2) and ioctls that want write
     // access even to read; an NVMe read needs only read access. A
@@ -182,7 +172,8 @@ fn inherit(
 /// passthrough node with `passthrough`'s options.
 pub fn open_input(plan: &CopyPlan, passthrough: PassthroughOptions) -> Result<Input, OpenError> {
     let special = plan.input.as_deref().and_then(|p| {
-        open_passthrough(p, false, plan.input_flags, passthrough).or_else(|| open_by_uri(p, false))
+        open_passthrough(p, false, plan.input_flags, passthrough)
+            .or_else(|| open_by_uri(p, uri::Opening::Read))
     });
     if let Some(opened) = special {
         return Ok(Input {
@@ -236,6 +227,11 @@ pub fn open_output(
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<Output, OpenError> {
     if let Some(path) = plan.output.as_deref() {
+        let opening = if plan.output_flags.intersects(IoFlags::SYNC | IoFlags::DSYNC) {
+            uri::Opening::WriteDurable
+        } else {
+            uri::Opening::Write
+        };
         if let Some(opened) = open_passthrough(path, true, plan.output_flags, passthrough) {
             // A device exists already: excl fails as open(2) with
             // O_CREAT|O_EXCL does.
@@ -251,7 +247,7 @@ pub fn open_output(
                 name: path_name(path),
             });
         }
-        if let Some(opened) = open_by_uri(path, true) {
+        if let Some(opened) = open_by_uri(path, opening) {
             let end = opened?;
             // The export is there already, as a device is: excl fails as
             // open(2) with O_CREAT|O_EXCL does; it is never truncated.

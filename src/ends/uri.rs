@@ -49,6 +49,18 @@ impl UriEnd {
     }
 }
 
+/// Whether `value` names an upload the server keeps in parts until it
+/// completes (an `s3://` object), which a map can keep resumable: a
+/// stream copy then, not a copy by position.
+pub fn is_resumable_upload(value: &Path) -> bool {
+    recognise(value).is_some_and(|named| {
+        named.is_ok_and(|named| {
+            let can = named.capabilities();
+            can.resumable_upload && can.read_only.is_none()
+        })
+    })
+}
+
 /// Why an end named by a URI could not be opened: the errno GNU's
 /// message shows, and what the other side said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,10 +110,24 @@ pub fn shown(value: &Path) -> Vec<u8> {
     }
 }
 
-/// Open `named` for reading, or for writing.
-pub fn open(named: &UriEnd, writing: bool) -> Result<Box<dyn End>, UriError> {
+/// How an end named by a URI is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    Read,
+    Write,
+    /// For writing, each write durable on the server before it returns
+    /// (oflag=sync or oflag=dsync, which a file gets from O_SYNC and
+    /// O_DSYNC).
+    WriteDurable,
+}
+
+/// Open `named` as `opening` says.
+pub fn open(named: &UriEnd, opening: Opening) -> Result<Box<dyn End>, UriError> {
+    let writing = opening != Opening::Read;
     match named {
-        UriEnd::Nbd(uri) => open_nbd(uri, writing),
+        UriEnd::Nbd(uri) => open_nbd(uri, opening),
+        // An object's upload is durable when it completes, and only then;
+        // a file held in memory is never durable.
         UriEnd::Object(url) => open_object(url, writing),
         UriEnd::Memory(path) => memory::MemoryEnd::open(path, writing)
             .map(|end| Box::new(end) as Box<dyn End>)
@@ -139,22 +165,24 @@ fn open_object(_url: &ObjectUrl, _writing: bool) -> Result<Box<dyn End>, UriErro
 }
 
 #[cfg(feature = "nbd")]
-fn open_nbd(uri: &NbdUri, writing: bool) -> Result<Box<dyn End>, UriError> {
-    let access = if writing {
-        nbd::Access::Write
-    } else {
+fn open_nbd(uri: &NbdUri, opening: Opening) -> Result<Box<dyn End>, UriError> {
+    let access = if opening == Opening::Read {
         nbd::Access::Read
+    } else {
+        nbd::Access::Write
     };
-    nbd::NbdEnd::open(uri, access)
-        .map(|end| Box::new(end) as Box<dyn End>)
-        .map_err(|e| UriError {
-            errno: e.errno,
-            detail: e.message,
-        })
+    let mut end = nbd::NbdEnd::open(uri, access).map_err(|e| UriError {
+        errno: e.errno,
+        detail: e.message,
+    })?;
+    if opening == Opening::WriteDurable {
+        end.make_writes_durable();
+    }
+    Ok(Box::new(end))
 }
 
 #[cfg(not(feature = "nbd"))]
-fn open_nbd(_uri: &NbdUri, _writing: bool) -> Result<Box<dyn End>, UriError> {
+fn open_nbd(_uri: &NbdUri, _opening: Opening) -> Result<Box<dyn End>, UriError> {
     Err(UriError {
         errno: Errno::PROTONOSUPPORT,
         detail: "this ddx was built without NBD support (the `nbd` feature, libnbd)".into(),

@@ -72,6 +72,16 @@ pub fn uri(data: &[u8]) {
     }
 }
 
+/// How often `needle` occurs in `text`, overlapping occurrences counted
+/// (`str::matches` skips them: in "s=?s=?s" the secret "s=?s" stands
+/// twice, sharing an "s").
+#[cfg(feature = "object")]
+fn occurrences(text: &str, needle: &str) -> usize {
+    (0..text.len())
+        .filter(|&at| text.is_char_boundary(at) && text[at..].starts_with(needle))
+        .count()
+}
+
 /// No secret an http(s) URL carries (a password, the query and its
 /// values) is in `shown` but where the URL itself shows it: each secret
 /// as written appears fewer times than in the URL (where it stood as a
@@ -107,15 +117,13 @@ fn assert_hidden(url: &str, shown: &str) {
                 |secret: &str| secret.len() >= 4 && url.contains(secret) && !secret.contains("***");
             if checked(written) && !names_only {
                 assert!(
-                    blanked.matches(written.as_str()).count()
-                        < url.matches(written.as_str()).count(),
+                    occurrences(&blanked, written) < occurrences(url, written),
                     "{written:?} of {url:?} is shown: {shown:?}"
                 );
             }
             if decoded != written && checked(decoded) {
                 assert!(
-                    blanked.matches(decoded.as_str()).count()
-                        <= url.matches(decoded.as_str()).count(),
+                    occurrences(&blanked, decoded) <= occurrences(url, decoded),
                     "{decoded:?}, decoded from {url:?}, is shown: {shown:?}"
                 );
             }

@@ -155,7 +155,7 @@ impl Source {
 /// `path` opened for reading through its end, where it names one.
 fn open_by_uri(path: &Path) -> Option<Result<Box<dyn End>, Errno>> {
     Some(match uri::recognise(path)? {
-        Ok(named) => uri::open(&named, false).map_err(|e| e.errno),
+        Ok(named) => uri::open(&named, uri::Opening::Read).map_err(|e| e.errno),
         Err(_) => Err(Errno::INVAL),
     })
 }

@@ -130,6 +130,24 @@ impl CopyPlan {
         self
     }
 
+    /// The rest of this copy once its first `done` bytes are copied
+    /// (an upload resumed where its stored parts end): `done` more bytes
+    /// of the input skipped, `done` fewer counted. The output's place is
+    /// the caller's: a resumed upload goes on with the same object.
+    pub fn continued_after(mut self, done: u64) -> CopyPlan {
+        let skip = self.skip.total_bytes(self.input_block_size).unwrap_or(0);
+        self.skip = split_amount(skip.saturating_add(done), true, self.input_block_size);
+        if self.has_count() {
+            let count = self.count.total_bytes(self.input_block_size).unwrap_or(0);
+            self.count = RecordsAndBytes {
+                records: 0,
+                bytes: count.saturating_sub(done),
+            };
+            self.count = split_amount(self.count.bytes, true, self.input_block_size);
+        }
+        self
+    }
+
     /// True when count= asked for nothing at all (count=0).
     pub fn copies_nothing(&self) -> bool {
         self.count.is_zero()

@@ -45,6 +45,8 @@ struct State {
     /// With `--rescue`: its phase and what is bad.
     rescue: Option<Arc<dyn RescueStanding>>,
     window: RateWindow,
+    /// SIGINT or SIGTERM that came after the output was committed.
+    late_signal: Option<i32>,
 }
 
 /// Why statistics are printed.
@@ -85,6 +87,7 @@ impl Reporter {
                 input: None,
                 rescue: None,
                 window: RateWindow::default(),
+                late_signal: None,
             }),
         }
     }
@@ -313,8 +316,17 @@ impl Reporter {
     }
 
     /// SIGINT or SIGTERM: print the statistics and die of the signal,
-    /// holding the lock so that nothing else is printed after them.
-    pub fn interrupted(&self, signal: i32) -> ! {
+    /// holding the lock so that nothing else is printed after them;
+    /// unless the output was committed already (an upload's completing
+    /// request sent and answered), in which case the copy counts as
+    /// completed: the signal is only remembered, for [`late_signal`].
+    ///
+    /// [`late_signal`]: Reporter::late_signal
+    pub fn interrupted(&self, signal: i32) {
+        if !crate::sys::signals::dying() {
+            self.lock().late_signal.get_or_insert(signal);
+            return;
+        }
         let mut state = self.lock();
         if state.asking {
             // Off the line the question left open.
@@ -323,6 +335,12 @@ impl Reporter {
         }
         self.statistics_locked(&mut state, Moment::Signal(signal));
         crate::sys::signals::die_of(signal)
+    }
+
+    /// The name of a signal that came once the output was committed, and
+    /// so did not interrupt the copy.
+    pub fn late_signal(&self) -> Option<&'static str> {
+        self.lock().late_signal.map(signal_name)
     }
 }
 

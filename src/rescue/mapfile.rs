@@ -311,12 +311,19 @@ impl Map {
 
     /// The mapfile's text, as ddrescue writes it.
     pub fn render(&self, command_line: &str) -> String {
+        self.render_noted(command_line, "")
+    }
+
+    /// [`Map::render`] with `notes` (comment lines, each ending in a
+    /// newline: an upload's record) after the header's comments.
+    pub fn render_noted(&self, command_line: &str, notes: &str) -> String {
         let mut text = String::new();
         text.push_str(&format!(
             "# Mapfile. Created by ddx version {}\n",
             env!("CARGO_PKG_VERSION")
         ));
         text.push_str(&format!("# Command line: {command_line}\n"));
+        text.push_str(notes);
         if self.current_status == '+' {
             text.push_str("# Finished\n");
         }
@@ -346,7 +353,12 @@ impl Map {
     /// KEEP_SIZE, so that the file holds the map's lines and nothing else
     /// (ddrescue and ddrescuelog read it as they read their own).
     pub fn save(&self, path: &Path, command_line: &str) -> std::io::Result<()> {
-        let text = self.render(command_line);
+        self.save_noted(path, command_line, "")
+    }
+
+    /// [`Map::save`] with `notes`, as [`Map::render_noted`] places them.
+    pub fn save_noted(&self, path: &Path, command_line: &str, notes: &str) -> std::io::Result<()> {
+        let text = self.render_noted(command_line, notes);
         let room = SAVED_ROOM.max(text.len() + SAVED_ROOM / 2);
         match save_atomically(path, &text, room) {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) => {

@@ -134,7 +134,10 @@ pub fn resuming(request: &PositionalCopy, plan: &CopyPlan) -> Result<bool, Strin
         ));
     }
     let output = plan.output.as_deref().unwrap_or(Path::new(""));
-    if !output.exists() {
+    // An export named by a URI is no file: whether it is there is for
+    // its opening to say.
+    let by_uri = crate::ends::uri::recognise(output).is_some();
+    if !by_uri && !output.exists() {
         return Err(format!(
             "the map '{}' records a copy to '{}', which does not exist: remove the map \
              to start over",

@@ -12,6 +12,16 @@
 //! would outlive ddx on another machine (an upload, which a store keeps
 //! until it is aborted) registers what must be done first with
 //! [`before_dying`], and [`die_of`] runs it.
+//!
+//! An output whose last step makes it final on another machine (an
+//! upload's completing request) cannot be taken back once that step is
+//! sent, so a signal must not say the copy was interrupted while the
+//! server goes on to complete it. The rule: an end starts that step with
+//! [`begin_commit`]; a signal that comes before it ends the copy as
+//! interrupted (no commit starts after the signal), and one that comes
+//! after waits for the step's outcome ([`dying`]): committed, the copy
+//! counts as completed and ddx goes on to its statistics and exit status
+//! 0; failed, ddx dies of the signal.
 
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -106,6 +116,81 @@ impl Drop for BeforeDying {
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|(id, _)| *id != self.0);
     }
+}
+
+/// Where the copy's commit stands (see [`begin_commit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CommitState {
+    /// Nothing committed: a signal ends the copy.
+    Open,
+    /// The completing request was sent; its outcome is not known yet.
+    Committing,
+    /// The output is final: a signal no longer interrupts the copy.
+    Committed,
+    /// A signal is ending the copy: no commit may start.
+    Dying,
+}
+
+static COMMIT: Mutex<CommitState> = Mutex::new(CommitState::Open);
+static COMMIT_DONE: std::sync::Condvar = std::sync::Condvar::new();
+
+/// A commit under way, from [`begin_commit`]: [`Commit::done`] says how
+/// it ended; dropped without it, the commit failed.
+#[derive(Debug)]
+pub struct Commit(());
+
+/// The output's commit is about to be sent. None: a signal is already
+/// ending the copy, and the commit must not start.
+pub fn begin_commit() -> Option<Commit> {
+    let mut state = COMMIT.lock().unwrap_or_else(PoisonError::into_inner);
+    match *state {
+        CommitState::Dying => None,
+        _ => {
+            *state = CommitState::Committing;
+            Some(Commit(()))
+        }
+    }
+}
+
+impl Commit {
+    /// The commit ended: `committed` if the output is now final.
+    pub fn done(self, committed: bool) {
+        Self::end(committed);
+        std::mem::forget(self);
+    }
+
+    fn end(committed: bool) {
+        let mut state = COMMIT.lock().unwrap_or_else(PoisonError::into_inner);
+        *state = if committed {
+            CommitState::Committed
+        } else {
+            CommitState::Open
+        };
+        COMMIT_DONE.notify_all();
+    }
+}
+
+impl Drop for Commit {
+    fn drop(&mut self) {
+        Self::end(false);
+    }
+}
+
+/// A signal came: whether it ends the copy. False when the output was
+/// committed (or its commit, already sent, succeeds: this waits for its
+/// outcome); true otherwise, and then no commit starts from now on.
+pub fn dying() -> bool {
+    let mut state = COMMIT.lock().unwrap_or_else(PoisonError::into_inner);
+    while *state == CommitState::Committing {
+        state = COMMIT_DONE
+            .wait(state)
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+    if *state == CommitState::Committed {
+        return false;
+    }
+    *state = CommitState::Dying;
+    true
 }
 
 /// Die of `signal` as if its default action had run (after printing),
@@ -250,6 +335,28 @@ pub fn default_from_now_on() {
     // SAFETY: as above: an initialised sigset, this thread's mask only.
     unsafe {
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// For a thread that talks to servers (an object end's runtime): dd's
+/// signals are blocked as [`block_in_this_thread`] blocks them, and so is
+/// SIGPIPE. ddx keeps SIGPIPE's default action for GNU's sake (dd dies of
+/// it when the reader of its output goes away), but a peer that closes a
+/// connection is a failure to report, not a reason to die: Rust's socket
+/// `write` passes MSG_NOSIGNAL, while `writev`, which HTTP clients use for
+/// a request's head and body, cannot, and a server that drops a
+/// connection mid-upload (its disk full) killed ddx silently. A SIGPIPE
+/// raised by a write is sent to the thread that wrote; blocked there, it
+/// stays pending on that thread, which never unblocks it, and the write
+/// fails with EPIPE instead.
+pub fn block_in_network_thread() {
+    block_in_this_thread();
+    let mut set = empty_sigset();
+    // SAFETY: an initialised sigset, and pthread_sigmask only changes the
+    // calling thread's mask.
+    unsafe {
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
 }
 

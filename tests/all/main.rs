@@ -31,11 +31,17 @@ mod layers;
 mod nbd;
 #[cfg(feature = "nbd")]
 mod nbd_cli;
+#[cfg(feature = "nbd")]
+mod nbd_faults;
 #[cfg(feature = "object")]
 mod object;
 #[cfg(feature = "object")]
 mod object_copy;
+#[cfg(feature = "object")]
+mod object_faults;
 mod passthrough;
+#[cfg(feature = "nbd")]
+mod power_cut;
 mod probe;
 mod progress;
 mod refusals;

@@ -137,7 +137,15 @@ fn operands_an_object_cannot_honour_are_refused_before_anything_is_written() {
         ),
         (&["conv=sparse"], "conv=sparse cannot be used"),
         (&["oflag=append"], "oflag=append cannot be used"),
-        (&["--resume"], "of=s3://bkt/kept: --resume cannot be used"),
+        (&["--resume"], "of=s3://bkt/kept: --resume needs --map=FILE"),
+        (
+            &["--map=m", "conv=swab"],
+            "of=s3://bkt/kept: --map cannot be combined with conv=swab",
+        ),
+        (
+            &["--map=m", "--compress=xz"],
+            "of=s3://bkt/kept: --map cannot be combined with --compress=xz",
+        ),
         (&["--rescue"], "--rescue cannot be used"),
     ];
     for (extra, message) in cases {

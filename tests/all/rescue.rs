@@ -631,10 +631,9 @@ fn enospc_matches_gnu_dd_on_every_backend() {
     let out = resume().fails();
     let written = std::fs::metadata(&output).unwrap().len();
     out.says(&format!(
-        "dd: error writing '{}': No space left on device\ndd: '{}': stopped at offset \
-             {written}; everything before it is written\n",
+        "dd: error writing '{}': No space left on device; stopped at output offset \
+             {written}, everything before it is written; continue with --resume\n",
         output.display(),
-        output.display()
     ));
     let total = format!("\n{written} bytes (");
     out.says(&total);
@@ -683,10 +682,8 @@ fn write_eio_matches_gnu_dd_on_every_backend() {
     reset();
     let out = copy(&input, &rig.path)
         .args(["--rescue", "bs=4096", "conv=notrunc"])
-        .fails_with(&format!(
-            "'{}': stopped at offset 262144; everything before it is written\n",
-            rig.path.display()
-        ));
+        .fails_with(&format!("error writing '{}': ", rig.path.display()));
+    out.says("; stopped at output offset 262144, everything before it is written");
     out.says("\n262144 bytes (");
     assert!(
         std::fs::read(&rig.image).unwrap()[..262144] == std::fs::read(&input).unwrap()[..262144]
@@ -758,9 +755,8 @@ fn resume_continues_after_a_read_error() {
             .arg("bs=64k")
     };
     // Stopped by the error; the map says what is done.
-    run().fails_with(
-        "Input/output error\ndd: stopped at input offset 262144; continue with --resume\n",
-    );
+    run()
+        .fails_with("Input/output error; stopped at input offset 262144; continue with --resume\n");
     // The same command again refuses to start over the map.
     let again = run().run();
     again.says("add --resume");

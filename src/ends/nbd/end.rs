@@ -14,6 +14,13 @@
 //! the requests are spread over up to [`MAX_CONNECTIONS`] connections to
 //! the same URI.
 //!
+//! Under oflag=sync or oflag=dsync ([`NbdEnd::make_writes_durable`]) a
+//! write is never left behind: it is sent, acknowledged and flushed
+//! before the call returns, so that what the statistics count survives
+//! the server losing its power. A failure says where it happened ("at
+//! offset N") and, when the connection is gone, says so plainly before
+//! libnbd's own words.
+//!
 //! Everything runs on the caller's thread: no thread of its own, no
 //! callback that runs elsewhere. Requests progress whenever the end waits
 //! (poll(2) over every connection's socket, then libnbd is told what is
@@ -95,6 +102,8 @@ pub struct NbdEnd {
     /// Completions of requests a synchronous call is waiting for (and of
     /// requests whose waiter gave up).
     stray: Vec<(usize, Completion)>,
+    /// oflag=sync/dsync: every write is flushed before it returns.
+    durable: bool,
 }
 
 impl fmt::Debug for NbdEnd {
@@ -151,6 +160,7 @@ impl NbdEnd {
             pool: Buffers::default(),
             detail: None,
             stray: Vec::new(),
+            durable: false,
         })
     }
 
@@ -207,13 +217,67 @@ impl NbdEnd {
         }
     }
 
+    /// From now on a write returns only once the server has it durably
+    /// (oflag=sync or oflag=dsync): it is sent, acknowledged and followed
+    /// by a flush, never left behind, so that what the statistics count
+    /// as written survives a power cut of the server.
+    pub fn make_writes_durable(&mut self) {
+        self.durable = true;
+    }
+
+    /// `write`'s work: behind when pipelined (not under oflag=sync or
+    /// dsync), else sent and waited for.
+    fn write_now(&mut self, buf: &[u8]) -> Result<usize, Errno> {
+        self.before_writing()?;
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.pos >= self.info.size {
+            return Err(Errno::NOSPC);
+        }
+        let start = self.pos;
+        let n = (buf.len() as u64).min(self.info.size - start) as usize;
+        if self.hint.is_some() && !self.durable {
+            self.submit_data(&buf[..n], start);
+            self.deferred = true;
+            self.pos = start + n as u64;
+            return Ok(n);
+        }
+        self.settle_writes();
+        self.write_lent(&buf[..n], start);
+        let done = match self.writes.failure_offset() {
+            // What was written before the failure is a short write; the
+            // error comes with the next call.
+            Some(at) if at > start => (at - start) as usize,
+            Some(_) => return self.report().map(|()| 0),
+            None => n,
+        };
+        self.pos = start + done as u64;
+        Ok(done)
+    }
+
+    /// After a write: under oflag=sync/dsync, flush it before returning.
+    fn made_durable<T>(&mut self, written: Result<T, Errno>) -> Result<T, Errno> {
+        let written = written?;
+        if self.durable {
+            self.sync(true)?;
+        }
+        Ok(written)
+    }
+
     fn depth(&self) -> usize {
         self.hint.map_or(1, |h| h.depth)
     }
 
     /// Keep `error`'s message for take_detail; its errno for the caller.
     fn fail(&mut self, error: NbdError) -> Errno {
-        self.detail = Some(error.message);
+        self.detail = Some(words(&error));
+        error.errno
+    }
+
+    /// [`NbdEnd::fail`] for a request at `offset` of the export.
+    fn fail_at(&mut self, error: NbdError, offset: u64) -> Errno {
+        self.detail = Some(format!("at offset {offset}: {}", words(&error)));
         error.errno
     }
 
@@ -351,7 +415,10 @@ impl NbdEnd {
         self.settle_writes();
         let error = self.writes.failure().cloned().expect("a failure");
         self.writes.mark_reported(error.errno);
-        Err(self.fail(error))
+        match self.writes.failure_offset() {
+            Some(offset) => Err(self.fail_at(error, offset)),
+            None => Err(self.fail(error)),
+        }
     }
 
     /// Before writing: the reads planned may be stale now, and so may the
@@ -472,11 +539,12 @@ impl NbdEnd {
             });
             at += n;
         }
-        if self.hint.is_some() {
+        if self.hint.is_some() && !self.durable {
             self.deferred = true;
         } else {
             self.settle_writes();
             self.report()?;
+            self.made_durable(Ok(()))?;
         }
         self.pos = start + len;
         Ok(())
@@ -549,7 +617,7 @@ impl NbdEnd {
                         }) => {
                             if let Err(e) = self.drive() {
                                 self.reads.discard(&mut self.pool);
-                                return Err(self.fail(e));
+                                return Err(self.fail_at(e, start));
                             }
                         }
                         Some(Piece {
@@ -557,13 +625,13 @@ impl NbdEnd {
                             offset,
                             len,
                         }) => {
-                            let (e, piece_end) = (e.clone(), offset + len);
+                            let (e, piece_start, piece_end) = (e.clone(), *offset, offset + len);
                             self.reads.discard(&mut self.pool);
-                            if !exact && e.errno != Errno::NOTCONN {
+                            if !exact && e.errno != Errno::NOTCONN && !lost(&e) {
                                 self.suspect_until = piece_end;
                                 continue 'attempt;
                             }
-                            return Err(self.fail(e));
+                            return Err(self.fail_at(e, piece_start.max(start)));
                         }
                         Some(_) => break,
                         None => {
@@ -663,7 +731,7 @@ impl End for NbdEnd {
     fn write_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
         let len = buf.len();
         let fits = self.pos < self.info.size && len as u64 <= self.info.size - self.pos;
-        if self.hint.is_none() || len == 0 || len > self.info.max_request || !fits {
+        if self.hint.is_none() || self.durable || len == 0 || len > self.info.max_request || !fits {
             return None;
         }
         if let Err(errno) = self.before_writing() {
@@ -682,32 +750,8 @@ impl End for NbdEnd {
     /// Up to the end of the export: a write across it is written up to it
     /// (a short count), one at or past it fails with ENOSPC.
     fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
-        self.before_writing()?;
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        if self.pos >= self.info.size {
-            return Err(Errno::NOSPC);
-        }
-        let start = self.pos;
-        let n = (buf.len() as u64).min(self.info.size - start) as usize;
-        if self.hint.is_some() {
-            self.submit_data(&buf[..n], start);
-            self.deferred = true;
-            self.pos = start + n as u64;
-            return Ok(n);
-        }
-        self.settle_writes();
-        self.write_lent(&buf[..n], start);
-        let done = match self.writes.failure_offset() {
-            // What was written before the failure is a short write; the
-            // error comes with the next call.
-            Some(at) if at > start => (at - start) as usize,
-            Some(_) => return self.report().map(|()| 0),
-            None => n,
-        };
-        self.pos = start + done as u64;
-        Ok(done)
+        let written = self.write_now(buf);
+        self.made_durable(written)
     }
 
     fn seek(&mut self, to: Whence) -> Result<u64, Errno> {
@@ -783,7 +827,11 @@ impl End for NbdEnd {
             .flush()
             .and_then(|cookie| self.wait_for(0, cookie))
             .and_then(|done| done.result);
-        flushed.map_err(|e| self.fail(e))
+        flushed.map_err(|e| {
+            let errno = e.errno;
+            self.detail = Some(format!("flushing: {}", words(&e)));
+            errno
+        })
     }
 
     fn read_at(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
@@ -799,7 +847,7 @@ impl End for NbdEnd {
             let conn = self.pick();
             return match self.conns[conn].transfer_now(Lent::Read(&mut buf[..want]), offset) {
                 Ok(()) => Ok(want),
-                Err(e) => Err(self.fail(e)),
+                Err(e) => Err(self.fail_at(e, offset)),
             };
         }
         let mut sent = Vec::new();
@@ -828,7 +876,7 @@ impl End for NbdEnd {
             }
         }
         match first_error {
-            Some(e) => Err(self.fail(e)),
+            Some(e) => Err(self.fail_at(e, offset)),
             None => Ok(want),
         }
     }
@@ -845,11 +893,12 @@ impl End for NbdEnd {
         }
         let n = (buf.len() as u64).min(self.info.size - offset) as usize;
         self.write_lent(&buf[..n], offset);
-        match self.writes.failure_offset() {
+        let written = match self.writes.failure_offset() {
             Some(at) if at > offset => Ok((at - offset) as usize),
             Some(_) => self.report().map(|()| 0),
             None => Ok(n),
-        }
+        };
+        self.made_durable(written)
     }
 
     /// Read ahead and write behind from now on, over more connections
@@ -921,4 +970,27 @@ impl End for NbdEnd {
 
     /// Drops the connections at once, requests in flight and all.
     fn abandon(self: Box<Self>) {}
+}
+
+/// Whether `error` says the connection is gone (the server closed it, was
+/// killed, or the network dropped it): libnbd then fails every command
+/// with ESHUTDOWN, ENOTCONN or the like.
+fn lost(error: &NbdError) -> bool {
+    matches!(
+        error.errno,
+        Errno::SHUTDOWN | Errno::NOTCONN | Errno::CONNRESET | Errno::PIPE | Errno::CONNABORTED
+    ) || error.message.contains("DEAD")
+}
+
+/// `error` in words: libnbd's own (which name the call and what the
+/// server said), after a plain statement when the connection is gone.
+fn words(error: &NbdError) -> String {
+    if lost(error) {
+        format!(
+            "the connection to the server was lost: it closed it or went away ({})",
+            error.message
+        )
+    } else {
+        error.message.clone()
+    }
 }

@@ -28,6 +28,8 @@ use std::time::Duration;
 
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::http::HttpBuilder;
+use object_store::multipart::MultipartStore;
+use object_store::signer::Signer;
 use object_store::{Certificate, ClientOptions, ObjectStore, RetryConfig};
 
 use super::profile;
@@ -320,6 +322,9 @@ impl Config {
             errno: Errno::INVAL,
             detail: redactor.clean(&format!("{what}: {}", one_line(&e))),
         };
+        let mut multipart: Option<Arc<dyn MultipartStore>> = None;
+        let mut signer: Option<Arc<dyn Signer>> = None;
+        let mut client_options = None;
         let store: Arc<dyn ObjectStore> = match url {
             ObjectUrl::S3 { bucket, .. } => {
                 let https = self
@@ -330,15 +335,19 @@ impl Config {
                 let region = match (&self.region, &self.endpoint) {
                     (Some(region), _) => region.clone(),
                     (None, Some(_)) => "us-east-1".into(),
-                    (None, None) => runtime
-                        .block_on(object_store::aws::resolve_bucket_region(bucket, &options))
-                        .map_err(|e| failed("finding the bucket's region", e))?,
+                    (None, None) => {
+                        let (bucket, options) = (bucket.clone(), options.clone());
+                        super::runtime::run(runtime, async move {
+                            object_store::aws::resolve_bucket_region(&bucket, &options).await
+                        })
+                        .map_err(|e| failed("finding the bucket's region", e))?
+                    }
                 };
                 let mut builder = AmazonS3Builder::new()
                     .with_bucket_name(bucket)
                     .with_region(region)
                     .with_retry(self.retry())
-                    .with_client_options(options)
+                    .with_client_options(options.clone())
                     // As boto3 does: over https TLS guards the body, and
                     // hashing it for the signature costs the client and
                     // the server a pass over every byte; over plain http
@@ -367,7 +376,11 @@ impl Config {
                 if matches!(self.credentials, Credentials::Ambient) {
                     self.probe_ambient(builder.clone(), runtime, &redactor)?;
                 }
-                Arc::new(builder.build().map_err(|e| failed("configuring S3", e))?)
+                let s3 = Arc::new(builder.build().map_err(|e| failed("configuring S3", e))?);
+                multipart = Some(s3.clone());
+                signer = Some(s3.clone());
+                client_options = Some(options);
+                s3
             }
             ObjectUrl::Http(inner) => {
                 let https = inner.to_ascii_lowercase().starts_with("https://");
@@ -384,6 +397,10 @@ impl Config {
         };
         Ok(Store {
             store,
+            multipart,
+            signer,
+            client_options,
+            retry: self.retry(),
             path: url.store_path(),
             redactor,
             label,
@@ -408,9 +425,9 @@ impl Config {
             ..RetryConfig::default()
         };
         let found = match builder.with_retry(quick).build() {
-            Ok(probe) => runtime
-                .block_on(probe.credentials().get_credential())
-                .map(|_| ()),
+            Ok(probe) => super::runtime::run(runtime, async move {
+                probe.credentials().get_credential().await.map(|_| ())
+            }),
             Err(e) => Err(e),
         };
         found.map_err(|e| ObjectError {
@@ -452,6 +469,13 @@ pub(super) enum Direction {
 /// A client for one object, and what its texts must not show.
 pub(super) struct Store {
     pub store: Arc<dyn ObjectStore>,
+    /// S3's multipart API (an upload's id, its parts one by one) and its
+    /// signer (for requests object_store does not make: ListParts), with
+    /// the options its own requests are made with.
+    pub multipart: Option<Arc<dyn MultipartStore>>,
+    pub signer: Option<Arc<dyn Signer>>,
+    pub client_options: Option<ClientOptions>,
+    pub retry: RetryConfig,
     pub path: object_store::path::Path,
     pub redactor: Redactor,
     /// The URL as it may be shown (the messages leave it out: the
@@ -465,9 +489,123 @@ impl Store {
     pub fn error(&self, what: &str, e: &object_store::Error) -> ObjectError {
         ObjectError {
             errno: super::errno_of(e),
-            detail: self.redactor.clean(&format!("{what}: {}", one_line(e))),
+            detail: self.redactor.clean(&format!("{what}: {}", describe(e))),
         }
     }
+}
+
+/// What went wrong, in the server's words where it answered: its status,
+/// its S3 error code and message (`500 Internal Server Error,
+/// InternalError: We encountered an internal error`), else the cause the
+/// client met (a refused connection, a reset), and how many tries were
+/// made. object_store's own text names the request's URL, which a
+/// message has no room for (the operand names the object), and stacks
+/// its layers' wording around the cause.
+pub(super) fn describe(e: &object_store::Error) -> String {
+    let text = one_line(e);
+    let said = server_answer(&text).unwrap_or_else(|| client_cause(&text));
+    let said = match tries(&text) {
+        Some(n) if n > 1 => format!("{said} (after {n} tries)"),
+        _ => said,
+    };
+    if matches!(e, object_store::Error::Precondition { .. })
+        || text.contains("412 Precondition Failed")
+    {
+        return format!(
+            "the object changed since the copy began, and bytes of two versions are never \
+             put together: {said}"
+        );
+    }
+    said
+}
+
+/// The server's answer in an object_store error's text: `STATUS, CODE:
+/// MESSAGE` from "status code: STATUS: BODY", the body an S3 error
+/// document (or the start of whatever else it holds).
+fn server_answer(text: &str) -> Option<String> {
+    let (status, body) = if let Some(at) = text.find("status code: ") {
+        let rest = &text[at + "status code: ".len()..];
+        match rest.split_once(": ") {
+            Some((status, body)) => (Some(status.trim()), body),
+            None => (Some(rest.trim()), ""),
+        }
+    } else {
+        let at = text.find("returned error response: ")?;
+        (None, &text[at + "returned error response: ".len()..])
+    };
+    let body = body.trim();
+    let (code, message) = s3_error(body);
+    let mut said = status.unwrap_or("an error").to_owned();
+    match (code, message) {
+        (Some(code), Some(message)) => said.push_str(&format!(", {code}: {message}")),
+        (Some(code), None) => said.push_str(&format!(", {code}")),
+        (None, _) if !body.is_empty() && !body.starts_with('<') => {
+            let short: String = body.chars().take(200).collect();
+            said.push_str(&format!(": {short}"));
+        }
+        (None, _) => {}
+    }
+    Some(format!("the server answered {said}"))
+}
+
+/// An S3 error document's `Code` and `Message`.
+fn s3_error(body: &str) -> (Option<String>, Option<String>) {
+    let Some(start) = body.find("<Error") else {
+        return (None, None);
+    };
+    let end = body
+        .rfind("</Error>")
+        .map_or(body.len(), |e| e + "</Error>".len());
+    let Ok(document) = roxmltree::Document::parse(&body[start..end]) else {
+        return (None, None);
+    };
+    let field = |name: &str| {
+        document
+            .root_element()
+            .children()
+            .find(|n| n.has_tag_name(name))
+            .and_then(|n| n.text())
+            .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|t| !t.is_empty())
+    };
+    (field("Code"), field("Message"))
+}
+
+/// The cause under object_store's "Error performing METHOD URL in T,
+/// after N retries ... - CAUSE", and the server it was met with (the
+/// URL's scheme, host and port: its path, query and credentials are not
+/// the message's to show).
+fn client_cause(text: &str) -> String {
+    let Some(at) = text.find("Error performing ") else {
+        return text.to_owned();
+    };
+    let Some((request, cause)) = text[at..].split_once(" - ") else {
+        return text.to_owned();
+    };
+    let cause = cause.trim();
+    let cause = cause.strip_prefix("HTTP error: ").unwrap_or(cause);
+    let server = request.split_whitespace().nth(3).and_then(|url| {
+        let (scheme, rest) = url.split_once("://")?;
+        let authority = rest.split(['/', '?', '#']).next()?;
+        let host = authority.rsplit('@').next()?;
+        Some(format!("{scheme}://{host}"))
+    });
+    match server {
+        Some(server) => format!("{cause} ({server})"),
+        None => cause.to_owned(),
+    }
+}
+
+/// The tries object_store made ("after N retries": N + 1).
+fn tries(text: &str) -> Option<usize> {
+    let at = text.find("after ")? + "after ".len();
+    let n: String = text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    text[at + n.len()..]
+        .starts_with(" retries")
+        .then(|| n.parse::<usize>().ok().map(|n| n + 1))?
 }
 
 /// The error and its causes on one line: object_store's text stops at
@@ -642,6 +780,39 @@ mod tests {
         .expect("config");
         assert!(matches!(c.credentials, Credentials::Ambient));
         assert_eq!(c.passthrough.len(), 2);
+    }
+
+    #[test]
+    fn a_servers_answer_is_its_status_code_and_message() {
+        let text = "Generic S3 error: Error performing PUT http://127.0.0.1:9/bkt/x?partNumber=3&uploadId=u \
+                    in 1.2s, after 1 retries, max_retries: 1, retry_timeout: 180s  - Server \
+                    returned non-2xx status code: 500 Internal Server Error: <?xml version=\"1.0\" \
+                    encoding=\"UTF-8\"?><Error><Code>InternalError</Code><Message>We \
+                    encountered an internal error.</Message><RequestId>1</RequestId></Error>";
+        assert_eq!(
+            server_answer(text).as_deref(),
+            Some(
+                "the server answered 500 Internal Server Error, InternalError: We encountered \
+                 an internal error."
+            )
+        );
+        assert_eq!(tries(text), Some(2));
+        let refused = "Generic S3 error: Error performing PUT http://127.0.0.1:9/bkt/x in 3ms - \
+                       HTTP error: error sending request: Connection refused (os error 111)";
+        assert_eq!(server_answer(refused), None);
+        assert_eq!(
+            client_cause(refused),
+            "error sending request: Connection refused (os error 111) (http://127.0.0.1:9)"
+        );
+        let secret = "Error performing GET https://user:pw@host:8/k?X-Amz-Signature=s in 1ms - \
+                      HTTP error: reset";
+        assert_eq!(client_cause(secret), "reset (https://host:8)");
+        assert_eq!(tries(refused), None);
+        let plain = "Server returned non-2xx status code: 503 Service Unavailable: busy";
+        assert_eq!(
+            server_answer(plain).as_deref(),
+            Some("the server answered 503 Service Unavailable: busy")
+        );
     }
 
     #[test]

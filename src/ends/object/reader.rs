@@ -25,9 +25,20 @@
 //! A read returns everything asked for up to the end of the object, or
 //! an error with the position unchanged: never a short count, which the
 //! engine would take for the end (`Kind::reads_whole`). Every GET after
-//! the HEAD carries the HEAD's ETag (If-Match, when the ETag is a strong
-//! one), so an object replaced while it is read fails the copy instead of
-//! mixing two versions.
+//! the HEAD carries the HEAD's version: its ETag (If-Match, when the ETag
+//! is a strong one), else its Last-Modified (If-Unmodified-Since), and
+//! every answer's own ETag and Last-Modified are held to the HEAD's, so
+//! an object replaced while it is read fails the copy ("changed since
+//! the copy began") instead of mixing two versions.
+//!
+//! A body the server or the network cuts short is resumed: the rest of
+//! the range is asked for again from where its bytes stopped (a range
+//! request), with the version checked as above, up to the configured
+//! number of tries in a row without progress, with a growing pause
+//! between them. A server without ranges is asked for the whole object
+//! again, read over up to where it stopped. (object_store resumes a body
+//! itself when the answer has an ETag; these tries cover servers that
+//! give only a Last-Modified, as most file servers do.)
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -70,7 +81,10 @@ pub struct ObjectReader {
     runtime: Runtime,
     store: Store,
     size: u64,
-    etag: Option<String>,
+    /// The version every GET is held to (see the module's header).
+    version: Version,
+    /// Tries in a row without progress, for a body cut short.
+    attempts: usize,
     position: u64,
     /// Bytes fetched, as the server's body arrived: chunks in order,
     /// contiguous from `held_start`. Kept as they came, because joining
@@ -109,6 +123,76 @@ struct Fetch {
     task: JoinHandle<object_store::Result<VecDeque<Bytes>>>,
 }
 
+/// The object's version as the HEAD gave it.
+#[derive(Debug, Clone)]
+struct Version {
+    /// A strong ETag (If-Match compares strongly: a weak one, from a
+    /// server that compresses on the fly, would refuse every GET).
+    etag: Option<String>,
+    /// The Last-Modified time, if the server gave one.
+    modified: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl Version {
+    fn of(meta: &object_store::ObjectMeta) -> Version {
+        Version {
+            etag: meta.e_tag.clone().filter(|tag| !tag.starts_with("W/")),
+            // object_store says the epoch when the header is absent.
+            modified: Some(meta.last_modified).filter(|t| t.timestamp() != 0),
+        }
+    }
+
+    /// GET options for `range` (None: the whole object) held to this
+    /// version.
+    fn options(&self, range: Option<Range<u64>>) -> GetOptions {
+        GetOptions {
+            range: range.map(GetRange::Bounded),
+            if_match: self.etag.clone(),
+            if_unmodified_since: self.modified.filter(|_| self.etag.is_none()),
+            ..GetOptions::default()
+        }
+    }
+
+    /// Err when an answer is of another version than this one.
+    fn check(&self, meta: &object_store::ObjectMeta) -> object_store::Result<()> {
+        let answered = Version::of(meta);
+        let etag_differs = matches!((&self.etag, &answered.etag), (Some(a), Some(b)) if a != b);
+        let time_differs =
+            matches!((self.modified, answered.modified), (Some(a), Some(b)) if a != b);
+        if etag_differs || time_differs {
+            return Err(object_store::Error::Precondition {
+                path: meta.location.to_string(),
+                source: "the answer is of another version than the HEAD's".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Whether a failed GET is worth asking again: the connection or the
+/// body failed, or the server had a passing trouble (5xx); not an answer
+/// about the object itself (missing, forbidden, changed).
+fn worth_retrying(e: &object_store::Error) -> bool {
+    use object_store::Error as E;
+    match e {
+        E::NotFound { .. }
+        | E::Precondition { .. }
+        | E::NotModified { .. }
+        | E::PermissionDenied { .. }
+        | E::Unauthenticated { .. }
+        | E::NotSupported { .. } => false,
+        other => {
+            let text = other.to_string();
+            !(text.contains("status code: 4") || text.contains("412"))
+        }
+    }
+}
+
+/// The pause before try `n` (from 1) of a body cut short.
+fn pause_before(n: usize) -> std::time::Duration {
+    std::time::Duration::from_millis(100 << n.min(6))
+}
+
 #[derive(Debug, Clone, Copy)]
 struct ReadAhead {
     range: u64,
@@ -126,15 +210,17 @@ impl ObjectReader {
     pub fn open(url: &ObjectUrl, config: &Config) -> Result<ObjectReader, ObjectError> {
         let runtime = runtime::new()?;
         let store = config.store(url, Direction::Read, &runtime)?;
-        let meta = runtime
-            .block_on(store.store.head(&store.path))
+        let (client, path) = (store.store.clone(), store.path.clone());
+        let meta = runtime::run(&runtime, async move { client.head(&path).await })
             .map_err(|e| store.error("reading its size", &e))?;
         // S3 always serves ranges; a web server is asked for one byte.
         let ranges = match url {
             ObjectUrl::S3 { .. } => true,
             ObjectUrl::Http(_) if meta.size == 0 => true,
             ObjectUrl::Http(_) => {
-                let probe = runtime.block_on(store.store.get_range(&store.path, 0..1));
+                let (client, path) = (store.store.clone(), store.path.clone());
+                let probe =
+                    runtime::run(&runtime, async move { client.get_range(&path, 0..1).await });
                 match probe {
                     Ok(_) => true,
                     // object_store's HTTP client says NotSupported when a
@@ -147,9 +233,8 @@ impl ObjectReader {
         Ok(ObjectReader {
             runtime,
             size: meta.size,
-            // If-Match compares strongly: a weak ETag (a server that
-            // compresses on the fly) would refuse every GET.
-            etag: meta.e_tag.filter(|tag| !tag.starts_with("W/")),
+            version: Version::of(&meta),
+            attempts: config.max_attempts,
             store,
             position: 0,
             held: VecDeque::new(),
@@ -167,31 +252,33 @@ impl ObjectReader {
 
     /// The next bytes at the position from the whole body (a server
     /// without ranges): skipped forward to the position, started again
-    /// when the position is behind it.
+    /// when the position is behind it, or when the body was cut short
+    /// (then read over up to where it stopped, the version checked).
     fn next_from_body(&mut self) -> Result<Bytes, Errno> {
+        let mut failures = 0;
         loop {
             let body = match self.body.take() {
                 Some(body) if body.next <= self.position => body,
                 _ => {
                     let store = self.store.store.clone();
                     let path = self.store.path.clone();
-                    let options = GetOptions {
-                        if_match: self.etag.clone(),
-                        ..GetOptions::default()
-                    };
-                    let task = self
-                        .runtime
-                        .spawn(async move { store.get_opts(&path, options).await });
-                    match self.runtime.block_on(task) {
-                        Ok(Ok(got)) => Body {
+                    let version = self.version.clone();
+                    let got = runtime::run(&self.runtime, async move {
+                        let got = store.get_opts(&path, version.options(None)).await?;
+                        version.check(&got.meta)?;
+                        Ok(got)
+                    });
+                    match got {
+                        Ok(got) => Body {
                             next: 0,
                             stream: got.into_stream(),
                         },
-                        Ok(Err(e)) => return Err(self.failed("reading from the start", &e)),
-                        Err(join) => {
-                            let e = object_store::Error::JoinError { source: join };
-                            return Err(self.failed("reading from the start", &e));
+                        Err(e) if worth_retrying(&e) && failures + 1 < self.attempts => {
+                            failures += 1;
+                            std::thread::sleep(pause_before(failures));
+                            continue;
                         }
+                        Err(e) => return Err(self.failed("reading from the start", &e)),
                     }
                 }
             };
@@ -210,7 +297,18 @@ impl ObjectReader {
             };
             let chunk = match chunk {
                 Some(Ok(chunk)) => chunk,
+                Some(Err(e)) if worth_retrying(&e) && failures + 1 < self.attempts => {
+                    // Cut short: the whole object again, from its start.
+                    failures += 1;
+                    std::thread::sleep(pause_before(failures));
+                    continue;
+                }
                 Some(Err(e)) => return Err(self.failed(&format!("reading at {start}"), &e)),
+                None if start < self.size && failures + 1 < self.attempts => {
+                    failures += 1;
+                    std::thread::sleep(pause_before(failures));
+                    continue;
+                }
                 None => {
                     return Err(self.fail(&format!(
                         "the server ended the object at {start}, short of its {} bytes",
@@ -236,25 +334,49 @@ impl ObjectReader {
         error.errno
     }
 
-    /// Start a GET of `range` on the runtime.
+    /// Start a GET of `range` on the runtime. A body cut short is asked
+    /// for again from where its bytes stopped, the version checked, up to
+    /// the configured tries in a row without progress.
     fn fetch(&self, range: Range<u64>) -> Fetch {
         let store = self.store.store.clone();
         let path = self.store.path.clone();
-        let options = GetOptions {
-            range: Some(GetRange::Bounded(range.clone())),
-            if_match: self.etag.clone(),
-            ..GetOptions::default()
-        };
+        let version = self.version.clone();
+        let attempts = self.attempts;
+        let wanted = range.clone();
         let task = self.runtime.spawn(async move {
-            let mut body = store.get_opts(&path, options).await?.into_stream();
             let mut chunks = VecDeque::new();
-            while let Some(chunk) = body.next().await {
-                let chunk = chunk?;
-                if !chunk.is_empty() {
-                    chunks.push_back(chunk);
+            let mut from = wanted.start;
+            let mut failures = 0;
+            loop {
+                let progress = from;
+                let tried: object_store::Result<()> = async {
+                    let got = store
+                        .get_opts(&path, version.options(Some(from..wanted.end)))
+                        .await?;
+                    version.check(&got.meta)?;
+                    let mut body = got.into_stream();
+                    while let Some(chunk) = body.next().await {
+                        let chunk = chunk?;
+                        if !chunk.is_empty() {
+                            from += chunk.len() as u64;
+                            chunks.push_back(chunk);
+                        }
+                    }
+                    Ok(())
+                }
+                .await;
+                match tried {
+                    Ok(()) => return Ok(chunks),
+                    Err(e) if worth_retrying(&e) => {
+                        failures = if from > progress { 1 } else { failures + 1 };
+                        if failures >= attempts {
+                            return Err(e);
+                        }
+                        tokio::time::sleep(pause_before(failures)).await;
+                    }
+                    Err(e) => return Err(e),
                 }
             }
-            Ok(chunks)
         });
         Fetch { range, task }
     }

@@ -274,16 +274,12 @@ impl Reader {
         sink: &mut S,
         errno: Errno,
     ) -> Result<(), Closed> {
-        sink.send(Event::Diagnostic(Box::new(Diagnostic::ReadError {
+        let detail = self.input.end.take_detail();
+        let diagnostic = Diagnostic::ReadError {
             file: self.input.name.clone(),
             errno,
-        })))?;
-        if let Some(text) = self.input.end.take_detail() {
-            sink.send(Event::Diagnostic(Box::new(Diagnostic::Detail {
-                file: self.input.name.clone(),
-                text,
-            })))?;
-        }
+        };
+        sink.send(Event::Diagnostic(Box::new(diagnostic.explained(detail))))?;
         Ok(())
     }
 

@@ -900,16 +900,11 @@ impl Out<'_> {
         self.events.diagnostic(d);
     }
 
-    /// GNU's message for a failed write, then what the end knows beyond
+    /// GNU's message for a failed write, with what the end knows beyond
     /// its errno.
     fn write_error(&mut self, d: Diagnostic) {
-        self.diag(d);
-        if let Some(text) = self.output.end.take_detail() {
-            self.diag(Diagnostic::Detail {
-                file: self.output.name.clone(),
-                text,
-            });
-        }
+        let detail = self.output.end.take_detail();
+        self.diag(d.explained(detail));
     }
 
     /// After a failed write to an end that writes behind (an NBD export):

@@ -14,6 +14,12 @@
 //! liblzma's multi-threaded encoder, which writes one stream of blocks
 //! that record their sizes, the form liblzma's threaded decoder splits.
 //!
+//! A frame's end is a place a copy can resume from: the output is told
+//! so ([`End::mark_resume_points`] at the start, [`End::resume_point`]
+//! after each frame with the input offset it ends at), and an upload
+//! ends its parts there, so that `--resume` starts a new frame where the
+//! stored parts end.
+//!
 //! Writes are behind: [`End::write`] queues the bytes and returns, and an
 //! error of the output end (ENOSPC...) surfaces on a later write, sync or
 //! close; [`End::written_until`] then says how much of the *uncompressed*
@@ -23,9 +29,11 @@
 //!
 //! [`End::settle`] and [`End::sync`] end the current frame or block and
 //! wait for the output to have everything so far (sync then syncs it).
-//! [`End::close`] finishes the stream (xz's index and footer) and, if the
-//! output was synced before (conv=fsync), syncs it again so that the end
-//! of the stream is as durable as the rest. [`End::abandon`] leaves a
+//! [`End::close`] (or [`End::finalise`] before it, which also finalises
+//! the output and keeps its error's detail) finishes the stream (xz's
+//! index and footer) and, if the output was synced before (conv=fsync),
+//! syncs it again so that the end of the stream is as durable as the
+//! rest. [`End::abandon`] leaves a
 //! stream that says it is cut short: zstd and gzip get the start of a
 //! frame that never comes (so `zstd -d`/`gzip -d` report truncation
 //! instead of a complete, shorter file), xz is left without its footer.
@@ -114,11 +122,17 @@ pub struct Compressed {
     pending: Vec<u8>,
     /// Uncompressed bytes accepted so far.
     accepted: u64,
+    /// The output holds frames of an earlier run (a resumed upload): an
+    /// empty stream is not one empty frame then, but nothing.
+    continued: bool,
     pool: Arc<BufferPool>,
     steps: SyncSender<Step>,
     jobs: Option<SyncSender<Job>>,
     workers: Vec<JoinHandle<()>>,
-    driver: JoinHandle<Box<dyn End>>,
+    /// Taken when the threads are stopped (see `stop`).
+    driver: Option<JoinHandle<Box<dyn End>>>,
+    /// The output, once the stream is ended by [`End::finalise`].
+    finalised: Option<Box<dyn End>>,
     shared: Arc<Shared>,
     detail: Option<String>,
     /// A whole frame of zeros, compressed once and written again for
@@ -136,10 +150,13 @@ impl std::fmt::Debug for Step {
 
 impl Compressed {
     /// Compress into `output` with up to `threads` threads.
-    pub fn start(output: Box<dyn End>, compression: Compression, threads: usize) -> Compressed {
+    pub fn start(mut output: Box<dyn End>, compression: Compression, threads: usize) -> Compressed {
         let threads = threads.clamp(1, MAX_WORKERS);
         let shared = Arc::new(Shared::default());
         let framed = compression.algorithm != Algorithm::Xz;
+        // A frame's end is a place a copy can resume from (a new frame
+        // starts from that input offset): an upload ends its parts there.
+        let continued = framed && output.mark_resume_points();
         let batch = if framed { FRAME } else { XZ_BATCH };
         let pool = BufferPool::new(2 * threads + 4);
         let (steps_tx, steps_rx) = sync_channel(threads + 1);
@@ -172,11 +189,13 @@ impl Compressed {
             batch,
             pending: Vec::new(),
             accepted: 0,
+            continued,
             pool,
             steps: steps_tx,
             jobs,
             workers,
-            driver,
+            driver: Some(driver),
+            finalised: None,
             shared,
             detail: None,
             zero_frame: None,
@@ -295,24 +314,26 @@ impl Compressed {
     }
 
     /// Halt the threads after `last`; the output end back.
-    fn finish(self, last: Step) -> (Box<dyn End>, Arc<Shared>, Option<String>) {
-        let Compressed {
-            steps,
-            jobs,
-            workers,
-            driver,
-            shared,
-            detail,
-            ..
-        } = self;
-        let _ = steps.send(last);
-        drop(steps);
-        drop(jobs);
-        for worker in workers {
+    fn finish(mut self, last: Step) -> (Box<dyn End>, Arc<Shared>, Option<String>) {
+        let output = match self.finalised.take() {
+            Some(output) => output,
+            None => self.stop(last),
+        };
+        (output, self.shared, self.detail)
+    }
+
+    /// Send `last`, let the workers and the driver end; the output end.
+    fn stop(&mut self, last: Step) -> Box<dyn End> {
+        let _ = self.steps.send(last);
+        drop(self.jobs.take());
+        for worker in self.workers.drain(..) {
             let _ = worker.join();
         }
-        let output = driver.join().expect("the compressed writer does not panic");
-        (output, shared, detail)
+        self.driver
+            .take()
+            .expect("stopped once")
+            .join()
+            .expect("the compressed writer does not panic")
     }
 }
 
@@ -395,11 +416,38 @@ impl End for Compressed {
         self.detail.take()
     }
 
+    /// Ends the stream (the last frame, xz's footer) and finalises the
+    /// output (completes an upload), whose error and detail come here.
+    fn finalise(&mut self, copy_failed: bool) -> Result<(), Errno> {
+        if self.finalised.is_none() {
+            let submitted = if self.accepted == 0 && self.jobs.is_some() && !self.continued {
+                self.submit_frame()
+            } else {
+                self.submit()
+            };
+            let output = self.stop(Step::Finish);
+            self.finalised = Some(output);
+            if let Some(errno) = submitted.err().or(self.failed()) {
+                return Err(errno);
+            }
+        }
+        let output = self.finalised.as_mut().expect("set above");
+        output.finalise(copy_failed).inspect_err(|_| {
+            self.detail = output.take_detail();
+        })
+    }
+
     fn close(self: Box<Self>) -> Result<(), Errno> {
-        (*self).end_stream(false)
+        match self.finalised {
+            Some(output) => output.close(),
+            None => (*self).end_stream(false),
+        }
     }
     fn close_failed(self: Box<Self>) -> Result<(), Errno> {
-        (*self).end_stream(true)
+        match self.finalised {
+            Some(output) => output.close_failed(),
+            None => (*self).end_stream(true),
+        }
     }
     fn abandon(self: Box<Self>) {
         let (output, _, _) = self.finish(Step::Abandon);
@@ -411,7 +459,7 @@ impl Compressed {
     /// Finish the compressed stream and close the output, as
     /// `End::close_failed` when the copy failed.
     fn end_stream(mut self, copy_failed: bool) -> Result<(), Errno> {
-        let submitted = if self.accepted == 0 && self.jobs.is_some() {
+        let submitted = if self.accepted == 0 && self.jobs.is_some() && !self.continued {
             self.submit_frame()
         } else {
             self.submit()
@@ -507,6 +555,7 @@ fn drive(
                     Ok(Ok(bytes)) => {
                         if out.put(&bytes).is_ok() {
                             shared.written_until.store(end, Ordering::Release);
+                            out.end.resume_point(end);
                         }
                     }
                     Ok(Err(why)) => shared.fail(Fault::new(

@@ -55,6 +55,9 @@ pub fn positional(request: &Request) -> Checked {
         return Ok(());
     };
     let Request { plan, settings } = request;
+    if !settings.rescue && settings.retry_passes.is_none() && super::resumes_upload(request) {
+        return upload(what, request);
+    }
     if plan.input.is_none() {
         return refuse(format!(
             "{what} needs if=FILE: it reads the input by position, not as a stream"
@@ -109,6 +112,59 @@ pub fn positional(request: &Request) -> Checked {
         return refuse(format!(
             "{what} cannot be combined with {image}: a copy by position needs a file or \
              device at both ends, not a stream"
+        ));
+    }
+    Ok(())
+}
+
+/// `--map`/`--resume` onto an upload (an `s3://` object): the map keeps
+/// the upload's parts, and a resumed upload reads the input again from
+/// where they end, so the object's bytes must be the input's, one for
+/// one, or independent compressed frames that parts end on.
+fn upload(what: &str, request: &Request) -> Checked {
+    let Request { plan, settings } = request;
+    let output = super::EndName::output(plan.output.as_deref()).plain;
+    if settings.map.is_none() {
+        return refuse(format!(
+            "{output}: --resume needs --map=FILE, where the upload's progress is kept: no \
+             file can stand beside an object"
+        ));
+    }
+    if plan.input.is_none() {
+        return refuse(format!(
+            "{output}: {what} needs if=FILE: a resumed upload reads its input again from \
+             where the stored parts end"
+        ));
+    }
+    let changes = DATA_CONVERSIONS
+        .iter()
+        .chain(&[(Conv::SYNC, "sync"), (Conv::NOERROR, "noerror")])
+        .find(|(flag, _)| plan.conv.contains(*flag));
+    if let Some((_, name)) = changes {
+        return refuse(format!(
+            "{output}: {what} cannot be combined with conv={name}: where a stored part ends \
+             must be a place in the input"
+        ));
+    }
+    let stream = first_given([
+        (settings.decompress.is_some(), "--decompress"),
+        (settings.bmap.is_some(), "--bmap"),
+        (settings.bmap_create.is_some(), "--bmap-create"),
+        (!settings.tee.is_empty(), "--tee"),
+    ]);
+    if let Some(image) = stream {
+        return refuse(format!(
+            "{output}: {what} cannot be combined with {image}: a resumed upload reads the \
+             input again from where the stored parts end"
+        ));
+    }
+    if settings
+        .compress
+        .is_some_and(|c| c.algorithm == crate::image::compress::Algorithm::Xz)
+    {
+        return refuse(format!(
+            "{output}: {what} cannot be combined with --compress=xz, which writes one stream: \
+             zstd and gzip write independent frames, which parts end on"
         ));
     }
     Ok(())

@@ -391,6 +391,9 @@ pub fn admit(request: &Request, facts: &Facts) -> Result<(), Refusal> {
     let output = EndName::output(request.plan.output.as_deref());
     let written = written(request, &facts.output);
     for row in asked(request) {
+        // An upload kept resumable by its map is resumed after its
+        // stored parts, not by position (see `conflicts::upload`).
+        let upload = row.beside == WritesBeside::Map && facts.output.can.resumable_upload;
         // Standard input is named '-', which its checker reads as such.
         let named = request.plan.input.is_some();
         if row.input == Need::Data && facts.input.kind == Kind::Directory {
@@ -404,10 +407,10 @@ pub fn admit(request: &Request, facts: &Facts) -> Result<(), Refusal> {
                 crate::sys::errno_text(crate::sys::Errno::ISDIR)
             )));
         }
-        if let Some(why) = unmet_input(row.input, &facts.input, named) {
+        if let Some(why) = unmet_input(row.input, &facts.input, named).filter(|_| !upload) {
             return Err(refusal(row, &input, why));
         }
-        if let Some(why) = unmet_output(row.output, &written) {
+        if let Some(why) = unmet_output(row.output, &written).filter(|_| !upload) {
             return Err(refusal(row, &output, why));
         }
         if let Some(why) = no_room(row.output, &facts.input, &written) {
@@ -473,6 +476,16 @@ pub fn admit_tees(
         }
     }
     Ok(())
+}
+
+/// Whether the output is an upload the server keeps in parts, which
+/// `--map` keeps resumable (its rows' needs are then the upload's).
+fn resumes_upload(request: &Request) -> bool {
+    request
+        .plan
+        .output
+        .as_deref()
+        .is_some_and(crate::ends::uri::is_resumable_upload)
 }
 
 /// What the copy writes to: under `--compress`, a stream ddx encodes
@@ -586,8 +599,8 @@ fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
         Need::Any | Need::ReadAgain | Need::Data | Need::Room => None,
         Need::Positions if end.null_device || end.can.writes_at => None,
         Need::Positions if end.can.written_whole => Some(Unmet::CannotBeUsed(format!(
-            "{} is uploaded whole, in order, and an interrupted upload is aborted, so there \
-             is no part of it to resume",
+            "{} is uploaded whole, in order, so there is no place in it to come back to \
+             (--map keeps an upload resumable)",
             end.kind.described()
         ))),
         Need::Positions => lacks(

@@ -665,6 +665,73 @@ fn an_object_written_whole_refuses_what_needs_pieces() {
     );
 }
 
+/// An upload (an `s3://` object) kept resumable by `--map`: a stream
+/// copy whose map keeps its parts, held to the upload's own rules rather
+/// than a copy by position's.
+#[test]
+fn an_upload_kept_by_its_map_is_held_to_the_uploads_rules() {
+    use crate::image::compress::{Algorithm, Compression};
+    let mut object = facts(E::File, E::File);
+    object.output = EndFacts::of_kind(Kind::Object);
+    let words = ["if=a", "of=s3://b/k"];
+    let map = |set: fn(&mut Settings)| {
+        asked(|s| {
+            s.map = Some("m".into());
+            set(s);
+        })
+    };
+    fn compress(algorithm: Algorithm) -> Compression {
+        Compression {
+            algorithm,
+            level: 3,
+        }
+    }
+    for settings in [
+        map(|_| {}),
+        map(|s| s.resume = true),
+        map(|s| s.compress = Some(compress(Algorithm::Zstd))),
+    ] {
+        let request = request(&words, settings);
+        assert_eq!(admit(&request, &object), Ok(()), "{:?}", request.settings);
+    }
+    for (settings, words, line) in [
+        (
+            asked(|s| s.resume = true),
+            &words[..],
+            "of=s3://b/k: --resume needs --map=FILE",
+        ),
+        (
+            map(|_| {}),
+            &["if=a", "of=s3://b/k", "conv=swab"],
+            "of=s3://b/k: --map cannot be combined with conv=swab",
+        ),
+        (
+            map(|s| s.compress = Some(compress(Algorithm::Xz))),
+            &words,
+            "of=s3://b/k: --map cannot be combined with --compress=xz",
+        ),
+        (
+            map(|s| s.tee = vec!["t".into()]),
+            &words,
+            "of=s3://b/k: --map cannot be combined with --tee",
+        ),
+        (
+            map(|_| {}),
+            &["of=s3://b/k"],
+            "of=s3://b/k: --map needs if=FILE",
+        ),
+    ] {
+        let refused = admit(&request(words, settings), &object).unwrap_err();
+        assert!(refused.to_string().starts_with(line), "{refused}");
+    }
+    // Onto a file, --map is a copy by position, which --compress is not.
+    let file = request(
+        &["if=a", "of=b"],
+        map(|s| s.compress = Some(compress(Algorithm::Zstd))),
+    );
+    assert!(admit(&file, &facts(E::File, E::File)).is_err());
+}
+
 /// Every `--tee` output is a file or device of its own, held to what
 /// of= is held to.
 #[test]

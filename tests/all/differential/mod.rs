@@ -29,7 +29,7 @@ mod flavours;
 mod generate;
 #[cfg(feature = "nbd")]
 mod nbd;
-mod prng;
+pub mod prng;
 mod refusal;
 mod run;
 

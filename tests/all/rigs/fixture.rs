@@ -172,8 +172,9 @@ impl<'a> Compare<'a> {
         self
     }
 
-    /// Leave out of ddx's stderr the lines holding `marker`: the detail
-    /// ddx adds after one of GNU's messages (a server's words).
+    /// Leave out of ddx's stderr the detail holding `marker` that ddx
+    /// adds to one of GNU's messages (a server's words), after "; " on
+    /// the same line: what is left is GNU's message.
     pub fn ddx_extra_lines(mut self, marker: &str) -> Self {
         self.ddx_extra_lines = Some(marker.to_owned());
         self
@@ -363,7 +364,11 @@ impl<'a> Compare<'a> {
         if let (Some(marker), Some(_)) = (&self.ddx_extra_lines, backend) {
             stderr = stderr
                 .lines()
-                .filter(|line| !line.contains(marker.as_str()))
+                .filter_map(|line| match line.find("; ") {
+                    Some(end) if line[end..].contains(marker.as_str()) => Some(&line[..end]),
+                    _ if line.contains(marker.as_str()) => None,
+                    _ => Some(line),
+                })
                 .map(|line| format!("{line}\n"))
                 .collect();
         }

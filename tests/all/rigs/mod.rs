@@ -24,6 +24,8 @@ pub mod browser;
 pub mod bytes;
 pub mod cgroup;
 pub mod cmd;
+#[cfg(feature = "object")]
+pub mod fault;
 pub mod fixture;
 pub mod guest;
 pub mod images;

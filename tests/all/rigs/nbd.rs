@@ -126,6 +126,27 @@ impl Server {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
+    /// Start nbdkit again with `args` on the same socket, after
+    /// [`Server::kill`]: clients reach it at the same URI.
+    pub fn restart_nbdkit(&mut self, args: &[&str]) -> Result<(), String> {
+        self.kill();
+        let _ = std::fs::remove_file(&self.socket);
+        let mut cmd = Command::new("nbdkit");
+        cmd.args(["--foreground", "--exit-with-parent", "--unix"])
+            .arg(&self.socket)
+            .args(args);
+        let log = std::fs::File::create(&self.stderr).map_err(|e| e.to_string())?;
+        self.child = Some(super::spawn_server(&mut cmd, log, "nbdkit")?);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::os::unix::net::UnixStream::connect(&self.socket).is_err() {
+            if Instant::now() > deadline {
+                return Err(format!("nbdkit did not start again: {}", self.log().trim()));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(())
+    }
+
     /// Kill the server now (SIGKILL: no goodbye to its clients).
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -102,7 +102,7 @@ pub struct S3Server {
     /// Declared before the directory: the server stops before its files
     /// go.
     server: Listening,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
 }
 
 /// s3s-fs with an empty bucket "bkt" (the one most tests need), or
@@ -133,8 +133,35 @@ impl S3Server {
             root,
             port,
             server,
-            _dir: dir,
+            _dir: Some(dir),
         })
+    }
+
+    /// s3s-fs storing its buckets in `root` (a small filesystem the test
+    /// made), with an empty bucket "bkt".
+    pub fn start_in(root: &Path) -> Result<S3Server, String> {
+        if !have("s3s-fs") {
+            return Err("s3s-fs is not installed".into());
+        }
+        std::fs::create_dir_all(root.join("bkt")).map_err(|e| e.to_string())?;
+        let port = free_port();
+        let server = S3Server::spawn(root, port)?;
+        Ok(S3Server {
+            root: root.to_owned(),
+            port,
+            server,
+            _dir: None,
+        })
+    }
+
+    /// Every file of a multipart upload left on the server's disk: its
+    /// bookkeeping and its parts, whole or being received.
+    pub fn upload_files(&self) -> Vec<String> {
+        std::fs::read_dir(&self.root)
+            .expect("server root")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|name| name.starts_with(".upload") || name.contains(".upload-"))
+            .collect()
     }
 
     fn spawn(root: &Path, port: u16) -> Result<Listening, String> {
@@ -291,7 +318,11 @@ impl HttpServer {
         }
         let port = free_port();
         let mut cmd = Command::new("rclone");
-        cmd.args(["serve", "http", "--addr", &format!("127.0.0.1:{port}")])
+        // Without --dir-cache-time 0, rclone answers from a listing it
+        // keeps for minutes: a file replaced meanwhile is served with its
+        // old Last-Modified, and If-Unmodified-Since cannot catch it.
+        cmd.args(["serve", "http", "--dir-cache-time", "0s"])
+            .args(["--addr", &format!("127.0.0.1:{port}")])
             .arg(dir)
             .env("RCLONE_CONFIG", "/dev/null");
         if let Some(ca) = tls {

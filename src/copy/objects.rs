@@ -1,0 +1,150 @@
+//! What `--map` and `--resume` mean for an upload (an `s3://` object as
+//! the output): the map keeps the upload resumable.
+//!
+//! An object is written whole and appears under its key only when its
+//! upload completes; what it cannot be asked to do (seek=, conv=notrunc,
+//! `--rescue`, ...) is refused by rows of `planner::needs`. With
+//! `--map=FILE` the multipart upload's id and the parts the server stored
+//! are kept in the map (see `ends::upload`), with the input's range
+//! those parts hold marked finished, and a copy that fails or is
+//! interrupted leaves the upload on the server instead of aborting it.
+//! `--resume` then continues it: the input is skipped to where the
+//! recorded parts end and the next part follows them, once the server
+//! confirmed it still holds them (the output end checks). This needs the
+//! object's bytes to be the input's, one for one, or, with `--compress`,
+//! independent frames (zstd, gzip) that parts end on: `planner::needs`
+//! refuses the rest.
+
+use std::path::{Path, PathBuf};
+
+use crate::ends::upload::{Journal, UploadRecord};
+use crate::ends::uri;
+use crate::operands::CopyPlan;
+use crate::request::Settings;
+use crate::rescue::mapfile::{BlockStatus, Map};
+use crate::text::quote::quote_file;
+
+/// An upload kept resumable by `--map`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadMap {
+    pub path: PathBuf,
+    /// The upload a `--resume` continues (None: a new one).
+    pub resume: Option<UploadRecord>,
+    /// Where the copy's input starts (skip=, before any resume).
+    pub start: u64,
+}
+
+/// Whether the copy's output is an upload the server keeps in parts
+/// (an `s3://` object), which `--map` makes resumable.
+pub fn is_upload(plan: &CopyPlan) -> bool {
+    plan.output.as_deref().is_some_and(uri::is_resumable_upload)
+}
+
+/// With `--map`, the upload to keep resumable (and, resuming, `plan` is
+/// what is left of the copy). What `--map` and `--resume` cannot be
+/// combined with on an upload was refused by `planner::needs` already;
+/// Err is the one line saying why the map cannot serve.
+pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Option<UploadMap>, String> {
+    if !is_upload(plan) {
+        return Ok(None);
+    }
+    let Some(map) = settings.map.clone() else {
+        return Ok(None);
+    };
+    let start = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
+    if !map.exists() {
+        return Ok(Some(UploadMap {
+            path: map,
+            resume: None,
+            start,
+        }));
+    }
+    let shown = quote_file(map.as_os_str().as_encoded_bytes());
+    if !settings.resume {
+        return Err(format!(
+            "the map {shown} exists: add --resume to continue that upload, or remove it to \
+             start over"
+        ));
+    }
+    let text = std::fs::read_to_string(&map).map_err(|e| format!("--resume: map {shown}: {e}"))?;
+    let record =
+        UploadRecord::parse(&text).map_err(|why| format!("--resume: map {shown}: {why}"))?;
+    let Some(record) = record else {
+        let finished = Map::parse(&text, 0, 0).is_ok_and(|m| m.current_status == '+');
+        return Err(if finished {
+            format!("the map {shown} says its upload completed: remove it to upload again")
+        } else {
+            format!("--resume: the map {shown} records no upload (it is the map of another copy)")
+        });
+    };
+    if settings.verify || !settings.hash.is_empty() {
+        return Err(
+            "--hash and --verify cannot be combined with resuming a copy: they would see \
+             only the part copied now"
+                .into(),
+        );
+    }
+    *plan = plan.clone().continued_after(record.source_end());
+    Ok(Some(UploadMap {
+        path: map,
+        resume: Some(record),
+        start,
+    }))
+}
+
+/// The line a resumed upload starts with.
+pub fn resume_summary(upload: &UploadMap, record: &UploadRecord, left: Option<u64>) -> String {
+    let done = record.source_end();
+    let left = left.map_or_else(|| "the rest".to_owned(), |l| format!("{l} bytes"));
+    format!(
+        "resuming upload {} from {}: {} parts stored, {done} bytes of the input done, {left} left",
+        record.id,
+        quote_file(upload.path.as_os_str().as_encoded_bytes()),
+        record.parts.len(),
+    )
+}
+
+/// The map kept for an upload: its extent is the copy's input, the part
+/// the stored parts hold marked finished, and the upload's record in its
+/// comments.
+pub struct MapJournal {
+    path: PathBuf,
+    command_line: String,
+    start: u64,
+    end: u64,
+}
+
+impl MapJournal {
+    /// A journal in `upload`'s map for an input range of `len` bytes.
+    pub fn new(upload: &UploadMap, len: u64, command_line: &str) -> MapJournal {
+        MapJournal {
+            path: upload.path.clone(),
+            command_line: command_line.to_owned(),
+            start: upload.start,
+            end: upload.start.saturating_add(len),
+        }
+    }
+
+    fn save(&self, map: &Map, notes: &str) -> Result<(), String> {
+        map.save_noted(Path::new(&self.path), &self.command_line, notes)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl Journal for MapJournal {
+    fn record(&mut self, upload: &UploadRecord) -> Result<(), String> {
+        let mut map = Map::new(self.start, self.end);
+        let done = upload.source_end().min(self.end - self.start);
+        map.mark(self.start, done, BlockStatus::Finished);
+        map.current_pos = self.start + done;
+        self.save(&map, &upload.render())
+    }
+
+    fn completed(&mut self) -> Result<(), String> {
+        let mut map = Map::new(self.start, self.end);
+        map.mark(self.start, self.end - self.start, BlockStatus::Finished);
+        map.current_pos = self.end;
+        map.current_status = '+';
+        self.save(&map, "")
+    }
+}

@@ -1,0 +1,167 @@
+//! What a resumable upload keeps in the map of `--map`/`--resume`: the
+//! multipart upload's id and the parts the server has stored, each with
+//! its size, its ETag and the offset of the copy's input where its bytes
+//! end, so that a later run can check them against the server (ListParts)
+//! and go on from the input offset where the last of them ends.
+//!
+//! Only a prefix of parts is recorded: parts are sent in parallel and
+//! may be stored out of order, but a run can resume only from where every
+//! earlier part is stored. A part stored beyond that prefix is sent again
+//! under its number, which replaces it.
+//!
+//! The record is written as comment lines of GNU ddrescue's mapfile
+//! (ddrescue and ddrescuelog skip them), between the map's header and its
+//! status line:
+//!
+//! ```text
+//! # ddx upload: 2f1c...e9
+//! # ddx part: 1 16777216 16777216 "5d41402abc4b2a76b9719d911017c592"
+//! ```
+//!
+//! a part line giving its number, its size in the object, the input
+//! offset where its bytes end (from the copy's start), and its ETag as the
+//! server gave it. Always built: the copy driver keeps the map whether or
+//! not ddx was built with the object end.
+
+/// One part the server has stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredPart {
+    /// S3's part number, from 1.
+    pub number: usize,
+    /// Its bytes in the object.
+    pub size: u64,
+    /// Bytes of the copy's input (from its start, after skip=) that the
+    /// parts up to and including this one hold: the object's own offset
+    /// for a plain upload, more under `--compress`, whose parts end at
+    /// frame boundaries.
+    pub source_end: u64,
+    /// The ETag the server answered the part with.
+    pub etag: String,
+}
+
+/// A multipart upload in progress, and its parts stored so far.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UploadRecord {
+    pub id: String,
+    /// Parts 1..=n, in order.
+    pub parts: Vec<StoredPart>,
+}
+
+const UPLOAD: &str = "# ddx upload: ";
+const PART: &str = "# ddx part: ";
+
+impl UploadRecord {
+    /// The input offset the next run goes on from.
+    pub fn source_end(&self) -> u64 {
+        self.parts.last().map_or(0, |p| p.source_end)
+    }
+
+    /// The object bytes stored so far.
+    pub fn stored(&self) -> u64 {
+        self.parts.iter().map(|p| p.size).sum()
+    }
+
+    /// The comment lines that record it, each ending in a newline.
+    pub fn render(&self) -> String {
+        let mut text = format!("{UPLOAD}{}\n", self.id);
+        for part in &self.parts {
+            text.push_str(&format!(
+                "{PART}{} {} {} {}\n",
+                part.number, part.size, part.source_end, part.etag
+            ));
+        }
+        text
+    }
+
+    /// The record a map's text holds, if any; Err names the line that
+    /// cannot be read.
+    pub fn parse(text: &str) -> Result<Option<UploadRecord>, String> {
+        let mut record: Option<UploadRecord> = None;
+        for (index, line) in text.lines().enumerate() {
+            let bad = |what: &str| format!("line {}: {what}", index + 1);
+            if let Some(id) = line.strip_prefix(UPLOAD) {
+                let id = id.trim();
+                if id.is_empty() || record.is_some() {
+                    return Err(bad("a second or empty upload id"));
+                }
+                record = Some(UploadRecord {
+                    id: id.to_owned(),
+                    parts: Vec::new(),
+                });
+            } else if let Some(fields) = line.strip_prefix(PART) {
+                let Some(upload) = record.as_mut() else {
+                    return Err(bad("a part before the upload id"));
+                };
+                let mut words = fields.splitn(4, ' ');
+                let mut number = || words.next().and_then(|w| w.parse::<u64>().ok());
+                let (Some(n), Some(size), Some(source_end)) = (number(), number(), number()) else {
+                    return Err(bad("expected 'number size input-end etag'"));
+                };
+                let etag = words.next().unwrap_or("").trim();
+                let follows = upload
+                    .parts
+                    .last()
+                    .map_or((1, 0), |p| (p.number + 1, p.source_end));
+                if n as usize != follows.0 || source_end < follows.1 || etag.is_empty() {
+                    return Err(bad("parts out of order, or one without its ETag"));
+                }
+                upload.parts.push(StoredPart {
+                    number: n as usize,
+                    size,
+                    source_end,
+                    etag: etag.to_owned(),
+                });
+            }
+        }
+        Ok(record)
+    }
+}
+
+/// Where an upload records its progress (the copy keeps it in the map).
+pub trait Journal: Send {
+    /// The upload as it stands: saved before the call returns, so that a
+    /// crash right after leaves it on disk.
+    fn record(&mut self, upload: &UploadRecord) -> Result<(), String>;
+
+    /// The upload completed: the object is whole under its key.
+    fn completed(&mut self) -> Result<(), String>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(number: usize, size: u64, source_end: u64) -> StoredPart {
+        StoredPart {
+            number,
+            size,
+            source_end,
+            etag: format!("\"etag-{number}\""),
+        }
+    }
+
+    #[test]
+    fn a_record_reads_back_as_written_among_other_lines() {
+        let record = UploadRecord {
+            id: "abc-123".into(),
+            parts: vec![part(1, 16 << 20, 40 << 20), part(2, 7, 41 << 20)],
+        };
+        let text = format!("# Mapfile\n{}0x0 ? 1\n0x0 0x10 +\n", record.render());
+        assert_eq!(UploadRecord::parse(&text), Ok(Some(record.clone())));
+        assert_eq!(record.source_end(), 41 << 20);
+        assert_eq!(record.stored(), (16 << 20) + 7);
+        assert_eq!(UploadRecord::parse("0x0 ? 1\n"), Ok(None));
+    }
+
+    #[test]
+    fn parts_out_of_order_or_without_an_upload_are_refused() {
+        let gap = "# ddx upload: x\n# ddx part: 2 5 5 \"e\"\n";
+        assert!(UploadRecord::parse(gap).unwrap_err().starts_with("line 2"));
+        let orphan = "# ddx part: 1 5 5 \"e\"\n";
+        assert!(UploadRecord::parse(orphan).is_err());
+        let no_etag = "# ddx upload: x\n# ddx part: 1 5 5\n";
+        assert!(UploadRecord::parse(no_etag).is_err());
+        let backwards = "# ddx upload: x\n# ddx part: 1 5 9 e\n# ddx part: 2 5 8 f\n";
+        assert!(UploadRecord::parse(backwards).is_err());
+    }
+}

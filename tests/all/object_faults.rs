@@ -1,0 +1,813 @@
+//! Remote failures, through the command line, against real servers: an
+//! S3 server whose disk fills up during an overwrite, one that answers
+//! 503 SlowDown or resets a connection in the middle of a part, one that
+//! is killed during an upload, and web servers whose answers are cut in
+//! the middle of the body. Where a fault must be put into a real
+//! server's traffic, a fault-injecting proxy started by the test stands
+//! in front of it (`rigs::fault`); the server behind does the work.
+//!
+//! Every failure is one line that names the end, carries the server's
+//! words (its status, its S3 code and text) and no secret, and leaves
+//! neither an object that was not meant nor a pending upload; every
+//! passing trouble is retried until the copy completes. Uploads kept by
+//! `--map` are resumed by `--resume` from the parts the server holds.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::rigs;
+use crate::rigs::bytes::pattern;
+use crate::rigs::cmd::ddx;
+use crate::rigs::fault::{Fault, FaultProxy, Rule};
+use crate::rigs::object::{s3_or_skip, HttpServer, PythonHttpServer, S3Server, SECRET_KEY};
+
+const MIB: usize = 1 << 20;
+
+/// ddx's environment for `server`, reached at `endpoint` (the server's
+/// own, or a proxy's), with `attempts` tries per request.
+fn env(server: &S3Server, endpoint: &str, attempts: usize) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = server.env();
+    env.retain(|(k, _)| k != "AWS_ENDPOINT_URL");
+    env.push(("AWS_ENDPOINT_URL".into(), endpoint.into()));
+    env.push(("HOME".into(), "/nonexistent".into()));
+    env.push(("AWS_MAX_ATTEMPTS".into(), attempts.to_string()));
+    env
+}
+
+/// The lines of `stderr` that are not GNU's statistics nor progress.
+fn messages(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| {
+            !l.contains(" records in")
+                && !l.contains(" records out")
+                && !l.contains(" bytes (")
+                && !l.contains(" bytes copied")
+                && !l.starts_with('{')
+        })
+        .collect()
+}
+
+/// The one message of a failed copy, checked to name `end` and to show
+/// no secret.
+#[track_caller]
+fn one_line(stderr: &str, end: &str) -> String {
+    let lines = messages(stderr);
+    assert_eq!(lines.len(), 1, "one line wanted: {stderr}");
+    assert!(lines[0].contains(end), "{end} not named: {stderr}");
+    rigs::object::assert_hidden(&[stderr.to_owned()], &[SECRET_KEY]);
+    lines[0].to_owned()
+}
+
+fn run(cmd: &mut Command) -> std::process::Output {
+    cmd.output().expect("ddx runs")
+}
+
+#[test]
+fn an_overwrite_that_fills_the_servers_disk_keeps_the_old_object_and_leaves_no_part() {
+    let Some(fs) = rigs::or_skip(rigs::SmallTmpfs::new(80 * MIB as u64)) else {
+        return;
+    };
+    let Some(server) = rigs::or_skip(S3Server::start_in(fs.path())) else {
+        return;
+    };
+    let old = pattern(1, 24 * MIB);
+    std::fs::write(server.object_file("bkt", "x.bin"), &old).expect("old object");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("new");
+    std::fs::write(&input, pattern(2, 72 * MIB)).expect("input");
+    let out = run(ddx()
+        .envs(env(&server, &server.endpoint(), 2))
+        .arg(format!("if={}", input.display()))
+        .args(["of=s3://bkt/x.bin", "bs=8M"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), None, "killed by a signal: {stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let line = one_line(&stderr, "'s3://bkt/x.bin'");
+    // The server's answer: its status and its S3 code.
+    assert!(line.contains("500 Internal Server Error"), "{line}");
+    assert!(line.contains("InternalError"), "{line}");
+    assert!(
+        std::fs::read(server.object_file("bkt", "x.bin")).expect("old") == old,
+        "the old object changed"
+    );
+    assert_eq!(server.upload_files(), Vec::<String>::new(), "parts left");
+}
+
+#[test]
+fn slow_down_and_resets_in_the_middle_of_a_part_are_retried_until_the_copy_completes() {
+    let Some(server) = s3_or_skip() else {
+        return;
+    };
+    let slow_down = Fault::Answer {
+        status: 503,
+        code: "SlowDown",
+        message: "Please reduce your request rate.",
+    };
+    let proxy = FaultProxy::start(
+        server.port,
+        vec![
+            Rule::new("POST", "uploads", slow_down.clone()),
+            Rule::new("PUT", "partNumber=2", slow_down.clone()).times(2),
+            Rule::new("PUT", "partNumber=3", Fault::ResetMidBody),
+            Rule::new(
+                "POST",
+                "uploadId",
+                Fault::Answer {
+                    status: 500,
+                    code: "InternalError",
+                    message: "We encountered an internal error. Please try again.",
+                },
+            ),
+            Rule::new("GET", "/bkt/x.bin", slow_down.clone()).after(1),
+            Rule::new("GET", "/bkt/x.bin", Fault::ResetMidBody).after(2),
+        ],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = pattern(3, 3 * 16 * MIB + 4321);
+    let input = dir.path().join("in");
+    std::fs::write(&input, &data).expect("input");
+    let out = run(ddx()
+        .envs(env(&server, &proxy.endpoint(), 5))
+        .arg(format!("if={}", input.display()))
+        .args(["of=s3://bkt/x.bin", "bs=1M"]));
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        std::fs::read(server.object_file("bkt", "x.bin")).expect("stored") == data,
+        "other bytes stored"
+    );
+    server.assert_no_pending_upload();
+    // And back down, through the same troubles.
+    let back = dir.path().join("back");
+    let out = run(ddx()
+        .envs(env(&server, &proxy.endpoint(), 5))
+        .arg("if=s3://bkt/x.bin")
+        .arg(format!("of={}", back.display()))
+        .arg("bs=4M"));
+    assert!(out.status.success(), "{out:?}");
+    assert!(std::fs::read(&back).expect("back") == data);
+    // Every fault was met (and retried): create, 2 parts x2, 1 reset,
+    // complete, and two GETs.
+    assert_eq!(proxy.faults(), 7, "{:?}", proxy.seen());
+}
+
+#[test]
+fn a_server_that_keeps_failing_a_part_is_named_with_its_answer_and_the_upload_aborted() {
+    let Some(server) = s3_or_skip() else {
+        return;
+    };
+    let proxy = FaultProxy::start(
+        server.port,
+        vec![Rule::new(
+            "PUT",
+            "partNumber=2",
+            Fault::Answer {
+                status: 503,
+                code: "SlowDown",
+                message: "Please reduce your request rate.",
+            },
+        )
+        .times(100)],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("in");
+    std::fs::write(&input, pattern(4, 40 * MIB)).expect("input");
+    let out = run(ddx()
+        .envs(env(&server, &proxy.endpoint(), 3))
+        .arg(format!("if={}", input.display()))
+        .args(["of=s3://bkt/failed", "bs=1M"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let line = one_line(&stderr, "'s3://bkt/failed'");
+    for said in [
+        "part 2 (from byte 16777216)",
+        "503",
+        "SlowDown: Please reduce your request rate.",
+        "after 3 tries",
+    ] {
+        assert!(line.contains(said), "{said:?} not in: {line}");
+    }
+    assert!(!server.object_file("bkt", "failed").exists());
+    server.assert_no_pending_upload();
+}
+
+/// ddx reading its input from a pipe the test feeds, with stderr read by
+/// a thread that forwards each line.
+struct Feeding {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Feeding {
+    fn start(cmd: &mut Command) -> Feeding {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let stderr = child.stderr.take().expect("stderr");
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Feeding {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The exit status and everything said.
+    fn finish(mut self) -> (std::process::ExitStatus, String) {
+        drop(self.child.stdin.take());
+        let status = self.child.wait().expect("wait");
+        self.seen.extend(self.lines.iter());
+        (status, self.seen.join("\n"))
+    }
+}
+
+#[test]
+fn a_server_killed_during_an_upload_is_named_and_the_upload_aborted_once_it_is_back() {
+    let Some(mut server) = s3_or_skip() else {
+        return;
+    };
+    // The proxy only watches: when the server's part tries are spent and
+    // ddx tries to abort the upload, the server comes back.
+    let proxy = FaultProxy::start(server.port, Vec::new());
+    let mut ddx = Feeding::start(
+        ddx()
+            .envs(env(&server, &proxy.endpoint(), 2))
+            .args(["of=s3://bkt/cut.bin", "bs=1M"]),
+    );
+    let mut stdin = ddx.child.stdin.take().expect("stdin");
+    stdin.write_all(&pattern(5, 17 * MIB)).expect("feed");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.pending_uploads().len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        server.pending_uploads().len() >= 2,
+        "the first part never landed"
+    );
+    server.kill();
+    // The next part cannot go anywhere; the input ends.
+    stdin.write_all(&pattern(6, 20 * MIB)).expect("feed");
+    drop(stdin);
+    let aborting = || proxy.seen().iter().any(|s| s.method == "DELETE");
+    while !aborting() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(aborting(), "no abort tried: {:?}", proxy.seen());
+    server.restart().expect("the server again");
+    let (status, stderr) = ddx.finish();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let line = one_line(&stderr, "'s3://bkt/cut.bin'");
+    // Parts go up while the input is read: the one named is the first
+    // the server did not take, or one sent beside it.
+    assert!(
+        line.contains("part 2 (from byte 16777216)")
+            || line.contains("part 3 (from byte 33554432)"),
+        "{line}"
+    );
+    assert!(line.contains("after 2 tries"), "{line}");
+    assert!(!server.object_file("bkt", "cut.bin").exists());
+    server.assert_no_pending_upload();
+}
+
+/// The parts the proxy saw uploaded, by number.
+fn parts_put(proxy: &FaultProxy) -> Vec<usize> {
+    proxy
+        .seen()
+        .iter()
+        .filter(|s| s.method == "PUT")
+        .filter_map(|s| {
+            let at = s.target.find("partNumber=")? + "partNumber=".len();
+            let n: String = s.target[at..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            n.parse().ok()
+        })
+        .collect()
+}
+
+/// An upload killed once `parts` parts are in its map, and resumed:
+/// plain or compressed, the object is the input (decompressed), the
+/// resumed run checks the parts with ListParts and sends none of those
+/// the map holds again.
+fn killed_and_resumed(compress: Option<&str>) {
+    let Some(server) = s3_or_skip() else {
+        return;
+    };
+    if compress.is_some() && !rigs::tools_or_skip(&["zstd"]) {
+        return;
+    }
+    // Slow parts: the kill lands in the middle of the upload.
+    let proxy = FaultProxy::start(
+        server.port,
+        vec![Rule::new(
+            "PUT",
+            "partNumber",
+            Fault::Delay(Duration::from_millis(150)),
+        )
+        .times(1000)],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Compressible, so that a compressed part holds more than 16 MiB of
+    // input, and not too much: parts end on frames of 16 MiB of input.
+    let mut data = Vec::new();
+    for n in 0..12 {
+        data.extend(pattern(n + 1, 4 * MIB));
+        data.extend(vec![n as u8; 4 * MIB]);
+    }
+    let input = dir.path().join("in");
+    std::fs::write(&input, &data).expect("input");
+    let map = dir.path().join("upload.map");
+    let key = if compress.is_some() { "k.zst" } else { "k" };
+    let upload = |resume: bool| {
+        let mut cmd = ddx();
+        cmd.envs(env(&server, &proxy.endpoint(), 3))
+            .arg(format!("if={}", input.display()))
+            .arg(format!("of=s3://bkt/{key}"))
+            .arg(format!("--map={}", map.display()))
+            .arg("bs=1M");
+        if let Some(compress) = compress {
+            cmd.arg(format!("--compress={compress}"));
+        }
+        if resume {
+            cmd.arg("--resume");
+        }
+        cmd
+    };
+    let mut first = upload(false)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let recorded = |n: usize| {
+        std::fs::read_to_string(&map)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("# ddx part: "))
+            .count()
+            >= n
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !recorded(2) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(recorded(2), "no parts recorded");
+    first.kill().expect("kill");
+    first.wait().expect("wait");
+    let stored: Vec<usize> = std::fs::read_to_string(&map)
+        .expect("map")
+        .lines()
+        .filter_map(|l| l.strip_prefix("# ddx part: "))
+        .filter_map(|l| l.split(' ').next()?.parse().ok())
+        .collect();
+    let before = parts_put(&proxy).len();
+    let out = run(&mut upload(true));
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("resuming upload "), "{stderr}");
+    let again: Vec<usize> = parts_put(&proxy)[before..].to_vec();
+    for part in &stored {
+        assert!(!again.contains(part), "part {part} sent again: {again:?}");
+    }
+    assert!(
+        proxy
+            .seen()
+            .iter()
+            .any(|s| s.method == "GET" && s.target.contains("uploadId=")),
+        "the parts were not listed: {:?}",
+        proxy.seen()
+    );
+    let stored = std::fs::read(server.object_file("bkt", key)).expect("stored");
+    let stored = match compress {
+        None => stored,
+        Some(_) => {
+            let unpacked = Command::new("zstd")
+                .args(["-d", "-c", "-q"])
+                .arg(server.object_file("bkt", key))
+                .output()
+                .expect("zstd");
+            assert!(unpacked.status.success(), "{unpacked:?}");
+            unpacked.stdout
+        }
+    };
+    assert!(stored == data, "the object is not the input");
+    server.assert_no_pending_upload();
+    // The map says the upload is done; a third run refuses to redo it.
+    let out = run(&mut upload(true));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("says its upload completed"));
+}
+
+#[test]
+fn an_upload_killed_half_way_resumes_from_the_parts_the_server_holds() {
+    killed_and_resumed(None);
+}
+
+#[test]
+fn a_compressed_upload_killed_half_way_resumes_on_a_frame_boundary() {
+    killed_and_resumed(Some("zstd"));
+}
+
+#[test]
+fn a_resume_whose_upload_is_gone_from_the_server_is_refused_before_anything_is_sent() {
+    let Some(server) = s3_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("in");
+    std::fs::write(&input, pattern(8, 40 * MIB)).expect("input");
+    let map = dir.path().join("m");
+    std::fs::write(
+        &map,
+        "# ddx upload: 00000000-0000-0000-0000-000000000000\n\
+         # ddx part: 1 16777216 16777216 \"0123\"\n\
+         0x01000000     ?               1\n\
+         0x00000000  0x01000000  +\n\
+         0x01000000  0x01800000  ?\n",
+    )
+    .expect("map");
+    let out = run(ddx()
+        .envs(env(&server, &server.endpoint(), 2))
+        .arg(format!("if={}", input.display()))
+        .args(["of=s3://bkt/gone", "bs=1M", "--resume"])
+        .arg(format!("--map={}", map.display())));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let line = one_line(&stderr, "s3://bkt/gone");
+    assert!(line.contains("part 1 of upload 00000000-"), "{line}");
+    assert!(line.contains("remove the map"), "{line}");
+    assert!(!server.object_file("bkt", "gone").exists());
+    server.assert_no_pending_upload();
+}
+
+#[test]
+fn a_mapped_upload_cut_off_by_its_server_is_kept_and_resumed_once_it_is_back() {
+    let Some(mut server) = s3_or_skip() else {
+        return;
+    };
+    let proxy = FaultProxy::start(
+        server.port,
+        vec![Rule::new(
+            "PUT",
+            "partNumber",
+            Fault::Delay(Duration::from_millis(200)),
+        )
+        .times(1000)],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = pattern(14, 6 * 16 * MIB + 99);
+    let input = dir.path().join("in");
+    std::fs::write(&input, &data).expect("input");
+    let map = dir.path().join("m");
+    let environment = env(&server, &proxy.endpoint(), 2);
+    let upload = |resume: bool| {
+        let mut cmd = ddx();
+        cmd.envs(environment.clone())
+            .arg(format!("if={}", input.display()))
+            .args(["of=s3://bkt/kept", "bs=1M"])
+            .arg(format!("--map={}", map.display()));
+        if resume {
+            cmd.arg("--resume");
+        }
+        cmd
+    };
+    let first = upload(false)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let recorded = || {
+        std::fs::read_to_string(&map)
+            .unwrap_or_default()
+            .contains("# ddx part: 1 ")
+    };
+    while !recorded() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(recorded(), "no part recorded");
+    server.kill();
+    let out = first.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let line = one_line(&stderr, "'s3://bkt/kept'");
+    assert!(
+        line.contains("the upload stays on the server, for --resume"),
+        "{line}"
+    );
+    server.restart().expect("the server again");
+    assert!(
+        !server.pending_uploads().is_empty(),
+        "the upload was not kept"
+    );
+    let out = run(&mut upload(true));
+    assert!(out.status.success(), "{out:?}");
+    assert!(std::fs::read(server.object_file("bkt", "kept")).expect("stored") == data);
+    server.assert_no_pending_upload();
+}
+
+/// The last JSON progress record in `stderr`.
+fn last_record(stderr: &str) -> serde_json::Value {
+    let line = stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .expect("a JSON record");
+    serde_json::from_str(line).expect("JSON")
+}
+
+/// SIGTERM while the upload's completing request is held by the proxy,
+/// or while its last part is: after the commit was sent the copy counts
+/// as completed; before, it is interrupted and the upload aborted.
+#[test]
+fn sigterm_before_the_commit_aborts_and_after_it_completes() {
+    let Some(server) = s3_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = pattern(9, 2 * 16 * MIB + 77);
+    let input = dir.path().join("in");
+    std::fs::write(&input, &data).expect("input");
+    for (held, key, committed) in [
+        ("uploadId", "after", true),
+        ("partNumber=3", "before", false),
+    ] {
+        let method = if committed { "POST" } else { "PUT" };
+        let proxy = FaultProxy::start(
+            server.port,
+            vec![Rule::new(
+                method,
+                held,
+                Fault::Delay(Duration::from_millis(1500)),
+            )],
+        );
+        let child = ddx()
+            .envs(env(&server, &proxy.endpoint(), 2))
+            .arg(format!("if={}", input.display()))
+            .arg(format!("of=s3://bkt/{key}"))
+            .args(["bs=1M", "--progress-fd=2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        rigs::signal::wait_for_handler(child.id(), libc::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while proxy.faults() == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(proxy.faults(), 1, "the request was never held");
+        rigs::signal::send(child.id(), libc::SIGTERM);
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let record = last_record(&stderr);
+        let object = server.object_file("bkt", key);
+        if committed {
+            assert_eq!(out.status.code(), Some(0), "{stderr}");
+            assert_eq!(record["done"], true, "{stderr}");
+            assert!(record.get("signal").is_none(), "{stderr}");
+            assert!(
+                stderr.contains("SIGTERM came once 's3://bkt/after' was committed"),
+                "{stderr}"
+            );
+            assert!(std::fs::read(&object).expect("object") == data);
+        } else {
+            assert_eq!(out.status.signal(), Some(libc::SIGTERM), "{stderr}");
+            assert_eq!(record["signal"], "SIGTERM", "{stderr}");
+            assert!(!object.exists(), "an object was left");
+        }
+        server.assert_no_pending_upload();
+    }
+}
+
+#[test]
+fn a_small_put_with_a_wrong_key_says_the_servers_code() {
+    let Some(server) = s3_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (size, key) in [(1000, "small"), (20 * MIB, "large")] {
+        let input = dir.path().join(key);
+        std::fs::write(&input, pattern(10, size)).expect("input");
+        let out = run(ddx()
+            .envs(env(&server, &server.endpoint(), 1))
+            .env("AWS_SECRET_ACCESS_KEY", "Wrong+Secret/Key0123456789")
+            .arg(format!("if={}", input.display()))
+            .arg(format!("of=s3://bkt/{key}")));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        let line = one_line(&stderr, &format!("'s3://bkt/{key}'"));
+        assert!(line.contains("403 Forbidden"), "{line}");
+        assert!(line.contains("SignatureDoesNotMatch"), "{line}");
+        rigs::object::assert_hidden(&[stderr.to_string()], &["Wrong+Secret", "Wrong%2BSecret"]);
+        server.assert_no_pending_upload();
+    }
+}
+
+/// A web server's answer cut in the middle of the body: the read goes on
+/// from where it stopped with a range request, the version checked; a
+/// changed object fails the copy instead of being stitched to the old.
+#[test]
+fn an_http_body_cut_short_is_resumed_from_where_it_stopped_unless_the_object_changed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let served = dir.path().join("www");
+    std::fs::create_dir(&served).expect("mkdir");
+    let data = pattern(11, 24 * MIB + 5);
+    let file = served.join("image.raw");
+    std::fs::write(&file, &data).expect("seed");
+    let server = match HttpServer::start(&served, None) {
+        Ok(server) => server,
+        Err(why) => return rigs::skip(&why),
+    };
+    let port: u16 = server
+        .url("")
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.trim_end_matches('/').parse().ok())
+        .expect("a port");
+    let out_file = dir.path().join("out");
+    let copy = |proxy: &FaultProxy| {
+        run(ddx()
+            .env("HOME", "/nonexistent")
+            .env("AWS_MAX_ATTEMPTS", "3")
+            .arg(format!("if={}/image.raw", proxy.endpoint()))
+            .arg(format!("of={}", out_file.display()))
+            .arg("bs=1M"))
+    };
+    // rclone gives no ETag: the Last-Modified is what holds the version.
+    let cut_at = 5 * MIB + 1234;
+    let proxy = FaultProxy::start(
+        port,
+        vec![Rule::new(
+            "GET",
+            "/image.raw",
+            Fault::CutAnswer {
+                after: cut_at,
+                then: None,
+            },
+        )
+        .range_has("bytes=0-8388607")],
+    );
+    let out = copy(&proxy);
+    assert!(out.status.success(), "{out:?}");
+    assert!(std::fs::read(&out_file).expect("out") == data);
+    let ranges: Vec<String> = proxy
+        .seen()
+        .iter()
+        .filter_map(|s| s.range.clone())
+        .collect();
+    // Where ddx stopped is at most where the proxy cut (a reset may take
+    // with it bytes the client had not read yet), and inside the answer
+    // that was cut: the rest of that answer's range is asked for again.
+    let resumed_inside_the_cut_answer = |r: &String| {
+        let Some((from, to)) = r.strip_prefix("bytes=").and_then(|r| r.split_once('-')) else {
+            return false;
+        };
+        let from: usize = from.parse().unwrap_or(0);
+        from > 0 && from <= cut_at && to == "8388607"
+    };
+    assert!(
+        ranges.iter().any(resumed_inside_the_cut_answer),
+        "not resumed where it stopped: {ranges:?}"
+    );
+
+    // The object replaced while the cut answer is read: never stitched.
+    let newer = pattern(12, data.len());
+    let (replace_file, replacement) = (file.clone(), newer.clone());
+    let replace = Arc::new(move || {
+        std::fs::write(&replace_file, &replacement).expect("replace");
+        let later = std::time::SystemTime::now() + Duration::from_secs(100);
+        std::fs::File::options()
+            .write(true)
+            .open(&replace_file)
+            .and_then(|f| f.set_modified(later))
+            .expect("mtime");
+    });
+    let proxy = FaultProxy::start(
+        port,
+        vec![Rule::new(
+            "GET",
+            "/image.raw",
+            Fault::CutAnswer {
+                after: cut_at,
+                then: Some(replace),
+            },
+        )
+        .range_has("bytes=0-8388607")],
+    );
+    let out = copy(&proxy);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let line = one_line(&stderr, "/image.raw'");
+    assert!(line.contains("changed since the copy began"), "{line}");
+    let written = std::fs::read(&out_file).expect("out");
+    assert!(
+        written.len() <= cut_at + MIB
+            && data[..written.len().min(cut_at)] == written[..written.len().min(cut_at)],
+        "bytes of the new version written after the old"
+    );
+}
+
+/// The same cut with an ETag (S3, where object_store resumes the body
+/// itself) and with a server that has no ranges (read again from the
+/// start up to where it stopped).
+#[test]
+fn s3_and_rangeless_bodies_cut_short_are_resumed() {
+    let Some(server) = s3_or_skip() else {
+        return;
+    };
+    let data = pattern(13, 20 * MIB + 3);
+    std::fs::write(server.object_file("bkt", "obj"), &data).expect("seed");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_file = dir.path().join("out");
+    let proxy = FaultProxy::start(
+        server.port,
+        vec![Rule::new(
+            "GET",
+            "/bkt/obj",
+            Fault::CutAnswer {
+                after: 3 * MIB,
+                then: None,
+            },
+        )],
+    );
+    let out = run(ddx()
+        .envs(env(&server, &proxy.endpoint(), 3))
+        .arg("if=s3://bkt/obj")
+        .arg(format!("of={}", out_file.display()))
+        .arg("bs=1M"));
+    assert!(out.status.success(), "{out:?}");
+    assert!(std::fs::read(&out_file).expect("out") == data);
+    assert_eq!(proxy.faults(), 1);
+    // Without its ETag the server's Last-Modified holds the version.
+    let proxy = FaultProxy::start(
+        server.port,
+        vec![Rule::new(
+            "GET",
+            "/bkt/obj",
+            Fault::CutAnswer {
+                after: 3 * MIB,
+                then: None,
+            },
+        )],
+    );
+    proxy.strip_etag();
+    std::fs::remove_file(&out_file).expect("rm");
+    let out = run(ddx()
+        .envs(env(&server, &proxy.endpoint(), 3))
+        .arg("if=s3://bkt/obj")
+        .arg(format!("of={}", out_file.display()))
+        .arg("bs=1M"));
+    assert!(out.status.success(), "{out:?}");
+    assert!(std::fs::read(&out_file).expect("out") == data);
+    assert_eq!(proxy.faults(), 1);
+
+    let served = dir.path().join("www");
+    std::fs::create_dir(&served).expect("mkdir");
+    std::fs::write(served.join("image.raw"), &data).expect("seed");
+    let plain = match PythonHttpServer::start(&served) {
+        Ok(plain) => plain,
+        Err(why) => return rigs::skip(&why),
+    };
+    let port: u16 = plain
+        .url("")
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.trim_end_matches('/').parse().ok())
+        .expect("a port");
+    // The first GET is ddx's one-byte probe, answered whole.
+    let proxy = FaultProxy::start(
+        port,
+        vec![Rule::new(
+            "GET",
+            "/image.raw",
+            Fault::CutAnswer {
+                after: 7 * MIB,
+                then: None,
+            },
+        )
+        .after(1)],
+    );
+    let out = run(ddx()
+        .env("HOME", "/nonexistent")
+        .env("AWS_MAX_ATTEMPTS", "3")
+        .arg(format!("if={}/image.raw", proxy.endpoint()))
+        .arg(format!("of={}", out_file.display()))
+        .arg("bs=1M"));
+    assert!(out.status.success(), "{out:?}");
+    assert!(std::fs::read(&out_file).expect("out") == data);
+    assert_eq!(proxy.faults(), 1);
+}
