@@ -494,6 +494,13 @@ fn map(region: &mut Region<'_>, sb: &[u8], name: &str) -> Result<Verdict, Broken
             bad_bitmaps[0]
         ));
     }
+    // Reserved descriptor blocks and meta_bg's backups may be counted
+    // past the file system's last block: nothing there is its own.
+    let end = (geo.blocks * block).max(2048).min(region.len);
+    let used = used
+        .into_iter()
+        .map(|r| r.start.min(end)..r.end.min(end))
+        .collect();
     Ok(Verdict::Mapped {
         name: name.to_owned(),
         size: geo.blocks * block,
