@@ -232,7 +232,18 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     }
     let block_choice = resolve_auto_block_size(&mut request.plan, &input, &output);
     let plan = &request.plan;
-    reporter.set_total(expected_bytes(plan, &input, &facts));
+    // A resumed upload goes on after the parts its earlier runs stored:
+    // the live line and the JSON records count them, as a copy by
+    // position resumed from its map does.
+    let resumed = upload_map
+        .as_ref()
+        .and_then(|upload| upload.resume.as_ref())
+        .map(|record| record.source_end());
+    reporter
+        .set_total(expected_bytes(plan, &input, &facts).map(|left| left + resumed.unwrap_or(0)));
+    if let Some(done) = resumed {
+        reporter.set_resumed(done);
+    }
     if let Some(position) = images.input_position() {
         reporter.set_input_position(position);
     }

@@ -375,10 +375,23 @@ fn killed_and_resumed(compress: Option<&str>) {
         .filter_map(|l| l.split(' ').next()?.parse().ok())
         .collect();
     let before = parts_put(&proxy).len();
-    let out = run(&mut upload(true));
+    // Progress as JSON on standard output, which the upload leaves free.
+    let out = run(upload(true).arg("--progress-fd=1"));
     assert!(out.status.success(), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("resuming upload "), "{stderr}");
+    // The last record counts the parts earlier runs stored: it ends at
+    // the whole input, as the live line's bar does.
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last: serde_json::Value =
+        serde_json::from_str(text.lines().last().expect("a record")).expect("JSON");
+    assert_eq!(last["done"], true, "{text}");
+    assert_eq!(last["bytes"], data.len() as u64, "{text}");
+    assert_eq!(last["total"], data.len() as u64, "{text}");
+    assert!(
+        last["resumed_bytes"].as_u64().is_some_and(|b| b > 0),
+        "{text}"
+    );
     let again: Vec<usize> = parts_put(&proxy)[before..].to_vec();
     for part in &stored {
         assert!(!again.contains(part), "part {part} sent again: {again:?}");
