@@ -21,7 +21,7 @@ _ddx() {
         elif (( bench )); then
             COMPREPLY=($(compgen -W "--tests= --size= --runs= --time-per-run= --latency-count= --latency-bs= --zones= --destructive --force --allow-memory --json --markdown --html= --help --version" -- "$word"))
         else
-            COMPREPLY=($(compgen -W "bs= cbs= conv= count= ibs= if= iflag= obs= of= oflag= seek= skip= status= iseek= oseek= --backend= --queue-depth= --request-size= --offload --no-offload --keep-cache --drop-cache --rescue --map= --resume --sector-size= --retry-passes= --hash= --hash-file= --decompress --decompress= --no-decompress --compress= --bmap= --bmap-create= --tee= --verify --trim --fua --progress-fd= --verbose --force --help --version" -- "$word"))
+            COMPREPLY=($(compgen -W "bs= cbs= conv= count= ibs= if= iflag= obs= of= oflag= seek= skip= status= iseek= oseek= --backend= --queue-depth= --request-size= --offload --no-offload --keep-cache --drop-cache --rescue --map= --resume --sector-size= --retry-passes= --hash= --hash-file= --decompress --decompress= --no-decompress --compress= --bmap= --bmap-create= --used-only --tee= --verify --trim --fua --progress-fd= --verbose --force --help --version" -- "$word"))
             (( COMP_CWORD == 1 )) && COMPREPLY+=($(compgen -W "bench" -- "$word"))
         fi
         [[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace

@@ -6,10 +6,13 @@ operand and option lists, numbers, URIs, bmap XML, mapfiles, AWS files,
 kernel texts and tool outputs. The decoders' targets get small files made
 by the real compressors (zstd, pzstd, xz, gzip, pigz, bzip2, lz4) as the
 image tests make them, and bmaptool's and GNU ddrescue's own files join
-the parsers' seeds. Each seed is stored under the SHA-1 of its bytes, as
+the parsers' seeds. The disk targets get small disks laid out by sfdisk
+and made by mkfs.ext4, mkfs.vfat, mkswap and mkfs.xfs, in the sparse
+form they read (see `sparse`). Each seed is stored under the SHA-1 of its bytes, as
 libFuzzer names its inputs, so seeding twice adds nothing.
 
-Run from anywhere; then minimise (bench/fuzz.sh --minimise) so that only
+Run from anywhere (`seed.py disks` seeds the disk targets only); then
+minimise (bench/fuzz.sh --minimise) so that only
 seeds that reach new code stay.
 """
 
@@ -297,13 +300,114 @@ def seed_images(work):
         store("device_probe", run("dumpe2fs", "-h", "fs.img", cwd=work))
 
 
+def sparse(path):
+    """A disk image as the disk targets read one (src/fuzzing/disks.rs):
+    a byte giving its size as a power of two, then each sector that is not
+    all zeros as its number (4 bytes, little-endian) and its 512 bytes."""
+    data = open(path, "rb").read()
+    out = bytearray([(len(data) - 1).bit_length()])
+    for number in range(0, len(data), 512):
+        sector = data[number:number + 512]
+        if sector.strip(b"\0"):
+            out += (number // 512).to_bytes(4, "little") + sector
+    return bytes(out)
+
+
+def seed_disks(work):
+    def blank(name, size):
+        path = os.path.join(work, name)
+        with open(path, "wb") as f:
+            f.truncate(size)
+        return path
+
+    def table(name, size, script, *args):
+        path = blank(name, size)
+        subprocess.run(["sfdisk", "-q", "--no-reread", "--no-tell-kernel", *args, path],
+                       input=script.encode(), check=True, capture_output=True)
+        return path
+
+    def files(name, count):
+        """A directory of small files of text, for mkfs.ext4 -d and mtools."""
+        directory = os.path.join(work, name)
+        os.makedirs(directory, exist_ok=True)
+        for i in range(count):
+            with open(os.path.join(directory, f"f{i}.txt"), "w") as f:
+                f.write(f"file {i}\n" * (40 * (i + 1)))
+        return directory
+
+    if shutil.which("sfdisk"):
+        # An MBR with an extended partition holding two logical ones, and
+        # a GPT with both headers (the fuzzer tries 4096-byte sectors on
+        # its own: sfdisk lays out a file in 512-byte ones).
+        mbr = table("mbr.img", 1 << 16, "label: dos\nstart=8, size=24, type=83\n"
+                    "start=40, size=80, type=5\nstart=48, size=16, type=83\nstart=72, size=16, type=c\n")
+        gpt = table("gpt.img", 1 << 16, "label: gpt\nfirst-lba: 34\n\nstart=40, size=40\nstart=80, size=8\n")
+        for disk in (mbr, gpt):
+            store("partition_table", sparse(disk))
+            store("used_blocks", sparse(disk))
+    content = files("content", 6)
+    if shutil.which("mkfs.ext4"):
+        for name, size, args in [
+            ("ext2.img", 1 << 20, ["-t", "ext2", "-b", "1024"]),
+            ("ext4-csum.img", 1 << 21, ["-b", "1024", "-g", "1024", "-O", "^has_journal"]),
+            ("ext4-crc16.img", 1 << 21,
+             ["-b", "1024", "-g", "1024", "-O", "^has_journal,^metadata_csum,uninit_bg"]),
+            ("ext4-metabg.img", 1 << 23,
+             ["-b", "4096", "-g", "256", "-O", "^has_journal,meta_bg,^resize_inode,64bit"]),
+            ("ext4-bigalloc.img", 1 << 23,
+             ["-b", "1024", "-O", "^has_journal,bigalloc", "-C", "4096"]),
+            ("ext4-journal.img", 1 << 22, ["-b", "1024"]),
+        ]:
+            path = blank(name, size)
+            run("mkfs.ext4", "-q", "-F", "-E", "nodiscard", *args, "-d", content, path)
+            store("ext", sparse(path))
+            store("used_blocks", sparse(path))
+    if shutil.which("mkfs.vfat"):
+        for name, size, args in [
+            ("fat12.img", 1 << 20, ["-F", "12"]),
+            ("fat16.img", 1 << 24, ["-F", "16"]),
+            ("fat32.img", 1 << 26, ["-F", "32", "-s", "1"]),
+        ]:
+            path = blank(name, size)
+            run("mkfs.vfat", *args, path)
+            if shutil.which("mcopy"):
+                run("mcopy", "-i", path, *[os.path.join(content, f) for f in sorted(os.listdir(content))], "::")
+            store("fat", sparse(path))
+            store("used_blocks", sparse(path))
+    if shutil.which("mkswap"):
+        path = blank("swap.img", 1 << 16)
+        run("mkswap", "-L", "a swap", path)
+        store("swap", sparse(path))
+        with open(path, "r+b") as f:
+            f.seek(4096 - 10)
+            f.write(b"S1SUSPEND\0")
+        store("swap", sparse(path))
+    if shutil.which("mkfs.xfs"):
+        # Below the 300 MiB mkfs.xfs asks for, as xfstests makes them.
+        small = dict(os.environ, QA_CHECK_FS="1", TEST_DIR=work, TEST_DEV="none")
+        for name, size, args in [
+            ("xfs.img", 1 << 24, []),
+            ("xfs-4ag.img", 1 << 26, ["-d", "agcount=4"]),
+            ("xfs-v4.img", 1 << 24, ["-m", "crc=0", "-b", "size=1024"]),
+        ]:
+            path = blank(name, size)
+            subprocess.run(["mkfs.xfs", "-q", "-f", *args, path], env=small, check=True,
+                           capture_output=True)
+            store("xfs", sparse(path))
+            store("used_blocks", sparse(path))
+
+
 def main():
-    test_files = list(rust_sources("tests")) + list(rust_sources("src"))
-    seed_command_lines(test_files)
-    seed_texts()
-    seed_sense()
+    only_disks = sys.argv[1:] == ["disks"]
+    if not only_disks:
+        test_files = list(rust_sources("tests")) + list(rust_sources("src"))
+        seed_command_lines(test_files)
+        seed_texts()
+        seed_sense()
     with tempfile.TemporaryDirectory() as work:
-        seed_images(work)
+        if not only_disks:
+            seed_images(work)
+        seed_disks(work)
     for target in sorted(os.listdir(CORPUS)):
         print(f"{target}: {len(os.listdir(os.path.join(CORPUS, target)))} seeds")
 

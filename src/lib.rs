@@ -6,6 +6,7 @@
 //! `text` and `stats`, with no cycle: ARCHITECTURE.md names every module,
 //! the path from argv to exit status, and which layer imports which.
 
+pub mod allocation;
 pub mod bench;
 pub mod cli;
 pub mod copy;

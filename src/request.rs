@@ -57,6 +57,9 @@ pub struct Settings {
     pub bmap: Option<std::path::PathBuf>,
     /// `--bmap-create=FILE`: record a block map of the input.
     pub bmap_create: Option<std::path::PathBuf>,
+    /// `--used-only`: read only the blocks the input disk's file systems
+    /// use; the rest are holes.
+    pub used_only: bool,
     /// `--tee=FILE`, repeatable: further outputs of the same bytes.
     pub tee: Vec<std::path::PathBuf>,
     /// `--offload` / `--no-offload` (the last one given wins).

@@ -192,6 +192,19 @@ pub const OPTIONS: &[OptionSpec] = &[
         "write a block map of the input, as bmaptool makes them, to FILE: its data \
          extents where it has them, else its blocks that are not all zeros",
     ),
+    OptionSpec::switch(
+        "used-only",
+        "read only the blocks that the input disk's file systems use, from its \
+         partition table (MBR, GPT) and each file system's own map (ext2/3/4, FAT, \
+         XFS, swap): the output keeps the disk's size, and the rest are holes (in a \
+         file; nothing in a compressed stream; left as they were on a device, or \
+         discarded with --trim), so that --bmap-create maps exactly the used \
+         blocks. Partition tables, everything outside the partitions and any \
+         partition whose file system is not known, or was not cleanly \
+         unmounted, are copied whole; --verbose \
+         says what each partition held. A source with a file system mounted \
+         read-write is refused",
+    ),
     OptionSpec::valued(
         "tee",
         "FILE",
@@ -232,10 +245,11 @@ pub const OPTIONS: &[OptionSpec] = &[
         "write progress as JSON, one object per line, to file descriptor FD \
          about once a second and on SIGUSR1: bytes, records, elapsed seconds, \
          rates and the total when known (with --decompress, compressed_bytes and \
-         compressed_total too; with --rescue, its phase and bad_bytes); the last, \
-         with \"done\": true, equals the final statistics; a resumed copy (--resume) \
-         counts in bytes what its earlier runs did too (resumed_bytes), so that \
-         bytes over total is how far the whole copy is",
+         compressed_total too; with --used-only, used_bytes and used_total; with \
+         --rescue, its phase and bad_bytes); the last, with \"done\": true, \
+         equals the final statistics; a resumed copy (--resume) counts in bytes \
+         what its earlier runs did too (resumed_bytes), so that bytes over total \
+         is how far the whole copy is",
     ),
     OptionSpec::switch(
         "verbose",
@@ -247,6 +261,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "force",
         "write even where the guard refuses: a mounted, swap or held block \
          device, or a copy onto itself that overwrites input not yet read; \
+         read a --used-only source with a file system mounted read-write; \
          and do not ask before overwriting a whole disk",
     ),
     OptionSpec::switch("help", "display this help and exit"),
@@ -327,6 +342,7 @@ fn apply_switch(settings: &mut Settings, option: &str) {
         "no-offload" => settings.offload = Offload::Never,
         "force" => settings.force = true,
         "verbose" => settings.verbose = true,
+        "used-only" => settings.used_only = true,
         "decompress" => {
             settings.decompress = Some(crate::image::Mode::Required);
             settings.no_decompress = false;

@@ -375,6 +375,7 @@ pub const OPTION_GROUPS: &[OptionGroup] = &[
             "compress",
             "bmap",
             "bmap-create",
+            "used-only",
         ],
     },
     OptionGroup {

@@ -1,13 +1,14 @@
-//! ddx's image options in the copy: `--decompress`,
-//! `--compress`, `--bmap`, `--bmap-create` and `--tee`.
+//! ddx's image options in the copy: `--decompress`, `--compress`,
+//! `--bmap`, `--bmap-create`, `--used-only` and `--tee`.
 //!
 //! The image ends themselves live in [`crate::image`]; this module owns
 //! when they apply. What the options cannot be combined with is a row of
 //! `planner::needs`, refused before anything is opened; [`prepare`] reads
 //! the map `--bmap` names (a map that cannot be read is one line, and
 //! nothing is created or truncated); the input is
-//! then wrapped as soon as it is opened ([`Images::wrap_input`]: decoded,
-//! then filtered through its map, then recorded), before the output is
+//! then wrapped once it is opened and admitted ([`Images::wrap_input`]: read by
+//! its used blocks, or decoded, then filtered through its map, then
+//! recorded), before the output is
 //! opened, so that an input that is not compressed or a map made for
 //! another image still writes nothing; the output is wrapped once opened
 //! ([`Images::wrap_output`]: every output held to the safe order where it
@@ -21,14 +22,18 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::allocation::Analysis;
 use crate::diagnostic::Diagnostic;
 use crate::ends::{self, End, Input, Output};
 use crate::image::bmap::{ChecksumKind, Recorded, Recording};
-use crate::image::{self, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport};
+use crate::image::{
+    self, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport, UsedOnly, UsedProgress,
+};
 use crate::integrity::verify::{self, RangeCheck, RangeDigest, RangesVerdict};
 use crate::operands::{CopyPlan, IoFlags, StatusLevel};
-use crate::progress::{Compressed, CompressedPosition, Reporter};
+use crate::progress::{InputPosition, InputRead, Measure, Reporter};
 use crate::request::Settings;
+use crate::text::human::{human, Base};
 use crate::text::quote::quote_file;
 
 use super::Failure;
@@ -48,6 +53,10 @@ pub struct Images {
     recording: Option<Arc<Mutex<Option<Recording>>>>,
     tee: Vec<PathBuf>,
     tee_report: Option<Arc<TeeReport>>,
+    used_only: bool,
+    /// `--used-only`, once the input is analysed: its progress and what
+    /// each partition held.
+    used: Option<(Arc<UsedProgress>, Analysis)>,
     /// The compressed input's position, once it is being decoded.
     compressed: Option<Arc<image::InputProgress>>,
     /// `--verify` with `--bmap`: the mapped ranges are read back (see
@@ -75,6 +84,7 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
         compress: settings.compress,
         bmap_create: settings.bmap_create.clone(),
         tee: settings.tee.clone(),
+        used_only: settings.used_only,
         verify: settings.verify && settings.bmap.is_some(),
         passthrough: Some(settings.passthrough()),
         ..Images::default()
@@ -101,11 +111,26 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
 /// the other.
 struct Decoding(Arc<image::InputProgress>);
 
-impl CompressedPosition for Decoding {
-    fn compressed(&self) -> Compressed {
-        Compressed {
+impl InputPosition for Decoding {
+    fn position(&self) -> InputRead {
+        InputRead {
             read: self.0.consumed(),
             total: self.0.total,
+            measure: Measure::Compressed,
+        }
+    }
+}
+
+/// The used blocks read of a disk (`--used-only`), as the progress line
+/// reads them.
+struct Used(Arc<UsedProgress>);
+
+impl InputPosition for Used {
+    fn position(&self) -> InputRead {
+        InputRead {
+            read: self.0.read(),
+            total: Some(self.0.total),
+            measure: Measure::Used,
         }
     }
 }
@@ -146,18 +171,23 @@ impl Images {
             .collect()
     }
 
-    /// Where the compressed input stands, when it is being decoded
-    /// (`--decompress`): the progress line and its ETA follow it.
-    pub fn compressed_position(&self) -> Option<Arc<dyn CompressedPosition>> {
+    /// Where the input stands, when what is read is not what is written:
+    /// a compressed input being decoded (`--decompress`), a disk read by
+    /// its used blocks (`--used-only`). The progress line and its ETA
+    /// follow it.
+    pub fn input_position(&self) -> Option<Arc<dyn InputPosition>> {
+        if let Some((used, _)) = &self.used {
+            return Some(Arc::new(Used(Arc::clone(used))) as Arc<dyn InputPosition>);
+        }
         self.compressed
             .as_ref()
-            .map(|p| Arc::new(Decoding(Arc::clone(p))) as Arc<dyn CompressedPosition>)
+            .map(|p| Arc::new(Decoding(Arc::clone(p))) as Arc<dyn InputPosition>)
     }
 
-    /// The input read through a block map (`--bmap`): the planner leaves
-    /// its holes unwritten.
+    /// The input read through a block map (`--bmap`) or by its used
+    /// blocks (`--used-only`): the planner leaves its holes unwritten.
     pub fn mapped(&self) -> bool {
-        self.bmap.is_some()
+        self.bmap.is_some() || self.used.is_some()
     }
 
     /// Whether the decoder verifies the compressed format's own checksums:
@@ -177,6 +207,21 @@ impl Images {
     pub fn wrap_input(&mut self, mut input: Input, plan: &CopyPlan) -> Result<Input, Failure> {
         let mut end = input.end;
         let quoted_name = quote_file(&input.name);
+        // Admitted by its row of `planner::needs`: the input reads by
+        // position.
+        if self.used_only {
+            let sector = match end.capabilities().device {
+                true => end
+                    .fd()
+                    .and_then(|fd| crate::sys::device::device_info(fd).logical_sector)
+                    .map(u64::from),
+                false => None,
+            };
+            let (used, analysis) = UsedOnly::wrap(end, &quoted_name, sector)
+                .map_err(|e| Failure::Refused(e.to_string()))?;
+            self.used = Some((used.progress(), analysis));
+            end = Box::new(used);
+        }
         if let (Some(_), Some((map, path))) = (self.decompress, &self.bmap) {
             check_decoded_size(end.as_mut(), map, path, &quoted_name)?;
         }
@@ -225,6 +270,14 @@ impl Images {
                 0
             };
             let (recorder, slot) = BmapRecorder::new(end, BMAP_BLOCK, origin);
+            // A disk read by its used blocks maps them, zeros or not: an
+            // inode table of zeros must be written over what the target
+            // held.
+            let recorder = if self.used.is_some() {
+                recorder.by_extents()
+            } else {
+                recorder
+            };
             end = Box::new(recorder);
             self.recording = Some(slot);
         }
@@ -324,6 +377,25 @@ impl Images {
     pub fn print_verbose(&self, reporter: &Reporter) {
         for report in &self.direct {
             reporter.message(format_args!("image writes: {}", report.describe()));
+        }
+        if let Some((progress, analysis)) = &self.used {
+            let show = |bytes: u64| human(bytes, Base::Iec, 1, 1);
+            reporter.message(format_args!(
+                "--used-only: {}; read {} of {} used, {} skipped",
+                analysis.table,
+                show(progress.read()),
+                show(progress.total),
+                show(analysis.size - analysis.used.bytes())
+            ));
+            for part in &analysis.parts {
+                reporter.message(format_args!("--used-only: {}", part.describe(&show)));
+            }
+            if !analysis.parts.is_empty() {
+                reporter.message(format_args!(
+                    "--used-only: outside the partitions: {}, copied",
+                    show(analysis.outside)
+                ));
+            }
         }
     }
 

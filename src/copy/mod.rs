@@ -94,6 +94,11 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         whole_disks
             .extend(safety::guard(&output_plan, request.settings.force).map_err(Failure::Refused)?);
     }
+    if request.settings.used_only && !request.settings.force {
+        if let Some(refusal) = crate::guard::source_in_use(&request.plan) {
+            return Err(Failure::Refused(refusal.to_string()));
+        }
+    }
 
     let plan = &request.plan;
     let counters = Arc::new(Counters::default());
@@ -151,7 +156,13 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         crate::image::peek::compressed_format(input.end.as_mut(), skip)
     })
     .flatten();
-    let mut input = images.wrap_input(input, plan)?;
+    // `--used-only` reads the disk's maps through the input as opened,
+    // which its row of the table must admit first; every other wrapper is
+    // planned for, and admitted, as it reads.
+    let used_only = request.settings.used_only;
+    if !used_only {
+        input = images.wrap_input(input, plan)?;
+    }
     let mut facts = planner::facts::gather(
         &input,
         output_probe(),
@@ -167,6 +178,19 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     facts.input.compressed = compressed;
     // Every option against the ends it got, before the output is opened.
     planner::admit(&request, &facts).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
+    if used_only {
+        // A disk without the positions to read used blocks at writes
+        // nothing: refused above.
+        input = images.wrap_input(input, plan)?;
+        // The disk probed as opened is the one the wrapper over its
+        // descriptor reads.
+        let probed = facts.input.queue;
+        facts.input = planner::facts::input_facts(&input);
+        facts.input.compressed = compressed;
+        if facts.input.descriptor {
+            facts.input.queue = probed;
+        }
+    }
     let flash = planner::needs::compressed_onto(&request, &facts, &tees);
     if flash.is_some() || !whole_disks.is_empty() {
         // A person's think time is not the copy's: the clock and the
@@ -220,8 +244,8 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     if let Some(done) = resumed {
         reporter.set_resumed(done);
     }
-    if let Some(position) = images.compressed_position() {
-        reporter.set_compressed(position);
+    if let Some(position) = images.input_position() {
+        reporter.set_input_position(position);
     }
     let (tap, hash_job) = match extras.start_hashing().map_err(Failure::Refused)? {
         Some((tap, job)) => (Some(tap), Some(job)),

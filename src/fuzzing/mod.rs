@@ -20,6 +20,7 @@
 
 mod command_line;
 mod decoders;
+mod disks;
 mod files;
 mod input;
 mod remote;
@@ -27,6 +28,7 @@ mod system;
 
 pub use command_line::{bench_args, number, operands};
 pub use decoders::{bzip2, decompress, gzip, lz4, xz, zstd, zstd_blocks};
+pub use disks::{ext, fat, partition_table, swap, used_blocks, xfs};
 pub use files::{bmap, hash_file, mapfile};
 #[cfg(feature = "nbd")]
 pub use remote::extents;
@@ -140,6 +142,36 @@ pub const TARGETS: &[Target] = &[
         name: "kernel_texts",
         reads: "/proc and sysfs texts: mountinfo, swaps, meminfo, cgroups, PSI",
         run: kernel_texts,
+    },
+    Target {
+        name: "partition_table",
+        reads: "MBR (with its extended partition's chain) and GPT (with its backup)",
+        run: partition_table,
+    },
+    Target {
+        name: "ext",
+        reads: "ext2/3/4 superblocks, group descriptors and block bitmaps (--used-only)",
+        run: ext,
+    },
+    Target {
+        name: "fat",
+        reads: "FAT12/16/32 boot sectors and FATs (--used-only)",
+        run: fat,
+    },
+    Target {
+        name: "swap",
+        reads: "Linux swap headers (--used-only)",
+        run: swap,
+    },
+    Target {
+        name: "xfs",
+        reads: "XFS superblocks, logs and free-space trees (--used-only)",
+        run: xfs,
+    },
+    Target {
+        name: "used_blocks",
+        reads: "a whole disk as --used-only reads it: tables, file systems, the used set",
+        run: used_blocks,
     },
     Target {
         name: "device_probe",

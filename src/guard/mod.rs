@@ -11,7 +11,9 @@
 //! would become a regular file in memory and the copy would seem to have
 //! written the disk (see [`new_file_in_dev`]). Everything else passes
 //! untouched, so a script that uses GNU operands on ordinary files cannot
-//! tell the guard is there. The guard only looks (stat, sysfs, procfs); it
+//! tell the guard is there. A `--used-only` source is held to one rule
+//! more ([`source_in_use`]): none of its file systems may be mounted
+//! read-write, as their allocation maps could change while they are read. The guard only looks (stat, sysfs, procfs); it
 //! opens nothing, and when it cannot judge it lets the copy go on. Before
 //! a person is asked about a whole disk, [`contents`] reads what it holds
 //! from the device itself (signatures, not the kernel's view).
@@ -48,6 +50,12 @@ pub enum Hazard {
          is not one; --force overrides"
     )]
     NoSuchDevice { output: String },
+    /// A `--used-only` source with a file system mounted read-write.
+    #[error(
+        "refusing to read {input} by its used blocks: {why}, so what it uses may change \
+         while it is read (mount it read-only, or unmount it); --force overrides"
+    )]
+    SourceInUse { input: String, why: String },
 }
 
 /// A whole disk about to be overwritten: what to tell a person first.
@@ -183,6 +191,57 @@ pub fn check_output(path: &Path, writing: bool) -> Result<(), Hazard> {
         Some(end) => in_use_refusal(&name, &end.place).map_or(Ok(()), Err),
         None => Ok(()),
     }
+}
+
+/// A `--used-only` source (if=, else standard input) whose file systems
+/// are not all held still: the device, one of its partitions, or a
+/// device stacked on either (LVM, device-mapper), mounted read-write.
+/// None also when it cannot judge.
+pub fn source_in_use(plan: &CopyPlan) -> Option<Hazard> {
+    let name = quote_file(&match &plan.input {
+        Some(path) => path.as_os_str().as_bytes().to_vec(),
+        None => b"standard input".to_vec(),
+    });
+    let Place::Device(device) = input_end(plan)?.place else {
+        return None;
+    };
+    let mut members: Vec<(String, DeviceNumber)> = vec![(device.name.clone(), device.number)];
+    members.extend(device.partitions.iter().map(|p| (p.name.clone(), p.number)));
+    // One level of devices stacked on them (a volume group's volumes).
+    let stacked: Vec<(String, DeviceNumber)> = members
+        .iter()
+        .filter_map(|(_, number)| block::describe(*number))
+        .flat_map(|d| d.holders)
+        .filter_map(|holder| {
+            let number = block::Node::named(&holder).number()?;
+            Some((block::holder_label(&holder), number))
+        })
+        .collect();
+    members.extend(stacked);
+    let mounts = mounts::mounts();
+    for (member, number) in &members {
+        let read_write = mounts.iter().find(|m| {
+            (m.number == *number
+                || (m.source.starts_with('/')
+                    && device_number_of(Path::new(&m.source)) == Some(*number)))
+                && m.super_options.split(',').any(|o| o == "rw")
+        });
+        if let Some(mount) = read_write {
+            let subject = if *member == device.name {
+                "it".to_owned()
+            } else {
+                member.clone()
+            };
+            return Some(Hazard::SourceInUse {
+                input: describe(&name, &device),
+                why: format!(
+                    "{subject} is mounted read-write on {}",
+                    mount.mount_point.display()
+                ),
+            });
+        }
+    }
+    None
 }
 
 /// The refusal for writing `place` (named `name`) while it is in use.

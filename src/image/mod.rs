@@ -16,6 +16,8 @@
 //! - [`DirectWrites`]: image writes onto a block device with O_DIRECT
 //!   where aligned, so that no page-cache copy and no writeback tail are
 //!   left for the final fsync.
+//! - [`UsedOnly`]: a disk read as the blocks its file systems use
+//!   (`--used-only`), the rest passed on as holes.
 //!
 //! Every end here is `Kind::Stream` or wraps another end, and none offers
 //! a descriptor: the engine's descriptor-only paths (splice,
@@ -32,6 +34,7 @@ mod prefixed;
 pub mod safe_order;
 mod source;
 pub mod tee;
+pub mod used;
 
 pub use bmap::{Bmap, BmapError, BmapFilter, BmapRecorder};
 pub use compress::{Algorithm, Compressed, Compression, SpecError};
@@ -42,6 +45,7 @@ pub use prefixed::Prefixed;
 pub use safe_order::SafeOrder;
 pub use source::InputProgress;
 pub use tee::{Fate, Tee, TeeReport};
+pub use used::{UsedOnly, UsedProgress};
 
 #[cfg(test)]
 mod testing;

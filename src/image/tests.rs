@@ -234,3 +234,30 @@ fn concatenated_xz_streams_and_their_padding_decode_as_xz_does() {
     assert_eq!(read_all(&mut end, 1 << 20), Err(Errno::BADMSG));
     assert!(end.take_detail().unwrap().contains("padding"));
 }
+
+#[test]
+fn runs_of_zeros_go_in_as_one_frame_compressed_once_and_decode_in_place() {
+    // Bytes, then zeros from mid-frame across whole frames, then bytes:
+    // the zeros are the stream's bytes wherever frames start and end.
+    let head = sample(compress::FRAME / 3, 5);
+    let zeros = 2 * compress::FRAME as u64 + 777;
+    let tail = sample(4321, 6);
+    for spec in ["zstd:1", "gzip:1", "xz:0"] {
+        let (output, bytes) = Memory::boxed(Kind::Pipe, Vec::new());
+        let mut end: Box<dyn End> = Box::new(Compressed::start(
+            output,
+            Compression::parse(spec).unwrap(),
+            2,
+        ));
+        end.write(&head).unwrap();
+        end.write_zeroes(zeros).unwrap();
+        end.write(&tail).unwrap();
+        end.close().unwrap();
+        let packed = bytes.lock().unwrap().clone();
+        let mut expected = head.clone();
+        expected.resize(head.len() + zeros as usize, 0);
+        expected.extend_from_slice(&tail);
+        let mut decoded = decompressing(packed);
+        assert!(read_all(&mut decoded, 65536).unwrap() == expected, "{spec}");
+    }
+}

@@ -185,20 +185,7 @@ const REMOTE_QUEUE: QueueHint = QueueHint::solid_state(64);
 /// Gather the facts: the input as opened, the output and the files
 /// beside the copy as they stand.
 pub fn gather(input: &Input, output: OutputProbe<'_>, beside: Beside<&Path>) -> Facts {
-    use std::os::unix::ffi::OsStrExt;
-    let input_path = Path::new(std::ffi::OsStr::from_bytes(&input.name));
-    let mut input_facts = match input.end.fd() {
-        Some(fd) => of_descriptor(fd, input.end.kind()),
-        None => passthrough_facts(input_path).unwrap_or_else(|| EndFacts {
-            size: input.end.size().ok().flatten(),
-            ..without_descriptor(input.end.kind(), input.end.capabilities())
-        }),
-    };
-    input_facts.can = input.end.capabilities();
-    input_facts.seekable = input.seekable;
-    if let (Kind::RegularFile, Some(fd)) = (input_facts.kind, input.end.fd()) {
-        input_facts.cached = crate::engine::cache::mostly_cached(fd, 0, u64::MAX);
-    }
+    let mut input_facts = input_facts(input);
     if let Some(fd) = input.end.fd().filter(|_| worth_probing(&input_facts)) {
         input_facts.queue = measured(input_facts.queue, probe(fd, input_facts.size));
     }
@@ -232,6 +219,26 @@ pub fn gather(input: &Input, output: OutputProbe<'_>, beside: Beside<&Path>) -> 
             bmap_create: beside.bmap_create.map(place),
         },
     }
+}
+
+/// The facts of the input, its disk not probed: as opened, for the option
+/// table; wrapped by the image options, for the plan.
+pub fn input_facts(input: &Input) -> EndFacts {
+    use std::os::unix::ffi::OsStrExt;
+    let input_path = Path::new(std::ffi::OsStr::from_bytes(&input.name));
+    let mut facts = match input.end.fd() {
+        Some(fd) => of_descriptor(fd, input.end.kind()),
+        None => passthrough_facts(input_path).unwrap_or_else(|| EndFacts {
+            size: input.end.size().ok().flatten(),
+            ..without_descriptor(input.end.kind(), input.end.capabilities())
+        }),
+    };
+    facts.can = input.end.capabilities();
+    facts.seekable = input.seekable;
+    if let (Kind::RegularFile, Some(fd)) = (facts.kind, input.end.fd()) {
+        facts.cached = crate::engine::cache::mostly_cached(fd, 0, u64::MAX);
+    }
+    facts
 }
 
 /// Which files the input and the output named by `plan` are, as they

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::engine::Snapshot;
 use crate::progress::rate::rate;
-use crate::progress::Compressed;
+use crate::progress::{InputRead, Measure};
 
 /// One update. Field names are part of ddx's interface: add, never rename.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -47,6 +47,12 @@ pub struct Record {
     /// With `--decompress`: the compressed input's size, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compressed_total: Option<u64>,
+    /// With `--used-only`: used bytes of the disk read so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_bytes: Option<u64>,
+    /// With `--used-only`: the used bytes the copy reads in all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_total: Option<u64>,
     /// The final record: the copy has ended (or was interrupted).
     pub done: bool,
     /// The signal that ended the copy, if one did ("SIGINT", "SIGTERM").
@@ -70,9 +76,10 @@ impl Record {
         elapsed_ns: u64,
         recent_rate: f64,
         total: Option<u64>,
-        compressed: Option<Compressed>,
+        input: Option<InputRead>,
         resumed: Option<u64>,
     ) -> Record {
+        let counted = |measure| input.filter(|i: &InputRead| i.measure == measure);
         Record {
             bytes: snapshot
                 .bytes_out
@@ -87,8 +94,10 @@ impl Record {
             rate: rate(snapshot.bytes_out, elapsed_ns),
             recent_rate,
             total,
-            compressed_bytes: compressed.map(|c| c.read),
-            compressed_total: compressed.and_then(|c| c.total),
+            compressed_bytes: counted(Measure::Compressed).map(|c| c.read),
+            compressed_total: counted(Measure::Compressed).and_then(|c| c.total),
+            used_bytes: counted(Measure::Used).map(|c| c.read),
+            used_total: counted(Measure::Used).and_then(|c| c.total),
             done: false,
             signal: None,
             phase: None,
@@ -154,6 +163,7 @@ mod tests {
         assert_eq!(value["done"], true);
         assert!(value.get("signal").is_none());
         assert!(value.get("compressed_bytes").is_none());
+        assert!(value.get("used_bytes").is_none());
         assert!(value.get("resumed_bytes").is_none());
         assert!(value.get("phase").is_none() && value.get("bad_bytes").is_none());
         record.phase = Some("trimming".into());
@@ -161,6 +171,24 @@ mod tests {
         let value: serde_json::Value = serde_json::from_slice(&record.line()).unwrap();
         assert_eq!(value["phase"], "trimming");
         assert_eq!(value["bad_bytes"], 512);
+    }
+
+    #[test]
+    fn a_disk_read_by_its_used_blocks_says_how_many_are_read() {
+        let snapshot = Snapshot {
+            bytes_out: 1 << 20,
+            ..Snapshot::default()
+        };
+        let input = InputRead {
+            read: 4096,
+            total: Some(8192),
+            measure: Measure::Used,
+        };
+        let record = Record::new(&snapshot, 1, 1.0, Some(2 << 20), Some(input), None);
+        let value: serde_json::Value = serde_json::from_slice(&record.line()).unwrap();
+        assert_eq!(value["used_bytes"], 4096);
+        assert_eq!(value["used_total"], 8192);
+        assert!(value.get("compressed_bytes").is_none());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 
-use crate::progress::Compressed;
+use crate::progress::{InputRead, Measure};
 use crate::text::human::{human, Base};
 
 /// One frame's figures, computed by the reporter.
@@ -26,19 +26,21 @@ pub struct Frame {
     /// Average bytes per second since the start (of this run's bytes).
     pub average_rate: f64,
     pub total: Option<u64>,
-    /// With `--decompress`: how far through the compressed input.
-    pub compressed: Option<Compressed>,
+    /// With `--decompress` or `--used-only`: how far through what is read.
+    pub input: Option<InputRead>,
 }
 
 impl Frame {
     /// Where the bar stands and its length, when one can be drawn: the
-    /// compressed input's position and size when known (its decoded size
-    /// is not), else the bytes written and the total.
+    /// input's position and size when known (a compressed input's decoded
+    /// size is not; a disk's used bytes are what take time), else the
+    /// bytes written and the total.
     fn bar(&self) -> Option<(u64, u64)> {
-        match self.compressed {
-            Some(Compressed {
+        match self.input {
+            Some(InputRead {
                 read,
                 total: Some(total),
+                ..
             }) => Some((read, total.max(read))),
             Some(_) => None,
             // A conversion may write more than the input's size.
@@ -157,22 +159,32 @@ pub fn texts(frame: &Frame) -> (String, String) {
         rate_text(frame.recent_rate),
         rate_text(frame.average_rate)
     );
-    let prefix = match frame.compressed {
-        Some(Compressed { read, total }) => {
+    let prefix = match frame.input {
+        Some(InputRead {
+            read,
+            total,
+            measure,
+        }) => {
             let of = total.map_or(String::new(), |total| {
                 format!(" of {}", human(total, Base::Iec, 1, 1))
             });
-            format!("{prefix}, read {}{of}", human(read, Base::Iec, 1, 1))
+            let what = match measure {
+                Measure::Compressed => "",
+                Measure::Used => " used",
+            };
+            format!("{prefix}, read {}{of}{what}", human(read, Base::Iec, 1, 1))
         }
         None => prefix,
     };
-    // What is left to write: past the total, or, decompressing, what the
-    // compressed bytes left will decode to at the ratio seen so far.
-    let left = match (frame.compressed, frame.total) {
+    // What is left to write: past the total, or, decompressing (or reading
+    // used blocks), what the input left will come to at the ratio of
+    // written to read seen so far.
+    let left = match (frame.input, frame.total) {
         (
-            Some(Compressed {
+            Some(InputRead {
                 read,
                 total: Some(total),
+                ..
             }),
             _,
         ) if read > 0 => {
@@ -195,7 +207,7 @@ pub fn texts(frame: &Frame) -> (String, String) {
             format!("{percent:3}% ETA {eta}")
         }
         // Decompressing, before the first compressed byte is read.
-        (Some((position, length)), None) if length > 0 && frame.compressed.is_some() => {
+        (Some((position, length)), None) if length > 0 && frame.input.is_some() => {
             let percent = whole_percent(position, length);
             format!("{percent:3}% ETA --:--")
         }
@@ -238,7 +250,7 @@ mod tests {
             recent_rate: 100e6,
             average_rate: 8e6,
             total: Some(1 << 30),
-            compressed: None,
+            input: None,
         };
         let (prefix, message) = texts(&frame);
         assert_eq!(prefix, "512 MiB 1:05 100 MB/s (avg 8.0 MB/s)");
@@ -253,7 +265,7 @@ mod tests {
             recent_rate: 10.0,
             average_rate: 10.0,
             total: Some(1000),
-            compressed: None,
+            input: None,
         };
         assert_eq!(texts(&frame(999)).1, " 99% ETA 0:00");
         assert_eq!(texts(&frame(296)).1, " 29% ETA 1:10");
@@ -268,7 +280,7 @@ mod tests {
             recent_rate: 0.0,
             average_rate: 0.0,
             total: None,
-            compressed: None,
+            input: None,
         };
         assert_eq!(
             texts(&frame),
@@ -284,7 +296,7 @@ mod tests {
             recent_rate: 0.0,
             average_rate: 3.0,
             total: Some(100),
-            compressed: None,
+            input: None,
         };
         assert_eq!(texts(&frame).1, " 10% ETA --:--");
     }
@@ -299,9 +311,10 @@ mod tests {
             recent_rate: 100.0 * (1 << 20) as f64,
             average_rate: 30e6,
             total: None,
-            compressed: Some(Compressed {
+            input: Some(InputRead {
                 read: 100 << 20,
                 total: Some(400 << 20),
+                measure: Measure::Compressed,
             }),
         };
         let (prefix, message) = texts(&frame);
@@ -321,9 +334,10 @@ mod tests {
             recent_rate: 0.0,
             average_rate: 0.0,
             total: None,
-            compressed: Some(Compressed {
+            input: Some(InputRead {
                 read: 1000,
                 total: None,
+                measure: Measure::Compressed,
             }),
         };
         assert_eq!(
@@ -334,5 +348,29 @@ mod tests {
             )
         );
         assert_eq!(frame.bar(), None);
+    }
+
+    #[test]
+    fn reading_used_blocks_counts_towards_the_used_bytes() {
+        // 1 GiB of 4 GiB used read, 6 GiB written with the holes between:
+        // 18 GiB left to write at 1 GiB/s of writing.
+        let frame = Frame {
+            bytes: 6 << 30,
+            elapsed_ns: 6_000_000_000,
+            recent_rate: (1u64 << 30) as f64,
+            average_rate: (1u64 << 30) as f64,
+            total: Some(32 << 30),
+            input: Some(InputRead {
+                read: 1 << 30,
+                total: Some(4 << 30),
+                measure: Measure::Used,
+            }),
+        };
+        let (prefix, message) = texts(&frame);
+        assert!(
+            prefix.ends_with(", read 1.0 GiB of 4.0 GiB used"),
+            "{prefix}"
+        );
+        assert_eq!(message, " 25% ETA 0:18");
     }
 }

@@ -10,28 +10,41 @@ pub mod ticker;
 
 pub use reporter::Reporter;
 
-/// How far a copy has got through a compressed input (`--decompress`):
-/// the position in the compressed stream, and the compressed size where
-/// the input has one. The decoded size is not known until the end, so
-/// the ETA comes from these. Defined here, where it is read, so that the
-/// reporter needs nothing of the image ends that implement it.
-pub trait CompressedPosition: Send + Sync {
-    /// Compressed bytes read so far, and the compressed input's size.
-    fn compressed(&self) -> Compressed;
+/// How far a copy has got through what it reads, where that is not what
+/// it writes: a compressed input (`--decompress`: the position in the
+/// compressed stream, and its size where the input has one; the decoded
+/// size is not known until the end), or a disk's used blocks
+/// (`--used-only`: the used bytes read, of all the used bytes; the holes
+/// between them cost nothing). The bar and the ETA come from these.
+/// Defined here, where it is read, so that the reporter needs nothing of
+/// the image ends that implement it.
+pub trait InputPosition: Send + Sync {
+    /// Bytes read so far, of how many.
+    fn position(&self) -> InputRead;
 }
 
-/// A compressed input's position, as sampled for one frame or record.
+/// What an [`InputPosition`] counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Compressed {
+pub enum Measure {
+    /// Bytes of a compressed input.
+    Compressed,
+    /// Used bytes of a disk.
+    Used,
+}
+
+/// An input's position, as sampled for one frame or record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputRead {
     pub read: u64,
     pub total: Option<u64>,
+    pub measure: Measure,
 }
 pub use ticker::Ticker;
 
 /// Where a rescue stands (`--rescue`): the phase running, as the progress
 /// line names it (none before the first and after the last), and the
 /// bytes read and failed so far, not recovered. Defined here, where it is
-/// read, as [`CompressedPosition`] is.
+/// read, as [`InputPosition`] is.
 pub trait RescueStanding: Send + Sync {
     fn standing(&self) -> (Option<String>, u64);
 }

@@ -16,7 +16,7 @@ use crate::progress::json::{JsonStream, Record};
 use crate::progress::live::{Frame, Live};
 use crate::progress::rate::{rate, RateWindow};
 use crate::progress::stats::{transfer_line, write_records, TimeStyle};
-use crate::progress::{CompressedPosition, RescueStanding};
+use crate::progress::{InputPosition, RescueStanding};
 
 struct State {
     /// Characters in the current, unfinished progress line (0: none).
@@ -40,8 +40,8 @@ struct State {
     /// counted in the live line and the JSON records (not in GNU's lines,
     /// which say what this run copied).
     resumed: Option<u64>,
-    /// With `--decompress`: the compressed input's position.
-    compressed: Option<Arc<dyn CompressedPosition>>,
+    /// With `--decompress` or `--used-only`: the input's position.
+    input: Option<Arc<dyn InputPosition>>,
     /// With `--rescue`: its phase and what is bad.
     rescue: Option<Arc<dyn RescueStanding>>,
     window: RateWindow,
@@ -84,7 +84,7 @@ impl Reporter {
                 json: None,
                 total: None,
                 resumed: None,
-                compressed: None,
+                input: None,
                 rescue: None,
                 window: RateWindow::default(),
                 late_signal: None,
@@ -131,11 +131,10 @@ impl Reporter {
         self.lock().json = Some((stream, fd_number));
     }
 
-    /// The bytes the copy should write, once the ends are open.
-    /// With `--decompress`: where the compressed input stands, for the
-    /// live line and the JSON records.
-    pub fn set_compressed(&self, position: Arc<dyn CompressedPosition>) {
-        self.lock().compressed = Some(position);
+    /// With `--decompress` or `--used-only`: where the input stands (see
+    /// [`InputPosition`]), for the live line and the JSON records.
+    pub fn set_input_position(&self, position: Arc<dyn InputPosition>) {
+        self.lock().input = Some(position);
     }
 
     /// With `--rescue`: its phase and bad bytes, for the progress line and
@@ -144,6 +143,7 @@ impl Reporter {
         self.lock().rescue = Some(rescue);
     }
 
+    /// The bytes the copy should write, once the ends are open.
     pub fn set_total(&self, total: Option<u64>) {
         self.lock().total = total;
     }
@@ -213,13 +213,13 @@ impl Reporter {
         }
         if state.json.is_some() {
             let recent = state.window.sample(elapsed, snapshot.bytes_out);
-            let compressed = state.compressed.as_ref().map(|c| c.compressed());
+            let input = state.input.as_ref().map(|c| c.position());
             let mut record = Record::new(
                 &snapshot,
                 elapsed,
                 recent,
                 state.total,
-                compressed,
+                input,
                 state.resumed,
             );
             with_rescue(&mut record, state);
@@ -256,7 +256,7 @@ impl Reporter {
         let snapshot = self.counters.snapshot();
         let elapsed = elapsed_ns(state.start);
         let recent = state.window.sample(elapsed, snapshot.bytes_out);
-        let compressed = state.compressed.as_ref().map(|c| c.compressed());
+        let input = state.input.as_ref().map(|c| c.position());
         if state.live_wanted {
             let frame = Frame {
                 bytes: snapshot
@@ -266,7 +266,7 @@ impl Reporter {
                 recent_rate: recent,
                 average_rate: rate(snapshot.bytes_out, elapsed),
                 total: state.total,
-                compressed,
+                input,
             };
             let note = rescue_note(&state);
             let live = state.live.get_or_insert_with(|| Live::new(&frame));
@@ -278,7 +278,7 @@ impl Reporter {
                 elapsed,
                 recent,
                 state.total,
-                compressed,
+                input,
                 state.resumed,
             );
             with_rescue(&mut record, &state);

@@ -227,6 +227,17 @@ pub fn drop_cache(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Result<(), Errno
     )
 }
 
+/// posix_fadvise(WILLNEED) on a range: the kernel starts reading it
+/// into the page cache, and the call returns without waiting.
+pub fn will_need(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Result<(), Errno> {
+    rustix::fs::fadvise(
+        fd,
+        offset,
+        std::num::NonZeroU64::new(len),
+        rustix::fs::Advice::WillNeed,
+    )
+}
+
 fn retry_eintr<T>(mut f: impl FnMut() -> Result<T, Errno>) -> Result<T, Errno> {
     loop {
         match f() {

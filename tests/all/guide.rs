@@ -171,6 +171,25 @@ const ROWS: &[Row] = &[
         "ddx if=s3://my-bucket/disk.img.zst of=/dev/sdY --decompress bs=8M conv=fsync",
         GnuDd,
     ),
+    // The disk holds no file system, so its used set is all of it: the
+    // image is GNU dd's, and the map's restore bmaptool's.
+    saying(
+        "ddx if=/dev/sdX of=card.img.zst --compress=zstd --bmap-create=card.bmap --used-only \
+         --verbose",
+        GnuDd,
+        &[
+            "--used-only: no partition table;",
+            "copied whole: no file system recognised",
+        ],
+    ),
+    row(
+        "ddx if=card.img.zst of=/dev/sdY --decompress --bmap=card.bmap conv=fsync",
+        Bmaptool,
+    ),
+    row(
+        "bmaptool copy --bmap card.bmap card.img.zst /dev/sdY",
+        Itself,
+    ),
     // Several outputs.
     saying(
         "ddx if=raspios.img.xz of=/dev/sdX --tee=/dev/sdY --decompress bs=4M conv=fsync --verify",

@@ -49,3 +49,4 @@ mod rescue;
 mod rescue_phases;
 mod splice;
 mod trim;
+mod used_only;

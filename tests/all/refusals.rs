@@ -167,6 +167,11 @@ const ROWS: &[Row] = &[
     row(&["--backend=uring"], anything),
     row(&["--backend=sync", "--queue-depth=4"], |_, _| false),
     row(&["--verbose"], anything),
+    // A disk read by its partition table: by position. These inputs hold
+    // no partitions, so all of them is copied, as GNU dd copies it.
+    row(&["--used-only"], |i, o| {
+        positional_in(i) && o != Out::ReadOnly
+    }),
     row(
         &["bs=auto", "count=256K", "iflag=fullblock,count_bytes"],
         anything,

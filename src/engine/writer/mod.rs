@@ -548,6 +548,17 @@ impl<'a> Writer<'a> {
             self.count_out_from_bytes();
             return Ok(Handled::Continue(None));
         }
+        // A stream cannot seek over the hole, but may take its zeros
+        // without being sent them (a compressed stream writes a frame of
+        // zeros it compressed once).
+        if self.mapped_holes
+            && !self.out.raw.trims()
+            && self.out.raw.zeroes_over(self.out.output.end.as_mut(), len)
+        {
+            add(&counters.bytes_out, len);
+            self.count_out_from_bytes();
+            return Ok(Handled::Continue(None));
+        }
         // --trim: the hole discarded whole where the output can, counted
         // as conv=sparse counts a seek over it; else written as zeros.
         if self.out.raw.discard_over(self.out.output.end.as_mut(), len) {

@@ -205,6 +205,19 @@ impl RawOutput {
         true
     }
 
+    /// Write `len` zeros at the position of a stream (an output that has
+    /// no positions) through [`End::write_zeroes`], which a compressed
+    /// stream takes without the zeros being sent: true when it did. An
+    /// output with positions is not asked, where it would leave a hole
+    /// or discard instead of writing the zeros.
+    pub fn zeroes_over(&mut self, end: &mut dyn End, len: u64) -> bool {
+        if end.capabilities().writes_at || end.write_zeroes(len).is_err() {
+            return false;
+        }
+        self.advance(len);
+        true
+    }
+
     /// Bytes were written past the writer (splice, the kernel's copy).
     pub fn advance(&mut self, len: u64) {
         if let Some(offset) = &mut self.offset {

@@ -261,6 +261,16 @@ impl BmapRecorder {
         (recorder, handed)
     }
 
+    /// Class blocks by the input's data extents, whatever its kind: for an
+    /// input whose extents say what is used (a disk read by its used
+    /// blocks), where a used block of zeros is still data.
+    pub fn by_extents(mut self) -> BmapRecorder {
+        if self.base.is_some() {
+            self.classing = Classing::Extents;
+        }
+        self
+    }
+
     /// Whether the block at image bytes `start..end` holding `block` is
     /// mapped. Extent queries move the input: it is put back at `restore`
     /// (absolute).

@@ -135,6 +135,11 @@ pub struct Compressed {
     finalised: Option<Box<dyn End>>,
     shared: Arc<Shared>,
     detail: Option<String>,
+    /// A whole frame of zeros, compressed once and written again for
+    /// every frame of a run of zeros (`End::write_zeroes`): a disk's
+    /// unused space comes as long runs of them, and compressing each
+    /// frame of zeros anew would cost more than reading the used data.
+    zero_frame: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Step {
@@ -193,7 +198,43 @@ impl Compressed {
             finalised: None,
             shared,
             detail: None,
+            zero_frame: None,
         }
+    }
+
+    /// The compressed frame of [`FRAME`] zeros, made on first use.
+    fn zero_frame(&mut self) -> Result<Vec<u8>, Errno> {
+        if let Some(frame) = &self.zero_frame {
+            return Ok(frame.clone());
+        }
+        let zeros = vec![0u8; self.batch];
+        let made = match self.compression.algorithm {
+            Algorithm::Zstd => zstd_frame(&mut None, self.compression.level, &zeros),
+            Algorithm::Gzip => gzip_member(self.compression.level, &zeros),
+            Algorithm::Xz => unreachable!("xz has no frames"),
+        };
+        let frame = made.map_err(|why| {
+            self.detail = Some(format!(
+                "{} compression failed: {why}",
+                self.compression.algorithm
+            ));
+            Errno::IO
+        })?;
+        self.zero_frame = Some(frame.clone());
+        Ok(frame)
+    }
+
+    /// Hand on a frame of zeros already compressed, in stream order.
+    fn submit_zero_frame(&mut self) -> Result<(), Errno> {
+        let frame = self.zero_frame()?;
+        let (result, compressed) = sync_channel(1);
+        let _ = result.send(Ok(frame));
+        self.accepted += self.batch as u64;
+        let end = self.accepted;
+        if self.steps.send(Step::Frame { compressed, end }).is_err() {
+            return Err(self.failed().unwrap_or(Errno::IO));
+        }
+        Ok(())
     }
 
     /// Compressed bytes written to the output so far (for the report).
@@ -308,10 +349,22 @@ impl End for Compressed {
         Ok(buf.len())
     }
 
+    /// The zeros go into the stream; every whole frame of them is the
+    /// same frame, compressed once.
     fn write_zeroes(&mut self, len: u64) -> Result<(), Errno> {
+        let batch = self.batch as u64;
         let mut left = len;
         while left > 0 {
-            let n = left.min(self.batch as u64) as usize;
+            if self.jobs.is_some() && self.pending.is_empty() && left >= batch {
+                if let Some(errno) = self.failed() {
+                    return Err(errno);
+                }
+                self.submit_zero_frame()?;
+                left -= batch;
+                continue;
+            }
+            // Up to the next frame's start, or what is left.
+            let n = left.min(batch - self.pending.len() as u64) as usize;
             self.accept(n, |pending, _, n| pending.resize(pending.len() + n, 0))?;
             left -= n as u64;
         }

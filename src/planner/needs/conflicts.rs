@@ -30,6 +30,7 @@ fn image_options(request: &Request) -> Option<&'static str> {
         (settings.compress.is_some(), "--compress"),
         (settings.bmap.is_some(), "--bmap"),
         (settings.bmap_create.is_some(), "--bmap-create"),
+        (settings.used_only, "--used-only"),
         (!settings.tee.is_empty(), "--tee"),
     ])
 }
@@ -367,6 +368,23 @@ pub fn bmap_create(request: &Request) -> Checked {
         ));
     }
     Ok(())
+}
+
+/// `--used-only` reads a disk by its partition table and file systems:
+/// not an image being decoded or filtered through a map.
+pub fn used_only(request: &Request) -> Checked {
+    let settings = &request.settings;
+    let image = first_given([
+        (settings.decompress.is_some(), "--decompress"),
+        (settings.bmap.is_some(), "--bmap"),
+    ]);
+    match image {
+        Some(other) => refuse(format!(
+            "--used-only cannot be combined with {other}: it reads a disk by its partition \
+             table and file systems, not an image"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// `--progress-fd=1`: JSON in the data would corrupt it.

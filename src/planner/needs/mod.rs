@@ -332,6 +332,16 @@ pub const TABLE: &[Row] = &[
         WritesBeside::BmapCreate,
         conflicts::bmap_create,
     ),
+    // Reads the disk as opened, by position: its partition table and its
+    // file systems' maps first, then the used blocks where they are.
+    row(
+        "--used-only",
+        |r| r.settings.used_only,
+        Need::Positions,
+        Need::Any,
+        WritesBeside::Nothing,
+        conflicts::used_only,
+    ),
     // Each further output is held to every row's output need, and to
     // [`TEE_OUTPUT`], in `admit_tees`.
     free("--tee", |r| !r.settings.tee.is_empty()),

@@ -798,3 +798,54 @@ fn retry_passes_are_held_to_a_rescue() {
         every_pair_where(POSITIONAL_IN, POSITIONAL_OUT)
     );
 }
+
+#[test]
+fn used_only_reads_the_disk_as_opened_by_position_whatever_it_writes_to() {
+    let used_only = asked(|s| s.used_only = true);
+    assert_eq!(
+        accepted(&used_only, &["if=a", "of=b"]),
+        every_pair_where(POSITIONAL_IN, &ALL)
+    );
+    // The map it records wraps the input into a stream later: the table
+    // holds --used-only to the input as opened.
+    let recorded = asked(|s| {
+        s.used_only = true;
+        s.bmap_create = Some("m.bmap".into());
+        s.compress = Some(crate::image::Compression::parse("zstd").unwrap());
+    });
+    assert!(accepted(&recorded, &["if=a", "of=b"]).contains(&(E::Block, E::File)));
+    assert_eq!(
+        why(used_only.clone(), &["of=b"], E::Pipe, E::File),
+        "--used-only reads the input by position: standard input is a pipe, which has no \
+         positions"
+    );
+    for (other, set) in [
+        (
+            "--decompress",
+            asked(|s| {
+                s.used_only = true;
+                s.decompress = Some(crate::image::Mode::Required);
+            }),
+        ),
+        (
+            "--bmap",
+            asked(|s| {
+                s.used_only = true;
+                s.bmap = Some("m.bmap".into());
+            }),
+        ),
+        ("--used-only", {
+            let mut s = used_only.clone();
+            s.rescue = true;
+            s
+        }),
+    ] {
+        let refused = check(&request(&["if=a", "of=b"], set))
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            refused.contains(&format!("cannot be combined with {other}")),
+            "{refused}"
+        );
+    }
+}
