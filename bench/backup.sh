@@ -76,16 +76,20 @@ mkfs.ext4 -q -F -E nodiscard "$p2"
 # The files, in a fixed order so that a machine builds the same disk.
 find /usr/lib /usr/share -xdev -type f -size +4k -readable -printf '%p\t%s\n' 2>/dev/null \
   | sort >"$dir/all"
-awk -F'\t' -v limit=$((data_mib << 20)) 'total + $2 <= limit { total += $2; print $1 }' \
-  "$dir/all" >"$dir/files"
-split -n l/5 "$dir/files" "$dir/part."
+# Every fifth file goes to the FAT, up to half its size (its small
+# clusters leave room unused at every file's end), the rest to ext4.
+awk -F'\t' -v limit=$((data_mib << 20)) -v room=$((fat_mib << 19)) -v dir="$dir" '
+  total + $2 > limit { exit }
+  { total += $2 }
+  NR % 5 == 1 && fat + $2 <= room { fat += $2; print $1 > (dir "/part.aa"); next }
+  { print $1 > (dir "/part.ab") }' "$dir/all"
 # The FAT through mtools (a kernel may have no vfat module).
 mkdir "$dir/fat"
 tar -cf - -T "$dir/part.aa" 2>/dev/null | tar -xf - -C "$dir/fat"
 MTOOLS_SKIP_CHECK=1 mcopy -s -i "$p1" "$dir/fat/usr" ::/ 2>/dev/null
 rm -rf "$dir/fat"
 mount "$p2" "$dir/mnt"
-cat "$dir"/part.a[b-e] | tar -cf - -T - 2>/dev/null | tar -xf - -C "$dir/mnt"
+tar -cf - -T "$dir/part.ab" 2>/dev/null | tar -xf - -C "$dir/mnt"
 umount "$dir/mnt"
 sync
 
