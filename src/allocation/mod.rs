@@ -10,7 +10,8 @@
 //! file system past its own end, and all of a file system's metadata
 //! (superblocks and their backups, group descriptors, bitmaps, inode
 //! tables, FATs, root directories, XFS's allocation group headers and
-//! log) are used. Where a structure is out of
+//! log, NTFS's boot sectors, `$MFT`, `$MFTMirr`, `$LogFile` and
+//! `$Bitmap`) are used. Where a structure is out of
 //! its bounds, fails its checksum, or names a feature this module does
 //! not know, the part concerned (a block group, a partition) is copied
 //! whole, and the [`Part`] says why.
@@ -21,8 +22,9 @@
 //! bytes and does not check the table's checksum, `mbrman` 0.6 adds a
 //! logical partition's start to its boot record's without checking for
 //! overflow (a wrong start in release builds), the ext4 and FAT crates
-//! read files, not allocation bitmaps, and no crate reads XFS's
-//! free-space trees or tells whether its log is clean. Reading through a
+//! read files, not allocation bitmaps, no crate reads XFS's
+//! free-space trees or tells whether its log is clean, and the `ntfs`
+//! crate is not hardened against crafted volumes (see ntfs.rs). Reading through a
 //! [`Source`] keeps them fuzzable on plain memory ([`InMemory`]).
 //!
 //! Depends on nothing in ddx.
@@ -30,6 +32,7 @@
 mod ext;
 mod extents;
 mod fat;
+mod ntfs;
 mod swap;
 mod table;
 mod xfs;
@@ -312,7 +315,6 @@ const KNOWN_WHOLE: &[(&str, u64, &[u8])] = &[
     ("LUKS2", 0, b"SKUL\xba\xbe"),
     ("LVM2 physical volume", 536, b"LVM2 001"),
     ("btrfs", 0x10040, b"_BHRfS_M"),
-    ("NTFS", 3, b"NTFS    "),
     ("exFAT", 3, b"EXFAT   "),
     ("squashfs", 0, b"hsqs"),
     ("F2FS", 1024, b"\x10\x20\xf5\xf2"),
@@ -329,6 +331,7 @@ const PARSERS: &[(FileSystem, Parser)] = &[
     (FileSystem::Fat, fat::probe),
     (FileSystem::Swap, swap::probe),
     (FileSystem::Xfs, xfs::probe),
+    (FileSystem::Ntfs, ntfs::probe),
 ];
 
 /// A file system whose allocation map ddx reads.
@@ -338,6 +341,7 @@ pub(crate) enum FileSystem {
     Fat,
     Swap,
     Xfs,
+    Ntfs,
 }
 
 /// What the parser of `fs` alone makes of all of `source` (None: it does

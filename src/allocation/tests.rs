@@ -418,6 +418,147 @@ fn an_ext4_whose_journal_needs_recovery_is_copied_whole() {
     assert!(matches!(ext_verdict(&fs), Verdict::Whole { why, .. } if why.contains("journal")));
 }
 
+/// An NTFS of 4 MiB in 4 KiB clusters made by `mkntfs -f -Q -F`, three
+/// text files written through ntfs-3g and a fourth of 600 KB written and
+/// deleted. Its $MFT lies at cluster 4 (1 KiB records), its $Bitmap at
+/// cluster 0x87, its $LogFile at clusters 0x200-0x2ff.
+fn ntfs_fixture() -> Vec<u8> {
+    zstd::decode_all(&include_bytes!("testdata/ntfs.img.zst")[..]).unwrap()
+}
+
+const NTFS_MFT: usize = 4 * 4096;
+const NTFS_LOG: usize = 0x200 * 4096;
+
+fn ntfs_verdict(fs: &[u8]) -> Verdict {
+    let mut source = InMemory(fs);
+    let mut region = Region {
+        source: &mut source,
+        start: 0,
+        len: fs.len() as u64,
+    };
+    ntfs::probe(&mut region).expect("an NTFS boot sector")
+}
+
+fn ntfs_whole_why(fs: &[u8]) -> String {
+    match ntfs_verdict(fs) {
+        Verdict::Whole { name, why } => {
+            assert_eq!(name, "NTFS");
+            why
+        }
+        mapped => panic!("mapped: {mapped:?}"),
+    }
+}
+
+#[test]
+fn ntfs_uses_what_its_bitmap_marks_as_partclone_does() {
+    let fs = ntfs_fixture();
+    let Verdict::Mapped {
+        name,
+        size,
+        used,
+        note,
+    } = ntfs_verdict(&fs)
+    else {
+        panic!("not mapped");
+    };
+    assert_eq!((name.as_str(), size, note), ("NTFS", 1023 * 4096, None));
+    // `partclone.ntfs -D` of the same volume: the boot file, the MFT and
+    // the small files, $Bitmap and what follows it, $MFTMirr with the
+    // $LogFile; the deleted file's clusters and the rest are free.
+    assert_eq!(
+        used.ranges(),
+        &[
+            0..0x3000,
+            0x4000..0x17000,
+            0x83000..0x10_0000,
+            0x1f_f000..0x30_0000
+        ]
+    );
+    // On a disk, what lies past the last whole cluster (the backup boot
+    // sector) is kept too.
+    let analysis = analyse(&mut InMemory(&fs), None);
+    assert_eq!(analysis.used.ranges().last(), Some(&(0x3f_f000..0x40_0000)));
+}
+
+#[test]
+fn a_dirty_ntfs_is_copied_whole() {
+    let mut fs = ntfs_fixture();
+    // $Volume (record 3): its volume information's flags.
+    let flags = NTFS_MFT + 3 * 1024 + 0x1a8 + 0x0a;
+    assert_eq!(le16(&fs, flags), 0);
+    fs[flags] |= 1;
+    assert!(ntfs_whole_why(&fs).contains("marked dirty"));
+    fs[flags + 1] = 0x40;
+    fs[flags] = 0;
+    assert!(ntfs_whole_why(&fs).contains("chkdsk"));
+}
+
+#[test]
+fn an_ntfs_record_whose_update_sequence_does_not_match_is_not_trusted() {
+    let mut fs = ntfs_fixture();
+    // $Bitmap's record: the check word closing its first 512 bytes.
+    fs[NTFS_MFT + 6 * 1024 + 510] ^= 1;
+    let why = ntfs_whole_why(&fs);
+    assert!(why.contains("$Bitmap (MFT record 6)"), "{why}");
+    assert!(why.contains("torn write"), "{why}");
+}
+
+#[test]
+fn an_ntfs_bitmap_that_marks_its_own_mft_free_is_not_trusted() {
+    let mut fs = ntfs_fixture();
+    // Cluster 4, the $MFT's first.
+    fs[0x87 * 4096] &= !0x10;
+    let why = ntfs_whole_why(&fs);
+    assert!(
+        why.contains("marks clusters of its $MFT free (from cluster 4)"),
+        "{why}"
+    );
+}
+
+/// A restart page at `offset` in the fixture's $LogFile (4 KiB, its
+/// update sequence applied), its restart area's LSN, client list and
+/// flags.
+fn restart_page(fs: &mut [u8], offset: usize, lsn: u64, in_use: u16, flags: u16) {
+    let page = &mut fs[NTFS_LOG + offset..NTFS_LOG + offset + 4096];
+    page.fill(0);
+    page[..4].copy_from_slice(b"RSTR");
+    page[4..6].copy_from_slice(&0x1eu16.to_le_bytes());
+    page[6..8].copy_from_slice(&9u16.to_le_bytes());
+    page[0x10..0x14].copy_from_slice(&4096u32.to_le_bytes());
+    page[0x14..0x18].copy_from_slice(&4096u32.to_le_bytes());
+    page[0x18..0x1a].copy_from_slice(&0x40u16.to_le_bytes());
+    // Sequence number 7; each stride's last word, 0, kept in the array.
+    page[0x1e..0x20].copy_from_slice(&7u16.to_le_bytes());
+    for i in 1..9 {
+        page[i * 512 - 2..i * 512].copy_from_slice(&7u16.to_le_bytes());
+    }
+    page[0x40..0x48].copy_from_slice(&lsn.to_le_bytes());
+    page[0x4c..0x4e].copy_from_slice(&in_use.to_le_bytes());
+    page[0x4e..0x50].copy_from_slice(&flags.to_le_bytes());
+}
+
+#[test]
+fn an_ntfs_whose_log_holds_changes_is_copied_whole() {
+    let mut fs = ntfs_fixture();
+    // mkntfs and ntfs-3g leave the log empty (0xff); Windows leaves
+    // restart pages, the later one current.
+    assert!(fs[NTFS_LOG..NTFS_LOG + 8192].iter().all(|&b| b == 0xff));
+    restart_page(&mut fs, 0, 10, 0, 0);
+    restart_page(&mut fs, 4096, 20, 0xffff, 0);
+    assert!(matches!(ntfs_verdict(&fs), Verdict::Mapped { .. }));
+    restart_page(&mut fs, 4096, 5, 0xffff, 0);
+    assert!(ntfs_whole_why(&fs).contains("$LogFile holds changes"));
+    restart_page(&mut fs, 0, 10, 0, 2);
+    assert!(matches!(ntfs_verdict(&fs), Verdict::Mapped { .. }));
+    // A torn restart page is not read; with neither readable, whether the
+    // log is clean is not known.
+    fs[NTFS_LOG + 1022] ^= 1;
+    restart_page(&mut fs, 4096, 5, 0, 0);
+    assert!(ntfs_whole_why(&fs).contains("$LogFile holds changes"));
+    fs[NTFS_LOG + 4096 + 510] ^= 1;
+    assert!(ntfs_whole_why(&fs).contains("no restart page ddx can read"));
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
     /// Bytes changed anywhere in a table or a file system's metadata never
@@ -425,13 +566,14 @@ proptest::proptest! {
     /// file system it recognised called free.
     #[test]
     fn changed_bytes_never_panic_nor_leave_out_what_is_not_free(
-        which in 0usize..4,
-        changes in proptest::collection::vec((0usize..70_000, proptest::prelude::any::<u8>()), 1..12),
+        which in 0usize..5,
+        changes in proptest::collection::vec((0usize..100_000, proptest::prelude::any::<u8>()), 1..12),
     ) {
         let mut disk = match which {
             0 => ext4_fixture("csum"),
             1 => ext4_fixture("crc16"),
             2 => gpt_disk(),
+            3 => ntfs_fixture(),
             _ => fat12(128, &[2, 3, 9]),
         };
         for (at, byte) in changes {
