@@ -7,8 +7,8 @@ kernel texts and tool outputs. The decoders' targets get small files made
 by the real compressors (zstd, pzstd, xz, gzip, pigz, bzip2, lz4) as the
 image tests make them, and bmaptool's and GNU ddrescue's own files join
 the parsers' seeds. The disk targets get small disks laid out by sfdisk
-and made by mkfs.ext4, mkfs.vfat, mkswap and mkfs.xfs, in the sparse
-form they read (see `sparse`). Each seed is stored under the SHA-1 of its bytes, as
+and made by mkfs.ext4, mkfs.vfat, mkswap, mkfs.xfs and mkntfs, in the
+sparse form they read (see `sparse`). Each seed is stored under the SHA-1 of its bytes, as
 libFuzzer names its inputs, so seeding twice adds nothing.
 
 Run from anywhere (`seed.py disks` seeds the disk targets only); then
@@ -313,6 +313,47 @@ def sparse(path):
     return bytes(out)
 
 
+def ntfs_sectors(path):
+    """The sectors of an NTFS that ddx reads: the boot file, the backup
+    boot sector, the first 16 MFT records, and the first clusters of
+    $LogFile (its restart pages) and $Bitmap, found as ddx finds them (the
+    runs are read from the records' first 510 bytes, before the first
+    check word of their update sequence)."""
+    data = open(path, "rb").read()
+    u16 = lambda at: int.from_bytes(data[at:at + 2], "little")
+    u64 = lambda at: int.from_bytes(data[at:at + 8], "little")
+    cluster = u16(0x0B) * data[0x0D]
+    per_record = int.from_bytes(data[0x40:0x41], "little", signed=True)
+    record = per_record * cluster if per_record > 0 else 1 << -per_record
+    mft = u64(0x30) * cluster
+    keep = set(range(16)) | {len(data) // 512 - 1}
+    keep |= set(range(mft // 512, (mft + 16 * record) // 512))
+    for number, length in ((2, 8192), (6, 4 * cluster)):
+        base = mft + number * record
+        at = base + u16(base + 0x14)
+        while int.from_bytes(data[at:at + 4], "little") not in (0x80, 0xFFFFFFFF):
+            at += int.from_bytes(data[at + 4:at + 8], "little")
+        pairs = at + u16(at + 0x20)
+        header = data[pairs]
+        sizes = (header & 0xF, header >> 4)
+        lcn = int.from_bytes(data[pairs + 1 + sizes[0]:pairs + 1 + sizes[0] + sizes[1]], "little", signed=True)
+        first = lcn * cluster // 512
+        keep |= set(range(first, first + length // 512))
+    return keep
+
+
+def sparse_ntfs(path):
+    """An NTFS as the ntfs target reads one: its sectors that ddx reads
+    (see `ntfs_sectors`), zeros elsewhere."""
+    data = open(path, "rb").read()
+    out = bytearray([(len(data) - 1).bit_length()])
+    for number in sorted(ntfs_sectors(path)):
+        sector = data[number * 512:number * 512 + 512]
+        if sector.strip(b"\0"):
+            out += number.to_bytes(4, "little") + sector
+    return bytes(out)
+
+
 def seed_disks(work):
     def blank(name, size):
         path = os.path.join(work, name)
@@ -395,6 +436,20 @@ def seed_disks(work):
                            capture_output=True)
             store("xfs", sparse(path))
             store("used_blocks", sparse(path))
+    if shutil.which("mkntfs"):
+        for name, size, args in [
+            ("ntfs.img", 1 << 22, []),
+            ("ntfs-512.img", 1 << 22, ["-c", "512"]),
+            ("ntfs-64k.img", 1 << 24, ["-c", "65536"]),
+        ]:
+            path = blank(name, size)
+            run("mkntfs", "-q", "-f", "-Q", "-F", *args, path)
+            store("ntfs", sparse_ntfs(path))
+            store("used_blocks", sparse_ntfs(path))
+        # Marked dirty, as ntfsfix leaves a volume for chkdsk.
+        if shutil.which("ntfsfix"):
+            run("ntfsfix", path)
+            store("ntfs", sparse_ntfs(path))
 
 
 def main():

@@ -240,6 +240,19 @@ pub fn xfs(data: &[u8]) {
     );
 }
 
+/// `data` is a disk holding an NTFS: its boot sector, the MFT records of
+/// $MFT, $MFTMirr, $LogFile, $Volume and $Bitmap with their update
+/// sequences and runlists, $LogFile's restart pages, and $Bitmap.
+pub fn ntfs(data: &[u8]) {
+    let mut disk = Sparse::new(data);
+    let size = disk.size();
+    check_verdict(
+        allocation::probe_as(FileSystem::Ntfs, &mut disk),
+        size,
+        0..512,
+    );
+}
+
 /// `data` is a disk read as `--used-only` reads one (in 512-byte, 4096-
 /// byte or unknown sectors, from the first byte's top bits): the used
 /// set is whole blocks on the disk; every byte outside the partitions,

@@ -28,7 +28,7 @@ mod system;
 
 pub use command_line::{bench_args, number, operands};
 pub use decoders::{bzip2, decompress, gzip, lz4, xz, zstd, zstd_blocks};
-pub use disks::{ext, fat, partition_table, swap, used_blocks, xfs};
+pub use disks::{ext, fat, ntfs, partition_table, swap, used_blocks, xfs};
 pub use files::{bmap, hash_file, mapfile};
 #[cfg(feature = "nbd")]
 pub use remote::extents;
@@ -167,6 +167,11 @@ pub const TARGETS: &[Target] = &[
         name: "xfs",
         reads: "XFS superblocks, logs and free-space trees (--used-only)",
         run: xfs,
+    },
+    Target {
+        name: "ntfs",
+        reads: "NTFS boot sectors, MFT records, $LogFile restart pages and $Bitmap (--used-only)",
+        run: ntfs,
     },
     Target {
         name: "used_blocks",
