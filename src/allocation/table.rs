@@ -135,14 +135,18 @@ pub fn read(source: &mut dyn Source, sector: Option<u64>) -> (Table, Vec<Partiti
         }
     };
     let mut listed = false;
+    // Logical partitions are numbered from 5 on across every extended
+    // partition the MBR lists, as the kernel numbers them.
+    let mut next_logical = 5;
     for (i, entry) in entries.iter().enumerate() {
         if entry.kind == 0 || entry.sectors == 0 {
             continue;
         }
         listed = true;
         if is_extended(entry.kind) {
-            for (number, start, sectors) in logical(source, entry.start, sector) {
+            for (number, start, sectors) in logical(source, entry.start, sector, next_logical) {
                 add(number, start, sectors);
+                next_logical = number + 1;
             }
         } else {
             add(i as u32 + 1, entry.start, entry.sectors);
@@ -157,13 +161,14 @@ pub fn read(source: &mut dyn Source, sector: Option<u64>) -> (Table, Vec<Partiti
 }
 
 /// The logical partitions of the extended partition starting at sector
-/// `base`: (number, first sector, sectors). Each boot record points to
+/// `base`, numbered from `first` on: (number, first sector, sectors).
+/// Each boot record points to
 /// the next, relative to `base`; a chain that goes back, or ends in a
 /// sector that is not a boot record, ends there.
-fn logical(source: &mut dyn Source, base: u64, sector: u64) -> Vec<(u32, u64, u64)> {
+fn logical(source: &mut dyn Source, base: u64, sector: u64, first: u32) -> Vec<(u32, u64, u64)> {
     let mut out = Vec::new();
     let mut ebr = base;
-    for number in 5..5 + MAX_LOGICAL {
+    for number in first..5 + MAX_LOGICAL {
         let mut record = [0u8; 512];
         let Some(offset) = ebr.checked_mul(sector) else {
             break;

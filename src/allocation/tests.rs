@@ -72,6 +72,26 @@ fn a_chain_of_boot_records_that_goes_back_ends_there() {
 }
 
 #[test]
+fn logical_partitions_of_two_extended_partitions_are_numbered_on() {
+    let mut disk = vec![0u8; 200 * S as usize];
+    // Two extended partitions, both at sector 40: the kernel follows
+    // each, numbering the second's logical partitions after the first's.
+    boot_record(&mut disk, 0, &[(0x05, 40, 100), (0x05, 40, 100)]);
+    boot_record(&mut disk, 40, &[(0x83, 2, 10), (0x05, 20, 30)]);
+    boot_record(&mut disk, 60, &[(0x0c, 2, 5)]);
+    let (_, parts) = table::read(&mut InMemory(&disk), None);
+    assert_eq!(
+        numbers_and_ranges(&parts),
+        vec![
+            (5, 42 * S..52 * S),
+            (6, 62 * S..67 * S),
+            (7, 42 * S..52 * S),
+            (8, 62 * S..67 * S)
+        ]
+    );
+}
+
+#[test]
 fn a_boot_flag_other_than_0_or_0x80_is_not_an_mbr() {
     let mut disk = vec![0u8; 200 * S as usize];
     boot_record(&mut disk, 0, &[(0x83, 10, 20)]);
