@@ -480,11 +480,7 @@ fn map(region: &mut Region<'_>, boot: &[u8]) -> Result<Verdict, Broken> {
         return whole("chkdsk did not finish with it, so its $Bitmap may be wrong".into());
     }
     if flags & VOLUME_IS_DIRTY != 0 {
-        return whole(
-            "it is marked dirty (not unmounted cleanly, in use, or due for chkdsk), so its \
-             $Bitmap may be behind"
-                .into(),
-        );
+        return whole("it is marked dirty (due for chkdsk), so its $Bitmap may be wrong".into());
     }
     if let Err(why) = log_is_clean(region, &geo, &log) {
         return whole(why);
