@@ -14,7 +14,10 @@
 //! partitions comes back byte for byte, and the map holds every block
 //! partclone and e2image -ra would copy. An XFS is written through a
 //! loop mount and checked by xfs_repair -n, and one whose log the kernel
-//! left dirty (a shutdown) is copied whole. The same backup goes to a
+//! left dirty (a shutdown) is copied whole. An NTFS made by mkntfs on
+//! an MBR and a GPT disk is written through ntfs-3g, compared with
+//! partclone.ntfs, checked by ntfsfix -n and read back through ntfs-3g;
+//! one ntfsfix marked dirty is copied whole. The same backup goes to a
 //! sparse file, an NBD export and an S3 object.
 
 use std::ops::Range;
@@ -250,6 +253,7 @@ fn bytes(ranges: &[Range<u64>]) -> u64 {
 /// lines), in bytes from the device's start.
 fn partclone_used(tool: &str, device: &Path, dir: &Path) -> Vec<Range<u64>> {
     let domain = dir.join(format!("{tool}.domain"));
+    let _ = std::fs::remove_file(&domain);
     must_run(
         Command::new(tool)
             .args(["-q", "-D", "-s"])
@@ -814,6 +818,173 @@ fn an_xfs_restores_clean_and_one_with_a_dirty_log_is_copied_whole() {
         covered(&mapped(&map), &r1),
         "the dirty XFS is not copied whole"
     );
+}
+
+/// Run `with` on the NTFS on `device` mounted through ntfs-3g (`options`)
+/// at `dir/mnt`, then unmount it (a fuseblk mount: the unmount waits for
+/// ntfs-3g to write everything out).
+fn ntfs_mounted<T>(device: &Path, options: &str, dir: &Path, with: impl FnOnce(&Path) -> T) -> T {
+    let at = dir.join("mnt");
+    std::fs::create_dir_all(&at).unwrap();
+    must_run(
+        Command::new("ntfs-3g")
+            .args(["-o", options])
+            .arg(device)
+            .arg(&at),
+    );
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| with(&at)));
+    must_run(Command::new("umount").arg(&at));
+    result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// An NTFS on `device` made by mkntfs, holding `files` written through
+/// ntfs-3g; before them, a file over all the free space but a MiB was
+/// written and deleted, so that its clusters keep its bytes.
+fn ntfs(device: &Path, files: &[(String, Vec<u8>)], dir: &Path) {
+    must_run(Command::new("mkntfs").args(["-q", "-f", "-Q"]).arg(device));
+    ntfs_mounted(device, "rw", dir, |at| {
+        let free = rustix::fs::statvfs(at).unwrap();
+        let gone = (free.f_bavail * free.f_frsize).saturating_sub(MIB);
+        random_file(&at.join("gone.bin"), gone, 51);
+        must_run(&mut Command::new("sync"));
+        std::fs::remove_file(at.join("gone.bin")).unwrap();
+        for (name, bytes) in files {
+            let path = at.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        }
+    });
+}
+
+/// Bytes of `ranges` within `within`.
+fn bytes_within(ranges: &[Range<u64>], within: &Range<u64>) -> u64 {
+    ranges
+        .iter()
+        .map(|r| {
+            r.end
+                .min(within.end)
+                .saturating_sub(r.start.max(within.start))
+        })
+        .sum()
+}
+
+#[test]
+fn an_ntfs_on_mbr_and_gpt_restores_clean_and_a_dirty_one_is_copied_whole() {
+    let required = [
+        "sfdisk",
+        "mkntfs",
+        "ntfs-3g",
+        "ntfsfix",
+        "bmaptool",
+        "partclone.ntfs",
+    ];
+    if !tools(&required) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let files = content(&dir.join("content"), 51);
+    // p1 NTFS (32 MiB) over random bytes, p2 of no known kind.
+    let size = 48 * MIB;
+    let r1 = 2048 * 512..67584 * 512;
+    let r2 = 67584 * 512..83968 * 512;
+    for (label, p1_type, p2_type, table) in [
+        ("dos", "7", "83", "MBR partition table"),
+        (
+            "gpt",
+            "EBD0A0A2-B9E5-4433-87C0-68B6B72699C7",
+            "0FC63DAF-8483-4772-8E79-3D69D8477DE4",
+            "GPT;",
+        ),
+    ] {
+        let script = format!(
+            "label: {label}\nstart=2048, size=65536, type={p1_type}\n\
+             start=67584, size=16384, type={p2_type}\n"
+        );
+        let Some(source) = disk(dir, &format!("source-{label}"), size, 52, &script) else {
+            return;
+        };
+        let (p1, p2) = (partition(&source, 1), partition(&source, 2));
+        ntfs(&p1, &files, dir);
+        checked("ntfsfix", &["-n"], &p1);
+
+        let (image, map, said) = back_up(&source, dir);
+        for line in [
+            format!("--used-only: {table}"),
+            "partition 1 (bytes 1048576-34603008, 32 MiB): NTFS, ".into(),
+            "partition 2 (bytes 34603008-42991616, 8.0 MiB): copied whole: no file system \
+             recognised"
+                .into(),
+        ] {
+            assert!(said.contains(&line), "{label}: wanted {line:?} in: {said}");
+        }
+        let ours = mapped(&map);
+        let theirs = partclone_used("partclone.ntfs", &p1, dir);
+        holds(&ours, &theirs, r1.start, "partclone.ntfs");
+        // Both read $Bitmap: ddx adds only what lies past the last whole
+        // cluster (the backup boot sector), and the deleted file's bytes
+        // are left out.
+        let in_p1 = bytes_within(&ours, &r1);
+        assert!(
+            in_p1 <= bytes(&theirs) + 4096,
+            "{label}: {in_p1} bytes mapped in the NTFS, partclone.ntfs copies {}",
+            bytes(&theirs)
+        );
+        assert!(in_p1 < 8 * MIB, "{label}: {in_p1} bytes mapped in the NTFS");
+
+        let Some((by_bmaptool, by_ddx)) = restore_both(dir, &image, &map, size) else {
+            return;
+        };
+        for restored in [&by_bmaptool, &by_ddx] {
+            let restored_p1 = partition(restored, 1);
+            checked("ntfsfix", &["-n"], &restored_p1);
+            let mismatch = ntfs_mounted(&restored_p1, "ro", dir, |at| {
+                files
+                    .iter()
+                    .find(|(name, bytes)| std::fs::read(at.join(name)).ok().as_ref() != Some(bytes))
+                    .map(|(name, _)| name.clone())
+            });
+            assert_eq!(
+                mismatch, None,
+                "{label}: a file on the restored NTFS differs"
+            );
+            assert!(
+                std::fs::read(&p2).unwrap() == std::fs::read(partition(restored, 2)).unwrap(),
+                "{label}: the partition of no known kind differs"
+            );
+            same_outside(&source, restored, size, &[r1.clone(), r2.clone()]);
+        }
+        drop((by_bmaptool, by_ddx));
+        if label == "dos" {
+            // Mounted read-write through ntfs-3g (fuseblk), it is refused.
+            let refused = dir.join("refused.img");
+            ntfs_mounted(&p1, "rw", dir, |at| {
+                Ddx::new()
+                    .arg(operand("if", &source.path))
+                    .arg(operand("of", &refused))
+                    .arg("--used-only")
+                    .fails_with(&format!("p1 is mounted read-write on {}", at.display()));
+            });
+            assert!(!refused.exists(), "the output was created");
+            continue;
+        }
+
+        // ntfsfix marks the volume dirty, for chkdsk to look at it: its
+        // bitmap is not trusted, and it is copied whole.
+        must_run(Command::new("ntfsfix").arg(&p1));
+        let (_, map, said) = back_up(&source, dir);
+        assert!(
+            said.contains(
+                "partition 1 (bytes 1048576-34603008, 32 MiB): NTFS, copied whole: it is marked \
+                 dirty"
+            ),
+            "{said}"
+        );
+        assert!(
+            covered(&mapped(&map), &r1),
+            "the dirty NTFS is not copied whole"
+        );
+    }
 }
 
 /// Back up a whole-disk ext4 (no partition table) made over random bytes
