@@ -196,7 +196,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "used-only",
         "read only the blocks that the input disk's file systems use, from its \
          partition table (MBR, GPT) and each file system's own map (ext2/3/4, FAT, \
-         XFS, swap): the output keeps the disk's size, and the rest are holes (in a \
+         XFS, NTFS, swap): the output keeps the disk's size, and the rest are holes (in a \
          file; nothing in a compressed stream; left as they were on a device, or \
          discarded with --trim), so that --bmap-create maps exactly the used \
          blocks. Partition tables, everything outside the partitions and any \
