@@ -3,9 +3,11 @@
 #
 # The disk: an 8 GiB GPT disk image on a loop device, a 256 MiB FAT32
 # partition and an ext4 partition on the rest, first filled with random
-# bytes (what deleted files leave on a used card), then formatted and
-# given 1 GiB of real files (libraries and documentation from /usr, which
-# compress as an OS's files do), a fifth of them on the FAT. Then, with
+# bytes (what a used card holds everywhere), then formatted; each file
+# system's free space filled with a file of random bytes, deleted (what
+# deleted files leave on a used card); then given 1 GiB of real files
+# (libraries and documentation from /usr, which compress as an OS's files
+# do), a fifth of them on the FAT. Then, with
 # the page cache dropped before every run (the disk is read as a card is,
 # not from memory), at the same zstd level:
 #   ddx if=DEV of=card.img.zst --compress=zstd:L --bmap-create=card.bmap --used-only
@@ -15,7 +17,9 @@
 # .img.zst <= 1.1x the used data compressed alone (the mapped ranges, cut
 # out and compressed by zstd -L -T0). Then the backup is restored by
 # bmaptool copy and by ddx --decompress --bmap onto a device full of other
-# random bytes, and e2fsck -fn and fsck.fat -n must call both clean.
+# random bytes: e2fsck -fn and fsck.fat -n must call both clean, every
+# file on the ext4 must read back as its original (tar --diff), and the
+# map must hold every block partclone.fat and partclone.ext4 copy.
 #
 # usage (root: loop devices, mount): bench/backup.sh. SIZE_MIB= the disk
 # (default 8192), DATA_MIB= the files (1024), FAT_MIB= the FAT32 (256),
@@ -72,6 +76,25 @@ cluster=()
 [ "$fat_mib" -ge 300 ] || cluster=(-s 1)
 mkfs.vfat -F 32 "${cluster[@]}" "$p1" >/dev/null
 mkfs.ext4 -q -F -E nodiscard "$p2"
+
+# Files of random bytes over each file system's free space, deleted: their
+# blocks keep the bytes, as a used card's do.
+echo "filling the free space with files since deleted..."
+fat_free=$(MTOOLS_SKIP_CHECK=1 mdir -i "$p1" :: 2>/dev/null | awk '/bytes free/ { gsub(/[^0-9]/, ""); print }')
+if [ "${fat_free:-0}" -gt $((1 << 20)) ]; then
+  head -c $((fat_free - (1 << 20))) /dev/urandom >"$dir/gone"
+  MTOOLS_SKIP_CHECK=1 mcopy -i "$p1" "$dir/gone" ::/gone 2>/dev/null
+  MTOOLS_SKIP_CHECK=1 mdel -i "$p1" ::/gone 2>/dev/null
+  rm -f "$dir/gone"
+fi
+mount "$p2" "$dir/mnt"
+ext_free=$(($(stat -f -c '%a * %S' "$dir/mnt") - (64 << 20)))
+if [ "$ext_free" -gt 0 ]; then
+  head -c "$ext_free" /dev/urandom >"$dir/mnt/gone"
+  sync
+  rm "$dir/mnt/gone"
+fi
+umount "$dir/mnt"
 
 # The files, in a fixed order so that a machine builds the same disk.
 find /usr/lib /usr/share -xdev -type f -size +4k -readable -printf '%p\t%s\n' 2>/dev/null \
@@ -137,6 +160,35 @@ print(f"size: .img.zst {image >> 20} MiB / used data compressed {used >> 20} MiB
       f"{image / used:.3f} (bar 1.1: {verdict(image / used <= 1.1)})")
 PY
 
+# ddx's map holds every block partclone copies (its domain file's '+'
+# lines).
+for n in 1 2; do
+  tool=partclone.fat; [ $n = 2 ] && tool=partclone.ext4
+  p=$p1; [ $n = 2 ] && p=$p2
+  $tool -q -D -s "$p" -o "$dir/p$n.domain" >/dev/null 2>&1
+  start=$(($(cat "/sys/class/block/$(basename "$p")/start") * 512))
+  python3 - "$o/card.bmap" "$dir/p$n.domain" "$start" "$tool" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+block = int(re.search(r"<BlockSize>\s*(\d+)", text).group(1))
+mapped = [(int(a) * block, (int(b or a) + 1) * block)
+          for a, b in re.findall(r"<Range[^>]*>\s*(\d+)(?:-(\d+))?\s*</Range>", text)]
+base, tool = int(sys.argv[3]), sys.argv[4]
+missing = 0
+for line in open(sys.argv[2]):
+    fields = line.split()
+    if line.startswith("#") or len(fields) != 3 or fields[2] != "+":
+        continue
+    start = base + int(fields[0], 16)
+    end = start + int(fields[1], 16)
+    if not any(a <= start and end <= b for a, b in mapped):
+        missing += end - start
+print(f"{tool}: every block it copies is mapped" if missing == 0
+      else f"{tool}: {missing} bytes it copies are NOT MAPPED")
+sys.exit(1 if missing else 0)
+PY
+done
+
 # The restore, by bmaptool and by ddx, onto a device full of other data.
 head -c $((size_mib << 20)) /dev/urandom >"$dir/target.img"
 target=$(attach "$dir/target.img")
@@ -153,5 +205,10 @@ for how in bmaptool ddx; do
   e2fsck -fn "$t2" >/dev/null 2>&1 && fsck.fat -n "$t1" >/dev/null 2>&1 \
     && echo "restored by $how: e2fsck -fn and fsck.fat -n clean" \
     || { echo "restored by $how: NOT CLEAN"; exit 1; }
+  mount -o ro "$t2" "$dir/mnt"
+  (cd / && tar -cf - -T "$dir/part.ab" 2>/dev/null) | tar -d -f - -C "$dir/mnt" >"$dir/diff" 2>&1 \
+    && echo "restored by $how: every file on the ext4 reads back as it was" \
+    || { echo "restored by $how: FILES DIFFER: $(head -n 3 "$dir/diff")"; umount "$dir/mnt"; exit 1; }
+  umount "$dir/mnt"
   head -c $((size_mib << 20)) /dev/urandom | dd of="$target" bs=4M status=none 2>/dev/null || true
 done
