@@ -491,7 +491,7 @@ fn map(region: &mut Region<'_>, boot: &[u8]) -> Result<Verdict, Broken> {
     // The metadata the volume cannot be read without: a bitmap that marks
     // any of it free is not this volume's.
     let metadata = [
-        ("boot sector", vec![0..geo.cluster]),
+        ("boot sector", std::iter::once(0..geo.cluster).collect()),
         ("$MFT", mft.places(&geo)),
         ("$MFTMirr", mirror.places(&geo)),
         ("$LogFile", log.places(&geo)),
