@@ -67,7 +67,7 @@ pub fn open(
     options: Options,
 ) -> Result<PassthroughEnd, CommandError> {
     let _ = path;
-    let (queue, block_device) = open_queue(fd, interface, options.depth)?;
+    let (queue, block_device) = open_queue(fd, interface, options.depth, true)?;
     Ok(PassthroughEnd::new(queue, options.fua, block_device))
 }
 
@@ -76,11 +76,14 @@ pub fn open(
 /// kernel name of the block device of the same disk (whose queue limits
 /// size the commands). The end is built on it; `ddx bench` keeps its
 /// commands in flight on one directly, as fio's `sg` and `io_uring_cmd`
-/// engines do.
+/// engines do. With `mapped`, an sg node's commands move their data in
+/// the driver's own buffers, mapped (see `sys::scsi`); without, in
+/// buffers the driver copies, as fio's `sg` engine sends them.
 pub fn open_queue(
     fd: OwnedFd,
     interface: Interface,
     depth: usize,
+    mapped: bool,
 ) -> Result<(Box<dyn CommandQueue>, Option<String>), CommandError> {
     let number = rustix::fs::fstat(&fd)
         .ok()
@@ -92,6 +95,7 @@ pub fn open_queue(
             interface,
             depth,
             block_device.as_deref(),
+            mapped,
         )?),
         Interface::NvmeGeneric => Box::new(NvmeQueue::open(fd, depth, block_device.as_deref())?),
     };
