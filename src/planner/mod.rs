@@ -179,7 +179,7 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
     let request_size = match (settings.request_size, same_disk) {
         (Some(size), _) => Some(size),
         (None, true) => Some(SAME_DISK_REQUEST),
-        (None, false) => None,
+        (None, false) => command_request(bulk, facts),
     };
     let bulk = match (bulk, request_size) {
         (Some(shape), Some(size)) => Some(with_request_size(shape, size, plan.input_block_size)),
@@ -412,6 +412,17 @@ pub fn bulk_shape(plan: &CopyPlan, facts: &Facts) -> Option<BulkShape> {
         sparse_input: facts.input.can.extents || facts.input.mapped,
         mapped_holes: facts.input.mapped,
     })
+}
+
+/// A passthrough end's command size where bulk requests would be larger:
+/// a request of one command's bytes is read ahead (or written behind) in
+/// one buffer, which the end and the engine exchange instead of copying.
+fn command_request(bulk: Option<BulkShape>, facts: &Facts) -> Option<usize> {
+    let command = [facts.input.command_bytes, facts.output.command_bytes]
+        .into_iter()
+        .flatten()
+        .min()?;
+    (command < bulk?.chunk).then_some(command)
 }
 
 /// The bulk shape with requests of about `size` bytes instead.

@@ -46,6 +46,7 @@ pub fn file(inode: u64, fs: u64, storage: Storage) -> EndFacts {
         mapped: false,
         null_device: false,
         compressed: None,
+        command_bytes: None,
     }
 }
 
@@ -420,6 +421,46 @@ fn request_size_rounds_to_whole_records() {
     // Records larger than a bulk request are requests of their own.
     let s = plan(&request(&["bs=4M"], auto()), &files);
     assert_eq!(s.shaping.bulk.unwrap().chunk, 4 << 20);
+}
+
+#[test]
+fn bulk_requests_into_or_out_of_a_passthrough_node_are_one_command_each() {
+    let node = |command| EndFacts {
+        command_bytes: Some(command),
+        seekable: true,
+        ..EndFacts::of_kind(Kind::Passthrough)
+    };
+    let s = plan(
+        &request(&["bs=64k"], auto()),
+        &facts(node(256 << 10), ext4(1)),
+    );
+    assert_eq!(s.shaping.bulk.unwrap().chunk, 256 << 10);
+    let s = plan(
+        &request(&["bs=64k"], auto()),
+        &facts(ext4(1), node(128 << 10)),
+    );
+    assert_eq!(s.shaping.bulk.unwrap().chunk, 128 << 10);
+    // Whole records still: a command holds two of 100 KiB.
+    let s = plan(
+        &request(&["bs=100k"], auto()),
+        &facts(node(256 << 10), ext4(1)),
+    );
+    assert_eq!(s.shaping.bulk.unwrap().chunk, 200 << 10);
+    // Never larger than bulk requests are, and --request-size rules.
+    let s = plan(
+        &request(&["bs=64k"], auto()),
+        &facts(node(4 << 20), ext4(1)),
+    );
+    assert_eq!(s.shaping.bulk.unwrap().chunk, 1 << 20);
+    let sized = Settings {
+        request_size: Some(2 << 20),
+        ..auto()
+    };
+    let s = plan(
+        &request(&["bs=64k"], sized),
+        &facts(node(256 << 10), ext4(1)),
+    );
+    assert_eq!(s.shaping.bulk.unwrap().chunk, 2 << 20);
 }
 
 #[test]

@@ -55,9 +55,6 @@ const SENSE_LEN: usize = 64;
 const TIMEOUT_MS: u32 = 60_000;
 /// Sending a command again after a unit attention or an abort.
 const RETRIES: u8 = 3;
-/// The most one command carries, whatever the device allows: past it a
-/// larger command only costs memory per slot.
-const COMMAND_CAP: usize = 512 << 10;
 
 /// `struct sg_io_hdr` (the v3 interface, `<scsi/sg.h>`).
 #[repr(C)]
@@ -467,7 +464,7 @@ impl ScsiQueue {
             });
         }
         queue.addressing = Addressing::for_capacity(capacity.blocks);
-        let limit = passthrough::transfer_limit(block_device).min(COMMAND_CAP);
+        let limit = passthrough::command_limit(block_device);
         let max_blocks = (limit / capacity.block_len as usize)
             .clamp(1, queue.addressing.max_blocks() as usize) as u32;
         queue.geometry = Geometry {
@@ -825,6 +822,19 @@ impl CommandQueue for ScsiQueue {
     fn buffer_mut(&mut self, slot: usize) -> Option<&mut [u8]> {
         let s = self.slots.get_mut(slot)?;
         s.busy.is_none().then(|| s.buf.as_mut_slice())
+    }
+
+    /// Buffers of ddx's own change places; the driver's mapped ones stay.
+    fn exchange(&mut self, slot: usize, buf: &mut AlignedBuf) -> bool {
+        let len = self.geometry.max_blocks as usize * self.geometry.block_len as usize;
+        match self.slots.get_mut(slot) {
+            Some(Slot {
+                buf: Data::Own(own),
+                busy: None,
+                ..
+            }) => passthrough::exchange_slot(own, len, buf),
+            _ => false,
+        }
     }
 
     fn submit(&mut self, slot: usize, op: Op, lba: u64, blocks: u32) -> Result<(), CommandError> {
