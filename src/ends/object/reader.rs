@@ -169,6 +169,25 @@ impl Version {
     }
 }
 
+/// Err (a precondition failure) when the server now holds another version
+/// of the object than `version`; Ok when it holds the same, or when the
+/// HEAD fails too (the retry that follows will say why).
+///
+/// Asked before a failed GET is tried again: a server may answer a GET
+/// held to a version that changed with a 412 whose body never comes
+/// (rclone's `serve http` announces the object's length and sends
+/// nothing), which reads as a body cut short, not as the change it is.
+async fn still_the_version(
+    store: &dyn object_store::ObjectStore,
+    path: &object_store::path::Path,
+    version: &Version,
+) -> object_store::Result<()> {
+    match store.head(path).await {
+        Ok(meta) => version.check(&meta),
+        Err(_) => Ok(()),
+    }
+}
+
 /// Whether a failed GET is worth asking again: the connection or the
 /// body failed, or the server had a passing trouble (5xx); not an answer
 /// about the object itself (missing, forbidden, changed).
@@ -264,7 +283,14 @@ impl ObjectReader {
                     let path = self.store.path.clone();
                     let version = self.version.clone();
                     let got = runtime::run(&self.runtime, async move {
-                        let got = store.get_opts(&path, version.options(None)).await?;
+                        let got = match store.get_opts(&path, version.options(None)).await {
+                            Ok(got) => got,
+                            Err(e) if worth_retrying(&e) => {
+                                still_the_version(&*store, &path, &version).await?;
+                                return Err(e);
+                            }
+                            Err(e) => return Err(e),
+                        };
                         version.check(&got.meta)?;
                         Ok(got)
                     });
@@ -368,6 +394,7 @@ impl ObjectReader {
                 match tried {
                     Ok(()) => return Ok(chunks),
                     Err(e) if worth_retrying(&e) => {
+                        still_the_version(&*store, &path, &version).await?;
                         failures = if from > progress { 1 } else { failures + 1 };
                         if failures >= attempts {
                             return Err(e);
