@@ -51,6 +51,9 @@ pub struct Strategy {
     /// Reads of an O_DIRECT input kept in flight together, where they pay
     /// ([`read_ahead`]).
     pub read_ahead: Option<WritesInFlight>,
+    /// Both ends on one disk that shares itself between reads and writes
+    /// ([`one_shared_disk`]): one read and one write at a time.
+    pub one_shared_disk: bool,
 }
 
 /// Several direct writes in flight (`ends::write_behind`): how many, of up to
@@ -236,7 +239,22 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
         in_turn: in_turn.filter(|_| backend == Backend::Sequential),
         write_behind: write_behind(request, facts, backend),
         read_ahead: read_ahead(request, facts, backend),
+        one_shared_disk: one_shared_disk(&request.settings, facts),
     }
+}
+
+/// Whether both ends are on one disk whose reads and writes share it, so
+/// that a copy keeps one read and one write at a time rather than several
+/// of each in flight ([`read_ahead`], [`write_behind`]): the disk did not
+/// show the deep parallelism that pays for it
+/// (`QueueHint::deep_within_itself`), and no `--queue-depth` was asked.
+/// An input in the page cache leaves the disk to the writes.
+pub fn one_shared_disk(settings: &Settings, facts: &Facts) -> bool {
+    settings.queue_depth.is_none()
+        && facts.input.disk.is_some()
+        && facts.input.disk == facts.output.disk
+        && !facts.input.cached
+        && !facts.input.queue.is_some_and(|q| q.deep_within_itself())
 }
 
 /// Whether a copy within the disk of `hint` gains from reading and writing
@@ -296,6 +314,7 @@ pub fn read_ahead(request: &Request, facts: &Facts, backend: Backend) -> Option<
         && facts.input.seekable
         && takes_parallel_requests(settings, &facts.input)
         && (!local_storage(&facts.output) || takes_parallel_requests(settings, &facts.output))
+        && !one_shared_disk(settings, facts)
         && queue_depth > 1
         && size <= WRITE_BEHIND_MEMORY / 2;
     fits.then(|| WritesInFlight {
@@ -318,7 +337,7 @@ pub fn read_ahead(request: &Request, facts: &Facts, backend: Backend) -> Option<
 /// with one read at a time, writes in flight made the lab's 1 MiB
 /// O_DIRECT copy 1.24x slower.
 pub fn write_behind(request: &Request, facts: &Facts, backend: Backend) -> Option<WritesInFlight> {
-    let Request { plan, .. } = request;
+    let Request { plan, settings } = request;
     let queue_depth = match backend {
         Backend::Threads { queue_depth } | Backend::Uring { queue_depth } => queue_depth,
         Backend::Sync | Backend::Sequential => return None,
@@ -331,6 +350,7 @@ pub fn write_behind(request: &Request, facts: &Facts, backend: Backend) -> Optio
         && !plan.two_buffers
         && facts.output.can.local_storage
         && facts.output.descriptor
+        && !one_shared_disk(settings, facts)
         && queue_depth > 1
         && size <= WRITE_BEHIND_MEMORY / 2;
     fits.then(|| WritesInFlight {
