@@ -121,9 +121,8 @@ pub const PARALLEL_SCALING_PERCENT: u32 = 200;
 /// four times the rate at depth 1 (an NVMe drive gains six to eight). A
 /// disk that gains less shares one path between the two: this machine's
 /// virtio disk measured 1.1x to 2.6x, and a direct copy within it with 16
-/// reads and 16 writes in flight took 1.5x as long as with one of each,
-/// which was within 1.1x of the slower of its reads and writes alone
-/// (bench/cloud-disk.sh).
+/// reads and 16 writes in flight took 1.25x as long as with two of each
+/// (`planner::SHARED_DISK_DEPTH`).
 pub const DEEP_SCALING_PERCENT: u32 = 400;
 
 /// Why a device is taken to serve requests in parallel, or one at a time.

@@ -742,12 +742,17 @@ fn one_disk_that_serves_requests_in_parallel_overlaps_its_reads_and_writes() {
     let s = plan(&request(&["bs=1M"], auto()), &on_virtio);
     assert_eq!(s.backend, threads(16));
     assert_eq!(s.in_turn, None);
-    // With O_DIRECT at both ends, one read and one write at a time: the
-    // reads and writes share the disk, and its kind does not say it gains
-    // from more of each in flight.
+    // With O_DIRECT at both ends, two reads and two writes in flight at
+    // most: they share the disk, and its kind does not say it gains from
+    // more of each.
     let direct = ["bs=1M", "iflag=direct", "oflag=direct"];
     let s = plan(&request(&direct, auto()), &on_virtio);
-    assert_eq!((s.read_ahead, s.write_behind), (None, None));
+    let two = Some(WritesInFlight {
+        depth: SHARED_DISK_DEPTH,
+        request: 1 << 20,
+    });
+    assert_eq!((s.read_ahead, s.write_behind), (two, two));
+    assert_eq!(s.backend, threads(SHARED_DISK_DEPTH));
     assert!(s.one_shared_disk);
     // An NVMe drive, or a disk measured gaining 4x with depth, keeps
     // reads and writes in flight within itself.
@@ -794,7 +799,7 @@ fn one_disk_that_serves_requests_in_parallel_overlaps_its_reads_and_writes() {
     };
     let on_shallow = facts(on(ext4(1), 8, shallow), on(ext4(2), 8, shallow));
     let s = plan(&request(&direct, auto()), &on_shallow);
-    assert_eq!((s.read_ahead, s.write_behind), (None, None));
+    assert_eq!((s.read_ahead, s.write_behind), (two, two));
     let asked = Settings {
         queue_depth: Some(4),
         ..auto()
