@@ -14,6 +14,9 @@
 #                   each depth of --depths (fio's own time, without its
 #                   start-up)
 #   fio write QD    fio's direct sequential write of a new file, the same
+#   fio read+write  both at once (two jobs), at depths 1 and 4, timed from
+#                   start to the end of both: what the disk gives a copy
+#                   whose reads and writes share it
 #   dd/ddx direct   if=SRC of=DST bs=1M iflag=direct oflag=direct
 #   dd/ddx fsync    if=SRC of=DST bs=1M conv=fsync
 #   read, read+blake3, read+sha256
@@ -132,6 +135,15 @@ for ((round = 1; round <= reps; round++)); do
     fio_run "fio write QD$qd" write "$fiofile" "$qd"
     rm -f "$fiofile"
   done
+  # Reads and writes at once, as a copy within the disk makes them: two
+  # fio jobs started together, timed until both end.
+  for qd in 1 4; do
+    rm -f "$fiofile"
+    time_run "fio read+write QD$qd" "fio --bs=1M --direct=1 --ioengine=libaio \
+      --iodepth=$qd --size=$bytes --name=r --filename=$src --rw=read \
+      --name=w --filename=$fiofile --rw=write"
+    rm -f "$fiofile"
+  done
   for tool in dd ddx; do
     bin=dd
     [ "$tool" = ddx ] && bin=$ddx
@@ -180,7 +192,7 @@ for qd in $depths; do
     awk -v n="fio $rw QD$qd" -v t="$t" -v s="$bytes" 'BEGIN { printf "| %s | %.3f | %.0f |\n", n, t, s / t / 1e6 }'
   done
 done
-for name in "dd direct" "ddx direct" "dd fsync" "ddx fsync" read read+blake3 read+sha256; do
+for name in "fio read+write QD1" "fio read+write QD4" "dd direct" "ddx direct" "dd fsync" "ddx fsync" read read+blake3 read+sha256; do
   t=$(med "$name")
   awk -v n="$name" -v t="$t" -v s="$bytes" 'BEGIN { printf "| %s | %.3f | %.0f |\n", n, t, s / t / 1e6 }'
 done
@@ -199,4 +211,7 @@ ratio "ddx direct / dd direct" "$(med "ddx direct")" "$(med "dd direct")" 0.8
 ratio "ddx fsync / dd fsync" "$(med "ddx fsync")" "$(med "dd fsync")" 0.8
 ratio "read+blake3 / read" "$(med read+blake3)" "$(med read)" 1.10
 ratio "read+sha256 / read" "$(med read+sha256)" "$(med read)" 1.10
+mixed=$(for qd in 1 4; do med "fio read+write QD$qd"; done | sort -g | head -n1)
+echo
+echo "fio reading and writing the disk at once (its best of QD1 and QD4): $mixed s, $(awk -v m="$mixed" -v f="$floor" 'BEGIN { printf "%.2f", m / f }')x the floor; ddx direct / that: $(awk -v a="$(med "ddx direct")" -v m="$mixed" 'BEGIN { printf "%.2f", a / m }')"
 [ "$failures" -eq 0 ] || { echo "$failures failures" >&2; exit 1; }

@@ -8,7 +8,10 @@
 # lives on DIR (default /dev/shm, a tmpfs), so the disk is out of the
 # measurement. Prints the median times and the ratio resumed / whole (the
 # bar: <= 0.6), and checks that every stored object is the input
-# (decompressed by zstd -d for --compress).
+# (decompressed by zstd -d for --compress). s3s-fs rewrites the whole
+# object from its parts when an upload completes, which both uploads pay
+# in full: that completion is also timed alone (boto3, the same size),
+# and the ratio printed without it.
 #
 # usage: bench/resume-upload.sh [SIZE_MiB]; RUNS= rounds (default 3);
 # DDX= the binary (default target/release/ddx); DIR= where files go.
@@ -81,6 +84,7 @@ check() {
   else
     cmp -s "$dir/s3/bkt/$key" "$input"
   fi || { echo "$mode: the object $key is not the input" >&2; exit 1; }
+  stat -c %s "$dir/s3/bkt/$key" >"$dir/stored-$mode"
   rm -f "$dir/s3/bkt/$key"
 }
 
@@ -115,6 +119,37 @@ for run in $(seq "$runs"); do
     echo "$mode resumed $resumed $at" >>"$dir/times"
   done
 done
+# What the server's completion costs by itself: s3s-fs rewrites the object
+# from its parts and digests it when the upload completes, so the whole
+# upload and the resumed one both pay it in full. Timed with boto3 on an
+# upload of each mode's stored size, in 16 MiB parts, three times.
+for mode in plain zstd; do
+  python3 - "$port" "$(cat "$dir/stored-$mode")" >>"$dir/times" <<'PY' ||
+import os, statistics, sys, time
+import boto3
+s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{sys.argv[1]}")
+size, part = int(sys.argv[2]), 16 << 20
+times = []
+for n in range(3):
+    key = f"completion-{n}"
+    up = s3.create_multipart_upload(Bucket="bkt", Key=key)["UploadId"]
+    parts, at = [], 0
+    while at < size:
+        body = os.urandom(min(part, size - at))
+        etag = s3.upload_part(Bucket="bkt", Key=key, UploadId=up,
+                              PartNumber=len(parts) + 1, Body=body)["ETag"]
+        parts.append({"PartNumber": len(parts) + 1, "ETag": etag})
+        at += len(body)
+    start = time.time()
+    s3.complete_multipart_upload(Bucket="bkt", Key=key, UploadId=up,
+                                 MultipartUpload={"Parts": parts})
+    times.append(time.time() - start)
+    s3.delete_object(Bucket="bkt", Key=key)
+print(f"completion {statistics.median(times):.3f}")
+PY
+    echo "note: the completion alone was not timed (python3-boto3 is needed)" >&2
+  sed -i "\$s/^completion/$mode completion/" "$dir/times"
+done
 python3 - "$dir/times" "$size" <<'PY'
 import statistics, sys
 times, size = {}, int(sys.argv[2])
@@ -130,4 +165,8 @@ for mode in ("plain", "zstd"):
     at = " ".join(f"{k:.0%}" for k in killed[mode])
     print(f"  {mode:5s} whole {whole:6.2f} s  resumed {resumed:6.2f} s (killed at {at})"
           f"  resumed / whole: {resumed / whole:.2f}x (bar: <= 0.6)")
+    if (mode, "completion") in times:
+        done = statistics.median(times[(mode, "completion")])
+        print(f"        the server's completion alone {done:.2f} s; without it,"
+              f" resumed / whole: {(resumed - done) / (whole - done):.2f}x")
 PY

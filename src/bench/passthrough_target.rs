@@ -48,7 +48,7 @@ impl PassthroughTarget {
     ) -> Result<(PassthroughTarget, DeviceInfo), BenchError> {
         let fd = open_node(path, interface, false)?;
         let (queue, block_device) =
-            passthrough::open_queue(fd, interface, 1).map_err(|e| failed(path, e))?;
+            passthrough::open_queue(fd, interface, 1, false).map_err(|e| failed(path, e))?;
         let geometry = queue.geometry();
         drop(queue);
         let disk = block_device
@@ -103,10 +103,12 @@ impl PassthroughTarget {
     }
 
     /// A command queue on the node with up to `depth` slots (fewer where
-    /// the interface keeps fewer in flight: see its `slots`).
+    /// the interface keeps fewer in flight: see its `slots`), its data
+    /// moved as fio's engine of the same name moves it (on an sg node,
+    /// copied by the driver), so that the two measure the same thing.
     pub fn queue(&self, writing: bool, depth: u32) -> Result<Box<dyn CommandQueue>, BenchError> {
         let fd = open_node(&self.path, self.interface, writing)?;
-        passthrough::open_queue(fd, self.interface, depth as usize)
+        passthrough::open_queue(fd, self.interface, depth as usize, false)
             .map(|(queue, _)| queue)
             .map_err(|e| failed(&self.path, e))
     }

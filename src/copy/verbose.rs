@@ -13,7 +13,7 @@ use crate::engine::depth::{
     Basis, PARALLEL_SCALING_PERCENT, PROBE_DEPTH, PROBE_READ, SEEK_LATENCY_US,
 };
 use crate::engine::{Backend, Counters};
-use crate::operands::CopyPlan;
+use crate::operands::{CopyPlan, IoFlags};
 use crate::planner::cache::{Bound, Budget, Reason, NO_BUDGET_KEEP, PRESSURE_PERCENT};
 use crate::planner::facts::why_not_probed;
 use crate::planner::{Crowded, Facts, InTurn, Strategy, CPU_CONTENDED_PERCENT};
@@ -146,6 +146,7 @@ impl HowItRan {
             in_turn,
             write_behind,
             read_ahead,
+            one_shared_disk,
         } = strategy;
         let uring = matches!(backend, Backend::Uring { .. });
         let how = if settings.backend.is_some() {
@@ -200,6 +201,18 @@ impl HowItRan {
             ),
             None => requests,
         };
+        let direct = (plan.input_flags | plan.output_flags).contains(IoFlags::DIRECT);
+        let requests =
+            if *one_shared_disk && direct && matches!(strategy.backend, Backend::Threads { .. }) {
+                format!(
+                    "{requests}; at most {} of each (both on one disk, whose rate grew \
+                     less than {}x with depth)",
+                    crate::planner::SHARED_DISK_DEPTH,
+                    crate::engine::depth::DEEP_SCALING_PERCENT / 100
+                )
+            } else {
+                requests
+            };
         HowItRan {
             backend,
             requests,

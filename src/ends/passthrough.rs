@@ -16,6 +16,13 @@
 //! stored. A write that is not whole blocks reads the blocks it touches
 //! first (read-modify-write), as the page cache would.
 //!
+//! Where the queue's slot buffers are ddx's own (NVMe; not the sg
+//! driver's mapped reserve buffers), a read of one whole piece and a
+//! write of one whole command change buffers with the engine
+//! ([`End::read_exchange`], [`End::write_exchange`]) instead of copying:
+//! the planner sizes bulk requests to one command for that
+//! (`EndFacts::command_bytes`).
+//!
 //! A read fails whole, as an O_DIRECT read of the block device does: a
 //! record either arrives complete or not at all, so `conv=noerror,sync`
 //! pads the same records GNU dd pads on the block device. The device's
@@ -27,7 +34,8 @@ use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use super::{End, Kind, Pipeline, Whence};
+use super::{Capabilities, End, Kind, Pipeline, Whence};
+use crate::sys::buffer::AlignedBuf;
 use crate::sys::nvme::NvmeQueue;
 use crate::sys::passthrough::{self, CommandError, CommandQueue, Geometry, Interface, Op};
 use crate::sys::scsi::ScsiQueue;
@@ -67,7 +75,7 @@ pub fn open(
     options: Options,
 ) -> Result<PassthroughEnd, CommandError> {
     let _ = path;
-    let (queue, block_device) = open_queue(fd, interface, options.depth)?;
+    let (queue, block_device) = open_queue(fd, interface, options.depth, true)?;
     Ok(PassthroughEnd::new(queue, options.fua, block_device))
 }
 
@@ -76,11 +84,14 @@ pub fn open(
 /// kernel name of the block device of the same disk (whose queue limits
 /// size the commands). The end is built on it; `ddx bench` keeps its
 /// commands in flight on one directly, as fio's `sg` and `io_uring_cmd`
-/// engines do.
+/// engines do. With `mapped`, an sg node's commands move their data in
+/// the driver's own buffers, mapped (see `sys::scsi`); without, in
+/// buffers the driver copies, as fio's `sg` engine sends them.
 pub fn open_queue(
     fd: OwnedFd,
     interface: Interface,
     depth: usize,
+    mapped: bool,
 ) -> Result<(Box<dyn CommandQueue>, Option<String>), CommandError> {
     let number = rustix::fs::fstat(&fd)
         .ok()
@@ -92,6 +103,7 @@ pub fn open_queue(
             interface,
             depth,
             block_device.as_deref(),
+            mapped,
         )?),
         Interface::NvmeGeneric => Box::new(NvmeQueue::open(fd, depth, block_device.as_deref())?),
     };
@@ -127,6 +139,22 @@ struct Piece {
     offset: u64,
     len: u64,
     state: PieceState,
+}
+
+/// Where a read's bytes go: a slice they are copied into, or a whole
+/// buffer that may change places with the read-ahead piece holding them.
+enum Target<'a> {
+    Slice(&'a mut [u8]),
+    Exchange(&'a mut AlignedBuf),
+}
+
+impl Target<'_> {
+    fn bytes(&mut self) -> &mut [u8] {
+        match self {
+            Target::Slice(slice) => slice,
+            Target::Exchange(buf) => buf.as_mut_slice(),
+        }
+    }
 }
 
 /// A write sent and not yet retired.
@@ -418,11 +446,13 @@ impl PassthroughEnd {
         self.ahead_until = Some(at);
     }
 
-    /// Fill `buf` from `offset` (within the disk), all of it or nothing.
-    fn read_into(&mut self, buf: &mut [u8], offset: u64) -> Result<(), Errno> {
+    /// Fill `target` from `offset` (within the disk), all of it or
+    /// nothing.
+    fn read_into(&mut self, mut target: Target<'_>, offset: u64) -> Result<(), Errno> {
         self.settle_writes()?;
+        let len = target.bytes().len() as u64;
         if self.chunk == 0 {
-            let wanted = (buf.len() as u64).div_ceil(self.block) * self.block;
+            let wanted = len.div_ceil(self.block) * self.block;
             self.chunk = wanted.clamp(self.block, self.max_bytes());
         }
         // Pieces behind the offset are done with; a window that does not
@@ -446,7 +476,6 @@ impl PassthroughEnd {
             self.drop_window();
             self.ahead_until = Some(offset / self.block * self.block);
         }
-        let len = buf.len() as u64;
         let mut done = 0u64;
         while done < len {
             self.plan();
@@ -473,7 +502,7 @@ impl PassthroughEnd {
                 // what was asked, so that a record fails only for a bad
                 // block of its own, and start the window afresh after it.
                 self.drop_window();
-                return match self.read_exact(&mut buf[done as usize..], at) {
+                return match self.read_exact(&mut target.bytes()[done as usize..], at) {
                     Ok(()) => {
                         self.ahead_until = Some((offset + len).div_ceil(self.block) * self.block);
                         Ok(())
@@ -486,10 +515,21 @@ impl PassthroughEnd {
                 };
             }
             let piece = &self.ahead[index];
+            if let Target::Exchange(whole) = &mut target {
+                // The whole piece is the whole read: its buffer goes to
+                // the engine, whose buffer carries the next piece.
+                let whole_piece = done == 0 && at == piece.offset && piece.len == len;
+                if whole_piece && self.queue.exchange(piece.slot, whole) {
+                    let piece = self.ahead.pop_front().expect("front");
+                    self.owner[piece.slot] = Owner::Idle;
+                    return Ok(());
+                }
+            }
             let from = (at - piece.offset) as usize;
             let take = ((piece.offset + piece.len - at).min(len - done)) as usize;
             let data = self.queue.buffer(piece.slot).expect("a ready slot is idle");
-            buf[done as usize..done as usize + take].copy_from_slice(&data[from..from + take]);
+            target.bytes()[done as usize..done as usize + take]
+                .copy_from_slice(&data[from..from + take]);
             done += take as u64;
             // A piece read to its end is done with: its slot goes on ahead.
             if offset + done == piece.offset + piece.len {
@@ -497,6 +537,28 @@ impl PassthroughEnd {
                 self.owner[piece.slot] = Owner::Idle;
             }
         }
+        Ok(())
+    }
+
+    /// Send the write of the `len` bytes `slot` holds to `at`, behind.
+    fn send_behind(&mut self, slot: usize, at: u64, len: u64) -> Result<(), Errno> {
+        let op = Op::Write { fua: self.fua };
+        let blocks = (len / self.block) as u32;
+        if let Err(error) = self.queue.submit(slot, op, at / self.block, blocks) {
+            self.detail = Some(error.cause);
+            return Err(error.errno);
+        }
+        self.owner[slot] = Owner::Behind;
+        if self.acked_until.is_none() {
+            self.acked_until = Some(at);
+        }
+        self.behind.push_back(Sent {
+            slot,
+            offset: at,
+            len,
+            outcome: None,
+        });
+        self.deferred = true;
         Ok(())
     }
 
@@ -521,26 +583,7 @@ impl PassthroughEnd {
                 let buffer = self.queue.buffer_mut(slot).expect("an idle slot");
                 buffer[..take as usize]
                     .copy_from_slice(&data[done as usize..(done + take) as usize]);
-                let at = offset + done;
-                let op = Op::Write { fua: self.fua };
-                if let Err(error) =
-                    self.queue
-                        .submit(slot, op, at / self.block, (take / self.block) as u32)
-                {
-                    self.detail = Some(error.cause);
-                    return Err(error.errno);
-                }
-                self.owner[slot] = Owner::Behind;
-                if self.acked_until.is_none() {
-                    self.acked_until = Some(at);
-                }
-                self.behind.push_back(Sent {
-                    slot,
-                    offset: at,
-                    len: take,
-                    outcome: None,
-                });
-                self.deferred = true;
+                self.send_behind(slot, offset + done, take)?;
                 done += take;
             }
             if self.depth <= 1 {
@@ -588,10 +631,63 @@ impl End for PassthroughEnd {
         Kind::Passthrough
     }
 
+    /// Its kind's, and buffers exchanged where the queue's are ddx's own
+    /// (not the sg driver's mapped reserve buffers).
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            exchanges_buffers: self.queue.interface() != Interface::ScsiGeneric,
+            ..Capabilities::of(Kind::Passthrough)
+        }
+    }
+
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
         let n = self.read_at(buf, self.pos)?;
         self.pos += n as u64;
         Ok(n)
+    }
+
+    /// A read of exactly one read-ahead piece takes the piece's buffer;
+    /// any other read within the disk is copied into `buf`. A read past
+    /// its end is `read`'s.
+    fn read_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
+        let len = buf.len() as u64;
+        if len == 0 || self.pos.checked_add(len)? > self.size {
+            return None;
+        }
+        self.failed_at = None;
+        let at = self.pos;
+        Some(self.read_into(Target::Exchange(buf), at).map(|()| {
+            self.pos += len;
+            len as usize
+        }))
+    }
+
+    /// A whole buffer of whole blocks that one command carries is written
+    /// behind from the buffer itself, and the slot's buffer takes its
+    /// place. Not where each write is waited for (one slot), nor after a
+    /// failure, which `write` reports.
+    fn write_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
+        let len = buf.len() as u64;
+        let whole = len > 0 && len % self.block == 0 && self.pos % self.block == 0;
+        if !whole || len > self.max_bytes() || self.pos.checked_add(len)? > self.size {
+            return None;
+        }
+        if self.depth <= 1 || self.write_failed.is_some() {
+            return None;
+        }
+        self.quiesce_reads();
+        let slot = match self.take_slot() {
+            Ok(slot) => slot,
+            Err(errno) => return Some(Err(errno)),
+        };
+        if self.write_failed.is_some() || !self.queue.exchange(slot, buf) {
+            return None;
+        }
+        let at = self.pos;
+        Some(self.send_behind(slot, at, len).map(|()| {
+            self.pos += len;
+            len as usize
+        }))
     }
 
     fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
@@ -637,7 +733,7 @@ impl End for PassthroughEnd {
             return Ok(0);
         }
         let n = buf.len().min((self.size - offset) as usize);
-        self.read_into(&mut buf[..n], offset)?;
+        self.read_into(Target::Slice(&mut buf[..n]), offset)?;
         Ok(n)
     }
 
@@ -774,6 +870,11 @@ mod tests {
             self.busy[slot]
                 .is_none()
                 .then(|| self.buffers[slot].as_mut_slice())
+        }
+        fn exchange(&mut self, slot: usize, buf: &mut AlignedBuf) -> bool {
+            let len = self.max_blocks as usize * self.block as usize;
+            self.busy[slot].is_none()
+                && crate::sys::passthrough::exchange_slot(&mut self.buffers[slot], len, buf)
         }
         fn submit(
             &mut self,
@@ -939,6 +1040,99 @@ mod tests {
             }
         }
         assert_eq!(failed, vec![4], "only the record holding block 9");
+    }
+
+    fn whole_pieces(e: &mut PassthroughEnd) {
+        e.pipeline(Pipeline {
+            chunk: 8192,
+            depth: 4,
+            total: None,
+        });
+    }
+
+    #[test]
+    fn whole_pieces_change_hands_and_are_not_reused_while_held() {
+        let data = pattern(64 * 512);
+        let mut e = end(data.clone(), vec![]);
+        whole_pieces(&mut e);
+        let mut held = Vec::new();
+        for piece in 0..4 {
+            let mut buf = AlignedBuf::new(8192).unwrap();
+            let given = buf.as_slice().as_ptr();
+            assert_eq!(e.read_exchange(&mut buf), Some(Ok(8192)));
+            assert_ne!(buf.as_slice().as_ptr(), given, "piece {piece}: exchanged");
+            assert_eq!(buf.len(), 8192);
+            held.push(buf);
+        }
+        assert_eq!(e.read_exchange(&mut AlignedBuf::new(8192).unwrap()), None);
+        // Every piece the engine holds still has its bytes: the slots
+        // read on into the buffers they were given in exchange.
+        for (piece, buf) in held.iter().enumerate() {
+            assert_eq!(buf.as_slice(), &data[piece * 8192..(piece + 1) * 8192]);
+        }
+        // A read that is not one whole piece is copied.
+        e.seek(Whence::Start(100)).unwrap();
+        let mut buf = AlignedBuf::new(8192).unwrap();
+        let given = buf.as_slice().as_ptr();
+        assert_eq!(e.read_exchange(&mut buf), Some(Ok(8192)));
+        assert_eq!(buf.as_slice().as_ptr(), given, "copied, not exchanged");
+        assert_eq!(buf.as_slice(), &data[100..8292]);
+        // Past the disk's end: read's business.
+        e.seek(Whence::Start(60 * 512)).unwrap();
+        assert_eq!(e.read_exchange(&mut buf), None);
+    }
+
+    #[test]
+    fn a_failed_piece_read_whole_still_fails_only_its_own_record() {
+        let data = pattern(64 * 512);
+        let mut e = end(data.clone(), vec![9]);
+        whole_pieces(&mut e);
+        let mut buf = AlignedBuf::new(8192).unwrap();
+        // Blocks 0-15: the piece fails (block 9); the read of it fails
+        // with the block named, as read_exact found it.
+        assert_eq!(e.read_exchange(&mut buf), Some(Err(Errno::IO)));
+        assert_eq!(e.failed_at(), Some(9 * 512));
+        // The engine then reads the records before it one by one.
+        let mut record = [0u8; 4096];
+        assert_eq!(e.read_at(&mut record, 0), Ok(4096));
+        assert_eq!(record[..], data[..4096]);
+        assert_eq!(e.read_at(&mut record, 4096), Err(Errno::IO));
+        e.seek(Whence::Start(8192)).unwrap();
+        assert_eq!(e.read_exchange(&mut buf), Some(Ok(8192)));
+        assert_eq!(buf.as_slice(), &data[8192..16384]);
+    }
+
+    #[test]
+    fn whole_buffers_are_written_behind_from_themselves() {
+        let data = pattern(64 * 512);
+        let mut e = end(vec![0; data.len()], vec![]);
+        whole_pieces(&mut e);
+        for piece in 0..4 {
+            let mut buf = AlignedBuf::new(8192).unwrap();
+            buf.as_mut_slice()
+                .copy_from_slice(&data[piece * 8192..(piece + 1) * 8192]);
+            let given = buf.as_slice().as_ptr();
+            assert_eq!(e.write_exchange(&mut buf), Some(Ok(8192)));
+            assert_ne!(
+                buf.as_slice().as_ptr(),
+                given,
+                "the slot's buffer in its place"
+            );
+            assert_eq!(buf.len(), 8192);
+            // The engine fills what it was given for its next write: not
+            // what the write behind is sent from.
+            buf.as_mut_slice().fill(0xaa);
+        }
+        // Not whole blocks, or more than a command: written as usual.
+        let mut odd = AlignedBuf::new(1000).unwrap();
+        assert_eq!(e.write_exchange(&mut odd), None);
+        let mut big = AlignedBuf::new(16384).unwrap();
+        assert_eq!(e.write_exchange(&mut big), None);
+        e.settle().unwrap();
+        assert_eq!(e.written_until(), Some(4 * 8192));
+        let mut back = vec![0u8; data.len()];
+        assert_eq!(e.read_at(&mut back, 0), Ok(data.len()));
+        assert_eq!(back, data);
     }
 
     #[test]

@@ -80,6 +80,10 @@ pub struct EndFacts {
     /// them as a disk image, and neither `--decompress` nor
     /// `--no-decompress` says what is meant).
     pub compressed: Option<Format>,
+    /// The most bytes one command carries, for a passthrough node (see
+    /// `sys::passthrough::command_limit`): bulk requests of that size
+    /// pass between the end and the engine whole, without a copy.
+    pub command_bytes: Option<usize>,
 }
 
 impl EndFacts {
@@ -107,6 +111,7 @@ impl EndFacts {
             mapped: false,
             null_device: false,
             compressed: None,
+            command_bytes: None,
         }
     }
 }
@@ -550,7 +555,9 @@ fn passthrough_facts(path: &Path) -> Option<EndFacts> {
     let node = DeviceNumber::from_raw(st.st_rdev);
     passthrough::interface_at(path)?;
     let mut facts = EndFacts::of_kind(Kind::Passthrough);
-    if let Some(name) = passthrough::block_device_of(node) {
+    let block_device = passthrough::block_device_of(node);
+    facts.command_bytes = Some(passthrough::command_limit(block_device.as_deref()));
+    if let Some(name) = block_device {
         let disk = block::Node::named(&name);
         if let Some(number) = disk.number() {
             facts.identity = Some(Identity::Device(rustix::fs::makedev(
@@ -624,6 +631,7 @@ fn of_descriptor(fd: BorrowedFd<'_>, kind: Kind) -> EndFacts {
                 && (rustix::fs::major(st.st_rdev), rustix::fs::minor(st.st_rdev)) == (1, 3)
         }),
         compressed: None,
+        command_bytes: None,
     }
 }
 

@@ -46,6 +46,7 @@ pub fn file(inode: u64, fs: u64, storage: Storage) -> EndFacts {
         mapped: false,
         null_device: false,
         compressed: None,
+        command_bytes: None,
     }
 }
 
@@ -423,6 +424,46 @@ fn request_size_rounds_to_whole_records() {
 }
 
 #[test]
+fn bulk_requests_into_or_out_of_a_passthrough_node_are_one_command_each() {
+    let node = |command| EndFacts {
+        command_bytes: Some(command),
+        seekable: true,
+        ..EndFacts::of_kind(Kind::Passthrough)
+    };
+    let s = plan(
+        &request(&["bs=64k"], auto()),
+        &facts(node(256 << 10), ext4(1)),
+    );
+    assert_eq!(s.shaping.bulk.unwrap().chunk, 256 << 10);
+    let s = plan(
+        &request(&["bs=64k"], auto()),
+        &facts(ext4(1), node(128 << 10)),
+    );
+    assert_eq!(s.shaping.bulk.unwrap().chunk, 128 << 10);
+    // Whole records still: a command holds two of 100 KiB.
+    let s = plan(
+        &request(&["bs=100k"], auto()),
+        &facts(node(256 << 10), ext4(1)),
+    );
+    assert_eq!(s.shaping.bulk.unwrap().chunk, 200 << 10);
+    // Never larger than bulk requests are, and --request-size rules.
+    let s = plan(
+        &request(&["bs=64k"], auto()),
+        &facts(node(4 << 20), ext4(1)),
+    );
+    assert_eq!(s.shaping.bulk.unwrap().chunk, 1 << 20);
+    let sized = Settings {
+        request_size: Some(2 << 20),
+        ..auto()
+    };
+    let s = plan(
+        &request(&["bs=64k"], sized),
+        &facts(node(256 << 10), ext4(1)),
+    );
+    assert_eq!(s.shaping.bulk.unwrap().chunk, 2 << 20);
+}
+
+#[test]
 fn block_devices_are_storage_too() {
     let s = plan(
         &request(&["bs=4M"], auto()),
@@ -742,14 +783,71 @@ fn one_disk_that_serves_requests_in_parallel_overlaps_its_reads_and_writes() {
     let s = plan(&request(&["bs=1M"], auto()), &on_virtio);
     assert_eq!(s.backend, threads(16));
     assert_eq!(s.in_turn, None);
-    // And with O_DIRECT at both ends, reads and writes in flight.
+    // With O_DIRECT at both ends, two reads and two writes in flight at
+    // most: they share the disk, and its kind does not say it gains from
+    // more of each.
     let direct = ["bs=1M", "iflag=direct", "oflag=direct"];
     let s = plan(&request(&direct, auto()), &on_virtio);
+    let two = Some(WritesInFlight {
+        depth: SHARED_DISK_DEPTH,
+        request: 1 << 20,
+    });
+    assert_eq!((s.read_ahead, s.write_behind), (two, two));
+    assert_eq!(s.backend, threads(SHARED_DISK_DEPTH));
+    assert!(s.one_shared_disk);
+    // An NVMe drive, or a disk measured gaining 4x with depth, keeps
+    // reads and writes in flight within itself.
     let in_flight = Some(WritesInFlight {
         depth: 16,
         request: 1 << 20,
     });
+    let nvme = QueueHint {
+        transport: Some(Transport::Nvme),
+        ..SSD
+    };
+    let s = plan(
+        &request(&direct, auto()),
+        &facts(on(ext4(1), 8, nvme), on(ext4(2), 8, nvme)),
+    );
     assert_eq!((s.read_ahead, s.write_behind), (in_flight, in_flight));
+    assert!(!s.one_shared_disk);
+    let deep = QueueHint {
+        measured: Some(Probe {
+            latency_us: 80,
+            scaling_percent: 650,
+        }),
+        ..virtio
+    };
+    let s = plan(
+        &request(&direct, auto()),
+        &facts(on(ext4(1), 8, deep), on(ext4(2), 8, deep)),
+    );
+    assert_eq!((s.read_ahead, s.write_behind), (in_flight, in_flight));
+    // Between two such disks, the reads and writes do not share one.
+    let s = plan(
+        &request(&direct, auto()),
+        &facts(on(ext4(1), 8, virtio), on(ext4(2), 9, virtio)),
+    );
+    assert_eq!((s.read_ahead, s.write_behind), (in_flight, in_flight));
+    // A disk measured gaining less than 4x (this machine's virtio disk:
+    // 1.1x to 2.6x) keeps one of each, and --queue-depth more.
+    let shallow = QueueHint {
+        measured: Some(Probe {
+            latency_us: 36,
+            scaling_percent: 229,
+        }),
+        ..virtio
+    };
+    let on_shallow = facts(on(ext4(1), 8, shallow), on(ext4(2), 8, shallow));
+    let s = plan(&request(&direct, auto()), &on_shallow);
+    assert_eq!((s.read_ahead, s.write_behind), (two, two));
+    let asked = Settings {
+        queue_depth: Some(4),
+        ..auto()
+    };
+    let s = plan(&request(&direct, asked), &on_shallow);
+    assert_eq!(s.read_ahead.map(|r| r.depth), Some(4));
+    assert!(!s.one_shared_disk);
     // A measurement outweighs the kind: a disk measured serving one
     // request at a time copies in turn, and keeps nothing in flight.
     let serial = QueueHint {

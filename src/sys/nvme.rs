@@ -40,8 +40,6 @@ const ADMIN_IDENTIFY: u8 = 0x06;
 const FUA: u32 = 1 << 30;
 /// Milliseconds a command may take; 0 would be the driver's default.
 const TIMEOUT_MS: u32 = 60_000;
-/// The most one command carries, whatever the device allows.
-const COMMAND_CAP: usize = 512 << 10;
 
 /// `struct nvme_passthru_cmd` (`<linux/nvme_ioctl.h>`).
 #[repr(C)]
@@ -239,7 +237,7 @@ impl NvmeQueue {
                 bad_block: None,
             });
         }
-        let limit = passthrough::transfer_limit(block_device).min(COMMAND_CAP);
+        let limit = passthrough::command_limit(block_device);
         let max_blocks = (limit / namespace.block_len as usize).clamp(1, 1 << 16) as u32;
         let depth = depth.clamp(1, 1024);
         let ring = IoUring::<squeue::Entry128, cqueue::Entry32>::builder()
@@ -335,6 +333,14 @@ impl CommandQueue for NvmeQueue {
 
     fn buffer_mut(&mut self, slot: usize) -> Option<&mut [u8]> {
         (*self.state.get(slot)? == SlotState::Idle).then(|| self.buffers[slot].as_mut_slice())
+    }
+
+    /// A slot's buffer goes to the engine and the engine's takes its
+    /// place: commands take their buffer's address when they are sent.
+    fn exchange(&mut self, slot: usize, buf: &mut AlignedBuf) -> bool {
+        let len = self.geometry.max_blocks as usize * self.geometry.block_len as usize;
+        self.state.get(slot) == Some(&SlotState::Idle)
+            && passthrough::exchange_slot(&mut self.buffers[slot], len, buf)
     }
 
     fn submit(&mut self, slot: usize, op: Op, lba: u64, blocks: u32) -> Result<(), CommandError> {

@@ -235,6 +235,17 @@ pub trait CommandQueue: Send + fmt::Debug {
     /// buffer.
     fn submit(&mut self, slot: usize, op: Op, lba: u64, blocks: u32) -> Result<(), CommandError>;
 
+    /// Put `buf` in the place of idle `slot`'s buffer and hand that one
+    /// out in `buf`, as long as `buf` was: what a read left in the slot
+    /// changes hands without a copy, and what `buf` held is the slot's to
+    /// write. False, and nothing changed, where the slot's buffer is not
+    /// ddx's to hand out (the driver's, mapped), or `buf` could not carry
+    /// one of the slot's commands or is longer than the slot's buffer.
+    fn exchange(&mut self, slot: usize, buf: &mut super::buffer::AlignedBuf) -> bool {
+        let _ = (slot, buf);
+        false
+    }
+
     /// The next command to complete: its slot and outcome. None when
     /// nothing is in flight.
     fn wait(&mut self) -> Option<(usize, Result<(), CommandError>)>;
@@ -265,6 +276,34 @@ pub fn transfer_limit(block_device: Option<&str>) -> usize {
         .map_or(usize::MAX, |n| n.saturating_sub(1).max(1) * 4096);
     let limit = sectors.min(segments).max(4096);
     1 << (usize::BITS - 1 - limit.leading_zeros())
+}
+
+/// The most bytes one command carries on the disk of `block_device`:
+/// its [`transfer_limit`], and never more than half a MiB, past which a
+/// larger command only costs memory per slot. Both queues size their
+/// slots by it, and the planner its bulk requests, so that one request
+/// is one command and a read-ahead buffer can pass to the engine whole.
+pub fn command_limit(block_device: Option<&str>) -> usize {
+    const COMMAND_CAP: usize = 512 << 10;
+    transfer_limit(block_device).min(COMMAND_CAP)
+}
+
+/// [`CommandQueue::exchange`] for a queue whose slot buffers are
+/// `len`-byte [`AlignedBuf`](super::buffer::AlignedBuf)s of its own: the
+/// caller has checked that `slot` is idle.
+pub fn exchange_slot(
+    slot: &mut super::buffer::AlignedBuf,
+    len: usize,
+    buf: &mut super::buffer::AlignedBuf,
+) -> bool {
+    let want = buf.len();
+    if buf.capacity() < len || want > len {
+        return false;
+    }
+    std::mem::swap(slot, buf);
+    slot.set_len(len);
+    buf.set_len(want);
+    true
 }
 
 /// Fill `slots` of `len` bytes each, for a queue's buffers.

@@ -350,6 +350,13 @@ r ddrescue ddrescue -d -b 512 -q /dev/sdb /tmp/b /tmp/out/gnu.map; h /tmp/b ddre
         "{}",
         err(&run, "sg_read")
     );
+    // The data in the driver's reserve buffers, mapped: no copy by the
+    // driver, none into fresh kernel pages.
+    assert!(
+        err(&run, "sg_read").contains("in its mapped reserve buffers"),
+        "{}",
+        err(&run, "sg_read")
+    );
     assert!(err(&run, "bsg_read").contains("SCSI generic (bsg)"));
     assert_eq!(sha(&run, "sg_odd"), sha256(&original[3000..3000 + 700_000]));
     same_as_gnu(&run, "sg_odd", "sd_odd");

@@ -4,7 +4,14 @@
 //! On an sg node (`/dev/sgN`) commands are kept in flight with the
 //! driver's asynchronous interface: write(2) of an `sg_io_hdr` queues a
 //! command, read(2) returns one that completed (its `pack_id` says which
-//! slot). A bsg node (`/dev/bsg/H:C:T:L`) has only the synchronous SG_IO
+//! slot). Where it can, each slot has a descriptor of its own on the node
+//! whose reserve buffer is mapped into ddx (`SG_FLAG_MMAP_IO`, as sg_dd's
+//! `iflag=mmap`): the device's data lands in those pages and is sent from
+//! them, where the driver's default (indirect) transfer fills fresh,
+//! zeroed kernel pages for every command and copies them to or from the
+//! caller's buffer: two passes over every byte that the mapping spares.
+//! Only one command at a time may use a descriptor's reserve buffer,
+//! hence a descriptor per slot. A bsg node (`/dev/bsg/H:C:T:L`) has only the synchronous SG_IO
 //! ioctl with the v4 header: its commands run one at a time, each to
 //! completion, in [`ScsiQueue::submit`].
 //!
@@ -19,7 +26,8 @@ pub mod cdb;
 pub mod sense;
 
 use std::collections::VecDeque;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
 
 use cdb::{Addressing, Capacity, Cdb};
 use sense::{Sense, SenseKey};
@@ -36,6 +44,10 @@ const SG_DXFER_FROM_DEV: i32 = -3;
 /// Queue at the tail of the device's queue (the v3 default is the head,
 /// which reverses a stream of commands kept in flight).
 const SG_FLAG_Q_AT_TAIL: u32 = 0x10;
+/// The command's data is the descriptor's reserve buffer, as mapped.
+const SG_FLAG_MMAP_IO: u32 = 0x20;
+const SG_GET_RESERVED_SIZE: libc::c_ulong = 0x2272;
+const SG_SET_RESERVED_SIZE: libc::c_ulong = 0x2275;
 /// The sg driver's limit on commands in flight per open file.
 const SG_MAX_QUEUE: usize = 16;
 const SENSE_LEN: usize = 64;
@@ -43,9 +55,6 @@ const SENSE_LEN: usize = 64;
 const TIMEOUT_MS: u32 = 60_000;
 /// Sending a command again after a unit attention or an abort.
 const RETRIES: u8 = 3;
-/// The most one command carries, whatever the device allows: past it a
-/// larger command only costs memory per slot.
-const COMMAND_CAP: usize = 512 << 10;
 
 /// `struct sg_io_hdr` (the v3 interface, `<scsi/sg.h>`).
 #[repr(C)]
@@ -283,12 +292,114 @@ fn host_text(code: u16) -> String {
     text.to_owned()
 }
 
+/// A descriptor of its own on the sg node, with the driver's reserve
+/// buffer for it mapped: a command sent on it with `SG_FLAG_MMAP_IO` reads
+/// into and writes from those pages, without a copy on either side.
+#[derive(Debug)]
+struct Reserve {
+    fd: OwnedFd,
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned by this value alone (as an AlignedBuf's
+// is), and the pages behind it are the kernel's, kept until the
+// descriptor and the mapping are both gone: moving it to another thread
+// moves nothing the thread could race on.
+unsafe impl Send for Reserve {}
+
+impl Reserve {
+    /// Open the node of `fd` again (its own descriptor, so its own reserve
+    /// buffer), make the reserve buffer `len` bytes and map it. An error
+    /// where the driver gives less (it halves what it cannot allocate) or
+    /// does not map it.
+    fn open(fd: &OwnedFd, len: usize) -> Result<Reserve, Errno> {
+        let again = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        let own = rustix::fs::open(
+            again.as_str(),
+            rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?;
+        let want = libc::c_int::try_from(len).map_err(|_| Errno::NOMEM)?;
+        let mut got: libc::c_int = 0;
+        // SAFETY: SG_SET_RESERVED_SIZE reads one int from the pointer
+        // given, SG_GET_RESERVED_SIZE writes one; both are locals alive
+        // for the calls.
+        let rc = unsafe {
+            if libc::ioctl(own.as_raw_fd(), SG_SET_RESERVED_SIZE as _, &want) < 0 {
+                -1
+            } else {
+                libc::ioctl(own.as_raw_fd(), SG_GET_RESERVED_SIZE as _, &mut got)
+            }
+        };
+        if rc < 0 {
+            return Err(last_errno());
+        }
+        if got < want {
+            return Err(Errno::NOMEM);
+        }
+        // SAFETY: a fresh shared mapping of the node with a null hint
+        // aliases no memory of ours; the sg driver maps its reserve
+        // buffer there (at most its size, which `got` checked).
+        let ptr = unsafe {
+            rustix::mm::mmap(
+                std::ptr::null_mut(),
+                len,
+                rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                rustix::mm::MapFlags::SHARED,
+                &own,
+                0,
+            )?
+        };
+        let ptr = NonNull::new(ptr.cast::<u8>()).ok_or(Errno::NOMEM)?;
+        Ok(Reserve { fd: own, ptr, len })
+    }
+}
+
+impl Drop for Reserve {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are exactly the mapping made in `open`; no
+        // slice of it outlives self. The descriptor closes after.
+        let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+/// Where a slot's data is: a buffer of ddx's own, which the driver copies
+/// to or from, or a reserve buffer mapped from the driver.
+#[derive(Debug)]
+enum Data {
+    Own(AlignedBuf),
+    Mapped(Reserve),
+}
+
+impl Data {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Data::Own(buf) => buf.as_slice(),
+            // SAFETY: the mapping holds `len` readable bytes while the
+            // value lives; the device writes them only while a command
+            // of the slot is in flight, and the queue lends no slice of
+            // a busy slot.
+            Data::Mapped(r) => unsafe { std::slice::from_raw_parts(r.ptr.as_ptr(), r.len) },
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        match self {
+            Data::Own(buf) => buf.as_mut_slice(),
+            // SAFETY: as in `as_slice`, and `&mut self` makes the slice
+            // the only one.
+            Data::Mapped(r) => unsafe { std::slice::from_raw_parts_mut(r.ptr.as_ptr(), r.len) },
+        }
+    }
+}
+
 /// One slot: its data buffer, sense buffer and command block stay where
 /// they are while the kernel holds the command (the driver writes the
 /// data and the sense when the completion is read).
 #[derive(Debug)]
 struct Slot {
-    buf: AlignedBuf,
+    buf: Data,
     sense: Box<[u8; SENSE_LEN]>,
     cdb: Box<Cdb>,
     /// The command in flight and how often it was sent; None when idle.
@@ -306,18 +417,26 @@ pub struct ScsiQueue {
     /// Completions of a bsg node's commands, run at submission.
     finished: VecDeque<(usize, Result<(), CommandError>)>,
     in_flight: usize,
+    /// Slots with descriptors of their own, in the order their commands
+    /// were sent: the oldest is the one waited for.
+    sent: VecDeque<usize>,
 }
 
 impl ScsiQueue {
     /// Take `fd` (an sg or bsg node opened read-write) and read the
     /// disk's capacity; `depth` slots (at most the driver's 16 on sg;
     /// one on bsg, whose commands run one at a time). `block_device`
-    /// names the disk's block device for its queue limits.
+    /// names the disk's block device for its queue limits. With `mapped`,
+    /// an sg node's slots are reserve buffers mapped from the driver,
+    /// each on a descriptor of its own, where the driver allows it (else
+    /// buffers of ddx's own, copied by the driver, as fio's `sg` engine
+    /// and sgp_dd send theirs).
     pub fn open(
         fd: OwnedFd,
         interface: Interface,
         depth: usize,
         block_device: Option<&str>,
+        mapped: bool,
     ) -> Result<ScsiQueue, CommandError> {
         let mut queue = ScsiQueue {
             fd,
@@ -331,6 +450,7 @@ impl ScsiQueue {
             slots: Vec::new(),
             finished: VecDeque::new(),
             in_flight: 0,
+            sent: VecDeque::new(),
         };
         let capacity = queue.read_capacity()?;
         if capacity.block_len == 0 || !capacity.block_len.is_power_of_two() {
@@ -344,7 +464,7 @@ impl ScsiQueue {
             });
         }
         queue.addressing = Addressing::for_capacity(capacity.blocks);
-        let limit = passthrough::transfer_limit(block_device).min(COMMAND_CAP);
+        let limit = passthrough::command_limit(block_device);
         let max_blocks = (limit / capacity.block_len as usize)
             .clamp(1, queue.addressing.max_blocks() as usize) as u32;
         queue.geometry = Geometry {
@@ -357,8 +477,22 @@ impl ScsiQueue {
             _ => depth.clamp(1, SG_MAX_QUEUE),
         };
         let len = max_blocks as usize * capacity.block_len as usize;
-        queue.slots = passthrough::slot_buffers(depth, len)
-            .map_err(|e| CommandError::system(e, "allocating command buffers"))?
+        let reserves = match interface {
+            Interface::ScsiGeneric if mapped => (0..depth)
+                .map(|_| Reserve::open(&queue.fd, len))
+                .collect::<Result<Vec<_>, _>>()
+                .ok(),
+            _ => None,
+        };
+        let buffers = match reserves {
+            Some(reserves) => reserves.into_iter().map(Data::Mapped).collect(),
+            None => passthrough::slot_buffers(depth, len)
+                .map_err(|e| CommandError::system(e, "allocating command buffers"))?
+                .into_iter()
+                .map(Data::Own)
+                .collect::<Vec<_>>(),
+        };
+        queue.slots = buffers
             .into_iter()
             .map(|buf| Slot {
                 buf,
@@ -368,6 +502,17 @@ impl ScsiQueue {
             })
             .collect();
         Ok(queue)
+    }
+
+    /// Whether the slots are reserve buffers mapped from the driver.
+    fn mapped(&self) -> bool {
+        matches!(
+            self.slots.first(),
+            Some(Slot {
+                buf: Data::Mapped(_),
+                ..
+            })
+        )
     }
 
     /// READ CAPACITY (10), and (16) where the disk is too large for it.
@@ -510,9 +655,22 @@ impl ScsiQueue {
         };
         let s = &mut self.slots[slot];
         *s.cdb = cdb;
-        let data = s.buf.as_mut_slice()[..len].as_mut_ptr();
+        // A mapped slot's data is its descriptor's reserve buffer: no
+        // address goes with the command.
+        let (fd, data, flags) = match &mut s.buf {
+            Data::Own(buf) => (
+                self.fd.as_raw_fd(),
+                buf.as_mut_slice()[..len].as_mut_ptr(),
+                0,
+            ),
+            Data::Mapped(reserve) => (
+                reserve.fd.as_raw_fd(),
+                std::ptr::null_mut(),
+                SG_FLAG_MMAP_IO,
+            ),
+        };
         let mut hdr = header(&s.cdb, transfer, data, len, &mut s.sense);
-        hdr.flags |= SG_FLAG_Q_AT_TAIL;
+        hdr.flags |= SG_FLAG_Q_AT_TAIL | flags;
         hdr.pack_id = slot as i32;
         loop {
             // SAFETY: write(2) of an sg_io_hdr queues the command; the
@@ -520,15 +678,19 @@ impl ScsiQueue {
             // uses the data and sense addresses until the completion is
             // read. Those are the slot's buffer and boxed sense bytes,
             // which stay put (the slot is busy: never handed out, and
-            // the queue's Drop reads every completion before freeing).
+            // the queue's Drop reads every completion before freeing);
+            // a mapped slot's data is the driver's own pages.
             let rc = unsafe {
                 libc::write(
-                    self.fd.as_raw_fd(),
+                    fd,
                     (&hdr as *const SgIoHdr).cast(),
                     std::mem::size_of::<SgIoHdr>(),
                 )
             };
             if rc >= 0 {
+                if flags != 0 {
+                    self.sent.push_back(slot);
+                }
                 return Ok(());
             }
             let errno = last_errno();
@@ -538,8 +700,22 @@ impl ScsiQueue {
         }
     }
 
-    /// Read the next completion from the sg driver.
+    /// Read the next completion from the sg driver: on the shared
+    /// descriptor, whichever completes first; with mapped slots, the
+    /// oldest command's (commands to one disk end about in order).
     fn receive(&mut self) -> Result<(usize, Status), CommandError> {
+        let fd: RawFd = if self.mapped() {
+            let oldest = self
+                .sent
+                .pop_front()
+                .ok_or_else(|| CommandError::system(Errno::IO, "a SCSI command was lost"))?;
+            match &self.slots[oldest].buf {
+                Data::Mapped(reserve) => reserve.fd.as_raw_fd(),
+                Data::Own(_) => self.fd.as_raw_fd(),
+            }
+        } else {
+            self.fd.as_raw_fd()
+        };
         let mut hdr = SgIoHdr::zeroed();
         hdr.interface_id = i32::from(b'S');
         hdr.pack_id = -1;
@@ -550,7 +726,7 @@ impl ScsiQueue {
             // (busy, so alive and not lent out).
             let rc = unsafe {
                 libc::read(
-                    self.fd.as_raw_fd(),
+                    fd,
                     (&mut hdr as *mut SgIoHdr).cast(),
                     std::mem::size_of::<SgIoHdr>(),
                 )
@@ -626,6 +802,9 @@ impl CommandQueue for ScsiQueue {
     fn describe(&self) -> String {
         let how = match self.interface {
             Interface::Bsg => "SG_IO v4, one at a time",
+            _ if self.mapped() => {
+                "SG_IO v3, queued with the sg driver, in its mapped reserve buffers"
+            }
             _ => "SG_IO v3, queued with the sg driver",
         };
         format!(
@@ -643,6 +822,19 @@ impl CommandQueue for ScsiQueue {
     fn buffer_mut(&mut self, slot: usize) -> Option<&mut [u8]> {
         let s = self.slots.get_mut(slot)?;
         s.busy.is_none().then(|| s.buf.as_mut_slice())
+    }
+
+    /// Buffers of ddx's own change places; the driver's mapped ones stay.
+    fn exchange(&mut self, slot: usize, buf: &mut AlignedBuf) -> bool {
+        let len = self.geometry.max_blocks as usize * self.geometry.block_len as usize;
+        match self.slots.get_mut(slot) {
+            Some(Slot {
+                buf: Data::Own(own),
+                busy: None,
+                ..
+            }) => passthrough::exchange_slot(own, len, buf),
+            _ => false,
+        }
     }
 
     fn submit(&mut self, slot: usize, op: Op, lba: u64, blocks: u32) -> Result<(), CommandError> {
@@ -665,7 +857,7 @@ impl CommandQueue for ScsiQueue {
             let what = self.what(op);
             let mut buf = std::mem::replace(
                 &mut self.slots[slot].buf,
-                AlignedBuf::new(1).map_err(|e| CommandError::system(e, "a buffer"))?,
+                Data::Own(AlignedBuf::new(1).map_err(|e| CommandError::system(e, "a buffer"))?),
             );
             let outcome = self.execute(&cdb, transfer, &mut buf.as_mut_slice()[..len], what);
             self.slots[slot].buf = buf;
