@@ -205,8 +205,8 @@ impl HowItRan {
         let requests =
             if *one_shared_disk && direct && matches!(strategy.backend, Backend::Threads { .. }) {
                 format!(
-                    "{requests}; at most {} of each (both on one disk, whose rate grew \
-                     less than {}x with depth)",
+                    "{requests}; at most {} of each (both ends on one disk, not measured \
+                     gaining {}x with depth)",
                     crate::planner::SHARED_DISK_DEPTH,
                     crate::engine::depth::DEEP_SCALING_PERCENT / 100
                 )
