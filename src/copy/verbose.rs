@@ -7,7 +7,7 @@
 use std::sync::atomic::Ordering;
 
 use crate::ends::Discard;
-use crate::ends::Input;
+use crate::engine::stream::Input;
 use crate::engine::cache::CachePolicy;
 use crate::engine::depth::{
     Basis, PARALLEL_SCALING_PERCENT, PROBE_DEPTH, PROBE_READ, SEEK_LATENCY_US,
@@ -496,7 +496,7 @@ pub fn expected_bytes(plan: &CopyPlan, input: &Input, facts: &Facts) -> Option<u
     };
     // The size as the input is now (it may be the output, truncated by
     // opening), else the device's.
-    let size = input.end.size().ok().flatten().or(facts.input.size);
+    let size = input.stream.size().ok().flatten().or(facts.input.size);
     let available = size.and_then(|size| {
         let skip = plan.skip.total_bytes(plan.input_block_size)?;
         let start = (input.offset.max(0) as u64).saturating_add(skip);

@@ -33,10 +33,8 @@ pub mod nbd;
 pub mod object;
 pub mod open;
 pub mod passthrough;
-pub mod read_ahead;
 pub mod upload;
 pub mod uri;
-pub mod write_behind;
 
 use std::fmt;
 use std::os::fd::BorrowedFd;
@@ -45,7 +43,7 @@ use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 
 pub use capabilities::{Capabilities, Discard};
-pub use open::{open_input, open_output, Input, Output};
+pub use open::{open_input, open_output, OpenedInput, OpenedOutput};
 
 /// What an end is, as GNU's rules and ddx's messages name it (a short
 /// read means end of file only for a regular file; a block device is
@@ -374,120 +372,3 @@ pub trait End: Send + fmt::Debug {
     /// would look complete (abort an upload). Files need nothing.
     fn abandon(self: Box<Self>) {}
 }
-
-/// Inside `impl End for W`, where `W` wraps another end in its field
-/// `inner: Box<dyn End>`: the named [`End`] methods, passed on to it
-/// unchanged (`forward_to_inner!(size, sync, settle, abandon);`). A
-/// wrapper then writes only what it changes, and a method it forgets to
-/// pass on (a wrapper that swallowed `abandon` would leave an upload
-/// looking complete) shows in the one line that lists them.
-///
-/// By hand rather than with the `delegate` crate: that crate wants each
-/// method's signature restated in every wrapper, which is the repetition
-/// this removes; here each signature is written once, below, as End's.
-macro_rules! forward_to_inner {
-    ($($method:ident),+ $(,)?) => {
-        $($crate::ends::forward_to_inner!(@one $method);)+
-    };
-    (@one kind) => {
-        fn kind(&self) -> $crate::ends::Kind {
-            self.inner.kind()
-        }
-    };
-    (@one capabilities) => {
-        fn capabilities(&self) -> $crate::ends::Capabilities {
-            self.inner.capabilities()
-        }
-    };
-    (@one size) => {
-        fn size(&self) -> Result<Option<u64>, $crate::sys::Errno> {
-            self.inner.size()
-        }
-    };
-    (@one next_data) => {
-        fn next_data(&mut self, offset: u64) -> Result<Option<u64>, $crate::sys::Errno> {
-            self.inner.next_data(offset)
-        }
-    };
-    (@one next_hole) => {
-        fn next_hole(&mut self, offset: u64) -> Result<u64, $crate::sys::Errno> {
-            self.inner.next_hole(offset)
-        }
-    };
-    (@one truncate) => {
-        fn truncate(&mut self, len: u64) -> Result<(), $crate::sys::Errno> {
-            self.inner.truncate(len)
-        }
-    };
-    (@one sync) => {
-        fn sync(&mut self, data_only: bool) -> Result<(), $crate::sys::Errno> {
-            self.inner.sync(data_only)
-        }
-    };
-    (@one pipeline) => {
-        fn pipeline(&mut self, hint: $crate::ends::Pipeline) {
-            self.inner.pipeline(hint)
-        }
-    };
-    (@one written_until) => {
-        fn written_until(&self) -> Option<u64> {
-            self.inner.written_until()
-        }
-    };
-    (@one settle) => {
-        fn settle(&mut self) -> Result<(), $crate::sys::Errno> {
-            self.inner.settle()
-        }
-    };
-    (@one failed_at) => {
-        fn failed_at(&self) -> Option<u64> {
-            self.inner.failed_at()
-        }
-    };
-    (@one logical_block) => {
-        fn logical_block(&self) -> Option<u32> {
-            self.inner.logical_block()
-        }
-    };
-    (@one describe) => {
-        fn describe(&self) -> Option<String> {
-            self.inner.describe()
-        }
-    };
-    (@one take_detail) => {
-        fn take_detail(&mut self) -> Option<String> {
-            self.inner.take_detail()
-        }
-    };
-    (@one finalise) => {
-        fn finalise(&mut self, copy_failed: bool) -> Result<(), $crate::sys::Errno> {
-            self.inner.finalise(copy_failed)
-        }
-    };
-    (@one mark_resume_points) => {
-        fn mark_resume_points(&mut self) -> bool {
-            self.inner.mark_resume_points()
-        }
-    };
-    (@one resume_point) => {
-        fn resume_point(&mut self, source: u64) {
-            self.inner.resume_point(source)
-        }
-    };
-    (@one close) => {
-        fn close(self: Box<Self>) -> Result<(), $crate::sys::Errno> {
-            self.inner.close()
-        }
-    };
-    (@one close_failed) => {
-        fn close_failed(self: Box<Self>) -> Result<(), $crate::sys::Errno> {
-            self.inner.close_failed()
-        }
-    };
-    (@one abandon) => {
-        fn abandon(self: Box<Self>) {
-            self.inner.abandon()
-        }
-    };
-}
-pub(crate) use forward_to_inner;

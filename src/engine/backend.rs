@@ -15,7 +15,7 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 
 use crate::diagnostic::Events;
-use crate::ends::{Input, Output};
+use crate::engine::stream::{Input, Output};
 use crate::engine::cache::{CachePolicy, DropBehind};
 use crate::engine::counters::Counters;
 use crate::engine::handoff::Waiting;
@@ -105,8 +105,8 @@ pub fn run(
             },
             total: stream_total(&plan, &input),
         };
-        input.end.pipeline(hint);
-        output.end.pipeline(hint);
+        input.stream.pipeline(hint);
+        output.stream.pipeline(hint);
     }
     let input_drop_after = shaping
         .cache
@@ -204,7 +204,7 @@ fn skip_and_seek(reader: &mut Reader, writer: &mut Writer<'_>) -> Result<(), Str
 /// The bytes the stream will carry, where the input's size tells: what
 /// it holds past the offset and skip=, capped by count=.
 fn stream_total(plan: &CopyPlan, input: &Input) -> Option<u64> {
-    let size = input.end.size().ok().flatten()?;
+    let size = input.stream.size().ok().flatten()?;
     let skip = plan.skip.total_bytes(plan.input_block_size)?;
     let left = size.saturating_sub((input.offset.max(0) as u64).saturating_add(skip));
     Some(left.min(count_limit(plan)))

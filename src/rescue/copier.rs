@@ -20,7 +20,7 @@ use super::mapfile::{BlockStatus, Map};
 use super::phases::{Phase, Standing};
 use super::{Ended, Job, RescueOutcome};
 use crate::diagnostic::Events;
-use crate::ends::End;
+use crate::engine::stream::Stream;
 use crate::engine::counters::{add, bump, Counters};
 use crate::integrity::Tap;
 use crate::sys::buffer::AlignedBuf;
@@ -479,7 +479,7 @@ impl PositionalSink<'_> {
     /// half-way counts its first half).
     fn write(
         &mut self,
-        output: &mut dyn End,
+        output: &mut dyn Stream,
         at: u64,
         data: &[u8],
         how: Written,

@@ -3,7 +3,7 @@
 //! where each direct read would otherwise wait for the device before the
 //! next could start (the kernel reads nothing ahead for O_DIRECT). It
 //! wraps the descriptor end and is used only where the planner says it
-//! pays (`planner::read_ahead`); it is the mirror of `ends::write_behind`.
+//! pays (`planner::read_ahead`); it is the mirror of `engine::write_behind`.
 //!
 //! GNU's records stay GNU's: every read asks for exactly what the reader
 //! asks for (ibs), at the offsets GNU's reads would reach one after the
@@ -21,7 +21,8 @@
 use std::collections::VecDeque;
 use std::os::fd::BorrowedFd;
 
-use super::{forward_to_inner, End, Whence};
+use crate::engine::stream::{forward_to_inner, Stream};
+use crate::ends::Whence;
 use crate::sys::ring::Ring;
 use crate::sys::Errno;
 
@@ -38,7 +39,7 @@ struct Op {
 
 #[derive(Debug)]
 pub struct ReadAhead {
-    inner: Box<dyn End>,
+    inner: Box<dyn Stream>,
     ring: Ring,
     /// Bytes per read: the records' size.
     request: usize,
@@ -58,10 +59,10 @@ impl ReadAhead {
     /// of `request` bytes; gives `inner` back where io_uring cannot serve
     /// (missing, disabled), so the copy goes on as without it.
     pub fn new(
-        inner: Box<dyn End>,
+        inner: Box<dyn Stream>,
         depth: usize,
         request: usize,
-    ) -> Result<ReadAhead, Box<dyn End>> {
+    ) -> Result<ReadAhead, Box<dyn Stream>> {
         if inner.fd().is_none() || request == 0 {
             return Err(inner);
         }
@@ -201,7 +202,7 @@ impl ReadAhead {
     }
 }
 
-impl End for ReadAhead {
+impl Stream for ReadAhead {
     fn fd(&self) -> Option<BorrowedFd<'_>> {
         self.inner.fd()
     }
@@ -279,15 +280,15 @@ impl End for ReadAhead {
 
 /// Wrap `input`'s end in [`ReadAhead`]; false (the end unchanged) where
 /// it cannot be.
-pub fn wrap(input: &mut super::Input, depth: usize, request: usize) -> bool {
-    let end = std::mem::replace(&mut input.end, Box::new(super::write_behind::Vacant));
+pub fn wrap(input: &mut crate::engine::stream::Input, depth: usize, request: usize) -> bool {
+    let end = std::mem::replace(&mut input.stream, Box::new(super::write_behind::Vacant));
     match ReadAhead::new(end, depth, request) {
         Ok(ahead) => {
-            input.end = Box::new(ahead);
+            input.stream = Box::new(ahead);
             true
         }
         Err(end) => {
-            input.end = end;
+            input.stream = end;
             false
         }
     }

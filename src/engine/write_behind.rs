@@ -8,7 +8,7 @@
 //! a [`Ring`] and queued at its offset; the call returns at once, and
 //! with every slot busy it waits for a completion first. Completions come
 //! in any order: the window keeps the requests in submission order and
-//! retires them from its front only, so [`End::written_until`] is exactly
+//! retires them from its front only, so [`Stream::written_until`] is exactly
 //! "everything before this offset is written", and a failure stays at the
 //! front for good. The first failure is returned by the next write, sync,
 //! settle or close. A short write is queued again for its rest.
@@ -23,7 +23,8 @@
 use std::collections::VecDeque;
 use std::os::fd::BorrowedFd;
 
-use super::{forward_to_inner, End, Kind, Whence};
+use crate::engine::stream::{forward_to_inner, Stream};
+use crate::ends::{Kind, Whence};
 use crate::sys::ring::Ring;
 use crate::sys::Errno;
 
@@ -51,7 +52,7 @@ enum State {
 
 #[derive(Debug)]
 pub struct WriteBehind {
-    inner: Box<dyn End>,
+    inner: Box<dyn Stream>,
     ring: Ring,
     /// Bytes per slot: the largest write the ring takes.
     request: usize,
@@ -71,10 +72,10 @@ impl WriteBehind {
     /// of `request` bytes; gives `inner` back where io_uring cannot serve
     /// (missing, disabled), so the copy goes on as without it.
     pub fn new(
-        inner: Box<dyn End>,
+        inner: Box<dyn Stream>,
         depth: usize,
         request: usize,
-    ) -> Result<WriteBehind, Box<dyn End>> {
+    ) -> Result<WriteBehind, Box<dyn Stream>> {
         if inner.fd().is_none() {
             return Err(inner);
         }
@@ -214,7 +215,7 @@ impl WriteBehind {
     }
 }
 
-impl End for WriteBehind {
+impl Stream for WriteBehind {
     fn fd(&self) -> Option<BorrowedFd<'_>> {
         self.inner.fd()
     }
@@ -314,26 +315,26 @@ impl End for WriteBehind {
 
 /// Wrap `output`'s end in [`WriteBehind`]; false (the end unchanged)
 /// where it cannot be.
-pub fn wrap(output: &mut super::Output, depth: usize, request: usize) -> bool {
-    let end = std::mem::replace(&mut output.end, Box::new(Vacant));
+pub fn wrap(output: &mut crate::engine::stream::Output, depth: usize, request: usize) -> bool {
+    let end = std::mem::replace(&mut output.stream, Box::new(Vacant));
     match WriteBehind::new(end, depth, request) {
         Ok(behind) => {
-            output.end = Box::new(behind);
+            output.stream = Box::new(behind);
             true
         }
         Err(end) => {
-            output.end = end;
+            output.stream = end;
             false
         }
     }
 }
 
-/// What stands in an [`super::Output`] (or an input, `ends::read_ahead`) for
+/// What stands in an [`super::Output`] (or an input, `engine::read_ahead`) for
 /// the moment its end is being wrapped: never called.
 #[derive(Debug)]
 pub(super) struct Vacant;
 
-impl End for Vacant {
+impl Stream for Vacant {
     fn kind(&self) -> Kind {
         Kind::Other
     }
