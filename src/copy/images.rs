@@ -24,9 +24,9 @@ use std::sync::{Arc, Mutex};
 
 use crate::allocation::Analysis;
 use crate::diagnostic::Diagnostic;
+use crate::ends::{self};
 use crate::engine::stream::Stream;
 use crate::engine::stream::{Input, Output};
-use crate::ends::{self};
 use crate::image::bmap::{ChecksumKind, Recorded, Recording};
 use crate::image::{
     self, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport, UsedOnly, UsedProgress,
@@ -450,7 +450,13 @@ impl Images {
     /// where the map gives none, the one taken of it as it was written.
     /// The unmapped blocks are not read: they hold what they held.
     /// Returns whether an output differs or cannot be read.
-    pub fn verify(&self, reporter: &Reporter, outputs: &[PathBuf], bytes: u64) -> bool {
+    pub fn verify(
+        &self,
+        reporter: &Reporter,
+        plan: &CopyPlan,
+        outputs: &[PathBuf],
+        bytes: u64,
+    ) -> bool {
         let (Some((map, _)), true) = (&self.bmap, self.verify) else {
             return false;
         };
@@ -490,7 +496,11 @@ impl Images {
         let mut failed = false;
         for output in outputs {
             let quoted = quote_file(&crate::ends::uri::shown(output));
-            match verify::verify_ranges(output, &checks, workers) {
+            let passthrough = self
+                .passthrough
+                .unwrap_or(Settings::default().passthrough());
+            let reopen = super::read_back::ReadBackOf::new(output, plan, passthrough);
+            match verify::verify_ranges(&reopen, &checks, workers) {
                 Ok(RangesVerdict::Identical { bytes }) => {
                     let left = if unchecked > 0 {
                         format!("; {unchecked} not checked (not read in order)")

@@ -15,6 +15,7 @@ mod failure;
 mod images;
 mod objects;
 mod positional;
+mod read_back;
 mod safety;
 mod verbose;
 
@@ -24,8 +25,8 @@ pub use verbose::expected_bytes;
 use std::sync::Arc;
 
 use crate::diagnostic::{Diagnostic, Events};
-use crate::engine::stream::{Input, Output};
 use crate::ends::{self};
+use crate::engine::stream::{Input, Output};
 use crate::engine::{self, Counters, RunResult};
 use crate::operands::{CopyPlan, StatusLevel};
 use crate::planner::{self, OutputProbe, Strategy};
@@ -336,12 +337,19 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         counters.snapshot().bytes_out,
         failed,
     );
-    failed |= extras.finish(hash_job, plan, &images.kept_outputs(), &reporter, failed);
+    failed |= extras.finish(
+        hash_job,
+        plan,
+        &images.kept_outputs(),
+        request.settings.passthrough(),
+        &reporter,
+        failed,
+    );
     if let Some(output) = &plan.output {
         let outputs: Vec<_> = std::iter::once(output.clone())
             .chain(images.kept_outputs())
             .collect();
-        failed |= images.verify(&reporter, &outputs, counters.snapshot().bytes_out);
+        failed |= images.verify(&reporter, plan, &outputs, counters.snapshot().bytes_out);
     }
     if let Some(report) = report {
         report.print(&reporter, &counters);
@@ -408,12 +416,19 @@ fn stream(
 ) -> Result<(bool, Option<Input>), Failure> {
     let input_start = input.offset;
     let plan = Arc::new(copying.plan.clone());
-    if let Some(writes) = strategy.write_behind {
-        crate::engine::write_behind::wrap(output, writes.depth, writes.request);
-    }
     let mut input = input;
-    if let Some(reads) = strategy.read_ahead {
-        crate::engine::read_ahead::wrap(&mut input, reads.depth, reads.request);
+    // The requests each end's window keeps in flight, as planned.
+    let total = engine::backend::stream_total(&plan, &input);
+    let hint = |in_flight: crate::planner::InFlight| engine::stream::Pipeline {
+        chunk: in_flight.request,
+        depth: in_flight.depth,
+        total,
+    };
+    if let Some(reads) = strategy.input_in_flight {
+        input.stream.pipeline(hint(reads));
+    }
+    if let Some(writes) = strategy.output_in_flight {
+        output.stream.pipeline(hint(writes));
     }
     let how = engine::backend::How {
         backend: strategy.backend,

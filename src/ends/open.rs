@@ -51,6 +51,22 @@ pub struct OpenError {
     pub diagnostic: Diagnostic,
 }
 
+impl OpenError {
+    /// The errno of the failed open.
+    pub fn errno(&self) -> Errno {
+        fn of(diagnostic: &Diagnostic) -> Errno {
+            match diagnostic {
+                Diagnostic::OpenFailed { errno, .. } | Diagnostic::SettingFlags { errno, .. } => {
+                    *errno
+                }
+                Diagnostic::Explained { diagnostic, .. } => of(diagnostic),
+                _ => Errno::IO,
+            }
+        }
+        of(&self.diagnostic)
+    }
+}
+
 impl From<Diagnostic> for OpenError {
     fn from(diagnostic: Diagnostic) -> Self {
         OpenError { diagnostic }
@@ -132,7 +148,10 @@ fn inherit(
 
 /// Open the input (`if=`, else standard input with iflag= added); a
 /// passthrough node with `passthrough`'s options.
-pub fn open_input(plan: &CopyPlan, passthrough: PassthroughOptions) -> Result<OpenedInput, OpenError> {
+pub fn open_input(
+    plan: &CopyPlan,
+    passthrough: PassthroughOptions,
+) -> Result<OpenedInput, OpenError> {
     let special = plan.input.as_deref().and_then(|p| {
         open_passthrough(p, false, plan.input_flags, passthrough)
             .or_else(|| open_by_uri(p, uri::Opening::Read))

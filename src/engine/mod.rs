@@ -12,12 +12,11 @@ pub mod counters;
 pub mod depth;
 pub mod handoff;
 pub mod offload;
-pub mod read_ahead;
 pub mod reader;
 pub mod shape;
 pub mod stream;
 pub mod uring;
-pub mod write_behind;
+pub mod window;
 pub mod writer;
 
 pub use backend::{Backend, Shaping, DEFAULT_QUEUE_DEPTH};

@@ -36,7 +36,19 @@ use crate::operands::CopyPlan;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 
-pub use crate::ends::Pipeline;
+/// How the engine will use a stream from now on (see
+/// [`Stream::pipeline`]): the copy's plan for the requests an end keeps in
+/// flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pipeline {
+    /// Bytes per request.
+    pub chunk: usize,
+    /// Requests worth keeping in flight.
+    pub depth: usize,
+    /// Bytes the copy will move, where known (an upload sizes its parts
+    /// by it).
+    pub total: Option<u64>,
+}
 
 /// The bytes of a copy in order, as its reader takes them or its writer
 /// gives them. Every method has lseek/read/write semantics: the position
@@ -478,114 +490,8 @@ impl Output {
     }
 }
 
-/// The stream of an end: its bytes as the engine moves them.
+/// The stream of an end: its bytes as the engine moves them, through
+/// the window that keeps its requests in flight.
 pub fn stream_of(end: Box<dyn End>) -> Box<dyn Stream> {
-    Box::new(Direct(end))
-}
-
-/// An end as a stream, every call passed on to it.
-#[derive(Debug)]
-pub struct Direct(pub Box<dyn End>);
-
-impl Stream for Direct {
-    fn kind(&self) -> Kind {
-        self.0.kind()
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.0.capabilities()
-    }
-    fn fd(&self) -> Option<BorrowedFd<'_>> {
-        self.0.fd()
-    }
-    fn plain_fd(&self) -> Option<BorrowedFd<'_>> {
-        self.0.plain_fd()
-    }
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        self.0.read(buf)
-    }
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
-        self.0.write(buf)
-    }
-    fn read_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
-        self.0.read_exchange(buf)
-    }
-    fn write_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
-        self.0.write_exchange(buf)
-    }
-    fn seek(&mut self, to: Whence) -> Result<u64, Errno> {
-        self.0.seek(to)
-    }
-    fn size(&self) -> Result<Option<u64>, Errno> {
-        self.0.size()
-    }
-    fn next_data(&mut self, offset: u64) -> Result<Option<u64>, Errno> {
-        self.0.next_data(offset)
-    }
-    fn next_hole(&mut self, offset: u64) -> Result<u64, Errno> {
-        self.0.next_hole(offset)
-    }
-    fn discard(&mut self, len: u64) -> Result<u64, Errno> {
-        self.0.discard(len)
-    }
-    fn truncate(&mut self, len: u64) -> Result<(), Errno> {
-        self.0.truncate(len)
-    }
-    fn sync(&mut self, data_only: bool) -> Result<(), Errno> {
-        self.0.sync(data_only)
-    }
-    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
-        self.0.read_at(buf, offset)
-    }
-    fn write_at(&mut self, buf: &[u8], offset: u64) -> Result<usize, Errno> {
-        self.0.write_at(buf, offset)
-    }
-    fn pipeline(&mut self, hint: Pipeline) {
-        self.0.pipeline(hint)
-    }
-    fn written_until(&self) -> Option<u64> {
-        self.0.written_until()
-    }
-    fn write_zeroes(&mut self, len: u64) -> Result<(), Errno> {
-        self.0.write_zeroes(len)
-    }
-    fn settle(&mut self) -> Result<(), Errno> {
-        self.0.settle()
-    }
-    fn failed_at(&self) -> Option<u64> {
-        self.0.failed_at()
-    }
-    fn logical_block(&self) -> Option<u32> {
-        self.0.logical_block()
-    }
-    fn describe(&self) -> Option<String> {
-        self.0.describe()
-    }
-    fn take_detail(&mut self) -> Option<String> {
-        self.0.take_detail()
-    }
-    fn finalise(&mut self, copy_failed: bool) -> Result<(), Errno> {
-        self.0.finalise(copy_failed)
-    }
-    fn keep_journal(
-        &mut self,
-        journal: Box<dyn Journal>,
-        resume: Option<&UploadRecord>,
-    ) -> Result<(), Errno> {
-        self.0.keep_journal(journal, resume)
-    }
-    fn mark_resume_points(&mut self) -> bool {
-        self.0.mark_resume_points()
-    }
-    fn resume_point(&mut self, source: u64) {
-        self.0.resume_point(source)
-    }
-    fn close(self: Box<Self>) -> Result<(), Errno> {
-        self.0.close()
-    }
-    fn close_failed(self: Box<Self>) -> Result<(), Errno> {
-        self.0.close_failed()
-    }
-    fn abandon(self: Box<Self>) {
-        self.0.abandon()
-    }
+    Box::new(crate::engine::window::Window::over(end))
 }

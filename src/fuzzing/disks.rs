@@ -15,8 +15,8 @@ use std::ops::Range;
 use super::assert_one_line;
 use super::input::drain;
 use crate::allocation::{self, Extents, FileSystem, Found, ReadError, Source, Table, Verdict};
-use crate::engine::stream::Stream;
 use crate::ends::{Kind, Whence};
+use crate::engine::stream::Stream;
 use crate::image::UsedOnly;
 use crate::sys::Errno;
 

@@ -2,8 +2,8 @@
 //! size) or as a pipe (short reads, no seeking), so that the wrappers ddx
 //! puts around an input (a decoder, a bmap filter) meet both kinds.
 
-use crate::engine::stream::Stream;
 use crate::ends::{Kind, Whence};
+use crate::engine::stream::Stream;
 use crate::sys::Errno;
 
 /// Most bytes one read of a pipe returns: odd, so that reads end inside

@@ -28,8 +28,8 @@ use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::engine::stream::{forward_to_inner, Stream};
 use crate::ends::{Capabilities, Kind, Whence};
+use crate::engine::stream::{forward_to_inner, Stream};
 use crate::sys::Errno;
 
 /// The least alignment used: a page, whatever the device's sector.
@@ -77,7 +77,9 @@ pub struct DirectWrites {
 impl DirectWrites {
     /// Wrap `output`, a block device end with a descriptor; given back
     /// unwrapped otherwise (nothing to set O_DIRECT on).
-    pub fn wrap(output: Box<dyn Stream>) -> Result<(DirectWrites, Arc<DirectReport>), Box<dyn Stream>> {
+    pub fn wrap(
+        output: Box<dyn Stream>,
+    ) -> Result<(DirectWrites, Arc<DirectReport>), Box<dyn Stream>> {
         if !output.capabilities().device {
             return Err(output);
         }

@@ -20,8 +20,8 @@
 use std::time::{Duration, Instant};
 
 use super::format::{recognise, Format, Recognised, MAGIC_LEN};
+use crate::ends::Whence;
 use crate::engine::stream::Stream;
-use crate::ends::{Whence};
 use crate::sys::buffer::AlignedBuf;
 
 /// Bytes looked at: the magic numbers, and the skippable frames pzstd
@@ -93,8 +93,8 @@ fn format_at(input: &mut dyn Stream, at: u64) -> Option<Format> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::stream::Direct;
     use crate::ends::file::FileEnd;
+    use crate::engine::window::Window;
     use crate::sys::file::Handle;
 
     #[test]
@@ -105,7 +105,7 @@ mod tests {
         bytes[5000..5006].copy_from_slice(&[0xFD, b'7', b'z', b'X', b'Z', 0x00]);
         std::fs::write(&path, &bytes).unwrap();
         let fd = crate::sys::file::open_input(&path, rustix::fs::OFlags::empty()).unwrap();
-        let mut end = Direct(Box::new(FileEnd::new(Handle::Owned(fd))));
+        let mut end = Window::over(Box::new(FileEnd::new(Handle::Owned(fd))));
         assert_eq!(compressed_format(&mut end, 0), None);
         assert_eq!(compressed_format(&mut end, 5000), Some(Format::Xz));
         assert_eq!(end.seek(Whence::Current(0)).unwrap(), 0, "not moved");
@@ -120,7 +120,7 @@ mod tests {
         let gzip = [0x1F, 0x8B, 0x08, 0x00, 1, 2, 3, 4, 5, 6];
         rustix::io::write(&writer, &gzip).unwrap();
         drop(writer);
-        let mut end = Direct(Box::new(FileEnd::new(Handle::Owned(reader))));
+        let mut end = Window::over(Box::new(FileEnd::new(Handle::Owned(reader))));
         assert_eq!(compressed_format(&mut end, 0), Some(Format::Gzip));
         let mut back = [0u8; 16];
         assert_eq!(end.read(&mut back).unwrap(), gzip.len());
@@ -128,7 +128,7 @@ mod tests {
         // An empty pipe at its end is no format, at once.
         let (reader, writer) = rustix::pipe::pipe().unwrap();
         drop(writer);
-        let mut end = Direct(Box::new(FileEnd::new(Handle::Owned(reader))));
+        let mut end = Window::over(Box::new(FileEnd::new(Handle::Owned(reader))));
         assert_eq!(compressed_format(&mut end, 0), None);
     }
 }

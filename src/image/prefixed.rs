@@ -9,8 +9,8 @@
 //! or copy_file_range from the inner descriptor would skip the replayed
 //! bytes.
 
-use crate::engine::stream::{forward_to_inner, Stream};
 use crate::ends::{Capabilities, Kind, Whence};
+use crate::engine::stream::{forward_to_inner, Stream};
 use crate::sys::Errno;
 
 #[derive(Debug)]

@@ -20,8 +20,8 @@
 //! Statistics after a failure count the kept MiB as written, though it
 //! never reaches the device: on purpose.
 
+use crate::ends::Whence;
 use crate::engine::stream::{forward_to_inner, Stream};
-use crate::ends::{Whence};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 

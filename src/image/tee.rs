@@ -38,8 +38,8 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use crate::engine::stream::{Stream, Pipeline};
 use crate::ends::{Capabilities, Kind, Whence};
+use crate::engine::stream::{Pipeline, Stream};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::{errno_text, Errno};
 use crate::text::human::{human, Base};
@@ -473,13 +473,9 @@ impl Stream for Tee {
         self.first.kind()
     }
 
-    /// The first output's, but for exchanging buffers, which the
-    /// further outputs could not follow.
+    /// The first output's.
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            exchanges_buffers: false,
-            ..self.first.capabilities()
-        }
+        self.first.capabilities()
     }
 
     /// None: a descriptor would let the engine write the first output
@@ -580,7 +576,12 @@ impl Stream for Tee {
 
 /// An extra output's thread: does what it is told until told to close or
 /// abandon, or until the tee goes.
-fn serve(mut end: Box<dyn Stream>, queue: &Receiver<Command>, budget: &Budget, report: &OutputReport) {
+fn serve(
+    mut end: Box<dyn Stream>,
+    queue: &Receiver<Command>,
+    budget: &Budget,
+    report: &OutputReport,
+) {
     let mut failed = false;
     let mut zeros: Vec<u8> = Vec::new();
     for command in queue {

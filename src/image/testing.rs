@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::engine::stream::Stream;
 use crate::ends::{Kind, Whence};
+use crate::engine::stream::Stream;
 use crate::sys::Errno;
 
 /// Bytes shared with the test, which looks at them after the end closed.

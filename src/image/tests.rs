@@ -5,8 +5,8 @@ use std::io::Write as _;
 
 use super::testing::{sample, Memory};
 use super::*;
+use crate::ends::Kind;
 use crate::engine::stream::Stream;
-use crate::ends::{Kind};
 use crate::sys::Errno;
 
 fn compress(data: &[u8], spec: &str, piece: usize) -> Vec<u8> {

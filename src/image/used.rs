@@ -26,8 +26,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::allocation::{self, Analysis, ReadError, Source};
+use crate::ends::Whence;
 use crate::engine::stream::{forward_to_inner, Stream};
-use crate::ends::{Whence};
 use crate::sys::Errno;
 
 /// Used bytes asked of the kernel ahead of the reads; asked again once

@@ -22,9 +22,9 @@ use std::path::Path;
 use rustix::fs::{AtFlags, FileType, OFlags};
 
 use crate::ends::uri::UriEnd;
-use crate::engine::stream::{Input};
 use crate::ends::{Capabilities, Kind};
 use crate::engine::depth::{self, Probe, QueueHint, Transport, PROBE_DEPTH, PROBE_READ};
+use crate::engine::stream::Input;
 use crate::image::Format;
 use crate::sys::block::{self, DeviceNumber};
 use crate::sys::filesystem::{storage_of, Storage};

@@ -34,8 +34,8 @@ use crate::diagnostic::Events;
 use crate::engine::counters::Counters;
 use crate::integrity::Tap;
 
+use crate::ends::Whence;
 use crate::engine::stream::Stream;
-use crate::ends::{Whence};
 use crate::operands::CopyPlan;
 use crate::sys::Errno;
 use mapfile::{BlockStatus, Map};

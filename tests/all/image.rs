@@ -15,8 +15,8 @@ use std::process::Command;
 use std::sync::Arc;
 
 use ddx::ends::file::FileEnd;
-use ddx::engine::stream::{stream_of, Stream};
 use ddx::ends::{Kind, Whence};
+use ddx::engine::stream::{stream_of, Stream};
 use ddx::image::bmap::{Bmap, BmapFilter, BmapRecorder};
 use ddx::image::{
     self, Compressed, Compression, Decompressed, FrameChecksums, Mode, Opened, SafeOrder, Tee,

@@ -19,9 +19,9 @@ use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use crate::diagnostic::{BufferKind, Diagnostic};
-use crate::engine::stream::Input;
 use crate::engine::cache::CacheDropper;
 use crate::engine::shape::BulkShape;
+use crate::engine::stream::Input;
 use crate::operands::{CopyPlan, IoFlags, StatusLevel};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;

@@ -19,12 +19,12 @@ use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use crate::diagnostic::{BufferKind, Diagnostic, Events};
-use crate::engine::stream::Stream;
-use crate::engine::stream::{Output};
-use crate::ends::{Whence};
+use crate::ends::Whence;
 use crate::engine::cache::CachePolicy;
 use crate::engine::counters::{add, bump, Counters};
 use crate::engine::reader::{Event, Stop};
+use crate::engine::stream::Output;
+use crate::engine::stream::Stream;
 use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
@@ -555,7 +555,10 @@ impl<'a> Writer<'a> {
         // zeros it compressed once).
         if self.mapped_holes
             && !self.out.raw.trims()
-            && self.out.raw.zeroes_over(self.out.output.stream.as_mut(), len)
+            && self
+                .out
+                .raw
+                .zeroes_over(self.out.output.stream.as_mut(), len)
         {
             add(&counters.bytes_out, len);
             self.count_out_from_bytes();
@@ -563,7 +566,11 @@ impl<'a> Writer<'a> {
         }
         // --trim: the hole discarded whole where the output can, counted
         // as conv=sparse counts a seek over it; else written as zeros.
-        if self.out.raw.discard_over(self.out.output.stream.as_mut(), len) {
+        if self
+            .out
+            .raw
+            .discard_over(self.out.output.stream.as_mut(), len)
+        {
             add(&counters.bytes_out, len);
             if self.mapped_holes {
                 self.count_out_from_bytes();
@@ -1023,7 +1030,8 @@ impl Out<'_> {
                 } else if zero {
                     let run = (end - done) as u64;
                     let sought =
-                        (self.raw).seek_over(self.output.stream.as_mut(), run, block as u64) as usize;
+                        (self.raw).seek_over(self.output.stream.as_mut(), run, block as u64)
+                            as usize;
                     add(&self.counters.bytes_out, sought as u64);
                     done += sought;
                     if done == end {

@@ -5,9 +5,9 @@
 //! writes (RWF_DONTCACHE) where the copy drops its pages behind it.
 
 use crate::diagnostic::{Diagnostic, Events};
-use crate::engine::stream::Stream;
-use crate::ends::{Whence};
+use crate::ends::Whence;
 use crate::engine::cache::CacheDropper;
+use crate::engine::stream::Stream;
 use crate::operands::{Conv, CopyPlan, IoFlags, StatusLevel};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
@@ -311,7 +311,11 @@ impl RawOutput {
     /// buffer of the same length. None where the write needs what only
     /// [`RawOutput::write`] does (zero runs to seek over or discard, the
     /// O_DIRECT tail) or the end does not take buffers.
-    pub fn write_exchange(&mut self, end: &mut dyn Stream, buf: &mut AlignedBuf) -> Option<Written> {
+    pub fn write_exchange(
+        &mut self,
+        end: &mut dyn Stream,
+        buf: &mut AlignedBuf,
+    ) -> Option<Written> {
         let len = buf.len();
         if self.zero_runs() || (self.settings.direct && len < self.settings.block_size) {
             return None;
@@ -353,8 +357,8 @@ impl RawOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::stream::Direct;
     use crate::ends::file::FileEnd;
+    use crate::engine::window::Window;
     use crate::sys::file::Handle;
 
     struct Quiet;
@@ -372,9 +376,9 @@ mod tests {
         crate::operands::parse(&words).plan.expect("valid operands")
     }
 
-    fn memfd() -> Direct {
+    fn memfd() -> Window {
         let fd = rustix::fs::memfd_create("ddx-raw", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
-        Direct(Box::new(FileEnd::new(Handle::Owned(fd))))
+        Window::over(Box::new(FileEnd::new(Handle::Owned(fd))))
     }
 
     #[test]
@@ -395,7 +399,7 @@ mod tests {
     #[test]
     fn a_pipe_turns_sparse_into_writes() {
         let (r, w) = rustix::pipe::pipe().unwrap();
-        let mut end = Direct(Box::new(FileEnd::new(Handle::Owned(w))));
+        let mut end = Window::over(Box::new(FileEnd::new(Handle::Owned(w))));
         let mut raw = RawOutput::new(&plan(&["conv=sparse"]), None);
         let written = raw.write(&mut end, b"p", &[0; 16], false, &Quiet);
         assert_eq!(written.bytes, 16);
@@ -433,7 +437,7 @@ mod tests {
     #[test]
     fn trim_onto_an_end_that_cannot_discard_writes_the_zeros_and_counts_them() {
         let (r, w) = rustix::pipe::pipe().unwrap();
-        let mut end = Direct(Box::new(FileEnd::new(Handle::Owned(w))));
+        let mut end = Window::over(Box::new(FileEnd::new(Handle::Owned(w))));
         let mut raw = RawOutput::new(&plan(&[]), None);
         raw.set_trim(true);
         for _ in 0..2 {
@@ -457,7 +461,7 @@ mod tests {
     fn a_full_pipe_reader_gone_is_the_error_returned() {
         let (r, w) = rustix::pipe::pipe().unwrap();
         drop(r);
-        let mut end = Direct(Box::new(FileEnd::new(Handle::Owned(w))));
+        let mut end = Window::over(Box::new(FileEnd::new(Handle::Owned(w))));
         let mut raw = RawOutput::new(&plan(&[]), None);
         let written = raw.write(&mut end, b"p", b"x", false, &Quiet);
         assert_eq!((written.bytes, written.error), (0, Some(Errno::PIPE)));

@@ -21,8 +21,8 @@
 use std::sync::Arc;
 
 use super::{Bmap, BmapError, Hasher};
-use crate::engine::stream::{forward_to_inner, Stream};
 use crate::ends::{Kind, Whence};
+use crate::engine::stream::{forward_to_inner, Stream};
 use crate::sys::Errno;
 
 const SCRATCH: usize = 1 << 20;

@@ -26,8 +26,8 @@
 use std::sync::{Arc, Mutex};
 
 use super::{Bmap, ChecksumKind, Hasher, Range};
-use crate::engine::stream::{forward_to_inner, Stream};
 use crate::ends::{Capabilities, Kind, Whence};
+use crate::engine::stream::{forward_to_inner, Stream};
 use crate::sys::Errno;
 use crate::transform::is_all_zero;
 

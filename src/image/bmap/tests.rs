@@ -1,8 +1,8 @@
 use std::sync::{Arc, Mutex};
 
 use super::*;
+use crate::ends::Kind;
 use crate::engine::stream::Stream;
-use crate::ends::{Kind};
 use crate::image::testing::{sample, Memory};
 use crate::sys::Errno;
 

@@ -50,8 +50,8 @@ use std::thread::JoinHandle;
 
 use liblzma::stream::{Action, Check, MtStreamBuilder, Status, Stream as XzStream};
 
-use crate::engine::stream::Stream;
 use crate::ends::{Kind, Whence};
+use crate::engine::stream::Stream;
 use crate::image::chunks::{next_job, BufferPool, Fault};
 use crate::sys::Errno;
 
@@ -151,7 +151,11 @@ impl std::fmt::Debug for Step {
 
 impl Compressed {
     /// Compress into `output` with up to `threads` threads.
-    pub fn start(mut output: Box<dyn Stream>, compression: Compression, threads: usize) -> Compressed {
+    pub fn start(
+        mut output: Box<dyn Stream>,
+        compression: Compression,
+        threads: usize,
+    ) -> Compressed {
         let threads = threads.clamp(1, MAX_WORKERS);
         let shared = Arc::new(Shared::default());
         let framed = compression.algorithm != Algorithm::Xz;

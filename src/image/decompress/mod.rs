@@ -36,8 +36,8 @@ use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::engine::stream::Stream;
 use crate::ends::{Kind, Whence};
+use crate::engine::stream::Stream;
 use crate::image::chunks::{BufferPool, Fault, OrderedReader};
 use crate::image::format::{recognise, Format, Recognised};
 use crate::image::prefixed::Prefixed;

@@ -20,8 +20,8 @@
 //! so it is done only on an end with a descriptor (a file, a device).
 
 use super::super::format::{is_skippable_magic, Format, ZSTD_MAGIC};
+use crate::ends::Whence;
 use crate::engine::stream::Stream;
-use crate::ends::{Whence};
 
 /// Bytes of an xz index read at most (a stream of 1 TiB in 1 MiB blocks
 /// has an index of about 16 MiB).
@@ -241,8 +241,8 @@ fn xz_index(index: &[u8]) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::stream::Direct;
     use crate::ends::file::FileEnd;
+    use crate::engine::window::Window;
     use crate::sys::file::Handle;
     use std::io::Read;
 
@@ -252,7 +252,10 @@ mod tests {
         let path = dir.path().join("packed");
         std::fs::write(&path, bytes).unwrap();
         let fd = crate::sys::file::open_input(&path, rustix::fs::OFlags::empty()).unwrap();
-        decoded_size(&mut Direct(Box::new(FileEnd::new(Handle::Owned(fd)))), format)
+        decoded_size(
+            &mut Window::over(Box::new(FileEnd::new(Handle::Owned(fd)))),
+            format,
+        )
     }
 
     fn xz(data: &[u8]) -> Vec<u8> {
