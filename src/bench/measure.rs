@@ -15,14 +15,13 @@
 //! device's speed is stays measured on the device.
 
 use std::fmt;
-use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
-use rustix::fs::OFlags;
-
 use super::progress::Status;
+use super::scenario::Op;
 use super::target::Target;
 use super::{interrupt, BenchError};
+use crate::operands::IoFlags;
 use crate::sys::file;
 use crate::sys::usage::cpu_time;
 
@@ -152,19 +151,24 @@ impl Device for TargetDevice<'_> {
         if !target.can.local_storage {
             return Ok(());
         }
-        target
-            .open_read(OFlags::empty())
-            .map_err(|e| e.to_string())
-            .and_then(|fd| {
-                // Dirty pages survive DONTNEED: write them back first
-                // (only where the bench writes: a read-only device gets
-                // no flush either).
-                if target.writable() {
-                    let _ = file::fdatasync(fd.as_fd());
-                }
-                file::drop_cache(fd.as_fd(), 0, 0)
-                    .map_err(|e| format!("posix_fadvise: {}", crate::sys::errno_text(e)))
-            })
+        let mut end = match target.end(Op::Read, IoFlags::empty(), 1) {
+            Ok(Some(end)) => end,
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(e.to_string()),
+        };
+        // Dirty pages survive DONTNEED: write them back first (only
+        // where the bench writes: a read-only device gets no flush
+        // either).
+        if target.writable() {
+            let _ = end.sync(true);
+        }
+        let dropped = match end.fd() {
+            Some(fd) => file::drop_cache(fd, 0, 0)
+                .map_err(|e| format!("posix_fadvise: {}", crate::sys::errno_text(e))),
+            None => Ok(()),
+        };
+        let _ = end.close();
+        dropped
     }
 }
 

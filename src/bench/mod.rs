@@ -6,9 +6,9 @@
 //!
 //! Layout, in the order of the dependencies: `args` (the option table,
 //! parsed as GNU getopt would), `target` (what may be touched: the copy's
-//! wrong-device guard decides, memory is refused; an NBD export and a
-//! disk's generic node are reached through the copy's ends, in
-//! `nbd_target` and `passthrough_target`), `measure` (repetition,
+//! wrong-device guard decides, memory is refused; every target is opened
+//! as the copy opens an operand, and what may be done with it is asked of
+//! its end's capabilities), `measure` (repetition,
 //! timing, cache dropping), `interrupt` (Ctrl-C stops the measuring, not
 //! the report), `scenario` (the tests, which produce results), `results`
 //! (the figures as data, and the block-size rule applied to them, from the
@@ -20,8 +20,6 @@
 pub mod args;
 pub mod interrupt;
 pub mod measure;
-pub mod nbd_target;
-pub mod passthrough_target;
 pub mod progress;
 /// The block-size rule lives in the statistics leaf (`bs=auto` uses it
 /// too); re-exported here, where the bench applies it.
@@ -200,16 +198,17 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
              reaches it"
                 .to_owned(),
         );
-    } else if let Some(node) = &target.passthrough {
-        let disk = match &node.block_device {
+    } else if target.can.device && !target.can.local_storage {
+        let disk = match &target.device.disk_name {
             Some(name) => format!("the disk of /dev/{name}"),
             None => "a disk".to_owned(),
         };
+        let command = u64::try_from(target.can.requests.max_len).unwrap_or(u64::MAX);
         out.notes.push(format!(
             "{disk} through its {} node: the disk's own commands, past the block layer and \
              its page cache, each request one command of at most {}",
-            node.interface.name(),
-            report::size_text(node.command_bytes())
+            target.interface.map_or("generic", |i| i.name()),
+            report::size_text(command)
         ));
     } else if target.device.disk.is_none() && !target.can.device {
         out.notes.push(format!(
@@ -240,14 +239,14 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
     };
     let described = results::TargetReport {
         path: target.given.display().to_string(),
-        kind: target.kind.name(),
+        kind: target.name,
         bench_file: target.created.then(|| target.path.display().to_string()),
         working_set_bytes: target.len,
         target_bytes: target.full_len,
         device: target.device.clone(),
         writable: target.writable(),
         served: target.can.served,
-        passthrough: target.passthrough.as_ref().map(|node| node.interface),
+        passthrough: target.interface,
     };
     Ok(Report::assemble(
         started,

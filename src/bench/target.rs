@@ -1,26 +1,36 @@
 //! What is being measured and what may be done to it.
 //!
-//! A TARGET is a file, a directory, a block device, an NBD export (see
-//! `nbd_target`: only read unless `--destructive`) or a disk's SCSI or
-//! NVMe generic node (see `passthrough_target`: only read unless
-//! `--destructive`, its disk claimed while it may be written), which
-//! exists: a name with nothing there is refused (most often a directory
-//! mistyped, or not made yet). In a directory ddx creates its own file, and removes
-//! it when the bench ends, also on SIGINT or SIGTERM: the path is kept in a
-//! process-wide slot that the signal watcher empties before dying. Writes go
-//! only through [`Target::open_write`], which refuses unless writing was
-//! allowed: a block device or an existing file is only read without
-//! `--destructive`; the device is also opened with O_EXCL, which the
-//! kernel refuses while it is mounted.
+//! A TARGET is a file, a directory, a block device, an NBD export or a
+//! disk's SCSI or NVMe generic node, which exists: a name with nothing
+//! there is refused (most often a directory mistyped, or not made yet).
+//! It is opened as the copy opens an operand (`ends::open`), and what the
+//! bench may do with it is asked of that end's capabilities, never of
+//! what kind of end it is: whether it is a descriptor's storage (O_DIRECT,
+//! the page cache, fdatasync), served over a connection, a device's own
+//! blocks, read only; how many requests it keeps in flight and of which
+//! unit. Each scenario opens it again with its own flags ([`Target::end`]).
+//!
+//! In a directory ddx creates its own file, and removes it when the bench
+//! ends, also on SIGINT or SIGTERM: the path is kept in a process-wide
+//! slot that the signal watcher empties before dying. Writes go only
+//! through [`Target::end`], which refuses unless writing was allowed: a
+//! block device, a generic node, an export or an existing file is only
+//! read without `--destructive`. While the bench may write a device, the
+//! device (for a generic node, the disk behind it) is held open with
+//! O_EXCL, which the kernel refuses while it is mounted and which keeps
+//! anyone from mounting it until the bench ends.
 //!
 //! Before anything is created, the bench refuses what the copy refuses,
 //! by asking the copy's wrong-device guard in its words
 //! (`guard::check_output`): a path that does not exist in /dev (a mistyped
 //! device name would become a file in memory), and with `--destructive` a
-//! device or file in use (mounted, swap, held); `--force` overrides, as it
-//! does for the copy. A target with no disk under it (tmpfs, ramfs,
-//! devtmpfs, a RAM disk) would measure memory, not what the user meant to
-//! measure: refused unless `--allow-memory`.
+//! device or file in use (mounted, swap, held; behind a generic node, its
+//! disk); `--force` overrides, as it does for the copy. A target with no
+//! disk under it (tmpfs, ramfs, devtmpfs, a RAM disk) would measure
+//! memory, not what the user meant to measure: refused unless
+//! `--allow-memory`. A character device that is not a generic node is
+//! refused before it is opened: opening one may do anything (a watchdog
+//! starts counting).
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -30,64 +40,28 @@ use std::sync::Mutex;
 use rustix::fs::OFlags;
 
 use super::args::{BenchArgs, MIN_SIZE};
-use super::nbd_target::{Connection, NbdTarget};
-use super::passthrough_target::PassthroughTarget;
+use super::scenario::Op;
 use super::BenchError;
-use crate::ends::nbd::NbdUri;
-use crate::ends::uri::UriEnd;
-use crate::ends::{self, Capabilities};
+use crate::ends::open::{open_input, open_output, Options};
+use crate::ends::{passthrough, Capabilities, End, Whence};
 use crate::guard;
+use crate::operands::{Conv, IoFlags};
 use crate::sys::device::{device_info, DeviceInfo};
 use crate::sys::file;
 use crate::sys::filesystem::{storage_of, Storage};
-use crate::sys::passthrough::{CommandQueue, Interface};
+use crate::sys::passthrough::Interface;
 use crate::text::quote::quote_file;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Given {
-    File,
-    Directory,
-    BlockDevice,
-    /// An NBD export, measured through the copy's NBD end.
-    NbdExport,
-    /// A disk's SCSI or NVMe generic node, measured through the copy's
-    /// passthrough end and its command queue.
-    Passthrough(Interface),
-}
-
-impl Given {
-    /// The end the target is measured as, whose capabilities the bench
-    /// asks (a directory holds the file ddx makes).
-    fn end(self) -> ends::Kind {
-        match self {
-            Given::File | Given::Directory => ends::Kind::RegularFile,
-            Given::BlockDevice => ends::Kind::BlockDevice,
-            Given::NbdExport => ends::Kind::NbdExport,
-            Given::Passthrough(_) => ends::Kind::Passthrough,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Given::File => "file",
-            Given::Directory => "directory",
-            Given::BlockDevice => "block device",
-            Given::NbdExport => "NBD export",
-            Given::Passthrough(Interface::ScsiGeneric) => "SCSI generic node",
-            Given::Passthrough(Interface::Bsg) => "SCSI generic node (bsg)",
-            Given::Passthrough(Interface::NvmeGeneric) => "NVMe generic node",
-        }
-    }
-}
 
 #[derive(Debug)]
 pub struct Target {
     /// The TARGET as given.
     pub given: PathBuf,
-    /// The file or device the tests open.
+    /// The file, device or URI the scenarios open.
     pub path: PathBuf,
-    pub kind: Given,
-    /// What the target can do, as the end it is measured as.
+    /// What the report calls it: "file", "directory", "block device",
+    /// "NBD export", "SCSI generic node"...
+    pub name: &'static str,
+    /// What the target can do, as its end says.
     pub can: Capabilities,
     /// Bytes the tests work in, from offset 0.
     pub len: u64,
@@ -98,12 +72,12 @@ pub struct Target {
     /// ddx made the file and must fill it before reading.
     pub created: bool,
     pub device: DeviceInfo,
-    /// The export, when the TARGET is one: the scenarios connect to it
-    /// instead of opening `path`.
-    pub nbd: Option<NbdTarget>,
-    /// The passthrough node, when the TARGET is one: the scenarios send
-    /// it commands instead of opening `path`.
-    pub passthrough: Option<PassthroughTarget>,
+    /// The command set of a generic node, for the report's words and
+    /// fio's options (never to decide what is measured).
+    pub interface: Option<Interface>,
+    /// The device written (for a generic node, its disk), held with
+    /// O_EXCL while the bench may write it.
+    _claim: Option<OwnedFd>,
     _temp: Option<TempFile>,
 }
 
@@ -168,14 +142,16 @@ impl Target {
         let given = args.target.as_path();
         match crate::ends::uri::recognise(given) {
             None => {}
-            Some(Ok(UriEnd::Nbd(uri))) => return Self::nbd(args, &uri),
-            Some(Ok(other)) => {
-                return Err(BenchError::msg(format!(
-                    "{}: {} is not something ddx bench measures (a file, a directory, a \
-                     block device, a SCSI or NVMe generic node or an NBD export)",
-                    String::from_utf8_lossy(&crate::ends::uri::shown(given)),
-                    other.kind().described()
-                )))
+            Some(Ok(named)) => {
+                if !measurable(&named.capabilities()) {
+                    return Err(BenchError::msg(format!(
+                        "{}: {} is not something ddx bench measures (a file, a directory, a \
+                         block device, a SCSI or NVMe generic node or an NBD export)",
+                        String::from_utf8_lossy(&crate::ends::uri::shown(given)),
+                        named.kind().described()
+                    )));
+                }
+                return Self::existing(args, given, None);
             }
             Some(Err(why)) => return Err(BenchError::msg(format!("{}: {why}", given.display()))),
         }
@@ -193,7 +169,7 @@ impl Target {
             Some(m) if m.is_dir() => {
                 not_in_memory(given, given, args.allowed.memory)?;
                 let name = format!(".ddx-bench-{}-{}", std::process::id(), nanos());
-                Self::create(given, given.join(name), Given::Directory, args.size)
+                Self::create(given, given.join(name), args.size)
             }
             // Nothing there: a mistyped name, and most often a directory
             // meant to hold the bench's file. Measuring a new file made
@@ -212,35 +188,18 @@ impl Target {
                     quote_file(given.as_os_str().as_bytes())
                 )))
             }
-            Some(m) if m.is_file() => {
-                big_enough(given.display(), m.len())?;
-                not_in_memory(given, given, args.allowed.memory)?;
-                guard(args.allowed.destructive)?;
-                let device = device_info(open_path(given)?.as_fd());
-                Ok(Self::existing(args, Given::File, m.len(), device))
-            }
-            Some(m) if m.file_type().is_block_device() => {
-                let fd = open_path(given)?;
-                let device = device_info(fd.as_fd());
-                if let Some(disk) = device.disk_name.as_deref().filter(|d| ram_disk(d)) {
-                    if !args.allowed.memory {
-                        return Err(BenchError::msg(format!(
-                            "refusing to measure {}: it is a RAM disk ({disk}), so the figures \
-                             would be the memory's, not a disk's; --allow-memory overrides",
-                            quote_file(given.as_os_str().as_bytes())
-                        )));
-                    }
+            Some(m) if m.is_file() || m.file_type().is_block_device() => {
+                if m.is_file() {
+                    not_in_memory(given, given, args.allowed.memory)?;
                 }
-                let full_len = device.size_bytes.unwrap_or(0);
-                big_enough(given.display(), full_len)?;
                 guard(args.allowed.destructive)?;
-                Ok(Self::existing(args, Given::BlockDevice, full_len, device))
+                Self::existing(args, given, None)
             }
             Some(m) if m.file_type().is_char_device() => {
                 match crate::sys::passthrough::interface_at(given) {
                     Some(interface) => {
                         guard(args.allowed.destructive)?;
-                        Self::passthrough(args, interface)
+                        Self::existing(args, given, Some(interface))
                     }
                     None => Err(BenchError::msg(format!(
                         "{}: a character device that is not a SCSI or NVMe generic node \
@@ -257,211 +216,228 @@ impl Target {
         }
     }
 
-    /// A file or block device that was there already: written only with
-    /// --destructive.
-    fn existing(args: &BenchArgs, kind: Given, full_len: u64, device: DeviceInfo) -> Target {
-        let can = kind.end().capabilities();
-        let what = if can.device {
-            "a block device"
-        } else {
-            "an existing file"
+    /// A target that was there already (a file, a device, a generic node
+    /// of the command set `interface`, an export), opened for reading to
+    /// learn what it can do and how large it is: written only with
+    /// --destructive, and never where its end is read only.
+    fn existing(
+        args: &BenchArgs,
+        given: &Path,
+        interface: Option<Interface>,
+    ) -> Result<Target, BenchError> {
+        let mut probe = open_end(given, Op::Read, IoFlags::empty(), 1)?
+            .expect("no O_DIRECT asked for, none refused");
+        let can = probe.capabilities();
+        let shown = String::from_utf8_lossy(&crate::ends::uri::shown(given)).into_owned();
+        let full_len = probe
+            .seek(Whence::End(0))
+            .map_err(|e| BenchError::sys(format!("the size of {shown}"), e))?;
+        let described = probe.kind().described();
+        let name = name_of(described, interface);
+        let mut device = match probe.fd() {
+            Some(fd) => device_info(fd),
+            None => DeviceInfo::default(),
         };
-        Target {
-            given: args.target.clone(),
-            path: args.target.clone(),
-            kind,
-            can,
-            len: align_down(args.size.min(full_len), direct_align(&device)),
-            full_len,
-            read_only: (!args.allowed.destructive)
-                .then(|| format!("{what} is only written with --destructive")),
-            created: false,
-            device,
-            nbd: None,
-            passthrough: None,
-            _temp: None,
+        let _ = probe.close();
+        // A device reached by commands: what the system knows of it is
+        // its disk's, behind the node; its size and block, the end's.
+        let behind = (can.device && !can.local_storage)
+            .then(|| crate::sys::passthrough::block_device_at(given))
+            .flatten()
+            .map(|name| Path::new("/dev").join(name));
+        if let Some(disk) = &behind {
+            if let Ok(fd) = file::open_with(disk, OFlags::RDONLY, 0) {
+                device = device_info(fd.as_fd());
+            }
         }
-    }
-
-    /// A disk through its passthrough node: only read unless
-    /// --destructive, as its block device is.
-    fn passthrough(args: &BenchArgs, interface: Interface) -> Result<Target, BenchError> {
-        let writing = args.allowed.destructive;
-        let (node, device) = PassthroughTarget::probe(&args.target, interface, writing)?;
-        let full_len = node.geometry.size();
-        big_enough(args.target.display(), full_len)?;
-        let kind = Given::Passthrough(interface);
+        if can.device {
+            device.size_bytes = Some(full_len);
+        }
+        if let Some(block) = can.block_addressed {
+            device.logical_sector = Some(block);
+        }
+        if can.device && can.local_storage {
+            if let Some(disk) = device.disk_name.as_deref().filter(|d| ram_disk(d)) {
+                if !args.allowed.memory {
+                    return Err(BenchError::msg(format!(
+                        "refusing to measure {}: it is a RAM disk ({disk}), so the figures \
+                         would be the memory's, not a disk's; --allow-memory overrides",
+                        quote_file(given.as_os_str().as_bytes())
+                    )));
+                }
+            }
+        }
+        big_enough(&shown, full_len)?;
+        let read_only = match (can.read_only, args.allowed.destructive) {
+            (Some(why), _) => Some(why.to_owned()),
+            (None, false) => Some(format!(
+                "{} is only written with --destructive",
+                if name == "file" {
+                    "an existing file"
+                } else {
+                    described
+                }
+            )),
+            (None, true) => None,
+        };
+        let claim = match (&read_only, can.device) {
+            (None, true) => claim(given, behind.as_deref().unwrap_or(given))?,
+            _ => None,
+        };
+        let align = direct_align(&can, &device);
         Ok(Target {
-            given: args.target.clone(),
-            path: args.target.clone(),
-            kind,
-            can: kind.end().capabilities(),
-            len: align_down(args.size.min(full_len), u64::from(node.geometry.block_len)),
+            given: given.to_owned(),
+            path: given.to_owned(),
+            name,
+            can,
+            len: align_down(args.size.min(full_len), align),
             full_len,
-            read_only: (!writing)
-                .then(|| "a disk's generic node is only written with --destructive".to_owned()),
+            read_only,
             created: false,
             device,
-            nbd: None,
-            passthrough: Some(node),
+            interface,
+            _claim: claim,
             _temp: None,
         })
     }
 
-    fn create(given: &Path, path: PathBuf, kind: Given, size: u64) -> Result<Target, BenchError> {
+    /// ddx's own file in the directory `given`, created empty at `path`.
+    fn create(given: &Path, path: PathBuf, size: u64) -> Result<Target, BenchError> {
         let (temp, fd) = TempFile::create(&path)?;
         let device = device_info(fd.as_fd());
-        let len = align_down(size, direct_align(&device));
+        let can = crate::ends::file::FileEnd::new(file::Handle::Owned(fd)).capabilities();
+        let len = align_down(size, direct_align(&can, &device));
         Ok(Target {
             given: given.to_owned(),
             path,
-            kind,
-            can: kind.end().capabilities(),
+            name: "directory",
+            can,
             len,
             full_len: len,
             read_only: None,
             created: true,
             device,
-            nbd: None,
-            passthrough: None,
+            interface: None,
+            _claim: None,
             _temp: Some(temp),
         })
     }
 
-    /// An NBD export: only read unless --destructive (it is a block
-    /// device on another machine), never written where the server
-    /// exports it read-only. The wrong-device guard and the memory check
-    /// are the local machine's and do not apply.
-    fn nbd(args: &BenchArgs, uri: &NbdUri) -> Result<Target, BenchError> {
-        let nbd = NbdTarget::probe(uri)?;
-        big_enough(&uri.text, nbd.size)?;
-        let read_only = if nbd.read_only {
-            Some("the server exports it read-only".to_owned())
-        } else if !args.allowed.destructive {
-            Some("an NBD export is only written with --destructive".to_owned())
-        } else {
-            None
-        };
-        let len = align_down(args.size.min(nbd.size), EXPORT_BLOCK);
-        Ok(Target {
-            given: PathBuf::from(&uri.text),
-            path: PathBuf::from(&uri.text),
-            kind: Given::NbdExport,
-            can: Given::NbdExport.end().capabilities(),
-            len,
-            full_len: nbd.size,
-            read_only,
-            created: false,
-            device: DeviceInfo::default(),
-            nbd: Some(nbd),
-            passthrough: None,
-            _temp: None,
-        })
-    }
-
-    /// A connection of its own to the export, for reading or (refused
-    /// unless writing is allowed) writing. None: the target is no export.
-    pub fn connect(&self, writing: bool) -> Result<Option<Connection>, BenchError> {
-        let Some(nbd) = &self.nbd else {
-            return Ok(None);
-        };
-        if writing {
+    /// The target opened as the copy opens an operand, for one scenario:
+    /// for `op`, with GNU's `flags` (O_DIRECT, O_DSYNC, O_SYNC; a
+    /// generic node takes O_DSYNC and O_SYNC as force unit access and
+    /// ignores O_DIRECT, an export ignores them all), a generic node with
+    /// up to `depth` commands in flight, an export over one connection.
+    /// Writing is refused unless allowed. Ok(None): the filesystem
+    /// refuses O_DIRECT.
+    pub fn end(
+        &self,
+        op: Op,
+        flags: IoFlags,
+        depth: usize,
+    ) -> Result<Option<Box<dyn End>>, BenchError> {
+        if op == Op::Write {
             if let Some(why) = &self.read_only {
                 return Err(BenchError::msg(format!("not writing: {why}")));
             }
         }
-        nbd.connect(writing).map(Some)
-    }
-
-    /// The copy's passthrough end on the node, one command in flight
-    /// (writes with FUA where `fua`), refused for writing unless writing
-    /// is allowed. None: the target is no passthrough node.
-    pub fn passthrough_end(
-        &self,
-        writing: bool,
-        fua: bool,
-    ) -> Result<Option<Box<dyn ends::End>>, BenchError> {
-        let Some(node) = &self.passthrough else {
-            return Ok(None);
-        };
-        self.may_write(writing)?;
-        node.end(writing, fua).map(Some)
-    }
-
-    /// The node's command queue with up to `depth` slots, refused for
-    /// writing unless writing is allowed. None: no passthrough node.
-    pub fn command_queue(
-        &self,
-        writing: bool,
-        depth: u32,
-    ) -> Result<Option<Box<dyn CommandQueue>>, BenchError> {
-        let Some(node) = &self.passthrough else {
-            return Ok(None);
-        };
-        self.may_write(writing)?;
-        node.queue(writing, depth).map(Some)
-    }
-
-    fn may_write(&self, writing: bool) -> Result<(), BenchError> {
-        match (&self.read_only, writing) {
-            (Some(why), true) => Err(BenchError::msg(format!("not writing: {why}"))),
-            _ => Ok(()),
-        }
-    }
-
-    /// A read(2) or write(2) on a passthrough node does not reach the
-    /// disk (an sg node would wait for the answer to a command never
-    /// sent): the scenarios go through its end or its command queue.
-    fn no_descriptor(&self) -> Result<(), BenchError> {
-        match self.passthrough {
-            Some(_) => Err(BenchError::msg(format!(
-                "{}: a generic node is reached with commands, not read(2) and write(2)",
-                self.path.display()
-            ))),
-            None => Ok(()),
-        }
-    }
-
-    /// Open for reading, with extra flags (O_DIRECT).
-    pub fn open_read(&self, extra: OFlags) -> Result<OwnedFd, BenchError> {
-        self.no_descriptor()?;
-        file::open_with(&self.path, OFlags::RDONLY | extra, 0)
-            .map_err(|e| BenchError::sys(format!("opening {}", self.path.display()), e))
-    }
-
-    /// Open for writing, with extra flags (O_DIRECT, O_DSYNC, O_SYNC); the
-    /// one way the bench writes, refused when writing is not allowed. A
-    /// block device is claimed with O_EXCL, which fails while it is mounted.
-    pub fn open_write(&self, extra: OFlags) -> Result<OwnedFd, BenchError> {
-        self.may_write(true)?;
-        self.no_descriptor()?;
-        let exclusive = if self.can.device {
-            OFlags::EXCL
-        } else {
-            OFlags::empty()
-        };
-        file::open_with(&self.path, OFlags::WRONLY | exclusive | extra, 0)
-            .map_err(|e| BenchError::sys(format!("opening {} for writing", self.path.display()), e))
+        open_end(&self.path, op, flags, depth)
     }
 
     pub fn writable(&self) -> bool {
         self.read_only.is_none()
     }
 
-    /// The smallest O_DIRECT request and alignment: statx's DIO offset
-    /// alignment where known, else the logical sector, else 512.
-    /// On an export, which has no O_DIRECT, 4 KiB: the smallest request
-    /// worth measuring there (servers work in pages; 512-byte requests
-    /// would measure the round trip eight times over). On a passthrough
-    /// node, the disk's logical block: the unit of its commands.
+    /// The smallest request and the unit of the working set (see
+    /// [`direct_align`]).
     pub fn direct_align(&self) -> u64 {
-        if self.nbd.is_some() {
-            return EXPORT_BLOCK;
+        direct_align(&self.can, &self.device)
+    }
+}
+
+/// What the bench measures: storage read and written in place at any
+/// offset, on this machine, on a server or a device's own blocks (not
+/// an object, which is written whole, nor a file held in memory).
+fn measurable(can: &Capabilities) -> bool {
+    can.reads_at && can.writes_at && (can.storage() || can.device)
+}
+
+/// What the report calls a target whose end is `described` ("a block
+/// device"), a generic node by its command set.
+fn name_of(described: &'static str, interface: Option<Interface>) -> &'static str {
+    match interface {
+        Some(Interface::ScsiGeneric) => "SCSI generic node",
+        Some(Interface::Bsg) => "SCSI generic node (bsg)",
+        Some(Interface::NvmeGeneric) => "NVMe generic node",
+        None => {
+            let noun = described
+                .split_once(' ')
+                .map_or(described, |(_, noun)| noun);
+            noun.strip_prefix("regular ").unwrap_or(noun)
         }
-        if let Some(node) = &self.passthrough {
-            return u64::from(node.geometry.block_len);
+    }
+}
+
+/// `path` opened through the copy's opening (see [`Target::end`]).
+fn open_end(
+    path: &Path,
+    op: Op,
+    flags: IoFlags,
+    depth: usize,
+) -> Result<Option<Box<dyn End>>, BenchError> {
+    let mut plan = crate::operands::parse::<&str>(&[])
+        .plan
+        .expect("no operands are GNU's defaults");
+    let options = Options {
+        node: passthrough::Options {
+            depth: depth.max(1),
+            fua: false,
+        },
+        connections: Some(1),
+    };
+    let opened = match op {
+        Op::Read => {
+            plan.input = Some(path.to_owned());
+            plan.input_flags = flags;
+            open_input(&plan, options).map(|opened| opened.end)
         }
-        direct_align(&self.device)
+        Op::Write => {
+            // The target is there, and is never created or truncated.
+            plan.output = Some(path.to_owned());
+            plan.output_flags = flags;
+            plan.conv = Conv::NOTRUNC | Conv::NOCREAT;
+            open_output(&plan, options, &mut Vec::new()).map(|opened| opened.end)
+        }
+    };
+    match opened {
+        Ok(end) => Ok(Some(end)),
+        Err(e) if e.errno() == crate::sys::Errno::INVAL && flags.contains(IoFlags::DIRECT) => {
+            Ok(None)
+        }
+        Err(e) => Err(BenchError::msg(e.diagnostic.to_string())),
+    }
+}
+
+/// Hold `device` (the target, or the disk behind a generic node) with
+/// O_EXCL while the bench may write it; refused while it is in use. None
+/// where it cannot be opened at all (no such node in /dev): the guard
+/// has judged it already.
+fn claim(target: &Path, device: &Path) -> Result<Option<OwnedFd>, BenchError> {
+    match file::open_with(device, OFlags::RDONLY | OFlags::EXCL, 0) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(errno) if errno == crate::sys::Errno::BUSY => {
+            let whose = if device == target {
+                "it".to_owned()
+            } else {
+                format!("its disk {}", device.display())
+            };
+            Err(BenchError::msg(format!(
+                "refusing to write {}: {whose} is in use (mounted, or held by another \
+                 program)",
+                target.display(),
+            )))
+        }
+        Err(_) => Ok(None),
     }
 }
 
@@ -474,23 +450,25 @@ impl Target {
         Target {
             given: PathBuf::from("unopened"),
             path: PathBuf::from("unopened"),
-            kind: Given::File,
-            can: Given::File.end().capabilities(),
+            name: "file",
+            can: crate::ends::Kind::RegularFile.capabilities(),
             len,
             full_len: len,
             read_only: None,
             created: false,
             device: DeviceInfo::default(),
-            nbd: None,
-            passthrough: None,
+            interface: None,
+            _claim: None,
             _temp: None,
         }
     }
 }
 
-/// An export's smallest request and the unit of its working set: whole
-/// 4 KiB blocks, what servers take without read-modify-write.
-const EXPORT_BLOCK: u64 = 4096;
+/// The smallest request worth measuring on an end reached through
+/// neither a descriptor nor a disk's commands (an export): whole 4 KiB
+/// blocks, what servers take without read-modify-write (512-byte requests
+/// would measure the round trip eight times over).
+const SERVED_BLOCK: u64 = 4096;
 
 /// A target of `len` bytes holds the smallest run the bench measures.
 fn big_enough(name: impl std::fmt::Display, len: u64) -> Result<(), BenchError> {
@@ -502,7 +480,18 @@ fn big_enough(name: impl std::fmt::Display, len: u64) -> Result<(), BenchError> 
     Ok(())
 }
 
-fn direct_align(device: &DeviceInfo) -> u64 {
+/// The smallest request and the unit of the working set: a disk
+/// addressed by block, its block (the unit of its commands); a
+/// descriptor's storage, O_DIRECT's alignment (statx's DIO offset
+/// alignment where known, else the logical sector, at least 512); an end
+/// on a server, [`SERVED_BLOCK`].
+fn direct_align(can: &Capabilities, device: &DeviceInfo) -> u64 {
+    if let Some(block) = can.block_addressed {
+        return u64::from(block);
+    }
+    if !can.local_storage {
+        return SERVED_BLOCK;
+    }
     let sector = device.logical_sector.unwrap_or(512) as u64;
     match device.dio_offset_align {
         Some(a) if a > 0 => (a as u64).max(512),

@@ -345,7 +345,8 @@ impl Images {
                 let opened = match ends::open::open_output(
                     &tee_plan,
                     self.passthrough
-                        .unwrap_or(Settings::default().passthrough()),
+                        .unwrap_or(Settings::default().passthrough())
+                        .into(),
                     warnings,
                 ) {
                     Ok(opened) => opened,

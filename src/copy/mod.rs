@@ -136,7 +136,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     let cpu_at_start = crate::sys::usage::cpu_times();
     let mut input = Input::of(ends::open::open_input(
         plan,
-        request.settings.passthrough(),
+        request.settings.passthrough().into(),
     )?);
     let remote_output = plan
         .output
@@ -214,7 +214,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     let mut warnings = Vec::new();
     let mut output = Output::of(ends::open::open_output(
         plan,
-        request.settings.passthrough(),
+        request.settings.passthrough().into(),
         &mut warnings,
     )?);
     if let Some(upload) = &upload_map {

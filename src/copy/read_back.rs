@@ -57,7 +57,7 @@ impl<'a> ReadBackOf<'a> {
             input_flags: flags,
             ..self.plan.clone()
         };
-        let opened = open_input(&plan, self.passthrough).map_err(|e| e.errno())?;
+        let opened = open_input(&plan, self.passthrough.into()).map_err(|e| e.errno())?;
         Ok(stream_of(opened.end))
     }
 

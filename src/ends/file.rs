@@ -116,16 +116,21 @@ impl End for FileEnd {
         self.kind
     }
 
-    /// Requests in flight under O_DIRECT, in whole sectors.
+    /// Requests in flight under O_DIRECT through io_uring, in whole
+    /// sectors; one at a time where io_uring cannot serve.
     fn capabilities(&self) -> Capabilities {
-        let requests = if self.direct {
-            Requests {
+        let requests = match (self.direct, &self.queue) {
+            (true, Some(_)) => Requests {
                 most: DIRECT_IN_FLIGHT,
                 unit: SECTOR,
+                via: "io_uring",
                 ..Requests::ONE_AT_A_TIME
-            }
-        } else {
-            Requests::ONE_AT_A_TIME
+            },
+            (true, None) => Requests {
+                unit: SECTOR,
+                ..Requests::ONE_AT_A_TIME
+            },
+            (false, _) => Requests::ONE_AT_A_TIME,
         };
         Capabilities {
             requests,

@@ -16,6 +16,28 @@ use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::sys::file::{self, Handle, OutputOpen};
 use crate::sys::Errno;
 
+/// How the ends that are no descriptor are opened, beyond GNU's flags:
+/// a disk's generic node (its commands in flight, FUA) and an NBD export
+/// (its connections). A copy gives its generic-node options and lets an
+/// export have what connections the end makes (`Options::from`); the
+/// bench measures one connection, as fio's `nbd` engine does per job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    pub node: PassthroughOptions,
+    /// At most this many connections to an export; None: as many as the
+    /// end makes where the server allows multi-conn.
+    pub connections: Option<usize>,
+}
+
+impl From<PassthroughOptions> for Options {
+    fn from(node: PassthroughOptions) -> Options {
+        Options {
+            node,
+            connections: None,
+        }
+    }
+}
+
 /// The input as opened: its end, and GNU's notion of its offset.
 #[derive(Debug)]
 pub struct OpenedInput {
@@ -74,7 +96,11 @@ impl From<Diagnostic> for OpenError {
 }
 
 /// Open a remote end; its failures read as GNU's "failed to open".
-fn open_by_uri(path: &Path, opening: uri::Opening) -> Option<Result<Box<dyn End>, OpenError>> {
+fn open_by_uri(
+    path: &Path,
+    opening: uri::Opening,
+    connections: Option<usize>,
+) -> Option<Result<Box<dyn End>, OpenError>> {
     let failed = |errno, text: String| OpenError {
         diagnostic: Diagnostic::OpenFailed {
             file: path_name(path),
@@ -86,7 +112,7 @@ fn open_by_uri(path: &Path, opening: uri::Opening) -> Option<Result<Box<dyn End>
         Ok(remote) => remote,
         Err(why) => return Some(Err(failed(Errno::INVAL, why))),
     };
-    Some(uri::open(&named, opening).map_err(|e| failed(e.errno, e.detail)))
+    Some(uri::open(&named, opening, connections).map_err(|e| failed(e.errno, e.detail)))
 }
 
 /// Open the passthrough node at `path` (an sg, bsg or ng device) as an
@@ -147,14 +173,11 @@ fn inherit(
 }
 
 /// Open the input (`if=`, else standard input with iflag= added); a
-/// passthrough node with `passthrough`'s options.
-pub fn open_input(
-    plan: &CopyPlan,
-    passthrough: PassthroughOptions,
-) -> Result<OpenedInput, OpenError> {
+/// passthrough node or an export with `options`.
+pub fn open_input(plan: &CopyPlan, options: Options) -> Result<OpenedInput, OpenError> {
     let special = plan.input.as_deref().and_then(|p| {
-        open_passthrough(p, false, plan.input_flags, passthrough)
-            .or_else(|| open_by_uri(p, uri::Opening::Read))
+        open_passthrough(p, false, plan.input_flags, options.node)
+            .or_else(|| open_by_uri(p, uri::Opening::Read, options.connections))
     });
     if let Some(opened) = special {
         return Ok(OpenedInput {
@@ -200,11 +223,11 @@ pub fn open_input(
 }
 
 /// Open the output (`of=`, else standard output with oflag= added); a
-/// passthrough node with `passthrough`'s options. `warnings` gets the
+/// passthrough node or an export with `options`. `warnings` gets the
 /// errors GNU reports without stopping (a failed ftruncate for seek=).
 pub fn open_output(
     plan: &CopyPlan,
-    passthrough: PassthroughOptions,
+    options: Options,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<OpenedOutput, OpenError> {
     if let Some(path) = plan.output.as_deref() {
@@ -213,7 +236,7 @@ pub fn open_output(
         } else {
             uri::Opening::Write
         };
-        if let Some(opened) = open_passthrough(path, true, plan.output_flags, passthrough) {
+        if let Some(opened) = open_passthrough(path, true, plan.output_flags, options.node) {
             // A device exists already: excl fails as open(2) with
             // O_CREAT|O_EXCL does.
             if plan.conv.contains(Conv::EXCL) {
@@ -228,7 +251,7 @@ pub fn open_output(
                 name: path_name(path),
             });
         }
-        if let Some(opened) = open_by_uri(path, opening) {
+        if let Some(opened) = open_by_uri(path, opening, options.connections) {
             let end = opened?;
             // The export is there already, as a device is: excl fails as
             // open(2) with O_CREAT|O_EXCL does; it is never truncated.

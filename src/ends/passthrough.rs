@@ -108,6 +108,18 @@ pub fn open_queue(
     Ok((queue, block_device))
 }
 
+/// How the commands of `interface` are sent, in fio's names for the
+/// engines that send the same ones: "sg" (the sg driver's queue),
+/// "io_uring_cmd" (NVMe commands through io_uring), and "bsg" (SG_IO v4,
+/// one at a time, which fio has no engine for).
+fn engine(interface: Interface) -> &'static str {
+    match interface {
+        Interface::ScsiGeneric => "sg",
+        Interface::Bsg => "bsg",
+        Interface::NvmeGeneric => "io_uring_cmd",
+    }
+}
+
 /// What a slot is busy with.
 #[derive(Debug)]
 enum Slot {
@@ -331,6 +343,7 @@ impl End for PassthroughEnd {
                 min_len: self.max_bytes() as usize,
                 max_len: self.max_bytes() as usize,
                 owns_buffers: self.queue.interface() == Interface::ScsiGeneric,
+                via: engine(self.queue.interface()),
             },
             block_addressed: Some(self.geometry.block_len),
             ..Capabilities::of(Kind::Passthrough)

@@ -128,6 +128,11 @@ pub struct Requests {
     /// generic node's mapped reserve buffers): each is copied there, and
     /// a request's buffer can come back as soon as it is sent.
     pub owns_buffers: bool,
+    /// What carries the requests kept in flight, as a report names it
+    /// (and fio, where it has an engine of that name): "io_uring",
+    /// "libnbd", "sg", "bsg", "io_uring_cmd", "HTTP". Empty where each
+    /// request is done when it is handed over.
+    pub via: &'static str,
 }
 
 impl Requests {
@@ -139,6 +144,7 @@ impl Requests {
         min_len: 1,
         max_len: usize::MAX,
         owns_buffers: false,
+        via: "",
     };
 
     /// Whether the end keeps more than one request in flight.

@@ -121,11 +121,16 @@ pub enum Opening {
     WriteDurable,
 }
 
-/// Open `named` as `opening` says.
-pub fn open(named: &UriEnd, opening: Opening) -> Result<Box<dyn End>, UriError> {
+/// Open `named` as `opening` says; an export with at most `connections`
+/// connections where given (else as many as its end makes).
+pub fn open(
+    named: &UriEnd,
+    opening: Opening,
+    connections: Option<usize>,
+) -> Result<Box<dyn End>, UriError> {
     let writing = opening != Opening::Read;
     match named {
-        UriEnd::Nbd(uri) => open_nbd(uri, opening),
+        UriEnd::Nbd(uri) => open_nbd(uri, opening, connections),
         // An object's upload is durable when it completes, and only then;
         // a file held in memory is never durable.
         UriEnd::Object(url) => open_object(url, writing),
@@ -165,13 +170,18 @@ fn open_object(_url: &ObjectUrl, _writing: bool) -> Result<Box<dyn End>, UriErro
 }
 
 #[cfg(feature = "nbd")]
-fn open_nbd(uri: &NbdUri, opening: Opening) -> Result<Box<dyn End>, UriError> {
+fn open_nbd(
+    uri: &NbdUri,
+    opening: Opening,
+    connections: Option<usize>,
+) -> Result<Box<dyn End>, UriError> {
     let access = if opening == Opening::Read {
         nbd::Access::Read
     } else {
         nbd::Access::Write
     };
-    let mut end = nbd::NbdEnd::open(uri, access).map_err(|e| UriError {
+    let connections = connections.unwrap_or(nbd::MAX_CONNECTIONS);
+    let mut end = nbd::NbdEnd::open_with(uri, access, connections).map_err(|e| UriError {
         errno: e.errno,
         detail: e.message,
     })?;
@@ -182,7 +192,11 @@ fn open_nbd(uri: &NbdUri, opening: Opening) -> Result<Box<dyn End>, UriError> {
 }
 
 #[cfg(not(feature = "nbd"))]
-fn open_nbd(_uri: &NbdUri, _opening: Opening) -> Result<Box<dyn End>, UriError> {
+fn open_nbd(
+    _uri: &NbdUri,
+    _opening: Opening,
+    _connections: Option<usize>,
+) -> Result<Box<dyn End>, UriError> {
     Err(UriError {
         errno: Errno::PROTONOSUPPORT,
         detail: "this ddx was built without NBD support (the `nbd` feature, libnbd)".into(),

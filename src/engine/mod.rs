@@ -11,6 +11,7 @@ pub mod cache;
 pub mod counters;
 pub mod depth;
 pub mod handoff;
+pub mod load;
 pub mod offload;
 pub mod reader;
 pub mod shape;

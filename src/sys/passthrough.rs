@@ -96,6 +96,13 @@ pub fn block_device_of(number: DeviceNumber) -> Option<String> {
     block_device_in(Path::new("/sys"), number)
 }
 
+/// [`block_device_of`] the passthrough node at `path`, without opening
+/// it.
+pub fn block_device_at(path: &Path) -> Option<String> {
+    let st = rustix::fs::stat(path).ok()?;
+    block_device_of(DeviceNumber::from_raw(st.st_rdev))
+}
+
 fn block_device_in(sys: &Path, number: DeviceNumber) -> Option<String> {
     let dir = char_dir(sys, number);
     match interface_in(sys, number)? {

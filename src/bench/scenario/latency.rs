@@ -9,13 +9,12 @@
 
 use std::time::Instant;
 
-use rustix::fs::OFlags;
-
-use super::{open_port, transfer, Op, Outcome, Rng, NO_DIRECT};
+use super::{transfer, Op, Outcome, Rng, NO_DIRECT};
 use crate::bench::measure::{Pass, Runner, Stopwatch};
 use crate::bench::results::Figure;
 use crate::bench::target::Target;
 use crate::bench::BenchError;
+use crate::operands::IoFlags;
 
 /// Whether `--latency-bs` fits the target: checked before anything is
 /// measured, so a bad value fails in a second, not after the other tests.
@@ -44,23 +43,19 @@ pub fn run(
     for op in [Op::Write, Op::Read] {
         let (extra, mode, pattern) = match op {
             Op::Write => (
-                OFlags::DIRECT | OFlags::DSYNC,
+                IoFlags::DIRECT | IoFlags::DSYNC,
                 super::durable_mode(target),
                 "sequential",
             ),
-            Op::Read => (OFlags::DIRECT, super::uncached_mode(target), "random"),
+            Op::Read => (IoFlags::DIRECT, super::uncached_mode(target), "random"),
         };
         if op == Op::Write {
-            if target.nbd.is_some() {
-                // What a commit waits for is a write made durable; an NBD
-                // write is only acknowledged (seq-write's flush mode times
-                // the flush instead).
-                out.skip(
-                    "latency",
-                    Some(mode),
-                    crate::bench::nbd_target::NO_SYNC_FLAGS,
-                )
-                .of_op("write");
+            if target.can.served {
+                // What a commit waits for is a write made durable; a
+                // server's write is only acknowledged (seq-write's flush
+                // mode times the flush instead).
+                out.skip("latency", Some(mode), super::SERVED_NO_SYNC_FLAGS)
+                    .of_op("write");
                 continue;
             }
             if let Some(why) = &target.read_only {
@@ -73,7 +68,7 @@ pub fn run(
         if out.reuse(figure) {
             continue;
         }
-        let Some(mut opened) = open_port(target, op, extra)? else {
+        let Some(mut end) = target.end(op, extra, 1)? else {
             out.skip("latency", Some(mode), NO_DIRECT).of_op(op.name());
             continue;
         };
@@ -103,7 +98,7 @@ pub fn run(
                     Op::Read => rng.offset(target.len, bs, align),
                 };
                 let started = Instant::now();
-                transfer(target, &mut opened.port(), request, op, at)?;
+                transfer(target, end.as_mut(), request, op, at)?;
                 latencies.push(started.elapsed().as_nanos() as u64);
                 offset += bs;
             }

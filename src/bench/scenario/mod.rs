@@ -1,9 +1,19 @@
 //! The tests themselves, one module each, and the I/O loops they share.
 //! A scenario decides what one pass does (which flags, which requests,
 //! what is timed); the runner repeats it; the figures go into an
-//! [`Outcome`] (`bench::results`), which the reports show. Every request
-//! goes through [`transfer`], which also notices an interruption, so a
-//! Ctrl-C ends the pass at the next request.
+//! [`Outcome`] (`bench::results`), which the reports show.
+//!
+//! Every pass goes through the target's end, opened as the copy opens it
+//! (`Target::end`), and what it does is decided by what that end says
+//! it can do: O_DIRECT and the page cache where it is a descriptor's
+//! storage, flushes and force unit access where it takes them, requests
+//! in flight as many as it keeps. One request at a time is the end's own
+//! call ([`transfer`]: pread and pwrite on a descriptor); several in
+//! flight, or one on an end that carries requests otherwise (a server, a
+//! disk's command queue), are kept by the engine's load
+//! (`engine::load::Load`, [`in_flight`]), never by a queue of the
+//! bench's own. Both notice an interruption, so a Ctrl-C ends the pass at
+//! the next request.
 
 pub mod latency;
 pub mod qd;
@@ -11,21 +21,17 @@ pub mod seq;
 pub mod sweep;
 pub mod zones;
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use rustix::fs::OFlags;
-use rustix::io::Errno;
-
 use super::measure::{Sample, Stopwatch};
-use super::nbd_target::Connection;
+use super::results::Figure;
 use super::target::Target;
 use super::{interrupt, BenchError};
+use crate::ends::transport;
 use crate::ends::End;
+use crate::engine::load::{Load, LoadError, Tally};
+use crate::operands::IoFlags;
 use crate::sys::buffer::AlignedBuf;
-use crate::sys::file;
-use crate::sys::passthrough::{self, CommandQueue};
-use crate::sys::ring::Ring;
 
 pub use super::results::Outcome;
 
@@ -44,6 +50,14 @@ impl Op {
         match self {
             Op::Read => "read",
             Op::Write => "write",
+        }
+    }
+
+    /// The request an end is handed for it.
+    pub fn request(self) -> transport::Op {
+        match self {
+            Op::Read => transport::Op::Read,
+            Op::Write => transport::Op::Write,
         }
     }
 }
@@ -75,123 +89,102 @@ impl Limit {
     }
 }
 
-/// Open for `op` with `extra` flags; Ok(None) when the filesystem refuses
-/// O_DIRECT (tmpfs, some FUSE filesystems), so the test can be skipped
-/// with a reason instead of failing the bench.
-pub fn open(target: &Target, op: Op, extra: OFlags) -> Result<Option<OwnedFd>, BenchError> {
-    let opened = match op {
-        Op::Read => target.open_read(extra),
-        Op::Write => target.open_write(extra),
-    };
-    match opened {
-        Err(BenchError::Sys {
-            errno: Errno::INVAL,
-            ..
-        }) if extra.contains(OFlags::DIRECT) => Ok(None),
-        other => other.map(Some),
-    }
-}
-
 pub const NO_DIRECT: &str = "the filesystem refuses O_DIRECT";
-/// Why a passthrough node has no cached figure.
-pub const NO_CACHE: &str =
-    "a generic node's commands go to the disk: there is no page cache to read from";
 
-/// The target opened for one scenario: a descriptor, a connection of its
-/// own to an export, or the copy's end on a passthrough node.
-pub enum Opened {
-    Fd(OwnedFd),
-    Nbd(Box<Connection>),
-    End(Box<dyn End>),
-}
-
-impl Opened {
-    pub fn port(&mut self) -> Port<'_> {
-        match self {
-            Opened::Fd(fd) => Port::Fd(AsFd::as_fd(&*fd)),
-            Opened::Nbd(conn) => Port::End(conn.end()),
-            Opened::End(end) => Port::End(end.as_mut()),
-        }
-    }
-}
-
-/// [`open`], or for an export a connection (which has no open flags: an
-/// export's requests all go to the server, as O_DIRECT's go to the disk),
-/// or for a passthrough node the copy's end on it, one command in flight
-/// (its commands bypass the page cache already; O_DSYNC or O_SYNC in
-/// `extra` becomes what they ask for there, writes with force unit
-/// access).
-pub fn open_port(target: &Target, op: Op, extra: OFlags) -> Result<Option<Opened>, BenchError> {
-    if let Some(conn) = target.connect(op == Op::Write)? {
-        return Ok(Some(Opened::Nbd(Box::new(conn))));
-    }
-    let fua = op == Op::Write && extra.intersects(OFlags::DSYNC | OFlags::SYNC);
-    if let Some(end) = target.passthrough_end(op == Op::Write, fua)? {
-        return Ok(Some(Opened::End(end)));
-    }
-    Ok(open(target, op, extra)?.map(Opened::Fd))
-}
-
-/// The mode of a test that bypasses caches: O_DIRECT on a file or device,
-/// plain NBD requests on an export, the disk's own commands through a
-/// passthrough node.
-pub fn uncached_mode(target: &Target) -> &'static str {
-    if target.nbd.is_some() {
-        "nbd"
-    } else if target.passthrough.is_some() {
-        "passthrough"
+/// Why an end that is no descriptor's storage has no cached figure.
+pub fn no_cache(target: &Target) -> &'static str {
+    if target.can.served {
+        "an NBD export has no page cache of ddx's: its reads all go to the server"
     } else {
+        "a generic node's commands go to the disk: there is no page cache to read from"
+    }
+}
+
+/// Why an end on a server has no O_DIRECT figure.
+pub const SERVED_NO_DIRECT: &str =
+    "O_DIRECT has no meaning over NBD (every request goes to the server)";
+
+/// Why an end on a server has no buffered or synced write figures, nor
+/// durable latency writes.
+pub const SERVED_NO_SYNC_FLAGS: &str =
+    "the page cache, O_DSYNC, O_SYNC and O_DIRECT have no meaning over NBD; the 'flush' mode \
+     times an NBD flush after the writes";
+
+/// The mode of a test that bypasses caches: O_DIRECT on a descriptor's
+/// storage, plain requests on an end on a server, the disk's own
+/// commands on an end that sends them.
+pub fn uncached_mode(target: &Target) -> &'static str {
+    if target.can.local_storage {
         "direct"
+    } else if target.can.served {
+        "nbd"
+    } else {
+        "passthrough"
     }
 }
 
-/// Why a generic node's queue cannot keep a depth beyond its `slots`.
-pub fn fewer_slots(target: &Target, slots: usize) -> String {
-    use crate::sys::passthrough::Interface;
-    match target.passthrough.as_ref().map(|node| node.interface) {
-        Some(Interface::Bsg) => {
-            "a bsg node runs one command at a time (SG_IO v4 waits for each)".to_owned()
-        }
-        Some(Interface::ScsiGeneric) => {
-            format!("the sg driver keeps at most {slots} commands in flight on one open node")
-        }
-        _ => format!("the node's command queue took only {slots} commands in flight"),
-    }
-}
-
-/// `figure` as the target's requests make it: on a passthrough node, by
-/// the node's commands rather than pread and pwrite.
-pub fn made_by(target: &Target, figure: super::results::Figure) -> super::results::Figure {
-    match &target.passthrough {
-        Some(node) => figure.by(node.engine()),
-        None => figure,
-    }
-}
-
-/// The mode of a write that is durable when it completes: O_DIRECT with
-/// O_DSYNC, or where the end's commands carry force unit access, FUA.
+/// The mode of a write that is durable when it completes: where the
+/// end's commands carry force unit access, FUA; else O_DIRECT with
+/// O_DSYNC.
 pub fn durable_mode(target: &Target) -> &'static str {
-    if target.passthrough.is_some() && target.can.fua {
+    if target.can.fua {
         "passthrough+fua"
     } else {
         "direct+dsync"
     }
 }
 
-/// Where a pass's requests go: a descriptor (a file, a block device) or
-/// an end that is reached otherwise (an NBD export, through the copy's
-/// NBD end), so that one loop measures both the same way.
-pub enum Port<'a> {
-    Fd(BorrowedFd<'a>),
-    End(&'a mut dyn End),
+/// Whether one request at a time is the end's own call (pread and
+/// pwrite on a descriptor, as dd and fio's `psync` make them), or one
+/// request kept in flight by the load, as fio's engine for an end reached
+/// otherwise (a server, a disk's commands) keeps its iodepth of 1.
+pub fn one_by_call(target: &Target) -> bool {
+    target.can.local_storage
 }
 
-/// One request of `len` bytes at `offset`; a short transfer is completed,
-/// end of file ends it early (returns what was moved). Fails with
-/// [`BenchError::Interrupted`] once the bench was interrupted.
+/// `figure` as the target's requests one at a time make it: by the end's
+/// own engine where it is no descriptor's (its commands rather than pread
+/// and pwrite).
+pub fn made_by(target: &Target, figure: Figure) -> Figure {
+    match target.can.requests.via {
+        "" => figure,
+        _ if one_by_call(target) => figure,
+        via => figure.by(via),
+    }
+}
+
+/// Why `end` cannot keep `depth` requests in flight, where it keeps
+/// fewer (the skip's words), from what it says of itself.
+pub fn fewer_in_flight(target: &Target, end: &dyn End, depth: u32) -> Option<String> {
+    let requests = end.capabilities().requests;
+    if requests.most >= depth as usize {
+        return None;
+    }
+    use crate::sys::passthrough::Interface;
+    Some(match (target.interface, requests.via) {
+        (Some(Interface::Bsg), _) => {
+            "a bsg node runs one command at a time (SG_IO v4 waits for each)".to_owned()
+        }
+        (Some(Interface::ScsiGeneric), _) => format!(
+            "the sg driver keeps at most {} commands in flight on one open node",
+            requests.most
+        ),
+        (Some(_), _) => format!(
+            "the node's command queue took only {} commands in flight",
+            requests.most
+        ),
+        (None, "") => "io_uring refused by the kernel: no requests in flight".to_owned(),
+        (None, via) => format!("{via} keeps at most {} requests in flight", requests.most),
+    })
+}
+
+/// One request of `len` bytes at `offset` through the end's own call; a
+/// short transfer is completed, end of file ends it early (returns what
+/// was moved). Fails with [`BenchError::Interrupted`] once the bench was
+/// interrupted.
 pub fn transfer(
     target: &Target,
-    port: &mut Port<'_>,
+    end: &mut dyn End,
     buf: &mut [u8],
     op: Op,
     offset: u64,
@@ -200,17 +193,12 @@ pub fn transfer(
     let mut done = 0;
     while done < buf.len() {
         let at = offset + done as u64;
-        let moved = match (&mut *port, op) {
-            (Port::Fd(fd), Op::Read) => file::read_at(*fd, &mut buf[done..], at),
-            (Port::Fd(fd), Op::Write) => file::write_at(*fd, &buf[done..], at),
-            (Port::End(end), Op::Read) => end.read_at(&mut buf[done..], at),
-            (Port::End(end), Op::Write) => end.write_at(&buf[done..], at),
+        let moved = match op {
+            Op::Read => end.read_at(&mut buf[done..], at),
+            Op::Write => end.write_at(&buf[done..], at),
         };
         let n = moved.map_err(|e| {
-            let detail = match port {
-                Port::End(end) => end.take_detail().map(|d| format!(" ({d})")),
-                Port::Fd(_) => None,
-            };
+            let detail = end.take_detail().map(|d| format!(" ({d})"));
             BenchError::sys(
                 format!(
                     "{} {} at offset {at}{}",
@@ -250,19 +238,19 @@ pub struct Stream {
     pub timing: Timing,
 }
 
-/// Run `stream` on `port` with `buf`. Writes stamp each request with its
-/// offset so no two blocks are identical (some devices deduplicate or
-/// compress).
+/// Run `stream` on `end`, one request at a time through its own calls,
+/// with `buf`. Writes stamp each request with its offset so no two blocks
+/// are identical (some devices deduplicate or compress).
 pub fn sequential(
     target: &Target,
-    port: &mut Port<'_>,
+    end: &mut dyn End,
     buf: &mut AlignedBuf,
     stream: Stream,
 ) -> Result<Sample, BenchError> {
     let Stream {
         op,
         start,
-        end,
+        end: stop,
         block_size: bs,
         limit,
         timing,
@@ -272,14 +260,14 @@ pub fn sequential(
     let watch = Stopwatch::start();
     let (mut offset, mut done, mut ios) = (start, 0u64, 0u64);
     while !limit.reached(done, ios, &watch) {
-        if offset + bs > end {
+        if offset + bs > stop {
             offset = start;
         }
         if op == Op::Write && request.len() >= 8 {
             request[..8].copy_from_slice(&offset.to_le_bytes());
         }
         let began = (timing == Timing::EachRequest).then(Instant::now);
-        let n = transfer(target, port, request, op, offset)?;
+        let n = transfer(target, end, request, op, offset)?;
         if let Some(began) = began {
             latencies_ns.push(began.elapsed().as_nanos() as u64);
         }
@@ -320,220 +308,114 @@ impl Offsets<'_> {
     }
 }
 
-/// A pass with several requests in flight: `op` requests of `block_size`
-/// bytes at `offsets` until `limit`.
+/// A pass with requests kept in flight: requests of the load's size at
+/// `offsets` until `limit`.
 pub struct Flight<'a> {
     pub op: Op,
-    pub block_size: u64,
     pub offsets: Offsets<'a>,
     pub limit: Limit,
     pub timing: Timing,
 }
 
-/// Run `flight` keeping every slot of `ring` busy (each slot's buffer is
-/// a request's; a write's is filled by [`stamp_slots`] first), then drain
-/// the requests in flight. Each request is timed from its submission to
-/// its completion where the flight asks. An interruption stops the
-/// sending; the requests in flight are drained before it is reported, so
-/// no buffer is freed under the kernel.
+/// The engine's load of `op` requests of `block_size` bytes, `depth` in
+/// flight, on `end`; a writer's buffers filled with incompressible bytes
+/// ([`stamp_buffers`]).
+pub fn load<'e>(
+    target: &Target,
+    end: &'e mut dyn End,
+    op: Op,
+    block_size: u64,
+    depth: u32,
+) -> Result<Load<'e>, BenchError> {
+    let mut load = Load::new(end, op.request(), block_size as usize, depth as usize)
+        .map_err(|fault| failed(target, op, None, fault))?;
+    if op == Op::Write {
+        stamp_buffers(&mut load);
+    }
+    Ok(load)
+}
+
+/// Run `flight` keeping the load's depth of requests in flight, then
+/// wait for those still in flight. Each request is timed from its
+/// submission to its completion where the flight asks. An interruption
+/// stops the sending; the requests in flight are waited for before it is
+/// reported, so no buffer is freed under the end.
 pub fn in_flight(
     target: &Target,
-    fd: BorrowedFd<'_>,
-    ring: &mut Ring,
+    load: &mut Load<'_>,
     flight: Flight<'_>,
+    block_size: u64,
 ) -> Result<Sample, BenchError> {
     let Flight {
         op,
-        block_size,
         mut offsets,
         limit,
         timing,
     } = flight;
-    let failed = |what: &str, e| {
-        BenchError::sys(
-            format!("{what} {} through io_uring", target.path.display()),
-            e,
-        )
-    };
-    let len = block_size as usize;
     let watch = Stopwatch::start();
-    let (mut cursor, mut sent, mut done, mut ios) = (0u64, 0u64, 0u64, 0u64);
-    if let Offsets::Sequential { start, .. } = offsets {
-        cursor = start;
-    }
-    let mut latencies = Vec::new();
-    let mut send = |ring: &mut Ring, slot: usize, sent: &mut u64| {
-        let at = offsets.next(&mut cursor, block_size);
-        let queued = match op {
-            Op::Read => ring.read(fd, slot, at, 0..len),
-            Op::Write => {
-                if let Some(buf) = ring.buffer_mut(slot) {
-                    buf[..8.min(len)].copy_from_slice(&at.to_le_bytes()[..8.min(len)]);
-                }
-                ring.write(fd, slot, at, 0..len)
-            }
-        };
-        *sent += block_size;
-        queued.map_err(|e| failed(&format!("queueing a {} of", op.name()), e))
+    let mut cursor = match offsets {
+        Offsets::Sequential { start, .. } => start,
+        Offsets::Random { .. } => 0,
     };
-    let more = |sent: u64, ios: u64| {
-        sent < limit.bytes
-            && !limit
-                .time
-                .is_some_and(|t| ios >= limit.min_ios && watch.elapsed() >= t)
-            && !interrupt::pending()
-    };
-    for slot in 0..ring.slots() {
-        if !more(sent, 0) {
-            break;
-        }
-        send(ring, slot, &mut sent)?;
-    }
-    while let Some(completion) = ring.wait() {
-        let completion = completion.map_err(|e| failed("waiting for", e))?;
-        if timing == Timing::EachRequest {
-            latencies.push(completion.submitted.elapsed().as_nanos() as u64);
-        }
-        done += completion
-            .result
-            .map_err(|e| failed(&format!("{}ing", op.name()), e))? as u64;
-        ios += 1;
-        if more(sent, ios) {
-            send(ring, completion.slot, &mut sent)?;
-        }
-    }
-    interrupt::check()?;
-    let mut sample = watch.stop(done, ios);
-    sample.latencies_ns = latencies;
-    Ok(sample)
-}
-
-/// Run `flight` on a passthrough node's command `queue`, keeping `depth`
-/// of its slots busy with commands of `block_size` bytes each (whole
-/// blocks of the disk, at most one command's worth; a write's slot is
-/// filled by [`stamp_commands`] first), then drain: [`in_flight`] for a
-/// disk reached by commands, as fio's `sg` and `io_uring_cmd` engines
-/// keep their iodepth. Each command is timed from its submission to its
-/// completion where the flight asks. A failure names the offset and the
-/// device's words; the queue waits for the commands still in flight
-/// before its buffers go.
-pub fn commands_in_flight(
-    target: &Target,
-    queue: &mut dyn CommandQueue,
-    depth: usize,
-    flight: Flight<'_>,
-) -> Result<Sample, BenchError> {
-    let Flight {
-        op,
-        block_size,
-        mut offsets,
-        limit,
-        timing,
-    } = flight;
-    let block = u64::from(queue.geometry().block_len);
-    let blocks = (block_size / block) as u32;
     let stamp = 8.min(block_size as usize);
-    let failed = |at: u64, cause: String| {
-        BenchError::msg(format!(
-            "{} {} at offset {at}: {cause}",
-            op.name(),
-            target.path.display()
-        ))
-    };
-    let watch = Stopwatch::start();
-    let (mut cursor, mut sent, mut ios) = (0u64, 0u64, 0u64);
-    if let Offsets::Sequential { start, .. } = offsets {
-        cursor = start;
-    }
-    let more = |sent: u64, ios: u64| {
-        sent < limit.bytes
+    let more = |tally: &Tally| {
+        tally.sent * block_size < limit.bytes
             && !limit
                 .time
-                .is_some_and(|t| ios >= limit.min_ios && watch.elapsed() >= t)
+                .is_some_and(|t| tally.done >= limit.min_ios && watch.elapsed() >= t)
             && !interrupt::pending()
     };
-    // Where each slot's command went, and when it was sent.
-    let mut slots: Vec<(u64, Instant)> = vec![(0, Instant::now()); depth];
     let mut latencies = Vec::new();
-    let mut send = |queue: &mut dyn CommandQueue,
-                    slots: &mut [(u64, Instant)],
-                    slot: usize,
-                    sent: &mut u64| {
-        let at = offsets.next(&mut cursor, block_size);
-        let command = match op {
-            Op::Read => passthrough::Op::Read,
-            Op::Write => {
-                if let Some(buf) = queue.buffer_mut(slot) {
-                    buf[..stamp].copy_from_slice(&at.to_le_bytes()[..stamp]);
-                }
-                passthrough::Op::Write { fua: false }
+    let ran = load.run(
+        |tally, buf| {
+            if !more(tally) {
+                return None;
             }
-        };
-        slots[slot] = (at, Instant::now());
-        *sent += block_size;
-        queue
-            .submit(slot, command, at / block, blocks)
-            .map_err(|e| failed(at, e.cause))
-    };
-    for slot in 0..depth {
-        if !more(sent, 0) {
-            break;
-        }
-        send(queue, &mut slots, slot, &mut sent)?;
-    }
-    while let Some((slot, outcome)) = queue.wait() {
-        let (at, began) = slots[slot];
-        outcome.map_err(|e| failed(at, e.cause))?;
-        if timing == Timing::EachRequest {
-            latencies.push(began.elapsed().as_nanos() as u64);
-        }
-        ios += 1;
-        if more(sent, ios) {
-            send(queue, &mut slots, slot, &mut sent)?;
-        }
-    }
+            let at = offsets.next(&mut cursor, block_size);
+            if op == Op::Write {
+                buf[..stamp].copy_from_slice(&at.to_le_bytes()[..stamp]);
+            }
+            Some(at)
+        },
+        |done| {
+            if timing == Timing::EachRequest {
+                latencies.push(done.took.as_nanos() as u64);
+            }
+        },
+    );
+    let tally = ran.map_err(|LoadError { offset, fault, .. }| failed(target, op, offset, fault))?;
     interrupt::check()?;
-    let mut sample = watch.stop(ios * block_size, ios);
+    let mut sample = watch.stop(tally.bytes, tally.done);
     sample.latencies_ns = latencies;
     Ok(sample)
 }
 
-/// Fill the first `depth` slots of `queue` with incompressible bytes, for
-/// writes.
-pub fn stamp_commands(queue: &mut dyn CommandQueue, depth: usize) {
-    let mut rng = Rng::new(0x005e_eddd);
-    for slot in 0..depth {
-        if let Some(buf) = queue.buffer_mut(slot) {
-            for chunk in buf.chunks_mut(8) {
-                let word = rng.next_u64().to_le_bytes();
-                chunk.copy_from_slice(&word[..chunk.len()]);
-            }
-        }
+/// A request that failed, or a load that could not be made: where, and
+/// the end's own words.
+fn failed(target: &Target, op: Op, offset: Option<u64>, fault: transport::Fault) -> BenchError {
+    let at = offset
+        .map(|at| format!(" at offset {at}"))
+        .unwrap_or_default();
+    let context = format!("{} {}{at}", op.name(), target.path.display());
+    match fault.words {
+        Some(words) => BenchError::msg(format!(
+            "{context}: {} ({words})",
+            crate::sys::errno_text(fault.errno)
+        )),
+        None => BenchError::sys(context, fault.errno),
     }
 }
 
-/// Fill every slot of `ring` with incompressible bytes, for writes.
-pub fn stamp_slots(ring: &mut Ring) {
+/// Fill the load's buffers with incompressible bytes, one after another
+/// from one seed, for writes.
+pub fn stamp_buffers(load: &mut Load<'_>) {
     let mut rng = Rng::new(0x005e_eddd);
-    for slot in 0..ring.slots() {
-        if let Some(buf) = ring.buffer_mut(slot) {
-            for chunk in buf.chunks_mut(8) {
-                let word = rng.next_u64().to_le_bytes();
-                chunk.copy_from_slice(&word[..chunk.len()]);
-            }
+    for buf in load.buffers_mut() {
+        for chunk in buf.chunks_mut(8) {
+            let word = rng.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&word[..chunk.len()]);
         }
     }
-}
-
-/// A ring of `depth` slots of `block_size` bytes, or why the kernel
-/// refused it, in a skip's words.
-pub fn ring(depth: u32, block_size: u64) -> Result<Ring, String> {
-    Ring::new(depth as usize, block_size as usize).map_err(|errno| {
-        format!(
-            "io_uring refused by the kernel ({}): no requests in flight",
-            crate::sys::errno_text(errno)
-        )
-    })
 }
 
 /// A buffer of `len` bytes (page-aligned, fit for O_DIRECT) filled with
@@ -557,12 +439,12 @@ pub fn fill(target: &Target, status: &super::progress::Status) -> Result<(), Ben
         crate::text::human::size_text(target.len),
         target.path.display()
     ));
-    let fd = target.open_write(OFlags::empty())?;
+    let mut end = opened(target.end(Op::Write, IoFlags::empty(), 1)?);
     let bs = SEQ_BLOCK.min(target.len);
     let mut buf = data_buffer(bs)?;
     let sample = sequential(
         target,
-        &mut Port::Fd(fd.as_fd()),
+        end.as_mut(),
         &mut buf,
         Stream {
             op: Op::Write,
@@ -577,14 +459,21 @@ pub fn fill(target: &Target, status: &super::progress::Status) -> Result<(), Ben
     if tail > 0 {
         transfer(
             target,
-            &mut Port::Fd(fd.as_fd()),
+            end.as_mut(),
             &mut buf.as_mut_slice()[..tail as usize],
             Op::Write,
             sample.bytes,
         )?;
     }
-    file::fdatasync(fd.as_fd())
-        .map_err(|e| BenchError::sys(format!("fdatasync {}", target.path.display()), e))
+    end.sync(true)
+        .map_err(|e| BenchError::sys(format!("fdatasync {}", target.path.display()), e))?;
+    end.close()
+        .map_err(|e| BenchError::sys(format!("close {}", target.path.display()), e))
+}
+
+/// An end opened without O_DIRECT, which nothing refuses.
+fn opened(end: Option<Box<dyn End>>) -> Box<dyn End> {
+    end.expect("O_DIRECT alone is refused")
 }
 
 /// xorshift64*: offsets and fill bytes only need to look random to the

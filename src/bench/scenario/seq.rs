@@ -3,31 +3,31 @@
 //! names say. The buffered write is reported beside the synced ones
 //! precisely to show how much of it the page cache absorbed. O_DIRECT is
 //! measured twice: one request at a time (pread, pwrite, as dd makes
-//! them) and with 8 in flight through io_uring, the summary's SEQ1M Q1T1
-//! and SEQ1M Q8T1; every run is a whole pass over the working set.
+//! them) and with 8 in flight, the summary's SEQ1M Q8T1 and SEQ1M Q1T1;
+//! every run is a whole pass over the working set.
 //!
-//! On a disk's generic node there is no page cache and no open flag: the
-//! requests are the disk's own commands, each at most one command's worth
-//! (the summary then names the row by that size), one in flight through
-//! the copy's passthrough end and [`SEQ_DEPTH`] in flight on the node's
-//! command queue; the writes are plain, followed by a timed cache flush,
-//! or each with force unit access.
+//! On an end that is no descriptor's storage there is no page cache and
+//! no open flag. On a server (an NBD export) the requests go over one
+//! connection, one in flight and [`SEQ_DEPTH`]; writes are acknowledged
+//! by the server, or followed by a timed flush. On a disk reached by its
+//! own commands (a generic node) each request is at most one command's
+//! worth (the summary then names the row by that size), one in flight and
+//! [`SEQ_DEPTH`]; the writes are plain, followed by a timed cache flush,
+//! or each with force unit access where the end's commands carry it.
 
-use std::os::fd::AsFd;
-
-use rustix::fs::OFlags;
+use crate::operands::IoFlags;
 
 use super::{
-    commands_in_flight, in_flight, made_by, open, ring, sequential, stamp_commands, stamp_slots,
-    Flight, Limit, Offsets, Op, Outcome, Port, Stream, Timing, NO_CACHE, NO_DIRECT, SEQ_BLOCK,
+    in_flight, load, made_by, one_by_call, opened, sequential, uncached_mode, Flight, Limit,
+    Offsets, Op, Outcome, Stream, Timing, NO_DIRECT, SEQ_BLOCK,
 };
-use crate::bench::measure::{Pass, Runner, Sample};
-use crate::bench::nbd_target;
+use crate::bench::measure::{Pass, Runner, Sample, Stopwatch};
 use crate::bench::results::Figure;
 use crate::bench::summary::SEQ_DEPTH;
 use crate::bench::target::Target;
 use crate::bench::BenchError;
-use crate::sys::file;
+use crate::ends::End;
+use crate::sys::buffer::AlignedBuf;
 
 /// Most bytes the cached read keeps in the page cache.
 const CACHED_MAX: u64 = 256 << 20;
@@ -37,9 +37,39 @@ pub(super) fn figure(test: &'static str, mode: &'static str, op: Op, bs: u64) ->
     Figure::new(test, mode, op.name(), "sequential", bs)
 }
 
-/// The O_DIRECT pass with [`SEQ_DEPTH`] requests in flight through
-/// io_uring, on a descriptor opened for it; skipped with the reason where
-/// the filesystem refuses O_DIRECT or the kernel io_uring.
+/// The sequential request: [`SEQ_BLOCK`], or the most the end takes in
+/// one request where that is less (a generic node's command), so that
+/// every request is one of the end's.
+fn seq_block(target: &Target) -> u64 {
+    let most = u64::try_from(target.can.requests.max_len).unwrap_or(u64::MAX);
+    SEQ_BLOCK.min(most).min(target.len)
+}
+
+/// Why the pass is noted: how the requests travelled, where the end is
+/// no descriptor's storage.
+fn travelled(target: &Target, depth: u32, op: Op, engine: &str) -> Option<String> {
+    if target.can.local_storage {
+        None
+    } else if target.can.served {
+        Some(match depth {
+            1 => "NBD reads, one in flight, over one connection".to_owned(),
+            _ => format!("NBD {}s, {depth} in flight, over one connection", op.name()),
+        })
+    } else {
+        Some(match depth {
+            1 => "one command at a time, through the copy's passthrough end".to_owned(),
+            _ => format!(
+                "{depth} commands in flight on the node's queue, as fio's {engine} engine keeps \
+                 them"
+            ),
+        })
+    }
+}
+
+/// The pass with [`SEQ_DEPTH`] requests in flight, on the end opened for
+/// it (O_DIRECT on a descriptor: through io_uring); skipped with the
+/// reason where the filesystem refuses O_DIRECT or the end keeps fewer
+/// in flight.
 fn deep(
     runner: &mut Runner<'_>,
     out: &mut Outcome,
@@ -49,235 +79,87 @@ fn deep(
     bs: u64,
 ) -> Result<(), BenchError> {
     let target = runner.target;
-    let figure = figure(test, "direct", op, bs).in_flight(SEQ_DEPTH, "io_uring");
+    let mode = uncached_mode(target);
+    let figure = figure(test, mode, op, bs).in_flight(SEQ_DEPTH, "");
     if out.reuse(figure) {
         return Ok(());
     }
-    let Some(fd) = open(target, op, OFlags::DIRECT)? else {
-        out.skip(test, Some("direct"), NO_DIRECT)
-            .at_depth(SEQ_DEPTH);
+    let Some(mut end) = target.end(op, IoFlags::DIRECT, SEQ_DEPTH as usize)? else {
+        out.skip(test, Some(mode), NO_DIRECT).at_depth(SEQ_DEPTH);
         return Ok(());
     };
-    let mut ring = match ring(SEQ_DEPTH, bs) {
-        Ok(ring) => ring,
-        Err(reason) => {
-            out.skip(test, Some("direct"), reason).at_depth(SEQ_DEPTH);
-            return Ok(());
-        }
-    };
-    if op == Op::Write {
-        stamp_slots(&mut ring);
+    if let Some(why) = super::fewer_in_flight(target, end.as_ref(), SEQ_DEPTH) {
+        out.skip(test, Some(mode), why).at_depth(SEQ_DEPTH);
+        return Ok(());
     }
-    let label = format!("{test} direct, {SEQ_DEPTH} in flight");
-    let samples = runner.repeat(&label, true, |pass| {
+    let engine = end.capabilities().requests.via;
+    let figure = figure.by(engine);
+    let mut load = load(target, end.as_mut(), op, bs, SEQ_DEPTH)?;
+    let label = format!("{test} {mode}, {SEQ_DEPTH} in flight");
+    let samples = runner.repeat(&label, target.can.local_storage, |pass| {
         let flight = Flight {
             op,
-            block_size: bs,
             offsets: Offsets::Sequential { start: 0, end: len },
             limit: Limit::bytes(pass_bytes(pass, len, bs)),
             timing: Timing::Untimed,
         };
-        in_flight(target, fd.as_fd(), &mut ring, flight)
+        in_flight(target, &mut load, flight, bs)
     })?;
-    out.push(figure, &samples);
+    out.push_noted(figure, &samples, travelled(target, SEQ_DEPTH, op, engine));
     Ok(())
 }
 
-/// A generic node's sequential requests: [`SEQ_BLOCK`], or one command's
-/// worth where that is less, so that every request is one command.
-fn command_block(target: &Target) -> u64 {
-    let command = target
-        .passthrough
-        .as_ref()
-        .map_or(SEQ_BLOCK, |node| node.command_bytes());
-    SEQ_BLOCK.min(command).min(target.len)
-}
-
-/// The pass with [`SEQ_DEPTH`] commands in flight on a generic node's
-/// command queue; skipped with the reason where the node keeps fewer.
-fn deep_commands(
+/// One request at a time on an end that is no descriptor's storage: one
+/// in flight through the load, each pass followed by a timed flush where
+/// `flush` says; `flags` as the end is opened with (O_DSYNC: force unit
+/// access on a disk's commands).
+#[allow(clippy::too_many_arguments)]
+fn one_deep(
     runner: &mut Runner<'_>,
     out: &mut Outcome,
     test: &'static str,
+    (mode, flags, flush): (&'static str, IoFlags, bool),
     op: Op,
     len: u64,
     bs: u64,
+    note: Option<String>,
 ) -> Result<(), BenchError> {
     let target = runner.target;
-    let Some(node) = &target.passthrough else {
-        return Ok(());
-    };
-    let figure = figure(test, "passthrough", op, bs).in_flight(SEQ_DEPTH, node.engine());
-    if out.reuse(figure) {
-        return Ok(());
-    }
-    let Some(mut queue) = target.command_queue(op == Op::Write, SEQ_DEPTH)? else {
-        return Ok(());
-    };
-    let depth = SEQ_DEPTH as usize;
-    if queue.slots() < depth {
-        out.skip(
-            test,
-            Some("passthrough"),
-            super::fewer_slots(target, queue.slots()),
-        )
-        .at_depth(SEQ_DEPTH);
-        return Ok(());
-    }
-    if op == Op::Write {
-        stamp_commands(queue.as_mut(), depth);
-    }
-    let label = format!("{test} passthrough, {SEQ_DEPTH} in flight");
-    let samples = runner.repeat(&label, false, |pass| {
+    let end = target.end(op, flags, 1)?;
+    let mut end = opened(end);
+    let mut load = load(target, end.as_mut(), op, bs, 1)?;
+    let samples = runner.repeat(&format!("{test} {mode}"), false, |pass| {
+        let watch = Stopwatch::start();
         let flight = Flight {
             op,
-            block_size: bs,
             offsets: Offsets::Sequential { start: 0, end: len },
             limit: Limit::bytes(pass_bytes(pass, len, bs)),
             timing: Timing::Untimed,
         };
-        commands_in_flight(target, queue.as_mut(), depth, flight)
-    })?;
-    out.push_noted(
-        figure,
-        &samples,
-        Some(format!(
-            "{SEQ_DEPTH} commands in flight on the node's queue, as fio's {} engine keeps them",
-            node.engine()
-        )),
-    );
-    Ok(())
-}
-
-/// A generic node's reads: one command at a time through the copy's
-/// end, then [`SEQ_DEPTH`] in flight.
-fn read_commands(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError> {
-    let target = runner.target;
-    let bs = command_block(target);
-    let len = target.len - target.len % bs;
-    let mut buf = super::data_buffer(bs)?;
-    if let Some(mut end) = target.passthrough_end(false, false)? {
-        let samples = runner.repeat("seq-read passthrough", false, |pass| {
-            sequential(
-                target,
-                &mut Port::End(end.as_mut()),
-                &mut buf,
-                stream(Op::Read, pass, len, bs),
-            )
-        })?;
-        out.push_noted(
-            made_by(target, figure("seq-read", "passthrough", Op::Read, bs)),
-            &samples,
-            Some("one command at a time, through the copy's passthrough end"),
-        );
-    }
-    deep_commands(runner, out, "seq-read", Op::Read, len, bs)?;
-    out.skip("seq-read", Some("cached"), NO_CACHE);
-    Ok(())
-}
-
-/// A generic node's write modes, in the order of the table: (mode, force
-/// unit access on each write, a cache flush at the end).
-const COMMAND_WRITE_MODES: [(&str, bool, bool); 3] = [
-    ("passthrough", false, false),
-    ("passthrough+flush", false, true),
-    ("passthrough+fua", true, false),
-];
-
-/// Why a generic node has no buffered or synced write figures.
-const NO_WRITE_FLAGS: &str = "the page cache, O_DSYNC, O_SYNC and O_DIRECT have no meaning on a \
-     generic node: 'passthrough+flush' times a cache flush after the writes, 'passthrough+fua' \
-     sends each write with force unit access";
-
-/// A generic node's writes, one command at a time through the copy's
-/// end (each completed before the next is sent), in each mode, then plain
-/// with [`SEQ_DEPTH`] in flight.
-fn write_commands(
-    runner: &mut Runner<'_>,
-    out: &mut Outcome,
-    buf: &mut crate::sys::buffer::AlignedBuf,
-    len: u64,
-    bs: u64,
-) -> Result<(), BenchError> {
-    let target = runner.target;
-    for (mode, fua, flush) in COMMAND_WRITE_MODES {
-        // Only an end whose commands carry the flag.
-        if fua && !target.can.fua {
-            continue;
+        let moved = in_flight(target, &mut load, flight, bs)?;
+        if flush {
+            flushed(target, load.end())?;
         }
-        let Some(mut end) = target.passthrough_end(true, fua)? else {
-            return Ok(());
-        };
-        let samples = runner.repeat(&format!("seq-write {mode}"), false, |pass| {
-            let watch = crate::bench::measure::Stopwatch::start();
-            let written = sequential(
-                target,
-                &mut Port::End(end.as_mut()),
-                buf,
-                stream(Op::Write, pass, len, bs),
-            )?;
-            let (what, done) = match flush {
-                true => ("cache flush", end.sync(true)),
-                false => ("write", Ok(())),
-            };
-            done.map_err(|e| {
-                let detail = end.take_detail().map(|d| format!(" ({d})"));
-                BenchError::sys(
-                    format!(
-                        "{what} of {}{}",
-                        target.path.display(),
-                        detail.unwrap_or_default()
-                    ),
-                    e,
-                )
-            })?;
-            Ok::<Sample, BenchError>(watch.stop(written.bytes, written.ios))
-        })?;
-        let note = match (fua, flush) {
-            (true, _) => "each write with force unit access: on the medium when it completes",
-            (_, true) => "the same writes, then one cache flush at the end (timed)",
-            _ => "each write acknowledged by the device (its volatile cache may hold it)",
-        };
-        out.push_noted(
-            made_by(target, figure("seq-write", mode, Op::Write, bs)),
-            &samples,
-            Some(note),
-        );
-    }
-    deep_commands(runner, out, "seq-write", Op::Write, len, bs)?;
-    out.skip("seq-write", None, NO_WRITE_FLAGS);
+        Ok::<Sample, BenchError>(watch.stop(moved.bytes, moved.ios))
+    })?;
+    out.push_noted(made_by(target, figure(test, mode, op, bs)), &samples, note);
     Ok(())
 }
 
-/// The export's reads with [`SEQ_DEPTH`] in flight on one connection.
-fn deep_export(
-    runner: &mut Runner<'_>,
-    out: &mut Outcome,
-    len: u64,
-    bs: u64,
-) -> Result<(), BenchError> {
-    let target: &Target = runner.target;
-    let figure = figure("seq-read", "nbd", Op::Read, bs).in_flight(SEQ_DEPTH, "libnbd");
-    let Some(mut conn) = target.connect(false)? else {
-        return Ok(());
-    };
-    let samples = runner.repeat(
-        &format!("seq-read nbd, {SEQ_DEPTH} in flight"),
-        false,
-        |pass| {
-            let offsets = Offsets::Sequential { start: 0, end: len };
-            let limit = Limit::bytes(pass_bytes(pass, len, bs));
-            super::qd::export_in_flight(&mut conn, SEQ_DEPTH, bs, offsets, limit)
-        },
-    )?;
-    out.push_noted(
-        figure,
-        &samples,
-        Some(format!(
-            "NBD reads, {SEQ_DEPTH} in flight, over one connection"
-        )),
-    );
-    Ok(())
+/// A cache flush (fdatasync on a descriptor, an NBD flush, SYNCHRONIZE
+/// CACHE or an NVMe Flush), its failure in the end's words.
+fn flushed(target: &Target, end: &mut dyn End) -> Result<(), BenchError> {
+    end.sync(true).map_err(|e| {
+        let detail = end.take_detail().map(|d| format!(" ({d})"));
+        BenchError::sys(
+            format!(
+                "cache flush of {}{}",
+                target.path.display(),
+                detail.unwrap_or_default()
+            ),
+            e,
+        )
+    })
 }
 
 /// A whole pass over `0..len` in `bs` requests, or what `pass` allows.
@@ -304,49 +186,45 @@ fn pass_bytes(pass: Pass, len: u64, bs: u64) -> u64 {
 
 pub fn read(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError> {
     let target = runner.target;
-    if target.passthrough.is_some() {
-        return read_commands(runner, out);
-    }
-    let bs = SEQ_BLOCK.min(target.len);
+    let bs = seq_block(target);
     let len = target.len - target.len % bs;
-    let mut buf = super::data_buffer(bs)?;
-
-    if let Some(mut conn) = target.connect(false)? {
-        let samples = runner.repeat("seq-read nbd", false, |pass| {
-            sequential(
-                target,
-                &mut Port::End(conn.end()),
-                &mut buf,
-                stream(Op::Read, pass, len, bs),
-            )
-        })?;
-        out.push_noted(
-            figure("seq-read", "nbd", Op::Read, bs),
-            &samples,
-            Some("NBD reads, one in flight, over one connection"),
-        );
-        drop(conn);
-        deep_export(runner, out, len, bs)?;
-        out.skip("seq-read", Some("direct"), nbd_target::NO_DIRECT);
-        out.skip("seq-read", Some("cached"), nbd_target::NO_CACHE);
+    if !one_by_call(target) {
+        let mode = uncached_mode(target);
+        let note = travelled(target, 1, Op::Read, "");
+        one_deep(
+            runner,
+            out,
+            "seq-read",
+            (mode, IoFlags::empty(), false),
+            Op::Read,
+            len,
+            bs,
+            note,
+        )?;
+        deep(runner, out, "seq-read", Op::Read, len, bs)?;
+        if target.can.served {
+            out.skip("seq-read", Some("direct"), super::SERVED_NO_DIRECT);
+        }
+        out.skip("seq-read", Some("cached"), super::no_cache(target));
         return Ok(());
     }
 
-    match open(target, Op::Read, OFlags::DIRECT)? {
+    let mut buf = super::data_buffer(bs)?;
+    match target.end(Op::Read, IoFlags::DIRECT, 1)? {
         None => {
             out.skip("seq-read", Some("direct"), NO_DIRECT);
         }
-        Some(fd) => {
+        Some(mut end) => {
             let samples = runner.repeat("seq-read direct", true, |pass| {
                 sequential(
                     target,
-                    &mut Port::Fd(fd.as_fd()),
+                    end.as_mut(),
                     &mut buf,
                     stream(Op::Read, pass, len, bs),
                 )
             })?;
             out.push(figure("seq-read", "direct", Op::Read, bs), &samples);
-            drop(fd);
+            drop(end);
             deep(runner, out, "seq-read", Op::Read, len, bs)?;
         }
     }
@@ -355,13 +233,13 @@ pub fn read(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError
     // runs read it back from memory, as `hdparm -T` does. The region is
     // capped so that a large working set still fits in memory.
     let cached = len.min(CACHED_MAX);
-    let fd = target.open_read(OFlags::empty())?;
+    let mut end = opened(target.end(Op::Read, IoFlags::empty(), 1)?);
     runner.drop_cache();
     let samples = runner.repeat("seq-read cached", false, |_| {
         let whole = Pass::Measured(0);
         sequential(
             target,
-            &mut Port::Fd(fd.as_fd()),
+            end.as_mut(),
             &mut buf,
             stream(Op::Read, whole, cached, bs),
         )
@@ -374,24 +252,35 @@ pub fn read(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError
     Ok(())
 }
 
-/// The write modes, in the order of the table: (name, open flags, the
-/// sync call timed at the end).
-const WRITE_MODES: [(&str, Sync); 6] = [
-    ("buffered", Sync::None),
-    ("fdatasync", Sync::Fdatasync),
-    ("fsync", Sync::Fsync),
-    ("dsync", Sync::Open(OFlags::DSYNC)),
-    ("sync", Sync::Open(OFlags::SYNC)),
-    ("direct", Sync::Open(OFlags::DIRECT)),
+/// The write modes on a descriptor, in the order of the table: (name,
+/// open flags, the sync call timed at the end).
+const WRITE_MODES: [(&str, IoFlags, Sync); 6] = [
+    ("buffered", IoFlags::empty(), Sync::None),
+    ("fdatasync", IoFlags::empty(), Sync::Data),
+    ("fsync", IoFlags::empty(), Sync::All),
+    ("dsync", IoFlags::DSYNC, Sync::None),
+    ("sync", IoFlags::SYNC, Sync::None),
+    ("direct", IoFlags::DIRECT, Sync::None),
 ];
 
-#[derive(Debug, Clone, Copy)]
+/// What is synced at the end of a pass, and timed with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sync {
     None,
-    Fdatasync,
-    Fsync,
-    Open(OFlags),
+    /// fdatasync.
+    Data,
+    /// fsync.
+    All,
 }
+
+/// Why an end on a server writes no more than one at a time here.
+const SERVED_WRITES_ONE_AT_A_TIME: &str = "the bench's NBD connection sends one write at a time";
+
+/// Why a disk reached by its commands has no buffered or synced write
+/// figures.
+const COMMANDS_NO_WRITE_FLAGS: &str = "the page cache, O_DSYNC, O_SYNC and O_DIRECT have no \
+     meaning on a generic node: 'passthrough+flush' times a cache flush after the writes, \
+     'passthrough+fua' sends each write with force unit access";
 
 pub fn write(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError> {
     let target = runner.target;
@@ -399,45 +288,88 @@ pub fn write(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchErro
         out.skip("seq-write", None, why.clone());
         return Ok(());
     }
-    let bs = SEQ_BLOCK.min(target.len);
+    let bs = seq_block(target);
     let len = target.len - target.len % bs;
-    let mut buf = super::data_buffer(bs)?;
-    if target.nbd.is_some() {
-        return write_export(runner, out, &mut buf, len, bs);
+    if target.can.served {
+        for (mode, flush, note) in [
+            (
+                "nbd",
+                false,
+                "NBD writes, one in flight, each acknowledged by the server",
+            ),
+            (
+                "flush",
+                true,
+                "the same, then one NBD flush at the end (timed)",
+            ),
+        ] {
+            let how = (mode, IoFlags::empty(), flush);
+            let note = Some(note.to_owned());
+            one_deep(runner, out, "seq-write", how, Op::Write, len, bs, note)?;
+        }
+        out.skip("seq-write", None, super::SERVED_NO_SYNC_FLAGS);
+        out.skip("seq-write", Some("nbd"), SERVED_WRITES_ONE_AT_A_TIME)
+            .at_depth(SEQ_DEPTH);
+        return Ok(());
     }
-    if target.passthrough.is_some() {
-        let bs = command_block(target);
-        let len = target.len - target.len % bs;
-        return write_commands(runner, out, &mut buf, len, bs);
+    if !one_by_call(target) {
+        for (mode, flags, flush, note) in [
+            (
+                "passthrough",
+                IoFlags::empty(),
+                false,
+                "each write acknowledged by the device (its volatile cache may hold it)",
+            ),
+            (
+                "passthrough+flush",
+                IoFlags::empty(),
+                true,
+                "the same writes, then one cache flush at the end (timed)",
+            ),
+            (
+                "passthrough+fua",
+                IoFlags::DSYNC,
+                false,
+                "each write with force unit access: on the medium when it completes",
+            ),
+        ] {
+            // Only an end whose commands carry the flag.
+            if flags.contains(IoFlags::DSYNC) && !target.can.fua {
+                continue;
+            }
+            let note = Some(note.to_owned());
+            let how = (mode, flags, flush);
+            one_deep(runner, out, "seq-write", how, Op::Write, len, bs, note)?;
+        }
+        deep(runner, out, "seq-write", Op::Write, len, bs)?;
+        out.skip("seq-write", None, COMMANDS_NO_WRITE_FLAGS);
+        return Ok(());
     }
-    for (mode, sync) in WRITE_MODES {
-        let extra = match sync {
-            Sync::Open(flags) => flags,
-            _ => OFlags::empty(),
-        };
-        let Some(fd) = open(target, Op::Write, extra)? else {
+    let mut buf: AlignedBuf = super::data_buffer(bs)?;
+    for (mode, flags, sync) in WRITE_MODES {
+        let Some(mut end) = target.end(Op::Write, flags, 1)? else {
             out.skip("seq-write", Some(mode), NO_DIRECT);
             continue;
         };
         let samples = runner.repeat(&format!("seq-write {mode}"), true, |pass| {
-            let watch = crate::bench::measure::Stopwatch::start();
+            let watch = Stopwatch::start();
             let written = sequential(
                 target,
-                &mut Port::Fd(fd.as_fd()),
+                end.as_mut(),
                 &mut buf,
                 stream(Op::Write, pass, len, bs),
             )?;
             let synced = match sync {
-                Sync::Fdatasync => file::fdatasync(fd.as_fd()),
-                Sync::Fsync => file::fsync(fd.as_fd()),
-                Sync::None | Sync::Open(_) => Ok(()),
+                Sync::Data => end.sync(true),
+                Sync::All => end.sync(false),
+                Sync::None => Ok(()),
             };
             synced.map_err(|e| BenchError::sys(format!("{mode} {}", target.path.display()), e))?;
             let sample = watch.stop(written.bytes, written.ios);
             // Untimed: what the buffered mode left dirty must not slow
             // the next mode down.
-            if matches!(sync, Sync::None) {
-                let _ = file::fdatasync(fd.as_fd());
+            if mode == "buffered" {
+                let _ = end.sync(true);
             }
             Ok::<Sample, BenchError>(sample)
         })?;
@@ -448,63 +380,9 @@ pub fn write(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchErro
         };
         out.push_noted(figure("seq-write", mode, Op::Write, bs), &samples, note);
         if mode == "direct" {
-            drop(fd);
+            drop(end);
             deep(runner, out, "seq-write", Op::Write, len, bs)?;
         }
     }
-    Ok(())
-}
-
-/// An export's writes: each acknowledged by the server ("nbd"), and the
-/// same followed by an NBD flush, timed ("flush": what the server makes
-/// durable, as fdatasync does on a disk).
-fn write_export(
-    runner: &mut Runner<'_>,
-    out: &mut Outcome,
-    buf: &mut crate::sys::buffer::AlignedBuf,
-    len: u64,
-    bs: u64,
-) -> Result<(), BenchError> {
-    let target = runner.target;
-    for (mode, flush) in [("nbd", false), ("flush", true)] {
-        let Some(mut conn) = target.connect(true)? else {
-            return Ok(());
-        };
-        let samples = runner.repeat(&format!("seq-write {mode}"), false, |pass| {
-            let watch = crate::bench::measure::Stopwatch::start();
-            let end = conn.end();
-            let written = sequential(
-                target,
-                &mut Port::End(&mut *end),
-                buf,
-                stream(Op::Write, pass, len, bs),
-            )?;
-            let synced = if flush { end.sync(true) } else { Ok(()) };
-            synced.map_err(|e| {
-                let detail = end.take_detail().unwrap_or_default();
-                BenchError::sys(
-                    format!("NBD flush of {} ({detail})", target.path.display()),
-                    e,
-                )
-            })?;
-            Ok::<Sample, BenchError>(watch.stop(written.bytes, written.ios))
-        })?;
-        let note = match flush {
-            false => "NBD writes, one in flight, each acknowledged by the server",
-            true => "the same, then one NBD flush at the end (timed)",
-        };
-        out.push_noted(
-            figure("seq-write", mode, Op::Write, bs),
-            &samples,
-            Some(note),
-        );
-    }
-    out.skip("seq-write", None, nbd_target::NO_SYNC_FLAGS);
-    out.skip(
-        "seq-write",
-        Some("nbd"),
-        "the bench's NBD connection sends one write at a time",
-    )
-    .at_depth(SEQ_DEPTH);
     Ok(())
 }

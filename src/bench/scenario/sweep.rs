@@ -9,12 +9,11 @@
 //! block-size rule's measure, `results::Measure::MedianRequest`), so the
 //! table prints the figures the rule was applied to.
 
-use rustix::fs::OFlags;
-
-use super::{open_port, sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT};
+use super::{sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT};
 use crate::bench::measure::Runner;
 use crate::bench::results::Measure;
 use crate::bench::BenchError;
+use crate::operands::IoFlags;
 use crate::text::human::size_text;
 
 pub const LARGEST: u64 = 16 << 20;
@@ -61,7 +60,7 @@ pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError>
             }
         }
         let mode = super::uncached_mode(target);
-        let Some(mut opened) = open_port(target, op, OFlags::DIRECT)? else {
+        let Some(mut end) = target.end(op, IoFlags::DIRECT, 1)? else {
             out.skip("bs-sweep", Some("direct"), NO_DIRECT);
             return Ok(());
         };
@@ -72,20 +71,20 @@ pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError>
             |pass, i| {
                 let bs = sizes[i];
                 let time = pass.time(time_per_run);
-                let end = target.len - target.len % bs;
+                let stop = target.len - target.len % bs;
                 let stream = Stream {
                     op,
                     start: 0,
-                    end,
+                    end: stop,
                     block_size: bs,
                     limit: Limit {
-                        bytes: end,
+                        bytes: stop,
                         time: Some(time),
                         min_ios: 4,
                     },
                     timing: Timing::EachRequest,
                 };
-                sequential(target, &mut opened.port(), &mut buf, stream)
+                sequential(target, end.as_mut(), &mut buf, stream)
             },
         )?;
         for (&bs, samples) in sizes.iter().zip(&per_point) {

@@ -4,12 +4,11 @@
 //! offset 0 reports only the best of it. On a file the offsets are the
 //! file's, which the filesystem may place anywhere.
 
-use rustix::fs::OFlags;
-
-use super::{open_port, sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT, SEQ_BLOCK};
+use super::{sequential, Limit, Op, Outcome, Stream, Timing, NO_DIRECT, SEQ_BLOCK};
 use crate::bench::measure::{Pass, Runner};
 use crate::bench::results::Figure;
 use crate::bench::BenchError;
+use crate::operands::IoFlags;
 
 /// Most bytes read at one offset per run.
 const ZONE_BYTES: u64 = 16 << 20;
@@ -30,7 +29,7 @@ pub fn run(runner: &mut Runner<'_>, count: u32, out: &mut Outcome) -> Result<(),
     let target = runner.target;
     let align = target.direct_align();
     let mode = super::uncached_mode(target);
-    let Some(mut opened) = open_port(target, Op::Read, OFlags::DIRECT)? else {
+    let Some(mut end) = target.end(Op::Read, IoFlags::DIRECT, 1)? else {
         out.skip("zones", None, NO_DIRECT);
         return Ok(());
     };
@@ -58,7 +57,7 @@ pub fn run(runner: &mut Runner<'_>, count: u32, out: &mut Outcome) -> Result<(),
                 limit: Limit::bytes(bytes - bytes % bs),
                 timing: Timing::Untimed,
             };
-            sequential(target, &mut opened.port(), &mut buf, stream)
+            sequential(target, end.as_mut(), &mut buf, stream)
         })?;
         let figure = super::made_by(
             target,

@@ -439,11 +439,15 @@ impl End for NbdEnd {
     /// server says so.
     fn capabilities(&self) -> Capabilities {
         let requests = if self.durable {
-            Requests::ONE_AT_A_TIME
+            Requests {
+                via: "libnbd",
+                ..Requests::ONE_AT_A_TIME
+            }
         } else {
             Requests {
                 most: MOST_IN_FLIGHT,
                 max_len: self.info.max_request,
+                via: "libnbd",
                 ..Requests::ONE_AT_A_TIME
             }
         };

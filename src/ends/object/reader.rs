@@ -581,6 +581,7 @@ impl End for ObjectReader {
                 least: MIN_DEPTH,
                 min_len: MIN_RANGE,
                 max_len: MAX_AHEAD / MIN_DEPTH,
+                via: "HTTP",
                 ..Requests::ONE_AT_A_TIME
             }
         } else {

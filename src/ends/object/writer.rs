@@ -497,6 +497,7 @@ impl End for ObjectWriter {
             requests: Requests {
                 most: MAX_UPLOADS,
                 least: MIN_UPLOADS,
+                via: "HTTP",
                 ..Requests::ONE_AT_A_TIME
             },
             ..Capabilities::of(Kind::Object)
