@@ -314,49 +314,37 @@ fn moved<E: End + ?Sized>(
 /// time: the request done at once, through [`End::read_at`] and
 /// [`End::write_at`].
 pub fn at_once<E: End + ?Sized>(end: &mut E, request: Request) -> Submitted {
-    let Request {
-        id,
-        op,
-        offset,
-        len,
-        buf,
-    } = request;
-    let (result, buf) = match (op, buf) {
-        (Op::Read, Some(mut buf)) => {
-            let want = (len as usize).min(buf.len());
-            let mut done = 0;
-            let mut error = None;
-            while done < want {
-                match end.read_at(&mut buf.as_mut_slice()[done..want], offset + done as u64) {
-                    Ok(0) => break,
-                    Ok(n) => done += n,
-                    Err(Errno::INTR) => {}
-                    Err(errno) => {
-                        error = Some(errno);
-                        break;
-                    }
-                }
-            }
-            (moved(end, done, error, true), Some(buf))
-        }
-        (Op::Write, Some(buf)) => {
-            let want = (len as usize).min(buf.len());
-            let mut done = 0;
-            let mut error = None;
-            while done < want {
-                match end.write_at(&buf.as_slice()[done..want], offset + done as u64) {
-                    Ok(0) => break,
-                    Ok(n) => done += n,
-                    Err(Errno::INTR) => {}
-                    Err(errno) => {
-                        error = Some(errno);
-                        break;
-                    }
-                }
-            }
-            (moved(end, done, error, false), Some(buf))
-        }
-        (_, buf) => (Err(Fault::new(Errno::NOTSUP)), buf),
+    let (id, op, offset) = (request.id, request.op, request.offset);
+    let Some(mut buf) = request.buf.filter(|_| op != Op::Zero) else {
+        return Submitted::Done(Completion {
+            id,
+            result: Err(Fault::new(Errno::NOTSUP)),
+            buf: None,
+        });
     };
-    Submitted::Done(Completion { id, result, buf })
+    let want = (request.len as usize).min(buf.len());
+    let mut done = 0;
+    let mut error = None;
+    while done < want {
+        let at = offset + done as u64;
+        let moved = match op {
+            Op::Read => end.read_at(&mut buf.as_mut_slice()[done..want], at),
+            _ => end.write_at(&buf.as_slice()[done..want], at),
+        };
+        match moved {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(Errno::INTR) => {}
+            Err(errno) => {
+                error = Some(errno);
+                break;
+            }
+        }
+    }
+    let result = moved(end, done, error, op == Op::Read);
+    Submitted::Done(Completion {
+        id,
+        result,
+        buf: Some(buf),
+    })
 }
