@@ -4,7 +4,8 @@
 //! An end carries bytes to and from its storage: a file, a block or
 //! character device and a pipe over a descriptor (`file`), an NBD export
 //! (`nbd`), an object in a store (`object`), a disk through its SCSI or
-//! NVMe generic node (`passthrough`), a file held in memory (`memory`).
+//! NVMe generic node (`passthrough`), a TCP connection (`tcp`), a file
+//! held in memory (`memory`).
 //! It reads and writes at its position with lseek/read/write semantics
 //! (the engine's record reader and writer depend on them for GNU's), and,
 //! where it keeps several requests in flight, takes requests at offsets
@@ -36,6 +37,7 @@ pub mod nbd;
 pub mod object;
 pub mod open;
 pub mod passthrough;
+pub mod tcp;
 pub mod transport;
 pub mod upload;
 pub mod uri;
