@@ -234,3 +234,10 @@ pub trait Events {
     /// progress line first).
     fn before_sync(&self);
 }
+
+/// Why ddx will not run a copy: one line, without the program name, made
+/// where the decision is (the option table, the guard, a map that cannot
+/// serve, a person's "no"), printed before anything is opened for writing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refusal(pub String);

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::diagnostic::Refusal;
 use crate::request::Settings;
 
 use crate::integrity::verify::{self, Verdict};
@@ -34,7 +35,7 @@ pub struct Extras {
 /// (conv=notrunc is added). What they cannot be combined with was refused
 /// by `planner::needs::check` already. Err is the one line to print: a
 /// map there is no copy to resume from.
-pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, String> {
+pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Refusal> {
     let mut extras = Extras {
         hash: settings.hash.clone(),
         hash_file: settings.hash_file.clone(),
@@ -53,7 +54,7 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Strin
     // An upload kept resumable by its map is a stream copy (`objects`).
     if asked.any() && !super::objects::is_upload(plan) {
         let request = rescue::request(plan, asked);
-        extras.resuming = rescue::resuming(&request, plan)?;
+        extras.resuming = rescue::resuming(&request, plan).map_err(Refusal)?;
         if extras.resuming {
             plan.conv |= Conv::NOTRUNC;
         }
@@ -64,13 +65,13 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Strin
 
 impl Extras {
     /// The hasher thread, if hashing or verifying.
-    pub fn start_hashing(&self) -> Result<Option<(Tap, HashJob)>, String> {
+    pub fn start_hashing(&self) -> Result<Option<(Tap, HashJob)>, Refusal> {
         if self.hash.is_empty() && !self.verify {
             return Ok(None);
         }
         crate::integrity::start(&self.hash, self.verify)
             .map(Some)
-            .ok_or_else(|| "--hash/--verify: cannot start the hashing thread".to_owned())
+            .ok_or_else(|| Refusal("--hash/--verify: cannot start the hashing thread".to_owned()))
     }
 
     /// After the statistics: the digests (and `--hash-file`, unless the

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Refusal};
 use crate::ends::open::OpenError;
 
 #[derive(Debug)]
@@ -16,7 +16,7 @@ pub enum Failure {
     /// ddx will not run this copy (the guard, an option that cannot work
     /// with these ends): one line, printed before anything was opened for
     /// writing.
-    Refused(String),
+    Refused(Refusal),
     /// A GNU message (an end that cannot be opened, closed, flagged),
     /// with what the end said beyond it on the same line.
     Diagnostic(Diagnostic),
@@ -31,6 +31,12 @@ impl From<Diagnostic> for Failure {
     }
 }
 
+impl From<Refusal> for Failure {
+    fn from(refusal: Refusal) -> Self {
+        Failure::Refused(refusal)
+    }
+}
+
 impl From<OpenError> for Failure {
     fn from(error: OpenError) -> Self {
         Failure::Diagnostic(error.diagnostic)
@@ -41,7 +47,7 @@ impl Failure {
     /// The lines left to print, each without the program name.
     pub fn lines(&self) -> Vec<String> {
         match self {
-            Failure::Refused(text) => vec![text.clone()],
+            Failure::Refused(refusal) => vec![refusal.to_string()],
             Failure::Diagnostic(diagnostic) => vec![diagnostic.to_string()],
             Failure::Reported => Vec::new(),
         }

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::allocation::Analysis;
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Refusal};
 use crate::ends::{self};
 use crate::engine::stream::Stream;
 use crate::engine::stream::{Input, Output};
@@ -80,7 +80,7 @@ fn quoted(path: &Path) -> String {
 /// the ends they need, were refused by `planner::needs::check` already;
 /// here the map is read, and held to the output's blocks. Err is the one
 /// line to print; nothing has been opened.
-pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
+pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, Refusal> {
     let mut images = Images {
         decompress: settings.decompress,
         compress: settings.compress,
@@ -92,16 +92,16 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
         ..Images::default()
     };
     if let Some(path) = &settings.bmap {
-        let map = Bmap::read(path).map_err(|e| e.to_string())?;
+        let map = Bmap::read(path).map_err(|e| Refusal(e.to_string()))?;
         // Output blocks must end where the map's blocks do, so that a
         // hole never starts inside a block held back for re-blocking.
         if plan.two_buffers && map.block_size % plan.output_block_size as u64 != 0 {
-            return Err(format!(
+            return Err(Refusal(format!(
                 "--bmap={}: its {}-byte blocks are not whole output blocks of obs={}",
                 quoted(path),
                 map.block_size,
                 plan.output_block_size
-            ));
+            )));
         }
         images.bmap = Some((Arc::new(map), path.clone()));
     }
@@ -219,8 +219,8 @@ impl Images {
                     .map(u64::from),
                 false => None,
             };
-            let (used, analysis) = UsedOnly::wrap(end, &quoted_name, sector)
-                .map_err(|e| Failure::Refused(e.to_string()))?;
+            let (used, analysis) =
+                UsedOnly::wrap(end, &quoted_name, sector).map_err(|e| Refusal(e.to_string()))?;
             self.used = Some((used.progress(), analysis));
             end = Box::new(used);
         }
@@ -248,7 +248,7 @@ impl Images {
                         } => format!(" ({text})"),
                         _ => String::new(),
                     };
-                    return Err(Failure::Refused(format!("{error}{detail}")));
+                    return Err(Refusal(format!("{error}{detail}")).into());
                 }
             };
         }
@@ -259,7 +259,7 @@ impl Images {
                 &quoted_name,
                 &path.display().to_string(),
             )
-            .map_err(|e| Failure::Refused(e.to_string()))?;
+            .map_err(|e| Refusal(e.to_string()))?;
             if self.verify && !map.checks_every_range() {
                 self.recorded = Some(filter.record_undigested());
             }
@@ -555,12 +555,13 @@ fn check_decoded_size(
         return Ok(());
     };
     match image::decompress::size::decoded_size(input, format) {
-        Some(size) if size != map.image_size => Err(Failure::Refused(format!(
+        Some(size) if size != map.image_size => Err(Refusal(format!(
             "--bmap={}: the map is for a {}-byte image, but {name} decompresses to {size} \
              bytes, as its {format} headers record",
             quoted(path),
             map.image_size
-        ))),
+        ))
+        .into()),
         _ => Ok(()),
     }
 }

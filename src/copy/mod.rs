@@ -24,7 +24,7 @@ pub use verbose::expected_bytes;
 
 use std::sync::Arc;
 
-use crate::diagnostic::{Diagnostic, Events};
+use crate::diagnostic::{Diagnostic, Events, Refusal};
 use crate::ends::{self};
 use crate::engine::stream::{Input, Output};
 use crate::engine::{self, Counters, RunResult};
@@ -67,15 +67,14 @@ struct Copying<'a> {
 pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> {
     // What ddx's own options cannot be combined with, refused before
     // anything is opened, as the operands are.
-    planner::check(&request).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
+    planner::check(&request)?;
     // An upload kept resumable by its map: a resumed one goes on after
     // the parts the map records.
-    let upload_map =
-        objects::prepare(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
-    let extras = extras::prepare(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
-    let mut images = images::prepare(&request.plan, &request.settings).map_err(Failure::Refused)?;
+    let upload_map = objects::prepare(&mut request.plan, &request.settings)?;
+    let extras = extras::prepare(&mut request.plan, &request.settings)?;
+    let mut images = images::prepare(&request.plan, &request.settings)?;
     let progress_stream = match request.settings.progress_fd {
-        Some(fd) => Some((safety::progress_stream(fd).map_err(Failure::Refused)?, fd)),
+        Some(fd) => Some((safety::progress_stream(fd)?, fd)),
         None => None,
     };
     // Every further output against the copy's ends and the table (as
@@ -88,17 +87,15 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         .iter()
         .map(|path| (path.as_path(), planner::facts::output_facts_at(path)))
         .collect();
-    planner::needs::admit_tees(&request, planner::facts::identities(&request.plan), &tees)
-        .map_err(|refusal| Failure::Refused(refusal.to_string()))?;
+    planner::needs::admit_tees(&request, planner::facts::identities(&request.plan), &tees)?;
     let mut whole_disks = Vec::new();
     for output_plan in std::iter::once(request.plan.clone()).chain(images.tee_plans(&request.plan))
     {
-        whole_disks
-            .extend(safety::guard(&output_plan, request.settings.force).map_err(Failure::Refused)?);
+        whole_disks.extend(safety::guard(&output_plan, request.settings.force)?);
     }
     if request.settings.used_only && !request.settings.force {
         if let Some(refusal) = crate::guard::source_in_use(&request.plan) {
-            return Err(Failure::Refused(refusal.to_string()));
+            return Err(Refusal(refusal.to_string()).into());
         }
     }
 
@@ -170,6 +167,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     }
     let mut facts = planner::facts::gather(
         &input,
+        compressed,
         output_probe(),
         planner::Beside {
             map: extras
@@ -180,21 +178,13 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             bmap_create: request.settings.bmap_create.as_deref(),
         },
     );
-    facts.input.compressed = compressed;
     // Every option against the ends it got, before the output is opened.
-    planner::admit(&request, &facts).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
+    planner::admit(&request, &facts)?;
     if used_only {
         // A disk without the positions to read used blocks at writes
         // nothing: refused above.
         input = images.wrap_input(input, plan)?;
-        // The disk probed as opened is the one the wrapper over its
-        // descriptor reads.
-        let probed = facts.input.queue;
-        facts.input = planner::facts::input_facts(&input);
-        facts.input.compressed = compressed;
-        if facts.input.descriptor {
-            facts.input.queue = probed;
-        }
+        facts = facts.used_only_input(&input);
     }
     let flash = planner::needs::compressed_onto(&request, &facts, &tees);
     if flash.is_some() || !whole_disks.is_empty() {
@@ -207,8 +197,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             &whole_disks,
             flash.as_ref(),
             request.settings.force,
-        )
-        .map_err(Failure::Refused)?;
+        )?;
         reporter.start_clock();
     }
     let mut warnings = Vec::new();
@@ -230,12 +219,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     }
     let mut output = images.wrap_output(output, plan, &mut warnings)?;
     // The wrapped ends are what the planner plans for.
-    facts.input.mapped = images.mapped();
-    if output.stream.fd().is_none() {
-        facts.output.descriptor = false;
-        facts.output.kind = output.stream.kind();
-        facts.output.can = output.stream.capabilities();
-    }
+    let facts = facts.with_stages(&output, images.mapped());
     for warning in warnings {
         reporter.diagnostic(warning);
     }
@@ -256,7 +240,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     if let Some(position) = images.input_position() {
         reporter.set_input_position(position);
     }
-    let (tap, hash_job) = match extras.start_hashing().map_err(Failure::Refused)? {
+    let (tap, hash_job) = match extras.start_hashing()? {
         Some((tap, job)) => (Some(tap), Some(job)),
         None => (None, None),
     };
@@ -376,11 +360,12 @@ fn keep_upload_map(
 ) -> Result<(), Failure> {
     let done = upload.resume.as_ref().map_or(0, |r| r.source_end());
     let Some(left) = expected_bytes(plan, input, facts) else {
-        return Err(Failure::Refused(format!(
+        return Err(Refusal(format!(
             "--map: the size of {} is not known, and a resumable upload's map covers the \
              input",
             crate::text::quote::quote_file(&input.name)
-        )));
+        ))
+        .into());
     };
     let journal = objects::MapJournal::new(upload, done + left, command_line);
     output
@@ -389,11 +374,11 @@ fn keep_upload_map(
         .map_err(|errno| {
             let detail = output.stream.take_detail();
             let why = detail.unwrap_or_else(|| crate::sys::errno_text(errno));
-            Failure::Refused(format!(
+            Failure::Refused(Refusal(format!(
                 "--resume: {}: {why}; remove the map {} to start over",
                 crate::text::quote::quote_file(&output.name),
                 crate::text::quote::quote_file(upload.path.as_os_str().as_encoded_bytes())
-            ))
+            )))
         })?;
     // Said once the server confirmed the parts the map records.
     if let Some(record) = &upload.resume {

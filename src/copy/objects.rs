@@ -17,6 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::diagnostic::Refusal;
 use crate::ends::upload::{Journal, UploadRecord};
 use crate::ends::uri;
 use crate::operands::CopyPlan;
@@ -44,7 +45,7 @@ pub fn is_upload(plan: &CopyPlan) -> bool {
 /// what is left of the copy). What `--map` and `--resume` cannot be
 /// combined with on an upload was refused by `planner::needs` already;
 /// Err is the one line saying why the map cannot serve.
-pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Option<UploadMap>, String> {
+pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Option<UploadMap>, Refusal> {
     if !is_upload(plan) {
         return Ok(None);
     }
@@ -61,28 +62,29 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Option<Upload
     }
     let shown = quote_file(map.as_os_str().as_encoded_bytes());
     if !settings.resume {
-        return Err(format!(
+        return Err(Refusal(format!(
             "the map {shown} exists: add --resume to continue that upload, or remove it to \
              start over"
-        ));
+        )));
     }
-    let text = std::fs::read_to_string(&map).map_err(|e| format!("--resume: map {shown}: {e}"))?;
-    let record =
-        UploadRecord::parse(&text).map_err(|why| format!("--resume: map {shown}: {why}"))?;
+    let text = std::fs::read_to_string(&map)
+        .map_err(|e| Refusal(format!("--resume: map {shown}: {e}")))?;
+    let record = UploadRecord::parse(&text)
+        .map_err(|why| Refusal(format!("--resume: map {shown}: {why}")))?;
     let Some(record) = record else {
         let finished = Map::parse(&text, 0, 0).is_ok_and(|m| m.current_status == '+');
-        return Err(if finished {
+        return Err(Refusal(if finished {
             format!("the map {shown} says its upload completed: remove it to upload again")
         } else {
             format!("--resume: the map {shown} records no upload (it is the map of another copy)")
-        });
+        }));
     };
     if settings.verify || !settings.hash.is_empty() {
-        return Err(
+        return Err(Refusal(
             "--hash and --verify cannot be combined with resuming a copy: they would see \
              only the part copied now"
                 .into(),
-        );
+        ));
     }
     *plan = plan.clone().continued_after(record.source_end());
     Ok(Some(UploadMap {

@@ -7,6 +7,7 @@
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 
+use crate::diagnostic::Refusal;
 use crate::guard::{self, WholeDisk};
 use crate::operands::CopyPlan;
 use crate::planner::needs::CompressedOnto;
@@ -17,8 +18,8 @@ use crate::progress::reporter::emit;
 /// to print (without the program name) before exiting 1; Ok(Some) names a
 /// whole disk to tell a person about, and ask, once the input is open
 /// ([`confirm`]).
-pub fn guard(plan: &CopyPlan, force: bool) -> Result<Option<Disk>, String> {
-    let whole = guard::check(plan, force).map_err(|refusal| refusal.to_string())?;
+pub fn guard(plan: &CopyPlan, force: bool) -> Result<Option<Disk>, Refusal> {
+    let whole = guard::check(plan, force).map_err(|hazard| Refusal(hazard.to_string()))?;
     Ok(whole.map(|whole| Disk {
         whole,
         at: plan.output.clone(),
@@ -45,7 +46,7 @@ pub fn confirm(
     whole_disks: &[Disk],
     flash: Option<&CompressedOnto>,
     force: bool,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     // A person is watching only with a terminal on both stdin and stderr;
     // scripts get neither the notice nor, above all, a prompt to hang on.
     // With no if=, stdin is the data: the answer would be read as input.
@@ -90,7 +91,7 @@ pub fn confirm(
             Some(flash) => flash.declined(),
             None => {
                 let names: Vec<&str> = whole_disks.iter().map(|d| d.whole.path.as_str()).collect();
-                format!("not overwriting {}", names.join(", "))
+                Refusal(format!("not overwriting {}", names.join(", ")))
             }
         }),
     }
@@ -107,8 +108,13 @@ fn answer() -> String {
 
 /// The `--progress-fd` descriptor, checked: open (that it is not the
 /// copy's own output is a row of `planner::needs`).
-pub fn progress_stream(fd: i32) -> Result<JsonStream, String> {
+pub fn progress_stream(fd: i32) -> Result<JsonStream, Refusal> {
     crate::sys::fd::inherit(fd)
         .map(JsonStream::new)
-        .map_err(|errno| format!("--progress-fd={fd}: {}", crate::sys::errno_text(errno)))
+        .map_err(|errno| {
+            Refusal(format!(
+                "--progress-fd={fd}: {}",
+                crate::sys::errno_text(errno)
+            ))
+        })
 }

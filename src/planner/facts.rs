@@ -24,7 +24,7 @@ use rustix::fs::{AtFlags, FileType, OFlags};
 use crate::ends::uri::UriEnd;
 use crate::ends::{Capabilities, Kind};
 use crate::engine::depth::{self, Probe, QueueHint, Transport, PROBE_DEPTH, PROBE_READ};
-use crate::engine::stream::Input;
+use crate::engine::stream::{Input, Output};
 use crate::image::Format;
 use crate::sys::block::{self, DeviceNumber};
 use crate::sys::filesystem::{storage_of, Storage};
@@ -188,10 +188,17 @@ pub enum OutputProbe<'a> {
 /// object store serves many requests at once, as a solid-state disk does.
 const REMOTE_QUEUE: QueueHint = QueueHint::solid_state(64);
 
-/// Gather the facts: the input as opened, the output and the files
-/// beside the copy as they stand.
-pub fn gather(input: &Input, output: OutputProbe<'_>, beside: Beside<&Path>) -> Facts {
+/// Gather the facts: the input as opened (with its stages but
+/// `--used-only`'s, see [`Facts::used_only_input`]) and the format it was
+/// seen to hold, the output and the files beside the copy as they stand.
+pub fn gather(
+    input: &Input,
+    compressed: Option<Format>,
+    output: OutputProbe<'_>,
+    beside: Beside<&Path>,
+) -> Facts {
     let mut input_facts = input_facts(input);
+    input_facts.compressed = compressed;
     if let Some(fd) = input.stream.fd().filter(|_| worth_probing(&input_facts)) {
         input_facts.queue = measured(input_facts.queue, probe(fd, input_facts.size));
     }
@@ -227,9 +234,43 @@ pub fn gather(input: &Input, output: OutputProbe<'_>, beside: Beside<&Path>) -> 
     }
 }
 
+impl Facts {
+    /// The input as `--used-only` reads it, once the option table has
+    /// admitted the disk it reads: the stage's facts, with the disk's
+    /// queue as probed when opened (the stage reads through the disk's
+    /// descriptor) and the format the input was seen to hold.
+    pub fn used_only_input(self, input: &Input) -> Facts {
+        let mut wrapped = input_facts(input);
+        wrapped.compressed = self.input.compressed;
+        if wrapped.descriptor {
+            wrapped.queue = self.input.queue;
+        }
+        Facts {
+            input: wrapped,
+            ..self
+        }
+    }
+
+    /// The ends as the copy's stages made them, once the output is open:
+    /// whether the input stage reads by a map of its blocks (`mapped`),
+    /// and an output stage's kind and capabilities in place of the file
+    /// or device under it, which the stage's writes do not reach by a
+    /// descriptor.
+    pub fn with_stages(self, output: &Output, mapped: bool) -> Facts {
+        let mut facts = self;
+        facts.input.mapped = mapped;
+        if output.stream.fd().is_none() {
+            facts.output.descriptor = false;
+            facts.output.kind = output.stream.kind();
+            facts.output.can = output.stream.capabilities();
+        }
+        facts
+    }
+}
+
 /// The facts of the input, its disk not probed: as opened, for the option
 /// table; wrapped by the image options, for the plan.
-pub fn input_facts(input: &Input) -> EndFacts {
+fn input_facts(input: &Input) -> EndFacts {
     use std::os::unix::ffi::OsStrExt;
     let input_path = Path::new(std::ffi::OsStr::from_bytes(&input.name));
     let mut facts = match input.stream.fd() {

@@ -363,10 +363,7 @@ pub const TABLE: &[Row] = &[
 /// it is opened as of= would be, on this machine.
 pub const TEE_OUTPUT: Need = Need::Local;
 
-/// Why a copy is refused: one line, without the program name.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Refusal(pub String);
+pub use crate::diagnostic::Refusal;
 
 /// The rows a request asks for: GNU's operands first, then ddx's options.
 fn asked(request: &Request) -> impl Iterator<Item = &'static Row> + '_ {
@@ -809,15 +806,15 @@ impl CompressedOnto {
     }
 
     /// The one line of a copy that is not asked (no terminal).
-    pub fn refusal(&self) -> String {
-        format!(
+    pub fn refusal(&self) -> Refusal {
+        Refusal(format!(
             "{} is {}-compressed and {} is {}: --decompress writes the image it holds, \
              --no-decompress its compressed bytes as they are",
             self.input,
             self.format,
             self.output,
             self.what()
-        )
+        ))
     }
 
     /// What a person at a terminal is told before being asked.
@@ -833,12 +830,12 @@ impl CompressedOnto {
     }
 
     /// The line after a person said no.
-    pub fn declined(&self) -> String {
-        format!(
+    pub fn declined(&self) -> Refusal {
+        Refusal(format!(
             "not writing {}-compressed bytes onto {}: --decompress writes the image, \
              --no-decompress the bytes as they are",
             self.format, self.output
-        )
+        ))
     }
 }
 

@@ -462,7 +462,7 @@ fn a_compressed_input_onto_what_takes_it_as_an_image_needs_a_word() {
     let onto = copy(&["if=img.raw.xz", "of=/dev/sdb"], Settings::default(), &xz)
         .expect("a block device takes it as an image");
     assert_eq!(
-        onto.refusal(),
+        onto.refusal().to_string(),
         "if='img.raw.xz' is xz-compressed and of='/dev/sdb' is a block device: \
          --decompress writes the image it holds, --no-decompress its compressed bytes as \
          they are"
