@@ -114,23 +114,11 @@ impl End for MemoryEnd {
         Kind::Memory
     }
 
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        let n = self.read_at(buf, self.pos)?;
-        self.pos += n as u64;
-        Ok(n)
-    }
-
     fn read_at(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
         let len = self.data.len() as u64;
         let at = offset.min(len) as usize;
         let n = (self.data.len() - at).min(buf.len());
         buf[..n].copy_from_slice(&self.data[at..at + n]);
-        Ok(n)
-    }
-
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
-        let n = self.write_at(buf, self.pos)?;
-        self.pos += n as u64;
         Ok(n)
     }
 
@@ -153,12 +141,7 @@ impl End for MemoryEnd {
 
     fn seek(&mut self, to: Whence) -> Result<u64, Errno> {
         let len = self.data.len() as u64;
-        self.pos = match to {
-            Whence::Start(at) => Some(at),
-            Whence::Current(by) => self.pos.checked_add_signed(by),
-            Whence::End(by) => len.checked_add_signed(by),
-        }
-        .ok_or(Errno::INVAL)?;
+        self.pos = to.from(self.pos, len).ok_or(Errno::INVAL)?;
         Ok(self.pos)
     }
 

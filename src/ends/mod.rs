@@ -130,6 +130,18 @@ pub enum Whence {
     End(i64),
 }
 
+impl Whence {
+    /// The offset it names from `position` in an end of `size` bytes:
+    /// None where that is below 0 or past what a u64 holds (EINVAL).
+    pub fn from(self, position: u64, size: u64) -> Option<u64> {
+        match self {
+            Whence::Start(at) => Some(at),
+            Whence::Current(by) => position.checked_add_signed(by),
+            Whence::End(by) => size.checked_add_signed(by),
+        }
+    }
+}
+
 /// One end of a copy. Every method has lseek/read/write semantics: the
 /// position moves with reads and writes, a read of 0 bytes is end of
 /// input, a short write is followed by the error on the next one.
@@ -150,17 +162,25 @@ pub trait End: Send + fmt::Debug {
         None
     }
 
-    /// read(2). An end that is only written (an upload) refuses with
-    /// EBADF, as a descriptor opened write-only does.
+    /// read(2): by default a [`End::read_at`] at the end's position
+    /// (which its `seek` keeps), the position moved past what was read.
+    /// An end that is only written (an upload) refuses as its `read_at`
+    /// does.
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        let _ = buf;
-        Err(Errno::BADF)
+        let at = self.seek(Whence::Current(0))?;
+        let n = self.read_at(buf, at)?;
+        self.seek(Whence::Start(at + n as u64))?;
+        Ok(n)
     }
 
-    /// write(2). An end that is only read refuses with EBADF.
+    /// write(2): by default a [`End::write_at`] at the end's position,
+    /// the position moved past what was written. An end that is only
+    /// read refuses as its `write_at` does.
     fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
-        let _ = buf;
-        Err(Errno::BADF)
+        let at = self.seek(Whence::Current(0))?;
+        let n = self.write_at(buf, at)?;
+        self.seek(Whence::Start(at + n as u64))?;
+        Ok(n)
     }
 
     /// lseek(2): the new position. ESPIPE where the end cannot seek.

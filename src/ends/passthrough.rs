@@ -350,25 +350,9 @@ impl End for PassthroughEnd {
         }
     }
 
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        let n = self.read_at(buf, self.pos)?;
-        self.pos += n as u64;
-        Ok(n)
-    }
-
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
-        let n = self.write_at(buf, self.pos)?;
-        self.pos += n as u64;
-        Ok(n)
-    }
-
     fn seek(&mut self, to: Whence) -> Result<u64, Errno> {
         // A block device's lseek: anywhere from 0 to its size.
-        let target = match to {
-            Whence::Start(at) => Some(at),
-            Whence::Current(by) => self.pos.checked_add_signed(by),
-            Whence::End(by) => self.size.checked_add_signed(by),
-        };
+        let target = to.from(self.pos, self.size);
         match target {
             Some(at) if at <= self.size => {
                 self.pos = at;

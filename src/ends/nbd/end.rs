@@ -461,28 +461,8 @@ impl End for NbdEnd {
         }
     }
 
-    /// Full requests until the end of the export, then 0. An error leaves
-    /// the position at the start of the request.
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        let n = self.read_at(buf, self.pos)?;
-        self.pos += n as u64;
-        Ok(n)
-    }
-
-    /// Up to the end of the export: a write across it is written up to it
-    /// (a short count), one at or past it fails with ENOSPC.
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
-        let n = self.write_at(buf, self.pos)?;
-        self.pos += n as u64;
-        Ok(n)
-    }
-
     fn seek(&mut self, to: Whence) -> Result<u64, Errno> {
-        let target = match to {
-            Whence::Start(at) => Some(at),
-            Whence::Current(by) => self.pos.checked_add_signed(by),
-            Whence::End(by) => self.info.size.checked_add_signed(by),
-        };
+        let target = to.from(self.pos, self.info.size);
         let target = target.ok_or(Errno::INVAL)?;
         if self.access == Access::Write && target > self.info.size {
             // An output export is a block device of its size: lseek(2)
@@ -558,6 +538,7 @@ impl End for NbdEnd {
         })
     }
 
+    /// Full requests until the end of the export, then 0.
     fn read_at(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
         let size = self.info.size;
         if buf.is_empty() || offset >= size {
@@ -576,6 +557,8 @@ impl End for NbdEnd {
         Ok(want)
     }
 
+    /// Up to the end of the export: a write across it is written up to it
+    /// (a short count), one at or past it fails with ENOSPC.
     fn write_at(&mut self, buf: &[u8], offset: u64) -> Result<usize, Errno> {
         self.writable()?;
         if buf.is_empty() {

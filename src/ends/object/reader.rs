@@ -600,20 +600,8 @@ impl End for ObjectReader {
         }
     }
 
-    /// Everything asked for up to the end of the object, or an error with
-    /// the position unchanged: a short count would read as the end.
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        let n = self.get(buf, self.position)?;
-        self.position += n as u64;
-        Ok(n)
-    }
-
     fn seek(&mut self, to: Whence) -> Result<u64, Errno> {
-        let target = match to {
-            Whence::Start(offset) => Some(offset),
-            Whence::Current(delta) => self.position.checked_add_signed(delta),
-            Whence::End(delta) => self.size.checked_add_signed(delta),
-        };
+        let target = to.from(self.position, self.size);
         self.position = target.ok_or(Errno::INVAL)?;
         Ok(self.position)
     }
@@ -626,6 +614,8 @@ impl End for ObjectReader {
         Ok(())
     }
 
+    /// Everything asked for up to the end of the object, or an error: a
+    /// short count would read as the end.
     fn read_at(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
         self.get(buf, offset)
     }
