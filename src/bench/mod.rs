@@ -229,7 +229,7 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
         return Err(nothing_measured(&out));
     }
     let cache = runner.cache.clone();
-    let settings = results::Settings {
+    let settings = results::Parameters {
         tests: args.tests.iter().map(|t| t.name()).collect(),
         runs: args.runs,
         sweep_rounds: args.runs * scenario::sweep::ROUNDS_PER_RUN,

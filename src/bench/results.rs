@@ -50,7 +50,7 @@ pub struct Report {
     pub started_unix: u64,
     pub machine: Machine,
     pub target: TargetReport,
-    pub settings: Settings,
+    pub settings: Parameters,
     pub cache: CacheDrop,
     pub results: Vec<TestResult>,
     /// Tests or modes not run, and why.
@@ -111,8 +111,10 @@ pub struct TargetReport {
     pub passthrough: Option<crate::sys::passthrough::Interface>,
 }
 
+/// How the bench was run: its tests, rounds and working set (the
+/// report's `settings`).
 #[derive(Debug, Clone, Serialize)]
-pub struct Settings {
+pub struct Parameters {
     pub tests: Vec<&'static str>,
     pub runs: u32,
     /// Measured rounds of every bs-sweep size.
@@ -533,7 +535,7 @@ impl Report {
     pub fn assemble(
         started: std::time::SystemTime,
         target: TargetReport,
-        settings: Settings,
+        settings: Parameters,
         cache: CacheDrop,
         mut out: Outcome,
         interrupted: Option<&'static str>,

@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use super::results::{Measure, Settings, Skip, TargetReport, TestResult};
+use super::results::{Measure, Parameters, Skip, TargetReport, TestResult};
 use crate::stats::Latency;
 use crate::sys::passthrough::Interface;
 
@@ -116,7 +116,7 @@ impl Cell {
 pub struct Context<'a> {
     pub results: &'a [TestResult],
     pub skipped: &'a [Skip],
-    pub settings: &'a Settings,
+    pub settings: &'a Parameters,
     pub target: &'a TargetReport,
     pub interrupted: Option<&'static str>,
 }
@@ -361,8 +361,8 @@ mod tests {
     use crate::bench::results::{Figure, Outcome};
     use std::time::Duration;
 
-    fn settings(tests: Vec<&'static str>) -> Settings {
-        Settings {
+    fn settings(tests: Vec<&'static str>) -> Parameters {
+        Parameters {
             tests,
             runs: 3,
             sweep_rounds: 6,

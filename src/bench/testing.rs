@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::measure::{CacheDrop, Sample};
-use super::results::{Figure, Measure, Outcome, Report, Settings, TargetReport};
+use super::results::{Figure, Measure, Outcome, Parameters, Report, TargetReport};
 
 pub const MIB: u64 = 1 << 20;
 
@@ -157,7 +157,7 @@ pub fn report(out: Outcome, tests: Vec<&'static str>) -> Report {
         served: false,
         passthrough: None,
     };
-    let settings = Settings {
+    let settings = Parameters {
         tests,
         runs: 3,
         sweep_rounds: 6,

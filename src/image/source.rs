@@ -52,8 +52,10 @@ pub struct InputFailure {
     pub offset: u64,
 }
 
+/// The compressed input, as a decoder reads it: the format's head read
+/// to recognise it first, then the stream.
 #[derive(Debug)]
-pub struct Source {
+pub struct CompressedInput {
     end: Box<dyn Stream>,
     progress: Arc<InputProgress>,
     /// Bytes replayed before the end's own (the head read to recognise
@@ -65,9 +67,13 @@ pub struct Source {
     pub failure: Option<InputFailure>,
 }
 
-impl Source {
-    pub fn new(end: Box<dyn Stream>, head: Vec<u8>, progress: Arc<InputProgress>) -> Source {
-        Source {
+impl CompressedInput {
+    pub fn new(
+        end: Box<dyn Stream>,
+        head: Vec<u8>,
+        progress: Arc<InputProgress>,
+    ) -> CompressedInput {
+        CompressedInput {
             end,
             progress,
             head,
@@ -144,7 +150,7 @@ impl Source {
     }
 }
 
-impl io::Read for Source {
+impl io::Read for CompressedInput {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.read_errno(buf)
             .map_err(|e| io::Error::from_raw_os_error(e.raw_os_error()))

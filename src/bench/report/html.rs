@@ -725,7 +725,7 @@ pub fn escape(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::bench::measure::{CacheDrop, Sample};
-    use crate::bench::results::{Figure, Measure, Outcome, Settings, TargetReport};
+    use crate::bench::results::{Figure, Measure, Outcome, Parameters, TargetReport};
 
     /// A report of a bs-sweep whose reads level off from `read_knee` and
     /// whose writes level off from `write_knee`, measured without noise.
@@ -759,7 +759,7 @@ mod tests {
             served: false,
             passthrough: None,
         };
-        let settings = Settings {
+        let settings = Parameters {
             tests: vec!["bs-sweep"],
             runs: 3,
             sweep_rounds: 3,

@@ -41,7 +41,7 @@ use crate::engine::stream::Stream;
 use crate::image::chunks::{BufferPool, Fault, OrderedReader};
 use crate::image::format::{recognise, Format, Recognised};
 use crate::image::prefixed::Prefixed;
-use crate::image::source::{InputProgress, Source};
+use crate::image::source::{CompressedInput, InputProgress};
 use crate::sys::{errno_text, Errno};
 
 /// Decoded bytes per piece handed to the reader.
@@ -71,7 +71,7 @@ pub struct Decompressed {
     format: Format,
     reader: OrderedReader,
     progress: Arc<InputProgress>,
-    thread: JoinHandle<Source>,
+    thread: JoinHandle<CompressedInput>,
     detail: Option<String>,
 }
 
@@ -87,7 +87,7 @@ impl Decompressed {
     ) -> Decompressed {
         let threads = threads.max(1);
         let progress = InputProgress::new(input.size().ok().flatten());
-        let source = Source::new(input, head, Arc::clone(&progress));
+        let source = CompressedInput::new(input, head, Arc::clone(&progress));
         let pool = BufferPool::new(threads * 4 + 16);
         let (parts_tx, parts_rx) = sync_channel(threads.min(16) + 1);
         let thread_pool = Arc::clone(&pool);
@@ -196,7 +196,7 @@ pub(crate) fn corrupt(format: &str, offset: u64, why: &str) -> Fault {
 }
 
 /// The input end's own failure, as the source kept it.
-pub(crate) fn input_failed(source: &Source) -> Fault {
+pub(crate) fn input_failed(source: &CompressedInput) -> Fault {
     match &source.failure {
         Some(failure) => Fault::new(
             failure.errno,

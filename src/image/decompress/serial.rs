@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::{corrupt, input_failed, CHUNK};
 use crate::image::chunks::{announce, send, BufferPool, Fault, Part, Piece};
 use crate::image::format::Format;
-use crate::image::source::Source;
+use crate::image::source::CompressedInput;
 
 const DEPTH: usize = 8;
 /// The decoders' input buffer.
@@ -21,10 +21,10 @@ const READ_STEP: usize = 256 << 10;
 
 pub fn run(
     format: Format,
-    source: Source,
+    source: CompressedInput,
     parts: SyncSender<Part>,
     pool: Arc<BufferPool>,
-) -> Source {
+) -> CompressedInput {
     let (tx, rx) = sync_channel(DEPTH);
     if announce(&parts, Part::Next(rx)).is_err() {
         return source;
@@ -71,7 +71,7 @@ fn pump<D: Read>(
     part: &SyncSender<Piece>,
     pool: &BufferPool,
     name: &str,
-    input: impl Fn(&D) -> &BufReader<Source>,
+    input: impl Fn(&D) -> &BufReader<CompressedInput>,
 ) -> Result<(), Option<Fault>> {
     loop {
         let mut chunk = pool.take();
@@ -113,7 +113,7 @@ fn pump<D: Read>(
 /// at each frame's end) and reports a skippable frame as an error with
 /// its length: this goes on to the next frame and skips those.
 struct Lz4Frames {
-    frames: lz4_flex::frame::FrameDecoder<BufReader<Source>>,
+    frames: lz4_flex::frame::FrameDecoder<BufReader<CompressedInput>>,
 }
 
 impl Read for Lz4Frames {

@@ -15,17 +15,17 @@ use liblzma::stream::{Action, MtStreamBuilder, Status, Stream};
 
 use super::{corrupt, input_failed, CHUNK};
 use crate::image::chunks::{announce, send, BufferPool, Halt, Part, Piece};
-use crate::image::source::Source;
+use crate::image::source::CompressedInput;
 
 const READ_STEP: usize = 1 << 20;
 const DEPTH: usize = 8;
 
 pub fn run(
-    source: Source,
+    source: CompressedInput,
     parts: SyncSender<Part>,
     pool: Arc<BufferPool>,
     threads: usize,
-) -> Source {
+) -> CompressedInput {
     let (tx, rx) = sync_channel(DEPTH);
     if announce(&parts, Part::Next(rx)).is_err() {
         return source;
@@ -53,7 +53,7 @@ pub fn run(
 }
 
 struct Decoder {
-    source: Source,
+    source: CompressedInput,
     input: Vec<u8>,
     lo: usize,
     hi: usize,

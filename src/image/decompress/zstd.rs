@@ -26,7 +26,7 @@ use super::zstd_blocks::{BlockDecoder, Layout};
 use super::{corrupt, input_failed, FrameChecksums, CHUNK};
 use crate::image::chunks::{announce, next_job, send, BufferPool, Fault, Halt, Part, Piece};
 use crate::image::format::{is_skippable_magic, ZSTD_MAGIC};
-use crate::image::source::Source;
+use crate::image::source::CompressedInput;
 use crate::sys::Errno;
 
 /// Compressed bytes held to find where a frame ends before decoding it as
@@ -65,12 +65,12 @@ impl Job {
 /// Decode the whole input, announcing parts on `parts`; returns the source
 /// so that its end can be closed.
 pub fn run(
-    source: Source,
+    source: CompressedInput,
     parts: SyncSender<Part>,
     pool: Arc<BufferPool>,
     threads: usize,
     checksums: FrameChecksums,
-) -> Source {
+) -> CompressedInput {
     let (jobs_tx, jobs_rx) = sync_channel::<Job>(threads);
     let jobs_rx = Arc::new(Mutex::new(jobs_rx));
     // The dispatcher's read buffers, handed over with the frames in them
@@ -103,7 +103,7 @@ pub fn run(
 }
 
 struct Dispatcher {
-    source: Source,
+    source: CompressedInput,
     /// Compressed bytes read and not yet handed on: `buf[lo..hi]` is
     /// live. Bytes past `hi` are room for the next read, kept allocated
     /// (and not zeroed again for every read: this is the decoding
