@@ -8,6 +8,7 @@
 
 pub mod allocation;
 pub mod bench;
+pub mod casync;
 pub mod cli;
 pub mod copy;
 pub mod diagnostic;
