@@ -25,6 +25,7 @@ pub mod progress;
 pub mod request;
 pub mod rescue;
 pub mod stats;
+pub mod store;
 pub mod sys;
 pub mod text;
 pub mod transform;

@@ -32,6 +32,8 @@ pub use url::{recognise, shown, ObjectUrl, UrlError};
 #[cfg(feature = "object")]
 mod config;
 #[cfg(feature = "object")]
+mod prefix;
+#[cfg(feature = "object")]
 pub(crate) mod profile;
 #[cfg(feature = "object")]
 mod reader;
@@ -44,6 +46,8 @@ mod writer;
 
 #[cfg(feature = "object")]
 pub use config::{Config, Credentials};
+#[cfg(feature = "object")]
+pub use prefix::Prefix;
 #[cfg(feature = "object")]
 pub use reader::ObjectReader;
 #[cfg(feature = "object")]
