@@ -211,6 +211,12 @@ impl Cutter {
         self.sizes
     }
 
+    /// Whether a window of zeros ends a chunk (then runs of zeros are cut
+    /// at the minimum, else at the maximum).
+    pub fn cuts_zeros(&self) -> bool {
+        self.zeros_cut
+    }
+
     /// Whether a hash of `h` ends a chunk of at least the minimum size:
     /// `h % d == d - 1`, that is, `h + 1` is a multiple of `d`, tested
     /// by multiplying with the inverse (Lemire, Kaser and Kurz, "Faster

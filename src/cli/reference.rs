@@ -379,6 +379,10 @@ pub const OPTION_GROUPS: &[OptionGroup] = &[
         ],
     },
     OptionGroup {
+        title: "Chunk stores (casync indexes)",
+        options: &["store", "seed", "chunk-size"],
+    },
+    OptionGroup {
         title: "Outputs",
         options: &["tee", "trim", "fua"],
     },

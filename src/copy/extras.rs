@@ -63,6 +63,12 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Strin
 }
 
 impl Extras {
+    /// `--verify` is another's to do (an extracted index's blob is read
+    /// back against the index's ids).
+    pub fn leave_verify_to_the_index(&mut self) {
+        self.verify = false;
+    }
+
     /// The hasher thread, if hashing or verifying.
     pub fn start_hashing(&self) -> Result<Option<(Tap, HashJob)>, String> {
         if self.hash.is_empty() && !self.verify {

@@ -13,6 +13,7 @@
 mod extras;
 mod failure;
 mod images;
+mod indexed;
 mod objects;
 mod positional;
 mod safety;
@@ -70,8 +71,19 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     // the parts the map records.
     let upload_map =
         objects::prepare(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
-    let extras = extras::prepare(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
+    let mut extras =
+        extras::prepare(&mut request.plan, &request.settings).map_err(Failure::Refused)?;
     let mut images = images::prepare(&request.plan, &request.settings).map_err(Failure::Refused)?;
+    let mut indexed = indexed::prepare(&request).map_err(Failure::Refused)?;
+    let extracting = indexed
+        .as_ref()
+        .is_some_and(|ix| ix.job() == crate::request::IndexJob::Extract);
+    if extracting {
+        // The blob goes onto the output as an image does, and is checked
+        // against the index's ids, not against the stream's digests.
+        images.writes_an_image();
+        extras.leave_verify_to_the_index();
+    }
     let progress_stream = match request.settings.progress_fd {
         Some(fd) => Some((safety::progress_stream(fd).map_err(Failure::Refused)?, fd)),
         None => None,
@@ -133,6 +145,9 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     reporter.start_clock();
     let cpu_at_start = crate::sys::usage::cpu_times();
     let mut input = ends::open::open_input(plan, request.settings.passthrough())?;
+    if let Some(ix) = indexed.as_mut().filter(|_| extracting) {
+        input = ix.wrap_input(input, plan, request.settings.tee.is_empty())?;
+    }
     let remote_output = plan
         .output
         .as_deref()
@@ -207,7 +222,10 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         reporter.start_clock();
     }
     let mut warnings = Vec::new();
-    let mut output = ends::open::open_output(plan, request.settings.passthrough(), &mut warnings)?;
+    let mut output = match indexed.as_mut().filter(|_| !extracting) {
+        Some(ix) => ix.open_output(plan)?,
+        None => ends::open::open_output(plan, request.settings.passthrough(), &mut warnings)?,
+    };
     if let Some(upload) = &upload_map {
         keep_upload_map(
             upload,
@@ -221,7 +239,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     }
     let mut output = images.wrap_output(output, plan, &mut warnings)?;
     // The wrapped ends are what the planner plans for.
-    facts.input.mapped = images.mapped();
+    facts.input.mapped = images.mapped() || indexed.as_ref().is_some_and(|ix| ix.mapped());
     if output.end.fd().is_none() {
         facts.output.descriptor = false;
         facts.output.kind = output.end.kind();
@@ -328,12 +346,18 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         counters.snapshot().bytes_out,
         failed,
     );
+    if let Some(ix) = &indexed {
+        failed |= ix.finish(&reporter, plan.status, failed);
+    }
     failed |= extras.finish(hash_job, plan, &images.kept_outputs(), &reporter, failed);
     if let Some(output) = &plan.output {
         let outputs: Vec<_> = std::iter::once(output.clone())
             .chain(images.kept_outputs())
             .collect();
         failed |= images.verify(&reporter, &outputs, counters.snapshot().bytes_out);
+        if let Some(ix) = &indexed {
+            failed |= ix.verify(&reporter, &outputs, failed);
+        }
     }
     if let Some(report) = report {
         report.print(&reporter, &counters);

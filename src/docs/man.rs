@@ -126,9 +126,10 @@ fn man_option(option: &OptionSpec) -> String {
     };
     let mut help = roff(option.help);
     match option.values {
-        Values::OneOf(words) | Values::Optional(words) => {
+        Values::OneOf(words) | Values::Optional(words) if !words.is_empty() => {
             help.push_str(&format!(" ({})", words.join(", ")))
         }
+        Values::OneOf(_) | Values::Optional(_) => {}
         Values::ListOf(words) => {
             help.push_str(&format!(" (comma\\-separated: {})", words.join(", ")))
         }

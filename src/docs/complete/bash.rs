@@ -46,6 +46,7 @@ pub fn bash() -> String {
     let mut choices = String::new();
     for option in OPTIONS {
         let (words, list) = match option.values {
+            Values::Optional([]) => continue,
             Values::OneOf(words) | Values::Optional(words) => (words, 0),
             Values::ListOf(words) => (words, 1),
             Values::Free | Values::File => continue,

@@ -24,6 +24,7 @@ fn fish_option(option: &OptionSpec, condition: &str) -> String {
         }
         (Some(_), Values::File) => line.push_str(" -r -F"),
         // No -x: the option stands alone as well.
+        (Some(_), Values::Optional([])) => line.push_str(" -F"),
         (Some(_), Values::Optional(words)) => line.push_str(&format!(" -a '{}'", words.join(" "))),
     }
     line.push_str(&format!(" -d '{}'\n", fish_text(option.help)));

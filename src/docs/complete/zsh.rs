@@ -25,6 +25,7 @@ fn zsh_spec(option: &OptionSpec) -> String {
         Some(value) => {
             let action = match option.values {
                 Values::Free => " ".to_owned(),
+                Values::Optional([]) => "_files".to_owned(),
                 Values::OneOf(words) | Values::Optional(words) => format!("({})", words.join(" ")),
                 Values::ListOf(words) => {
                     format!("_values -s , {} {}", option.name, words.join(" "))
