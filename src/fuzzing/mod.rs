@@ -18,6 +18,7 @@
 //! `fuzz/corpus/<name>/` with a few real inputs; the replay test fails
 //! until all four exist.
 
+mod casync;
 mod command_line;
 mod decoders;
 mod disks;
@@ -26,6 +27,7 @@ mod input;
 mod remote;
 mod system;
 
+pub use casync::{casync_chunk, casync_index};
 pub use command_line::{bench_args, number, operands};
 pub use decoders::{bzip2, decompress, gzip, lz4, xz, zstd, zstd_blocks};
 pub use disks::{ext, fat, ntfs, partition_table, swap, used_blocks, xfs};
@@ -79,6 +81,16 @@ pub const TARGETS: &[Target] = &[
         name: "hash_file",
         reads: "--hash-file's check lines, as the checkers read them back",
         run: hash_file,
+    },
+    Target {
+        name: "casync_index",
+        reads: "casync blob indexes (.caibx), made by casync, desync or anyone",
+        run: casync_index,
+    },
+    Target {
+        name: "casync_chunk",
+        reads: "a chunk store's files (.cacnk: zstd, xz or gzip), and the chunker",
+        run: casync_chunk,
     },
     Target {
         name: "uri",
