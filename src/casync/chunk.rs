@@ -168,7 +168,11 @@ pub fn decode(file: &[u8], expected: usize) -> Result<Vec<u8>, ChunkError> {
 fn corrupt(format: &'static str, e: impl fmt::Display) -> ChunkError {
     ChunkError::Corrupt {
         format,
-        cause: e.to_string().split_whitespace().collect::<Vec<_>>().join(" "),
+        cause: e
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
     }
 }
 
@@ -203,11 +207,13 @@ mod tests {
             id.store_path(),
             "5304/53048e2681941ef99b2e29b76b4c7dabe4c2d0c634fc6d46e0e2f13107e7af23.cacnk"
         );
-        assert_eq!(
-            ChunkId::of_file_name(&format!("{id}.cacnk")),
-            Some(id)
-        );
-        for bad in ["", "5304", &id.to_string().to_uppercase(), &format!("{id}0")] {
+        assert_eq!(ChunkId::of_file_name(&format!("{id}.cacnk")), Some(id));
+        for bad in [
+            "",
+            "5304",
+            &id.to_string().to_uppercase(),
+            &format!("{id}0"),
+        ] {
             assert_eq!(ChunkId::parse(bad), None, "{bad}");
         }
         assert_eq!(ChunkId::of_file_name(&format!("{id}.tmp")), None);
@@ -236,15 +242,24 @@ mod tests {
     fn a_chunk_of_another_size_or_corrupt_is_named_so() {
         let data = vec![7u8; 5000];
         let file = encode(&data, 3);
-        assert_eq!(decode(&file, 4999), Err(ChunkError::TooLong { expected: 4999 }));
+        assert_eq!(
+            decode(&file, 4999),
+            Err(ChunkError::TooLong { expected: 4999 })
+        );
         assert_eq!(
             decode(&file, 5001),
-            Err(ChunkError::WrongSize { expected: 5001, actual: 5000 })
+            Err(ChunkError::WrongSize {
+                expected: 5001,
+                actual: 5000
+            })
         );
         assert_eq!(decode(b"", 1), Err(ChunkError::Empty));
         assert_eq!(decode(b"plain text", 10), Err(ChunkError::UnknownFormat));
         let mut broken = file.clone();
         broken.truncate(file.len() - 3);
-        assert!(matches!(decode(&broken, 5000), Err(ChunkError::Corrupt { .. })));
+        assert!(matches!(
+            decode(&broken, 5000),
+            Err(ChunkError::Corrupt { .. })
+        ));
     }
 }

@@ -110,7 +110,11 @@ impl ChunkSizes {
     /// (None: not given): an average alone takes a quarter of it as the
     /// minimum and four times it as the maximum, as casync's chunker
     /// derives them.
-    pub fn resolve(min: Option<u64>, avg: Option<u64>, max: Option<u64>) -> Result<Self, SizeError> {
+    pub fn resolve(
+        min: Option<u64>,
+        avg: Option<u64>,
+        max: Option<u64>,
+    ) -> Result<Self, SizeError> {
         let in_range = |which, size: u64| {
             if (LIMIT_MIN..=LIMIT_MAX).contains(&size) {
                 Ok(size)
@@ -314,7 +318,9 @@ fn start(window: &[u8]) -> u32 {
 /// The hash one byte on: `leave` goes out of the window, `enter` comes in.
 #[inline(always)]
 fn roll(h: u32, leave: u8, enter: u8) -> u32 {
-    h.rotate_left(1) ^ TABLE[leave as usize].rotate_left((WINDOW % 32) as u32) ^ TABLE[enter as usize]
+    h.rotate_left(1)
+        ^ TABLE[leave as usize].rotate_left((WINDOW % 32) as u32)
+        ^ TABLE[enter as usize]
 }
 
 #[cfg(test)]
@@ -353,15 +359,27 @@ mod tests {
     fn sizes_are_derived_as_casync_derives_them() {
         assert_eq!(
             ChunkSizes::resolve(None, None, None),
-            Ok(ChunkSizes { min: 16384, avg: 65536, max: 262144 })
+            Ok(ChunkSizes {
+                min: 16384,
+                avg: 65536,
+                max: 262144
+            })
         );
         assert_eq!(
             ChunkSizes::resolve(None, Some(32768), None),
-            Ok(ChunkSizes { min: 8192, avg: 32768, max: 131072 })
+            Ok(ChunkSizes {
+                min: 8192,
+                avg: 32768,
+                max: 131072
+            })
         );
         assert_eq!(
             ChunkSizes::resolve(Some(1000), None, Some(16000)),
-            Ok(ChunkSizes { min: 1000, avg: 4000, max: 16000 })
+            Ok(ChunkSizes {
+                min: 1000,
+                avg: 4000,
+                max: 16000
+            })
         );
         assert!(matches!(
             ChunkSizes::resolve(Some(9), Some(8), Some(100)),
@@ -391,11 +409,18 @@ mod tests {
     #[test]
     fn the_divisibility_test_is_the_remainders() {
         for d in [1u64, 2, 3, 7, 4096, 49190, 65521, 1 << 27, (1 << 27) - 1] {
-            let sizes = ChunkSizes { min: 1, avg: d.max(64), max: 1 << 27 };
+            let sizes = ChunkSizes {
+                min: 1,
+                avg: d.max(64),
+                max: 1 << 27,
+            };
             let mut cutter = Cutter::new(sizes);
             cutter.discriminator = d;
             cutter.inverse = (u64::MAX / d).wrapping_add(1);
-            for h in (0..2000u32).chain(u32::MAX - 2000..=u32::MAX).chain([d as u32, (d - 1) as u32]) {
+            for h in (0..2000u32)
+                .chain(u32::MAX - 2000..=u32::MAX)
+                .chain([d as u32, (d - 1) as u32])
+            {
                 assert_eq!(cutter.cuts_at(h), u64::from(h) % d == d - 1, "h {h} d {d}");
             }
         }

@@ -72,12 +72,22 @@ pub enum IndexError {
         "chunk {chunk} (at byte {at}) ends at blob offset {end}, not after the chunk before it \
          (which ends at {previous})"
     )]
-    NotRising { chunk: usize, at: usize, end: u64, previous: u64 },
+    NotRising {
+        chunk: usize,
+        at: usize,
+        end: u64,
+        previous: u64,
+    },
     #[error(
         "chunk {chunk} (at byte {at}) is {size} bytes, more than the index's maximum chunk size \
          of {max}"
     )]
-    TooLarge { chunk: usize, at: usize, size: u64, max: u64 },
+    TooLarge {
+        chunk: usize,
+        at: usize,
+        size: u64,
+        max: u64,
+    },
     #[error("it goes on after the table's end at byte {end}")]
     Trailing { end: usize },
 }
@@ -260,14 +270,23 @@ mod tests {
     #[test]
     fn every_damage_is_named_where_it_is() {
         let bytes = sample().to_bytes();
-        assert_eq!(Index::parse(&bytes[..20]), Err(IndexError::Short { len: 20 }));
+        assert_eq!(
+            Index::parse(&bytes[..20]),
+            Err(IndexError::Short { len: 20 })
+        );
         assert_eq!(
             Index::parse(&bytes[..bytes.len() - 1]),
-            Err(IndexError::Truncated { len: bytes.len() - 1, chunks: 3 })
+            Err(IndexError::Truncated {
+                len: bytes.len() - 1,
+                chunks: 3
+            })
         );
         assert_eq!(
             Index::parse(&bytes[..64 + 40 + 7]),
-            Err(IndexError::Truncated { len: 111, chunks: 1 })
+            Err(IndexError::Truncated {
+                len: 111,
+                chunks: 1
+            })
         );
         let mut trailing = bytes.clone();
         trailing.push(0);
@@ -280,18 +299,29 @@ mod tests {
         assert_eq!(Index::parse(&magic), Err(IndexError::NotAnIndex));
         let mut sizes = bytes.clone();
         sizes[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(matches!(Index::parse(&sizes), Err(IndexError::Sizes { .. })));
+        assert!(matches!(
+            Index::parse(&sizes),
+            Err(IndexError::Sizes { .. })
+        ));
         let mut falling = bytes.clone();
         falling[104..112].copy_from_slice(&10u64.to_le_bytes());
         assert!(matches!(
             Index::parse(&falling),
-            Err(IndexError::NotRising { chunk: 1, at: 104, .. })
+            Err(IndexError::NotRising {
+                chunk: 1,
+                at: 104,
+                ..
+            })
         ));
         let mut large = bytes.clone();
         large[64..72].copy_from_slice(&300_000u64.to_le_bytes());
         assert!(matches!(
             Index::parse(&large),
-            Err(IndexError::TooLarge { chunk: 0, at: 64, .. })
+            Err(IndexError::TooLarge {
+                chunk: 0,
+                at: 64,
+                ..
+            })
         ));
     }
 }

@@ -16,4 +16,3 @@ pub mod index;
 pub use chunk::{ChunkError, ChunkId, Digest};
 pub use chunker::{ChunkSizes, Cutter, SizeError};
 pub use index::{Entry, Index, IndexError};
-

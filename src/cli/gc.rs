@@ -39,10 +39,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "keep every chunk stored less than SECONDS ago, named or not (default 3600): a \
          backup adds its chunks before it writes the index that names them",
     ),
-    OptionSpec::switch(
-        "dry-run",
-        "say what would be removed, and remove nothing",
-    ),
+    OptionSpec::switch("dry-run", "say what would be removed, and remove nothing"),
     OptionSpec::switch("help", "display this help and exit"),
 ];
 
@@ -111,7 +108,9 @@ fn parse(words: &[OsString]) -> Parsed {
             "help" => return Parsed::Help,
             "dry-run" => dry_run = true,
             "store" if value.is_empty() => {
-                return Parsed::Error("invalid argument '' for '--store': a directory or a URL".into())
+                return Parsed::Error(
+                    "invalid argument '' for '--store': a directory or a URL".into(),
+                )
             }
             "store" => store = Some(PathBuf::from(value)),
             "min-age" => match value.parse::<u64>() {
@@ -160,8 +159,10 @@ pub fn run(program: &str, words: &[OsString]) -> i32 {
         Parsed::Help => return super::print_stdout(program, &help_text(program)),
         Parsed::Error(message) => {
             emit(
-                format!("{program} gc: {message}\nTry '{program} gc --help' for more information.\n")
-                    .as_bytes(),
+                format!(
+                    "{program} gc: {message}\nTry '{program} gc --help' for more information.\n"
+                )
+                .as_bytes(),
             );
             return super::EXIT_FAILURE;
         }
@@ -185,7 +186,8 @@ fn collect_store(args: &GcArgs) -> Result<String, String> {
     let mut keep = HashSet::new();
     for path in &args.indexes {
         let name = quote_file(&crate::ends::uri::shown(path));
-        let bytes = read_index(path).map_err(|why| format!("cannot read the index {name}: {why}; nothing was removed"))?;
+        let bytes = read_index(path)
+            .map_err(|why| format!("cannot read the index {name}: {why}; nothing was removed"))?;
         let index = Index::parse(&bytes).map_err(|e| {
             format!("{name} is not a usable casync blob index: {e}; nothing was removed")
         })?;
@@ -196,13 +198,21 @@ fn collect_store(args: &GcArgs) -> Result<String, String> {
     let done = collect(&store, &keep, args.min_age, args.dry_run)
         .map_err(|e| format!("--store={shown}: {}", e.detail))?;
     let show = |bytes: u64| human(bytes, Base::Iec, 1, 1);
-    let verb = if args.dry_run { "would remove" } else { "removed" };
+    let verb = if args.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
     let mut line = format!(
         "{shown}: {} chunks ({}) named by {} {}; {verb} {} chunks ({})",
         done.named.chunks,
         show(done.named.bytes),
         args.indexes.len(),
-        if args.indexes.len() == 1 { "index" } else { "indexes" },
+        if args.indexes.len() == 1 {
+            "index"
+        } else {
+            "indexes"
+        },
         done.removed.chunks,
         show(done.removed.bytes),
     );
@@ -226,11 +236,9 @@ fn read_index(path: &std::path::Path) -> Result<Vec<u8>, String> {
         input: Some(path.to_owned()),
         ..plan
     };
-    let mut input = crate::ends::open::open_input(
-        &plan,
-        crate::request::Settings::default().passthrough(),
-    )
-    .map_err(|e| e.diagnostic.to_string())?;
+    let mut input =
+        crate::ends::open::open_input(&plan, crate::request::Settings::default().passthrough())
+            .map_err(|e| e.diagnostic.to_string())?;
     let mut bytes = Vec::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
@@ -262,8 +270,13 @@ mod tests {
     fn gc_needs_a_store_and_an_index() {
         assert!(matches!(parse(&words(&["a.caibx"])), Parsed::Error(m) if m.contains("--store")));
         assert!(matches!(parse(&words(&["--store=s"])), Parsed::Error(m) if m.contains("INDEX")));
-        let Parsed::Run(args) = parse(&words(&["--sto=s", "a.caibx", "--dry", "--min-age=0", "b.caibx"]))
-        else {
+        let Parsed::Run(args) = parse(&words(&[
+            "--sto=s",
+            "a.caibx",
+            "--dry",
+            "--min-age=0",
+            "b.caibx",
+        ])) else {
             panic!("not parsed");
         };
         assert_eq!(
@@ -275,7 +288,10 @@ mod tests {
                 indexes: vec!["a.caibx".into(), "b.caibx".into()],
             }
         );
-        assert!(matches!(parse(&words(&["--store=s", "--min-age=x", "a"])), Parsed::Error(_)));
+        assert!(matches!(
+            parse(&words(&["--store=s", "--min-age=x", "a"])),
+            Parsed::Error(_)
+        ));
         assert!(matches!(parse(&words(&["--help"])), Parsed::Help));
     }
 

@@ -220,11 +220,21 @@ impl Indexed {
         let mut seeds = Vec::new();
         for path in &self.seeds {
             let same_as_output = plan.output.as_deref() == Some(path.as_path())
-                || (output.is_some()
-                    && crate::planner::facts::place(path).identity == output);
+                || (output.is_some() && crate::planner::facts::place(path).identity == output);
             if crate::request::names_index(path) {
                 seeds.push(self.open_indexed_seed(plan, path, index)?);
                 continue;
+            }
+            // A file of= truncates at open would be read empty by then.
+            let truncated = same_as_output
+                && !plan.conv.contains(crate::operands::Conv::NOTRUNC)
+                && crate::planner::facts::place(path).kind == Some(ends::Kind::RegularFile);
+            if truncated {
+                return Err(Failure::Refused(format!(
+                    "--seed={} is of= itself, a file that of= truncates when it is opened: \
+                     give conv=notrunc to update it in place",
+                    shown(path)
+                )));
             }
             let reader = open_seed(plan, path)?;
             let kind = if same_as_output {
@@ -274,10 +284,9 @@ impl Indexed {
             }
         }
         let reader = open_seed(plan, &blob).map_err(|failure| match failure {
-            Failure::Refused(line) => Failure::Refused(format!(
-                "--seed={}: its blob: {line}",
-                shown(path)
-            )),
+            Failure::Refused(line) => {
+                Failure::Refused(format!("--seed={}: its blob: {line}", shown(path)))
+            }
             other => other,
         })?;
         Ok(Seed {
@@ -324,20 +333,14 @@ impl Indexed {
                     false
                 }
                 Err(e) => {
-                    reporter.message(format_args!(
-                        "--store: cannot list {shown}: {}",
-                        e.detail
-                    ));
+                    reporter.message(format_args!("--store: cannot list {shown}: {}", e.detail));
                     true
                 }
             };
         }
         if let Some((report, holes)) = &self.extracted {
             use std::sync::atomic::Ordering::Relaxed;
-            let mut parts = vec![format!(
-                "{} in place",
-                report.in_place.load(Relaxed)
-            )];
+            let mut parts = vec![format!("{} in place", report.in_place.load(Relaxed))];
             parts.push(format!("{} of zeros", report.zeros.load(Relaxed)));
             parts.push(format!("{} from seeds", report.seeded.load(Relaxed)));
             parts.push(format!(
@@ -426,9 +429,7 @@ fn open_seed(plan: &CopyPlan, path: &Path) -> Result<SeedReader, Failure> {
         },
         crate::request::Settings::default().passthrough(),
     )
-    .map_err(|e| {
-        Failure::Refused(format!("--seed={}: {}", shown(path), e.diagnostic))
-    })?;
+    .map_err(|e| Failure::Refused(format!("--seed={}: {}", shown(path), e.diagnostic)))?;
     let end = opened.end;
     if let Some(fd) = end.fd() {
         if let Ok(own) = fd.as_fd().try_clone_to_owned() {
@@ -456,7 +457,10 @@ fn read_whole(end: &mut dyn End) -> Result<Vec<u8>, (crate::sys::Errno, Option<S
             Ok(n) => {
                 bytes.extend_from_slice(&buf[..n]);
                 if bytes.len() as u64 > MAX_INDEX {
-                    return Err((crate::sys::Errno::FBIG, Some("it is larger than any index".into())));
+                    return Err((
+                        crate::sys::Errno::FBIG,
+                        Some("it is larger than any index".into()),
+                    ));
                 }
             }
             Err(crate::sys::Errno::INTR) => {}

@@ -23,7 +23,11 @@ pub fn casync_index(data: &[u8]) {
     assert_eq!(index.blob_size(), previous);
     assert_eq!(index.chunk_at(previous), None);
     // The reader takes exactly what the writer writes: the same bytes.
-    assert_eq!(index.to_bytes(), data, "the index does not read back as itself");
+    assert_eq!(
+        index.to_bytes(),
+        data,
+        "the index does not read back as itself"
+    );
 }
 
 /// `data` is a chunk's length as the index gives it (its first two
@@ -47,7 +51,11 @@ pub fn casync_chunk(data: &[u8]) {
     }
     // The chunker on the same bytes, with small sizes: chunks that make
     // up the whole, each within the sizes but the last.
-    let sizes = ChunkSizes { min: 64, avg: 256, max: 1024 };
+    let sizes = ChunkSizes {
+        min: 64,
+        avg: 256,
+        max: 1024,
+    };
     let cutter = Cutter::new(sizes);
     let lengths: Vec<usize> = cutter.lengths(file).collect();
     assert_eq!(lengths.iter().sum::<usize>(), file.len());

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::casync::chunk::ChunkId;
 use crate::sys::Errno;
 
-use super::{Stored, StoreError};
+use super::{StoreError, Stored};
 
 #[derive(Debug)]
 pub struct Directory {
@@ -132,13 +132,16 @@ impl Directory {
     /// Every chunk in the store. Files that are not chunks (a writer's
     /// temporary file) are left out.
     pub fn chunks(&self) -> Result<Vec<Stored>, StoreError> {
-        let listing = |dir: &Path, e: &std::io::Error| io_error(format!("listing {}", dir.display()), e);
+        let listing =
+            |dir: &Path, e: &std::io::Error| io_error(format!("listing {}", dir.display()), e);
         let mut all = Vec::new();
         for entry in std::fs::read_dir(&self.root).map_err(|e| listing(&self.root, &e))? {
             let entry = entry.map_err(|e| listing(&self.root, &e))?;
             let name = entry.file_name();
             let is_chunk_dir = name.len() == 4
-                && name.to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_hexdigit()));
+                && name
+                    .to_str()
+                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_hexdigit()));
             if !is_chunk_dir || !entry.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }
@@ -171,11 +174,9 @@ impl Directory {
     pub fn sync(&self) -> Result<(), StoreError> {
         let root = std::fs::File::open(&self.root)
             .map_err(|e| io_error(format!("opening {}", self.root.display()), &e))?;
-        rustix::fs::syncfs(&root).map_err(|errno| {
-            StoreError {
-                errno,
-                detail: format!("syncing its file system: {}", crate::sys::errno_text(errno)),
-            }
+        rustix::fs::syncfs(&root).map_err(|errno| StoreError {
+            errno,
+            detail: format!("syncing its file system: {}", crate::sys::errno_text(errno)),
         })
     }
 }

@@ -106,7 +106,10 @@ mod tests {
         let keep: HashSet<ChunkId> = ids[..2].iter().copied().collect();
         // Everything was stored just now: kept as recent.
         let kept = collect(&store, &keep, Duration::from_secs(3600), false).unwrap();
-        assert_eq!((kept.removed.chunks, kept.named.chunks, kept.recent.chunks), (0, 2, 4));
+        assert_eq!(
+            (kept.removed.chunks, kept.named.chunks, kept.recent.chunks),
+            (0, 2, 4)
+        );
         let dry = collect(&store, &keep, Duration::ZERO, true).unwrap();
         assert_eq!(dry.removed.chunks, 4);
         assert_eq!(store.chunks().unwrap().len(), 6);

@@ -35,7 +35,9 @@ impl Location {
         let text = value.to_str().filter(|_| !exists);
         let Some((scheme, rest)) = text.and_then(|t| t.split_once("://")) else {
             if value.as_os_str().is_empty() {
-                return Err(LocationError("a store is a directory or a URL, not ''".into()));
+                return Err(LocationError(
+                    "a store is a directory or a URL, not ''".into(),
+                ));
             }
             return Ok(Location::Directory(value.to_owned()));
         };
@@ -78,7 +80,10 @@ impl Location {
                     Some((path, query)) => (path.trim_end_matches('/'), Some(query)),
                     None => (text.trim_end_matches('/'), None),
                 };
-                let probe = format!("{path}/x{}", query.map_or(String::new(), |q| format!("?{q}")));
+                let probe = format!(
+                    "{path}/x{}",
+                    query.map_or(String::new(), |q| format!("?{q}"))
+                );
                 match crate::ends::object::recognise(&probe) {
                     Some(Ok(_)) => Ok(Location::Objects(ObjectUrl::Http(match query {
                         Some(query) => format!("{path}?{query}"),
@@ -155,7 +160,9 @@ mod tests {
         );
         assert_eq!(
             parse("https://h:8443/os/store/"),
-            Ok(Location::Objects(ObjectUrl::Http("https://h:8443/os/store".into())))
+            Ok(Location::Objects(ObjectUrl::Http(
+                "https://h:8443/os/store".into()
+            )))
         );
         assert!(parse("s3://bad:bucket/x").is_err());
         assert!(parse("s3://bkt/a//b").is_err());
@@ -184,7 +191,9 @@ mod tests {
         );
         assert_eq!(
             Location::beside(Path::new("https://h/os/r2.caibx?sig=abc")),
-            Ok(Location::Objects(ObjectUrl::Http("https://h/os/default.castr".into())))
+            Ok(Location::Objects(ObjectUrl::Http(
+                "https://h/os/default.castr".into()
+            )))
         );
     }
 
@@ -192,6 +201,9 @@ mod tests {
     fn a_store_is_named_without_its_secrets() {
         let store = parse("https://u:pw@h/s?sig=topsecret").unwrap();
         let shown = store.shown();
-        assert!(!shown.contains("topsecret") && !shown.contains("pw@"), "{shown}");
+        assert!(
+            !shown.contains("topsecret") && !shown.contains("pw@"),
+            "{shown}"
+        );
     }
 }

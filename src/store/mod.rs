@@ -76,7 +76,9 @@ impl Store {
             });
         }
         let backend = match &location {
-            Location::Directory(root) => Backend::Directory(directory::Directory::open(root, write)?),
+            Location::Directory(root) => {
+                Backend::Directory(directory::Directory::open(root, write)?)
+            }
             #[cfg(feature = "object")]
             Location::Objects(url) => {
                 let config = crate::ends::object::Config::from_env().map_err(object_error)?;
@@ -249,7 +251,8 @@ mod tests {
         std::fs::write(&file, b"x").unwrap();
         let error = Store::open(Location::Directory(file), false).unwrap_err();
         assert_eq!(error.errno, Errno::NOTDIR);
-        let error = Store::open(Location::Directory(dir.path().join("missing")), false).unwrap_err();
+        let error =
+            Store::open(Location::Directory(dir.path().join("missing")), false).unwrap_err();
         assert_eq!(error.errno, Errno::NOENT);
         let error = Store::open(
             Location::Objects(crate::ends::object::ObjectUrl::Http("http://h/s".into())),

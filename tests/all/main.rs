@@ -15,6 +15,8 @@ mod auto_block;
 mod bench;
 mod bench_page;
 mod cache;
+#[cfg(all(feature = "nbd", feature = "object"))]
+mod chunks;
 mod cli;
 mod compressed_input;
 mod corpora;

@@ -186,7 +186,9 @@ const KEEP_FETCHED: usize = 64 << 20;
 
 impl Pool {
     fn output(&self) -> Option<&Seed> {
-        self.seeds.iter().find(|s| matches!(s.kind, SeedKind::Output))
+        self.seeds
+            .iter()
+            .find(|s| matches!(s.kind, SeedKind::Output))
     }
 
     fn describe(&self, i: usize) -> String {
@@ -209,7 +211,9 @@ impl Pool {
         };
         if let Some(held) = old.take_if(|old| old.len() == len && self.digest.id(old) == id) {
             report.in_place.fetch_add(1, Ordering::Relaxed);
-            report.in_place_bytes.fetch_add(len as u64, Ordering::Relaxed);
+            report
+                .in_place_bytes
+                .fetch_add(len as u64, Ordering::Relaxed);
             return Ok(Ready {
                 start,
                 end,
@@ -309,7 +313,9 @@ impl Pool {
         };
         let report = &self.report;
         report.fetched.fetch_add(1, Ordering::Relaxed);
-        report.fetched_bytes.fetch_add(len as u64, Ordering::Relaxed);
+        report
+            .fetched_bytes
+            .fetch_add(len as u64, Ordering::Relaxed);
         report
             .fetched_stored
             .fetch_add(file.len() as u64, Ordering::Relaxed);
@@ -483,10 +489,7 @@ impl IndexedBlob {
     }
 
     fn chunks_taken(&self) -> usize {
-        self.pool
-            .state
-            .lock()
-            .map_or(0, |state| state.taken)
+        self.pool.state.lock().map_or(0, |state| state.taken)
     }
 
     /// Take the next chunk from the pool, waiting for it; false at the
@@ -535,7 +538,11 @@ impl IndexedBlob {
         // the output's first MiB is wiped before the first write (the
         // safe order), and must be read as it was.
         if self.position == 0 && offset == 0 {
-            while self.ahead.back().is_none_or(|c| c.end < ALWAYS_WRITTEN.min(self.size)) {
+            while self
+                .ahead
+                .back()
+                .is_none_or(|c| c.end < ALWAYS_WRITTEN.min(self.size))
+            {
                 if !self.take_next()? {
                     break;
                 }
@@ -582,7 +589,11 @@ impl IndexedBlob {
             .filter_map(|(from, to)| {
                 let from = from.div_ceil(BLOCK) * BLOCK;
                 let from = from.max(ALWAYS_WRITTEN);
-                let to = if to == self.size { to } else { to / BLOCK * BLOCK };
+                let to = if to == self.size {
+                    to
+                } else {
+                    to / BLOCK * BLOCK
+                };
                 (from < to && to > offset).then_some((from, to))
             })
             .collect();
@@ -614,7 +625,10 @@ impl End for IndexedBlob {
     fn seek(&mut self, to: Whence) -> Result<u64, Errno> {
         let target = match to {
             Whence::Start(at) => at,
-            Whence::Current(delta) => self.position.checked_add_signed(delta).ok_or(Errno::INVAL)?,
+            Whence::Current(delta) => self
+                .position
+                .checked_add_signed(delta)
+                .ok_or(Errno::INVAL)?,
             Whence::End(delta) => self.size.checked_add_signed(delta).ok_or(Errno::INVAL)?,
         };
         if target < self.position {

@@ -108,7 +108,12 @@ impl Shared {
     }
 
     fn zero_id(&self, len: usize) -> ChunkId {
-        if let Some(id) = self.zero_ids.lock().ok().and_then(|ids| ids.get(&len).copied()) {
+        if let Some(id) = self
+            .zero_ids
+            .lock()
+            .ok()
+            .and_then(|ids| ids.get(&len).copied())
+        {
             return id;
         }
         let id = self.settings.digest.id(&vec![0u8; len]);
@@ -165,8 +170,12 @@ impl Shared {
             return failed(e);
         }
         self.report.added.fetch_add(1, Ordering::Relaxed);
-        self.report.added_bytes.fetch_add(len as u64, Ordering::Relaxed);
-        self.report.added_stored.fetch_add(stored, Ordering::Relaxed);
+        self.report
+            .added_bytes
+            .fetch_add(len as u64, Ordering::Relaxed);
+        self.report
+            .added_stored
+            .fetch_add(stored, Ordering::Relaxed);
     }
 }
 
@@ -271,7 +280,10 @@ impl IndexMaker {
     }
 
     fn send(&mut self, job: Job) -> Result<(), Errno> {
-        let sent = self.jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok());
+        let sent = self
+            .jobs
+            .as_ref()
+            .is_some_and(|jobs| jobs.send(job).is_ok());
         if !sent {
             self.check()?;
             return Err(Errno::IO);

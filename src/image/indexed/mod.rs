@@ -12,7 +12,5 @@
 mod extract;
 mod make;
 
-pub use extract::{
-    ExtractReport, ExtractSettings, IndexedBlob, Seed, SeedKind, SeedReader, BLOCK,
-};
+pub use extract::{ExtractReport, ExtractSettings, IndexedBlob, Seed, SeedKind, SeedReader, BLOCK};
 pub use make::{IndexFile, IndexMaker, MakeReport, MakeSettings};

@@ -364,9 +364,8 @@ pub fn indexed(request: &Request) -> Checked {
     ]) else {
         return Ok(());
     };
-    let named = |end: &Option<std::path::PathBuf>| {
-        end.as_deref().is_some_and(crate::request::names_index)
-    };
+    let named =
+        |end: &Option<std::path::PathBuf>| end.as_deref().is_some_and(crate::request::names_index);
     let archive = plan.input.as_deref().is_some_and(|p| {
         let name = p.to_string_lossy();
         name.ends_with(".caidx") || name.ends_with(".catar")
