@@ -611,6 +611,16 @@ pub const EXAMPLES: &[Example] = &[
         command: "ddx if=/dev/sdX of=s3://my-bucket/disk.img.zst --compress=zstd bs=8M",
     },
     Example {
+        job: "Update a card in place from a release's chunk store",
+        about: "Write a release published as a casync index onto a card that holds an \
+                earlier one: chunks the card holds in place are neither fetched nor \
+                written, runs of zeros are made, the rest fetched from the store beside \
+                the index (many at once, each checked against its id), and the card read \
+                back against the index.",
+        command: "ddx if=https://downloads.example.org/raspios.caibx of=/dev/sdX --store \
+                  --seed=/dev/sdX bs=4M conv=fsync --verify",
+    },
+    Example {
         job: "Rescue a failing disk; run it again to resume",
         about: "Rescue a failing disk as GNU ddrescue does (the good areas first, then \
                 the failed areas' edges and the rest of them sector by sector), keeping \

@@ -68,6 +68,9 @@ enum Oracle {
     Ddrescue,
     /// Refused: the output it names does not appear.
     Refused,
+    /// A casync index's image, extracted: every output holds this file
+    /// of the section's at its start.
+    Blob(&'static str),
     /// Nothing to compare with (a benchmark, another tool's command):
     /// how it ends, what it prints and makes.
     Itself,
@@ -254,6 +257,52 @@ const ROWS: &[Row] = &[
         "ddx if=https://downloads.example.org/raspios.img.xz of=/dev/sdX --decompress bs=4M \
          conv=fsync status=progress",
         GnuDd,
+    ),
+    // Versions and fleets: chunk stores. The disk holds no partition
+    // table, so its used set is all of it: the image is disk.img.
+    saying(
+        "ddx if=/dev/sdX of=s3://my-bucket/fleet/web1.caibx --store=s3://my-bucket/fleet/store \
+         --used-only bs=4M",
+        Itself,
+        &[
+            "were new to the store",
+            "'s3://my-bucket/fleet/store' holds",
+        ],
+    ),
+    saying(
+        "ddx if=/dev/sdX of=s3://my-bucket/fleet/web2.caibx --store=s3://my-bucket/fleet/store \
+         --used-only bs=4M",
+        Itself,
+        &["; 0 were new to the store"],
+    ),
+    saying(
+        "ddx if=/dev/sdX of=s3://my-bucket/fleet/web3.caibx --store=s3://my-bucket/fleet/store \
+         --used-only bs=4M",
+        Itself,
+        &["; 0 were new to the store"],
+    ),
+    saying(
+        "ddx if=s3://my-bucket/fleet/web2.caibx of=/dev/sdY --store=s3://my-bucket/fleet/store \
+         bs=4M conv=fsync --verify",
+        Blob("disk.img"),
+        &["each of the index's"],
+    ),
+    saying(
+        "ddx gc --store=s3://my-bucket/fleet/store s3://my-bucket/fleet/web1.caibx \
+         s3://my-bucket/fleet/web2.caibx",
+        Itself,
+        &["named by 2 indexes"],
+    ),
+    saying(
+        "ddx if=raspios.img of=raspios.caibx --store",
+        Itself,
+        &["were new to the store 'default.castr'"],
+    ),
+    saying(
+        "ddx if=https://downloads.example.org/raspios.caibx of=/dev/sdX --store --seed=/dev/sdX \
+         bs=4M conv=fsync --verify",
+        Blob("raspios.img"),
+        &["fetched from", "each of the index's"],
     ),
     // The page cache.
     saying(
@@ -652,6 +701,20 @@ impl Rig {
         rigs::images::bmaptool_create(&image, &fixtures.join("raspios.img.bmap"));
         rigs::images::packed(&image, "xz", "xz");
         rigs::images::packed(&image, "zstd", "zst");
+        // Its casync index, in the store beside it (default.castr), as a
+        // publisher serves them.
+        let made = Command::new(rigs::cmd::DDX)
+            .arg(format!("if={}", image.display()))
+            .arg(format!("of={}", fixtures.join("raspios.caibx").display()))
+            .args(["--store", "status=none"])
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !made.status.success() {
+            return Err(format!(
+                "making the image's index: {}",
+                String::from_utf8_lossy(&made.stderr)
+            ));
+        }
         // A used disk: data everywhere but a stretch of zeros (which a
         // bmap leaves out), and other data on a spare disk. Neither holds
         // the image, so that writing only its mapped blocks shows.
@@ -697,9 +760,12 @@ impl Rig {
         self.sections += 1;
         let dir = self.root.path().join(format!("section{}", self.sections));
         std::fs::create_dir(&dir).unwrap();
+        // The files (a store beside them is only served).
         for entry in std::fs::read_dir(&self.fixtures).unwrap() {
             let entry = entry.unwrap();
-            std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+            if entry.file_type().unwrap().is_file() {
+                std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+            }
         }
         let disk = |name: &str, bytes: &[u8]| {
             let backing = dir.join(name);
@@ -1099,6 +1165,15 @@ fn check(rig: &Rig, section: &Section, command: &str, row: &Row) {
             let output = rig.substitute(section, call.operand("of").unwrap());
             if Path::new(&output).exists() {
                 ran.fail(format!("{output} was made"));
+            }
+        }
+        Blob(file) => {
+            let blob = read(&section.dir.join(file));
+            for output in call.outputs() {
+                let held = read(&rig.local(section, output));
+                if held.get(..blob.len()) != Some(&blob[..]) {
+                    ran.fail(format!("{output} does not hold {file}"));
+                }
             }
         }
         Itself => {}

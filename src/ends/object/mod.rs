@@ -13,6 +13,9 @@
 //!   says the copy goes on sequentially, then several ranges in flight
 //!   ahead of the position. Seeks cost nothing; [`End::read_at`] is one
 //!   ranged GET.
+//! - [`Prefix`]: the objects under one prefix, each read, written, listed
+//!   and removed whole, from many threads at once (a chunk store's, see
+//!   `store`).
 //! - [`ObjectWriter`] (S3 only) gathers parts and uploads them in
 //!   parallel as one multipart upload, started only once a whole part is
 //!   there, so that a small object is a single PUT. The object appears at
