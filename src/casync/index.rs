@@ -148,7 +148,8 @@ impl Index {
         let flags = word(bytes, 16);
         let (min, avg, max) = (word(bytes, 24), word(bytes, 32), word(bytes, 40));
         let limits = LIMIT_MIN..=LIMIT_MAX;
-        if ![min, avg, max].iter().all(|s| limits.contains(s)) || !(min <= avg && avg <= max) {
+        let usable = [min, avg, max].iter().all(|s| limits.contains(s)) && min <= avg && avg <= max;
+        if !usable {
             return Err(IndexError::Sizes { min, avg, max });
         }
         if bytes.len() < ITEMS_START {

@@ -52,7 +52,7 @@ pub struct Store {
 enum Backend {
     Directory(directory::Directory),
     #[cfg(feature = "object")]
-    Objects(crate::ends::object::Prefix),
+    Objects(Box<crate::ends::object::Prefix>),
 }
 
 #[cfg(feature = "object")]
@@ -82,9 +82,9 @@ impl Store {
             #[cfg(feature = "object")]
             Location::Objects(url) => {
                 let config = crate::ends::object::Config::from_env().map_err(object_error)?;
-                Backend::Objects(
+                Backend::Objects(Box::new(
                     crate::ends::object::Prefix::open(url, &config, write).map_err(object_error)?,
-                )
+                ))
             }
             #[cfg(not(feature = "object"))]
             Location::Objects(_) => {

@@ -250,14 +250,14 @@ fn ddx_makes_the_index_casync_makes_byte_for_byte() {
         }
     }
     // Every chunk of every index is in both stores, under the same name.
-    for n in 0..sizes.len() {
+    for (n, size) in sizes.iter().enumerate() {
         let names = |store: &str| -> Vec<String> {
             store_files(&dir.join(format!("{store}{n}")))
                 .into_iter()
                 .map(|(name, _)| name)
                 .collect()
         };
-        assert_eq!(names("d"), names("c"), "the stores of sizes {:?}", sizes[n]);
+        assert_eq!(names("d"), names("c"), "the stores of sizes {size:?}");
     }
 
     // A disk image, raw and compressed (--decompress): the same index.

@@ -154,6 +154,15 @@ struct Failed {
 
 type Fetched = Arc<OnceLock<Result<Arc<Vec<u8>>, Failed>>>;
 
+/// Fetches by id, in flight or done and kept a while: the cells, the
+/// order they came in (for letting the oldest go) and the bytes kept.
+#[derive(Default)]
+struct Fetches {
+    cells: HashMap<ChunkId, Fetched>,
+    order: VecDeque<(ChunkId, usize)>,
+    kept: usize,
+}
+
 /// What the workers share.
 struct Pool {
     index: Arc<Index>,
@@ -165,8 +174,7 @@ struct Pool {
     window: usize,
     state: Mutex<State>,
     changed: Condvar,
-    /// Fetches by id: in flight, or done and kept a while.
-    fetches: Mutex<(HashMap<ChunkId, Fetched>, VecDeque<(ChunkId, usize)>, usize)>,
+    fetches: Mutex<Fetches>,
     /// The id of a chunk of zeros of the maximum size.
     zero_id: OnceLock<ChunkId>,
     report: Arc<ExtractReport>,
@@ -225,7 +233,7 @@ impl Pool {
             report.zeros.fetch_add(1, Ordering::Relaxed);
             report.zero_bytes.fetch_add(len as u64, Ordering::Relaxed);
             Arc::new(vec![0u8; len])
-        } else if let Some(data) = self.from_seeds(&id, start, len) {
+        } else if let Some(data) = self.in_seeds(&id, start, len) {
             report.seeded.fetch_add(1, Ordering::Relaxed);
             report.seeded_bytes.fetch_add(len as u64, Ordering::Relaxed);
             Arc::new(data)
@@ -249,7 +257,7 @@ impl Pool {
     }
 
     /// The chunk from a seed other than the output, checked.
-    fn from_seeds(&self, id: &ChunkId, start: u64, len: usize) -> Option<Vec<u8>> {
+    fn in_seeds(&self, id: &ChunkId, start: u64, len: usize) -> Option<Vec<u8>> {
         for seed in &self.seeds {
             let at = match &seed.kind {
                 SeedKind::Output => continue,
@@ -273,7 +281,7 @@ impl Pool {
     fn fetch(&self, i: usize, id: ChunkId, len: usize) -> Result<Arc<Vec<u8>>, Failed> {
         let cell: Fetched = {
             let mut fetches = self.fetches.lock().map_err(|_| self.internal(i))?;
-            let (cells, order, kept) = &mut *fetches;
+            let Fetches { cells, order, kept } = &mut *fetches;
             if let Some(cell) = cells.get(&id) {
                 Arc::clone(cell)
             } else {
@@ -454,7 +462,7 @@ impl IndexedBlob {
                 stop: false,
             }),
             changed: Condvar::new(),
-            fetches: Mutex::new((HashMap::new(), VecDeque::new(), 0)),
+            fetches: Mutex::new(Fetches::default()),
             zero_id: OnceLock::new(),
             report,
         });
