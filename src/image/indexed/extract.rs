@@ -747,6 +747,179 @@ impl Drop for IndexedBlob {
 mod tests {
     use super::*;
 
+    use crate::casync::{ChunkSizes, Cutter, Entry};
+    use crate::store::{Location, Store};
+
+    /// `len` pseudo-random bytes (xorshift from `seed`).
+    fn noise(len: usize, seed: u64) -> Vec<u8> {
+        let mut state = seed;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect()
+    }
+
+    /// A blob cut into small chunks, stored in a directory store; the
+    /// index and the store.
+    fn stored(blob: &[u8], dir: &std::path::Path) -> (Index, Arc<Store>) {
+        let sizes = ChunkSizes {
+            min: 4096,
+            avg: 16384,
+            max: 65536,
+        };
+        let store = Store::open(Location::Directory(dir.join("store")), true).unwrap();
+        let mut chunks = Vec::new();
+        let mut at = 0;
+        for len in Cutter::new(sizes).lengths(blob) {
+            let data = &blob[at..at + len];
+            let id = Digest::Sha512_256.id(data);
+            store.put(&id, chunk::encode(data, 1)).unwrap();
+            at += len;
+            chunks.push(Entry { end: at as u64, id });
+        }
+        (
+            Index::new(Digest::Sha512_256, sizes, chunks),
+            Arc::new(store),
+        )
+    }
+
+    /// Read `blob` as the engine reads a mapped input: the data ranges,
+    /// holes sought over. The ranges read, with their bytes.
+    fn read_as_the_engine_does(end: &mut IndexedBlob, size: u64) -> Vec<(u64, Vec<u8>)> {
+        let mut ranges = Vec::new();
+        let mut at = 0;
+        while at < size {
+            let data = end.next_data(at).unwrap().unwrap_or(size);
+            if data > at {
+                assert_eq!(end.seek(Whence::Start(data)).unwrap(), data);
+                at = data;
+                continue;
+            }
+            let hole = end.next_hole(at).unwrap();
+            assert!(hole > at, "no progress at {at}");
+            let mut buf = vec![0u8; (hole - at).min(1 << 20) as usize];
+            let n = end.read(&mut buf).unwrap();
+            assert_eq!(n, buf.len());
+            ranges.push((at, buf));
+            at += n as u64;
+        }
+        ranges
+    }
+
+    #[test]
+    fn blocks_the_output_holds_are_holes_and_the_rest_is_the_blob() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut blob = noise(3 << 20, 5);
+        blob[(2 << 20) + 100_000..(2 << 20) + 300_000].fill(0);
+        let (index, store) = stored(&blob, dir.path());
+        // The output holds the blob but for two blocks.
+        let mut held = blob.clone();
+        for at in [(3 << 19) + 10, (5 << 19) + 4095] {
+            held[at] ^= 0xff;
+        }
+        let target = dir.path().join("target");
+        std::fs::write(&target, &held).unwrap();
+        let fd = std::fs::File::open(&target).unwrap();
+        let seeds = vec![Seed {
+            reader: SeedReader::Fd(fd.into()),
+            kind: SeedKind::Output,
+        }];
+        let settings = ExtractSettings {
+            workers: 4,
+            window: 8,
+            holes: true,
+        };
+        let mut end = IndexedBlob::start(index.clone(), Arc::clone(&store), seeds, settings);
+        let size = blob.len() as u64;
+        let ranges = read_as_the_engine_does(&mut end, size);
+        let mut data = 0;
+        for (at, bytes) in &ranges {
+            assert_eq!(&blob[*at as usize..*at as usize + bytes.len()], &bytes[..]);
+            data += bytes.len();
+        }
+        // The first MiB, and the two blocks that differ.
+        let covered = |offset: usize| {
+            ranges
+                .iter()
+                .any(|(at, b)| (*at as usize..*at as usize + b.len()).contains(&offset))
+        };
+        assert!((0..1 << 20).step_by(4096).all(covered));
+        assert!(covered((3 << 19) + 10) && covered((5 << 19) + 4095));
+        assert!(data <= (1 << 20) + 2 * 4096, "{data} bytes read as data");
+        let report = end.report();
+        assert_eq!(report.fetched.load(Ordering::Relaxed), 2);
+        assert!(report.in_place.load(Ordering::Relaxed) > 100);
+        assert_eq!(report.unwritten.load(Ordering::Relaxed), size - data as u64);
+        Box::new(end).close().unwrap();
+
+        // Without the output as a seed: no holes, every byte the blob's.
+        let mut end = IndexedBlob::start(index.clone(), store, Vec::new(), settings);
+        assert_eq!(end.next_data(0), Err(Errno::NOTSUP));
+        let mut all = vec![0u8; blob.len() + 1];
+        let mut got = 0;
+        loop {
+            let n = end.read(&mut all[got..]).unwrap();
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        assert_eq!(&all[..got], &blob[..]);
+        // Each id fetched once, but a run of zeros of the maximum size,
+        // which is made.
+        let zeros = Digest::Sha512_256.id(&vec![0u8; index.sizes.max as usize]);
+        let distinct: std::collections::HashSet<ChunkId> = index
+            .chunks
+            .iter()
+            .map(|c| c.id)
+            .filter(|id| *id != zeros)
+            .collect();
+        let report = end.report();
+        assert_eq!(
+            report.fetched.load(Ordering::Relaxed),
+            distinct.len() as u64
+        );
+    }
+
+    #[test]
+    fn a_chunk_the_store_lacks_is_named_with_its_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let blob = noise(300_000, 9);
+        let (index, store) = stored(&blob, dir.path());
+        let lost = index.chunks.len() / 2;
+        store.remove(&index.chunks[lost].id).unwrap();
+        let (start, _) = index.span(lost);
+        let settings = ExtractSettings {
+            workers: 2,
+            window: 4,
+            holes: false,
+        };
+        let mut end = IndexedBlob::start(index.clone(), store, Vec::new(), settings);
+        let mut buf = vec![0u8; blob.len()];
+        let mut got = 0;
+        let errno = loop {
+            match end.read(&mut buf[got..]) {
+                Ok(0) => panic!("read to the end"),
+                Ok(n) => got += n,
+                Err(errno) => break errno,
+            }
+        };
+        assert_eq!(errno, Errno::NOENT);
+        assert!(got as u64 <= start);
+        let detail = end.take_detail().unwrap();
+        assert!(
+            detail.contains(&format!(
+                "chunk {lost} at blob offset {start} ({})",
+                index.chunks[lost].id
+            )) && detail.contains("is not in the store"),
+            "{detail}"
+        );
+    }
+
     #[test]
     fn held_blocks_are_whole_blocks_or_the_chunks_edges() {
         let new = vec![1u8; 10_000];
