@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::casync::{ChunkSizes, Digest, Index};
-use crate::ends::{self, End, Input, Output};
+use crate::ends;
+use crate::engine::stream::{stream_of, Input, Output, Stream};
 use crate::image::indexed::{
     ExtractReport, ExtractSettings, IndexFile, IndexMaker, IndexedBlob, MakeReport, MakeSettings,
     Seed, SeedKind, SeedReader,
@@ -136,7 +137,7 @@ impl Indexed {
                     crate::request::Settings::default().passthrough(),
                     &mut warnings,
                 )?;
-                IndexFile::End(output.end)
+                IndexFile::Stream(stream_of(output.end))
             }
             None => IndexFile::Path(path.clone()),
         };
@@ -152,7 +153,7 @@ impl Indexed {
         );
         self.made = Some(maker.report());
         Ok(Output {
-            end: Box::new(maker),
+            stream: Box::new(maker),
             name: ends::uri::shown(&path),
         })
     }
@@ -168,7 +169,7 @@ impl Indexed {
         holes: bool,
     ) -> Result<Input, Failure> {
         let name = quote_file(&input.name);
-        let bytes = read_whole(input.end.as_mut()).map_err(|(errno, detail)| {
+        let bytes = read_whole(input.stream.as_mut()).map_err(|(errno, detail)| {
             let why = detail.unwrap_or_else(|| crate::sys::errno_text(errno));
             Failure::Refused(format!("cannot read the index {name}: {why}"))
         })?;
@@ -201,7 +202,7 @@ impl Indexed {
             },
         );
         self.extracted = Some((blob.report(), blob.holes()));
-        let old = std::mem::replace(&mut input.end, Box::new(blob));
+        let old = std::mem::replace(&mut input.stream, Box::new(blob));
         let _ = old.close();
         input.seekable = false;
         input.seek_errno = Some(crate::sys::Errno::SPIPE);
@@ -257,18 +258,19 @@ impl Indexed {
     ) -> Result<Seed, Failure> {
         let text = path.to_string_lossy();
         let blob = PathBuf::from(&text[..text.len() - crate::request::INDEX_SUFFIX.len()]);
-        let mut opened = ends::open::open_input(
+        let opened = ends::open::open_input(
             &CopyPlan {
                 input: Some(path.to_owned()),
                 ..plan.clone()
             },
             crate::request::Settings::default().passthrough(),
         )?;
-        let bytes = read_whole(opened.end.as_mut()).map_err(|(errno, detail)| {
+        let mut seed_stream = stream_of(opened.end);
+        let bytes = read_whole(seed_stream.as_mut()).map_err(|(errno, detail)| {
             let why = detail.unwrap_or_else(|| crate::sys::errno_text(errno));
             Failure::Refused(format!("--seed={}: {why}", shown(path)))
         })?;
-        let _ = opened.end.close();
+        let _ = seed_stream.close();
         let seed_index = Index::parse(&bytes).map_err(|e| {
             Failure::Refused(format!(
                 "--seed={} is not a usable casync blob index: {e}",
@@ -367,7 +369,14 @@ impl Indexed {
     /// `--verify` of an extraction: every output read back, each chunk's
     /// bytes held to its id. Returns whether an output differs or cannot
     /// be read.
-    pub fn verify(&self, reporter: &Reporter, outputs: &[PathBuf], copy_failed: bool) -> bool {
+    pub fn verify(
+        &self,
+        reporter: &Reporter,
+        plan: &CopyPlan,
+        outputs: &[PathBuf],
+        passthrough: crate::ends::passthrough::Options,
+        copy_failed: bool,
+    ) -> bool {
         let (true, Some(index), false) = (self.verify, &self.index, copy_failed) else {
             return false;
         };
@@ -391,7 +400,8 @@ impl Indexed {
         let mut failed = false;
         for output in outputs {
             let quoted = shown(output);
-            match verify::verify_ranges(output, &checks, workers) {
+            let reopen = super::read_back::ReadBackOf::new(output, plan, passthrough);
+            match verify::verify_ranges(&reopen, &checks, workers) {
                 Ok(RangesVerdict::Identical { bytes }) => reporter.message(format_args!(
                     "verify: {bytes} bytes of {quoted} read back, each of the index's {} \
                      chunks as its id",
@@ -448,7 +458,7 @@ fn open_seed(plan: &CopyPlan, path: &Path) -> Result<SeedReader, Failure> {
 }
 
 /// All of `end`'s bytes, up to [`MAX_INDEX`]; Err with the end's detail.
-fn read_whole(end: &mut dyn End) -> Result<Vec<u8>, (crate::sys::Errno, Option<String>)> {
+fn read_whole(end: &mut dyn Stream) -> Result<Vec<u8>, (crate::sys::Errno, Option<String>)> {
     let mut bytes = Vec::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {

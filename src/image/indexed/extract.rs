@@ -1,4 +1,4 @@
-//! Extracting a casync index: an input end whose bytes are the index's
+//! Extracting a casync index: an input stage whose bytes are the index's
 //! blob, from seeds where they hold its chunks and from the store where
 //! they do not, each chunk checked against its id before it is passed
 //! on.
@@ -20,8 +20,8 @@
 //!
 //! Where the output is a seed, each chunk's bytes are also compared with
 //! what the output holds there, block by block ([`BLOCK`]); blocks that
-//! already hold their bytes are holes of this end ([`End::next_data`],
-//! [`End::next_hole`]), which the copy leaves unwritten as it leaves a
+//! already hold their bytes are holes of this stream
+//! ([`Stream::next_data`], [`Stream::next_hole`]), which the copy leaves unwritten as it leaves a
 //! block map's unmapped blocks: flash is not worn by writing what it
 //! holds. The first MiB is never a hole (the safe order for bootable
 //! media writes it last, over zeros). A read still returns the blob's
@@ -41,6 +41,7 @@ use std::thread::JoinHandle;
 
 use crate::casync::{chunk, ChunkId, Digest, Index};
 use crate::ends::{End, Kind, Whence};
+use crate::engine::stream::Stream;
 use crate::store::Store;
 use crate::sys::Errno;
 
@@ -609,7 +610,7 @@ impl IndexedBlob {
     }
 }
 
-impl End for IndexedBlob {
+impl Stream for IndexedBlob {
     fn kind(&self) -> Kind {
         Kind::Stream
     }

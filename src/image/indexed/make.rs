@@ -1,4 +1,4 @@
-//! Making a casync index: an output end that cuts the stream it is
+//! Making a casync index: an output stage that cuts the stream it is
 //! written into chunks, stores the chunks the store lacks, and writes the
 //! blob's index once the stream is whole.
 //!
@@ -14,12 +14,12 @@
 //!
 //! Zeros cost little: a chunk of zeros is not hashed again once its
 //! length's id is known, and a hole the copy passes on without its bytes
-//! ([`End::write_zeroes`], as `--used-only` passes unused blocks) becomes
+//! ([`Stream::write_zeroes`], as `--used-only` passes unused blocks) becomes
 //! chunks of zeros without being made into bytes where a whole chunk of
 //! the maximum size fits (the chunker never cuts inside a run of zeros
 //! before the maximum, unless zeros themselves cut).
 //!
-//! The index is written last, at [`End::finalise`]: every chunk stored and
+//! The index is written last, at [`Stream::finalise`]: every chunk stored and
 //! the store synced first, then the index, to a file of its own renamed
 //! over its name (or uploaded whole), so that an index never names a chunk
 //! that is not durably stored, and a backup that fails leaves the index
@@ -36,7 +36,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::casync::{chunk, ChunkId, ChunkSizes, Cutter, Digest, Entry, Index};
-use crate::ends::{End, Kind, Whence};
+use crate::ends::{Kind, Whence};
+use crate::engine::stream::Stream;
 use crate::store::Store;
 use crate::sys::Errno;
 
@@ -56,8 +57,8 @@ pub struct MakeSettings {
 pub enum IndexFile {
     /// A file, written beside itself and renamed over its name.
     Path(PathBuf),
-    /// An end written whole at the end (an upload).
-    End(Box<dyn End>),
+    /// An end written whole at the end (an upload), through its window.
+    Stream(Box<dyn Stream>),
 }
 
 /// What the making did, counted as it goes.
@@ -358,7 +359,7 @@ impl IndexMaker {
                 self.detail = Some(why);
                 errno
             }),
-            Some(IndexFile::End(mut end)) => {
+            Some(IndexFile::Stream(mut end)) => {
                 let mut done = 0;
                 while done < bytes.len() {
                     match end.write(&bytes[done..]) {
@@ -390,7 +391,7 @@ impl IndexMaker {
         for worker in self.workers.drain(..) {
             let _ = worker.join();
         }
-        if let Some(IndexFile::End(end)) = self.index.take() {
+        if let Some(IndexFile::Stream(end)) = self.index.take() {
             end.abandon();
         }
     }
@@ -424,7 +425,7 @@ fn write_beside(path: &std::path::Path, bytes: &[u8]) -> Result<(), (Errno, Stri
     })
 }
 
-impl End for IndexMaker {
+impl Stream for IndexMaker {
     fn kind(&self) -> Kind {
         Kind::Stream
     }
