@@ -23,7 +23,10 @@
 pub mod browser;
 pub mod bytes;
 pub mod cgroup;
+#[cfg(feature = "object")]
+pub mod cluster;
 pub mod cmd;
+pub mod delay;
 #[cfg(feature = "object")]
 pub mod fault;
 pub mod fixture;
