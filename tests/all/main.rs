@@ -16,6 +16,8 @@ mod bench;
 mod bench_page;
 mod cache;
 mod cli;
+#[cfg(feature = "object")]
+mod cluster_faults;
 mod compressed_input;
 mod corpora;
 mod differential;

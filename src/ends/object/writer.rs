@@ -874,13 +874,16 @@ async fn list_parts_page(
     }
 }
 
-/// A ListParts page's parts, and the marker of the next page if it is cut.
-struct PartsPage {
-    parts: Vec<(usize, u64, Option<String>)>,
-    next: Option<String>,
+/// A ListParts page's parts (number, size, ETag), and the marker of the
+/// next page if it is cut.
+#[derive(Debug)]
+pub(crate) struct PartsPage {
+    pub parts: Vec<(usize, u64, Option<String>)>,
+    pub next: Option<String>,
 }
 
-fn parse_list_parts(body: &str) -> Result<PartsPage, String> {
+/// A ListParts answer's page; Err says why it cannot be read (one line).
+pub(crate) fn parse_list_parts(body: &str) -> Result<PartsPage, String> {
     let document =
         roxmltree::Document::parse(body).map_err(|e| format!("an answer that is not XML: {e}"))?;
     let root = document.root_element();
@@ -987,9 +990,29 @@ impl End for ObjectWriter {
         self.max_in_flight = hint.depth.max(MIN_UPLOADS);
     }
 
-    /// Nothing of an upload is kept unless it completes.
+    /// Nothing of an upload is kept unless it completes, but for a
+    /// journaled one (`--map`): the parts its map records stay on the
+    /// server for `--resume`, and what they hold of this run's input is
+    /// what the statistics count as written.
     fn written_until(&self) -> Option<u64> {
-        Some(0)
+        if self.journal.is_none() {
+            return Some(0);
+        }
+        let stored = self.upload_record().map_or(0, |r| r.source_end());
+        Some(stored.saturating_sub(self.source_base))
+    }
+
+    /// Wait for the parts in flight; the first failure (the part being
+    /// gathered is sent at close: parts but the last have a minimum size).
+    fn settle(&mut self) -> Result<(), Errno> {
+        if let Some(failure) = &self.failure {
+            self.detail = Some(failure.detail.clone());
+            return Err(failure.errno);
+        }
+        if self.state != State::Writing {
+            return Ok(());
+        }
+        self.reap(0)
     }
 
     fn take_detail(&mut self) -> Option<String> {
