@@ -50,6 +50,8 @@ pub use reader::ObjectReader;
 pub use secret::Secret;
 #[cfg(feature = "object")]
 pub use writer::ObjectWriter;
+#[cfg(feature = "object")]
+pub(crate) use writer::{parse_list_parts, PartsPage};
 
 #[cfg(feature = "object")]
 use crate::sys::Errno;
