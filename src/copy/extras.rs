@@ -85,6 +85,7 @@ impl Extras {
         further: &[PathBuf],
         reporter: &Reporter,
         copy_failed: bool,
+        stored_as_written: Option<Result<String, String>>,
     ) -> bool {
         let Some(job) = job else {
             return false;
@@ -113,8 +114,22 @@ impl Extras {
             start: plan.skip.total_bytes(plan.input_block_size).unwrap_or(0),
         });
         // Every output was written from the same offset with the same
-        // bytes, so each is held to the same digests.
-        for output in std::iter::once(output).chain(further) {
+        // bytes, so each is held to the same digests. An output whose
+        // store confirmed it holds the bytes written (an object's checksum,
+        // computed by the server) is not read back.
+        let quoted = quote_file(&crate::ends::uri::shown(output));
+        match stored_as_written {
+            Some(Ok(how)) if !copy_failed => reporter.message(format!(
+                "verify: {} bytes of {quoted} not read back: {how}",
+                chunks.total
+            )),
+            Some(Err(why)) if !copy_failed => {
+                reporter.message(format!("verify: {quoted}: {why}, so it is read back"));
+                failed |= read_back(output, output_start, &chunks, reference, reporter);
+            }
+            _ => failed |= read_back(output, output_start, &chunks, reference, reporter),
+        }
+        for output in further {
             failed |= read_back(output, output_start, &chunks, reference, reporter);
         }
         failed

@@ -33,7 +33,7 @@ pub use files::{bmap, hash_file, mapfile};
 #[cfg(feature = "nbd")]
 pub use remote::extents;
 #[cfg(feature = "object")]
-pub use remote::{aws_config, list_parts, redact};
+pub use remote::{aws_config, checksums, list_parts, redact};
 pub use remote::{upload_record, uri};
 pub use system::{device_probe, kernel_texts, scsi_sense};
 
@@ -102,6 +102,12 @@ pub const TARGETS: &[Target] = &[
         name: "list_parts",
         reads: "an S3 server's ListParts answers (XML), read when --resume checks an upload",
         run: list_parts,
+    },
+    #[cfg(feature = "object")]
+    Target {
+        name: "checksums",
+        reads: "an S3 server's part ids and checksums (x-amz-checksum-sha256) of an upload",
+        run: checksums,
     },
     Target {
         name: "upload_record",

@@ -476,3 +476,51 @@ pub fn upload_record(data: &[u8]) {
         }
     }
 }
+
+/// `data` is what a store answers about an upload's checksums, separated
+/// by NUL bytes: a part's id as object_store keeps it (the part's ETag
+/// and the checksum the server checked), the checksums of the parts, and
+/// the object's checksum as the server gives it. A part's id reads back
+/// as written; the parts' composite checksum is S3's form (base64 of a
+/// SHA-256, `-`, the count) or refused in one line; the comparison with
+/// the server's confirms only an equal checksum and otherwise says so in
+/// one line.
+#[cfg(feature = "object")]
+pub fn checksums(data: &[u8]) {
+    use crate::ends::object::checksum::{self, Confirmation, PartAnswer};
+
+    let text = String::from_utf8_lossy(data);
+    let mut fields: Vec<&str> = text.split('\0').collect();
+    let part_id = fields.remove(0);
+    let answered = fields.pop();
+    let answer = PartAnswer::of_part_id(part_id);
+    assert_eq!(
+        PartAnswer::of_part_id(&answer.part_id()),
+        answer,
+        "{part_id:?}"
+    );
+    if !part_id.starts_with("<PartMetadata") {
+        assert_eq!(answer.etag, part_id);
+        assert_eq!(answer.sha256, None);
+    }
+    let sent = checksum::composite(fields.iter().copied());
+    match &sent {
+        Ok(sum) => {
+            let (digest, count) = sum.rsplit_once('-').expect("a count");
+            assert_eq!(digest.len(), 44, "{sum}");
+            assert_eq!(count, fields.len().to_string(), "{sum}");
+        }
+        Err(why) => assert_one_line("a composite checksum's refusal", why),
+    }
+    match checksum::confirm(sent.clone(), answered) {
+        Ok(Confirmation::Confirmed { sha256 }) => {
+            let answered = answered.expect("an answer").trim();
+            let sent = sent.expect("a checksum sent");
+            assert_eq!(sha256, sent);
+            assert!(answered == sent || sent.starts_with(&format!("{answered}-")));
+            assert_one_line("a confirmation", &checksum::described(&sha256));
+        }
+        Ok(Confirmation::Unchecked(why)) => assert_one_line("why a checksum is unchecked", &why),
+        Err(why) => assert_one_line("a checksum mismatch", &why),
+    }
+}

@@ -14,8 +14,9 @@ use crate::rigs;
 use crate::rigs::bytes::{pattern, sha256};
 use crate::rigs::cluster::{bucket_or_skip, Bucket};
 use crate::rigs::cmd::{ddx, gnu_dd};
+use crate::rigs::fault::FaultProxy;
 use crate::rigs::fixture::{statistics, Ddx};
-use crate::rigs::object::ShortHttpServer;
+use crate::rigs::object::{S3Server, ShortHttpServer};
 
 const MIB: usize = 1 << 20;
 
@@ -237,8 +238,15 @@ fn a_copy_that_fails_mid_stream_leaves_no_object_and_no_pending_upload() {
     bucket.assert_no_pending_upload();
 }
 
+/// `--verify` onto an object: the cluster checks every part's SHA-256 and
+/// gives the object's (S3's composite of the parts'), which ddx compares
+/// with its own, so the object is not read back; s3s-fs gives no
+/// checksum (it shows a store that cannot say), and the object is read
+/// back.
 #[test]
-fn hash_and_verify_read_the_object_back() {
+fn verify_takes_the_servers_checksum_or_reads_the_object_back() {
+    use base64::Engine;
+    use sha2::{Digest, Sha256};
     let Some(bucket) = bucket_or_skip() else {
         return;
     };
@@ -247,17 +255,49 @@ fn hash_and_verify_read_the_object_back() {
     let input = dir.path().join("in");
     std::fs::write(&input, &data).expect("input");
     let digest = sha256(&input);
+    let watching = FaultProxy::start(bucket.cluster.port(), Vec::new());
     let done = ddx_for(&bucket)
+        .env("AWS_ENDPOINT_URL", watching.endpoint())
         .arg(format!("if={}", input.display()))
         .arg(format!("of={}", bucket.url("checked")))
         .args(["bs=4M", "--hash=sha256", "--verify"])
         .succeeds();
     done.says(&format!("sha256: {digest}"));
+    // S3's composite checksum of the two parts (16 MiB and the rest).
+    let mut of_parts = Sha256::new();
+    for part in [&data[..16 * MIB], &data[16 * MIB..]] {
+        of_parts.update(Sha256::digest(part));
+    }
+    let composite = format!(
+        "{}-2",
+        base64::engine::general_purpose::STANDARD.encode(of_parts.finalize())
+    );
     done.says(&format!(
-        "verify: 20971525 bytes of '{}' read back, identical",
+        "verify: 20971525 bytes of '{}' not read back: the server's SHA-256 of its 2 parts, \
+         {composite}, is that of the bytes sent",
         bucket.url("checked")
     ));
+    let gets = watching
+        .seen()
+        .iter()
+        .filter(|s| s.method == "GET" && !s.target.contains("uploadId"))
+        .count();
+    assert_eq!(gets, 0, "read back: {:?}", watching.seen());
     assert!(bucket.object("checked").expect("stored") == data);
+
+    let Some(plain) = rigs::or_skip(S3Server::start_in(&dir.path().join("s3s"))) else {
+        return;
+    };
+    let done = Ddx::new()
+        .envs(plain.env())
+        .env("HOME", "/nonexistent")
+        .arg(format!("if={}", input.display()))
+        .args(["of=s3://bkt/checked", "bs=4M", "--verify"])
+        .succeeds();
+    // s3s-fs answers parts without the checksum it was sent.
+    done.says("part 1 has no SHA-256 the server checked, so it is read back");
+    done.says("verify: 20971525 bytes of 's3://bkt/checked' read back, identical");
+    assert!(std::fs::read(plain.object_file("bkt", "checked")).expect("stored") == data);
 }
 
 #[test]

@@ -30,6 +30,8 @@ mod url;
 pub use url::{recognise, shown, ObjectUrl, UrlError};
 
 #[cfg(feature = "object")]
+pub(crate) mod checksum;
+#[cfg(feature = "object")]
 mod config;
 #[cfg(feature = "object")]
 pub(crate) mod profile;

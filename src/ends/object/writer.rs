@@ -52,6 +52,7 @@ use object_store::{MultipartId, ObjectStoreExt, PutPayload};
 use tokio::runtime::{Handle, Runtime};
 use tokio::task::JoinSet;
 
+use super::checksum::{self, Confirmation, PartAnswer};
 use super::config::{Config, Direction, Store};
 use super::url::ObjectUrl;
 use super::{runtime, ObjectError};
@@ -135,6 +136,8 @@ pub struct ObjectWriter {
     state: State,
     failure: Option<ObjectError>,
     detail: Option<String>,
+    /// What the server's checksum says of the object once it is whole.
+    confirmation: Option<Confirmation>,
 }
 
 /// One part of the upload.
@@ -143,7 +146,8 @@ struct Part {
     size: u64,
     /// The input offset where its bytes end (see `ends::upload`).
     source_end: u64,
-    /// Set once the server stored it.
+    /// Its id once the server stored it: object_store's, the ETag and
+    /// the checksum the server checked (see `checksum::PartAnswer`).
     etag: Option<String>,
 }
 
@@ -373,6 +377,7 @@ impl ObjectWriter {
             state: State::Writing,
             failure: None,
             detail: None,
+            confirmation: None,
         })
     }
 
@@ -464,11 +469,13 @@ impl ObjectWriter {
             .iter()
             .enumerate()
             .map_while(|(index, part)| {
+                let answer = PartAnswer::of_part_id(part.etag.as_ref()?);
                 Some(StoredPart {
                     number: index + 1,
                     size: part.size,
                     source_end: part.source_end,
-                    etag: part.etag.clone()?,
+                    etag: answer.etag,
+                    sha256: answer.sha256,
                 })
             })
             .collect();
@@ -648,6 +655,7 @@ impl ObjectWriter {
             return Err(failure.errno);
         }
         if !self.started {
+            let sent = checksum::sha256(&self.part);
             let data = PutPayload::from(Bytes::from(std::mem::take(&mut self.part)));
             let Some(commit) = begin_commit() else {
                 return Err(Errno::INTR);
@@ -656,7 +664,10 @@ impl ObjectWriter {
             let put = runtime::run(&self.runtime, async move { store.put(&path, data).await });
             commit.done(put.is_ok());
             return match put {
-                Ok(_) => self.committed(),
+                Ok(_) => {
+                    self.committed()?;
+                    self.confirm(Ok(sent))
+                }
                 Err(e) => {
                     let error = self.error("writing the object", &e);
                     Err(self.failed(error))
@@ -687,6 +698,7 @@ impl ObjectWriter {
                 content_id: p.etag.clone().expect("every part stored"),
             })
             .collect();
+        let sent = checksum::composite_of(&parts);
         let (multipart, path) = (Arc::clone(&self.multipart), self.store.path.clone());
         let completed = runtime::run(&self.runtime, async move {
             multipart.complete_multipart(&path, &id, parts).await
@@ -695,11 +707,34 @@ impl ObjectWriter {
         match completed {
             Ok(_) => {
                 self.shared.lock().id = None;
-                self.committed()
+                self.committed()?;
+                self.confirm(sent)
             }
             Err(e) => {
                 let error = self.error("completing the upload", &e);
                 Err(self.failed(error))
+            }
+        }
+    }
+
+    /// The object is whole under its key: its checksum, as the server
+    /// gives it, compared with `sent`, computed from the bytes sent (see
+    /// `checksum`). Err: they differ, or the server could not be asked.
+    fn confirm(&mut self, sent: Result<String, String>) -> Result<(), Errno> {
+        let checked = checksum::stored_sha256(&self.store, &self.runtime).and_then(|answered| {
+            checksum::confirm(sent, answered.as_deref()).map_err(|why| ObjectError {
+                errno: Errno::IO,
+                detail: format!("the upload completed, but {why}"),
+            })
+        });
+        match checked {
+            Ok(confirmation) => {
+                self.confirmation = Some(confirmation);
+                Ok(())
+            }
+            Err(error) => {
+                self.detail = Some(self.store.redactor.clean(&error.detail));
+                Err(error.errno)
             }
         }
     }
@@ -814,7 +849,13 @@ impl ObjectWriter {
             .map(|p| Part {
                 size: p.size,
                 source_end: p.source_end,
-                etag: Some(p.etag.clone()),
+                etag: Some(
+                    PartAnswer {
+                        etag: p.etag.clone(),
+                        sha256: p.sha256.clone(),
+                    }
+                    .part_id(),
+                ),
             })
             .collect();
         self.recorded = self.parts.len().max(1);
@@ -1067,6 +1108,13 @@ impl End for ObjectWriter {
             // An error is kept for the next write, sync or close.
             let _ = self.send_part(self.source_base + source);
         }
+    }
+
+    fn stored_as_written(&self) -> Option<Result<String, String>> {
+        Some(match self.confirmation.as_ref()? {
+            Confirmation::Confirmed { sha256 } => Ok(checksum::described(sha256)),
+            Confirmation::Unchecked(why) => Err(why.clone()),
+        })
     }
 
     fn close(mut self: Box<Self>) -> Result<(), Errno> {
