@@ -28,6 +28,8 @@ mod guard;
 mod guide;
 mod image;
 mod image_copy;
+#[cfg(all(feature = "nbd", feature = "object"))]
+mod latency;
 mod layers;
 #[cfg(feature = "nbd")]
 mod nbd;
