@@ -914,12 +914,8 @@ impl End for NbdEnd {
         self.pool.keep(2 * hint.depth + 2);
         if self.info.can_multi_conn {
             let wanted = self.max_connections.min(hint.depth);
-            while self.conns.len() < wanted {
-                match Handle::connect(&self.uri) {
-                    Ok(handle) => self.conns.push(handle),
-                    Err(_) => break,
-                }
-            }
+            let more = wanted.saturating_sub(self.conns.len());
+            self.conns.extend(connect_at_once(&self.uri, more));
         }
     }
 
@@ -993,4 +989,20 @@ fn words(error: &NbdError) -> String {
     } else {
         error.message.clone()
     }
+}
+
+/// `count` more connections to `uri`, made at once: each costs the
+/// handshake's round trips (a few on loopback, a quarter of a second at
+/// 25 ms each way), which one after another would add up before the
+/// copy starts. Those that cannot be made are done without.
+fn connect_at_once(uri: &str, count: usize) -> Vec<Handle> {
+    std::thread::scope(|scope| {
+        let connecting: Vec<_> = (0..count)
+            .map(|_| scope.spawn(|| Handle::connect(uri)))
+            .collect();
+        connecting
+            .into_iter()
+            .filter_map(|c| c.join().ok()?.ok())
+            .collect()
+    })
 }
