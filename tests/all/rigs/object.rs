@@ -1,7 +1,9 @@
 //! Servers for object ends, each started on a free loopback port over a
-//! temporary directory and stopped on Drop: s3s-fs (a real S3 server
-//! storing objects as plain files, so a test can compare what it stored)
-//! and rclone's HTTP server (ranges, HEAD, and TLS with a certificate the
+//! temporary directory and stopped on Drop (the S3 store of most tests is
+//! the SeaweedFS cluster of `cluster`): s3s-fs (a one-process S3 server
+//! storing objects as plain files in a directory the test chooses, for
+//! what the cluster cannot show: a store whose disk fills, one that gives
+//! no checksums) and rclone's HTTP server (ranges, HEAD, and TLS with a certificate the
 //! test makes with openssl and trusts explicitly), python's http.server,
 //! which ignores `Range`, a python server that hangs up mid-body (an
 //! input that fails mid-stream), and socat as a TLS front for s3s-fs (an
@@ -14,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::{have, run_tool, spawn_server};
 
-/// The credentials s3s-fs is started with.
+/// The credentials every S3 server here is started with.
 pub const ACCESS_KEY: &str = "ddx-test-access-key";
 pub const SECRET_KEY: &str = "ddx-test-secret-Zq8vN3wX";
 
