@@ -494,11 +494,20 @@ pub fn checksums(data: &[u8]) {
     let part_id = fields.remove(0);
     let answered = fields.pop();
     let answer = PartAnswer::of_part_id(part_id);
-    assert_eq!(
-        PartAnswer::of_part_id(&answer.part_id()),
-        answer,
-        "{part_id:?}"
-    );
+    let again = PartAnswer::of_part_id(&answer.part_id());
+    // What XML can hold reads back whole; an ETag it cannot, at least
+    // as the ETag.
+    let legal = |s: &str| {
+        s.chars().all(|c| {
+            (!c.is_control() || matches!(c, '\t' | '\n' | '\r'))
+                && !matches!(c, '\u{fffe}' | '\u{ffff}')
+        })
+    };
+    if legal(&answer.etag) && answer.sha256.as_deref().is_none_or(legal) {
+        assert_eq!(again, answer, "{part_id:?}");
+    } else {
+        assert_eq!(again.etag, answer.etag, "{part_id:?}");
+    }
     if !part_id.starts_with("<PartMetadata") {
         assert_eq!(answer.etag, part_id);
         assert_eq!(answer.sha256, None);

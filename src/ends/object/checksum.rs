@@ -85,6 +85,17 @@ impl PartAnswer {
     /// The part's id for object_store's completing request, which sends
     /// each part's ETag and checksum.
     pub fn part_id(&self) -> String {
+        // Characters XML cannot hold, even escaped, leave the bare ETag
+        // (the checksum is then not sent: no server answers with those).
+        let legal = |s: &str| {
+            s.chars().all(|c| {
+                (!c.is_control() || matches!(c, '\t' | '\n' | '\r'))
+                    && !matches!(c, '\u{fffe}' | '\u{ffff}')
+            })
+        };
+        if !legal(&self.etag) || self.sha256.as_deref().is_some_and(|c| !legal(c)) {
+            return self.etag.clone();
+        }
         match &self.sha256 {
             // A bare ETag, unless it would read as such a document.
             None if !self.etag.starts_with("<PartMetadata") => self.etag.clone(),
