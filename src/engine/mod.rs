@@ -14,7 +14,9 @@ pub mod handoff;
 pub mod offload;
 pub mod reader;
 pub mod shape;
+pub mod stream;
 pub mod uring;
+pub mod window;
 pub mod writer;
 
 pub use backend::{Backend, Shaping, DEFAULT_QUEUE_DEPTH};

@@ -391,7 +391,7 @@ impl Model {
 /// parts and marker; a page that cannot be read is refused in one line.
 #[cfg(feature = "object")]
 pub fn list_parts(data: &[u8]) {
-    use crate::ends::object::parse_list_parts;
+    use crate::ends::object::list_parts::parse_list_parts;
 
     let text = String::from_utf8_lossy(data);
     let page = match parse_list_parts(&text) {
@@ -426,7 +426,7 @@ pub fn list_parts(data: &[u8]) {
     let again = parse_list_parts(&xml).expect("a page ddx's own writer made");
     // An empty ETag or marker reads back as none.
     let present = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
-    let parts = |page: &crate::ends::object::PartsPage| -> Vec<_> {
+    let parts = |page: &crate::ends::object::list_parts::PartsPage| -> Vec<_> {
         page.parts
             .iter()
             .map(|(n, size, etag)| (*n, *size, present(etag)))
