@@ -245,7 +245,10 @@ const ROWS: &[Row] = &[
     saying(
         "ddx if=disk.img of=s3://my-bucket/disk.img bs=8M --verify",
         GnuDd,
-        &["not read back: the server's SHA-256 of its ", "is that of the bytes sent"],
+        &[
+            "not read back: the server's SHA-256 of its ",
+            "is that of the bytes sent",
+        ],
     ),
     row(
         "ddx if=s3://my-bucket/disk.img of=/dev/sdX bs=8M conv=fsync",
