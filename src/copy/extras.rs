@@ -17,6 +17,15 @@ use crate::progress::Reporter;
 use crate::rescue::{self, PositionalCopy};
 use crate::text::quote::quote_file;
 
+/// How the copy ended, for what the options add after it.
+pub struct Ended {
+    /// The copy failed.
+    pub failed: bool,
+    /// What the output's store said of the bytes it holds
+    /// (`End::stored_as_written`).
+    pub stored_as_written: Option<Result<String, String>>,
+}
+
 /// What ddx's own options ask for, checked.
 #[derive(Debug, Default)]
 pub struct Extras {
@@ -85,9 +94,12 @@ impl Extras {
         further: &[PathBuf],
         passthrough: crate::ends::passthrough::Options,
         reporter: &Reporter,
-        copy_failed: bool,
-        stored_as_written: Option<Result<String, String>>,
+        ended: Ended,
     ) -> bool {
+        let Ended {
+            failed: copy_failed,
+            stored_as_written,
+        } = ended;
         let Some(job) = job else {
             return false;
         };

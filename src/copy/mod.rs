@@ -345,8 +345,10 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         &images.kept_outputs(),
         request.settings.passthrough(),
         &reporter,
-        failed,
-        stored_as_written,
+        extras::Ended {
+            failed,
+            stored_as_written,
+        },
     );
     if let Some(output) = &plan.output {
         let outputs: Vec<_> = std::iter::once(output.clone())
