@@ -156,6 +156,7 @@ print(len(lacked), stored, differ)
 PY
 )
 echo "  release N+1 added $added chunks to the store; it has $lacking release N lacks (${lacking_bytes} bytes stored)"
+[ "$added" = "$lacking" ] || { echo "release N+1 added $added chunks, not the $lacking release N lacks"; exit 1; }
 
 # --- 2. update in place -----------------------------------------------------
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -285,6 +285,8 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         command_line: &context.command_line,
     };
 
+    // What the output's store said of the bytes it holds, for --verify.
+    let mut stored_as_written = None;
     let (failed, aftermath, report) = match &extras.positional {
         Some(positional) => {
             let (failed, aftermath) = positional::run(
@@ -322,7 +324,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             // The reporter still watches signals while the output is made
             // final: one that comes before an upload's completing request
             // aborts it, one after it waits for its outcome.
-            close_output(output, failed)?;
+            stored_as_written = close_output(output, failed)?;
             ticker.stop();
             (failed, None, report)
         }
@@ -364,7 +366,10 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         &images.kept_outputs(),
         request.settings.passthrough(),
         &reporter,
-        failed,
+        extras::Ended {
+            failed,
+            stored_as_written,
+        },
     );
     if let Some(output) = &plan.output {
         let outputs: Vec<_> = std::iter::once(output.clone())
@@ -493,7 +498,7 @@ fn stream(
 /// there.
 fn close(input: Input, output: Output) -> Result<(), Failure> {
     close_input(input)?;
-    close_output(output, false)
+    close_output(output, false).map(drop)
 }
 
 fn close_input(input: Input) -> Result<(), Failure> {
@@ -506,8 +511,9 @@ fn close_input(input: Input) -> Result<(), Failure> {
 /// Close the output; after a `failed` copy, as its end finalises one
 /// (an upload is aborted rather than completed). The end is finalised
 /// first, so that what it says about that (the server's answer to an
-/// upload's completion or abort) is in the message.
-fn close_output(output: Output, failed: bool) -> Result<(), Failure> {
+/// upload's completion or abort) is in the message. Ok: what the store
+/// said of the bytes it holds (`End::stored_as_written`).
+fn close_output(output: Output, failed: bool) -> Result<Option<Result<String, String>>, Failure> {
     let Output {
         stream: mut end,
         name,
@@ -526,12 +532,14 @@ fn close_output(output: Output, failed: bool) -> Result<(), Failure> {
         end.abandon();
         return Err(closing(errno, detail));
     }
+    let stored = end.stored_as_written();
     let closed = if failed {
         end.close_failed()
     } else {
         end.close()
     };
-    closed.map_err(|errno| closing(errno, None))
+    closed.map_err(|errno| closing(errno, None))?;
+    Ok(stored)
 }
 
 /// bs=auto: measure now that both ends are open (the probe only reads).

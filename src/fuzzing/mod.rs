@@ -34,9 +34,9 @@ pub use disks::{ext, fat, ntfs, partition_table, swap, used_blocks, xfs};
 pub use files::{bmap, hash_file, mapfile};
 #[cfg(feature = "nbd")]
 pub use remote::extents;
-pub use remote::uri;
 #[cfg(feature = "object")]
-pub use remote::{aws_config, redact};
+pub use remote::{aws_config, checksums, list_parts, redact};
+pub use remote::{upload_record, uri};
 pub use system::{device_probe, kernel_texts, scsi_sense};
 
 /// One fuzz target: its name (the file under `fuzz/fuzz_targets/`, the
@@ -108,6 +108,23 @@ pub const TARGETS: &[Target] = &[
         name: "redact",
         reads: "texts from an object store, cleaned of the secrets they may quote",
         run: redact,
+    },
+    #[cfg(feature = "object")]
+    Target {
+        name: "list_parts",
+        reads: "an S3 server's ListParts answers (XML), read when --resume checks an upload",
+        run: list_parts,
+    },
+    #[cfg(feature = "object")]
+    Target {
+        name: "checksums",
+        reads: "an S3 server's part ids and checksums (x-amz-checksum-sha256) of an upload",
+        run: checksums,
+    },
+    Target {
+        name: "upload_record",
+        reads: "the record of a resumable upload in a map's comments (--map onto an object)",
+        run: upload_record,
     },
     #[cfg(feature = "nbd")]
     Target {

@@ -5,12 +5,13 @@
 //! indexes themselves (read with ddx's library) are the oracles for what
 //! was stored, fetched and written.
 //!
-//! The disks are images of 1 GiB with a GPT, a FAT32 and an ext4 holding
-//! files, made by sfdisk, mkfs.vfat, mtools and mkfs.ext4 -d into sparse
-//! files (only their used blocks take room, and runs of zeros are cheap
-//! to chunk). Stores are directories, a web server's directory (rclone
-//! serve http) and S3: s3s-fs, a single-process server, until the
-//! SeaweedFS cluster rig is on main.
+//! The disks are images (1 GiB for the round trips) with a GPT, a FAT32
+//! and an ext4 holding files, made by sfdisk, mkfs.vfat, mtools and
+//! mkfs.ext4 -d into sparse files (only their used blocks take room, and
+//! runs of zeros are cheap to chunk). Stores are directories, a web
+//! server's directory (rclone serve http) and S3 on the SeaweedFS cluster
+//! (`rigs::cluster`), listed by rclone and read back by casync through
+//! the cluster's own HTTP view of the bucket (its filer).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -20,9 +21,10 @@ use ddx::casync::{chunk, ChunkId, Digest, Entry, Index};
 
 use crate::rigs;
 use crate::rigs::bytes::pattern;
+use crate::rigs::cluster::{self, Bucket};
 use crate::rigs::cmd::operand;
 use crate::rigs::fixture::{Ddx, Ran};
-use crate::rigs::object::{free_port, s3_or_skip, HttpServer, S3Server};
+use crate::rigs::object::{free_port, HttpServer};
 use crate::rigs::{must_run, LoopDevice, LoopOptions};
 
 const MIB: u64 = 1 << 20;
@@ -31,11 +33,13 @@ const GIB: u64 = 1 << 30;
 /// casync, and what a disk image is made with.
 const DISK_TOOLS: &[&str] = &["casync", "sfdisk", "mkfs.vfat", "mcopy", "mkfs.ext4"];
 
-/// A 1 GiB disk image at `dir/name`: GPT, p1 FAT32 of 64 MiB and p2 ext4
-/// filling the rest, each holding files seeded by `seed` (`variant`
+/// A disk image of `size` bytes at `dir/name`: GPT, p1 FAT32 of 64 MiB
+/// and p2 ext4 filling the rest, each holding files seeded by `seed` (`variant`
 /// changes one file's bytes and adds one, as a similar machine's disk
 /// differs). Sparse: only the file systems' used blocks are written.
-fn gpt_disk(dir: &Path, name: &str, seed: u64, variant: u64) -> PathBuf {
+fn gpt_disk(dir: &Path, name: &str, size: u64, seed: u64, variant: u64) -> PathBuf {
+    // The ext4's sectors: up to the backup GPT's 33 at the end, in MiB.
+    let ext4_sectors = (size / 512 - 133_120 - 2048) / 2048 * 2048;
     let image = dir.join(name);
     let content = dir.join(format!("{name}.content"));
     std::fs::create_dir_all(content.join("etc")).unwrap();
@@ -60,7 +64,7 @@ fn gpt_disk(dir: &Path, name: &str, seed: u64, variant: u64) -> PathBuf {
         .unwrap();
     }
     let file = std::fs::File::create(&image).unwrap();
-    file.set_len(GIB).unwrap();
+    file.set_len(size).unwrap();
     drop(file);
     let mut sfdisk = Command::new("sfdisk");
     sfdisk
@@ -74,9 +78,12 @@ fn gpt_disk(dir: &Path, name: &str, seed: u64, variant: u64) -> PathBuf {
         .take()
         .unwrap()
         .write_all(
-            b"label: gpt\n\
-              start=2048, size=131072, type=EBD0A0A2-B9E5-4433-87C0-68B6B72699C7\n\
-              start=133120, size=1961984, type=0FC63DAF-8483-4772-8E79-3D69D8477DE4\n",
+            format!(
+                "label: gpt\n\
+                 start=2048, size=131072, type=EBD0A0A2-B9E5-4433-87C0-68B6B72699C7\n\
+                 start=133120, size={ext4_sectors}, type=0FC63DAF-8483-4772-8E79-3D69D8477DE4\n"
+            )
+            .as_bytes(),
         )
         .unwrap();
     assert!(child.wait().unwrap().success(), "sfdisk");
@@ -109,7 +116,7 @@ fn gpt_disk(dir: &Path, name: &str, seed: u64, variant: u64) -> PathBuf {
             .args(["-q", "-F", "-E", &format!("offset={}", 133120 * 512), "-d"])
             .arg(&content)
             .arg(&image)
-            .arg(format!("{}k", 1961984 / 2)),
+            .arg(format!("{}k", ext4_sectors / 2)),
     );
     image
 }
@@ -261,7 +268,7 @@ fn ddx_makes_the_index_casync_makes_byte_for_byte() {
     }
 
     // A disk image, raw and compressed (--decompress): the same index.
-    let disk = gpt_disk(dir, "disk.img", 9, 0);
+    let disk = gpt_disk(dir, "disk.img", GIB, 9, 0);
     let store = dir.join("disk-store");
     for (index, input, extra) in [
         ("disk-ddx.caibx", disk.clone(), None),
@@ -306,7 +313,7 @@ fn each_extracts_what_the_other_made_onto_files_a_tee_and_nbd() {
     }
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let disk = gpt_disk(dir, "disk.img", 11, 0);
+    let disk = gpt_disk(dir, "disk.img", GIB, 11, 0);
     // ddx makes (its store the default beside the index); casync extracts.
     let made = Ddx::new()
         .arg(operand("if", &disk))
@@ -624,16 +631,142 @@ fn bad_indexes_chunks_and_stores_are_one_line_naming_them() {
     std::fs::write(&file, kept).unwrap();
 }
 
+/// Where a test's chunks go: a directory, or a prefix of a bucket on the
+/// cluster.
+enum TestStore<'a> {
+    Directory(PathBuf),
+    Bucket(&'a Bucket<'static>, String),
+}
+
+impl TestStore<'_> {
+    fn url(&self) -> String {
+        match self {
+            TestStore::Directory(root) => root.display().to_string(),
+            TestStore::Bucket(bucket, prefix) => bucket.url(prefix),
+        }
+    }
+
+    /// The same store as casync reads it: the directory, or the cluster's
+    /// HTTP view of the prefix.
+    fn for_casync(&self) -> String {
+        match self {
+            TestStore::Directory(root) => root.display().to_string(),
+            TestStore::Bucket(bucket, prefix) => bucket.http_url(prefix),
+        }
+    }
+
+    /// A command with the settings that reach the store.
+    fn command(&self) -> Command {
+        let mut cmd = crate::rigs::cmd::ddx();
+        cmd.env("HOME", "/nonexistent");
+        if let TestStore::Bucket(bucket, _) = self {
+            cmd.envs(bucket.env());
+        }
+        cmd
+    }
+
+    /// Every file of the store (its path in the store and its bytes); for
+    /// a bucket, copied out by rclone.
+    fn contents(&self, scratch: &Path) -> Vec<(String, Vec<u8>)> {
+        let root = match self {
+            TestStore::Directory(root) => root.clone(),
+            TestStore::Bucket(bucket, prefix) => {
+                let copy = scratch.join(format!("copy-of-{}", prefix.replace('/', "-")));
+                let _ = std::fs::remove_dir_all(&copy);
+                let out = rclone(bucket)
+                    .arg("copy")
+                    .arg(format!(":s3:{}/{prefix}", bucket.name))
+                    .arg(&copy)
+                    .output()
+                    .expect("rclone");
+                assert!(
+                    out.status.success(),
+                    "rclone copy: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                copy
+            }
+        };
+        let mut files = Vec::new();
+        let mut dirs = vec![root.clone()];
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if let Ok(bytes) = std::fs::read(&path) {
+                    let name = path.strip_prefix(&root).unwrap().display().to_string();
+                    files.push((name, bytes));
+                }
+            }
+        }
+        files.sort();
+        files
+    }
+
+    /// How many chunk files the store holds so far.
+    fn count(&self) -> usize {
+        match self {
+            TestStore::Directory(root) => store_files(root)
+                .iter()
+                .filter(|(n, _)| n.ends_with(".cacnk"))
+                .count(),
+            TestStore::Bucket(bucket, prefix) => listed(bucket, prefix).len(),
+        }
+    }
+}
+
+/// Every chunk file in `files` is whole and holds the chunk it is named
+/// after: `xxxx/<id>.cacnk`, one zstd frame (decoded by the zstd crate)
+/// whose bytes' SHA-512/256 is the id. Files of other names are returned.
+#[track_caller]
+fn chunks_are_whole(files: &[(String, Vec<u8>)]) -> (HashSet<String>, Vec<String>) {
+    let mut chunks = HashSet::new();
+    let mut others = Vec::new();
+    for (name, bytes) in files {
+        let Some(id) = name.strip_suffix(".cacnk") else {
+            others.push(name.clone());
+            continue;
+        };
+        let (prefix, id) = id.split_once('/').expect("a chunk is in its directory");
+        assert_eq!(prefix, &id[..4], "{name}");
+        let data = zstd::stream::decode_all(&bytes[..])
+            .unwrap_or_else(|e| panic!("{name} is not a whole chunk: {e}"));
+        assert_eq!(
+            Digest::Sha512_256.id(&data).to_string(),
+            id,
+            "{name} holds another chunk"
+        );
+        chunks.insert(name.clone());
+    }
+    (chunks, others)
+}
+
+/// The names an index's chunks are stored under.
+fn stored_names(index: &Index) -> HashSet<String> {
+    ids(index)
+        .into_iter()
+        .map(|id| format!("{}/{id}.cacnk", &id.to_string()[..4]))
+        .collect()
+}
+
+/// Several writers adding to one store at once, a directory and a bucket
+/// of the cluster: the store holds each chunk any of them named, whole
+/// under its name, and casync extracts every index from it.
 #[test]
 fn several_writers_add_to_one_store_at_once() {
-    if !rigs::tools_or_skip(&["casync"]) {
+    if !rigs::tools_or_skip(&["casync", "rclone"]) {
         return;
     }
+    let Some(bucket) = cluster::bucket_or_skip() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let store = dir.join("store");
     let base = pattern(31, 12 * MIB as usize);
-    let mut children = Vec::new();
     let mut images = Vec::new();
     for n in 0..4u64 {
         let mut data = base.clone();
@@ -641,69 +774,207 @@ fn several_writers_add_to_one_store_at_once() {
         data[at..at + 300_000].copy_from_slice(&pattern(40 + n, 300_000));
         let image = dir.join(format!("{n}.img"));
         std::fs::write(&image, &data).unwrap();
-        children.push(
-            crate::rigs::cmd::ddx()
-                .arg(operand("if", &image))
-                .arg(operand("of", &dir.join(format!("{n}.caibx"))))
-                .arg(format!("--store={}", store.display()))
-                .arg("status=none")
-                .spawn()
-                .unwrap(),
-        );
         images.push(image);
     }
-    for mut child in children {
-        assert!(child.wait().unwrap().success());
-    }
-    let files = store_files(&store);
-    assert!(
-        files.iter().all(|(name, _)| name.ends_with(".cacnk")),
-        "{files:?}"
-    );
-    let named: HashSet<String> = (0..4)
-        .flat_map(|n| ids(&read_index(&dir.join(format!("{n}.caibx")))))
-        .map(|id| format!("{id}.cacnk"))
-        .collect();
-    assert_eq!(
-        files.iter().map(|(n, _)| n.clone()).collect::<HashSet<_>>(),
-        named
-    );
-    for (n, image) in images.iter().enumerate() {
-        let out = dir.join(format!("{n}.out"));
-        casync(
-            &["extract", &format!("--store={}", store.display())],
-            &[&dir.join(format!("{n}.caibx")), &out],
-        );
-        same_file(&out, image);
+    for store in [
+        TestStore::Directory(dir.join("store")),
+        TestStore::Bucket(&bucket, "writers/store".into()),
+    ] {
+        let index = |n: usize| dir.join(format!("{n}.caibx"));
+        let children: Vec<_> = images
+            .iter()
+            .enumerate()
+            .map(|(n, image)| {
+                store
+                    .command()
+                    .arg(operand("if", image))
+                    .arg(operand("of", &index(n)))
+                    .arg(format!("--store={}", store.url()))
+                    .arg("status=none")
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut child in children {
+            assert!(child.wait().unwrap().success(), "{}", store.url());
+        }
+        let (chunks, others) = chunks_are_whole(&store.contents(dir));
+        assert_eq!(others, Vec::<String>::new(), "{}", store.url());
+        let named: HashSet<String> = (0..images.len())
+            .flat_map(|n| stored_names(&read_index(&index(n))))
+            .collect();
+        assert_eq!(chunks, named, "{}", store.url());
+        for (n, image) in images.iter().enumerate() {
+            let out = dir.join(format!("{n}.out"));
+            let _ = std::fs::remove_file(&out);
+            casync(
+                &["extract", &format!("--store={}", store.for_casync())],
+                &[&index(n), &out],
+            );
+            same_file(&out, image);
+        }
     }
 }
 
-/// ddx pointed at `server`, with no shared AWS files.
-fn ddx_s3(server: &S3Server) -> Ddx {
-    Ddx::new()
-        .env("HOME", "/nonexistent")
-        .env("AWS_MAX_ATTEMPTS", "2")
-        .envs(server.env())
-}
-
+/// A writer killed while it stores chunks leaves nothing under a chunk's
+/// name but that chunk, whole, and no index; the next writer completes
+/// the store, and casync extracts from it.
 #[test]
-fn a_fleet_backs_up_into_one_s3_store_and_gc_keeps_what_the_indexes_name() {
-    if !rigs::tools_or_skip(DISK_TOOLS) {
+fn a_writer_killed_midway_leaves_only_whole_chunks() {
+    if !rigs::tools_or_skip(&["casync", "rclone"]) {
         return;
     }
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = cluster::bucket_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let store_url = "s3://bkt/fleet/store";
+    let image = dir.join("big.img");
+    std::fs::write(&image, pattern(71, 192 * MIB as usize)).unwrap();
+    for store in [
+        TestStore::Directory(dir.join("store")),
+        TestStore::Bucket(&bucket, "killed/store".into()),
+    ] {
+        let index = dir.join("big.caibx");
+        let make = || {
+            let mut cmd = store.command();
+            cmd.arg(operand("if", &image))
+                .arg(operand("of", &index))
+                .arg(format!("--store={}", store.url()))
+                .arg("status=none");
+            cmd
+        };
+        let mut child = make().spawn().unwrap();
+        let started = std::time::Instant::now();
+        while store.count() < 40 {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "{}: the writer finished before it was killed",
+                store.url()
+            );
+            assert!(started.elapsed().as_secs() < 120, "{}", store.url());
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        child.kill().unwrap();
+        assert!(!child.wait().unwrap().success());
+        assert!(!index.exists(), "an index of a store not complete");
+        let (chunks, others) = chunks_are_whole(&store.contents(dir));
+        assert!(!chunks.is_empty());
+        // A directory may keep a killed writer's own temporary files, never
+        // under a chunk's name; S3 keeps nothing but whole objects.
+        match store {
+            TestStore::Directory(_) => {
+                assert!(others.iter().all(|n| n.ends_with(".tmp")), "{others:?}")
+            }
+            TestStore::Bucket(..) => assert_eq!(others, Vec::<String>::new()),
+        }
+        let status = make().status().unwrap();
+        assert!(status.success(), "{}", store.url());
+        let (chunks, _) = chunks_are_whole(&store.contents(dir));
+        assert_eq!(chunks, stored_names(&read_index(&index)));
+        let out = dir.join("big.out");
+        let _ = std::fs::remove_file(&out);
+        casync(
+            &["extract", &format!("--store={}", store.for_casync())],
+            &[&index, &out],
+        );
+        same_file(&out, &image);
+        std::fs::remove_file(&out).unwrap();
+        std::fs::remove_file(&index).unwrap();
+    }
+}
+
+/// ddx pointed at the cluster of `bucket`, with no shared AWS files.
+fn ddx_s3(bucket: &Bucket) -> Ddx {
+    Ddx::new()
+        .env("HOME", "/nonexistent")
+        .env("AWS_MAX_ATTEMPTS", "2")
+        .envs(bucket.env())
+}
+
+/// rclone pointed at the cluster of `bucket`, with no configuration of
+/// its own (nor the machine's CA bundle: the gateway is plain HTTP).
+fn rclone(bucket: &Bucket) -> Command {
+    let mut cmd = Command::new("rclone");
+    cmd.args(["--s3-provider", "Other", "--s3-region", "us-east-1"])
+        .arg(format!("--s3-endpoint={}", bucket.endpoint()))
+        .arg(format!("--s3-access-key-id={}", rigs::object::ACCESS_KEY))
+        .arg(format!(
+            "--s3-secret-access-key={}",
+            rigs::object::SECRET_KEY
+        ))
+        .env("RCLONE_CONFIG", "/nonexistent")
+        .env_remove("AWS_CA_BUNDLE")
+        .stdin(std::process::Stdio::null());
+    cmd
+}
+
+/// The objects under `prefix` of `bucket` with their sizes, relative to
+/// it, as rclone (an S3 client of its own) lists them through the
+/// cluster's gateway.
+fn listed(bucket: &Bucket, prefix: &str) -> Vec<(String, u64)> {
+    let out = rclone(bucket)
+        .args(["lsf", "-R", "--files-only", "--fast-list", "--format", "ps"])
+        .args(["--separator", "\t"])
+        .arg(format!(":s3:{}/{prefix}", bucket.name))
+        .output()
+        .expect("rclone");
+    assert!(
+        out.status.success(),
+        "rclone lsf: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut files: Vec<(String, u64)> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let (path, size) = line.split_once('\t').expect("path and size");
+            (path.to_owned(), size.parse().expect("a size"))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// An object of `bucket` deleted by rclone through the gateway.
+fn delete_object(bucket: &Bucket, key: &str) {
+    let out = rclone(bucket)
+        .arg("deletefile")
+        .arg(format!(":s3:{}/{key}", bucket.name))
+        .output()
+        .expect("rclone");
+    assert!(
+        out.status.success(),
+        "rclone deletefile: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!bucket.has(key), "{key} is still there");
+}
+
+/// The fleet's bar: three used-only backups of similar disks into one S3
+/// store on the SeaweedFS cluster. casync reads no S3: it restores each
+/// backup from the same store through the cluster's own HTTP view of it
+/// (the filer serves every object of a bucket over plain HTTP), so that
+/// both read the very objects ddx stored.
+#[test]
+fn a_fleet_backs_up_into_one_s3_store_and_gc_keeps_what_the_indexes_name() {
+    if !rigs::tools_or_skip(DISK_TOOLS) || !rigs::tools_or_skip(&["rclone"]) {
+        return;
+    }
+    let Some(bucket) = cluster::bucket_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let store_url = bucket.url("fleet/store");
+    let index_url = |host: u64| bucket.url(&format!("fleet/host{host}.caibx"));
     let mut references = Vec::new();
     let mut added = Vec::new();
     for host in 1..=3u64 {
-        let disk = gpt_disk(dir, &format!("host{host}.img"), 50, host);
-        let ran = ddx_s3(&server)
+        let disk = gpt_disk(dir, &format!("host{host}.img"), 256 * MIB, 50, host);
+        let ran = ddx_s3(&bucket)
             .arg(operand("if", &disk))
-            .arg(format!("of=s3://bkt/fleet/host{host}.caibx"))
+            .arg(format!("of={}", index_url(host)))
             .arg(format!("--store={store_url}"))
             .args(["--used-only", "bs=1M"])
             .succeeds();
@@ -719,6 +990,7 @@ fn a_fleet_backs_up_into_one_s3_store_and_gc_keeps_what_the_indexes_name() {
             .arg(operand("of", &reference))
             .args(["--used-only", "bs=1M", "status=none"])
             .succeeds();
+        std::fs::remove_file(&disk).unwrap();
         references.push(reference);
     }
     // The later backups added far less than the first.
@@ -726,39 +998,67 @@ fn a_fleet_backs_up_into_one_s3_store_and_gc_keeps_what_the_indexes_name() {
         added[1] * 3 < added[0] && added[2] * 3 < added[0],
         "{added:?}"
     );
-    let index_file = |host: u64| server.object_file("bkt", &format!("fleet/host{host}.caibx"));
-    let store_dir = server.object_file("bkt", "fleet/store");
+    // The indexes as the cluster holds them.
+    let index_file = |host: u64| -> PathBuf {
+        let file = dir.join(format!("host{host}.caibx"));
+        let bytes = bucket
+            .object(&format!("fleet/host{host}.caibx"))
+            .unwrap_or_else(|| panic!("the cluster has no index of host{host}"));
+        std::fs::write(&file, bytes).unwrap();
+        file
+    };
     let named = |hosts: &[u64]| -> HashSet<String> {
         hosts
             .iter()
             .flat_map(|&h| ids(&read_index(&index_file(h))))
-            .map(|id| format!("{id}.cacnk"))
+            .map(|id| format!("{}/{id}.cacnk", &id.to_string()[..4]))
             .collect()
     };
-    // The store holds each chunk some index names, once, and nothing else.
-    let held: HashSet<String> = store_files(&store_dir)
-        .into_iter()
-        .map(|(n, _)| n)
-        .collect();
-    assert_eq!(held, named(&[1, 2, 3]));
+    // The store holds each chunk some index names, once, and nothing else;
+    // its bytes are at most 1.1 times those of one store of the unique
+    // chunks, as casync makes it from the same three disks' used blocks.
+    let held = listed(&bucket, "fleet/store");
+    let names: HashSet<String> = held.iter().map(|(n, _)| n.clone()).collect();
+    assert_eq!(names, named(&[1, 2, 3]));
+    let casync_store = dir.join("casync.castr");
+    for (n, reference) in references.iter().enumerate() {
+        casync(
+            &["make", &format!("--store={}", casync_store.display())],
+            &[&dir.join(format!("casync-{n}.caibx")), reference],
+        );
+        assert_eq!(
+            std::fs::read(dir.join(format!("casync-{n}.caibx"))).unwrap(),
+            std::fs::read(index_file(n as u64 + 1)).unwrap(),
+            "casync's index of host{} is not ddx's",
+            n + 1
+        );
+    }
+    let unique: u64 = store_files(&casync_store).iter().map(|(_, s)| s).sum();
+    let stored: u64 = held.iter().map(|(_, s)| s).sum();
+    assert!(
+        stored * 10 <= unique * 11,
+        "the store holds {stored} bytes for {unique} of unique chunks"
+    );
+    let filer_store = bucket.http_url("fleet/store");
     let restore = |host: u64, reference: &Path| {
         let out = dir.join(format!("restored-{host}"));
         let _ = std::fs::remove_file(&out);
-        ddx_s3(&server)
-            .arg(format!("if=s3://bkt/fleet/host{host}.caibx"))
+        ddx_s3(&bucket)
+            .arg(format!("if={}", index_url(host)))
             .arg(operand("of", &out))
             .arg(format!("--store={store_url}"))
             .args(["bs=1M", "status=none"])
             .succeeds();
         same_file(&out, reference);
-        // casync reads the same store, where s3s-fs keeps it on disk.
         let by_casync = dir.join(format!("casync-{host}"));
         let _ = std::fs::remove_file(&by_casync);
         casync(
-            &["extract", &format!("--store={}", store_dir.display())],
+            &["extract", &format!("--store={filer_store}")],
             &[&index_file(host), &by_casync],
         );
         same_file(&by_casync, reference);
+        std::fs::remove_file(&out).unwrap();
+        std::fs::remove_file(&by_casync).unwrap();
     };
     for host in 1..=3 {
         restore(host, &references[host as usize - 1]);
@@ -766,19 +1066,17 @@ fn a_fleet_backs_up_into_one_s3_store_and_gc_keeps_what_the_indexes_name() {
     // host2 is retired: its index goes, and gc removes what only it named.
     let only_host2 = named(&[2]).difference(&named(&[1, 3])).count();
     assert!(only_host2 > 0);
-    std::fs::remove_file(index_file(2)).unwrap();
-    let gc = Ddx::new()
-        .env("HOME", "/nonexistent")
-        .envs(server.env())
+    delete_object(&bucket, "fleet/host2.caibx");
+    let gc = ddx_s3(&bucket)
         .args(["gc", &format!("--store={store_url}"), "--min-age=0"])
-        .args(["s3://bkt/fleet/host1.caibx", "s3://bkt/fleet/host3.caibx"])
+        .args([index_url(1), index_url(3)])
         .succeeds();
     assert!(
         gc.stderr.contains(&format!("removed {only_host2} chunks")),
         "{only_host2}: {}",
         gc.stderr
     );
-    let held: HashSet<String> = store_files(&store_dir)
+    let held: HashSet<String> = listed(&bucket, "fleet/store")
         .into_iter()
         .map(|(n, _)| n)
         .collect();
@@ -889,4 +1187,217 @@ fn what_cannot_make_or_extract_an_index_is_refused_before_anything_is_opened() {
         .fails();
     assert!(ran.stderr.contains("default.castr"), "{}", ran.stderr);
     assert!(!dir.join("out.img").exists());
+}
+
+/// A blob of `len` bytes, its index and its store, made by casync (so that
+/// what ddx extracts is none of its own making).
+fn casync_made(dir: &Path, name: &str, blob: &[u8]) -> (PathBuf, PathBuf) {
+    let image = dir.join(format!("{name}.img"));
+    std::fs::write(&image, blob).unwrap();
+    // The index beside its blob, named as it with .caibx added: how
+    // --seed=INDEX finds the blob.
+    let (index, store) = (
+        dir.join(format!("{name}.img.caibx")),
+        dir.join(format!("{name}.castr")),
+    );
+    casync(
+        &["make", &format!("--store={}", store.display())],
+        &[&index, &image],
+    );
+    (index, store)
+}
+
+/// Extracting onto devices is a copy like every other: the guard refuses
+/// a mounted one before anything is read or written, --tee writes several
+/// devices at once, --verify reads each back against the index, and the
+/// progress records count the blob's bytes against its size.
+#[test]
+fn extracting_onto_devices_keeps_the_guard_the_tee_verify_and_progress() {
+    if !rigs::tools_or_skip(&["casync", "mkfs.ext4"]) {
+        return;
+    }
+    if let Some(why) = LoopDevice::unavailable() {
+        return rigs::skip(&why);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let size = 20 * MIB as usize;
+    let mut blob = pattern(81, size / 2);
+    blob.extend(vec![0u8; size / 4]);
+    blob.extend(pattern(82, size / 4));
+    let (index, store) = casync_made(dir, "blob", &blob);
+    let extract = |of: &str| {
+        Ddx::new()
+            .arg(operand("if", &index))
+            .arg(format!("of={of}"))
+            .arg(format!("--store={}", store.display()))
+            .arg("bs=1M")
+    };
+
+    // A mounted file system: refused in one line, the device untouched.
+    let Some(mounted) = rigs::or_skip(rigs::MountedFs::new("ext4", 32 * MIB)) else {
+        return;
+    };
+    std::fs::write(mounted.root.join("precious.txt"), b"do not destroy\n").unwrap();
+    must_run(&mut Command::new("sync"));
+    let device = mounted.device().name();
+    let refused = extract(&device).fails();
+    assert_eq!(refused.stderr.lines().count(), 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.starts_with("ddx: refusing to ")
+            && refused.stderr.contains(&format!("'{device}'"))
+            && refused.stderr.contains("mounted on"),
+        "{}",
+        refused.stderr
+    );
+    let refused = extract(&format!("{}/x", dir.display()))
+        .arg(format!("--tee={device}"))
+        .fails();
+    assert!(refused.stderr.contains("mounted on"), "{}", refused.stderr);
+    assert!(!dir.join("x").exists());
+    // The file system's own background writes go on; the blob went nowhere.
+    assert_eq!(
+        std::fs::read(mounted.root.join("precious.txt")).unwrap(),
+        b"do not destroy\n"
+    );
+    let held = std::fs::read(&mounted.device().path).unwrap();
+    assert!(
+        !held.windows(4096).step_by(4096).any(|b| b == &blob[..4096]),
+        "the blob's first block is on the mounted device"
+    );
+    drop(mounted);
+
+    // Two free devices at once, read back, with progress records.
+    let mut devices = Vec::new();
+    for n in 0..2 {
+        let file = dir.join(format!("device{n}"));
+        std::fs::write(&file, pattern(90 + n, size)).unwrap();
+        let Some(device) = rigs::or_skip(LoopDevice::attach(&file, LoopOptions::default())) else {
+            return;
+        };
+        devices.push(device);
+    }
+    let ran = extract(&devices[0].name())
+        .arg(format!("--tee={}", devices[1].name()))
+        .args(["--verify", "--progress-fd=2"])
+        .succeeds();
+    for device in &devices {
+        assert!(
+            std::fs::read(&device.path).unwrap() == blob,
+            "{} does not hold the blob",
+            device.name()
+        );
+    }
+    let chunks = read_index(&index).chunks.len();
+    assert_eq!(
+        ran.stderr
+            .matches(&format!("each of the index's {chunks} chunks as its id"))
+            .count(),
+        2,
+        "{}",
+        ran.stderr
+    );
+    let last: serde_json::Value = ran
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .last()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .unwrap_or_else(|| panic!("no progress record: {}", ran.stderr));
+    assert_eq!(last["done"], true, "{last}");
+    assert_eq!(last["bytes"], size as u64, "{last}");
+    assert_eq!(last["total"], size as u64, "{last}");
+}
+
+/// Seeds other than the output: an earlier image (a chunk at its own
+/// offset) and another index with its blob beside it (a chunk wherever
+/// that index puts it). What a seed holds is not fetched: the store here
+/// lacks every chunk the seeds hold, and the extract succeeds only with
+/// them.
+#[test]
+fn an_earlier_image_and_another_index_are_seeds() {
+    if !rigs::tools_or_skip(&["casync"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    // Release N; release N+1 has 1 MiB new at the front, shifting the rest
+    // (an image seed no longer holds it at its offsets; an indexed one does).
+    let old = pattern(101, 12 * MIB as usize);
+    let mut new = pattern(102, MIB as usize);
+    new.extend(&old[..11 * MIB as usize]);
+    let (old_index, _) = casync_made(dir, "old", &old);
+    let (new_index, store) = casync_made(dir, "new", &new);
+    let (old_parsed, new_parsed) = (read_index(&old_index), read_index(&new_index));
+    let shared: HashSet<ChunkId> = ids(&new_parsed)
+        .intersection(&ids(&old_parsed))
+        .copied()
+        .collect();
+    assert!(
+        shared.len() * 2 > ids(&new_parsed).len(),
+        "{}",
+        shared.len()
+    );
+    for id in &shared {
+        std::fs::remove_file(store.join(id.store_path())).unwrap();
+    }
+    let extract = |seed: &Path| {
+        let out = dir.join("out.img");
+        let _ = std::fs::remove_file(&out);
+        let mut ddx = Ddx::new()
+            .arg(operand("if", &new_index))
+            .arg(operand("of", &out))
+            .arg(format!("--store={}", store.display()))
+            .arg("bs=1M");
+        if seed != Path::new("") {
+            ddx = ddx.arg(format!("--seed={}", seed.display()));
+        }
+        (ddx, out)
+    };
+    // No seed: the store lacks chunks.
+    let (ddx, out) = extract(Path::new(""));
+    let failed = ddx.fails();
+    assert!(
+        failed.stderr.contains("is not in the store"),
+        "{}",
+        failed.stderr
+    );
+    // The index of release N, its blob (old.img) beside it.
+    let (ddx, out_path) = extract(&old_index);
+    let ran = ddx.succeeds();
+    same_file(&out_path, &dir.join("new.img"));
+    let line = said(&ran, "--store: ");
+    assert_eq!(
+        count_before(line, "from seeds") as usize,
+        new_parsed
+            .chunks
+            .iter()
+            .filter(|c| shared.contains(&c.id))
+            .count(),
+        "{line}"
+    );
+    // An image at the same offsets: release N+1 with its first MiB changed
+    // again holds every chunk after the first cut past it where they are.
+    let mut next = new.clone();
+    next[..4096].copy_from_slice(&pattern(103, 4096));
+    let (next_index, next_store) = casync_made(dir, "next", &next);
+    let next_parsed = read_index(&next_index);
+    let in_new: HashSet<ChunkId> = ids(&next_parsed)
+        .intersection(&ids(&new_parsed))
+        .copied()
+        .collect();
+    assert!(!in_new.is_empty());
+    for id in &in_new {
+        std::fs::remove_file(next_store.join(id.store_path())).unwrap();
+    }
+    let ran = Ddx::new()
+        .arg(operand("if", &next_index))
+        .arg(operand("of", &out))
+        .arg(format!("--store={}", next_store.display()))
+        .arg(format!("--seed={}", dir.join("new.img").display()))
+        .arg("bs=1M")
+        .succeeds();
+    same_file(&out, &dir.join("next.img"));
+    let line = said(&ran, "--store: ");
+    assert!(count_before(line, "from seeds") > 0, "{line}");
 }

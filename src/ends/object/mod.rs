@@ -36,6 +36,8 @@ pub use url::{recognise, shown, ObjectUrl, UrlError};
 #[cfg(feature = "object")]
 mod abort;
 #[cfg(feature = "object")]
+pub(crate) mod checksum;
+#[cfg(feature = "object")]
 mod config;
 #[cfg(feature = "object")]
 mod journal;
