@@ -1300,8 +1300,7 @@ fn extracting_onto_devices_keeps_the_guard_the_tee_verify_and_progress() {
     let last: serde_json::Value = ran
         .stderr
         .lines()
-        .filter(|l| l.starts_with('{'))
-        .last()
+        .rfind(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap())
         .unwrap_or_else(|| panic!("no progress record: {}", ran.stderr));
     assert_eq!(last["done"], true, "{last}");
