@@ -8,28 +8,33 @@ _ddx() {
     [[ ${COMP_WORDS[COMP_CWORD]} == "=" ]] && lead="="
     local key=${word%%=*} value=${word#*=} values="" list=0
     COMPREPLY=()
-    # After "ddx bench": its options, and files for its TARGET.
-    local bench=0
+    # After "ddx bench" or "ddx gc": its options, and files for its
+    # TARGET or INDEX operands.
+    local bench=0 gc=0
     [[ ${COMP_WORDS[1]} == bench ]] && (( COMP_CWORD > 1 )) && bench=1
+    [[ ${COMP_WORDS[1]} == gc ]] && (( COMP_CWORD > 1 )) && gc=1
     if [[ $word != *=* ]]; then
         local IFS=$' \t\n'
-        if (( bench )) && [[ $word != -* ]]; then
+        if (( bench || gc )) && [[ $word != -* ]]; then
             IFS=$'\n'
             COMPREPLY=($(compgen -f -- "$word"))
             compopt -o filenames
             return
         elif (( bench )); then
             COMPREPLY=($(compgen -W "--tests= --size= --runs= --time-per-run= --latency-count= --latency-bs= --zones= --destructive --force --allow-memory --json --markdown --html= --help --version" -- "$word"))
+        elif (( gc )); then
+            COMPREPLY=($(compgen -W "--store= --min-age= --dry-run --help" -- "$word"))
         else
-            COMPREPLY=($(compgen -W "bs= cbs= conv= count= ibs= if= iflag= obs= of= oflag= seek= skip= status= iseek= oseek= --backend= --queue-depth= --request-size= --offload --no-offload --keep-cache --drop-cache --rescue --map= --resume --sector-size= --retry-passes= --hash= --hash-file= --decompress --decompress= --no-decompress --compress= --bmap= --bmap-create= --used-only --tee= --verify --trim --fua --progress-fd= --verbose --force --help --version" -- "$word"))
-            (( COMP_CWORD == 1 )) && COMPREPLY+=($(compgen -W "bench" -- "$word"))
+            COMPREPLY=($(compgen -W "bs= cbs= conv= count= ibs= if= iflag= obs= of= oflag= seek= skip= status= iseek= oseek= --backend= --queue-depth= --request-size= --offload --no-offload --keep-cache --drop-cache --rescue --map= --resume --sector-size= --retry-passes= --hash= --hash-file= --decompress --decompress= --no-decompress --compress= --bmap= --bmap-create= --used-only --tee= --verify --trim --fua --store --store= --seed= --chunk-size= --progress-fd= --verbose --force --help --version" -- "$word"))
+            (( COMP_CWORD == 1 )) && COMPREPLY+=($(compgen -W "bench gc" -- "$word"))
         fi
         [[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace
         return
     fi
     (( bench )) && key="bench $key"
+    (( gc )) && key="gc $key"
     case "$key=" in
-        if=|of=|--map=|--hash-file=|--bmap=|--bmap-create=|--tee=|"bench --html=") 
+        if=|of=|--map=|--hash-file=|--bmap=|--bmap-create=|--tee=|--store=|--seed=|"bench --html="|"gc --store=") 
             local IFS=$'\n'
             COMPREPLY=($(compgen -f -- "$value"))
             COMPREPLY=("${COMPREPLY[@]/#/$lead}")

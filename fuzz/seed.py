@@ -143,6 +143,10 @@ def seed_texts():
             store("kernel_texts", text)
         if re.search(r"^(TYPE|PTTYPE|LABEL|DEVNAME)=|NR=\"|Block count:", text, re.M):
             store("device_probe", text)
+        if "<ListPartsResult" in text:
+            store("list_parts", text)
+        if "# ddx upload: " in text:
+            store("upload_record", text)
     for name in ["disk.img", "-", "./-", "a\\b", "n\nl", "ab\r", "a\rb", "a) = b", "s3://b/k"]:
         for algorithm in range(3):
             store("hash_file", bytes([algorithm]) + name.encode())

@@ -8,6 +8,7 @@
 
 pub mod allocation;
 pub mod bench;
+pub mod casync;
 pub mod cli;
 pub mod copy;
 pub mod diagnostic;
@@ -24,6 +25,7 @@ pub mod progress;
 pub mod request;
 pub mod rescue;
 pub mod stats;
+pub mod store;
 pub mod sys;
 pub mod text;
 pub mod transform;

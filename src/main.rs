@@ -16,10 +16,14 @@ fn guard_standard_descriptors() {
 fn main() {
     let signals = ddx::sys::signals::install();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    // `ddx bench` has its own arguments; everything else is a copy.
+    // `ddx bench` and `ddx gc` have their own arguments; everything else
+    // is a copy.
     let status = if args.get(1).is_some_and(|a| a == "bench") {
         let program = ddx::cli::program_name(args.first());
         ddx::bench::run(&program, &args[2..], signals)
+    } else if args.get(1).is_some_and(|a| a == "gc") {
+        let program = ddx::cli::program_name(args.first());
+        ddx::cli::gc::run(&program, &args[2..])
     } else {
         ddx::cli::run(args, signals)
     };

@@ -77,6 +77,71 @@ pub struct Settings {
     pub verbose: bool,
     /// `--progress-fd=N`: JSON progress records to this descriptor.
     pub progress_fd: Option<i32>,
+    /// `--store[=STORE]`: the chunk store of a casync index, made or
+    /// extracted (see [`Request::index_job`]).
+    pub store: Option<StoreChoice>,
+    /// `--seed=FILE`, repeatable: where an extracted blob's chunks may
+    /// already be.
+    pub seeds: Vec<std::path::PathBuf>,
+    /// `--chunk-size=[MIN:]AVG[:MAX]`: how an index is cut.
+    pub chunk_size: Option<crate::casync::ChunkSizes>,
+}
+
+/// Which chunk store `--store` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// `--store` alone: casync's default, `default.castr` beside the
+    /// index.
+    Beside,
+    /// `--store=STORE`: a directory or a URL.
+    At(std::path::PathBuf),
+}
+
+/// What a copy does with a casync index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexJob {
+    /// `of=` is the index: the input is cut into chunks, stored.
+    Make,
+    /// `if=` is the index: its blob is written to the output.
+    Extract,
+}
+
+/// What an index's name ends in.
+pub const INDEX_SUFFIX: &str = ".caibx";
+
+/// Whether `path` names a casync blob index: its last component (before
+/// a URL's query) ends in `.caibx`.
+pub fn names_index(path: &std::path::Path) -> bool {
+    let text = path.to_string_lossy();
+    let name = text.split(['?', '#']).next().unwrap_or(&text);
+    let last = name.rsplit('/').next().unwrap_or(name);
+    last.len() > INDEX_SUFFIX.len() && last.ends_with(INDEX_SUFFIX)
+}
+
+impl Request {
+    /// Whether the copy makes or extracts a casync index: any of
+    /// `--store`, `--seed` and `--chunk-size` given.
+    pub fn indexed(&self) -> bool {
+        let s = &self.settings;
+        s.store.is_some() || !s.seeds.is_empty() || s.chunk_size.is_some()
+    }
+
+    /// Which end is the index, for a copy that is [`Request::indexed`]:
+    /// of= when it is named as one, else if=; None when neither is (the
+    /// table refuses that, and both).
+    pub fn index_job(&self) -> Option<IndexJob> {
+        if !self.indexed() {
+            return None;
+        }
+        let named = |end: &Option<std::path::PathBuf>| end.as_deref().is_some_and(names_index);
+        if named(&self.plan.output) {
+            Some(IndexJob::Make)
+        } else if named(&self.plan.input) {
+            Some(IndexJob::Extract)
+        } else {
+            None
+        }
+    }
 }
 
 impl Settings {

@@ -31,7 +31,8 @@ pub enum Values {
     /// A file name.
     File,
     /// The value may be left out (`--decompress` or `--decompress=auto`):
-    /// without it the option is a switch; with it, one word of this set.
+    /// without it the option is a switch; with it, one word of this set,
+    /// or, where the set is empty, a file name or URL (`--store[=STORE]`).
     Optional(&'static [&'static str]),
 }
 

@@ -8,6 +8,7 @@
 //! are `key=value` words that must reach the operand grammar untouched and
 //! in order, and because option errors must read exactly as GNU getopt's.
 
+pub mod gc;
 pub mod getopt;
 pub mod options;
 pub mod reference;

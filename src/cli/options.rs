@@ -239,6 +239,39 @@ pub const OPTIONS: &[OptionSpec] = &[
          the same of such a device); refused for any other output",
     ),
     OptionSpec::valued(
+        "store",
+        "STORE",
+        Values::Optional(&[]),
+        "the chunk store of a casync blob index, the end named *.caibx: with \
+         of=INDEX.caibx the input is cut into chunks as casync cuts them, on every core, \
+         the chunks STORE lacks stored (zstd), and the index written once they all are; \
+         with if=INDEX.caibx its blob is written to the output, each chunk fetched (many \
+         at once) or found in a --seed, and checked against its id. STORE is a directory, \
+         s3://BUCKET[/PREFIX] or http(s)://HOST/PATH (read only); alone, --store is \
+         default.castr beside the index, as casync's. casync, desync and RAUC read what \
+         ddx makes, and ddx what they make. After the statistics, a line says what the \
+         store gained and holds, or where the blob's bytes came from",
+    ),
+    OptionSpec::valued(
+        "seed",
+        "FILE",
+        Values::File,
+        "extracting an index (repeatable): a device, image or other end that may hold the \
+         blob's chunks already, each used where its bytes at a chunk's own offset are the \
+         chunk (an earlier release of the image); or another index (FILE.caibx) with its \
+         blob beside it (FILE), its chunks found wherever they are. Chunks found in a seed \
+         are not fetched; with of= itself as a seed (an update in place), blocks that \
+         already hold the right bytes are not written again",
+    ),
+    OptionSpec::valued(
+        "chunk-size",
+        "[MIN:]AVG[:MAX]",
+        Values::Free,
+        "making an index: the average chunk size (the minimum a quarter of it, the \
+         maximum four times it), or all three; default 64K, as casync's. casync's index \
+         of the same input is byte for byte ddx's with the same sizes",
+    ),
+    OptionSpec::valued(
         "progress-fd",
         "FD",
         Values::Free,
@@ -343,6 +376,7 @@ fn apply_switch(settings: &mut Settings, option: &str) {
         "force" => settings.force = true,
         "verbose" => settings.verbose = true,
         "used-only" => settings.used_only = true,
+        "store" => settings.store = Some(crate::request::StoreChoice::Beside),
         "decompress" => {
             settings.decompress = Some(crate::image::Mode::Required);
             settings.no_decompress = false;
@@ -453,6 +487,23 @@ fn apply_value(
                 _ => settings.tee.push(path),
             }
         }
+        "store" => {
+            if value.is_empty() {
+                return Err(
+                    "invalid argument '' for '--store': a directory or a URL (or --store \
+                     alone for default.castr beside the index)"
+                        .into(),
+                );
+            }
+            settings.store = Some(crate::request::StoreChoice::At(raw.into()));
+        }
+        "seed" => {
+            if value.is_empty() {
+                return Err("invalid argument '' for '--seed': a file, device or index".into());
+            }
+            settings.seeds.push(raw.into());
+        }
+        "chunk-size" => settings.chunk_size = Some(chunk_sizes(value, &shown)?),
         "hash-file" => {
             if value.is_empty() {
                 return Err("invalid argument '' for '--hash-file': a file name".into());
@@ -481,6 +532,36 @@ fn apply_value(
         other => unreachable!("every option with a value in OPTIONS is handled: --{other}"),
     }
     Ok(())
+}
+
+/// `--chunk-size=`: an average alone, or minimum, average and maximum,
+/// each in the number grammar of the operands (`64K`, `1MiB`), held to
+/// casync's rules.
+fn chunk_sizes(value: &str, shown: &str) -> Result<crate::casync::ChunkSizes, String> {
+    let size = |word: &str| {
+        crate::operands::number::parse(word.as_bytes())
+            .result
+            .ok()
+            .map(|n| n.value)
+            .filter(|_| !word.is_empty())
+    };
+    let words: Vec<&str> = value.split(':').collect();
+    let parsed = match words.as_slice() {
+        [avg] => size(avg).map(|avg| (None, Some(avg), None)),
+        [min, avg, max] => match (size(min), size(avg), size(max)) {
+            (Some(min), Some(avg), Some(max)) => Some((Some(min), Some(avg), Some(max))),
+            _ => None,
+        },
+        _ => None,
+    };
+    let Some((min, avg, max)) = parsed else {
+        return Err(format!(
+            "invalid argument {shown} for '--chunk-size': an average size (64K), or \
+             MIN:AVG:MAX (16K:64K:256K)"
+        ));
+    };
+    crate::casync::ChunkSizes::resolve(min, avg, max)
+        .map_err(|e| format!("invalid argument {shown} for '--chunk-size': {e}"))
 }
 
 /// The options part of `--help`, laid out as GNU does: the option in a

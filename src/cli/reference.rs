@@ -385,6 +385,10 @@ pub const OPTION_GROUPS: &[OptionGroup] = &[
         ],
     },
     OptionGroup {
+        title: "Chunk stores (casync indexes)",
+        options: &["store", "seed", "chunk-size"],
+    },
+    OptionGroup {
         title: "Outputs",
         options: &["tee", "trim", "fua"],
     },
@@ -611,6 +615,16 @@ pub const EXAMPLES: &[Example] = &[
                 endpoint from the AWS settings, see ENVIRONMENT); an interrupted upload \
                 is aborted, leaving no object.",
         command: "ddx if=/dev/sdX of=s3://my-bucket/disk.img.zst --compress=zstd bs=8M",
+    },
+    Example {
+        job: "Update a card in place from a release's chunk store",
+        about: "Write a release published as a casync index onto a card that holds an \
+                earlier one: chunks the card holds in place are neither fetched nor \
+                written, runs of zeros are made, the rest fetched from the store beside \
+                the index (many at once, each checked against its id), and the card read \
+                back against the index.",
+        command: "ddx if=https://downloads.example.org/raspios.caibx of=/dev/sdX --store \
+                  --seed=/dev/sdX bs=4M conv=fsync --verify",
     },
     Example {
         job: "Rescue a failing disk; run it again to resume",

@@ -18,6 +18,15 @@ use crate::progress::Reporter;
 use crate::rescue::{self, PositionalCopy};
 use crate::text::quote::quote_file;
 
+/// How the copy ended, for what the options add after it.
+pub struct Ended {
+    /// The copy failed.
+    pub failed: bool,
+    /// What the output's store said of the bytes it holds
+    /// (`End::stored_as_written`).
+    pub stored_as_written: Option<Result<String, String>>,
+}
+
 /// What ddx's own options ask for, checked.
 #[derive(Debug, Default)]
 pub struct Extras {
@@ -64,6 +73,12 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Refus
 }
 
 impl Extras {
+    /// `--verify` is another's to do (an extracted index's blob is read
+    /// back against the index's ids).
+    pub fn leave_verify_to_the_index(&mut self) {
+        self.verify = false;
+    }
+
     /// The hasher thread, if hashing or verifying.
     pub fn start_hashing(&self) -> Result<Option<(Tap, HashJob)>, Refusal> {
         if self.hash.is_empty() && !self.verify {
@@ -86,8 +101,12 @@ impl Extras {
         further: &[PathBuf],
         passthrough: crate::ends::passthrough::Options,
         reporter: &Reporter,
-        copy_failed: bool,
+        ended: Ended,
     ) -> bool {
+        let Ended {
+            failed: copy_failed,
+            stored_as_written,
+        } = ended;
         let Some(job) = job else {
             return false;
         };
@@ -119,8 +138,23 @@ impl Extras {
             (input as &dyn verify::Reopen, start)
         });
         // Every output was written from the same offset with the same
-        // bytes, so each is held to the same digests.
-        for output in std::iter::once(output).chain(further) {
+        // bytes, so each is held to the same digests. An output whose
+        // store confirmed it holds the bytes written (an object's checksum,
+        // computed by the server) is not read back.
+        let quoted = quote_file(&crate::ends::uri::shown(output));
+        let reopen = super::read_back::ReadBackOf::new(output, plan, passthrough);
+        match stored_as_written {
+            Some(Ok(how)) if !copy_failed => reporter.message(format!(
+                "verify: {} bytes of {quoted} not read back: {how}",
+                chunks.total
+            )),
+            Some(Err(why)) if !copy_failed => {
+                reporter.message(format!("verify: {quoted}: {why}, so it is read back"));
+                failed |= read_back(output, &reopen, output_start, &chunks, reference, reporter);
+            }
+            _ => failed |= read_back(output, &reopen, output_start, &chunks, reference, reporter),
+        }
+        for output in further {
             let reopen = super::read_back::ReadBackOf::new(output, plan, passthrough);
             failed |= read_back(output, &reopen, output_start, &chunks, reference, reporter);
         }

@@ -70,6 +70,9 @@ pub struct Images {
     direct: Vec<Arc<image::DirectReport>>,
     /// How a further output that is a passthrough node is opened.
     passthrough: Option<crate::ends::passthrough::Options>,
+    /// The input is an image written whole onto the output (an extracted
+    /// index's blob), as `--decompress` and `--bmap` make it one.
+    image: bool,
 }
 
 fn quoted(path: &Path) -> String {
@@ -143,6 +146,12 @@ fn threads() -> usize {
 }
 
 impl Images {
+    /// The input is an image for the output (an extracted index's blob):
+    /// the safe order and direct writes apply as to a decompressed one.
+    pub fn writes_an_image(&mut self) {
+        self.image = true;
+    }
+
     /// The plans of the further outputs: of=, as `--tee` names it.
     pub fn tee_plans(&self, plan: &CopyPlan) -> Vec<CopyPlan> {
         self.tee
@@ -296,7 +305,7 @@ impl Images {
         plan: &CopyPlan,
         warnings: &mut Vec<Diagnostic>,
     ) -> Result<Output, Failure> {
-        let safe = self.decompress.is_some() || self.bmap.is_some();
+        let safe = self.decompress.is_some() || self.bmap.is_some() || self.image;
         // Image writes onto a device go direct where aligned (see
         // `image::direct`), and so do the writes of several outputs
         // (`--tee`), each of which would otherwise cost a copy into the

@@ -13,6 +13,7 @@
 mod extras;
 mod failure;
 mod images;
+mod indexed;
 mod objects;
 mod positional;
 mod read_back;
@@ -71,8 +72,18 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     // An upload kept resumable by its map: a resumed one goes on after
     // the parts the map records.
     let upload_map = objects::prepare(&mut request.plan, &request.settings)?;
-    let extras = extras::prepare(&mut request.plan, &request.settings)?;
+    let mut extras = extras::prepare(&mut request.plan, &request.settings)?;
     let mut images = images::prepare(&request.plan, &request.settings)?;
+    let mut indexed = indexed::prepare(&request)?;
+    let extracting = indexed
+        .as_ref()
+        .is_some_and(|ix| ix.job() == crate::request::IndexJob::Extract);
+    if extracting {
+        // The blob goes onto the output as an image does, and is checked
+        // against the index's ids, not against the stream's digests.
+        images.writes_an_image();
+        extras.leave_verify_to_the_index();
+    }
     let progress_stream = match request.settings.progress_fd {
         Some(fd) => Some((safety::progress_stream(fd)?, fd)),
         None => None,
@@ -135,6 +146,9 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         plan,
         request.settings.passthrough().into(),
     )?);
+    if let Some(ix) = indexed.as_mut().filter(|_| extracting) {
+        input = ix.wrap_input(input, plan, request.settings.tee.is_empty())?;
+    }
     let remote_output = plan
         .output
         .as_deref()
@@ -201,11 +215,14 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         reporter.start_clock();
     }
     let mut warnings = Vec::new();
-    let mut output = Output::of(ends::open::open_output(
-        plan,
-        request.settings.passthrough().into(),
-        &mut warnings,
-    )?);
+    let mut output = match indexed.as_mut().filter(|_| !extracting) {
+        Some(ix) => ix.open_output(plan)?,
+        None => Output::of(ends::open::open_output(
+            plan,
+            request.settings.passthrough().into(),
+            &mut warnings,
+        )?),
+    };
     if let Some(upload) = &upload_map {
         keep_upload_map(
             upload,
@@ -219,7 +236,8 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     }
     let mut output = images.wrap_output(output, plan, &mut warnings)?;
     // The wrapped ends are what the planner plans for.
-    let facts = facts.with_stages(&output, images.mapped());
+    let mapped = images.mapped() || indexed.as_ref().is_some_and(|ix| ix.mapped());
+    let facts = facts.with_stages(&output, mapped);
     for warning in warnings {
         reporter.diagnostic(warning);
     }
@@ -251,6 +269,8 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         command_line: &context.command_line,
     };
 
+    // What the output's store said of the bytes it holds, for --verify.
+    let mut stored_as_written = None;
     let (failed, aftermath, report) = match &extras.positional {
         Some(positional) => {
             let (failed, aftermath) = positional::run(
@@ -288,7 +308,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             // The reporter still watches signals while the output is made
             // final: one that comes before an upload's completing request
             // aborts it, one after it waits for its outcome.
-            close_output(output, failed)?;
+            stored_as_written = close_output(output, failed)?;
             ticker.stop();
             (failed, None, report)
         }
@@ -321,19 +341,34 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         counters.snapshot().bytes_out,
         failed,
     );
+    if let Some(ix) = &indexed {
+        failed |= ix.finish(&reporter, plan.status, failed);
+    }
     failed |= extras.finish(
         hash_job,
         plan,
         &images.kept_outputs(),
         request.settings.passthrough(),
         &reporter,
-        failed,
+        extras::Ended {
+            failed,
+            stored_as_written,
+        },
     );
     if let Some(output) = &plan.output {
         let outputs: Vec<_> = std::iter::once(output.clone())
             .chain(images.kept_outputs())
             .collect();
         failed |= images.verify(&reporter, plan, &outputs, counters.snapshot().bytes_out);
+        if let Some(ix) = &indexed {
+            failed |= ix.verify(
+                &reporter,
+                plan,
+                &outputs,
+                request.settings.passthrough(),
+                failed,
+            );
+        }
     }
     if let Some(report) = report {
         report.print(&reporter, &counters);
@@ -448,7 +483,7 @@ fn stream(
 /// there.
 fn close(input: Input, output: Output) -> Result<(), Failure> {
     close_input(input)?;
-    close_output(output, false)
+    close_output(output, false).map(drop)
 }
 
 fn close_input(input: Input) -> Result<(), Failure> {
@@ -461,8 +496,9 @@ fn close_input(input: Input) -> Result<(), Failure> {
 /// Close the output; after a `failed` copy, as its end finalises one
 /// (an upload is aborted rather than completed). The end is finalised
 /// first, so that what it says about that (the server's answer to an
-/// upload's completion or abort) is in the message.
-fn close_output(output: Output, failed: bool) -> Result<(), Failure> {
+/// upload's completion or abort) is in the message. Ok: what the store
+/// said of the bytes it holds (`End::stored_as_written`).
+fn close_output(output: Output, failed: bool) -> Result<Option<Result<String, String>>, Failure> {
     let Output {
         stream: mut end,
         name,
@@ -481,12 +517,14 @@ fn close_output(output: Output, failed: bool) -> Result<(), Failure> {
         end.abandon();
         return Err(closing(errno, detail));
     }
+    let stored = end.stored_as_written();
     let closed = if failed {
         end.close_failed()
     } else {
         end.close()
     };
-    closed.map_err(|errno| closing(errno, None))
+    closed.map_err(|errno| closing(errno, None))?;
+    Ok(stored)
 }
 
 /// bs=auto: measure now that both ends are open (the probe only reads).

@@ -31,6 +31,9 @@ pub fn man_page() -> String {
     out.push_str(".SH NAME\nddx \\- dd rebuilt for today's disks\n");
     out.push_str(".SH SYNOPSIS\n.B ddx\n[\\fIOPERAND\\fR]...\n.br\n.B ddx\n\\fIOPTION\\fR\n");
     out.push_str(".br\n.B ddx bench\n\\fITARGET\\fR [\\fIOPTION\\fR]...\n");
+    out.push_str(
+        ".br\n.B ddx gc\n\\-\\-store=\\fISTORE\\fR [\\fIOPTION\\fR]... \\fIINDEX\\fR...\n",
+    );
     out.push_str(&format!(
         ".SH DESCRIPTION\n{}\n.PP\n{}\n",
         roff(SUMMARY),
@@ -85,6 +88,7 @@ pub fn man_page() -> String {
     }
     out.push_str(&format!(".SH PAGE CACHE\n{}\n", roff(PAGE_CACHE)));
     out.push_str(&bench_man_section());
+    out.push_str(&gc_man_section());
     out.push_str(&format!(".SH SIGNALS\n{}\n", roff(SIGNALS)));
     out.push_str(&format!(".SH SAFETY\n{}\n", roff(GUARD)));
     out.push_str(".SH ENVIRONMENT\n");
@@ -126,15 +130,30 @@ fn man_option(option: &OptionSpec) -> String {
     };
     let mut help = roff(option.help);
     match option.values {
-        Values::OneOf(words) | Values::Optional(words) => {
+        Values::OneOf(words) | Values::Optional(words) if !words.is_empty() => {
             help.push_str(&format!(" ({})", words.join(", ")))
         }
+        Values::OneOf(_) | Values::Optional(_) => {}
         Values::ListOf(words) => {
             help.push_str(&format!(" (comma\\-separated: {})", words.join(", ")))
         }
         Values::Free | Values::File => {}
     }
     format!(".TP\n{head}\n{help}\n")
+}
+
+/// The man page's GC section, from `ddx gc`'s own table and texts.
+fn gc_man_section() -> String {
+    use crate::cli::gc;
+    let mut out = String::from(
+        ".SH GC\n.B ddx gc\n\\-\\-store=\\fISTORE\\fR [\\fIOPTION\\fR]... \\fIINDEX\\fR...\n",
+    );
+    out.push_str(&format!(".PP\n{}\n", roff(gc::SUMMARY)));
+    for option in gc::OPTIONS {
+        out.push_str(&man_option(option));
+    }
+    out.push_str(&format!(".PP\n{}\n", roff(gc::EXIT)));
+    out
 }
 
 /// The man page's BENCH section, from `ddx bench`'s own table and texts.

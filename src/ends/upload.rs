@@ -15,13 +15,15 @@
 //!
 //! ```text
 //! # ddx upload: 2f1c...e9
-//! # ddx part: 1 16777216 16777216 "5d41402abc4b2a76b9719d911017c592"
+//! # ddx part: 1 16777216 16777216 "5d41402abc4b2a76b9719d911017c592" sha256=oplo...Xzw=
 //! ```
 //!
 //! a part line giving its number, its size in the object, the input
-//! offset where its bytes end (from the copy's start), and its ETag as the
-//! server gave it. Always built: the copy driver keeps the map whether or
-//! not ddx was built with the object end.
+//! offset where its bytes end (from the copy's start), its ETag as the
+//! server gave it and, where the server checked one, the part's SHA-256
+//! (the completing request names every part's checksum). Always built:
+//! the copy driver keeps the map whether or not ddx was built with the
+//! object end.
 
 /// One part the server has stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +39,9 @@ pub struct StoredPart {
     pub source_end: u64,
     /// The ETag the server answered the part with.
     pub etag: String,
+    /// The SHA-256 the server checked the part's bytes against (base64),
+    /// where it said.
+    pub sha256: Option<String>,
 }
 
 /// A multipart upload in progress, and its parts stored so far.
@@ -49,6 +54,7 @@ pub struct UploadRecord {
 
 const UPLOAD: &str = "# ddx upload: ";
 const PART: &str = "# ddx part: ";
+const SHA256: &str = " sha256=";
 
 impl UploadRecord {
     /// The input offset the next run goes on from.
@@ -66,9 +72,13 @@ impl UploadRecord {
         let mut text = format!("{UPLOAD}{}\n", self.id);
         for part in &self.parts {
             text.push_str(&format!(
-                "{PART}{} {} {} {}\n",
+                "{PART}{} {} {} {}",
                 part.number, part.size, part.source_end, part.etag
             ));
+            if let Some(sha256) = &part.sha256 {
+                text.push_str(&format!("{SHA256}{sha256}"));
+            }
+            text.push('\n');
         }
         text
     }
@@ -97,7 +107,20 @@ impl UploadRecord {
                 let (Some(n), Some(size), Some(source_end)) = (number(), number(), number()) else {
                     return Err(bad("expected 'number size input-end etag'"));
                 };
-                let etag = words.next().unwrap_or("").trim();
+                let rest = words.next().unwrap_or("");
+                // The checksum, last and of base64's characters only,
+                // where the line has one.
+                let (etag, sha256) = match rest.rsplit_once(SHA256) {
+                    Some((etag, sha256))
+                        if !sha256.is_empty()
+                            && sha256
+                                .bytes()
+                                .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b)) =>
+                    {
+                        (etag.trim(), Some(sha256.to_owned()))
+                    }
+                    _ => (rest.trim(), None),
+                };
                 let follows = upload
                     .parts
                     .last()
@@ -110,6 +133,7 @@ impl UploadRecord {
                     size,
                     source_end,
                     etag: etag.to_owned(),
+                    sha256,
                 });
             }
         }
@@ -177,6 +201,8 @@ mod tests {
             size,
             source_end,
             etag: format!("\"etag-{number}\""),
+            sha256: (number % 2 == 0)
+                .then(|| "oplo+tLngqqfIECjXwWtuX7Yl56x9XLIyOp4Y34nXzw=".into()),
         }
     }
 

@@ -272,6 +272,12 @@ pub trait Stream: Send + fmt::Debug {
         let _ = source;
     }
 
+    /// After [`Stream::finalise`]: what the output's store said of the
+    /// bytes it holds (`End::stored_as_written`). None: nothing.
+    fn stored_as_written(&self) -> Option<Result<String, String>> {
+        None
+    }
+
     /// Complete the end and report its last error (close(2); completing
     /// an upload; the last flush of a remote end).
     fn close(self: Box<Self>) -> Result<(), Errno>;

@@ -1318,6 +1318,10 @@ impl Stream for Window {
         self.detail.take().or_else(|| self.end.take_detail())
     }
 
+    fn stored_as_written(&self) -> Option<Result<String, String>> {
+        self.end.stored_as_written()
+    }
+
     fn finalise(&mut self, copy_failed: bool) -> Result<(), Errno> {
         if copy_failed {
             if let Some(gathered) = self.writes.gathered.take() {

@@ -18,6 +18,7 @@
 //! `fuzz/corpus/<name>/` with a few real inputs; the replay test fails
 //! until all four exist.
 
+mod casync;
 mod command_line;
 mod decoders;
 mod disks;
@@ -26,15 +27,16 @@ mod input;
 mod remote;
 mod system;
 
+pub use casync::{casync_chunk, casync_index};
 pub use command_line::{bench_args, number, operands};
 pub use decoders::{bzip2, decompress, gzip, lz4, xz, zstd, zstd_blocks};
 pub use disks::{ext, fat, ntfs, partition_table, swap, used_blocks, xfs};
 pub use files::{bmap, hash_file, mapfile};
 #[cfg(feature = "nbd")]
 pub use remote::extents;
-pub use remote::uri;
 #[cfg(feature = "object")]
-pub use remote::{aws_config, redact};
+pub use remote::{aws_config, checksums, list_parts, redact};
+pub use remote::{upload_record, uri};
 pub use system::{device_probe, kernel_texts, scsi_sense};
 
 /// One fuzz target: its name (the file under `fuzz/fuzz_targets/`, the
@@ -81,6 +83,16 @@ pub const TARGETS: &[Target] = &[
         run: hash_file,
     },
     Target {
+        name: "casync_index",
+        reads: "casync blob indexes (.caibx), made by casync, desync or anyone",
+        run: casync_index,
+    },
+    Target {
+        name: "casync_chunk",
+        reads: "a chunk store's files (.cacnk: zstd, xz or gzip), and the chunker",
+        run: casync_chunk,
+    },
+    Target {
         name: "uri",
         reads: "NBD, S3 and HTTP(S) URIs in if= and of=",
         run: uri,
@@ -96,6 +108,23 @@ pub const TARGETS: &[Target] = &[
         name: "redact",
         reads: "texts from an object store, cleaned of the secrets they may quote",
         run: redact,
+    },
+    #[cfg(feature = "object")]
+    Target {
+        name: "list_parts",
+        reads: "an S3 server's ListParts answers (XML), read when --resume checks an upload",
+        run: list_parts,
+    },
+    #[cfg(feature = "object")]
+    Target {
+        name: "checksums",
+        reads: "an S3 server's part ids and checksums (x-amz-checksum-sha256) of an upload",
+        run: checksums,
+    },
+    Target {
+        name: "upload_record",
+        reads: "the record of a resumable upload in a map's comments (--map onto an object)",
+        run: upload_record,
     },
     #[cfg(feature = "nbd")]
     Target {

@@ -385,3 +385,151 @@ impl Model {
             .map(|r| (r.1, r.2))
     }
 }
+
+/// `data` is a ListParts answer (S3's XML): a page read is written back
+/// as XML by a writer of this target's own and read again to the same
+/// parts and marker; a page that cannot be read is refused in one line.
+#[cfg(feature = "object")]
+pub fn list_parts(data: &[u8]) {
+    use crate::ends::object::list_parts::parse_list_parts;
+
+    let text = String::from_utf8_lossy(data);
+    let page = match parse_list_parts(&text) {
+        Ok(page) => page,
+        Err(why) => return assert_one_line("a ListParts refusal", &why),
+    };
+    assert!(page.parts.len() <= text.matches("Part").count());
+    let escape = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('\r', "&#13;")
+    };
+    let mut xml = String::from("<ListPartsResult>");
+    match page.next.as_ref().filter(|next| !next.is_empty()) {
+        Some(next) => xml.push_str(&format!(
+            "<IsTruncated>true</IsTruncated><NextPartNumberMarker>{}</NextPartNumberMarker>",
+            escape(next)
+        )),
+        None => xml.push_str("<IsTruncated>false</IsTruncated>"),
+    }
+    for (number, size, etag) in &page.parts {
+        xml.push_str(&format!(
+            "<Part><PartNumber>{number}</PartNumber><Size>{size}</Size>"
+        ));
+        if let Some(etag) = etag {
+            xml.push_str(&format!("<ETag>{}</ETag>", escape(etag)));
+        }
+        xml.push_str("</Part>");
+    }
+    xml.push_str("</ListPartsResult>");
+    let again = parse_list_parts(&xml).expect("a page ddx's own writer made");
+    // An empty ETag or marker reads back as none.
+    let present = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
+    let parts = |page: &crate::ends::object::list_parts::PartsPage| -> Vec<_> {
+        page.parts
+            .iter()
+            .map(|(n, size, etag)| (*n, *size, present(etag)))
+            .collect()
+    };
+    assert_eq!(parts(&again), parts(&page), "{xml}");
+    if page.next.as_deref().is_some_and(|n| !n.is_empty()) {
+        assert_eq!(again.next, page.next, "{xml}");
+    }
+}
+
+/// `data` is a map's text with an upload's record in its comments
+/// (`--map` onto an object): a record read is numbered from 1 with input
+/// offsets that never go back, and its own rendering reads back as the
+/// same record; a map that cannot be read is refused in one line that
+/// names the line.
+pub fn upload_record(data: &[u8]) {
+    use crate::ends::upload::UploadRecord;
+
+    let text = String::from_utf8_lossy(data);
+    match UploadRecord::parse(&text) {
+        Ok(Some(record)) => {
+            assert!(!record.id.is_empty());
+            for (index, part) in record.parts.iter().enumerate() {
+                assert_eq!(part.number, index + 1);
+                assert!(!part.etag.is_empty());
+            }
+            assert!(record
+                .parts
+                .windows(2)
+                .all(|w| w[0].source_end <= w[1].source_end));
+            assert_eq!(
+                record.source_end(),
+                record.parts.last().map_or(0, |p| p.source_end)
+            );
+            let rendered = record.render();
+            assert_eq!(
+                UploadRecord::parse(&rendered),
+                Ok(Some(record.clone())),
+                "{rendered:?}"
+            );
+        }
+        Ok(None) => assert!(!text.lines().any(|l| l.starts_with("# ddx upload: "))),
+        Err(why) => {
+            assert_one_line("an upload record's refusal", &why);
+            assert!(why.starts_with("line "), "{why}");
+        }
+    }
+}
+
+/// `data` is what a store answers about an upload's checksums, separated
+/// by NUL bytes: a part's id as object_store keeps it (the part's ETag
+/// and the checksum the server checked), the checksums of the parts, and
+/// the object's checksum as the server gives it. A part's id reads back
+/// as written; the parts' composite checksum is S3's form (base64 of a
+/// SHA-256, `-`, the count) or refused in one line; the comparison with
+/// the server's confirms only an equal checksum and otherwise says so in
+/// one line.
+#[cfg(feature = "object")]
+pub fn checksums(data: &[u8]) {
+    use crate::ends::object::checksum::{self, Confirmation, PartAnswer};
+
+    let text = String::from_utf8_lossy(data);
+    let mut fields: Vec<&str> = text.split('\0').collect();
+    let part_id = fields.remove(0);
+    let answered = fields.pop();
+    let answer = PartAnswer::of_part_id(part_id);
+    let again = PartAnswer::of_part_id(&answer.part_id());
+    // What XML can hold reads back whole; an ETag it cannot, at least
+    // as the ETag.
+    let legal = |s: &str| {
+        s.chars().all(|c| {
+            (!c.is_control() || matches!(c, '\t' | '\n' | '\r'))
+                && !matches!(c, '\u{fffe}' | '\u{ffff}')
+        })
+    };
+    if legal(&answer.etag) && answer.sha256.as_deref().is_none_or(legal) {
+        assert_eq!(again, answer, "{part_id:?}");
+    } else {
+        assert_eq!(again.etag, answer.etag, "{part_id:?}");
+    }
+    if !part_id.starts_with("<PartMetadata") {
+        assert_eq!(answer.etag, part_id);
+        assert_eq!(answer.sha256, None);
+    }
+    let sent = checksum::composite(fields.iter().copied());
+    match &sent {
+        Ok(sum) => {
+            let (digest, count) = sum.rsplit_once('-').expect("a count");
+            assert_eq!(digest.len(), 44, "{sum}");
+            assert_eq!(count, fields.len().to_string(), "{sum}");
+        }
+        Err(why) => assert_one_line("a composite checksum's refusal", why),
+    }
+    match checksum::confirm(sent.clone(), answered) {
+        Ok(Confirmation::Confirmed { sha256 }) => {
+            let answered = answered.expect("an answer").trim();
+            let sent = sent.expect("a checksum sent");
+            assert_eq!(sha256, sent);
+            assert!(answered == sent || sent.starts_with(&format!("{answered}-")));
+            assert_one_line("a confirmation", &checksum::described(&sha256));
+        }
+        Ok(Confirmation::Unchecked(why)) => assert_one_line("why a checksum is unchecked", &why),
+        Err(why) => assert_one_line("a checksum mismatch", &why),
+    }
+}

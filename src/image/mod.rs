@@ -20,6 +20,10 @@
 //!   left for the final fsync.
 //! - [`UsedOnly`]: a disk read as the blocks its file systems use
 //!   (`--used-only`), the rest passed on as holes.
+//! - [`indexed`]: casync indexes, made of the input (an output end that
+//!   stores chunks) and extracted (an input end that is the blob, from
+//!   seeds and a chunk store, blocks the output holds passed on as
+//!   holes).
 //!
 //! Every stage here is `Kind::Stream` or passes its inner stream's kind
 //! on, and none offers a descriptor: the engine's descriptor-only paths
@@ -36,6 +40,7 @@ pub mod compress;
 pub mod decompress;
 pub mod direct;
 pub mod format;
+pub mod indexed;
 pub mod peek;
 mod prefixed;
 pub mod safe_order;

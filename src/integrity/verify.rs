@@ -116,6 +116,8 @@ pub enum RangeDigest {
     /// A block map's SHA-1 or SHA-256, lower-case hex.
     Sha1(String),
     Sha256(String),
+    /// A casync chunk's id (its default digest).
+    Sha512_256(String),
     /// XXH3-64 of the range as it was written (a map without digests).
     Xxh3(u64),
 }
@@ -126,6 +128,7 @@ impl RangeDigest {
         match self {
             RangeDigest::Sha1(_) => RangeHasher::Sha1(sha1::Sha1::new()),
             RangeDigest::Sha256(_) => RangeHasher::Sha256(sha2::Sha256::new()),
+            RangeDigest::Sha512_256(_) => RangeHasher::Sha512_256(sha2::Sha512_256::new()),
             RangeDigest::Xxh3(_) => RangeHasher::Xxh3(Box::default()),
         }
     }
@@ -135,6 +138,7 @@ impl RangeDigest {
 enum RangeHasher {
     Sha1(sha1::Sha1),
     Sha256(sha2::Sha256),
+    Sha512_256(sha2::Sha512_256),
     Xxh3(Box<xxhash_rust::xxh3::Xxh3>),
 }
 
@@ -144,6 +148,7 @@ impl RangeHasher {
         match self {
             RangeHasher::Sha1(h) => h.update(data),
             RangeHasher::Sha256(h) => h.update(data),
+            RangeHasher::Sha512_256(h) => h.update(data),
             RangeHasher::Xxh3(h) => h.update(data),
         }
     }
@@ -153,6 +158,9 @@ impl RangeHasher {
         match (self, expected) {
             (RangeHasher::Sha1(h), RangeDigest::Sha1(hex)) => format!("{:x}", h.finalize()) == *hex,
             (RangeHasher::Sha256(h), RangeDigest::Sha256(hex)) => {
+                format!("{:x}", h.finalize()) == *hex
+            }
+            (RangeHasher::Sha512_256(h), RangeDigest::Sha512_256(hex)) => {
                 format!("{:x}", h.finalize()) == *hex
             }
             (RangeHasher::Xxh3(h), RangeDigest::Xxh3(value)) => h.digest() == *value,

@@ -629,6 +629,45 @@ fn on_cpus_others_wait_for_a_copy_from_memory_runs_in_turn() {
 }
 
 #[test]
+fn busy_cpus_never_take_the_overlap_from_a_copy_to_or_from_a_server() {
+    let mut cached = ext4(1);
+    cached.cached = true;
+    let crowded = |input: EndFacts, output: EndFacts| Facts {
+        cpu_pressure: Some(9700),
+        ..facts(input, output)
+    };
+    for (input, output) in [
+        (cached.clone(), EndFacts::of_kind(Kind::Object)),
+        (cached.clone(), EndFacts::of_kind(Kind::NbdExport)),
+        (EndFacts::of_kind(Kind::Object), ext4(2)),
+        (EndFacts::of_kind(Kind::NbdExport), ext4(2)),
+    ] {
+        let (from, to) = (input.kind, output.kind);
+        let s = plan(&request(&["bs=8M"], auto()), &crowded(input, output));
+        assert!(
+            matches!(s.backend, Backend::Threads { queue_depth } if queue_depth > 1),
+            "{from:?} to {to:?}: {:?}",
+            s.backend
+        );
+        assert_eq!(s.in_turn, None, "{from:?} to {to:?}");
+    }
+    // One CPU: the same, the other end waits on the network.
+    let one = Facts {
+        cpus: 1,
+        ..facts(cached.clone(), EndFacts::of_kind(Kind::Object))
+    };
+    let s = plan(&request(&["bs=8M"], auto()), &one);
+    assert!(
+        matches!(s.backend, Backend::Threads { .. }),
+        "{:?}",
+        s.backend
+    );
+    // Between two local ends the busy CPUs still mean in turn.
+    let s = plan(&request(&["bs=8M"], auto()), &crowded(cached, ext4(2)));
+    assert_eq!(s.backend, Backend::Sequential);
+}
+
+#[test]
 fn direct_reads_go_several_at_once_only_where_both_ends_take_parallel_requests() {
     let with = |words: &[&str], depth: Option<usize>, facts: &Facts| {
         let settings = Settings {

@@ -21,8 +21,8 @@
 //! disks: `/dev/sdX` and
 //! `/dev/sdY` are loop devices over files, except in the rescue section,
 //! where `/dev/sdX` is a disk with unreadable sectors (nbdkit's ddrescue
-//! filter through nbdfuse). The servers live for the whole test: s3s-fs
-//! for `s3://my-bucket`, nbdkit on TCP (read only) for
+//! filter through nbdfuse). The servers live for the whole test: a
+//! bucket of the shared SeaweedFS cluster for `s3://my-bucket`, nbdkit on TCP (read only) for
 //! `nbd://server.example` and on a Unix socket for `/run/nbd.sock`, and
 //! rclone serving the images over https for `downloads.example.org`.
 //! `ddx bench` runs with a small working set and one run per figure
@@ -36,8 +36,9 @@ use std::time::{Duration, Instant};
 
 use crate::rigs;
 use crate::rigs::bytes::pattern;
+use crate::rigs::cluster::Bucket;
 use crate::rigs::fixture::statistics;
-use crate::rigs::object::{free_port, HttpServer, S3Server, TestCa, ACCESS_KEY, SECRET_KEY};
+use crate::rigs::object::{free_port, HttpServer, TestCa, ACCESS_KEY, SECRET_KEY};
 
 /// How a command must end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +69,9 @@ enum Oracle {
     Ddrescue,
     /// Refused: the output it names does not appear.
     Refused,
+    /// A casync index's image, extracted: every output holds this file
+    /// of the section's at its start.
+    Blob(&'static str),
     /// Nothing to compare with (a benchmark, another tool's command):
     /// how it ends, what it prints and makes.
     Itself,
@@ -244,7 +248,10 @@ const ROWS: &[Row] = &[
     saying(
         "ddx if=disk.img of=s3://my-bucket/disk.img bs=8M --verify",
         GnuDd,
-        &["read back, identical to what was written"],
+        &[
+            "not read back: the server's SHA-256 of its ",
+            "is that of the bytes sent",
+        ],
     ),
     row(
         "ddx if=s3://my-bucket/disk.img of=/dev/sdX bs=8M conv=fsync",
@@ -254,6 +261,52 @@ const ROWS: &[Row] = &[
         "ddx if=https://downloads.example.org/raspios.img.xz of=/dev/sdX --decompress bs=4M \
          conv=fsync status=progress",
         GnuDd,
+    ),
+    // Versions and fleets: chunk stores. The disk holds no partition
+    // table, so its used set is all of it: the image is disk.img.
+    saying(
+        "ddx if=/dev/sdX of=s3://my-bucket/fleet/web1.caibx --store=s3://my-bucket/fleet/store \
+         --used-only bs=4M",
+        Itself,
+        &[
+            "were new to the store",
+            "'s3://my-bucket/fleet/store' holds",
+        ],
+    ),
+    saying(
+        "ddx if=/dev/sdX of=s3://my-bucket/fleet/web2.caibx --store=s3://my-bucket/fleet/store \
+         --used-only bs=4M",
+        Itself,
+        &["; 0 were new to the store"],
+    ),
+    saying(
+        "ddx if=/dev/sdX of=s3://my-bucket/fleet/web3.caibx --store=s3://my-bucket/fleet/store \
+         --used-only bs=4M",
+        Itself,
+        &["; 0 were new to the store"],
+    ),
+    saying(
+        "ddx if=s3://my-bucket/fleet/web2.caibx of=/dev/sdY --store=s3://my-bucket/fleet/store \
+         bs=4M conv=fsync --verify",
+        Blob("disk.img"),
+        &["each of the index's"],
+    ),
+    saying(
+        "ddx gc --store=s3://my-bucket/fleet/store s3://my-bucket/fleet/web1.caibx \
+         s3://my-bucket/fleet/web2.caibx",
+        Itself,
+        &["named by 2 indexes"],
+    ),
+    saying(
+        "ddx if=raspios.img of=raspios.caibx --store",
+        Itself,
+        &["were new to the store 'default.castr'"],
+    ),
+    saying(
+        "ddx if=https://downloads.example.org/raspios.caibx of=/dev/sdX --store --seed=/dev/sdX \
+         bs=4M conv=fsync --verify",
+        Blob("raspios.img"),
+        &["fetched from", "each of the index's"],
     ),
     // The page cache.
     saying(
@@ -603,7 +656,7 @@ struct Rig {
     tcp: TcpExport,
     unix: rigs::nbd::Server,
     unix_file: PathBuf,
-    s3: S3Server,
+    s3: Bucket<'static>,
     https: HttpServer,
     ca: TestCa,
     sections: usize,
@@ -652,6 +705,20 @@ impl Rig {
         rigs::images::bmaptool_create(&image, &fixtures.join("raspios.img.bmap"));
         rigs::images::packed(&image, "xz", "xz");
         rigs::images::packed(&image, "zstd", "zst");
+        // Its casync index, in the store beside it (default.castr), as a
+        // publisher serves them.
+        let made = Command::new(rigs::cmd::DDX)
+            .arg(format!("if={}", image.display()))
+            .arg(format!("of={}", fixtures.join("raspios.caibx").display()))
+            .args(["--store", "status=none"])
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !made.status.success() {
+            return Err(format!(
+                "making the image's index: {}",
+                String::from_utf8_lossy(&made.stderr)
+            ));
+        }
         // A used disk: data everywhere but a stretch of zeros (which a
         // bmap leaves out), and other data on a spare disk. Neither holds
         // the image, so that writing only its mapped blocks shows.
@@ -670,8 +737,7 @@ impl Rig {
             .map_err(|e| e.to_string())?;
         let file_arg = format!("file={}", unix_file.display());
         let unix = rigs::nbd::Server::nbdkit_in(unix_dir, &["file", &file_arg])?;
-        let s3 = S3Server::start()?;
-        s3.bucket("my-bucket");
+        let s3 = crate::rigs::cluster::shared()?.bucket("my-bucket")?;
         let ca = TestCa::new(root.path())?;
         let https = HttpServer::start(&fixtures, Some(&ca))?;
         Ok(Rig {
@@ -697,9 +763,12 @@ impl Rig {
         self.sections += 1;
         let dir = self.root.path().join(format!("section{}", self.sections));
         std::fs::create_dir(&dir).unwrap();
+        // The files (a store beside them is only served).
         for entry in std::fs::read_dir(&self.fixtures).unwrap() {
             let entry = entry.unwrap();
-            std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+            if entry.file_type().unwrap().is_file() {
+                std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+            }
         }
         let disk = |name: &str, bytes: &[u8]| {
             let backing = dir.join(name);
@@ -773,9 +842,14 @@ impl Rig {
         match value {
             "/dev/sdX" => section.x.path().to_owned(),
             "/dev/sdY" => section.y.path.clone(),
-            v if v.starts_with("s3://my-bucket/") => self
-                .s3
-                .object_file("my-bucket", &v["s3://my-bucket/".len()..]),
+            v if v.starts_with("s3://my-bucket/") => {
+                // The object as the cluster holds it, in a file.
+                let key = &v["s3://my-bucket/".len()..];
+                let copy = section.dir.join(format!(".s3-{}", key.replace('/', "_")));
+                let object = self.s3.object(key).unwrap_or_default();
+                std::fs::write(&copy, object).unwrap();
+                copy
+            }
             v if v.starts_with("nbd://server.example/") => self.served.clone(),
             v if v.starts_with("nbd+unix://") => self.unix_file.clone(),
             v if v.starts_with("https://downloads.example.org/") => self
@@ -804,7 +878,7 @@ impl Rig {
         ]
     }
 
-    /// The settings that reach s3s-fs, for the common jobs (the guide
+    /// The settings that reach the S3 cluster, for the common jobs (the guide
     /// sets its own).
     fn s3_env(&self) -> BTreeMap<String, String> {
         self.s3.env().into_iter().collect()
@@ -1099,6 +1173,15 @@ fn check(rig: &Rig, section: &Section, command: &str, row: &Row) {
             let output = rig.substitute(section, call.operand("of").unwrap());
             if Path::new(&output).exists() {
                 ran.fail(format!("{output} was made"));
+            }
+        }
+        Blob(file) => {
+            let blob = read(&section.dir.join(file));
+            for output in call.outputs() {
+                let held = read(&rig.local(section, output));
+                if held.get(..blob.len()) != Some(&blob[..]) {
+                    ran.fail(format!("{output} does not hold {file}"));
+                }
             }
         }
         Itself => {}

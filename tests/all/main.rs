@@ -15,7 +15,11 @@ mod auto_block;
 mod bench;
 mod bench_page;
 mod cache;
+#[cfg(all(feature = "nbd", feature = "object"))]
+mod chunks;
 mod cli;
+#[cfg(feature = "object")]
+mod cluster_faults;
 mod compressed_input;
 mod corpora;
 mod differential;
@@ -26,6 +30,8 @@ mod guard;
 mod guide;
 mod image;
 mod image_copy;
+#[cfg(all(feature = "nbd", feature = "object"))]
+mod latency;
 mod layers;
 #[cfg(feature = "nbd")]
 mod nbd;

@@ -1,15 +1,21 @@
-//! The object ends (`ddx::ends::object`) against real servers: s3s-fs on
-//! loopback for S3 (what it stores on disk is the oracle for writes, and
-//! files put on its disk the oracle for reads), rclone's HTTP server for
-//! http:// and https:// (with a certificate authority the test makes and
-//! trusts explicitly), python's http.server for a server that ignores
-//! `Range`, and socat as a TLS front for s3s-fs (an https S3 endpoint).
+//! The object ends (`ddx::ends::object`) against real servers: a
+//! SeaweedFS cluster on loopback for S3 (what its filer holds is the
+//! oracle for writes, and objects put by curl the oracle for reads),
+//! rclone's HTTP server for http:// and https:// (with a certificate
+//! authority the test makes and trusts explicitly), python's http.server
+//! for a server that ignores `Range`, and socat as a TLS front for the
+//! cluster's gateway (an https S3 endpoint). A server that goes away and
+//! comes back is the delay proxy in front of the gateway, cut and
+//! restored (`rigs::delay`).
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use crate::rigs;
 use crate::rigs::bytes::pattern;
-use crate::rigs::object::{s3_or_skip, HttpServer, PythonHttpServer, S3Server, TestCa, TlsFront};
+use crate::rigs::cluster::{bucket_or_skip, Bucket};
+use crate::rigs::delay::DelayProxy;
+use crate::rigs::object::{HttpServer, PythonHttpServer, TestCa, TlsFront};
 use ddx::ends::object::{recognise, Config, ObjectError, ObjectReader, ObjectUrl, ObjectWriter};
 use ddx::ends::{Kind, Whence};
 use ddx::engine::stream::{stream_of, Pipeline, Stream};
@@ -18,10 +24,10 @@ use ddx::sys::Errno;
 
 const MIB: usize = 1 << 20;
 
-/// Settings for `server` as the environment would give them, with
-/// `extra` on top; no shared files are read (HOME points nowhere).
-fn config_for(server: &S3Server, extra: &[(&str, &str)]) -> Config {
-    let mut vars: HashMap<String, String> = server.env().into_iter().collect();
+/// Settings for `bucket`'s cluster as the environment would give them,
+/// with `extra` on top; no shared files are read (HOME points nowhere).
+fn config_for(bucket: &Bucket, extra: &[(&str, &str)]) -> Config {
+    let mut vars: HashMap<String, String> = bucket.env().into_iter().collect();
     vars.insert("HOME".into(), "/nonexistent".into());
     vars.insert("AWS_MAX_ATTEMPTS".into(), "2".into());
     for (k, v) in extra {
@@ -63,22 +69,22 @@ fn read_all(end: &mut dyn Stream, chunk: usize) -> Vec<u8> {
 
 #[test]
 fn a_multipart_upload_round_trips_byte_for_byte() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
-    let config = config_for(&server, &[]);
+    let config = config_for(&bucket, &[]);
     // Three 16 MiB parts and a short last one.
     let data = pattern(17, 3 * 16 * MIB + 12_345);
-    let target = url("s3://bkt/images/disk.img");
+    let target = url(&bucket.url("images/disk.img"));
     let hint = Pipeline {
         chunk: MIB,
         depth: 4,
         total: Some(data.len() as u64),
     };
     upload(&target, &config, &data, MIB + 17, Some(hint));
-    let stored = std::fs::read(server.object_file("bkt", "images/disk.img")).expect("stored");
-    assert!(stored == data, "s3s-fs stored other bytes");
-    server.assert_no_pending_upload();
+    let stored = bucket.object("images/disk.img").expect("stored");
+    assert!(stored == data, "the cluster stored other bytes");
+    bucket.assert_no_pending_upload();
 
     let mut reader = Window::over(Box::new(
         ObjectReader::open(&target, &config).expect("open"),
@@ -97,15 +103,14 @@ fn a_multipart_upload_round_trips_byte_for_byte() {
 
 #[test]
 fn ranged_reads_seeks_and_reads_at_an_offset_return_the_right_bytes() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
-    let bucket = server.bucket("bkt");
     let data = pattern(5, 20 * MIB + 999);
-    std::fs::write(bucket.join("put-on-disk"), &data).expect("seed");
-    let config = config_for(&server, &[]);
+    bucket.put("put-on-disk", &data).expect("seed");
+    let config = config_for(&bucket, &[]);
     let mut reader = Window::over(Box::new(
-        ObjectReader::open(&url("s3://bkt/put-on-disk"), &config).expect("open"),
+        ObjectReader::open(&url(&bucket.url("put-on-disk")), &config).expect("open"),
     ));
     assert_eq!(reader.size(), Ok(Some(data.len() as u64)));
 
@@ -155,35 +160,29 @@ fn ranged_reads_seeks_and_reads_at_an_offset_return_the_right_bytes() {
 
 #[test]
 fn a_small_object_is_one_put_and_appears_only_at_close() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
-    let config = config_for(&server, &[]);
+    let config = config_for(&bucket, &[]);
     let data = pattern(3, 100_000);
     let mut writer: Box<dyn Stream> = stream_of(Box::new(
-        ObjectWriter::create(&url("s3://bkt/small"), &config).expect("create"),
+        ObjectWriter::create(&url(&bucket.url("small")), &config).expect("create"),
     ));
     assert_eq!(writer.kind(), Kind::Object);
     assert_eq!(writer.write(&data), Ok(data.len()));
-    assert!(!server.object_file("bkt", "small").exists());
-    server.assert_no_pending_upload();
+    assert!(!bucket.has("small"));
+    bucket.assert_no_pending_upload();
     writer.close().expect("close");
-    assert_eq!(
-        std::fs::read(server.object_file("bkt", "small")).expect("stored"),
-        data
-    );
+    assert_eq!(bucket.object("small").expect("stored"), data);
 
     // Nothing written: an empty object, as dd makes an empty file.
     let writer = stream_of(Box::new(
-        ObjectWriter::create(&url("s3://bkt/empty"), &config).expect("create"),
+        ObjectWriter::create(&url(&bucket.url("empty")), &config).expect("create"),
     ));
     writer.close().expect("close");
-    assert_eq!(
-        std::fs::read(server.object_file("bkt", "empty")).expect("stored"),
-        b""
-    );
+    assert_eq!(bucket.object("empty").expect("stored"), b"");
     let mut reader = Window::over(Box::new(
-        ObjectReader::open(&url("s3://bkt/empty"), &config).expect("open"),
+        ObjectReader::open(&url(&bucket.url("empty")), &config).expect("open"),
     ));
     assert_eq!(reader.size(), Ok(Some(0)));
     assert_eq!(reader.read(&mut [0u8; 10]), Ok(0));
@@ -191,76 +190,77 @@ fn a_small_object_is_one_put_and_appears_only_at_close() {
 
 #[test]
 fn a_large_object_appears_only_when_its_upload_completes() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
-    let config = config_for(&server, &[]);
+    let config = config_for(&bucket, &[]);
     let data = pattern(9, 40 * MIB);
     let mut writer: Box<dyn Stream> = stream_of(Box::new(
-        ObjectWriter::create(&url("s3://bkt/big"), &config).expect("create"),
+        ObjectWriter::create(&url(&bucket.url("big")), &config).expect("create"),
     ));
     writer.write(&data).expect("write");
     writer.sync(true).expect("parts sent so far are stored");
-    assert!(!server.object_file("bkt", "big").exists());
+    assert!(!bucket.has("big"));
     assert!(
-        !server.pending_uploads().is_empty(),
+        !bucket.pending_uploads().is_empty(),
         "an upload in progress is visible on the server's disk"
     );
     writer.close().expect("close");
-    assert!(std::fs::read(server.object_file("bkt", "big")).expect("stored") == data);
-    server.assert_no_pending_upload();
+    assert!(bucket.object("big").expect("stored") == data);
+    bucket.assert_no_pending_upload();
 }
 
 #[test]
 fn an_abandoned_upload_leaves_no_object_and_no_pending_upload() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
-    let bucket = server.bucket("bkt");
-    let config = config_for(&server, &[]);
+    let config = config_for(&bucket, &[]);
     // A new key: nothing at all afterwards.
     let mut writer: Box<dyn Stream> = stream_of(Box::new(
-        ObjectWriter::create(&url("s3://bkt/new"), &config).expect("create"),
+        ObjectWriter::create(&url(&bucket.url("new")), &config).expect("create"),
     ));
     writer.write(&pattern(1, 50 * MIB)).expect("write");
-    assert!(!server.pending_uploads().is_empty());
+    assert!(!bucket.pending_uploads().is_empty());
     writer.abandon();
-    assert!(!server.object_file("bkt", "new").exists());
-    server.assert_no_pending_upload();
+    assert!(!bucket.has("new"));
+    bucket.assert_no_pending_upload();
 
     // An existing key: the old object stays as it was.
     let old = pattern(2, 1000);
-    std::fs::write(bucket.join("old"), &old).expect("seed");
+    bucket.put("old", &old).expect("seed");
     let mut writer: Box<dyn Stream> = stream_of(Box::new(
-        ObjectWriter::create(&url("s3://bkt/old"), &config).expect("create"),
+        ObjectWriter::create(&url(&bucket.url("old")), &config).expect("create"),
     ));
     writer.write(&pattern(3, 33 * MIB)).expect("write");
     writer.abandon();
-    assert_eq!(std::fs::read(bucket.join("old")).expect("old"), old);
-    server.assert_no_pending_upload();
+    assert_eq!(bucket.object("old").expect("old"), old);
+    bucket.assert_no_pending_upload();
 
     // Abandoned before a part was full: no request was ever made.
     let mut writer: Box<dyn Stream> = stream_of(Box::new(
-        ObjectWriter::create(&url("s3://bkt/tiny"), &config).expect("create"),
+        ObjectWriter::create(&url(&bucket.url("tiny")), &config).expect("create"),
     ));
     writer.write(b"tiny").expect("write");
     writer.abandon();
-    assert!(!server.object_file("bkt", "tiny").exists());
+    assert!(!bucket.has("tiny"));
 }
 
 #[test]
 fn a_part_that_cannot_be_uploaded_is_named() {
-    let Some(mut server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
-    let config = config_for(&server, &[]);
+    // The gateway behind a proxy that goes away (its port closed).
+    let mut proxy = DelayProxy::start(bucket.cluster.port(), Duration::ZERO).expect("proxy");
+    let config = config_for(&bucket, &[("AWS_ENDPOINT_URL", &proxy.endpoint())]);
     let mut writer: Box<dyn Stream> = stream_of(Box::new(
-        ObjectWriter::create(&url("s3://bkt/cut"), &config).expect("create"),
+        ObjectWriter::create(&url(&bucket.url("cut")), &config).expect("create"),
     ));
     writer
         .write(&pattern(4, 16 * MIB))
         .expect("the first part starts the upload");
-    server.kill();
+    proxy.cut();
     let data = pattern(5, 16 * MIB);
     let failed = (0..8)
         .map(|_| writer.write(&data))
@@ -276,43 +276,51 @@ fn a_part_that_cannot_be_uploaded_is_named() {
 
 #[test]
 fn parts_sent_while_the_server_is_down_are_retried_until_it_is_back() {
-    let Some(mut server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
     // object_store's backoff is jittered from 100 ms up: enough tries
     // that the outage (a second, plus the restart on a loaded machine)
     // cannot use them all up.
-    let config = config_for(&server, &[("AWS_MAX_ATTEMPTS", "50")]);
+    let mut proxy = DelayProxy::start(bucket.cluster.port(), Duration::ZERO).expect("proxy");
+    let config = config_for(
+        &bucket,
+        &[
+            ("AWS_MAX_ATTEMPTS", "50"),
+            ("AWS_ENDPOINT_URL", &proxy.endpoint()),
+        ],
+    );
     let data = pattern(12, 3 * 16 * MIB + 5);
     let mut writer: Box<dyn Stream> = stream_of(Box::new(
-        ObjectWriter::create(&url("s3://bkt/outage"), &config).expect("create"),
+        ObjectWriter::create(&url(&bucket.url("outage")), &config).expect("create"),
     ));
     writer.write(&data[..16 * MIB]).expect("first part");
     writer.sync(true).expect("first part stored");
-    server.kill();
-    let restarter = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(1000));
-        server.restart().map(|()| server)
+    // The gateway's port closed for a second.
+    proxy.cut();
+    let restorer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1000));
+        proxy.restore().map(|()| proxy)
     });
     writer.write(&data[16 * MIB..]).expect("parts handed over");
-    let server = restarter.join().expect("restarter").expect("restarted");
+    let _proxy = restorer.join().expect("restorer").expect("restored");
     let mut writer = writer;
     if let Err(errno) = writer.sync(true) {
         panic!("{errno}: {:?}", writer.take_detail());
     }
     writer.close().expect("completed once the server is back");
-    let stored = std::fs::read(server.object_file("bkt", "outage")).expect("stored");
-    assert!(stored == data, "s3s-fs stored other bytes");
+    let stored = bucket.object("outage").expect("stored");
+    assert!(stored == data, "the cluster stored other bytes");
 }
 
 #[test]
 fn a_missing_object_or_bucket_is_enoent_with_the_url_in_the_detail() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
-    let config = config_for(&server, &[]);
-    for missing in ["s3://bkt/nothing-here", "s3://no-bucket/key"] {
-        let error = ObjectReader::open(&url(missing), &config).expect_err("missing");
+    let config = config_for(&bucket, &[]);
+    for missing in [bucket.url("nothing-here"), "s3://no-bucket/key".to_owned()] {
+        let error = ObjectReader::open(&url(&missing), &config).expect_err("missing");
         assert_eq!(error.errno, Errno::NOENT, "{error}");
         assert!(error.detail.starts_with("reading its size: "), "{error}");
     }
@@ -324,21 +332,21 @@ fn a_missing_object_or_bucket_is_enoent_with_the_url_in_the_detail() {
 /// searched for them.
 #[test]
 fn secrets_appear_in_no_error_and_no_debug_text() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
-    std::fs::write(server.object_file("bkt", "obj"), b"data").expect("seed");
+    bucket.put("obj", b"data").expect("seed");
     const SECRET: &str = "Known+Secret/Value0123456789";
     const TOKEN: &str = "Known/Session+Token=ABCDEF0123456789";
     let config = config_for(
-        &server,
+        &bucket,
         &[
             ("AWS_SECRET_ACCESS_KEY", SECRET),
             ("AWS_SESSION_TOKEN", TOKEN),
         ],
     );
     let mut texts = vec![format!("{config:?}")];
-    let error = ObjectReader::open(&url("s3://bkt/obj"), &config).expect_err("refused");
+    let error = ObjectReader::open(&url(&bucket.url("obj")), &config).expect_err("refused");
     assert!(
         matches!(error.errno, Errno::ACCESS | Errno::IO),
         "{error:?}"
@@ -346,7 +354,7 @@ fn secrets_appear_in_no_error_and_no_debug_text() {
     texts.push(error.to_string());
     texts.push(format!("{error:?}"));
     let mut writer = Window::over(Box::new(
-        ObjectWriter::create(&url("s3://bkt/new"), &config).expect("create"),
+        ObjectWriter::create(&url(&bucket.url("new")), &config).expect("create"),
     ));
     texts.push(format!("{writer:?}"));
     writer
@@ -377,13 +385,13 @@ fn secrets_appear_in_no_error_and_no_debug_text() {
 
 #[test]
 fn an_http_endpoint_ignores_a_ca_bundle_meant_for_https() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
-    let config = config_for(&server, &[("AWS_CA_BUNDLE", "/nonexistent/bundle.pem")]);
-    upload(&url("s3://bkt/k"), &config, b"plain http", 4, None);
+    let config = config_for(&bucket, &[("AWS_CA_BUNDLE", "/nonexistent/bundle.pem")]);
+    upload(&url(&bucket.url("k")), &config, b"plain http", 4, None);
     let mut reader = Window::over(Box::new(
-        ObjectReader::open(&url("s3://bkt/k"), &config).expect("open"),
+        ObjectReader::open(&url(&bucket.url("k")), &config).expect("open"),
     ));
     assert_eq!(read_all(&mut reader, 3), b"plain http");
 }
@@ -496,13 +504,13 @@ fn a_server_that_ignores_ranges_is_read_whole_and_in_order() {
 
 #[test]
 fn without_credentials_anywhere_the_open_fails_soon_and_says_so() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
     // No keys; the instance metadata service is a loopback port nobody
     // listens on.
     let metadata = format!("http://127.0.0.1:{}", rigs::object::free_port());
-    let endpoint = server.endpoint();
+    let endpoint = bucket.endpoint();
     let config = Config::from_lookup(|name| match name {
         "HOME" => Some("/nonexistent".into()),
         "AWS_ENDPOINT_URL" => Some(endpoint.clone()),
@@ -511,7 +519,7 @@ fn without_credentials_anywhere_the_open_fails_soon_and_says_so() {
     })
     .expect("config");
     let started = std::time::Instant::now();
-    let error = ObjectReader::open(&url("s3://bkt/k"), &config).expect_err("no credentials");
+    let error = ObjectReader::open(&url(&bucket.url("k")), &config).expect_err("no credentials");
     assert_eq!(error.errno, Errno::ACCESS, "{error}");
     assert!(error.detail.contains("no AWS credentials"), "{error}");
     assert!(
@@ -523,33 +531,34 @@ fn without_credentials_anywhere_the_open_fails_soon_and_says_so() {
 
 #[test]
 fn an_https_endpoint_is_trusted_through_aws_ca_bundle() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
     let started = TestCa::new(dir.path())
-        .and_then(|ca| TlsFront::start(&ca, server.port).map(|front| (ca, front)));
+        .and_then(|ca| TlsFront::start(&ca, bucket.cluster.port()).map(|front| (ca, front)));
     let (ca, front) = match started {
         Ok(started) => started,
         Err(why) => return rigs::skip(&why),
     };
     let endpoint = front.endpoint();
-    let untrusting = config_for(&server, &[("AWS_ENDPOINT_URL", &endpoint)]);
-    let error = ObjectReader::open(&url("s3://bkt/k"), &untrusting).expect_err("unknown issuer");
+    let untrusting = config_for(&bucket, &[("AWS_ENDPOINT_URL", &endpoint)]);
+    let error =
+        ObjectReader::open(&url(&bucket.url("k")), &untrusting).expect_err("unknown issuer");
     assert!(error.detail.contains(&endpoint), "{error}");
 
     let bundle = ca.ca.to_str().expect("utf-8");
     let config = config_for(
-        &server,
+        &bucket,
         &[("AWS_ENDPOINT_URL", &endpoint), ("AWS_CA_BUNDLE", bundle)],
     );
     // Over https the parts go unsigned (TLS guards them).
     let data = pattern(13, 2 * 16 * MIB + 77);
-    upload(&url("s3://bkt/tls"), &config, &data, 3 * MIB, None);
-    let stored = std::fs::read(server.object_file("bkt", "tls")).expect("stored");
-    assert!(stored == data, "s3s-fs stored other bytes");
+    upload(&url(&bucket.url("tls")), &config, &data, 3 * MIB, None);
+    let stored = bucket.object("tls").expect("stored");
+    assert!(stored == data, "the cluster stored other bytes");
     let mut reader = Window::over(Box::new(
-        ObjectReader::open(&url("s3://bkt/tls"), &config).expect("open"),
+        ObjectReader::open(&url(&bucket.url("tls")), &config).expect("open"),
     ));
     reader.pipeline(Pipeline {
         chunk: MIB,
@@ -561,7 +570,7 @@ fn an_https_endpoint_is_trusted_through_aws_ca_bundle() {
 
 #[test]
 fn a_profile_in_the_shared_files_is_enough_to_reach_the_server() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
     let home = tempfile::tempdir().expect("tempdir");
@@ -580,7 +589,7 @@ fn a_profile_in_the_shared_files_is_enough_to_reach_the_server() {
         home.path().join(".aws/config"),
         format!(
             "[profile ddx]\nregion = us-east-1\nendpoint_url = {}\n",
-            server.endpoint()
+            bucket.endpoint()
         ),
     )
     .expect("config");
@@ -591,9 +600,6 @@ fn a_profile_in_the_shared_files_is_enough_to_reach_the_server() {
         _ => None,
     })
     .expect("config");
-    upload(&url("s3://bkt/p"), &config, b"by profile", 1024, None);
-    assert_eq!(
-        std::fs::read(server.object_file("bkt", "p")).expect("stored"),
-        b"by profile"
-    );
+    upload(&url(&bucket.url("p")), &config, b"by profile", 1024, None);
+    assert_eq!(bucket.object("p").expect("stored"), b"by profile");
 }

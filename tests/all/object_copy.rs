@@ -1,8 +1,8 @@
 //! Copies to and from objects through the command line (`of=s3://...`,
-//! `if=s3://...`, `if=http://...`) against a real s3s-fs on loopback:
-//! GNU dd over the same bytes as a local file is the oracle for records
-//! and statistics, and what s3s-fs keeps on its disk the oracle for what
-//! was stored; refusals, interruptions and failures must leave neither an
+//! `if=s3://...`, `if=http://...`) against a SeaweedFS cluster on
+//! loopback: GNU dd over the same bytes as a local file is the oracle for
+//! records and statistics, and what the cluster's filer holds the oracle
+//! for what was stored; refusals, interruptions and failures must leave neither an
 //! object nor a pending multipart upload; secrets must not reach stderr,
 //! `--verbose` or the progress JSON.
 
@@ -12,25 +12,28 @@ use std::time::{Duration, Instant};
 
 use crate::rigs;
 use crate::rigs::bytes::{pattern, sha256};
+use crate::rigs::cluster::{bucket_or_skip, Bucket};
 use crate::rigs::cmd::{ddx, gnu_dd};
+use crate::rigs::fault::FaultProxy;
 use crate::rigs::fixture::{statistics, Ddx};
-use crate::rigs::object::{s3_or_skip, S3Server, ShortHttpServer};
+use crate::rigs::object::{S3Server, ShortHttpServer};
 
 const MIB: usize = 1 << 20;
 
-/// The environment that points ddx at `server` (and no shared files).
-fn env_for(server: &S3Server) -> Vec<(String, String)> {
+/// The environment that points ddx at `bucket`'s cluster (and no shared
+/// files).
+fn env_for(bucket: &Bucket) -> Vec<(String, String)> {
     let mut env = vec![
         ("HOME".to_owned(), "/nonexistent".to_owned()),
         ("AWS_MAX_ATTEMPTS".to_owned(), "2".to_owned()),
     ];
-    env.extend(server.env());
+    env.extend(bucket.env());
     env
 }
 
-/// ddx pointed at `server`.
-fn ddx_for(server: &S3Server) -> Ddx {
-    Ddx::new().envs(env_for(server))
+/// ddx pointed at `bucket`'s cluster.
+fn ddx_for(bucket: &Bucket) -> Ddx {
+    Ddx::new().envs(env_for(bucket))
 }
 
 /// GNU dd's statistics for `operands` over the file `input` (to a file
@@ -52,7 +55,7 @@ fn gnu_statistics(
 
 #[test]
 fn uploads_and_downloads_give_gnus_records_and_statistics() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -76,24 +79,23 @@ fn uploads_and_downloads_give_gnus_records_and_statistics() {
         let expected = std::fs::read(dir.path().join("gnu.out")).expect("GNU's output");
 
         let key = format!("up-{n}");
-        let done = ddx_for(&server)
+        let done = ddx_for(&bucket)
             .arg(format!("if={}", input.display()))
-            .arg(format!("of=s3://bkt/{key}"))
+            .arg(format!("of={}", bucket.url(&key)))
             .args(*operands)
             .succeeds();
         assert_eq!(statistics(&done.stderr), gnu, "upload {operands:?}");
-        let stored = std::fs::read(server.object_file("bkt", &key)).expect("stored");
+        let stored = bucket.object(&key).expect("stored");
         assert!(
             stored == expected,
             "upload {operands:?}: other bytes stored"
         );
 
         // Down, from an object of the input's bytes.
-        let source = server.object_file("bkt", "source");
-        std::fs::write(&source, &data).expect("seed");
+        bucket.put("source", &data).expect("seed");
         let out = dir.path().join(format!("down-{n}"));
-        let done = ddx_for(&server)
-            .arg("if=s3://bkt/source")
+        let done = ddx_for(&bucket)
+            .arg(format!("if={}", bucket.url("source")))
             .arg(format!("of={}", out.display()))
             .args(*operands)
             .succeeds();
@@ -103,55 +105,55 @@ fn uploads_and_downloads_give_gnus_records_and_statistics() {
             "download {operands:?}"
         );
     }
-    server.assert_no_pending_upload();
+    bucket.assert_no_pending_upload();
 
     // To a pipe and to a character device, record by record.
     let gnu = gnu_statistics(dir.path(), &input, &["bs=4k"]);
-    let done = ddx_for(&server)
-        .args(["if=s3://bkt/source", "bs=4k"])
+    let done = ddx_for(&bucket)
+        .arg(format!("if={}", bucket.url("source")))
+        .arg("bs=4k")
         .succeeds();
     assert_eq!(statistics(&done.stderr), gnu);
     assert!(done.stdout == data, "stdout: other bytes");
-    let done = ddx_for(&server)
-        .args(["if=s3://bkt/source", "of=/dev/null", "bs=4k"])
+    let done = ddx_for(&bucket)
+        .arg(format!("if={}", bucket.url("source")))
+        .args(["of=/dev/null", "bs=4k"])
         .run();
     assert_eq!(statistics(&done.stderr), gnu, "{}", done.stderr);
 }
 
 #[test]
 fn operands_an_object_cannot_honour_are_refused_before_anything_is_written() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
-    let bucket = server.bucket("bkt");
     let dir = tempfile::tempdir().expect("tempdir");
     let input = dir.path().join("in");
     std::fs::write(&input, pattern(1, 20 * MIB)).expect("input");
     let old = b"the object as it was".to_vec();
-    std::fs::write(bucket.join("kept"), &old).expect("seed");
+    bucket.put("kept", &old).expect("seed");
     let cases: &[(&[&str], &str)] = &[
-        (&["seek=1"], "of=s3://bkt/kept: seek= cannot be used"),
-        (
-            &["conv=notrunc"],
-            "of=s3://bkt/kept: conv=notrunc cannot be used",
-        ),
+        (&["seek=1"], "OF: seek= cannot be used"),
+        (&["conv=notrunc"], "OF: conv=notrunc cannot be used"),
         (&["conv=sparse"], "conv=sparse cannot be used"),
         (&["oflag=append"], "oflag=append cannot be used"),
-        (&["--resume"], "of=s3://bkt/kept: --resume needs --map=FILE"),
+        (&["--resume"], "OF: --resume needs --map=FILE"),
         (
             &["--map=m", "conv=swab"],
-            "of=s3://bkt/kept: --map cannot be combined with conv=swab",
+            "OF: --map cannot be combined with conv=swab",
         ),
         (
             &["--map=m", "--compress=xz"],
-            "of=s3://bkt/kept: --map cannot be combined with --compress=xz",
+            "OF: --map cannot be combined with --compress=xz",
         ),
         (&["--rescue"], "--rescue cannot be used"),
     ];
+    let of = format!("of={}", bucket.url("kept"));
     for (extra, message) in cases {
-        let done = ddx_for(&server)
+        let message = message.replace("OF", &of);
+        let done = ddx_for(&bucket)
             .arg(format!("if={}", input.display()))
-            .arg("of=s3://bkt/kept")
+            .arg(format!("of={}", bucket.url("kept")))
             .args(*extra)
             .fails();
         // One line about the object (oflag=append brings GNU's warning
@@ -162,11 +164,11 @@ fn operands_an_object_cannot_honour_are_refused_before_anything_is_written() {
             .filter(|line| line.contains("s3://"))
             .collect();
         assert_eq!(lines.len(), 1, "{extra:?}: {}", done.stderr);
-        assert!(lines[0].contains(message), "{extra:?}: {}", done.stderr);
-        assert_eq!(std::fs::read(bucket.join("kept")).expect("kept"), old);
-        server.assert_no_pending_upload();
+        assert!(lines[0].contains(&message), "{extra:?}: {}", done.stderr);
+        assert_eq!(bucket.object("kept").expect("kept"), old);
+        bucket.assert_no_pending_upload();
     }
-    ddx_for(&server)
+    ddx_for(&bucket)
         .arg(format!("if={}", input.display()))
         .arg("of=https://127.0.0.1:9/x")
         .fails_with("only s3:// objects can be written");
@@ -174,15 +176,14 @@ fn operands_an_object_cannot_honour_are_refused_before_anything_is_written() {
 
 #[test]
 fn an_interrupted_upload_leaves_no_object_and_no_pending_upload() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
-    let bucket = server.bucket("bkt");
     for signal in [libc::SIGINT, libc::SIGTERM] {
         let key = format!("interrupted-{signal}");
         let mut child = ddx()
-            .envs(env_for(&server))
-            .arg(format!("of=s3://bkt/{key}"))
+            .envs(env_for(&bucket))
+            .arg(format!("of={}", bucket.url(&key)))
             .arg("bs=1M")
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -194,11 +195,11 @@ fn an_interrupted_upload_leaves_no_object_and_no_pending_upload() {
         // Two whole parts and some: the upload is under way.
         stdin.write_all(&pattern(2, 40 * MIB)).expect("feed");
         let deadline = Instant::now() + Duration::from_secs(60);
-        while server.pending_uploads().len() < 2 && Instant::now() < deadline {
+        while bucket.stored_parts() == 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(
-            !server.pending_uploads().is_empty(),
+            !bucket.pending_uploads().is_empty(),
             "the upload never started"
         );
         rigs::signal::send(child.id(), signal);
@@ -206,26 +207,26 @@ fn an_interrupted_upload_leaves_no_object_and_no_pending_upload() {
         drop(stdin);
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(out.status.signal(), Some(signal), "{out:?}");
-        assert!(!bucket.join(&key).exists(), "an object was left");
-        server.assert_no_pending_upload();
+        assert!(!bucket.has(&key), "an object was left");
+        bucket.assert_no_pending_upload();
     }
 }
 
 #[test]
 fn a_copy_that_fails_mid_stream_leaves_no_object_and_no_pending_upload() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
-    let bucket = server.bucket("bkt");
     // Promises 48 MiB, sends 33 and hangs up: two parts are uploaded
     // before the input fails.
     let short = match ShortHttpServer::start(48 * MIB, 33 * MIB) {
         Ok(short) => short,
         Err(why) => return rigs::skip(&why),
     };
-    let done = ddx_for(&server)
+    let done = ddx_for(&bucket)
         .arg(format!("if={}", short.url()))
-        .args(["of=s3://bkt/failed", "bs=1M"])
+        .arg(format!("of={}", bucket.url("failed")))
+        .arg("bs=1M")
         .fails();
     assert!(
         done.stderr.contains("error reading 'http://")
@@ -233,45 +234,86 @@ fn a_copy_that_fails_mid_stream_leaves_no_object_and_no_pending_upload() {
         "the input's failure is named: {}",
         done.stderr
     );
-    assert!(!bucket.join("failed").exists(), "an object was left");
-    server.assert_no_pending_upload();
+    assert!(!bucket.has("failed"), "an object was left");
+    bucket.assert_no_pending_upload();
 }
 
+/// `--verify` onto an object: the cluster checks every part's SHA-256 and
+/// gives the object's (S3's composite of the parts'), which ddx compares
+/// with its own, so the object is not read back; s3s-fs gives no
+/// checksum (it shows a store that cannot say), and the object is read
+/// back.
 #[test]
-fn hash_and_verify_read_the_object_back() {
-    let Some(server) = s3_or_skip() else {
+fn verify_takes_the_servers_checksum_or_reads_the_object_back() {
+    use base64::Engine;
+    use sha2::{Digest, Sha256};
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
-    let bucket = server.bucket("bkt");
     let dir = tempfile::tempdir().expect("tempdir");
     let data = pattern(3, 20 * MIB + 5);
     let input = dir.path().join("in");
     std::fs::write(&input, &data).expect("input");
     let digest = sha256(&input);
-    let done = ddx_for(&server)
+    let watching = FaultProxy::start(bucket.cluster.port(), Vec::new());
+    let done = ddx_for(&bucket)
+        .env("AWS_ENDPOINT_URL", watching.endpoint())
         .arg(format!("if={}", input.display()))
-        .args(["of=s3://bkt/checked", "bs=4M", "--hash=sha256", "--verify"])
+        .arg(format!("of={}", bucket.url("checked")))
+        .args(["bs=4M", "--hash=sha256", "--verify"])
         .succeeds();
     done.says(&format!("sha256: {digest}"));
+    // S3's composite checksum of the two parts (16 MiB and the rest).
+    let mut of_parts = Sha256::new();
+    for part in [&data[..16 * MIB], &data[16 * MIB..]] {
+        of_parts.update(Sha256::digest(part));
+    }
+    let composite = format!(
+        "{}-2",
+        base64::engine::general_purpose::STANDARD.encode(of_parts.finalize())
+    );
+    done.says(&format!(
+        "verify: 20971525 bytes of '{}' not read back: the server's SHA-256 of its 2 parts, \
+         {composite}, is that of the bytes sent",
+        bucket.url("checked")
+    ));
+    let gets = watching
+        .seen()
+        .iter()
+        .filter(|s| s.method == "GET" && !s.target.contains("uploadId"))
+        .count();
+    assert_eq!(gets, 0, "read back: {:?}", watching.seen());
+    assert!(bucket.object("checked").expect("stored") == data);
+
+    let Some(plain) = rigs::or_skip(S3Server::start_in(&dir.path().join("s3s"))) else {
+        return;
+    };
+    let done = Ddx::new()
+        .envs(plain.env())
+        .env("HOME", "/nonexistent")
+        .arg(format!("if={}", input.display()))
+        .args(["of=s3://bkt/checked", "bs=4M", "--verify"])
+        .succeeds();
+    // s3s-fs answers parts without the checksum it was sent.
+    done.says("part 1 has no SHA-256 the server checked, so it is read back");
     done.says("verify: 20971525 bytes of 's3://bkt/checked' read back, identical");
-    assert!(std::fs::read(bucket.join("checked")).expect("stored") == data);
+    assert!(std::fs::read(plain.object_file("bkt", "checked")).expect("stored") == data);
 }
 
 #[test]
 fn secrets_reach_neither_messages_nor_verbose_nor_progress_json() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
-    std::fs::write(server.object_file("bkt", "obj"), pattern(4, 3 * MIB)).expect("seed");
+    bucket.put("obj", &pattern(4, 3 * MIB)).expect("seed");
     const TOKEN: &str = "Session/Token+Value=0123456789abcdef";
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("out");
     let mut texts = Vec::new();
-    // Right keys (s3s-fs ignores the token), a successful copy with
-    // everything ddx can print.
-    let done = ddx_for(&server)
-        .env("AWS_SESSION_TOKEN", TOKEN)
-        .args(["if=s3://bkt/obj", "bs=1M", "status=progress", "--verbose"])
+    // Right keys, a successful copy with everything ddx can print.
+    let done = ddx_for(&bucket)
+        .arg(format!("if={}", bucket.url("obj")))
+        .args(["bs=1M", "status=progress", "--verbose"])
         .arg(format!("of={}", out.display()))
         .arg("--progress-fd=2")
         .succeeds();
@@ -281,16 +323,26 @@ fn secrets_reach_neither_messages_nor_verbose_nor_progress_json() {
         done.stderr
     );
     texts.push(done.stderr);
+    // Right keys with a session token the store never issued: refused
+    // (the cluster checks tokens), the answer printed.
+    let done = ddx_for(&bucket)
+        .env("AWS_SESSION_TOKEN", TOKEN)
+        .arg(format!("if={}", bucket.url("obj")))
+        .args(["bs=1M", "status=progress", "--verbose", "--progress-fd=2"])
+        .arg(format!("of={}", out.display()))
+        .fails();
+    texts.push(done.stderr);
     // A wrong secret: refused by the server, whose answer is printed.
-    let done = ddx_for(&server)
+    let done = ddx_for(&bucket)
         .env("AWS_SECRET_ACCESS_KEY", "Wrong+Secret/Key0123456789")
         .env("AWS_SESSION_TOKEN", TOKEN)
-        .args(["if=s3://bkt/obj", "--verbose", "--progress-fd=2"])
+        .arg(format!("if={}", bucket.url("obj")))
+        .args(["--verbose", "--progress-fd=2"])
         .arg(format!("of={}", out.display()))
         .fails();
     texts.push(done.stderr);
     // A URL's password and signature.
-    let done = ddx_for(&server)
+    let done = ddx_for(&bucket)
         .arg(format!("if={}", rigs::object::secret_url()))
         .arg(format!("of={}", out.display()))
         .fails();
@@ -311,7 +363,7 @@ fn secrets_reach_neither_messages_nor_verbose_nor_progress_json() {
 /// input's bytes again.
 #[test]
 fn a_compressed_backup_to_an_object_and_its_restore_are_one_command_each() {
-    let Some(server) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
     if !rigs::have("zstd") {
@@ -325,11 +377,13 @@ fn a_compressed_backup_to_an_object_and_its_restore_are_one_command_each() {
     let input = dir.path().join("disk.img");
     std::fs::write(&input, &data).expect("input");
 
-    ddx_for(&server)
+    ddx_for(&bucket)
         .arg(format!("if={}", input.display()))
-        .args(["of=s3://bkt/disk.img.zst", "--compress=zstd", "bs=4M"])
+        .arg(format!("of={}", bucket.url("disk.img.zst")))
+        .args(["--compress=zstd", "bs=4M"])
         .succeeds();
-    let stored = server.object_file("bkt", "disk.img.zst");
+    let stored = dir.path().join("stored.zst");
+    std::fs::write(&stored, bucket.object("disk.img.zst").expect("stored")).expect("copy");
     assert!(std::fs::metadata(&stored).expect("stored").len() < data.len() as u64 * 3 / 4);
     let unzstd = Command::new("zstd")
         .args(["-d", "-c", "-q"])
@@ -340,13 +394,14 @@ fn a_compressed_backup_to_an_object_and_its_restore_are_one_command_each() {
     assert!(unzstd.stdout == data, "zstd -d: other bytes");
 
     let restored = dir.path().join("restored.img");
-    ddx_for(&server)
-        .args(["if=s3://bkt/disk.img.zst", "--decompress", "bs=4M"])
+    ddx_for(&bucket)
+        .arg(format!("if={}", bucket.url("disk.img.zst")))
+        .args(["--decompress", "bs=4M"])
         .arg(format!("of={}", restored.display()))
         .succeeds();
     assert!(
         std::fs::read(&restored).expect("restored") == data,
         "restore: other bytes"
     );
-    server.assert_no_pending_upload();
+    bucket.assert_no_pending_upload();
 }

@@ -994,8 +994,8 @@ fn an_ntfs_on_mbr_and_gpt_restores_clean_and_a_dirty_one_is_copied_whole() {
 #[cfg(all(feature = "nbd", feature = "object"))]
 #[test]
 fn the_same_backup_goes_to_a_sparse_file_an_nbd_export_and_s3() {
+    use crate::rigs::cluster::bucket_or_skip;
     use crate::rigs::nbd::nbdkit;
-    use crate::rigs::object::s3_or_skip;
     if !tools(&["mkfs.ext4", "e2fsck"]) {
         return;
     }
@@ -1059,17 +1059,17 @@ fn the_same_backup_goes_to_a_sparse_file_an_nbd_export_and_s3() {
         "the export's image differs"
     );
 
-    let Some(s3) = s3_or_skip() else {
+    let Some(bucket) = bucket_or_skip() else {
         return;
     };
     Ddx::new()
-        .envs(s3.env())
+        .envs(bucket.env())
         .env("HOME", "/nonexistent")
         .arg(operand("if", &disk))
-        .arg("of=s3://bkt/disk.img")
+        .arg(format!("of={}", bucket.url("disk.img")))
         .arg("--used-only")
         .succeeds();
-    let object = std::fs::read(s3.object_file("bkt", "disk.img")).unwrap();
+    let object = bucket.object("disk.img").unwrap();
     assert!(object == expected, "the object differs");
     ext4_files_match_in_image(&plain, &files);
 }

@@ -46,6 +46,7 @@ pub fn bash() -> String {
     let mut choices = String::new();
     for option in OPTIONS {
         let (words, list) = match option.values {
+            Values::Optional([]) => continue,
             Values::OneOf(words) | Values::Optional(words) => (words, 0),
             Values::ListOf(words) => (words, 1),
             Values::Free | Values::File => continue,
@@ -72,28 +73,33 @@ _ddx() {{
     [[ ${{COMP_WORDS[COMP_CWORD]}} == "=" ]] && lead="="
     local key=${{word%%=*}} value=${{word#*=}} values="" list=0
     COMPREPLY=()
-    # After "ddx bench": its options, and files for its TARGET.
-    local bench=0
+    # After "ddx bench" or "ddx gc": its options, and files for its
+    # TARGET or INDEX operands.
+    local bench=0 gc=0
     [[ ${{COMP_WORDS[1]}} == bench ]] && (( COMP_CWORD > 1 )) && bench=1
+    [[ ${{COMP_WORDS[1]}} == gc ]] && (( COMP_CWORD > 1 )) && gc=1
     if [[ $word != *=* ]]; then
         local IFS=$' \t\n'
-        if (( bench )) && [[ $word != -* ]]; then
+        if (( bench || gc )) && [[ $word != -* ]]; then
             IFS=$'\n'
             COMPREPLY=($(compgen -f -- "$word"))
             compopt -o filenames
             return
         elif (( bench )); then
             COMPREPLY=($(compgen -W "{bench_options}" -- "$word"))
+        elif (( gc )); then
+            COMPREPLY=($(compgen -W "{gc_options}" -- "$word"))
         else
             COMPREPLY=($(compgen -W "{all} {options}" -- "$word"))
-            (( COMP_CWORD == 1 )) && COMPREPLY+=($(compgen -W "bench" -- "$word"))
+            (( COMP_CWORD == 1 )) && COMPREPLY+=($(compgen -W "bench gc" -- "$word"))
         fi
         [[ ${{COMPREPLY[0]}} == *= ]] && compopt -o nospace
         return
     fi
     (( bench )) && key="bench $key"
+    (( gc )) && key="gc $key"
     case "$key=" in
-        {files}|{file_options}|"bench --html=") 
+        {files}|{file_options}|"bench --html="|"gc --store=") 
             local IFS=$'\n'
             COMPREPLY=($(compgen -f -- "$value"))
             COMPREPLY=("${{COMPREPLY[@]/#/$lead}}")
@@ -121,6 +127,7 @@ complete -F _ddx ddx
         options = bash_option_words(OPTIONS.iter()),
         bench_options = bash_option_words(bench::OPTIONS.iter().map(|o| &o.spec)),
         bench_choices = bash_bench_choices(),
+        gc_options = bash_option_words(crate::cli::gc::OPTIONS.iter()),
         files = operand_keys(Completes::Files, "|"),
         file_options = file_options()
             .map(|n| format!("--{n}="))

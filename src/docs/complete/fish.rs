@@ -24,6 +24,7 @@ fn fish_option(option: &OptionSpec, condition: &str) -> String {
         }
         (Some(_), Values::File) => line.push_str(" -r -F"),
         // No -x: the option stands alone as well.
+        (Some(_), Values::Optional([])) => line.push_str(" -F"),
         (Some(_), Values::Optional(words)) => line.push_str(&format!(" -a '{}'", words.join(" "))),
     }
     line.push_str(&format!(" -d '{}'\n", fish_text(option.help)));
@@ -41,6 +42,22 @@ fn fish_bench() -> String {
     }
     out.push_str(&format!(
         "complete -c ddx -n '{IN_BENCH}; and not string match -q -- \"-*\" (commandline -ct)' -F\n"
+    ));
+    out
+}
+
+/// `ddx gc`'s part of the fish completion: the subcommand, its options,
+/// files for its INDEX operands.
+fn fish_gc() -> String {
+    const IN_GC: &str = "__fish_seen_subcommand_from gc";
+    let mut out = String::from(
+        "\ncomplete -c ddx -n '__fish_use_subcommand' -a gc -d 'remove the chunks no index names'\n",
+    );
+    for option in crate::cli::gc::OPTIONS {
+        out.push_str(&fish_option(option, IN_GC));
+    }
+    out.push_str(&format!(
+        "complete -c ddx -n '{IN_GC}; and not string match -q -- \"-*\" (commandline -ct)' -F\n"
     ));
     out
 }
@@ -64,10 +81,11 @@ end
     for option in OPTIONS {
         out.push_str(&fish_option(
             option,
-            "not __fish_seen_subcommand_from bench",
+            "not __fish_seen_subcommand_from bench gc",
         ));
     }
     out.push_str(&fish_bench());
+    out.push_str(&fish_gc());
     let operand_lines: Vec<String> = OPERANDS
         .iter()
         .map(|o| {
@@ -115,7 +133,7 @@ function __ddx_operand
     end
 end
 
-complete -c ddx -n 'not __fish_seen_subcommand_from bench; and not string match -q -- "-*" (commandline -ct)' -a '(__ddx_operand)'
+complete -c ddx -n 'not __fish_seen_subcommand_from bench gc; and not string match -q -- "-*" (commandline -ct)' -a '(__ddx_operand)'
 "#,
         files = operand_keys(Completes::Files, " "),
         operand_lines = operand_lines.join("\n"),

@@ -76,7 +76,7 @@ fn own_words(render: impl Fn(&str, String) -> String) -> String {
 fn file_options() -> impl Iterator<Item = &'static str> {
     OPTIONS
         .iter()
-        .filter(|o| o.values == Values::File)
+        .filter(|o| matches!(o.values, Values::File | Values::Optional([])))
         .map(|o| o.name)
 }
 

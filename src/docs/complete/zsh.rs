@@ -25,6 +25,7 @@ fn zsh_spec(option: &OptionSpec) -> String {
         Some(value) => {
             let action = match option.values {
                 Values::Free => " ".to_owned(),
+                Values::Optional([]) => "_files".to_owned(),
                 Values::OneOf(words) | Values::Optional(words) => format!("({})", words.join(" ")),
                 Values::ListOf(words) => {
                     format!("_values -s , {} {}", option.name, words.join(" "))
@@ -45,6 +46,7 @@ fn zsh_spec(option: &OptionSpec) -> String {
 pub fn zsh() -> String {
     let specs: String = OPTIONS.iter().map(zsh_spec).collect();
     let bench_specs: String = bench::OPTIONS.iter().map(|o| zsh_spec(&o.spec)).collect();
+    let gc_specs: String = crate::cli::gc::OPTIONS.iter().map(zsh_spec).collect();
     let described: Vec<String> = OPERANDS
         .iter()
         .map(|o| format!("    '{}=:{}'", o.name, zsh_text(o.help)))
@@ -78,7 +80,7 @@ _ddx_operand() {{
     _describe -t operands 'operand' operands -S ''
     if (( CURRENT == 2 )); then
       local -a commands
-      commands=('bench:measure a disk')
+      commands=('bench:measure a disk' 'gc:remove the chunks no index names from a store')
       _describe -t commands 'command' commands
     fi
   fi
@@ -90,6 +92,15 @@ if (( CURRENT > 2 )) && [[ $words[2] == bench ]]; then
   (( CURRENT-- ))
   _arguments -S \
 {bench_specs}    '1:target:_files'
+  return
+fi
+
+# After "ddx gc": its own options, and files for its INDEX operands.
+if (( CURRENT > 2 )) && [[ $words[2] == gc ]]; then
+  shift words
+  (( CURRENT-- ))
+  _arguments -S \
+{gc_specs}    '*:index:_files'
   return
 fi
 

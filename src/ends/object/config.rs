@@ -356,6 +356,11 @@ impl Config {
                 if let Some(endpoint) = &self.endpoint {
                     builder = builder.with_endpoint(endpoint);
                 }
+                if direction == Direction::Write {
+                    // Every part, and a one-PUT object, carries its SHA-256
+                    // for the server to check (see `checksum`).
+                    builder = builder.with_checksum_algorithm(object_store::aws::Checksum::SHA256);
+                }
                 if let Credentials::Static {
                     key_id,
                     secret,

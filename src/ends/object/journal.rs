@@ -3,6 +3,7 @@
 //! brought up to date as parts are stored, and on `--resume` the parts
 //! the map records held to what the server still holds.
 
+use super::checksum::PartAnswer;
 use super::list_parts::Listed;
 use super::ObjectError;
 use crate::ends::upload::{Journal, StoredPart, UploadRecord};
@@ -14,7 +15,8 @@ pub struct Part {
     pub size: u64,
     /// The input offset where its bytes end (see `ends::upload`).
     pub source_end: u64,
-    /// Set once the server stored it.
+    /// Its id once the server stored it: object_store's, the ETag and
+    /// the checksum the server checked (see `checksum::PartAnswer`).
     pub etag: Option<String>,
 }
 
@@ -25,11 +27,13 @@ pub fn stored_prefix(id: &str, parts: &[Part]) -> UploadRecord {
         .iter()
         .enumerate()
         .map_while(|(index, part)| {
+            let answer = PartAnswer::of_part_id(part.etag.as_ref()?);
             Some(StoredPart {
                 number: index + 1,
                 size: part.size,
                 source_end: part.source_end,
-                etag: part.etag.clone()?,
+                etag: answer.etag,
+                sha256: answer.sha256,
             })
         })
         .collect();
@@ -111,7 +115,13 @@ pub fn resumed_parts(record: &UploadRecord, listed: &[Listed]) -> Result<Vec<Par
         .map(|p| Part {
             size: p.size,
             source_end: p.source_end,
-            etag: Some(p.etag.clone()),
+            etag: Some(
+                PartAnswer {
+                    etag: p.etag.clone(),
+                    sha256: p.sha256.clone(),
+                }
+                .part_id(),
+            ),
         })
         .collect())
 }
@@ -129,12 +139,14 @@ mod tests {
                     size: 10,
                     source_end: 10,
                     etag: "\"a\"".into(),
+                    sha256: None,
                 },
                 StoredPart {
                     number: 2,
                     size: 5,
                     source_end: 15,
                     etag: "\"b\"".into(),
+                    sha256: None,
                 },
             ],
         }

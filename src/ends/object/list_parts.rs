@@ -121,8 +121,12 @@ pub struct PartsPage {
 }
 
 pub fn parse_list_parts(body: &str) -> Result<PartsPage, String> {
-    let document =
-        roxmltree::Document::parse(body).map_err(|e| format!("an answer that is not XML: {e}"))?;
+    let document = roxmltree::Document::parse(body).map_err(|e| {
+        // The parser quotes the character it met, which may be any.
+        let said = e.to_string();
+        let said = crate::text::quote::printable(&said);
+        format!("an answer that is not XML: {said}")
+    })?;
     let root = document.root_element();
     let child_text = |node: roxmltree::Node<'_, '_>, name: &str| {
         node.children()

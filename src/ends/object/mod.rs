@@ -12,6 +12,9 @@
 //!   GETs: one per read, or ranges fetched in flight as the engine's
 //!   window asks. Seeks cost nothing; [`End::read_at`](super::End::read_at)
 //!   is one ranged GET.
+//! - [`Prefix`]: the objects under one prefix, each read, written, listed
+//!   and removed whole, from many threads at once (a chunk store's, see
+//!   `store`).
 //! - [`ObjectWriter`] (S3 only) uploads the parts the window gathers in
 //!   parallel as one multipart upload, so that a small object is a single
 //!   PUT: part sizes (`parts`), the map's journal (`journal`), aborting
@@ -33,6 +36,8 @@ pub use url::{recognise, shown, ObjectUrl, UrlError};
 #[cfg(feature = "object")]
 mod abort;
 #[cfg(feature = "object")]
+pub(crate) mod checksum;
+#[cfg(feature = "object")]
 mod config;
 #[cfg(feature = "object")]
 mod journal;
@@ -40,6 +45,8 @@ mod journal;
 pub(crate) mod list_parts;
 #[cfg(feature = "object")]
 pub mod parts;
+#[cfg(feature = "object")]
+mod prefix;
 #[cfg(feature = "object")]
 pub(crate) mod profile;
 #[cfg(feature = "object")]
@@ -53,6 +60,8 @@ mod writer;
 
 #[cfg(feature = "object")]
 pub use config::{Config, Credentials};
+#[cfg(feature = "object")]
+pub use prefix::Prefix;
 #[cfg(feature = "object")]
 pub use reader::ObjectReader;
 #[cfg(feature = "object")]

@@ -36,6 +36,7 @@ use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 
 use super::abort::{self, InFlight, Shared, PARTS_WAIT};
+use super::checksum::{self, Confirmation};
 use super::config::{Config, Direction, Store};
 use super::journal::{self, Kept, Part};
 use super::list_parts;
@@ -85,6 +86,10 @@ pub struct ObjectWriter {
     state: State,
     failure: Option<ObjectError>,
     detail: Option<String>,
+    /// The SHA-256 of a one-PUT object's bytes, for its confirmation.
+    whole_sha256: Option<String>,
+    /// What the server's checksum says of the object once it is whole.
+    confirmation: Option<Confirmation>,
 }
 
 /// Where the writer stands.
@@ -138,6 +143,8 @@ impl ObjectWriter {
             state: State::Writing,
             failure: None,
             detail: None,
+            whole_sha256: None,
+            confirmation: None,
         })
     }
 
@@ -310,6 +317,7 @@ impl ObjectWriter {
         let Some(commit) = begin_commit() else {
             return Err(Errno::INTR);
         };
+        self.whole_sha256 = Some(checksum::sha256(&data));
         self.commit = Some(commit);
         let (store, path) = (self.store.store.clone(), self.store.path.clone());
         self.sending.spawn_on(
@@ -404,7 +412,8 @@ impl ObjectWriter {
         }
         self.wait_for_all()?;
         if self.state == State::Committed {
-            return Ok(());
+            let sent = self.whole_sha256.take().ok_or_else(String::new);
+            return self.confirm(sent);
         }
         if !self.started {
             let Some(commit) = begin_commit() else {
@@ -416,7 +425,10 @@ impl ObjectWriter {
             });
             commit.done(put.is_ok());
             return match put {
-                Ok(_) => self.committed(),
+                Ok(_) => {
+                    self.committed()?;
+                    self.confirm(Ok(checksum::sha256(b"")))
+                }
                 Err(e) => {
                     let error = self.error("writing the object", &e);
                     Err(self.failed(error))
@@ -442,6 +454,7 @@ impl ObjectWriter {
                 content_id: p.etag.clone().expect("every part stored"),
             })
             .collect();
+        let sent = checksum::composite_of(&parts);
         let (multipart, path) = (Arc::clone(&self.multipart), self.store.path.clone());
         let completed = runtime::run(&self.runtime, async move {
             multipart.complete_multipart(&path, &id, parts).await
@@ -450,11 +463,34 @@ impl ObjectWriter {
         match completed {
             Ok(_) => {
                 self.shared.lock().id = None;
-                self.committed()
+                self.committed()?;
+                self.confirm(sent)
             }
             Err(e) => {
                 let error = self.error("completing the upload", &e);
                 Err(self.failed(error))
+            }
+        }
+    }
+
+    /// The object is whole under its key: its checksum, as the server
+    /// gives it, compared with `sent`, computed from the bytes sent (see
+    /// `checksum`). Err: they differ, or the server could not be asked.
+    fn confirm(&mut self, sent: Result<String, String>) -> Result<(), Errno> {
+        let checked = checksum::stored_sha256(&self.store, &self.runtime).and_then(|answered| {
+            checksum::confirm(sent, answered.as_deref()).map_err(|why| ObjectError {
+                errno: Errno::IO,
+                detail: format!("the upload completed, but {why}"),
+            })
+        });
+        match checked {
+            Ok(confirmation) => {
+                self.confirmation = Some(confirmation);
+                Ok(())
+            }
+            Err(error) => {
+                self.detail = Some(self.store.redactor.clean(&error.detail));
+                Err(error.errno)
             }
         }
     }
@@ -620,6 +656,13 @@ impl End for ObjectWriter {
             }
         }
         finished
+    }
+
+    fn stored_as_written(&self) -> Option<Result<String, String>> {
+        Some(match self.confirmation.as_ref()? {
+            Confirmation::Confirmed { sha256 } => Ok(checksum::described(sha256)),
+            Confirmation::Unchecked(why) => Err(why.clone()),
+        })
     }
 
     fn close(mut self: Box<Self>) -> Result<(), Errno> {

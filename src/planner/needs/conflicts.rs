@@ -349,6 +349,172 @@ pub fn bmap(request: &Request) -> Checked {
     Ok(())
 }
 
+/// `--store`, `--seed`, `--chunk-size`: one end is a casync blob index
+/// (named *.caibx), the other its blob. Making one (of=) takes any
+/// input, read whole or by its used blocks, and writes the index whole
+/// once its chunks are stored; extracting one (if=) writes the whole
+/// blob from the output's start, checked chunk by chunk against the
+/// index's ids.
+pub fn indexed(request: &Request) -> Checked {
+    let Request { plan, settings } = request;
+    let Some(what) = first_given([
+        (settings.store.is_some(), "--store"),
+        (!settings.seeds.is_empty(), "--seed"),
+        (settings.chunk_size.is_some(), "--chunk-size"),
+    ]) else {
+        return Ok(());
+    };
+    let named =
+        |end: &Option<std::path::PathBuf>| end.as_deref().is_some_and(crate::request::names_index);
+    let archive = plan.input.as_deref().is_some_and(|p| {
+        let name = p.to_string_lossy();
+        name.ends_with(".caidx") || name.ends_with(".catar")
+    });
+    if archive && !named(&plan.output) {
+        return refuse(format!(
+            "{what}: if= is a casync archive (.caidx, .catar), which holds a tree of files; \
+             ddx makes and extracts blob indexes (.caibx), the images of whole disks"
+        ));
+    }
+    match (named(&plan.input), named(&plan.output)) {
+        (true, true) => {
+            return refuse(format!(
+                "{what}: if= and of= are both named as casync indexes (.caibx): one end is \
+                 the index, the other its blob"
+            ))
+        }
+        (false, false) => {
+            return refuse(format!(
+                "{what} needs an end named as a casync blob index: of=INDEX.caibx to make one \
+                 of the input, or if=INDEX.caibx to write its blob to the output"
+            ))
+        }
+        _ => {}
+    }
+    if let Some(option) = positional_option(request) {
+        return refuse(format!(
+            "{what} cannot be combined with {option}: the index is read or written whole"
+        ));
+    }
+    match request.index_job() {
+        Some(crate::request::IndexJob::Make) => indexed_make(request),
+        _ => indexed_extract(request),
+    }
+}
+
+fn indexed_make(request: &Request) -> Checked {
+    let Request { plan, settings } = request;
+    if !settings.seeds.is_empty() {
+        return refuse(
+            "--seed is for extracting an index (if=INDEX.caibx): making one reads all of \
+             the input, and fetches nothing"
+                .into(),
+        );
+    }
+    let option = first_given([
+        (settings.compress.is_some(), "--compress"),
+        (!settings.tee.is_empty(), "--tee"),
+        (settings.bmap.is_some(), "--bmap"),
+        (settings.verify, "--verify"),
+        (settings.trim, "--trim"),
+        (settings.fua, "--fua"),
+    ]);
+    if let Some(option) = option {
+        return refuse(format!(
+            "--store cannot be combined with {option} when making an index: of= is the \
+             index, written whole once every chunk is stored (the chunks are compressed \
+             and checked by their ids)"
+        ));
+    }
+    let operand = first_given([
+        (!plan.seek.is_zero(), "seek="),
+        (plan.conv.contains(Conv::NOTRUNC), "conv=notrunc"),
+        (plan.conv.contains(Conv::SPARSE), "conv=sparse"),
+        (plan.output_flags.contains(IoFlags::APPEND), "oflag=append"),
+        (plan.output_flags.contains(IoFlags::DIRECT), "oflag=direct"),
+    ]);
+    if let Some(operand) = operand {
+        return refuse(format!(
+            "--store cannot be combined with {operand} when making an index: the index is \
+             written whole, once every chunk is stored"
+        ));
+    }
+    Ok(())
+}
+
+fn indexed_extract(request: &Request) -> Checked {
+    let Request { plan, settings } = request;
+    if settings.chunk_size.is_some() {
+        return refuse(
+            "--chunk-size is for making an index (of=INDEX.caibx): an index records the sizes \
+             it was cut with"
+                .into(),
+        );
+    }
+    let why = "the index describes the whole blob, written from the output's start";
+    let operand = first_given([
+        (!plan.skip.is_zero(), "skip="),
+        (plan.has_count(), "count="),
+        (!plan.seek.is_zero(), "seek="),
+    ]);
+    if let Some(operand) = operand {
+        return refuse(format!(
+            "extracting an index cannot be combined with {operand}: {why}"
+        ));
+    }
+    let kept = Conv::NOTRUNC | Conv::NOCREAT | Conv::EXCL | Conv::FDATASYNC | Conv::FSYNC;
+    if let Some(name) = conv_symbols_in(plan.conv - kept).next() {
+        return refuse(format!(
+            "extracting an index cannot be combined with conv={name}: the bytes written are \
+             the blob's, each chunk checked against its id"
+        ));
+    }
+    let option = first_given([
+        (settings.decompress.is_some(), "--decompress"),
+        (settings.compress.is_some(), "--compress"),
+        (settings.bmap.is_some(), "--bmap"),
+        (settings.bmap_create.is_some(), "--bmap-create"),
+        (settings.used_only, "--used-only"),
+        (settings.trim, "--trim"),
+        (!settings.hash.is_empty(), "--hash"),
+        (settings.hash_file.is_some(), "--hash-file"),
+    ]);
+    if let Some(option) = option {
+        return refuse(format!(
+            "extracting an index cannot be combined with {option}: if= is the index, and \
+             its blob is written as the index's chunk ids say (--verify reads the output \
+             back against them)"
+        ));
+    }
+    // As under --bmap: blocks that already hold their bytes are sought
+    // over in large requests, which per-request flags would forbid.
+    let per_request = IoFlags::DIRECT
+        | IoFlags::DSYNC
+        | IoFlags::SYNC
+        | IoFlags::NONBLOCK
+        | IoFlags::NOCACHE
+        | IoFlags::FULLBLOCK;
+    if let Some(name) = flag_symbols_in(plan.input_flags & per_request).next() {
+        return refuse(format!(
+            "extracting an index cannot be combined with iflag={name}: if= is the index"
+        ));
+    }
+    if let Some(name) = flag_symbols_in(
+        plan.output_flags & (IoFlags::APPEND | IoFlags::NONBLOCK | IoFlags::NOCACHE),
+    )
+    .next()
+    {
+        return refuse(format!(
+            "extracting an index cannot be combined with oflag={name}: blocks that already \
+             hold their bytes are sought over"
+        ));
+    }
+    if plan.input_nocache || plan.output_nocache {
+        return refuse("extracting an index cannot be combined with nocache".into());
+    }
+    Ok(())
+}
+
 /// `--bmap-create`: a map of the bytes read, as read.
 pub fn bmap_create(request: &Request) -> Checked {
     let plan = &request.plan;

@@ -342,6 +342,33 @@ pub const TABLE: &[Row] = &[
         WritesBeside::Nothing,
         conflicts::used_only,
     ),
+    // A casync index made of the input (of=*.caibx) or extracted onto
+    // the output (if=*.caibx): once extracting, the input is the blob,
+    // which must fit a device written with it.
+    row(
+        "--store",
+        |r| r.settings.store.is_some(),
+        Need::Data,
+        Need::Room,
+        WritesBeside::Nothing,
+        conflicts::indexed,
+    ),
+    row(
+        "--seed",
+        |r| !r.settings.seeds.is_empty(),
+        Need::Data,
+        Need::Room,
+        WritesBeside::Nothing,
+        conflicts::indexed,
+    ),
+    row(
+        "--chunk-size",
+        |r| r.settings.chunk_size.is_some(),
+        Need::Data,
+        Need::Any,
+        WritesBeside::Nothing,
+        conflicts::indexed,
+    ),
     // Each further output is held to every row's output need, and to
     // [`TEE_OUTPUT`], in `admit_tees`.
     free("--tee", |r| !r.settings.tee.is_empty()),
@@ -894,10 +921,15 @@ fn onto(request: &Request, path: Option<&Path>, end: &EndFacts) -> Option<Onto> 
 
 /// Whether the copy writes the input's bytes as they are without having
 /// been told what they are: neither `--decompress` nor
-/// `--no-decompress`, nor `--compress` (whose output is no image).
+/// `--no-decompress`, nor `--compress` (whose output is no image), nor a
+/// casync index made or extracted (`--store`: the index's blob is what is
+/// written, or the index is).
 pub fn copies_input_unasked(request: &Request) -> bool {
     let settings = &request.settings;
-    settings.decompress.is_none() && !settings.no_decompress && settings.compress.is_none()
+    settings.decompress.is_none()
+        && !settings.no_decompress
+        && settings.compress.is_none()
+        && !request.indexed()
 }
 
 /// Whether the input's format matters to this copy: it copies the input

@@ -3,8 +3,9 @@
 //! only breaks the traffic where a test says, the way a network or a busy
 //! store does. A request that matches a [`Rule`] is answered by the proxy
 //! (503 SlowDown, 500 InternalError), has its body cut with a connection
-//! reset, is held back for a while, or has its answer's body cut short
-//! after some bytes; every other request passes through unchanged.
+//! reset or one of its bytes changed, is held back for a while, or has
+//! its answer's body cut short after some bytes; every other request
+//! passes through unchanged.
 //!
 //! One request per connection: the proxy adds `Connection: close` both
 //! ways, so it needs to know where a request ends (its Content-Length)
@@ -33,6 +34,9 @@ pub enum Fault {
     ResetMidBody,
     /// Hold the request back this long, then pass it on.
     Delay(Duration),
+    /// Pass it on with the byte at `at` of its body changed (its bits
+    /// flipped), as a link or a memory that corrupts data on the way.
+    FlipByte { at: usize },
     /// Pass it on, and cut the answer's body after `after` bytes; `then`
     /// runs once the connection is cut (a test changes the object there).
     CutAnswer {
@@ -302,7 +306,16 @@ fn serve(client: TcpStream, upstream: u16, state: &Mutex<State>) -> std::io::Res
         Some(Fault::ResetMidBody) => head.length / 2,
         _ => head.length,
     };
-    std::io::copy(&mut (&mut reader).take(body_to_send as u64), &mut server)?;
+    if let Some(Fault::FlipByte { at }) = fault {
+        let mut body = vec![0u8; head.length];
+        reader.read_exact(&mut body)?;
+        if let Some(byte) = body.get_mut(at) {
+            *byte ^= 0xff;
+        }
+        server.write_all(&body)?;
+    } else {
+        std::io::copy(&mut (&mut reader).take(body_to_send as u64), &mut server)?;
+    }
     if matches!(fault, Some(Fault::ResetMidBody)) {
         reset(&client);
         drop((client, reader));

@@ -14,8 +14,10 @@
 //! The submodules hold the rest the tests share: how ddx and GNU dd are
 //! started (`cmd`), running them side by side and asserting that they
 //! agree (`fixture`), test data (`bytes`), the page cache as fincore sees
-//! it (`pages`), object servers (`object`: s3s-fs, rclone's and python's
-//! HTTP servers, a TLS front), disk images made by the real tools
+//! it (`pages`), object servers (`cluster`: a SeaweedFS cluster, the S3
+//! store of the object tests; `object`: s3s-fs, rclone's and python's
+//! HTTP servers, a TLS front), proxies that break (`fault`) or delay
+//! (`delay`) a server's traffic, disk images made by the real tools
 //! (`images`: mkfs.ext4, bmaptool), signalling a running ddx (`signal`),
 //! headless Chromium for the pages ddx writes (`browser`) and skipping
 //! (`skips`).
@@ -23,7 +25,10 @@
 pub mod browser;
 pub mod bytes;
 pub mod cgroup;
+#[cfg(feature = "object")]
+pub mod cluster;
 pub mod cmd;
+pub mod delay;
 #[cfg(feature = "object")]
 pub mod fault;
 pub mod fixture;

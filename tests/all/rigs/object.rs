@@ -1,7 +1,9 @@
 //! Servers for object ends, each started on a free loopback port over a
-//! temporary directory and stopped on Drop: s3s-fs (a real S3 server
-//! storing objects as plain files, so a test can compare what it stored)
-//! and rclone's HTTP server (ranges, HEAD, and TLS with a certificate the
+//! temporary directory and stopped on Drop (the S3 store of most tests is
+//! the SeaweedFS cluster of `cluster`): s3s-fs (a one-process S3 server
+//! storing objects as plain files in a directory the test chooses, for
+//! what the cluster cannot show: a store whose disk fills, one that gives
+//! no checksums) and rclone's HTTP server (ranges, HEAD, and TLS with a certificate the
 //! test makes with openssl and trusts explicitly), python's http.server,
 //! which ignores `Range`, a python server that hangs up mid-body (an
 //! input that fails mid-stream), and socat as a TLS front for s3s-fs (an
@@ -14,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::{have, run_tool, spawn_server};
 
-/// The credentials s3s-fs is started with.
+/// The credentials every S3 server here is started with.
 pub const ACCESS_KEY: &str = "ddx-test-access-key";
 pub const SECRET_KEY: &str = "ddx-test-secret-Zq8vN3wX";
 
@@ -99,44 +101,10 @@ impl Drop for Listening {
 pub struct S3Server {
     pub root: PathBuf,
     pub port: u16,
-    /// Declared before the directory: the server stops before its files
-    /// go.
-    server: Listening,
-    _dir: Option<tempfile::TempDir>,
-}
-
-/// s3s-fs with an empty bucket "bkt" (the one most tests need), or
-/// None after `rigs::skip` says why not.
-pub fn s3_or_skip() -> Option<S3Server> {
-    let server = super::or_skip(S3Server::start())?;
-    server.bucket("bkt");
-    Some(server)
+    _server: Listening,
 }
 
 impl S3Server {
-    /// Err says why not (s3s-fs missing, or it did not start).
-    pub fn start() -> Result<S3Server, String> {
-        let dir = tempfile::Builder::new()
-            .prefix("ddx-s3-")
-            .tempdir()
-            .map_err(|e| e.to_string())?;
-        let root = dir.path().to_owned();
-        if !have("s3s-fs") {
-            return Err(
-                "s3s-fs is not installed (cargo install s3s-fs@0.14.1 --features binary --locked)"
-                    .into(),
-            );
-        }
-        let port = free_port();
-        let server = S3Server::spawn(&root, port)?;
-        Ok(S3Server {
-            root,
-            port,
-            server,
-            _dir: Some(dir),
-        })
-    }
-
     /// s3s-fs storing its buckets in `root` (a small filesystem the test
     /// made), with an empty bucket "bkt".
     pub fn start_in(root: &Path) -> Result<S3Server, String> {
@@ -149,8 +117,7 @@ impl S3Server {
         Ok(S3Server {
             root: root.to_owned(),
             port,
-            server,
-            _dir: None,
+            _server: server,
         })
     }
 
@@ -176,26 +143,9 @@ impl S3Server {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    /// Make a bucket (a directory, as s3s-fs keeps them).
-    pub fn bucket(&self, name: &str) -> PathBuf {
-        let path = self.root.join(name);
-        std::fs::create_dir_all(&path).expect("bucket directory");
-        path
-    }
-
     /// The file s3s-fs stores an object in.
     pub fn object_file(&self, bucket: &str, key: &str) -> PathBuf {
         self.root.join(bucket).join(key)
-    }
-
-    /// The multipart uploads in progress (their bookkeeping files, and
-    /// parts).
-    pub fn pending_uploads(&self) -> Vec<String> {
-        std::fs::read_dir(&self.root)
-            .expect("server root")
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|name| name.starts_with(".upload"))
-            .collect()
     }
 
     /// The standard environment pointing a client at this server.
@@ -209,28 +159,6 @@ impl S3Server {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect()
-    }
-
-    /// No multipart upload is left behind (finished, aborted or never
-    /// begun).
-    #[track_caller]
-    pub fn assert_no_pending_upload(&self) {
-        assert_eq!(self.pending_uploads(), Vec::<String>::new());
-    }
-
-    /// Stop the server now (a test of a failure mid-upload).
-    pub fn kill(&mut self) {
-        self.server.stop();
-    }
-
-    /// Start it again on the same port and directory, after [`kill`]:
-    /// uploads in progress survive (s3s-fs keeps them on disk).
-    ///
-    /// [`kill`]: S3Server::kill
-    pub fn restart(&mut self) -> Result<(), String> {
-        self.server.stop();
-        self.server = S3Server::spawn(&self.root, self.port)?;
-        Ok(())
     }
 }
 
