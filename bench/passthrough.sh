@@ -191,8 +191,21 @@ def fio(options, op, sequential):
         extra = [f"--ramp_time={ramp_ms}ms"]
     subprocess.run(["fio", "--name=vs", *options, *extra, "--output-format=json",
                     "--output=/tmp/fio.json"], check=True, capture_output=True)
-    job = json.load(open("/tmp/fio.json"))["jobs"][0][op]
-    return job["bw_bytes"] if sequential else job["iops"]
+    job = json.load(open("/tmp/fio.json"))["jobs"][0]
+    # Its figure, and the CPU its job took (% of one CPU): in an emulated
+    # machine the CPU a tool spends per request is what limits it.
+    cpu = job["usr_cpu"] + job["sys_cpu"]
+    return (job[op]["bw_bytes"] if sequential else job[op]["iops"]), cpu
+
+def cpu_of(report, row, op, mode):
+    """The CPU (% of one CPU) of the detail figure a summary cell shows."""
+    cell = row[op]
+    for r in report["results"]:
+        if (r["test"], r["mode"], r["op"], r["queue_depth"], r["pattern"]) == \
+                (cell["test"], mode, op, row["queue_depth"], row["pattern"]) \
+                and r["offset"] is None and r["throughput_measure"] == "run":
+            return r["cpu_percent"]
+    return float("nan")
 
 def spread(ratios):
     return (f"{statistics.median(ratios):.3f} (spread {min(ratios):.2f}-{max(ratios):.2f}; "
@@ -204,6 +217,7 @@ for node in ["/dev/sg0", "/dev/ng0n1"]:
     mine = {(name, op): [] for name, op, _ in cells}
     ways = {(name, op): [] for name, op, _ in cells}
     theirs = {(name, op): [] for name, op, _ in cells}
+    cpu = {}
     for i in range(rounds):
         def ddx_side(report=None):
             report = report or ddx_bench(node)
@@ -214,14 +228,20 @@ for node in ["/dev/sg0", "/dev/ng0n1"]:
                     cell = row[op]
                     if cell["throughput_bytes_per_sec"] is not None:
                         mine[(row["name"], op)].append(cell[key])
+                        cpu.setdefault(("ddx", row["name"], op), []).append(
+                            cpu_of(report, row, op, cell["mode"]))
                     if cell["fio_way"] is not None:
                         ways[(row["name"], op)].append(cell["fio_way"][key])
+                        cpu.setdefault(("way", row["name"], op), []).append(
+                            cpu_of(report, row, op, cell["fio_way"]["mode"]))
         def fio_side():
             for name, op, cell in cells:
                 if cell["throughput_bytes_per_sec"] is None:
                     continue
                 sequential = name.startswith("SEQ")
-                theirs[(name, op)].append(fio(cell["fio"].split(), op, sequential))
+                figure, used = fio(cell["fio"].split(), op, sequential)
+                theirs[(name, op)].append(figure)
+                cpu.setdefault(("fio", name, op), []).append(used)
         if i % 2 == 0:
             ddx_side(first if i == 0 else None)
             fio_side()
@@ -229,6 +249,7 @@ for node in ["/dev/sg0", "/dev/ng0n1"]:
             fio_side()
             ddx_side()
     kind = first["target"]["kind"]
+    differs = None
     print(f"ddx bench {node} ({kind}) beside fio, {rounds} rounds, working set {size_mib} MiB:")
     for name, op, cell in cells:
         if cell["throughput_bytes_per_sec"] is None:
@@ -252,12 +273,17 @@ for node in ["/dev/sg0", "/dev/ng0n1"]:
         ratio = statistics.median(held)
         passed = abs(ratio - 1) <= bar
         ok &= passed
-        print(f"  {name} {op:5s}: {line}")
+        labels = {"fio": "fio", "way": "ddx fio's way", "ddx": "ddx"}
+        used = ", ".join(f"{labels[who]} {statistics.median(cpu[(who, name, op)]):.0f}%"
+                         for who in labels if (who, name, op) in cpu)
+        print(f"  {name} {op:5s}: {line}; CPU (% of one) {used}")
         print(f"  {'':17s}{what} {spread(held)}: bar ±{bar:.0%} {'ok' if passed else 'MISSED'}")
         if cell["fio_way"] is not None:
-            print(f"  {'':17s}the cell: ddx/fio {spread(ratios)}, not held to the bar: "
-                  f"{cell['fio_way']['differs']}")
+            print(f"  {'':17s}the cell: ddx/fio {spread(ratios)}, not held to the bar (*)")
+            differs = cell["fio_way"]["differs"]
         print(f"  {'':17s}fio {cell['fio']}")
+    if differs:
+        print(f"  (*) {differs}.")
 sys.exit(0 if ok else 1)
 PY
 python3 /tmp/vs-fio.py /tmp/ddx "$size_mib" "$rounds" "$time_s" || status=$?
