@@ -154,6 +154,7 @@ impl Settings {
                 .queue_depth
                 .unwrap_or(crate::ends::passthrough::DEFAULT_DEPTH),
             fua: self.fua,
+            mapped: true,
         }
     }
 }

@@ -317,6 +317,7 @@ pub fn io_text(mode: &str) -> &'static str {
         "passthrough" => "the disk's own commands, no page cache",
         "passthrough+flush" => "the disk's own commands, a cache flush at the end",
         "passthrough+fua" => "the disk's own commands, each write with FUA",
+        "passthrough+copied" => "the disk's own commands, each buffer copied by the driver",
         _ => "",
     }
 }

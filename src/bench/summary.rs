@@ -11,6 +11,7 @@
 use serde::Serialize;
 
 use super::results::{Measure, Parameters, Skip, TargetReport, TestResult};
+use super::scenario::COPIED;
 use crate::stats::Latency;
 use crate::sys::passthrough::Interface;
 
@@ -104,6 +105,23 @@ pub struct Cell {
     pub missing: Option<String>,
     /// fio's options for the same requests on the same file.
     pub fio: String,
+    /// Where ddx makes the cell's requests in a way fio's engine cannot
+    /// (an sg node's reserve buffers, mapped into ddx): the same requests
+    /// made fio's way, measured by ddx, which is the figure the `fio`
+    /// options reproduce; None where they reproduce the cell's own.
+    pub fio_way: Option<FioWay>,
+}
+
+/// The figure of a cell's requests made fio's way, and how that way
+/// differs from ddx's.
+#[derive(Debug, Clone, Serialize)]
+pub struct FioWay {
+    /// The detail figure's mode ("passthrough+copied").
+    pub mode: &'static str,
+    pub throughput_bytes_per_sec: f64,
+    pub iops: f64,
+    /// What differs between the two ways, in a reader's words.
+    pub differs: String,
 }
 
 impl Cell {
@@ -123,7 +141,7 @@ pub struct Context<'a> {
 
 impl Summary {
     pub fn of(context: &Context<'_>) -> Summary {
-        let rows = ROWS
+        let rows: Vec<Row> = ROWS
             .iter()
             .map(|spec| {
                 let read = cell(context, spec, "read");
@@ -148,16 +166,37 @@ impl Summary {
                 }
             })
             .collect();
-        Summary {
-            method: method(context),
-            rows,
+        let mut method = method(context);
+        let cells = || rows.iter().flat_map(|r: &Row| [&r.read, &r.write]);
+        if cells().any(|c| c.fio_way.is_some()) {
+            method.push_str(
+                " Where fio cannot make them as ddx does, the figure of fio's way is given \
+                 below.",
+            );
         }
+        Summary { method, rows }
     }
 }
 
 /// The detail figure a cell shows: the uncached mode, one offset-free
 /// run measure, the row's pattern and depth.
 fn source<'a>(context: &Context<'a>, spec: &Spec, op: &str) -> Option<&'a TestResult> {
+    of_mode(context, spec, op, |mode| {
+        matches!(mode, "direct" | "nbd" | "passthrough")
+    })
+}
+
+/// The cell's figure made fio's way, where ddx measured one beside it.
+fn fio_way<'a>(context: &Context<'a>, spec: &Spec, op: &str) -> Option<&'a TestResult> {
+    of_mode(context, spec, op, |mode| mode == COPIED)
+}
+
+fn of_mode<'a>(
+    context: &Context<'a>,
+    spec: &Spec,
+    op: &str,
+    mode: impl Fn(&str) -> bool,
+) -> Option<&'a TestResult> {
     let test = match op {
         "read" => spec.read_test,
         _ => spec.write_test,
@@ -170,9 +209,17 @@ fn source<'a>(context: &Context<'a>, spec: &Spec, op: &str) -> Option<&'a TestRe
             && f.queue_depth == spec.queue_depth
             && f.offset.is_none()
             && f.measure == Measure::Run
-            && matches!(f.mode, "direct" | "nbd" | "passthrough")
+            && mode(f.mode)
     })
 }
+
+/// Why fio's `sg` engine cannot make a cell's requests as ddx makes
+/// them, and what its options measure instead.
+const SG_COPIES: &str = "ddx moves the data in the sg driver's reserve buffers, mapped into \
+     it, one descriptor per command in flight, as its copies do; fio's sg engine cannot map \
+     them: it passes buffers of its own, which the driver copies through pages it allocates \
+     and zeroes for each command. fio's options measure that way, whose figure ddx gives \
+     beside the cell";
 
 /// The cell, and the block size its figure was measured at.
 fn cell(context: &Context<'_>, spec: &Spec, op: &'static str) -> (Cell, Option<u64>) {
@@ -183,6 +230,14 @@ fn cell(context: &Context<'_>, spec: &Spec, op: &'static str) -> (Cell, Option<u
     let found = source(context, spec, op);
     let block_size = found.map_or(spec.nominal_block_size, |r| r.figure.block_size);
     let fio = fio_options(context, spec, op, block_size);
+    let fio_way = found
+        .and_then(|_| fio_way(context, spec, op))
+        .map(|r| FioWay {
+            mode: r.figure.mode,
+            throughput_bytes_per_sec: r.throughput_bytes_per_sec,
+            iops: r.iops,
+            differs: SG_COPIES.to_owned(),
+        });
     let cell = match found {
         Some(r) => Cell {
             test,
@@ -194,6 +249,7 @@ fn cell(context: &Context<'_>, spec: &Spec, op: &'static str) -> (Cell, Option<u
             latency_ns: r.latency_ns,
             missing: None,
             fio,
+            fio_way,
         },
         None => Cell {
             test,
@@ -205,6 +261,7 @@ fn cell(context: &Context<'_>, spec: &Spec, op: &'static str) -> (Cell, Option<u
             latency_ns: None,
             missing: Some(missing(context, test, op, spec.queue_depth)),
             fio,
+            fio_way: None,
         },
     };
     (cell, found.map(|r| r.figure.block_size))
@@ -523,6 +580,91 @@ mod tests {
             s.rows[2].read.fio
         );
         assert!(s.method.starts_with("NBD requests"), "{}", s.method);
+    }
+
+    /// On an sg node ddx moves the data in the driver's reserve buffers,
+    /// mapped, which fio's sg engine cannot: a cell whose requests ddx
+    /// also made fio's way (the driver copying each buffer) carries that
+    /// figure beside its own, and the notes under the summary give it
+    /// with what differs; a cell with no such figure carries none.
+    #[test]
+    fn a_cell_fio_cannot_make_the_same_way_carries_the_figure_made_its_way() {
+        let mut out = Outcome::default();
+        let seq = |test, mode, op| Figure::new(test, mode, op, "sequential", 512 << 10);
+        out.push(
+            seq("seq-read", "passthrough", "read").in_flight(8, "sg"),
+            &[run(300, 100, 600)],
+        );
+        out.push(
+            seq("seq-read", COPIED, "read").in_flight(8, "sg"),
+            &[run(200, 100, 400)],
+        );
+        out.push(
+            seq("seq-read", "passthrough", "read").by("sg"),
+            &[run(100, 100, 200)],
+        );
+        // Another depth's copied figure is not this cell's.
+        out.push(
+            seq("seq-write", COPIED, "write").in_flight(8, "sg"),
+            &[run(90, 100, 180)],
+        );
+        out.push(
+            seq("seq-write", "passthrough", "write").by("sg"),
+            &[run(120, 100, 240)],
+        );
+        let mut target = target("SCSI generic node");
+        target.path = "/dev/sg0".into();
+        target.passthrough = Some(Interface::ScsiGeneric);
+        let s = Summary::of(&Context {
+            results: &out.results,
+            skipped: &out.skipped,
+            settings: &settings(vec!["seq-read", "seq-write"]),
+            target: &target,
+            interrupted: None,
+        });
+        assert_eq!(s.rows[0].name, "SEQ512K Q8T1");
+        let way = s.rows[0]
+            .read
+            .fio_way
+            .as_ref()
+            .expect("the Q8 read made fio's way");
+        assert_eq!(way.mode, COPIED);
+        assert_eq!(way.throughput_bytes_per_sec, (200u64 << 20) as f64 / 0.1);
+        assert_eq!(way.iops, 4000.0);
+        assert!(s.rows[0]
+            .read
+            .fio
+            .contains("--ioengine=sg --filename=/dev/sg0"));
+        assert!(
+            s.rows[1].read.fio_way.is_none(),
+            "no Q1 read made fio's way"
+        );
+        assert!(
+            s.rows[1].write.fio_way.is_none(),
+            "the Q8 copied write is not Q1's"
+        );
+        let notes = crate::bench::report::summary_notes(&s);
+        assert!(
+            notes[0].ends_with("the figure of fio's way is given below."),
+            "{}",
+            notes[0]
+        );
+        let lines: Vec<&String> = notes
+            .iter()
+            .filter(|l| l.starts_with("- ") && l.contains("fio's way"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{notes:#?}");
+        assert!(
+            lines[0]
+                .starts_with("- made fio's way, which its options reproduce: SEQ512K Q8T1 read ")
+                && lines[0].contains(
+                    ", the cell 1.50x that. ddx moves the data in the sg driver's \
+                     reserve buffers, mapped into it"
+                )
+                && lines[0].ends_with("whose figure ddx gives beside the cell."),
+            "{}",
+            lines[0]
+        );
     }
 
     #[test]

@@ -225,7 +225,7 @@ impl Target {
         given: &Path,
         interface: Option<Interface>,
     ) -> Result<Target, BenchError> {
-        let mut probe = open_end(given, Op::Read, IoFlags::empty(), 1)?
+        let mut probe = open_end(given, Op::Read, IoFlags::empty(), 1, true)?
             .expect("no O_DIRECT asked for, none refused");
         let can = probe.capabilities();
         let shown = String::from_utf8_lossy(&crate::ends::uri::shown(given)).into_owned();
@@ -336,12 +336,36 @@ impl Target {
         flags: IoFlags,
         depth: usize,
     ) -> Result<Option<Box<dyn End>>, BenchError> {
+        self.end_with(op, flags, depth, true)
+    }
+
+    /// [`Target::end`], with the end's requests in the caller's buffers
+    /// where the copy's end would move them through buffers of its own
+    /// (an sg node's reserve buffers, mapped: `Requests::owns_buffers`):
+    /// the driver copies each buffer instead, as fio's `sg` engine has
+    /// it do. Elsewhere the same end as [`Target::end`].
+    pub fn end_copied(
+        &self,
+        op: Op,
+        flags: IoFlags,
+        depth: usize,
+    ) -> Result<Option<Box<dyn End>>, BenchError> {
+        self.end_with(op, flags, depth, false)
+    }
+
+    fn end_with(
+        &self,
+        op: Op,
+        flags: IoFlags,
+        depth: usize,
+        mapped: bool,
+    ) -> Result<Option<Box<dyn End>>, BenchError> {
         if op == Op::Write {
             if let Some(why) = &self.read_only {
                 return Err(BenchError::msg(format!("not writing: {why}")));
             }
         }
-        open_end(&self.path, op, flags, depth)
+        open_end(&self.path, op, flags, depth, mapped)
     }
 
     pub fn writable(&self) -> bool {
@@ -384,6 +408,7 @@ fn open_end(
     op: Op,
     flags: IoFlags,
     depth: usize,
+    mapped: bool,
 ) -> Result<Option<Box<dyn End>>, BenchError> {
     let mut plan = crate::operands::parse::<&str>(&[])
         .plan
@@ -392,6 +417,7 @@ fn open_end(
         node: passthrough::Options {
             depth: depth.max(1),
             fua: false,
+            mapped,
         },
         connections: Some(1),
     };

@@ -51,6 +51,11 @@ pub struct Options {
     /// Writes with force unit access: stored on the medium when they
     /// complete.
     pub fua: bool,
+    /// An sg node's commands move their data in the driver's reserve
+    /// buffers, mapped into ddx (the copy's way); false: in buffers of
+    /// ddx's own that the driver copies, as fio's `sg` engine and sgp_dd
+    /// send them (what `ddx bench` measures beside the mapped figure).
+    pub mapped: bool,
 }
 
 /// The access a node of `interface` is opened with: SCSI commands go
@@ -73,7 +78,7 @@ pub fn open(
     options: Options,
 ) -> Result<PassthroughEnd, CommandError> {
     let _ = path;
-    let (queue, block_device) = open_queue(fd, interface, options.depth, true)?;
+    let (queue, block_device) = open_queue(fd, interface, options.depth, options.mapped)?;
     Ok(PassthroughEnd::new(queue, options.fua, block_device))
 }
 
@@ -342,7 +347,7 @@ impl End for PassthroughEnd {
                 unit: self.geometry.block_len,
                 min_len: self.max_bytes() as usize,
                 max_len: self.max_bytes() as usize,
-                owns_buffers: self.queue.interface() == Interface::ScsiGeneric,
+                owns_buffers: self.queue.mapped(),
                 via: engine(self.queue.interface()),
             },
             block_addressed: Some(self.geometry.block_len),

@@ -253,6 +253,13 @@ pub trait CommandQueue: Send + fmt::Debug {
         false
     }
 
+    /// Whether the slots' data is the driver's own buffers, mapped into
+    /// ddx (an sg node's reserve buffers), rather than ddx's buffers the
+    /// driver reads and writes or copies.
+    fn mapped(&self) -> bool {
+        false
+    }
+
     /// The next command to complete: its slot and outcome. None when
     /// nothing is in flight.
     fn wait(&mut self) -> Option<(usize, Result<(), CommandError>)>;

@@ -111,12 +111,15 @@ r {name}_ro $DDX bench {node} --size=1M --tests=seq-write
 /// and 8 in flight, each write mode, the random depths the node's queue
 /// keeps (`beyond`: the ones it cannot, skipped with the reason), all by
 /// `engine`; the summary's fio options name fio's engine for the node
-/// (`fio`); and every request it wrote landed at its place on the disk,
-/// whose first MiB held `before`.
+/// (`fio`); where ddx maps the driver's buffers (`mapped`: an sg node),
+/// the summary's cells measured again fio's way, the driver copying each
+/// buffer, and each cell carrying that figure with what differs; and
+/// every request it wrote landed at its place on the disk, whose first
+/// MiB held `before`.
 fn check_bench(
     run: &Run,
     name: &str,
-    (kind, engine, fio): (&str, &str, &str),
+    (kind, engine, fio, mapped): (&str, &str, &str, bool),
     (disk, beyond): (&str, &[u64]),
     before: &[u8],
 ) {
@@ -188,6 +191,56 @@ fn check_bench(
             "{name}: {}",
             cell["fio"]
         );
+    }
+    for (summary, row, test, op, qd) in [
+        (&report, 0, "seq-read", "read", 8),
+        (&report, 0, "seq-write", "write", 8),
+        (&report, 1, "seq-read", "read", 1),
+        (&report, 1, "seq-write", "write", 1),
+        (&random, 3, "qd-sweep", "read", 1),
+        (&random, 3, "qd-sweep", "write", 1),
+    ] {
+        let cell = &summary["summary"]["rows"][row][op];
+        let copied = find(test, "passthrough+copied", op, qd);
+        if !mapped {
+            assert!(copied.is_none(), "{name}: {test} {op} copied: {copied:#?}");
+            assert!(cell["fio_way"].is_null(), "{name}: {cell:#}");
+            continue;
+        }
+        let copied =
+            copied.unwrap_or_else(|| panic!("{name}: no {test} {op} at depth {qd} made fio's way"));
+        assert_eq!(copied["engine"], engine, "{copied:#}");
+        assert!(
+            copied["note"]
+                .as_str()
+                .unwrap()
+                .contains("which the sg driver copies"),
+            "{copied:#}"
+        );
+        let way = &cell["fio_way"];
+        assert_eq!(way["mode"], "passthrough+copied", "{name}: {cell:#}");
+        let key = match test {
+            "qd-sweep" => "iops",
+            _ => "throughput_bytes_per_sec",
+        };
+        assert_eq!(way[key], copied[key], "{name}: {cell:#}");
+        assert!(
+            way["differs"]
+                .as_str()
+                .unwrap()
+                .contains("fio's sg engine cannot map them"),
+            "{way:#}"
+        );
+        if test != "qd-sweep" {
+            let own = find(test, "passthrough", op, qd).unwrap();
+            assert!(
+                own["note"]
+                    .as_str()
+                    .unwrap()
+                    .contains("reserve buffers mapped into ddx"),
+                "{own:#}"
+            );
+        }
     }
     let notes = report["notes"].to_string();
     assert!(
@@ -331,6 +384,7 @@ r ddrescue ddrescue -d -b 512 -q /dev/sdb /tmp/b /tmp/out/gnu.map; h /tmp/b ddre
             "SCSI generic node",
             "sg",
             "--ioengine=sg --filename=/dev/sg0",
+            true,
         ),
         ("sda", &[32, 64]),
         &original[..MIB],
@@ -518,6 +572,7 @@ swapoff /dev/nvme0n1
             "NVMe generic node",
             "io_uring_cmd",
             "--ioengine=io_uring_cmd --cmd_type=nvme --filename=/dev/ng0n1",
+            false,
         ),
         ("nvme0n1", &[]),
         &original[..MIB],

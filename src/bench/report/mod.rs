@@ -141,7 +141,47 @@ pub fn summary_notes(summary: &Summary) -> Vec<String> {
     for (why, names) in reasons {
         lines.push(format!("- {}: {why}", names.join(", ")));
     }
+    lines.extend(fio_way_lines(summary));
     lines
+}
+
+/// Beside the cells fio's options cannot reproduce (ddx makes their
+/// requests another way): each one's figure made fio's way, and what
+/// differs (cells that differ alike share a line).
+fn fio_way_lines(summary: &Summary) -> Vec<String> {
+    let mut ways: Vec<(&str, Vec<String>)> = Vec::new();
+    for row in &summary.rows {
+        for (op, cell) in [("read", &row.read), ("write", &row.write)] {
+            let Some(way) = &cell.fio_way else { continue };
+            let figure = match row.pattern {
+                "sequential" => rate_text(way.throughput_bytes_per_sec),
+                _ => format!("{} IOPS", iops_text(way.iops)),
+            };
+            let mine = match row.pattern {
+                "sequential" => cell
+                    .throughput_bytes_per_sec
+                    .map(|t| (t, way.throughput_bytes_per_sec)),
+                _ => cell.iops.map(|n| (n, way.iops)),
+            };
+            let ratio = mine
+                .filter(|(_, theirs)| *theirs > 0.0)
+                .map(|(mine, theirs)| format!(", the cell {:.2}x that", mine / theirs))
+                .unwrap_or_default();
+            let text = format!("{} {op} {figure}{ratio}", row.name);
+            match ways.iter_mut().find(|(d, _)| *d == way.differs) {
+                Some((_, cells)) => cells.push(text),
+                None => ways.push((&way.differs, vec![text])),
+            }
+        }
+    }
+    ways.into_iter()
+        .map(|(differs, cells)| {
+            format!(
+                "- made fio's way, which its options reproduce: {}. {differs}.",
+                cells.join("; ")
+            )
+        })
+        .collect()
 }
 
 /// The recommendation, the rule and how firmly each answer was decided:

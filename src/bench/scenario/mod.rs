@@ -123,6 +123,37 @@ pub fn uncached_mode(target: &Target) -> &'static str {
     }
 }
 
+/// The mode of a figure measured again where the copy's end moves the
+/// bytes through buffers of its own that fio cannot use (an sg node's
+/// reserve buffers, mapped into ddx): the same requests in ddx's
+/// buffers, which the driver copies, as fio's `sg` engine has it do. The
+/// summary shows it beside its cell as the figure fio's options
+/// reproduce.
+pub const COPIED: &str = "passthrough+copied";
+
+/// Whether `end` moves a request's bytes through buffers of its own
+/// (`Requests::owns_buffers`: an sg node's mapped reserve buffers), so
+/// that a [`COPIED`] figure is measured beside its figure.
+pub fn owns_buffers(end: &dyn End) -> bool {
+    end.capabilities().requests.owns_buffers
+}
+
+/// The end's buffers in a figure's note: mapped from the driver, or,
+/// in [`COPIED`] mode, copied by it.
+pub fn buffers_note(end: &dyn End, mode: &str) -> String {
+    if mode == COPIED {
+        ", in ddx's buffers, which the sg driver copies through pages it allocates for each \
+         command (fio's sg engine's way)"
+            .to_owned()
+    } else if owns_buffers(end) {
+        ", in the sg driver's reserve buffers mapped into ddx, one descriptor per command \
+         (the way ddx copies: no copy in the kernel)"
+            .to_owned()
+    } else {
+        String::new()
+    }
+}
+
 /// The mode of a write that is durable when it completes: where the
 /// end's commands carry force unit access, FUA; else O_DIRECT with
 /// O_DSYNC.

@@ -20,8 +20,8 @@ use std::time::Duration;
 use crate::operands::IoFlags;
 
 use super::{
-    in_flight, load, one_by_call, transfer, uncached_mode, Flight, Limit, Offsets, Op, Outcome,
-    Rng, Timing, NO_DIRECT,
+    buffers_note, in_flight, load, one_by_call, opened, owns_buffers, transfer, uncached_mode,
+    Flight, Limit, Offsets, Op, Outcome, Rng, Timing, COPIED, NO_DIRECT,
 };
 use crate::bench::measure::{Runner, Sample, Stopwatch};
 use crate::bench::results::Figure;
@@ -31,6 +31,8 @@ use crate::ends::End;
 use crate::sys::buffer::AlignedBuf;
 
 pub const DEPTHS: [u32; 5] = [1, 4, 16, 32, 64];
+/// The depths the summary's RND rows show.
+const SUMMARY_DEPTHS: [u32; 2] = [32, 1];
 const REQUEST: u64 = 4096;
 
 /// Why an end on a server has no random writes here.
@@ -38,8 +40,7 @@ const SERVED_WRITES_ONE_AT_A_TIME: &str =
     "the bench's NBD connection sends one write at a time (seq-write measures them)";
 
 pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError> {
-    let (target, time_per_run) = (runner.target, runner.time_per_run);
-    let request = REQUEST.max(target.direct_align());
+    let target = runner.target;
     let mode = uncached_mode(target);
     let deepest = DEPTHS[DEPTHS.len() - 1];
     for op in [Op::Read, Op::Write] {
@@ -58,51 +59,79 @@ pub fn run(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError>
             out.skip("qd-sweep", Some(mode), NO_DIRECT).of_op(op.name());
             continue;
         };
-        let engine = end.capabilities().requests.via;
-        let mut buf = super::data_buffer(request)?;
         for qd in DEPTHS {
-            let figure = Figure::new("qd-sweep", mode, op.name(), "random", request);
-            let by_call = qd == 1 && one_by_call(target);
-            let figure = match by_call {
-                true => figure,
-                false => figure.in_flight(qd, engine),
-            };
-            if out.reuse(figure) {
-                continue;
+            depth(runner, out, (end.as_mut(), mode), op, qd)?;
+        }
+        // The summary's depths again with the driver copying each buffer,
+        // where the end maps its own (fio's sg engine's way).
+        if owns_buffers(end.as_ref()) {
+            drop(end);
+            let mut end = opened(target.end_copied(op, IoFlags::DIRECT, deepest as usize)?);
+            for qd in DEPTHS.into_iter().filter(|qd| SUMMARY_DEPTHS.contains(qd)) {
+                depth(runner, out, (end.as_mut(), COPIED), op, qd)?;
             }
-            if !by_call {
-                if let Some(why) = super::fewer_in_flight(target, end.as_ref(), qd) {
-                    out.skip("qd-sweep", Some(mode), why)
-                        .of_op(op.name())
-                        .at_depth(qd);
-                    continue;
-                }
-            }
-            let mut rng = Rng::new(0x9d ^ u64::from(qd) ^ (u64::from(op == Op::Write) << 8));
-            let label = format!("qd-sweep {} depth {qd}", op.name());
-            let samples = if by_call {
-                runner.repeat(&label, false, |pass| {
-                    let time = pass.time(time_per_run);
-                    one_at_a_time(target, end.as_mut(), &mut buf, op, &mut rng, time)
-                })?
-            } else {
-                let mut load = load(target, end.as_mut(), op, request, qd)?;
-                runner.repeat(&label, false, |pass| {
-                    let flight = Flight {
-                        op,
-                        offsets: Offsets::Random {
-                            rng: &mut rng,
-                            end: target.len,
-                        },
-                        limit: timed(pass.time(time_per_run)),
-                        timing: Timing::EachRequest,
-                    };
-                    in_flight(target, &mut load, flight, request)
-                })?
-            };
-            out.push(figure, &samples);
         }
     }
+    Ok(())
+}
+
+/// Random `op` requests with `qd` in flight on `end`, pushed as a
+/// figure of `mode`; skipped with the reason where the end keeps fewer.
+fn depth(
+    runner: &mut Runner<'_>,
+    out: &mut Outcome,
+    (end, mode): (&mut dyn End, &'static str),
+    op: Op,
+    qd: u32,
+) -> Result<(), BenchError> {
+    let (target, time_per_run) = (runner.target, runner.time_per_run);
+    let request = REQUEST.max(target.direct_align());
+    let engine = end.capabilities().requests.via;
+    let figure = Figure::new("qd-sweep", mode, op.name(), "random", request);
+    let by_call = qd == 1 && one_by_call(target);
+    let figure = match by_call {
+        true => figure,
+        false => figure.in_flight(qd, engine),
+    };
+    if out.reuse(figure) {
+        return Ok(());
+    }
+    if !by_call {
+        if let Some(why) = super::fewer_in_flight(target, end, qd) {
+            out.skip("qd-sweep", Some(mode), why)
+                .of_op(op.name())
+                .at_depth(qd);
+            return Ok(());
+        }
+    }
+    let mut rng = Rng::new(0x9d ^ u64::from(qd) ^ (u64::from(op == Op::Write) << 8));
+    let label = format!("qd-sweep {} depth {qd}", op.name());
+    let samples = if by_call {
+        let mut buf = super::data_buffer(request)?;
+        runner.repeat(&label, false, |pass| {
+            let time = pass.time(time_per_run);
+            one_at_a_time(target, end, &mut buf, op, &mut rng, time)
+        })?
+    } else {
+        let mut load = load(target, end, op, request, qd)?;
+        runner.repeat(&label, false, |pass| {
+            let flight = Flight {
+                op,
+                offsets: Offsets::Random {
+                    rng: &mut rng,
+                    end: target.len,
+                },
+                limit: timed(pass.time(time_per_run)),
+                timing: Timing::EachRequest,
+            };
+            in_flight(target, &mut load, flight, request)
+        })?
+    };
+    let note = match mode {
+        COPIED => Some(buffers_note(end, mode).trim_start_matches(", ").to_owned()),
+        _ => None,
+    };
+    out.push_noted(figure, &samples, note);
     Ok(())
 }
 

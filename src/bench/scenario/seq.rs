@@ -18,8 +18,9 @@
 use crate::operands::IoFlags;
 
 use super::{
-    in_flight, load, made_by, one_by_call, opened, sequential, uncached_mode, Flight, Limit,
-    Offsets, Op, Outcome, Stream, Timing, NO_DIRECT, SEQ_BLOCK,
+    buffers_note, in_flight, load, made_by, one_by_call, opened, owns_buffers, sequential,
+    uncached_mode, Flight, Limit, Offsets, Op, Outcome, Stream, Timing, COPIED, NO_DIRECT,
+    SEQ_BLOCK,
 };
 use crate::bench::measure::{Pass, Runner, Sample, Stopwatch};
 use crate::bench::results::Figure;
@@ -69,7 +70,9 @@ fn travelled(target: &Target, depth: u32, op: Op, engine: &str) -> Option<String
 /// The pass with [`SEQ_DEPTH`] requests in flight, on the end opened for
 /// it (O_DIRECT on a descriptor: through io_uring); skipped with the
 /// reason where the filesystem refuses O_DIRECT or the end keeps fewer
-/// in flight.
+/// in flight. Where the end moves the bytes through buffers of its own
+/// (an sg node's mapped reserve buffers), the same pass again with the
+/// driver copying each buffer, fio's way ([`COPIED`]).
 fn deep(
     runner: &mut Runner<'_>,
     out: &mut Outcome,
@@ -92,10 +95,32 @@ fn deep(
         out.skip(test, Some(mode), why).at_depth(SEQ_DEPTH);
         return Ok(());
     }
+    let own = owns_buffers(end.as_ref());
+    deep_pass(runner, out, figure, end.as_mut(), (op, len, bs))?;
+    if own {
+        drop(end);
+        let mut end = opened(target.end_copied(op, IoFlags::DIRECT, SEQ_DEPTH as usize)?);
+        let figure = self::figure(test, COPIED, op, bs).in_flight(SEQ_DEPTH, "");
+        deep_pass(runner, out, figure, end.as_mut(), (op, len, bs))?;
+    }
+    Ok(())
+}
+
+/// [`SEQ_DEPTH`] in flight on `end`, whole passes over `0..len` in
+/// `bs` requests, pushed as `figure` by the end's engine.
+fn deep_pass(
+    runner: &mut Runner<'_>,
+    out: &mut Outcome,
+    figure: Figure,
+    end: &mut dyn End,
+    (op, len, bs): (Op, u64, u64),
+) -> Result<(), BenchError> {
+    let target = runner.target;
     let engine = end.capabilities().requests.via;
+    let buffers = buffers_note(end, figure.mode);
     let figure = figure.by(engine);
-    let mut load = load(target, end.as_mut(), op, bs, SEQ_DEPTH)?;
-    let label = format!("{test} {mode}, {SEQ_DEPTH} in flight");
+    let mut load = load(target, end, op, bs, SEQ_DEPTH)?;
+    let label = format!("{} {}, {SEQ_DEPTH} in flight", figure.test, figure.mode);
     let samples = runner.repeat(&label, target.can.local_storage, |pass| {
         let flight = Flight {
             op,
@@ -105,14 +130,17 @@ fn deep(
         };
         in_flight(target, &mut load, flight, bs)
     })?;
-    out.push_noted(figure, &samples, travelled(target, SEQ_DEPTH, op, engine));
+    let note = travelled(target, SEQ_DEPTH, op, engine).map(|how| how + &buffers);
+    out.push_noted(figure, &samples, note);
     Ok(())
 }
 
 /// One request at a time on an end that is no descriptor's storage: one
 /// in flight through the load, each pass followed by a timed flush where
 /// `flush` says; `flags` as the end is opened with (O_DSYNC: force unit
-/// access on a disk's commands).
+/// access on a disk's commands); in [`COPIED`] mode, with the driver
+/// copying each buffer. Ok(true): the end moved the bytes through
+/// buffers of its own (see [`owns_buffers`]).
 #[allow(clippy::too_many_arguments)]
 fn one_deep(
     runner: &mut Runner<'_>,
@@ -123,10 +151,15 @@ fn one_deep(
     len: u64,
     bs: u64,
     note: Option<String>,
-) -> Result<(), BenchError> {
+) -> Result<bool, BenchError> {
     let target = runner.target;
-    let end = target.end(op, flags, 1)?;
+    let end = match mode {
+        COPIED => target.end_copied(op, flags, 1)?,
+        _ => target.end(op, flags, 1)?,
+    };
     let mut end = opened(end);
+    let note = note.map(|note| note + &buffers_note(end.as_ref(), mode));
+    let own = owns_buffers(end.as_ref());
     let mut load = load(target, end.as_mut(), op, bs, 1)?;
     let samples = runner.repeat(&format!("{test} {mode}"), false, |pass| {
         let watch = Stopwatch::start();
@@ -143,7 +176,7 @@ fn one_deep(
         Ok::<Sample, BenchError>(watch.stop(moved.bytes, moved.ios))
     })?;
     out.push_noted(made_by(target, figure(test, mode, op, bs)), &samples, note);
-    Ok(())
+    Ok(own)
 }
 
 /// A cache flush (fdatasync on a descriptor, an NBD flush, SYNCHRONIZE
@@ -190,17 +223,14 @@ pub fn read(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchError
     let len = target.len - target.len % bs;
     if !one_by_call(target) {
         let mode = uncached_mode(target);
-        let note = travelled(target, 1, Op::Read, "");
-        one_deep(
-            runner,
-            out,
-            "seq-read",
-            (mode, IoFlags::empty(), false),
-            Op::Read,
-            len,
-            bs,
-            note,
-        )?;
+        for mode in [mode, COPIED] {
+            let note = travelled(target, 1, Op::Read, "");
+            let how = (mode, IoFlags::empty(), false);
+            let own = one_deep(runner, out, "seq-read", how, Op::Read, len, bs, note)?;
+            if !own {
+                break;
+            }
+        }
         deep(runner, out, "seq-read", Op::Read, len, bs)?;
         if target.can.served {
             out.skip("seq-read", Some("direct"), super::SERVED_NO_DIRECT);
@@ -339,7 +369,20 @@ pub fn write(runner: &mut Runner<'_>, out: &mut Outcome) -> Result<(), BenchErro
             }
             let note = Some(note.to_owned());
             let how = (mode, flags, flush);
-            one_deep(runner, out, "seq-write", how, Op::Write, len, bs, note)?;
+            let own = one_deep(
+                runner,
+                out,
+                "seq-write",
+                how,
+                Op::Write,
+                len,
+                bs,
+                note.clone(),
+            )?;
+            if own && mode == "passthrough" {
+                let how = (COPIED, flags, flush);
+                one_deep(runner, out, "seq-write", how, Op::Write, len, bs, note)?;
+            }
         }
         deep(runner, out, "seq-write", Op::Write, len, bs)?;
         out.skip("seq-write", None, COMMANDS_NO_WRITE_FLAGS);

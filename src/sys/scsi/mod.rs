@@ -504,17 +504,6 @@ impl ScsiQueue {
         Ok(queue)
     }
 
-    /// Whether the slots are reserve buffers mapped from the driver.
-    fn mapped(&self) -> bool {
-        matches!(
-            self.slots.first(),
-            Some(Slot {
-                buf: Data::Mapped(_),
-                ..
-            })
-        )
-    }
-
     /// READ CAPACITY (10), and (16) where the disk is too large for it.
     fn read_capacity(&mut self) -> Result<Capacity, CommandError> {
         let mut data = [0u8; cdb::CAPACITY_16_LEN];
@@ -822,6 +811,17 @@ impl CommandQueue for ScsiQueue {
     fn buffer_mut(&mut self, slot: usize) -> Option<&mut [u8]> {
         let s = self.slots.get_mut(slot)?;
         s.busy.is_none().then(|| s.buf.as_mut_slice())
+    }
+
+    /// Whether the slots are reserve buffers mapped from the driver.
+    fn mapped(&self) -> bool {
+        matches!(
+            self.slots.first(),
+            Some(Slot {
+                buf: Data::Mapped(_),
+                ..
+            })
+        )
     }
 
     /// Buffers of ddx's own change places; the driver's mapped ones stay.
