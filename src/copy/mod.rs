@@ -15,6 +15,7 @@ mod failure;
 mod images;
 mod objects;
 mod positional;
+mod resumed;
 mod safety;
 mod verbose;
 
@@ -59,6 +60,8 @@ struct Copying<'a> {
     counters: &'a Counters,
     reporter: &'a Reporter,
     command_line: &'a str,
+    /// What identifies the input, for a map to record.
+    input_record: Option<&'a crate::rescue::identity::EndRecord>,
 }
 
 /// Run one copy.
@@ -133,6 +136,20 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     reporter.start_clock();
     let cpu_at_start = crate::sys::usage::cpu_times();
     let mut input = ends::open::open_input(plan, request.settings.passthrough())?;
+    // A map records its copy's input; a resumed copy must read the same.
+    let map_path = extras
+        .positional
+        .as_ref()
+        .and_then(|p| p.map_path.as_deref())
+        .or_else(|| upload_map.as_ref().map(|u| u.path.as_path()));
+    let input_record = map_path.map(|_| resumed::input_record(plan, &input));
+    let recorded = extras
+        .recorded
+        .as_ref()
+        .or_else(|| upload_map.as_ref().and_then(|u| u.recorded.as_ref()));
+    if let (Some(recorded), Some(map), Some(now)) = (recorded, map_path, &input_record) {
+        resumed::check_input(recorded, map, now).map_err(Failure::Refused)?;
+    }
     let remote_output = plan
         .output
         .as_deref()
@@ -209,13 +226,19 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     let mut warnings = Vec::new();
     let mut output = ends::open::open_output(plan, request.settings.passthrough(), &mut warnings)?;
     if let Some(upload) = &upload_map {
+        let notes = input_record.as_ref().map_or_else(String::new, |input| {
+            crate::rescue::identity::Recorded::notes(
+                input,
+                Some(&resumed::output_record(plan, &output)),
+            )
+        });
         keep_upload_map(
             upload,
             plan,
             &input,
             &facts,
             &mut output,
-            &context.command_line,
+            (&context.command_line, notes),
             &reporter,
         )?;
     }
@@ -256,8 +279,20 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         counters: &counters,
         reporter: &reporter,
         command_line: &context.command_line,
+        input_record: input_record.as_ref(),
     };
 
+    // A map named but not there: said once nothing refused the copy,
+    // before it reads anything.
+    if plan.status != StatusLevel::None {
+        let notices = [
+            &extras.notice,
+            &upload_map.as_ref().and_then(|u| u.notice.clone()),
+        ];
+        for notice in notices.into_iter().flatten() {
+            reporter.message(notice);
+        }
+    }
     let (failed, aftermath, report) = match &extras.positional {
         Some(positional) => {
             let (failed, aftermath) = positional::run(
@@ -355,7 +390,7 @@ fn keep_upload_map(
     input: &Input,
     facts: &planner::Facts,
     output: &mut Output,
-    command_line: &str,
+    (command_line, notes): (&str, String),
     reporter: &Reporter,
 ) -> Result<(), Failure> {
     let done = upload.resume.as_ref().map_or(0, |r| r.source_end());
@@ -366,7 +401,7 @@ fn keep_upload_map(
             crate::text::quote::quote_file(&input.name)
         )));
     };
-    let journal = objects::MapJournal::new(upload, done + left, command_line);
+    let journal = objects::MapJournal::new(upload, done + left, command_line, notes);
     output
         .end
         .keep_journal(Box::new(journal), upload.resume.as_ref())

@@ -65,6 +65,7 @@ pub fn run(
         counters,
         reporter,
         command_line,
+        input_record,
     } = *copying;
     let size = rescue::input_size(input.end.as_mut()).map_err(|errno| {
         Failure::from(Diagnostic::CannotFstat {
@@ -116,6 +117,10 @@ pub fn run(
         reporter.set_rescue(Arc::new(RescueProgress(Arc::clone(&standing))));
     }
     let tell = |start: &PhaseStart| reporter.message(start);
+    // What identifies the copy's ends, kept in the map with every save.
+    let notes = input_record.map_or_else(String::new, |input| {
+        rescue::identity::Recorded::notes(input, Some(&super::resumed::output_record(plan, output)))
+    });
     let job = Job {
         input: input.end.as_mut(),
         input_path,
@@ -132,6 +137,7 @@ pub fn run(
         map,
         map_path: request.map_path.clone(),
         command_line: command_line.to_owned(),
+        notes,
         tap,
         standing,
         on_phase: (verbose && request.rescue).then_some(&tell as &dyn Fn(&PhaseStart)),

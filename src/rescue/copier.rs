@@ -422,7 +422,11 @@ impl<'a, 'c> Copier<'a, 'c> {
                 return;
             }
         }
-        if let Err(e) = self.job.map.save(path, &self.job.command_line) {
+        if let Err(e) = self
+            .job
+            .map
+            .save_noted(path, &self.job.command_line, &self.job.notes)
+        {
             if last || self.map_error.is_none() {
                 self.map_error = Some((path.clone(), e.to_string()));
             }

@@ -47,6 +47,7 @@ mod progress;
 mod refusals;
 mod rescue;
 mod rescue_phases;
+mod resume;
 mod splice;
 mod trim;
 mod used_only;

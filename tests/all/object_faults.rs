@@ -47,6 +47,8 @@ fn messages(stderr: &str) -> Vec<&str> {
                 && !l.contains(" bytes (")
                 && !l.contains(" bytes copied")
                 && !l.starts_with('{')
+                // A map named and not there yet: the upload starts afresh.
+                && !l.contains(": no map ")
         })
         .collect()
 }
