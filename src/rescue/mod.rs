@@ -15,13 +15,17 @@
 //! Without `--rescue`, the pending ranges are read in requests of ibs,
 //! in order, and a read error stops the copy (or, with conv=noerror,sync,
 //! zero-fills the rest of its request and marks it bad). With it, the
-//! phases of [`phases`] run instead. Either way the requests of the first
-//! reads lie on one grid (ibs apart from skip=), and they are GNU's
-//! records: one read whole is a full record, one cut short by an error or
-//! the end of the input a partial one; a request whose failed part was
-//! filled with zeros was still written whole. The sector-by-sector reads
-//! of the later phases are not records: they fill in requests already
-//! counted. The bytes are the output bytes this run wrote, each once.
+//! phases of [`phases`] run instead, in requests of ddrescue's cluster
+//! (64 KiB) unless a record size is given. Either way the requests of the
+//! first reads lie on one grid (ibs apart from skip=), each a whole
+//! number of GNU's records, which the statistics count as GNU dd reading
+//! record by record would: a record read whole is a full record, one cut
+//! short by an error or the end of the input a partial one; a request
+//! whose failed part was filled with zeros was still written whole. The
+//! sector-by-sector reads of the later phases count only what they
+//! recover where this run had not written (a resumed retry pass), as
+//! records read and written. The bytes are the output bytes this run
+//! wrote, each once.
 
 mod copier;
 pub mod identity;
@@ -43,6 +47,23 @@ pub use phases::{Phase, PhaseStart, Standing};
 
 /// The sector size when the input does not tell (a file).
 pub const DEFAULT_SECTOR: usize = 512;
+
+/// A rescue's request when no record size is given: ddrescue's cluster
+/// (128 sectors of 512 bytes). GNU's default record (512 bytes) would
+/// make every read one sector: a healthy disk read a sector a request,
+/// and each transient failure a request of its own to trim.
+pub const RESCUE_CLUSTER: usize = 64 << 10;
+
+/// The request size of a copy by position's first reads: the record
+/// size (ibs) as given; for a rescue without one, [`RESCUE_CLUSTER`]
+/// (a whole number of GNU's records, which the statistics still count).
+pub fn request_size(plan: &CopyPlan, rescue: bool) -> usize {
+    let record = plan.input_block_size;
+    if !rescue || plan.input_block_size_given || record >= RESCUE_CLUSTER {
+        return record;
+    }
+    RESCUE_CLUSTER / record * record
+}
 
 /// ddx's options that ask for a copy by position, as given.
 #[derive(Debug, Clone, Copy, Default)]
@@ -296,8 +317,11 @@ pub struct Job<'a> {
     pub end: u64,
     /// Output position of input position `start`.
     pub output_start: u64,
-    /// The request size of the first reads (ibs).
+    /// The request size of the first reads: ibs, or a rescue's cluster
+    /// ([`request_size`]); a whole number of records.
     pub chunk: usize,
+    /// GNU's record (ibs), the unit the statistics count.
+    pub record: usize,
     pub sector: usize,
     /// ddrescue's phases (`--rescue`, `--retry-passes`).
     pub rescue: bool,
