@@ -68,6 +68,10 @@ pub struct Images {
     direct: Vec<Arc<image::DirectReport>>,
     /// How a further output that is a passthrough node is opened.
     passthrough: Option<crate::ends::passthrough::Options>,
+    /// The size the compressed input decodes to, where its format records
+    /// it (`image::decompress::size`): what an output of fixed size must
+    /// hold, and the progress line's total.
+    decoded_size: Option<u64>,
 }
 
 fn quoted(path: &Path) -> String {
@@ -184,6 +188,12 @@ impl Images {
             .map(|p| Arc::new(Decoding(Arc::clone(p))) as Arc<dyn InputPosition>)
     }
 
+    /// The size the compressed input decodes to, where its format records
+    /// it (known once the input is wrapped).
+    pub fn decoded_size(&self) -> Option<u64> {
+        self.decoded_size
+    }
+
     /// The input read through a block map (`--bmap`) or by its used
     /// blocks (`--used-only`): the planner leaves its holes unwritten.
     pub fn mapped(&self) -> bool {
@@ -221,6 +231,11 @@ impl Images {
                 .map_err(|e| Failure::Refused(e.to_string()))?;
             self.used = Some((used.progress(), analysis));
             end = Box::new(used);
+        }
+        if self.decompress.is_some() && end.capabilities().reads_at {
+            if let Some(format) = image::peek::compressed_format(end.as_mut(), 0) {
+                self.decoded_size = image::decompress::size::decoded_size(end.as_mut(), format);
+            }
         }
         if let (Some(_), Some((map, path))) = (self.decompress, &self.bmap) {
             check_decoded_size(end.as_mut(), map, path, &quoted_name)?;
@@ -374,6 +389,31 @@ impl Images {
 
     /// `--verbose`: how the image went onto each device (see
     /// `image::direct`).
+    /// `--used-only`: a line for each part of the disk copied whole (no
+    /// file system recognised there, or one that cannot be trusted), and
+    /// for a partition table that cannot be read, said whatever
+    /// `--verbose` says: the backup is then larger and slower than the
+    /// user may expect.
+    pub fn used_whole(&self) -> Vec<String> {
+        let Some((_, analysis)) = &self.used else {
+            return Vec::new();
+        };
+        let show = |bytes: u64| human(bytes, Base::Iec, 1, 1);
+        let mut lines = Vec::new();
+        if let crate::allocation::Table::Unreadable(_) = &analysis.table {
+            lines.push(format!(
+                "--used-only: {}: the whole disk is copied",
+                analysis.table
+            ));
+        }
+        for part in &analysis.parts {
+            if matches!(part.found, crate::allocation::Found::Whole { .. }) {
+                lines.push(format!("--used-only: {}", part.describe(&show)));
+            }
+        }
+        lines
+    }
+
     pub fn print_verbose(&self, reporter: &Reporter) {
         for report in &self.direct {
             reporter.message(format_args!("image writes: {}", report.describe()));

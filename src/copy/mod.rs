@@ -193,8 +193,15 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         },
     );
     facts.input.compressed = compressed;
+    // A compressed image whose format records its decoded size: what the
+    // copy writes, which an output of fixed size must hold.
+    if let Some(size) = images.decoded_size() {
+        facts.input.size = Some(size);
+    }
     // Every option against the ends it got, before the output is opened.
     planner::admit(&request, &facts).map_err(|refusal| Failure::Refused(refusal.to_string()))?;
+    planner::needs::admit_room(&request, &facts.input, &tees)
+        .map_err(|refusal| Failure::Refused(refusal.to_string()))?;
     if used_only {
         // A disk without the positions to read used blocks at writes
         // nothing: refused above.
@@ -225,6 +232,20 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     }
     let mut warnings = Vec::new();
     let mut output = ends::open::open_output(plan, request.settings.passthrough(), &mut warnings)?;
+    // An output whose size only its opening tells (an export's): held
+    // to what the copy writes before the first write.
+    if facts.output.size.is_none() && output.end.capabilities().fixed_size {
+        let opened = planner::facts::EndFacts {
+            size: output.end.size().ok().flatten(),
+            kind: output.end.kind(),
+            can: output.end.capabilities(),
+            ..facts.output.clone()
+        };
+        if let Err(refusal) = planner::needs::admit_opened_room(&request, &facts.input, &opened) {
+            output.end.abandon();
+            return Err(Failure::Refused(refusal.to_string()));
+        }
+    }
     if let Some(upload) = &upload_map {
         let notes = input_record.as_ref().map_or_else(String::new, |input| {
             crate::rescue::identity::Recorded::notes(
@@ -284,6 +305,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
 
     // A map named but not there: said once nothing refused the copy,
     // before it reads anything.
+    // What `--used-only` copies whole, said whatever `--verbose` says.
     if plan.status != StatusLevel::None {
         let notices = [
             &extras.notice,
@@ -291,6 +313,9 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         ];
         for notice in notices.into_iter().flatten() {
             reporter.message(notice);
+        }
+        for line in images.used_whole() {
+            reporter.message(line);
         }
     }
     let (failed, aftermath, report) = match &extras.positional {

@@ -78,6 +78,10 @@ pub struct Capabilities {
     /// disk's own commands carry the flag, so a write is durable when it
     /// completes, without a cache flush.
     pub fua: bool,
+    /// Its size is fixed (a device, an export): a write past its end
+    /// fails, so an image larger than it is refused before the first
+    /// write, where both sizes are known.
+    pub fixed_size: bool,
 }
 
 /// How an end makes a range read as zeros without writing them.
@@ -110,6 +114,7 @@ impl Capabilities {
             read_only: None,
             exchanges_buffers: false,
             fua: false,
+            fixed_size: false,
         };
         // Storage: whole reads at any offset, read back and again.
         const STORAGE: Capabilities = Capabilities {
@@ -132,6 +137,7 @@ impl Capabilities {
                 discards: Some(Discard::PunchHoles),
                 local_storage: true,
                 device: true,
+                fixed_size: true,
                 ..STORAGE
             },
             // A device's next read need not give the last one's bytes.
@@ -150,6 +156,7 @@ impl Capabilities {
                 discards: Some(Discard::ZeroRequests),
                 extents: true,
                 served: true,
+                fixed_size: true,
                 ..STORAGE
             },
             Kind::Object => Capabilities {
@@ -177,6 +184,7 @@ impl Capabilities {
                 reads_back: false,
                 device: true,
                 fua: true,
+                fixed_size: true,
                 ..STORAGE
             },
         }
