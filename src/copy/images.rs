@@ -72,6 +72,8 @@ pub struct Images {
     /// it (`image::decompress::size`): what an output of fixed size must
     /// hold, and the progress line's total.
     decoded_size: Option<u64>,
+    /// `--no-decompress`: a compressed input is written as it is.
+    no_decompress: bool,
 }
 
 fn quoted(path: &Path) -> String {
@@ -89,6 +91,7 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, String> {
         bmap_create: settings.bmap_create.clone(),
         tee: settings.tee.clone(),
         used_only: settings.used_only,
+        no_decompress: settings.no_decompress,
         verify: settings.verify && settings.bmap.is_some(),
         passthrough: Some(settings.passthrough()),
         ..Images::default()
@@ -239,6 +242,10 @@ impl Images {
         }
         if let (Some(_), Some((map, path))) = (self.decompress, &self.bmap) {
             check_decoded_size(end.as_mut(), map, path, &quoted_name)?;
+        }
+        if let (None, false, Some((map, path))) = (self.decompress, self.no_decompress, &self.bmap)
+        {
+            check_compressed_size(end.as_mut(), map, path, &quoted_name)?;
         }
         if let Some(mode) = self.decompress {
             let checksums = self.frame_checksums();
@@ -589,6 +596,41 @@ fn check_decoded_size(
         ))),
         _ => Ok(()),
     }
+}
+
+/// A map given for a compressed input without `--decompress`: the map
+/// is of the image the input decompresses to, so where the input's own
+/// size is not the map's, what is missing is `--decompress` (refused
+/// before anything is written, rather than found where the sizes part).
+fn check_compressed_size(
+    input: &mut dyn End,
+    map: &Bmap,
+    path: &Path,
+    name: &str,
+) -> Result<(), Failure> {
+    if !input.capabilities().reads_at {
+        return Ok(());
+    }
+    let Some(format) = image::peek::compressed_format(input, 0) else {
+        return Ok(());
+    };
+    let Some(size) = input.size().ok().flatten() else {
+        return Ok(());
+    };
+    if size == map.image_size {
+        return Ok(());
+    }
+    let decodes = match image::decompress::size::decoded_size(input, format) {
+        Some(decoded) => format!(", which decompresses to {decoded} bytes"),
+        None => String::new(),
+    };
+    Err(Failure::Refused(format!(
+        "--bmap={}: the map is for a {}-byte image, and {name} is {format}-compressed, {size} \
+         bytes{decodes}: add --decompress to write the image it holds (or --no-decompress \
+         to write it as it is)",
+        quoted(path),
+        map.image_size
+    )))
 }
 
 /// The bytes of `map`'s mapped blocks in the image's first `bytes`: what

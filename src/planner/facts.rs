@@ -497,6 +497,20 @@ fn probe(fd: BorrowedFd<'_>, size: Option<u64>) -> Option<Probe> {
     judge(&mut alone, together.into_inner(), together_time)
 }
 
+/// Why a read-only block device cannot be written: the open succeeds,
+/// and every write fails with EPERM, which reads as a matter of
+/// permissions.
+pub const READ_ONLY_DEVICE: &str = "the device is read-only (a loop device attached with \
+--read-only, a card's write-protect switch, or blockdev --setro): make it writable first \
+(blockdev --setrw, or attach the loop device again without --read-only)";
+
+/// Whether the block device open as `fd` is read-only (sysfs's `ro`).
+fn device_read_only(fd: BorrowedFd<'_>) -> bool {
+    rustix::fs::fstat(fd).is_ok_and(|st| {
+        crate::sys::block::read_only(crate::sys::block::DeviceNumber::from_raw(st.st_rdev))
+    })
+}
+
 fn output_facts(output: OutputProbe<'_>) -> EndFacts {
     match output {
         OutputProbe::Uri(remote) => without_descriptor(remote.kind(), remote.capabilities()),
@@ -520,6 +534,9 @@ fn output_facts(output: OutputProbe<'_>) -> EndFacts {
                 // An O_PATH descriptor cannot lseek; the opened output will
                 // where its kind can.
                 facts.seekable = facts.can.reads_at;
+                if kind == Kind::BlockDevice && device_read_only(fd.as_fd()) {
+                    facts.can.read_only = Some(READ_ONLY_DEVICE);
+                }
                 facts
             }
             // Not there yet: open(2) will make a regular file in the

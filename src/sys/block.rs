@@ -289,6 +289,13 @@ fn identity_of_node(node: &Node) -> Option<String> {
     }
 }
 
+/// Whether block device `number` is read-only (sysfs's `ro`: a loop
+/// device attached read-only, a write-protected card, `blockdev
+/// --setro`, or a partition of such a disk).
+pub fn read_only(number: DeviceNumber) -> bool {
+    Node::of(number).is_some_and(|node| node.value::<u8>("ro") == Some(1))
+}
+
 /// The name a holder goes by: a dm device's own name, or its kernel name.
 pub fn holder_label(kernel_name: &str) -> String {
     match Node::named(kernel_name).text("dm/name") {

@@ -1253,6 +1253,38 @@ fn a_map_for_another_size_is_refused_before_anything_is_written() {
     assert!(std::fs::read(&device.path).unwrap() == before, "written");
 }
 
+/// A map given with a compressed image and no `--decompress`: the map is
+/// of the image the input holds, and the one line says that
+/// `--decompress` is what is missing, for each format, before anything is
+/// written; `--no-decompress` still writes the file as it is.
+#[test]
+fn a_map_with_a_compressed_image_says_that_decompress_is_missing() {
+    if !rigs::tools_or_skip(&["bmaptool", "mkfs.ext4", "zstd", "xz", "gzip"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let size: u64 = 8 << 20;
+    let (image, map) = ext4_image(dir.path(), size);
+    let out = dir.path().join("never");
+    for (tool, ext) in [("xz", "xz"), ("zstd", "zst"), ("gzip", "gz")] {
+        let input = rigs::images::packed(&image, tool, ext);
+        let ran = Ddx::new()
+            .arg(arg("if", &input))
+            .arg(arg("of", &out))
+            .arg(arg("--bmap", &map))
+            .fails();
+        let lines: Vec<&str> = ran.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{}", ran.stderr);
+        assert!(
+            lines[0].contains(&format!("the map is for a {size}-byte image"))
+                && lines[0].contains("add --decompress"),
+            "{tool}: {}",
+            ran.stderr
+        );
+        assert!(!out.exists(), "{tool}: the output was created");
+    }
+}
+
 /// A compressed image whose format records its decoded size (zstd's frame
 /// header, xz's index) is refused before the first write onto an output
 /// of fixed size that cannot hold it: a loop device (as of= and as a

@@ -461,8 +461,10 @@ pub fn admit_tees(
     let plan = &request.plan;
     for (index, (path, end)) in tees.iter().enumerate() {
         let name = EndName::tee(path);
-        if let Some(why) = unmet_output(TEE_OUTPUT, end) {
-            return Err(refusal_of("--tee", &name, why));
+        for need in [TEE_OUTPUT, Need::Writable] {
+            if let Some(why) = unmet_output(need, end) {
+                return Err(refusal_of("--tee", &name, why));
+            }
         }
         let is = |other: Option<&Path>, identity: Option<Identity>| {
             other == Some(*path) || (end.identity.is_some() && end.identity == identity)
