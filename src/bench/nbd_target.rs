@@ -35,6 +35,8 @@ pub const NO_SYNC_FLAGS: &str =
 mod imp {
     use super::{BenchError, End, NbdTarget, NbdUri};
     use crate::ends::nbd::{Access, NbdEnd, NbdError};
+    use crate::ends::transport::{Fault, Op, Request, Submitted};
+    use crate::sys::buffer::AlignedBuf;
 
     fn failed(uri: &NbdUri, e: NbdError) -> BenchError {
         BenchError::msg(format!(
@@ -62,17 +64,17 @@ mod imp {
         pub fn connect(&self, writing: bool) -> Result<Connection, BenchError> {
             let access = if writing { Access::Write } else { Access::Read };
             NbdEnd::open_with(&self.uri, access, 1)
-                .map(Connection)
+                .map(|end| Connection(end, 0, Vec::new()))
                 .map_err(|e| failed(&self.uri, e))
         }
     }
 
     /// One connection to the export.
     #[derive(Debug)]
-    pub struct Connection(NbdEnd);
+    pub struct Connection(NbdEnd, u64, Vec<AlignedBuf>);
 
     /// A read sent and not yet completed.
-    pub type Ticket = crate::ends::nbd::Ticket;
+    pub type Ticket = u64;
 
     impl Connection {
         pub fn end(&mut self) -> &mut dyn End {
@@ -81,18 +83,52 @@ mod imp {
 
         /// Send a read without waiting for it (the queue-depth sweep).
         pub fn start_read(&mut self, len: usize, offset: u64) -> Result<Ticket, BenchError> {
-            self.0.start_read(len, offset).map_err(|e| self.error(e))
+            self.1 += 1;
+            let mut buf = match self.2.pop() {
+                Some(buf) if buf.capacity() >= len => buf,
+                _ => AlignedBuf::new(len).map_err(|e| BenchError::sys("a buffer", e))?,
+            };
+            buf.set_len(len);
+            let request = Request {
+                id: self.1,
+                op: Op::Read,
+                offset,
+                len: len as u64,
+                buf: Some(buf),
+            };
+            match self.0.submit(request) {
+                Submitted::InFlight => Ok(self.1),
+                Submitted::Done(done) => {
+                    self.2.extend(done.buf);
+                    match done.result {
+                        Ok(_) => Ok(self.1),
+                        Err(fault) => Err(self.error(fault)),
+                    }
+                }
+                Submitted::Copied(buf) | Submitted::Busy(Request { buf: Some(buf), .. }) => {
+                    self.2.push(buf);
+                    Ok(self.1)
+                }
+                Submitted::Busy(_) => Ok(self.1),
+            }
         }
 
         /// Wait for the next read sent by [`Connection::start_read`] to
         /// complete, and its result.
         pub fn next_read(&mut self) -> Result<Ticket, BenchError> {
-            self.0.next_read().map_err(|e| self.error(e))
+            let Some(done) = self.0.complete(true) else {
+                return Err(BenchError::msg("reading the export: nothing in flight"));
+            };
+            self.2.extend(done.buf);
+            match done.result {
+                Ok(_) => Ok(done.id),
+                Err(fault) => Err(self.error(fault)),
+            }
         }
 
-        fn error(&mut self, errno: crate::sys::Errno) -> BenchError {
-            let detail = self.0.take_detail().unwrap_or_default();
-            BenchError::sys(format!("reading the export ({detail})"), errno)
+        fn error(&mut self, fault: Fault) -> BenchError {
+            let detail = fault.words.unwrap_or_default();
+            BenchError::sys(format!("reading the export ({detail})"), fault.errno)
         }
     }
 }

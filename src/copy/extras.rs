@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::request::Settings;
 
-use crate::integrity::verify::{self, Reference, Verdict};
+use crate::integrity::verify::{self, Verdict};
 use crate::integrity::{Algorithm, ChunkDigests, HashJob, Tap};
 use crate::operands::{Conv, CopyPlan};
 use crate::progress::reporter::emit;
@@ -92,6 +92,7 @@ impl Extras {
         job: Option<HashJob>,
         plan: &CopyPlan,
         further: &[PathBuf],
+        passthrough: crate::ends::passthrough::Options,
         reporter: &Reporter,
         copy_failed: bool,
     ) -> bool {
@@ -117,14 +118,19 @@ impl Extras {
             return failed;
         };
         let output_start = plan.seek.total_bytes(plan.output_block_size).unwrap_or(0);
-        let reference = plan.input.as_deref().map(|path| Reference {
-            path,
-            start: plan.skip.total_bytes(plan.input_block_size).unwrap_or(0),
+        let input = plan
+            .input
+            .as_deref()
+            .map(|path| super::read_back::ReadBackOf::new(path, plan, passthrough));
+        let reference = input.as_ref().map(|input| {
+            let start = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
+            (input as &dyn verify::Reopen, start)
         });
         // Every output was written from the same offset with the same
         // bytes, so each is held to the same digests.
         for output in std::iter::once(output).chain(further) {
-            failed |= read_back(output, output_start, &chunks, reference, reporter);
+            let reopen = super::read_back::ReadBackOf::new(output, plan, passthrough);
+            failed |= read_back(output, &reopen, output_start, &chunks, reference, reporter);
         }
         failed
     }
@@ -165,13 +171,14 @@ impl Extras {
 /// Read one output back and report it; returns whether it failed.
 fn read_back(
     output: &Path,
+    reopen: &dyn verify::Reopen,
     output_start: u64,
     chunks: &ChunkDigests,
-    reference: Option<Reference<'_>>,
+    reference: Option<(&dyn verify::Reopen, u64)>,
     reporter: &Reporter,
 ) -> bool {
     let quoted = quote_file(&crate::ends::uri::shown(output));
-    match verify::verify(output, output_start, chunks, reference) {
+    match verify::verify(reopen, output_start, chunks, reference) {
         Ok(Verdict::Identical { bytes }) => {
             reporter.message(format!(
                 "verify: {bytes} bytes of {quoted} read back, identical to what was written"

@@ -24,7 +24,9 @@ use std::sync::{Arc, Mutex};
 
 use crate::allocation::Analysis;
 use crate::diagnostic::Diagnostic;
-use crate::ends::{self, End, Input, Output};
+use crate::ends::{self};
+use crate::engine::stream::Stream;
+use crate::engine::stream::{Input, Output};
 use crate::image::bmap::{ChecksumKind, Recorded, Recording};
 use crate::image::{
     self, Bmap, BmapFilter, BmapRecorder, Opened, TeeReport, UsedOnly, UsedProgress,
@@ -218,7 +220,7 @@ impl Images {
     /// (`--bmap`) and recorded (`--bmap-create`), in that order: the map
     /// and the recording are of the decompressed image.
     pub fn wrap_input(&mut self, mut input: Input, plan: &CopyPlan) -> Result<Input, Failure> {
-        let mut end = input.end;
+        let mut end = input.stream;
         let quoted_name = quote_file(&input.name);
         // Admitted by its row of `planner::needs`: the input reads by
         // position.
@@ -303,7 +305,7 @@ impl Images {
             end = Box::new(recorder);
             self.recording = Some(slot);
         }
-        input.end = end;
+        input.stream = end;
         Ok(input)
     }
 
@@ -326,7 +328,7 @@ impl Images {
         let direct = !plan.output_flags.contains(IoFlags::DIRECT);
         let teeing = !self.tee.is_empty();
         let mut reports = Vec::new();
-        let mut hold = |end: Box<dyn End>| -> Box<dyn End> {
+        let mut hold = |end: Box<dyn Stream>| -> Box<dyn Stream> {
             if teeing && !safe && direct && end.capabilities().device {
                 return match image::DirectWrites::wrap(end) {
                     Ok((writes, report)) => {
@@ -357,8 +359,8 @@ impl Images {
                 end
             }
         };
-        let Output { end, name } = output;
-        let mut end = hold(end);
+        let Output { stream, name } = output;
+        let mut end = hold(stream);
         if !self.tee.is_empty() {
             let mut extras = Vec::new();
             for tee_plan in self.tee_plans(plan) {
@@ -373,14 +375,15 @@ impl Images {
                         // The outputs opened so far are left as opened:
                         // GNU leaves of= so when the copy cannot start.
                         for (_, extra) in extras {
-                            let extra: Box<dyn End> = extra;
+                            let extra: Box<dyn Stream> = extra;
                             extra.abandon();
                         }
                         end.abandon();
                         return Err(error.into());
                     }
                 };
-                extras.push((quote_file(&opened.name), hold(opened.end) as Box<dyn End>));
+                let extra = crate::engine::stream::stream_of(opened.end);
+                extras.push((quote_file(&opened.name), hold(extra)));
             }
             let tee = image::Tee::new(end, extras);
             self.tee_report = Some(tee.report());
@@ -391,7 +394,7 @@ impl Images {
         if let Some(compression) = self.compress {
             end = Box::new(image::Compressed::start(end, compression, threads()));
         }
-        Ok(Output { end, name })
+        Ok(Output { stream: end, name })
     }
 
     /// `--verbose`: how the image went onto each device (see
@@ -494,7 +497,13 @@ impl Images {
     /// where the map gives none, the one taken of it as it was written.
     /// The unmapped blocks are not read: they hold what they held.
     /// Returns whether an output differs or cannot be read.
-    pub fn verify(&self, reporter: &Reporter, outputs: &[PathBuf], bytes: u64) -> bool {
+    pub fn verify(
+        &self,
+        reporter: &Reporter,
+        plan: &CopyPlan,
+        outputs: &[PathBuf],
+        bytes: u64,
+    ) -> bool {
         let (Some((map, _)), true) = (&self.bmap, self.verify) else {
             return false;
         };
@@ -534,7 +543,11 @@ impl Images {
         let mut failed = false;
         for output in outputs {
             let quoted = quote_file(&crate::ends::uri::shown(output));
-            match verify::verify_ranges(output, &checks, workers) {
+            let passthrough = self
+                .passthrough
+                .unwrap_or(Settings::default().passthrough());
+            let reopen = super::read_back::ReadBackOf::new(output, plan, passthrough);
+            match verify::verify_ranges(&reopen, &checks, workers) {
                 Ok(RangesVerdict::Identical { bytes }) => {
                     let left = if unchecked > 0 {
                         format!("; {unchecked} not checked (not read in order)")
@@ -576,7 +589,7 @@ impl Images {
 /// the filter finds the mismatch where the decoded stream ends (or at
 /// the first range whose digest differs).
 fn check_decoded_size(
-    input: &mut dyn End,
+    input: &mut dyn Stream,
     map: &Bmap,
     path: &Path,
     name: &str,
@@ -603,7 +616,7 @@ fn check_decoded_size(
 /// size is not the map's, what is missing is `--decompress` (refused
 /// before anything is written, rather than found where the sizes part).
 fn check_compressed_size(
-    input: &mut dyn End,
+    input: &mut dyn Stream,
     map: &Bmap,
     path: &Path,
     name: &str,

@@ -15,6 +15,7 @@ mod failure;
 mod images;
 mod objects;
 mod positional;
+mod read_back;
 mod resumed;
 mod safety;
 mod verbose;
@@ -25,7 +26,8 @@ pub use verbose::expected_bytes;
 use std::sync::Arc;
 
 use crate::diagnostic::{Diagnostic, Events};
-use crate::ends::{self, Input, Output};
+use crate::ends::{self};
+use crate::engine::stream::{Input, Output};
 use crate::engine::{self, Counters, RunResult};
 use crate::operands::{CopyPlan, StatusLevel};
 use crate::planner::{self, OutputProbe, Strategy};
@@ -135,7 +137,10 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     // for, up to the statistics.
     reporter.start_clock();
     let cpu_at_start = crate::sys::usage::cpu_times();
-    let mut input = ends::open::open_input(plan, request.settings.passthrough())?;
+    let mut input = Input::of(ends::open::open_input(
+        plan,
+        request.settings.passthrough(),
+    )?);
     // A map records its copy's input; a resumed copy must read the same.
     let map_path = extras
         .positional
@@ -170,7 +175,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         ))
     .then(|| {
         let skip = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
-        crate::image::peek::compressed_format(input.end.as_mut(), skip)
+        crate::image::peek::compressed_format(input.stream.as_mut(), skip)
     })
     .flatten();
     // `--used-only` reads the disk's maps through the input as opened,
@@ -231,18 +236,22 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         reporter.start_clock();
     }
     let mut warnings = Vec::new();
-    let mut output = ends::open::open_output(plan, request.settings.passthrough(), &mut warnings)?;
+    let mut output = Output::of(ends::open::open_output(
+        plan,
+        request.settings.passthrough(),
+        &mut warnings,
+    )?);
     // An output whose size only its opening tells (an export's): held
     // to what the copy writes before the first write.
-    if facts.output.size.is_none() && output.end.capabilities().fixed_size {
+    if facts.output.size.is_none() && output.stream.capabilities().fixed_size {
         let opened = planner::facts::EndFacts {
-            size: output.end.size().ok().flatten(),
-            kind: output.end.kind(),
-            can: output.end.capabilities(),
+            size: output.stream.size().ok().flatten(),
+            kind: output.stream.kind(),
+            can: output.stream.capabilities(),
             ..facts.output.clone()
         };
         if let Err(refusal) = planner::needs::admit_opened_room(&request, &facts.input, &opened) {
-            output.end.abandon();
+            output.stream.abandon();
             return Err(Failure::Refused(refusal.to_string()));
         }
     }
@@ -266,10 +275,10 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     let mut output = images.wrap_output(output, plan, &mut warnings)?;
     // The wrapped ends are what the planner plans for.
     facts.input.mapped = images.mapped();
-    if output.end.fd().is_none() {
+    if output.stream.fd().is_none() {
         facts.output.descriptor = false;
-        facts.output.kind = output.end.kind();
-        facts.output.can = output.end.capabilities();
+        facts.output.kind = output.stream.kind();
+        facts.output.can = output.stream.capabilities();
     }
     for warning in warnings {
         reporter.diagnostic(warning);
@@ -332,7 +341,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             let report = request.settings.verbose.then(|| {
                 verbose::HowItRan::positional(plan, aftermath.how_it_ran())
                     .with_cpu_since(cpu_at_start)
-                    .with_ends(input.end.describe(), output.end.describe())
+                    .with_ends(input.stream.describe(), output.stream.describe())
             });
             close(input, output)?;
             ticker.stop();
@@ -343,10 +352,10 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             let report = request.settings.verbose.then(|| {
                 verbose::HowItRan::new(&request.settings, &strategy, plan)
                     .with_devices(&facts)
-                    .with_trim(request.settings.trim, output.end.capabilities().discards)
+                    .with_trim(request.settings.trim, output.stream.capabilities().discards)
                     .with_block_choice(block_choice.as_ref())
                     .with_cpu_since(cpu_at_start)
-                    .with_ends(input.end.describe(), output.end.describe())
+                    .with_ends(input.stream.describe(), output.stream.describe())
             });
             let (failed, input) = stream(strategy, tap, &copying, input, &mut output)?;
             if let Some(input) = input {
@@ -388,12 +397,19 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         counters.snapshot().bytes_out,
         failed,
     );
-    failed |= extras.finish(hash_job, plan, &images.kept_outputs(), &reporter, failed);
+    failed |= extras.finish(
+        hash_job,
+        plan,
+        &images.kept_outputs(),
+        request.settings.passthrough(),
+        &reporter,
+        failed,
+    );
     if let Some(output) = &plan.output {
         let outputs: Vec<_> = std::iter::once(output.clone())
             .chain(images.kept_outputs())
             .collect();
-        failed |= images.verify(&reporter, &outputs, counters.snapshot().bytes_out);
+        failed |= images.verify(&reporter, plan, &outputs, counters.snapshot().bytes_out);
     }
     if let Some(report) = report {
         report.print(&reporter, &counters);
@@ -428,10 +444,10 @@ fn keep_upload_map(
     };
     let journal = objects::MapJournal::new(upload, done + left, command_line, notes);
     output
-        .end
+        .stream
         .keep_journal(Box::new(journal), upload.resume.as_ref())
         .map_err(|errno| {
-            let detail = output.end.take_detail();
+            let detail = output.stream.take_detail();
             let why = detail.unwrap_or_else(|| crate::sys::errno_text(errno));
             Failure::Refused(format!(
                 "--resume: {}: {why}; remove the map {} to start over",
@@ -460,12 +476,19 @@ fn stream(
 ) -> Result<(bool, Option<Input>), Failure> {
     let input_start = input.offset;
     let plan = Arc::new(copying.plan.clone());
-    if let Some(writes) = strategy.write_behind {
-        crate::ends::write_behind::wrap(output, writes.depth, writes.request);
-    }
     let mut input = input;
-    if let Some(reads) = strategy.read_ahead {
-        crate::ends::read_ahead::wrap(&mut input, reads.depth, reads.request);
+    // The requests each end's window keeps in flight, as planned.
+    let total = engine::backend::stream_total(&plan, &input);
+    let hint = |in_flight: crate::planner::InFlight| engine::stream::Pipeline {
+        chunk: in_flight.request,
+        depth: in_flight.depth,
+        total,
+    };
+    if let Some(reads) = strategy.input_in_flight {
+        input.stream.pipeline(hint(reads));
+    }
+    if let Some(writes) = strategy.output_in_flight {
+        output.stream.pipeline(hint(writes));
     }
     let how = engine::backend::How {
         backend: strategy.backend,
@@ -504,8 +527,9 @@ fn close(input: Input, output: Output) -> Result<(), Failure> {
 }
 
 fn close_input(input: Input) -> Result<(), Failure> {
-    let Input { end, name, .. } = input;
-    end.close()
+    let Input { stream, name, .. } = input;
+    stream
+        .close()
         .map_err(|errno| Failure::from(Diagnostic::ClosingInput { file: name, errno }))
 }
 
@@ -514,7 +538,10 @@ fn close_input(input: Input) -> Result<(), Failure> {
 /// first, so that what it says about that (the server's answer to an
 /// upload's completion or abort) is in the message.
 fn close_output(output: Output, failed: bool) -> Result<(), Failure> {
-    let Output { mut end, name } = output;
+    let Output {
+        stream: mut end,
+        name,
+    } = output;
     let closing = |errno, detail| {
         Failure::from(
             Diagnostic::ClosingOutput {
@@ -547,7 +574,7 @@ fn resolve_auto_block_size(
     if !plan.auto_block_size {
         return None;
     }
-    let (Some(input_fd), Some(output_fd)) = (input.end.fd(), output.end.fd()) else {
+    let (Some(input_fd), Some(output_fd)) = (input.stream.fd(), output.stream.fd()) else {
         *plan = plan.clone().with_block_size(engine::auto_block::UNMEASURED);
         return None;
     };
@@ -557,12 +584,12 @@ fn resolve_auto_block_size(
         engine::auto_block::ProbeEnd {
             fd: input_fd,
             direct: plan.input_flags.contains(IoFlags::DIRECT),
-            can: input.end.capabilities(),
+            can: input.stream.capabilities(),
         },
         engine::auto_block::ProbeEnd {
             fd: output_fd,
             direct: plan.output_flags.contains(IoFlags::DIRECT),
-            can: output.end.capabilities(),
+            can: output.stream.capabilities(),
         },
         here.max(0) as u64 + skip,
     );

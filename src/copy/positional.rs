@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::diagnostic::{Diagnostic, Events};
-use crate::ends::{Input, Output};
+use crate::engine::stream::{Input, Output};
 use crate::integrity::Tap;
 use crate::operands::Conv;
 use crate::progress::Reporter;
@@ -71,7 +71,7 @@ pub fn run(
         command_line,
         input_record,
     } = *copying;
-    let size = rescue::input_size(input.end.as_mut()).map_err(|errno| {
+    let size = rescue::input_size(input.stream.as_mut()).map_err(|errno| {
         Failure::from(Diagnostic::CannotFstat {
             file: input.name.clone(),
             errno,
@@ -107,15 +107,15 @@ pub fn run(
     }
     let sector = request
         .sector
-        .unwrap_or_else(|| rescue::logical_sector(input.end.as_ref()));
+        .unwrap_or_else(|| rescue::logical_sector(input.stream.as_ref()));
     let input_path = plan
         .input
         .as_deref()
-        .filter(|_| input.end.fd().is_some() && input.end.capabilities().reads_at);
+        .filter(|_| input.stream.fd().is_some() && input.stream.capabilities().reads_at);
     let output_path = plan
         .output
         .as_deref()
-        .filter(|_| output.end.fd().is_some() && output.end.capabilities().writes_at);
+        .filter(|_| output.stream.fd().is_some() && output.stream.capabilities().writes_at);
     let standing = Arc::new(Standing::default());
     if request.rescue {
         reporter.set_rescue(Arc::new(RescueProgress(Arc::clone(&standing))));
@@ -126,9 +126,9 @@ pub fn run(
         rescue::identity::Recorded::notes(input, Some(&super::resumed::output_record(plan, output)))
     });
     let job = Job {
-        input: input.end.as_mut(),
+        input: input.stream.as_mut(),
         input_path,
-        output: output.end.as_mut(),
+        output: output.stream.as_mut(),
         output_path,
         start,
         end,
@@ -163,7 +163,7 @@ pub fn run(
     let stopped = match report.ended {
         Ended::Complete => None,
         Ended::ReadError { offset, errno } => {
-            let said = input.end.take_detail();
+            let said = input.stream.take_detail();
             Some(
                 Diagnostic::ReadError {
                     file: input.name.clone(),
@@ -176,7 +176,7 @@ pub fn run(
             )
         }
         Ended::WriteError { offset, errno } => {
-            let said = output.end.take_detail();
+            let said = output.stream.take_detail();
             Some(
                 Diagnostic::ErrorWriting {
                     file: output.name.clone(),
@@ -198,7 +198,7 @@ pub fn run(
     }
     if plan.conv.intersects(Conv::FSYNC | Conv::FDATASYNC) {
         let data_only = !plan.conv.contains(Conv::FSYNC);
-        if let Err(errno) = output.end.sync(data_only) {
+        if let Err(errno) = output.stream.sync(data_only) {
             reporter.diagnostic(Diagnostic::FsyncFailed {
                 file: output.name.clone(),
                 errno,
@@ -210,7 +210,7 @@ pub fn run(
         failed,
         Aftermath {
             input_name: input.name.clone(),
-            block: input.end.logical_block().map(u64::from),
+            block: input.stream.logical_block().map(u64::from),
             report,
             request: request.clone(),
         },

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use crate::ends::Input;
+use crate::engine::stream::{Input, Output};
 use crate::operands::CopyPlan;
 use crate::rescue::identity::{EndRecord, Recorded};
 use crate::text::quote::quote_file;
@@ -17,14 +17,14 @@ use crate::text::quote::quote_file;
 /// it: the file or device itself).
 pub fn input_record(plan: &CopyPlan, input: &Input) -> EndRecord {
     let name = plan.input.as_deref().unwrap_or(Path::new("-"));
-    let size = input.end.size().ok().flatten();
-    EndRecord::of(name, input.end.fd(), size)
+    let size = input.stream.size().ok().flatten();
+    EndRecord::of(name, input.stream.fd(), size)
 }
 
 /// The record of the copy's output as opened.
-pub fn output_record(plan: &CopyPlan, output: &crate::ends::Output) -> EndRecord {
+pub fn output_record(plan: &CopyPlan, output: &Output) -> EndRecord {
     let name = plan.output.as_deref().unwrap_or(Path::new("-"));
-    EndRecord::of(name, output.end.fd(), None)
+    EndRecord::of(name, output.stream.fd(), None)
 }
 
 /// Err: the line refusing a resumed copy whose input (`now`) is not the

@@ -7,11 +7,11 @@
 use std::sync::atomic::Ordering;
 
 use crate::ends::Discard;
-use crate::ends::Input;
 use crate::engine::cache::CachePolicy;
 use crate::engine::depth::{
     Basis, PARALLEL_SCALING_PERCENT, PROBE_DEPTH, PROBE_READ, SEEK_LATENCY_US,
 };
+use crate::engine::stream::Input;
 use crate::engine::{Backend, Counters};
 use crate::operands::{CopyPlan, IoFlags};
 use crate::planner::cache::{Bound, Budget, Reason, NO_BUDGET_KEEP, PRESSURE_PERCENT};
@@ -144,10 +144,14 @@ impl HowItRan {
             shaping,
             cache,
             in_turn,
-            write_behind,
-            read_ahead,
+            input_in_flight,
+            output_in_flight,
             one_shared_disk,
         } = strategy;
+        // Said of an O_DIRECT end's reads ahead and writes behind; a
+        // served end keeps the bulk requests in flight, as said above.
+        let write_behind = output_in_flight.filter(|_| plan.output_flags.contains(IoFlags::DIRECT));
+        let read_ahead = input_in_flight.filter(|_| plan.input_flags.contains(IoFlags::DIRECT));
         let uring = matches!(backend, Backend::Uring { .. });
         let how = if settings.backend.is_some() {
             "as asked"
@@ -496,7 +500,7 @@ pub fn expected_bytes(plan: &CopyPlan, input: &Input, facts: &Facts) -> Option<u
     };
     // The size as the input is now (it may be the output, truncated by
     // opening), else the device's.
-    let size = input.end.size().ok().flatten().or(facts.input.size);
+    let size = input.stream.size().ok().flatten().or(facts.input.size);
     let available = size.and_then(|size| {
         let skip = plan.skip.total_bytes(plan.input_block_size)?;
         let start = (input.offset.max(0) as u64).saturating_add(skip);

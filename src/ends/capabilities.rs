@@ -12,11 +12,12 @@
 //! an opened end may answer for itself where it knows more (an object
 //! behind an `http://` URL is read only).
 
+use super::transport::Requests;
 use super::Kind;
 
 /// What one end can do. Every field is a question a decision somewhere
 /// asks; `false` (or `None`) means the caller does without.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
     /// Reads return everything asked for until the end of the data, so
     /// that a short read means end of input: records can be coalesced
@@ -70,10 +71,14 @@ pub struct Capabilities {
     /// Why it cannot be written at all, where it cannot (an object
     /// behind an `http://` URL).
     pub read_only: Option<&'static str>,
-    /// Exchanges whole buffers with the engine instead of copying them
-    /// (`End::read_exchange`, `End::write_exchange`): its reads ahead and
-    /// writes behind live in buffers of its own.
-    pub exchanges_buffers: bool,
+    /// How many requests it keeps in flight, of which sizes, and whether
+    /// their bytes pass through buffers of its own (see
+    /// `ends::transport`): what the engine's window sizes itself by.
+    pub requests: Requests,
+    /// Addressed by block number (a disk through its generic node): the
+    /// logical block, the unit of its commands and what a bad block's
+    /// number counts in. None for ends addressed by byte.
+    pub block_addressed: Option<u32>,
     /// Each write can be sent with force unit access (`--fua`): the
     /// disk's own commands carry the flag, so a write is durable when it
     /// completes, without a cache flush.
@@ -112,7 +117,8 @@ impl Capabilities {
             written_whole: false,
             resumable_upload: false,
             read_only: None,
-            exchanges_buffers: false,
+            requests: Requests::ONE_AT_A_TIME,
+            block_addressed: None,
             fua: false,
             fixed_size: false,
         };

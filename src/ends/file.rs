@@ -3,29 +3,73 @@
 //! Each call is the one system call it names, errno unchanged (EINTR
 //! included: the engine decides whether to retry, because dd's semantics
 //! depend on it).
+//!
+//! Opened with O_DIRECT (`iflag=direct`, `oflag=direct` on a file or a
+//! block device) each read or write waits for the device, and the kernel
+//! reads nothing ahead: there the end keeps several requests in flight
+//! through io_uring (`sys::ring::Queue`), where the copy's plan says it
+//! pays, each at its offset in a buffer moved in by value. Where io_uring
+//! cannot serve (missing, disabled), each request is done at once, as
+//! without it.
 
 use std::os::fd::{AsFd, BorrowedFd};
 
 use rustix::fs::{FileType, OFlags, SeekFrom};
 
-use super::{End, Kind, Whence};
+use super::transport::{Completion, Fault, Op, Request, Requests, Submitted};
+use super::{Capabilities, End, Kind, Whence};
 use crate::operands::IoFlags;
 use crate::sys::file::{self, Handle};
+use crate::sys::ring::Queue;
 use crate::sys::Errno;
+
+/// Requests an O_DIRECT descriptor keeps in flight at most (the copy's
+/// plan keeps fewer: its queue depth).
+const DIRECT_IN_FLIGHT: usize = 256;
+
+/// The unit an O_DIRECT request is made of on any device: a request of
+/// other sizes or offsets is done on its own, where the kernel's answer
+/// (EINVAL, or the cache GNU turns O_DIRECT off for) is GNU's.
+const SECTOR: u32 = 512;
 
 /// A descriptor, with its kind read once when it was opened.
 #[derive(Debug)]
 pub struct FileEnd {
     handle: Handle,
     kind: Kind,
+    /// Opened with O_DIRECT: requests may be kept in flight.
+    direct: bool,
+    /// The io_uring queue of an O_DIRECT descriptor; None where io_uring
+    /// cannot serve (`uring_refused`), or without O_DIRECT.
+    queue: Option<Queue>,
+    uring_refused: bool,
 }
 
 impl FileEnd {
     /// The end over `handle`; its kind from fstat (Other when that fails:
     /// the first real call then meets the error).
     pub fn new(handle: Handle) -> FileEnd {
-        let kind = file::file_type(handle.as_fd()).map_or(Kind::Other, kind_of);
-        FileEnd { handle, kind }
+        let fd = handle.as_fd();
+        let kind = file::file_type(fd).map_or(Kind::Other, kind_of);
+        let direct = matches!(kind, Kind::RegularFile | Kind::BlockDevice)
+            && rustix::fs::fcntl_getfl(fd).is_ok_and(|flags| flags.contains(OFlags::DIRECT));
+        // The queue is made with the end, on the thread that opens it:
+        // a reader thread takes a private copy of the descriptor table
+        // when it starts, and a ring made there would not be in the
+        // table of the thread that closes the end.
+        let queue = direct.then(|| Queue::new(DIRECT_IN_FLIGHT).ok()).flatten();
+        FileEnd {
+            handle,
+            kind,
+            direct,
+            uring_refused: direct && queue.is_none(),
+            queue,
+        }
+    }
+
+    /// The io_uring queue, where io_uring serves.
+    fn queue(&mut self) -> Option<&mut Queue> {
+        self.queue.as_mut()
     }
 }
 
@@ -72,11 +116,24 @@ impl End for FileEnd {
         self.kind
     }
 
-    fn fd(&self) -> Option<BorrowedFd<'_>> {
-        Some(self.handle.as_fd())
+    /// Requests in flight under O_DIRECT, in whole sectors.
+    fn capabilities(&self) -> Capabilities {
+        let requests = if self.direct {
+            Requests {
+                most: DIRECT_IN_FLIGHT,
+                unit: SECTOR,
+                ..Requests::ONE_AT_A_TIME
+            }
+        } else {
+            Requests::ONE_AT_A_TIME
+        };
+        Capabilities {
+            requests,
+            ..Capabilities::of(self.kind)
+        }
     }
 
-    fn plain_fd(&self) -> Option<BorrowedFd<'_>> {
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
         Some(self.handle.as_fd())
     }
 
@@ -144,7 +201,71 @@ impl End for FileEnd {
         file::write_at(self.handle.as_fd(), buf, offset)
     }
 
-    fn close(self: Box<Self>) -> Result<(), Errno> {
+    /// Under O_DIRECT, into the io_uring queue (busy when every slot is
+    /// in flight); else, or where io_uring cannot serve, done at once.
+    fn submit(&mut self, request: Request) -> Submitted {
+        if !self.direct || request.op == Op::Zero || request.buf.is_none() || self.queue().is_none()
+        {
+            return super::at_once(self, request);
+        }
+        let Request {
+            id,
+            op,
+            offset,
+            len,
+            buf,
+        } = request;
+        let mut buf = buf.expect("checked above");
+        buf.set_len((len as usize).min(buf.capacity()));
+        let (handle, queue) = (&self.handle, self.queue.as_mut().expect("made above"));
+        let queued = match op {
+            Op::Read => queue.read(handle.as_fd(), id, buf, offset),
+            _ => queue.write(handle.as_fd(), id, buf, offset),
+        };
+        match queued {
+            Ok(()) => Submitted::InFlight,
+            Err((Errno::BUSY, buf)) => Submitted::Busy(Request {
+                id,
+                op,
+                offset,
+                len,
+                buf: Some(buf),
+            }),
+            Err((errno, buf)) => Submitted::Done(Completion {
+                id,
+                result: Err(Fault::new(errno)),
+                buf: Some(buf),
+            }),
+        }
+    }
+
+    fn complete(&mut self, wait: bool) -> Option<Completion> {
+        let finished = self.queue.as_mut()?.finished(wait)?;
+        Some(match finished {
+            Ok(done) => Completion {
+                id: done.tag,
+                result: done.result.map(|n| n as u64).map_err(Fault::new),
+                buf: Some(done.buf),
+            },
+            // The ring cannot be waited on: its requests are lost, and so
+            // is the queue (its Drop keeps their buffers from being freed).
+            Err(errno) => {
+                self.uring_refused = true;
+                if let Some(queue) = self.queue.take() {
+                    std::mem::forget(queue);
+                }
+                Completion {
+                    id: 0,
+                    result: Err(Fault::with_words(errno, "io_uring could not be waited on")),
+                    buf: None,
+                }
+            }
+        })
+    }
+
+    fn close(mut self: Box<Self>) -> Result<(), Errno> {
+        // Requests in flight end before the descriptor is closed.
+        drop(self.queue.take());
         self.handle.close()
     }
 }

@@ -1,30 +1,33 @@
-//! The ends of a copy: whatever ddx reads from or writes to, behind one
-//! small interface.
+//! The ends of a copy: whatever ddx reads from or writes to, each a
+//! transport behind one small interface ([`End`]).
 //!
-//! GNU dd's semantics are written once, in the engine's record reader and
-//! writer, against [`End`]: reads and writes at the current position,
-//! seeks, the size GNU's `usable_st_size` would give, holes, truncation,
-//! syncing and an explicit close. A file, a block device, a pipe and a
-//! character device are one implementation over a descriptor; an NBD
-//! export, an object in a store and a compressed stream are others. A new
-//! kind of end is a new module here plus a row in the planner's table,
-//! never a new branch in the copy loop.
+//! An end carries bytes to and from its storage: a file, a block or
+//! character device and a pipe over a descriptor (`file`), an NBD export
+//! (`nbd`), an object in a store (`object`), a disk through its SCSI or
+//! NVMe generic node (`passthrough`), a file held in memory (`memory`).
+//! It reads and writes at its position with lseek/read/write semantics
+//! (the engine's record reader and writer depend on them for GNU's), and,
+//! where it keeps several requests in flight, takes requests at offsets
+//! and reports each completion (`transport`). It says what it can do in
+//! its [`Capabilities`], which code outside `ends` and `planner` asks
+//! instead of matching kinds. It keeps no window of requests of its own:
+//! the engine's window (`engine::window`) owns their order, the position,
+//! the first failure and back-pressure, for every end alike. A new kind
+//! of end is a new module here, its capabilities and, where a URI names
+//! it, one arm in `uri`.
 //!
 //! Errors are `Errno`, as the system calls give them, because GNU's
-//! messages and dd's retry rules (EINTR, O_DIRECT's EINVAL at end of file)
-//! are written in errno terms. An end that knows more than an errno (a
-//! server's message, a checksum that did not match) keeps it for
-//! [`End::take_detail`], which the engine prints after GNU's line.
+//! messages and dd's retry rules are written in errno terms. An end that
+//! knows more than an errno (a server's message, a sense key) keeps it
+//! for [`End::take_detail`], which the engine prints after GNU's line.
 //!
 //! Finalisation is explicit: [`End::finalise`] makes what was written
 //! final (completes an upload) while the end can still say more about a
-//! failure; [`End::close`] completes the end (close(2), or completing an
-//! upload not finalised yet) and reports its error; [`End::abandon`] is for
-//! a copy that failed or was interrupted, where a half-done end must not
-//! be left behind (an upload is aborted, not completed), and
+//! failure; [`End::close`] completes the end and reports its error;
 //! [`End::close_failed`] finalises the output of a copy that failed (GNU
-//! closes a file as usual; an upload is aborted). Nothing is finalised in
-//! `Drop`.
+//! closes a file as usual; an upload is aborted); [`End::abandon`] is for
+//! a copy interrupted, where nothing half-done may be left that looks
+//! complete. Nothing is finalised in `Drop`.
 
 pub mod capabilities;
 pub mod file;
@@ -33,19 +36,20 @@ pub mod nbd;
 pub mod object;
 pub mod open;
 pub mod passthrough;
-pub mod read_ahead;
+pub mod transport;
 pub mod upload;
 pub mod uri;
-pub mod write_behind;
 
 use std::fmt;
 use std::os::fd::BorrowedFd;
 
-use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
+use transport::{Completion, Fault, Op, Request, Submitted};
+use upload::Upload;
 
 pub use capabilities::{Capabilities, Discard};
-pub use open::{open_input, open_output, Input, Output};
+pub use open::{open_input, open_output, OpenedInput, OpenedOutput};
+pub use transport::Requests;
 
 /// What an end is, as GNU's rules and ddx's messages name it (a short
 /// read means end of file only for a regular file; a block device is
@@ -124,18 +128,6 @@ pub enum Whence {
     End(i64),
 }
 
-/// How the engine will use an end from now on (see [`End::pipeline`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pipeline {
-    /// Bytes per request.
-    pub chunk: usize,
-    /// Requests worth keeping in flight.
-    pub depth: usize,
-    /// Bytes the copy will move, where known (an upload sizes its parts
-    /// by it).
-    pub total: Option<u64>,
-}
-
 /// One end of a copy. Every method has lseek/read/write semantics: the
 /// position moves with reads and writes, a read of 0 bytes is end of
 /// input, a short write is followed by the error on the next one.
@@ -151,22 +143,13 @@ pub trait End: Send + fmt::Debug {
     /// The descriptor behind the end, where there is one: what only a
     /// descriptor can do (splice, copy_file_range, io_uring, cache advice,
     /// O_DIRECT, sysfs hints, the guard) asks for it, and does without.
+    /// Its read(2) and write(2) are exactly the end's reads and writes.
     fn fd(&self) -> Option<BorrowedFd<'_>> {
         None
     }
 
-    /// The descriptor whose read(2) and write(2) are exactly this end's
-    /// reads and writes (a file or device opened by ddx, nothing wrapped
-    /// around it). The record loop then calls the kernel itself: each
-    /// function that returns across a system call costs a mispredicted
-    /// return on machines whose kernel clears the return predictor on
-    /// every exit (see `engine::reader::records`).
-    fn plain_fd(&self) -> Option<BorrowedFd<'_>> {
-        None
-    }
-
-    /// read(2). An end that is only written (an upload, a compressor)
-    /// refuses with EBADF, as a descriptor opened write-only does.
+    /// read(2). An end that is only written (an upload) refuses with
+    /// EBADF, as a descriptor opened write-only does.
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
         let _ = buf;
         Err(Errno::BADF)
@@ -176,28 +159,6 @@ pub trait End: Send + fmt::Debug {
     fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
         let _ = buf;
         Err(Errno::BADF)
-    }
-
-    /// A whole-buffer read without a copy, for an end whose data arrives
-    /// in buffers of its own (an NBD export's read-ahead): where the next
-    /// `buf.len()` bytes sit whole in such a buffer, the two buffers
-    /// change places and `Some` says what `read` would have (the bytes
-    /// read, or its error). `None`: nothing happened, read as usual.
-    /// A copy between two remote ends otherwise moves every byte through
-    /// memory twice more, on the CPUs their servers need.
-    fn read_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
-        let _ = buf;
-        None
-    }
-
-    /// A whole-buffer write without a copy: the end keeps `buf` (writing
-    /// it behind) and puts one of its own buffers, of the same length, in
-    /// its place; `Some` says what `write` of the whole buffer would have.
-    /// `None`: nothing happened (the end does not write behind, or the
-    /// write would be short), write as usual.
-    fn write_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
-        let _ = buf;
-        None
     }
 
     /// lseek(2): the new position. ESPIPE where the end cannot seek.
@@ -218,21 +179,10 @@ pub trait End: Send + fmt::Debug {
 
     /// Where the data at `offset` ends (SEEK_HOLE): the first hole at or
     /// after `offset`, or the end of the data if no hole comes before it.
-    /// With [`End::next_data`] it gives a data extent whole, so that the
-    /// engine can leave out exactly the holes (`--bmap` writes only mapped
-    /// blocks) and `--bmap-create` can map the input's extents. The
-    /// position is unspecified after. EOPNOTSUPP: no hole information.
+    /// With [`End::next_data`] it gives a data extent whole. The position
+    /// is unspecified after. EOPNOTSUPP: no hole information.
     fn next_hole(&mut self, offset: u64) -> Result<u64, Errno> {
         let _ = offset;
-        Err(Errno::NOTSUP)
-    }
-
-    /// Move `len` bytes on in a stream whose bytes are not wanted (a hole
-    /// that `--bmap` leaves out of a decompressed image) without copying
-    /// them anywhere: the bytes passed over, fewer only where the input
-    /// ends. EOPNOTSUPP (the default): the caller reads them over.
-    fn discard(&mut self, len: u64) -> Result<u64, Errno> {
-        let _ = len;
         Err(Errno::NOTSUP)
     }
 
@@ -257,20 +207,6 @@ pub trait End: Send + fmt::Debug {
         Err(Errno::SPIPE)
     }
 
-    /// The engine will go on sequentially in `hint.chunk`-byte requests:
-    /// an end that can have several requests in flight (NBD, objects)
-    /// may read ahead and write behind, up to `hint.depth` requests.
-    fn pipeline(&mut self, hint: Pipeline) {
-        let _ = hint;
-    }
-
-    /// After a write, sync or close of an end that writes behind failed:
-    /// the offset before which everything is known to be written, so the
-    /// statistics count only that. None: writes were never deferred.
-    fn written_until(&self) -> Option<u64> {
-        None
-    }
-
     /// Make the next `len` bytes zeros at the position and move past them,
     /// without sending the zeros (an NBD zero request, a punched hole).
     /// EOPNOTSUPP where the end cannot: the caller writes zeros instead.
@@ -279,12 +215,21 @@ pub trait End: Send + fmt::Debug {
         Err(Errno::NOTSUP)
     }
 
-    /// Wait for everything the end deferred (writes behind) and report
-    /// the first error not reported yet, while [`End::take_detail`] and
-    /// [`End::written_until`] can still be asked, which they cannot after
-    /// `close` consumed the end. Ends that defer nothing: Ok.
-    fn settle(&mut self) -> Result<(), Errno> {
-        Ok(())
+    /// Carry `request` to the storage. An end that keeps requests in
+    /// flight (`Capabilities::requests`) sends it and returns; its
+    /// completion comes from [`End::complete`]. By default the request is
+    /// done at once, through [`End::read_at`] and [`End::write_at`]: the
+    /// adapter every end that does one request at a time gets.
+    fn submit(&mut self, request: Request) -> Submitted {
+        at_once(self, request)
+    }
+
+    /// The next request done, of those [`End::submit`] sent: waiting for
+    /// one when `wait`. None when none is in flight (or, without `wait`,
+    /// none is done yet).
+    fn complete(&mut self, wait: bool) -> Option<Completion> {
+        let _ = wait;
+        None
     }
 
     /// After a read failed: the offset of the first byte the device said
@@ -292,13 +237,6 @@ pub trait End: Send + fmt::Debug {
     /// names the block). A copy by position then reads everything before
     /// it in one piece, and retries sector by sector only from there.
     fn failed_at(&self) -> Option<u64> {
-        None
-    }
-
-    /// The logical block of a disk the end addresses by block number (a
-    /// passthrough node's): the unit of its commands, and what a bad
-    /// block's number counts in. None for ends addressed by byte.
-    fn logical_block(&self) -> Option<u32> {
         None
     }
 
@@ -315,6 +253,13 @@ pub trait End: Send + fmt::Debug {
         None
     }
 
+    /// The upload this end writes, where it is one: the part sizes, the
+    /// journal of `--map`/`--resume` and the resume points of
+    /// `--compress` (see [`Upload`]).
+    fn upload(&mut self) -> Option<&mut dyn Upload> {
+        None
+    }
+
     /// Make what was written final (complete an upload: the object
     /// appears under its key), or after a copy that failed (`copy_failed`)
     /// make sure nothing half-done is left that would look complete
@@ -327,36 +272,6 @@ pub trait End: Send + fmt::Debug {
         Ok(())
     }
 
-    /// Keep `journal` up to date with what the end has durably stored
-    /// (an upload's id and its stored parts), and, with `resume`, go on
-    /// with the upload it records once the server confirms it still holds
-    /// those parts. Err (with [`End::take_detail`]) when that cannot be:
-    /// EOPNOTSUPP for an end with nothing to resume (the default).
-    fn keep_journal(
-        &mut self,
-        journal: Box<dyn upload::Journal>,
-        resume: Option<&upload::UploadRecord>,
-    ) -> Result<(), Errno> {
-        let _ = (journal, resume);
-        Err(Errno::NOTSUP)
-    }
-
-    /// The bytes written from now on come in units a copy can resume
-    /// from (compressed frames), each ended by [`End::resume_point`]:
-    /// an end that records resume points (an upload) cuts its parts only
-    /// there. Without the call every byte is such a point. True when
-    /// the end holds units written by an earlier run (a resumed upload):
-    /// a stream this run adds nothing to then adds no empty unit either.
-    fn mark_resume_points(&mut self) -> bool {
-        false
-    }
-
-    /// The bytes written so far end a unit that `source` bytes of the
-    /// copy's input made (see [`End::mark_resume_points`]).
-    fn resume_point(&mut self, source: u64) {
-        let _ = source;
-    }
-
     /// Complete the end and report its last error (close(2); completing
     /// an upload; the last flush of a remote end).
     fn close(self: Box<Self>) -> Result<(), Errno>;
@@ -364,8 +279,7 @@ pub trait End: Send + fmt::Debug {
     /// Finalise the end of a copy that failed (exit status 1). GNU keeps
     /// what was written and still reports close's error, which the
     /// default does; an end where what was written would look complete
-    /// and is not (an upload) abandons it instead. A wrapper passes it
-    /// on to the end it wraps.
+    /// and is not (an upload) abandons it instead.
     fn close_failed(self: Box<Self>) -> Result<(), Errno> {
         self.close()
     }
@@ -375,119 +289,74 @@ pub trait End: Send + fmt::Debug {
     fn abandon(self: Box<Self>) {}
 }
 
-/// Inside `impl End for W`, where `W` wraps another end in its field
-/// `inner: Box<dyn End>`: the named [`End`] methods, passed on to it
-/// unchanged (`forward_to_inner!(size, sync, settle, abandon);`). A
-/// wrapper then writes only what it changes, and a method it forgets to
-/// pass on (a wrapper that swallowed `abandon` would leave an upload
-/// looking complete) shows in the one line that lists them.
-///
-/// By hand rather than with the `delegate` crate: that crate wants each
-/// method's signature restated in every wrapper, which is the repetition
-/// this removes; here each signature is written once, below, as End's.
-macro_rules! forward_to_inner {
-    ($($method:ident),+ $(,)?) => {
-        $($crate::ends::forward_to_inner!(@one $method);)+
-    };
-    (@one kind) => {
-        fn kind(&self) -> $crate::ends::Kind {
-            self.inner.kind()
-        }
-    };
-    (@one capabilities) => {
-        fn capabilities(&self) -> $crate::ends::Capabilities {
-            self.inner.capabilities()
-        }
-    };
-    (@one size) => {
-        fn size(&self) -> Result<Option<u64>, $crate::sys::Errno> {
-            self.inner.size()
-        }
-    };
-    (@one next_data) => {
-        fn next_data(&mut self, offset: u64) -> Result<Option<u64>, $crate::sys::Errno> {
-            self.inner.next_data(offset)
-        }
-    };
-    (@one next_hole) => {
-        fn next_hole(&mut self, offset: u64) -> Result<u64, $crate::sys::Errno> {
-            self.inner.next_hole(offset)
-        }
-    };
-    (@one truncate) => {
-        fn truncate(&mut self, len: u64) -> Result<(), $crate::sys::Errno> {
-            self.inner.truncate(len)
-        }
-    };
-    (@one sync) => {
-        fn sync(&mut self, data_only: bool) -> Result<(), $crate::sys::Errno> {
-            self.inner.sync(data_only)
-        }
-    };
-    (@one pipeline) => {
-        fn pipeline(&mut self, hint: $crate::ends::Pipeline) {
-            self.inner.pipeline(hint)
-        }
-    };
-    (@one written_until) => {
-        fn written_until(&self) -> Option<u64> {
-            self.inner.written_until()
-        }
-    };
-    (@one settle) => {
-        fn settle(&mut self) -> Result<(), $crate::sys::Errno> {
-            self.inner.settle()
-        }
-    };
-    (@one failed_at) => {
-        fn failed_at(&self) -> Option<u64> {
-            self.inner.failed_at()
-        }
-    };
-    (@one logical_block) => {
-        fn logical_block(&self) -> Option<u32> {
-            self.inner.logical_block()
-        }
-    };
-    (@one describe) => {
-        fn describe(&self) -> Option<String> {
-            self.inner.describe()
-        }
-    };
-    (@one take_detail) => {
-        fn take_detail(&mut self) -> Option<String> {
-            self.inner.take_detail()
-        }
-    };
-    (@one finalise) => {
-        fn finalise(&mut self, copy_failed: bool) -> Result<(), $crate::sys::Errno> {
-            self.inner.finalise(copy_failed)
-        }
-    };
-    (@one mark_resume_points) => {
-        fn mark_resume_points(&mut self) -> bool {
-            self.inner.mark_resume_points()
-        }
-    };
-    (@one resume_point) => {
-        fn resume_point(&mut self, source: u64) {
-            self.inner.resume_point(source)
-        }
-    };
-    (@one close) => {
-        fn close(self: Box<Self>) -> Result<(), $crate::sys::Errno> {
-            self.inner.close()
-        }
-    };
-    (@one close_failed) => {
-        fn close_failed(self: Box<Self>) -> Result<(), $crate::sys::Errno> {
-            self.inner.close_failed()
-        }
-    };
-    (@one abandon) => {
-        fn abandon(self: Box<Self>) {
-            self.inner.abandon()
-        }
-    };
+/// What [`End::submit`]'s adapter reports of a request it did at once:
+/// the bytes moved, or the failure with the end's words and place. A
+/// read is whole or fails (`whole`): a short read means the end of the
+/// data, which a failure part way is not; a write stored in part is
+/// short, and the rest's failure comes when it is sent again.
+fn moved<E: End + ?Sized>(
+    end: &mut E,
+    done: usize,
+    error: Option<Errno>,
+    whole: bool,
+) -> Result<u64, Fault> {
+    match error {
+        Some(errno) if done == 0 || whole => Err(Fault {
+            errno,
+            words: end.take_detail(),
+            at: end.failed_at(),
+        }),
+        _ => Ok(done as u64),
+    }
 }
-pub(crate) use forward_to_inner;
+
+/// [`End::submit`]'s adapter for an end that does one request at a
+/// time: the request done at once, through [`End::read_at`] and
+/// [`End::write_at`].
+pub fn at_once<E: End + ?Sized>(end: &mut E, request: Request) -> Submitted {
+    let Request {
+        id,
+        op,
+        offset,
+        len,
+        buf,
+    } = request;
+    let (result, buf) = match (op, buf) {
+        (Op::Read, Some(mut buf)) => {
+            let want = (len as usize).min(buf.len());
+            let mut done = 0;
+            let mut error = None;
+            while done < want {
+                match end.read_at(&mut buf.as_mut_slice()[done..want], offset + done as u64) {
+                    Ok(0) => break,
+                    Ok(n) => done += n,
+                    Err(Errno::INTR) => {}
+                    Err(errno) => {
+                        error = Some(errno);
+                        break;
+                    }
+                }
+            }
+            (moved(end, done, error, true), Some(buf))
+        }
+        (Op::Write, Some(buf)) => {
+            let want = (len as usize).min(buf.len());
+            let mut done = 0;
+            let mut error = None;
+            while done < want {
+                match end.write_at(&buf.as_slice()[done..want], offset + done as u64) {
+                    Ok(0) => break,
+                    Ok(n) => done += n,
+                    Err(Errno::INTR) => {}
+                    Err(errno) => {
+                        error = Some(errno);
+                        break;
+                    }
+                }
+            }
+            (moved(end, done, error, false), Some(buf))
+        }
+        (_, buf) => (Err(Fault::new(Errno::NOTSUP)), buf),
+    };
+    Submitted::Done(Completion { id, result, buf })
+}

@@ -16,9 +16,9 @@ use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::sys::file::{self, Handle, OutputOpen};
 use crate::sys::Errno;
 
-/// The input side: where it is, and GNU's notion of its offset.
+/// The input as opened: its end, and GNU's notion of its offset.
 #[derive(Debug)]
-pub struct Input {
+pub struct OpenedInput {
     pub end: Box<dyn End>,
     /// The name used in messages ("standard input" or the path).
     pub name: Vec<u8>,
@@ -31,39 +31,9 @@ pub struct Input {
     pub offset: i64,
 }
 
-impl Input {
-    /// After a copy that stopped short, leave an inherited seekable
-    /// input where GNU dd would have: just past the `records` it counted
-    /// (after skip=, from `start`, the offset it was handed at). GNU reads
-    /// a record, writes it and stops at a failed write; ddx's reader runs
-    /// ahead of the writer and has taken more. A script that goes on
-    /// reading the same standard input (`(dd ...; cat) < file`) must find
-    /// the same bytes. Only ever moves back; a file ddx opened itself is
-    /// closed and nobody sees its offset.
-    pub fn give_back_read_ahead(&mut self, plan: &CopyPlan, start: i64, records: u64) {
-        if !self.seekable || !self.inherited {
-            return;
-        }
-        let ibs = plan.input_block_size as u64;
-        let skipped = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
-        let Some(gnu) = records
-            .checked_mul(ibs)
-            .and_then(|b| b.checked_add(skipped))
-            .and_then(|b| b.checked_add(start.max(0) as u64))
-            .and_then(|b| i64::try_from(b).ok())
-        else {
-            return;
-        };
-        if let Ok(now) = self.end.seek(Whence::Current(0)) {
-            if now as i64 > gnu {
-                let _ = self.end.seek(Whence::Start(gnu as u64));
-            }
-        }
-    }
-}
-
+/// The output as opened: its end and the name messages give it.
 #[derive(Debug)]
-pub struct Output {
+pub struct OpenedOutput {
     pub end: Box<dyn End>,
     pub name: Vec<u8>,
 }
@@ -79,6 +49,22 @@ fn path_name(path: &Path) -> Vec<u8> {
 #[derive(Debug)]
 pub struct OpenError {
     pub diagnostic: Diagnostic,
+}
+
+impl OpenError {
+    /// The errno of the failed open.
+    pub fn errno(&self) -> Errno {
+        fn of(diagnostic: &Diagnostic) -> Errno {
+            match diagnostic {
+                Diagnostic::OpenFailed { errno, .. } | Diagnostic::SettingFlags { errno, .. } => {
+                    *errno
+                }
+                Diagnostic::Explained { diagnostic, .. } => of(diagnostic),
+                _ => Errno::IO,
+            }
+        }
+        of(&self.diagnostic)
+    }
 }
 
 impl From<Diagnostic> for OpenError {
@@ -187,13 +173,16 @@ fn inherit(
 
 /// Open the input (`if=`, else standard input with iflag= added); a
 /// passthrough node with `passthrough`'s options.
-pub fn open_input(plan: &CopyPlan, passthrough: PassthroughOptions) -> Result<Input, OpenError> {
+pub fn open_input(
+    plan: &CopyPlan,
+    passthrough: PassthroughOptions,
+) -> Result<OpenedInput, OpenError> {
     let special = plan.input.as_deref().and_then(|p| {
         open_passthrough(p, false, plan.input_flags, passthrough)
             .or_else(|| open_by_uri(p, uri::Opening::Read))
     });
     if let Some(opened) = special {
-        return Ok(Input {
+        return Ok(OpenedInput {
             end: opened?,
             name: plan.input.as_deref().map(path_name).unwrap_or_default(),
             inherited: false,
@@ -225,7 +214,7 @@ pub fn open_input(plan: &CopyPlan, passthrough: PassthroughOptions) -> Result<In
         Ok(offset) => (true, None, offset.min(i64::MAX as u64) as i64),
         Err(errno) => (false, Some(errno), 0),
     };
-    Ok(Input {
+    Ok(OpenedInput {
         end,
         name,
         inherited,
@@ -242,7 +231,7 @@ pub fn open_output(
     plan: &CopyPlan,
     passthrough: PassthroughOptions,
     warnings: &mut Vec<Diagnostic>,
-) -> Result<Output, OpenError> {
+) -> Result<OpenedOutput, OpenError> {
     if let Some(path) = plan.output.as_deref() {
         let opening = if plan.output_flags.intersects(IoFlags::SYNC | IoFlags::DSYNC) {
             uri::Opening::WriteDurable
@@ -259,7 +248,7 @@ pub fn open_output(
                 }
                 .into());
             }
-            return Ok(Output {
+            return Ok(OpenedOutput {
                 end: opened?,
                 name: path_name(path),
             });
@@ -275,7 +264,7 @@ pub fn open_output(
                 }
                 .into());
             }
-            return Ok(Output {
+            return Ok(OpenedOutput {
                 end,
                 name: path_name(path),
             });
@@ -284,7 +273,7 @@ pub fn open_output(
     let Some(path) = &plan.output else {
         let stdout = std::io::stdout();
         let name = inherit(stdout.as_fd(), "standard output", plan.output_flags, false)?;
-        return Ok(Output {
+        return Ok(OpenedOutput {
             end: Box::new(FileEnd::new(Handle::Stdout(stdout))),
             name,
         });
@@ -340,7 +329,7 @@ pub fn open_output(
             }
         }
     }
-    Ok(Output {
+    Ok(OpenedOutput {
         end: Box::new(FileEnd::new(Handle::Owned(fd))),
         name,
     })

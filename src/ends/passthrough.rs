@@ -7,34 +7,32 @@
 //! `dd` gives them on the block device.
 //!
 //! The commands go through a [`CommandQueue`] (`sys::scsi`, `sys::nvme`),
-//! which keeps several in flight in buffers of its own. Reads run ahead:
-//! the blocks after the one asked for are already requested, in pieces of
-//! the size the copy reads (or the pipeline's chunk), up to the depth.
-//! Writes run behind: a write of whole blocks is copied into a slot and
-//! sent, and its outcome comes back at a later write, `settle`, `sync` or
-//! `close`, with [`End::written_until`] saying how far everything is
-//! stored. A write that is not whole blocks reads the blocks it touches
-//! first (read-modify-write), as the page cache would.
+//! whose slots keep several in flight. As a transport the end sends each
+//! request of whole blocks as one command in a slot of its own and hands
+//! back its completion (`ends::transport`); it asks to be kept busy
+//! whenever it is read or written in order (`Requests::least` is its
+//! depth), so the engine's window reads ahead of the copy and writes
+//! behind it, as a block device's queue would be kept. Where the slot
+//! buffers are ddx's own (NVMe; not the sg driver's mapped reserve
+//! buffers), a request's buffer changes places with the slot's instead
+//! of being copied: the planner sizes bulk requests to one command for
+//! that (`EndFacts::command_bytes`).
 //!
-//! Where the queue's slot buffers are ddx's own (NVMe; not the sg
-//! driver's mapped reserve buffers), a read of one whole piece and a
-//! write of one whole command change buffers with the engine
-//! ([`End::read_exchange`], [`End::write_exchange`]) instead of copying:
-//! the planner sizes bulk requests to one command for that
-//! (`EndFacts::command_bytes`).
-//!
-//! A read fails whole, as an O_DIRECT read of the block device does: a
-//! record either arrives complete or not at all, so `conv=noerror,sync`
-//! pads the same records GNU dd pads on the block device. The device's
-//! own words go with the errno ([`End::take_detail`]), and where it named
-//! the first bad block (a SCSI disk's sense data) [`End::failed_at`] says
-//! where, so a copy by position reads up to it in one piece.
+//! A read or write at the position is the end's own, done before the
+//! call returns: a write that is not whole blocks reads the blocks it
+//! touches first (read-modify-write), as the page cache would. A read
+//! fails whole, as an O_DIRECT read of the block device does: a record
+//! either arrives complete or not at all, so `conv=noerror,sync` pads the
+//! same records GNU dd pads on the block device. The device's own words
+//! go with the errno ([`End::take_detail`]), and where it named the first
+//! bad block (a SCSI disk's sense data) [`End::failed_at`] says where,
+//! so a copy by position reads up to it in one piece.
 
-use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use super::{Capabilities, End, Kind, Pipeline, Whence};
+use super::transport::{Completion, Fault, Op as RequestOp, Request, Requests, Submitted};
+use super::{Capabilities, End, Kind, Whence};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::nvme::NvmeQueue;
 use crate::sys::passthrough::{self, CommandError, CommandQueue, Geometry, Interface, Op};
@@ -110,60 +108,24 @@ pub fn open_queue(
     Ok((queue, block_device))
 }
 
-/// Which request a slot serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Owner {
+/// What a slot is busy with.
+#[derive(Debug)]
+enum Slot {
     Idle,
-    /// A piece of the read-ahead window.
-    Ahead,
-    /// A read the window gave up on while it was in flight: the slot is
-    /// free once its completion arrives.
-    Orphan,
-    /// A write in flight.
-    Behind,
-}
-
-#[derive(Debug)]
-enum PieceState {
-    InFlight,
-    Ready,
-    /// Its blocks may be read again one record at a time: only the
-    /// records over the bad block fail.
-    Failed,
-}
-
-/// A block-aligned run of the disk requested ahead of the reader.
-#[derive(Debug)]
-struct Piece {
-    slot: usize,
-    offset: u64,
-    len: u64,
-    state: PieceState,
-}
-
-/// Where a read's bytes go: a slice they are copied into, or a whole
-/// buffer that may change places with the read-ahead piece holding them.
-enum Target<'a> {
-    Slice(&'a mut [u8]),
-    Exchange(&'a mut AlignedBuf),
-}
-
-impl Target<'_> {
-    fn bytes(&mut self) -> &mut [u8] {
-        match self {
-            Target::Slice(slice) => slice,
-            Target::Exchange(buf) => buf.as_mut_slice(),
-        }
-    }
-}
-
-/// A write sent and not yet retired.
-#[derive(Debug)]
-struct Sent {
-    slot: usize,
-    offset: u64,
-    len: u64,
-    outcome: Option<Result<(), CommandError>>,
+    /// A request of the window's: its id, what it asked, and its buffer
+    /// while the command runs (for a read into the slot's own buffer, the
+    /// request's, to copy into; where the buffers changed places, the
+    /// slot's own, to change back).
+    Request {
+        id: u64,
+        read: bool,
+        len: u64,
+        /// None for a write copied into the slot (its buffer went back).
+        buf: Option<AlignedBuf>,
+        exchanged: bool,
+    },
+    /// A command of the end's own, waited for by the call that sent it.
+    Own,
 }
 
 pub struct PassthroughEnd {
@@ -175,23 +137,9 @@ pub struct PassthroughEnd {
     block_device: Option<String>,
     pos: u64,
     fua: bool,
-    owner: Vec<Owner>,
-    /// Read-ahead: pieces in order, and where the next one would start.
-    ahead: VecDeque<Piece>,
-    ahead_until: Option<u64>,
-    /// Bytes per read-ahead piece (whole blocks); 0 until known.
-    chunk: u64,
-    /// Commands kept in flight (at most the queue's slots).
-    depth: usize,
-    /// Writes in flight, in the order they were sent.
-    behind: VecDeque<Sent>,
-    /// Everything before this offset is stored, where writes went behind.
-    acked_until: Option<u64>,
-    /// A write failed: the first failure, reported once, and the errno
-    /// every later write gives.
-    write_error: Option<CommandError>,
-    write_failed: Option<Errno>,
-    deferred: bool,
+    slots: Vec<Slot>,
+    /// Completions of requests that came while a call waited for its own.
+    arrived: Vec<Completion>,
     detail: Option<String>,
     failed_at: Option<u64>,
 }
@@ -217,16 +165,8 @@ impl PassthroughEnd {
             block_device,
             pos: 0,
             fua,
-            owner: vec![Owner::Idle; slots],
-            ahead: VecDeque::new(),
-            ahead_until: None,
-            chunk: 0,
-            depth: slots,
-            behind: VecDeque::new(),
-            acked_until: None,
-            write_error: None,
-            write_failed: None,
-            deferred: false,
+            slots: (0..slots).map(|_| Slot::Idle).collect(),
+            arrived: Vec::new(),
             detail: None,
             failed_at: None,
             queue,
@@ -243,159 +183,81 @@ impl PassthroughEnd {
     }
 
     fn free_slot(&self) -> Option<usize> {
-        self.owner.iter().position(|o| *o == Owner::Idle)
+        self.slots.iter().position(|s| matches!(s, Slot::Idle))
     }
 
-    /// Wait for one completion and file it where it belongs. False when
-    /// nothing was in flight.
-    fn collect(&mut self) -> bool {
-        let Some((slot, outcome)) = self.queue.wait() else {
-            return false;
+    /// The window's completion of the request in `slot`, whose command
+    /// ended with `outcome`.
+    fn finish(&mut self, slot: usize, outcome: Result<(), CommandError>) -> Option<Completion> {
+        let Slot::Request {
+            id,
+            read,
+            len,
+            mut buf,
+            exchanged,
+        } = std::mem::replace(&mut self.slots[slot], Slot::Idle)
+        else {
+            return None;
         };
-        match self.owner.get(slot).copied() {
-            Some(Owner::Ahead) => {
-                if let Some(piece) = self.ahead.iter_mut().find(|p| p.slot == slot) {
-                    piece.state = match outcome {
-                        Ok(()) => PieceState::Ready,
-                        Err(_) => PieceState::Failed,
-                    };
-                }
-            }
-            Some(Owner::Orphan) => self.owner[slot] = Owner::Idle,
-            Some(Owner::Behind) => {
-                if let Some(sent) = self.behind.iter_mut().find(|s| s.slot == slot) {
-                    sent.outcome = Some(outcome);
-                }
-                self.retire_writes();
-            }
-            _ => {}
-        }
-        true
-    }
-
-    /// Retire the writes at the front that completed, in order; the first
-    /// failure stops the stored prefix for good.
-    fn retire_writes(&mut self) {
-        while let Some(front) = self.behind.front() {
-            match &front.outcome {
-                None => break,
-                Some(Ok(())) => {
-                    let sent = self.behind.pop_front().expect("front");
-                    self.owner[sent.slot] = Owner::Idle;
-                    if self.write_failed.is_none() {
-                        self.acked_until = Some(sent.offset + sent.len);
-                    }
-                }
-                Some(Err(_)) => {
-                    let sent = self.behind.pop_front().expect("front");
-                    self.owner[sent.slot] = Owner::Idle;
-                    if let Some(Err(error)) = sent.outcome {
-                        if self.write_failed.is_none() {
-                            self.write_failed = Some(error.errno);
-                            self.failed_at = error.bad_block.map(|b| b * self.block);
-                            self.write_error = Some(error);
-                        }
-                    }
-                }
+        if let Some(buf) = &mut buf {
+            if exchanged {
+                // The request's buffer back from the slot, the slot's own
+                // in its place.
+                self.queue.exchange(slot, buf);
+            } else if read && outcome.is_ok() {
+                let data = self.queue.buffer(slot).expect("an idle slot");
+                buf.as_mut_slice()[..len as usize].copy_from_slice(&data[..len as usize]);
             }
         }
+        let result = match outcome {
+            Ok(()) => Ok(len),
+            Err(error) => Err(Fault {
+                errno: error.errno,
+                at: error.bad_block.map(|b| b * self.block),
+                words: Some(error.cause),
+            }),
+        };
+        Some(Completion { id, result, buf })
     }
 
-    /// Give up the read-ahead window: pieces in flight become orphans.
-    fn drop_window(&mut self) {
-        for piece in self.ahead.drain(..) {
-            self.owner[piece.slot] = match piece.state {
-                PieceState::InFlight => Owner::Orphan,
-                _ => Owner::Idle,
-            };
-        }
-        self.ahead_until = None;
-    }
-
-    /// Wait for every read in flight (the window's and orphans').
-    fn quiesce_reads(&mut self) {
-        self.drop_window();
-        while self.owner.contains(&Owner::Orphan) {
-            if !self.collect() {
-                break;
-            }
-        }
-    }
-
-    /// Wait for every write in flight; the first failure not reported
-    /// yet, as an errno (its words kept for `take_detail`).
-    fn settle_writes(&mut self) -> Result<(), Errno> {
-        while !self.behind.is_empty() {
-            if !self.collect() {
-                break;
-            }
-        }
-        self.report_write_error()
-    }
-
-    /// The first write failure, once: its errno now, its words for
-    /// `take_detail`.
-    fn report_write_error(&mut self) -> Result<(), Errno> {
-        match self.write_error.take() {
-            Some(error) => {
-                self.detail = Some(error.cause);
-                Err(error.errno)
-            }
-            None => Ok(()),
-        }
-    }
-
-    /// Run one command on `slot` and wait for it (whatever else is in
-    /// flight is filed as it completes).
+    /// Run one command on `slot` and wait for it; completions of
+    /// requests that end meanwhile are kept for [`End::complete`].
     fn run(&mut self, slot: usize, op: Op, offset: u64, len: u64) -> Result<(), CommandError> {
         let blocks = (len / self.block) as u32;
         self.queue.submit(slot, op, offset / self.block, blocks)?;
-        self.owner[slot] = Owner::Orphan;
+        self.slots[slot] = Slot::Own;
         loop {
             let Some((done, outcome)) = self.queue.wait() else {
+                self.slots[slot] = Slot::Idle;
                 return Err(CommandError::system(Errno::IO, "a command was lost"));
             };
             if done == slot {
-                self.owner[slot] = Owner::Idle;
+                self.slots[slot] = Slot::Idle;
                 return outcome;
             }
-            // Someone else's: file it as `collect` would.
-            match self.owner[done] {
-                Owner::Orphan => self.owner[done] = Owner::Idle,
-                Owner::Behind => {
-                    if let Some(sent) = self.behind.iter_mut().find(|s| s.slot == done) {
-                        sent.outcome = Some(outcome);
-                    }
-                    self.retire_writes();
-                }
-                Owner::Ahead => {
-                    if let Some(piece) = self.ahead.iter_mut().find(|p| p.slot == done) {
-                        piece.state = match outcome {
-                            Ok(()) => PieceState::Ready,
-                            Err(_) => PieceState::Failed,
-                        };
-                    }
-                }
-                Owner::Idle => {}
+            if let Some(completion) = self.finish(done, outcome) {
+                self.arrived.push(completion);
             }
         }
     }
 
-    /// A free slot, waiting for one if all are taken.
+    /// A free slot, waiting for a request to end if all are taken.
     fn take_slot(&mut self) -> Result<usize, Errno> {
         loop {
             if let Some(slot) = self.free_slot() {
                 return Ok(slot);
             }
-            if !self.collect() {
+            let Some((done, outcome)) = self.queue.wait() else {
                 return Err(Errno::IO);
+            };
+            if let Some(completion) = self.finish(done, outcome) {
+                self.arrived.push(completion);
             }
         }
     }
 
     /// Read exactly `[offset, offset + buf.len())` (whole blocks of the
-    /// disk around it), one command at a time, past the window: the
-    /// answer for a range the window's larger piece failed on.
+    /// disk around it), one command at a time.
     fn read_exact(&mut self, buf: &mut [u8], offset: u64) -> Result<(), CommandError> {
         let mut done = 0u64;
         let len = buf.len() as u64;
@@ -417,182 +279,10 @@ impl PassthroughEnd {
         Ok(())
     }
 
-    /// Keep the window full from where it stands: pieces of `chunk` up
-    /// to the depth and the disk's end.
-    fn plan(&mut self) {
-        let Some(mut at) = self.ahead_until else {
-            return;
-        };
-        while self.ahead.len() < self.depth && at < self.size {
-            let Some(slot) = self.free_slot() else { break };
-            let len = self.chunk.min(self.size - at);
-            let blocks = (len / self.block) as u32;
-            if self
-                .queue
-                .submit(slot, Op::Read, at / self.block, blocks)
-                .is_err()
-            {
-                break;
-            }
-            self.owner[slot] = Owner::Ahead;
-            self.ahead.push_back(Piece {
-                slot,
-                offset: at,
-                len,
-                state: PieceState::InFlight,
-            });
-            at += len;
-        }
-        self.ahead_until = Some(at);
-    }
-
-    /// Fill `target` from `offset` (within the disk), all of it or
-    /// nothing.
-    fn read_into(&mut self, mut target: Target<'_>, offset: u64) -> Result<(), Errno> {
-        self.settle_writes()?;
-        let len = target.bytes().len() as u64;
-        if self.chunk == 0 {
-            let wanted = len.div_ceil(self.block) * self.block;
-            self.chunk = wanted.clamp(self.block, self.max_bytes());
-        }
-        // Pieces behind the offset are done with; a window that does not
-        // hold it starts again there.
-        while let Some(front) = self.ahead.front() {
-            if front.offset + front.len > offset {
-                break;
-            }
-            let piece = self.ahead.pop_front().expect("front");
-            self.owner[piece.slot] = match piece.state {
-                PieceState::InFlight => Owner::Orphan,
-                _ => Owner::Idle,
-            };
-        }
-        let held = match (self.ahead.front(), self.ahead_until) {
-            (Some(front), _) => front.offset <= offset,
-            (None, Some(until)) => until == offset / self.block * self.block,
-            (None, None) => false,
-        };
-        if !held {
-            self.drop_window();
-            self.ahead_until = Some(offset / self.block * self.block);
-        }
-        let mut done = 0u64;
-        while done < len {
-            self.plan();
-            let at = offset + done;
-            let Some(index) = self
-                .ahead
-                .iter()
-                .position(|p| p.offset <= at && at < p.offset + p.len)
-            else {
-                // Nothing could be sent: no slot free of orphans.
-                if !self.collect() {
-                    return Err(Errno::IO);
-                }
-                continue;
-            };
-            debug_assert_eq!(index, 0, "the window starts at the reader");
-            while matches!(self.ahead[index].state, PieceState::InFlight) {
-                if !self.collect() {
-                    return Err(Errno::IO);
-                }
-            }
-            if let PieceState::Failed = self.ahead[index].state {
-                // The piece may be larger than the read: ask for exactly
-                // what was asked, so that a record fails only for a bad
-                // block of its own, and start the window afresh after it.
-                self.drop_window();
-                return match self.read_exact(&mut target.bytes()[done as usize..], at) {
-                    Ok(()) => {
-                        self.ahead_until = Some((offset + len).div_ceil(self.block) * self.block);
-                        Ok(())
-                    }
-                    Err(error) => {
-                        self.failed_at = error.bad_block.map(|b| b * self.block);
-                        self.detail = Some(error.cause);
-                        Err(error.errno)
-                    }
-                };
-            }
-            let piece = &self.ahead[index];
-            if let Target::Exchange(whole) = &mut target {
-                // The whole piece is the whole read: its buffer goes to
-                // the engine, whose buffer carries the next piece.
-                let whole_piece = done == 0 && at == piece.offset && piece.len == len;
-                if whole_piece && self.queue.exchange(piece.slot, whole) {
-                    let piece = self.ahead.pop_front().expect("front");
-                    self.owner[piece.slot] = Owner::Idle;
-                    return Ok(());
-                }
-            }
-            let from = (at - piece.offset) as usize;
-            let take = ((piece.offset + piece.len - at).min(len - done)) as usize;
-            let data = self.queue.buffer(piece.slot).expect("a ready slot is idle");
-            target.bytes()[done as usize..done as usize + take]
-                .copy_from_slice(&data[from..from + take]);
-            done += take as u64;
-            // A piece read to its end is done with: its slot goes on ahead.
-            if offset + done == piece.offset + piece.len {
-                let piece = self.ahead.pop_front().expect("front");
-                self.owner[piece.slot] = Owner::Idle;
-            }
-        }
-        Ok(())
-    }
-
-    /// Send the write of the `len` bytes `slot` holds to `at`, behind.
-    fn send_behind(&mut self, slot: usize, at: u64, len: u64) -> Result<(), Errno> {
-        let op = Op::Write { fua: self.fua };
-        let blocks = (len / self.block) as u32;
-        if let Err(error) = self.queue.submit(slot, op, at / self.block, blocks) {
-            self.detail = Some(error.cause);
-            return Err(error.errno);
-        }
-        self.owner[slot] = Owner::Behind;
-        if self.acked_until.is_none() {
-            self.acked_until = Some(at);
-        }
-        self.behind.push_back(Sent {
-            slot,
-            offset: at,
-            len,
-            outcome: None,
-        });
-        self.deferred = true;
-        Ok(())
-    }
-
-    /// Write `data` at `offset` (within the disk): whole blocks go behind,
-    /// the rest read-modify-write, synchronously.
-    fn write_from(&mut self, data: &[u8], offset: u64) -> Result<(), Errno> {
-        if let Some(errno) = self.write_failed {
-            self.report_write_error()?;
-            return Err(errno);
-        }
-        self.quiesce_reads();
+    /// Write `data` at `offset` (within the disk), block by block around
+    /// the partial ones, each partial piece read first.
+    fn write_exact(&mut self, data: &[u8], offset: u64) -> Result<(), Errno> {
         let len = data.len() as u64;
-        if offset % self.block == 0 && len % self.block == 0 {
-            let mut done = 0u64;
-            while done < len {
-                let take = (len - done).min(self.max_bytes());
-                let slot = self.take_slot()?;
-                if let Some(errno) = self.write_failed {
-                    self.report_write_error()?;
-                    return Err(errno);
-                }
-                let buffer = self.queue.buffer_mut(slot).expect("an idle slot");
-                buffer[..take as usize]
-                    .copy_from_slice(&data[done as usize..(done + take) as usize]);
-                self.send_behind(slot, offset + done, take)?;
-                done += take;
-            }
-            if self.depth <= 1 {
-                self.settle_writes()?;
-            }
-            return Ok(());
-        }
-        self.settle_writes()?;
-        // Block by block around the partial ones, each piece read first.
         let mut done = 0u64;
         while done < len {
             let at = offset + done;
@@ -616,9 +306,6 @@ impl PassthroughEnd {
                 self.detail = Some(error.cause);
                 return Err(error.errno);
             }
-            if self.deferred {
-                self.acked_until = Some(at + take as u64);
-            }
             done += take as u64;
         }
         Ok(())
@@ -631,11 +318,21 @@ impl End for PassthroughEnd {
         Kind::Passthrough
     }
 
-    /// Its kind's, and buffers exchanged where the queue's are ddx's own
-    /// (not the sg driver's mapped reserve buffers).
+    /// Its kind's, kept busy with as many requests as it has slots,
+    /// each of whole blocks and at most one command, through buffers of
+    /// its own where they are the sg driver's (mapped).
     fn capabilities(&self) -> Capabilities {
+        let depth = self.slots.len().max(1);
         Capabilities {
-            exchanges_buffers: self.queue.interface() != Interface::ScsiGeneric,
+            requests: Requests {
+                most: depth,
+                least: depth,
+                unit: self.geometry.block_len,
+                min_len: self.max_bytes() as usize,
+                max_len: self.max_bytes() as usize,
+                owns_buffers: self.queue.interface() == Interface::ScsiGeneric,
+            },
+            block_addressed: Some(self.geometry.block_len),
             ..Capabilities::of(Kind::Passthrough)
         }
     }
@@ -644,50 +341,6 @@ impl End for PassthroughEnd {
         let n = self.read_at(buf, self.pos)?;
         self.pos += n as u64;
         Ok(n)
-    }
-
-    /// A read of exactly one read-ahead piece takes the piece's buffer;
-    /// any other read within the disk is copied into `buf`. A read past
-    /// its end is `read`'s.
-    fn read_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
-        let len = buf.len() as u64;
-        if len == 0 || self.pos.checked_add(len)? > self.size {
-            return None;
-        }
-        self.failed_at = None;
-        let at = self.pos;
-        Some(self.read_into(Target::Exchange(buf), at).map(|()| {
-            self.pos += len;
-            len as usize
-        }))
-    }
-
-    /// A whole buffer of whole blocks that one command carries is written
-    /// behind from the buffer itself, and the slot's buffer takes its
-    /// place. Not where each write is waited for (one slot), nor after a
-    /// failure, which `write` reports.
-    fn write_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
-        let len = buf.len() as u64;
-        let whole = len > 0 && len % self.block == 0 && self.pos % self.block == 0;
-        if !whole || len > self.max_bytes() || self.pos.checked_add(len)? > self.size {
-            return None;
-        }
-        if self.depth <= 1 || self.write_failed.is_some() {
-            return None;
-        }
-        self.quiesce_reads();
-        let slot = match self.take_slot() {
-            Ok(slot) => slot,
-            Err(errno) => return Some(Err(errno)),
-        };
-        if self.write_failed.is_some() || !self.queue.exchange(slot, buf) {
-            return None;
-        }
-        let at = self.pos;
-        Some(self.send_behind(slot, at, len).map(|()| {
-            self.pos += len;
-            len as usize
-        }))
     }
 
     fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
@@ -719,7 +372,6 @@ impl End for PassthroughEnd {
     }
 
     fn sync(&mut self, _data_only: bool) -> Result<(), Errno> {
-        self.settle_writes()?;
         self.queue.flush().map_err(|error| {
             let errno = error.errno;
             self.detail = Some(error.cause);
@@ -733,11 +385,18 @@ impl End for PassthroughEnd {
             return Ok(0);
         }
         let n = buf.len().min((self.size - offset) as usize);
-        self.read_into(Target::Slice(&mut buf[..n]), offset)?;
-        Ok(n)
+        match self.read_exact(&mut buf[..n], offset) {
+            Ok(()) => Ok(n),
+            Err(error) => {
+                self.failed_at = error.bad_block.map(|b| b * self.block);
+                self.detail = Some(error.cause);
+                Err(error.errno)
+            }
+        }
     }
 
     fn write_at(&mut self, buf: &[u8], offset: u64) -> Result<usize, Errno> {
+        self.failed_at = None;
         if buf.is_empty() {
             return Ok(0);
         }
@@ -746,30 +405,123 @@ impl End for PassthroughEnd {
             return Err(Errno::NOSPC);
         }
         let n = buf.len().min((self.size - offset) as usize);
-        self.write_from(&buf[..n], offset)?;
+        self.write_exact(&buf[..n], offset)?;
         Ok(n)
     }
 
-    /// The request size becomes the read-ahead's piece. The depth stays
-    /// the end's own (`--queue-depth`, else [`DEFAULT_DEPTH`]): the
-    /// engine's depth is how far its reader runs ahead of its writer,
-    /// while these commands are in flight inside the end whatever the
-    /// engine does (one record at a time with the sync backend).
-    fn pipeline(&mut self, hint: Pipeline) {
-        let chunk = (hint.chunk as u64).div_ceil(self.block) * self.block;
-        self.chunk = chunk.clamp(self.block, self.max_bytes());
-    }
-
-    fn written_until(&self) -> Option<u64> {
-        if self.deferred {
-            self.acked_until
-        } else {
-            None
+    /// One command in a slot of its own (busy when none is free). A
+    /// request past the disk's end moves nothing; one across it, what
+    /// fits.
+    fn submit(&mut self, request: Request) -> Submitted {
+        let Request {
+            id,
+            op,
+            offset,
+            len,
+            buf,
+        } = request;
+        let (Some(mut buf), false) = (buf, op == RequestOp::Zero) else {
+            return Submitted::Done(Completion {
+                id,
+                result: Err(Fault::new(Errno::NOTSUP)),
+                buf: None,
+            });
+        };
+        if offset >= self.size || len == 0 {
+            return Submitted::Done(Completion {
+                id,
+                result: Ok(0),
+                buf: Some(buf),
+            });
         }
+        let len = len.min(self.size - offset).min(self.max_bytes());
+        let aligned = offset % self.block == 0 && len % self.block == 0;
+        let Some(slot) = self.free_slot().filter(|_| aligned) else {
+            if !aligned {
+                return super::at_once(
+                    self,
+                    Request {
+                        id,
+                        op,
+                        offset,
+                        len,
+                        buf: Some(buf),
+                    },
+                );
+            }
+            return Submitted::Busy(Request {
+                id,
+                op,
+                offset,
+                len,
+                buf: Some(buf),
+            });
+        };
+        let read = op == RequestOp::Read;
+        buf.set_len(len as usize);
+        let exchanged = self.queue.exchange(slot, &mut buf);
+        if !exchanged && !read {
+            let slot_buffer = self.queue.buffer_mut(slot).expect("an idle slot");
+            slot_buffer[..len as usize].copy_from_slice(buf.as_slice());
+        }
+        let command = if read {
+            Op::Read
+        } else {
+            Op::Write { fua: self.fua }
+        };
+        if let Err(error) = self.queue.submit(
+            slot,
+            command,
+            offset / self.block,
+            (len / self.block) as u32,
+        ) {
+            if exchanged {
+                self.queue.exchange(slot, &mut buf);
+            }
+            return Submitted::Done(Completion {
+                id,
+                result: Err(Fault {
+                    errno: error.errno,
+                    at: None,
+                    words: Some(error.cause),
+                }),
+                buf: Some(buf),
+            });
+        }
+        if !exchanged && !read {
+            // Copied into the slot: the request's buffer is free now.
+            self.slots[slot] = Slot::Request {
+                id,
+                read,
+                len,
+                buf: None,
+                exchanged,
+            };
+            return Submitted::Copied(buf);
+        }
+        self.slots[slot] = Slot::Request {
+            id,
+            read,
+            len,
+            buf: Some(buf),
+            exchanged,
+        };
+        Submitted::InFlight
     }
 
-    fn settle(&mut self) -> Result<(), Errno> {
-        self.settle_writes()
+    fn complete(&mut self, wait: bool) -> Option<Completion> {
+        loop {
+            if let Some(done) = self.arrived.pop() {
+                return Some(done);
+            }
+            if !wait || !self.slots.iter().any(|s| matches!(s, Slot::Request { .. })) {
+                return None;
+            }
+            let (slot, outcome) = self.queue.wait()?;
+            if let Some(done) = self.finish(slot, outcome) {
+                return Some(done);
+            }
+        }
     }
 
     fn take_detail(&mut self) -> Option<String> {
@@ -778,10 +530,6 @@ impl End for PassthroughEnd {
 
     fn failed_at(&self) -> Option<u64> {
         self.failed_at
-    }
-
-    fn logical_block(&self) -> Option<u32> {
-        Some(self.geometry.block_len)
     }
 
     fn describe(&self) -> Option<String> {
@@ -793,44 +541,42 @@ impl End for PassthroughEnd {
             "{}{behind}: {}, up to {} in flight, {}-byte blocks, {} per command{}",
             self.queue.interface().name(),
             self.queue.describe(),
-            self.depth,
+            self.slots.len(),
             self.block,
             crate::text::human::human(self.max_bytes(), crate::text::human::Base::Iec, 1, 1),
             if self.fua { ", writes with FUA" } else { "" }
         ))
     }
 
-    /// The writes in flight end first; a failure among them not reported
-    /// yet is close's error, as a block device's close reports the last
-    /// writeback error.
+    /// The commands in flight end first.
     fn close(mut self: Box<Self>) -> Result<(), Errno> {
-        self.quiesce_reads();
-        self.settle_writes()
+        while self.complete(true).is_some() {}
+        Ok(())
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     use super::*;
-    use crate::sys::buffer::AlignedBuf;
+    use std::collections::VecDeque;
 
     /// A disk in memory behind the command queue interface: commands
     /// complete in the order they were sent, on `wait`; `bad` blocks fail
     /// reads with a medium error naming the first bad block.
     #[derive(Debug)]
-    struct MemoryDisk {
-        data: Vec<u8>,
+    pub(crate) struct MemoryDisk {
+        pub(crate) data: Vec<u8>,
         block: u32,
         max_blocks: u32,
         buffers: Vec<AlignedBuf>,
-        busy: Vec<Option<(Op, u64, u32)>>,
-        order: VecDeque<usize>,
+        pub(crate) busy: Vec<Option<(Op, u64, u32)>>,
+        pub(crate) order: VecDeque<usize>,
         bad: Vec<u64>,
         commands: usize,
     }
 
     impl MemoryDisk {
-        fn new(data: Vec<u8>, slots: usize, bad: Vec<u64>) -> MemoryDisk {
+        pub(crate) fn new(data: Vec<u8>, slots: usize, bad: Vec<u64>) -> MemoryDisk {
             MemoryDisk {
                 data,
                 block: 512,
@@ -930,13 +676,19 @@ mod tests {
         }
     }
 
-    fn pattern(len: usize) -> Vec<u8> {
+    pub(crate) fn pattern(len: usize) -> Vec<u8> {
         (0..len).map(|i| (i * 7 + i / 509) as u8).collect()
     }
 
-    fn end(data: Vec<u8>, bad: Vec<u64>) -> PassthroughEnd {
+    pub(crate) fn end(data: Vec<u8>, bad: Vec<u64>) -> PassthroughEnd {
         PassthroughEnd::new(Box::new(MemoryDisk::new(data, 4, bad)), false, None)
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{end, pattern};
+    use super::*;
 
     #[test]
     fn reads_of_any_size_and_offset_give_the_disks_bytes() {
@@ -969,7 +721,6 @@ mod tests {
                 assert_eq!(e.write(&data[at..at + n]).unwrap(), n);
                 at += n;
             }
-            e.settle().unwrap();
             e.seek(Whence::Start(0)).unwrap();
             let mut back = vec![0u8; data.len()];
             assert_eq!(e.read(&mut back).unwrap(), data.len());
@@ -1014,191 +765,5 @@ mod tests {
         let mut head = vec![0u8; 20 * 512 - 8192];
         assert_eq!(e.read_at(&mut head, 8192), Ok(head.len()));
         assert_eq!(head, data[8192..20 * 512]);
-    }
-
-    #[test]
-    fn a_large_piece_that_fails_fails_only_the_records_over_the_bad_block() {
-        let data = pattern(64 * 512);
-        let mut e = end(data.clone(), vec![9]);
-        e.pipeline(Pipeline {
-            chunk: 8192,
-            depth: 1,
-            total: None,
-        });
-        let mut buf = vec![0u8; 1024];
-        let mut failed = Vec::new();
-        for record in 0..32 {
-            match e.read(&mut buf) {
-                Ok(n) => {
-                    assert_eq!(n, 1024);
-                    assert_eq!(buf, data[record * 1024..(record + 1) * 1024]);
-                }
-                Err(_) => {
-                    failed.push(record);
-                    e.seek(Whence::Current(1024)).unwrap();
-                }
-            }
-        }
-        assert_eq!(failed, vec![4], "only the record holding block 9");
-    }
-
-    fn whole_pieces(e: &mut PassthroughEnd) {
-        e.pipeline(Pipeline {
-            chunk: 8192,
-            depth: 4,
-            total: None,
-        });
-    }
-
-    #[test]
-    fn whole_pieces_change_hands_and_are_not_reused_while_held() {
-        let data = pattern(64 * 512);
-        let mut e = end(data.clone(), vec![]);
-        whole_pieces(&mut e);
-        let mut held = Vec::new();
-        for piece in 0..4 {
-            let mut buf = AlignedBuf::new(8192).unwrap();
-            let given = buf.as_slice().as_ptr();
-            assert_eq!(e.read_exchange(&mut buf), Some(Ok(8192)));
-            assert_ne!(buf.as_slice().as_ptr(), given, "piece {piece}: exchanged");
-            assert_eq!(buf.len(), 8192);
-            held.push(buf);
-        }
-        assert_eq!(e.read_exchange(&mut AlignedBuf::new(8192).unwrap()), None);
-        // Every piece the engine holds still has its bytes: the slots
-        // read on into the buffers they were given in exchange.
-        for (piece, buf) in held.iter().enumerate() {
-            assert_eq!(buf.as_slice(), &data[piece * 8192..(piece + 1) * 8192]);
-        }
-        // A read that is not one whole piece is copied.
-        e.seek(Whence::Start(100)).unwrap();
-        let mut buf = AlignedBuf::new(8192).unwrap();
-        let given = buf.as_slice().as_ptr();
-        assert_eq!(e.read_exchange(&mut buf), Some(Ok(8192)));
-        assert_eq!(buf.as_slice().as_ptr(), given, "copied, not exchanged");
-        assert_eq!(buf.as_slice(), &data[100..8292]);
-        // Past the disk's end: read's business.
-        e.seek(Whence::Start(60 * 512)).unwrap();
-        assert_eq!(e.read_exchange(&mut buf), None);
-    }
-
-    #[test]
-    fn a_failed_piece_read_whole_still_fails_only_its_own_record() {
-        let data = pattern(64 * 512);
-        let mut e = end(data.clone(), vec![9]);
-        whole_pieces(&mut e);
-        let mut buf = AlignedBuf::new(8192).unwrap();
-        // Blocks 0-15: the piece fails (block 9); the read of it fails
-        // with the block named, as read_exact found it.
-        assert_eq!(e.read_exchange(&mut buf), Some(Err(Errno::IO)));
-        assert_eq!(e.failed_at(), Some(9 * 512));
-        // The engine then reads the records before it one by one.
-        let mut record = [0u8; 4096];
-        assert_eq!(e.read_at(&mut record, 0), Ok(4096));
-        assert_eq!(record[..], data[..4096]);
-        assert_eq!(e.read_at(&mut record, 4096), Err(Errno::IO));
-        e.seek(Whence::Start(8192)).unwrap();
-        assert_eq!(e.read_exchange(&mut buf), Some(Ok(8192)));
-        assert_eq!(buf.as_slice(), &data[8192..16384]);
-    }
-
-    #[test]
-    fn whole_buffers_are_written_behind_from_themselves() {
-        let data = pattern(64 * 512);
-        let mut e = end(vec![0; data.len()], vec![]);
-        whole_pieces(&mut e);
-        for piece in 0..4 {
-            let mut buf = AlignedBuf::new(8192).unwrap();
-            buf.as_mut_slice()
-                .copy_from_slice(&data[piece * 8192..(piece + 1) * 8192]);
-            let given = buf.as_slice().as_ptr();
-            assert_eq!(e.write_exchange(&mut buf), Some(Ok(8192)));
-            assert_ne!(
-                buf.as_slice().as_ptr(),
-                given,
-                "the slot's buffer in its place"
-            );
-            assert_eq!(buf.len(), 8192);
-            // The engine fills what it was given for its next write: not
-            // what the write behind is sent from.
-            buf.as_mut_slice().fill(0xaa);
-        }
-        // Not whole blocks, or more than a command: written as usual.
-        let mut odd = AlignedBuf::new(1000).unwrap();
-        assert_eq!(e.write_exchange(&mut odd), None);
-        let mut big = AlignedBuf::new(16384).unwrap();
-        assert_eq!(e.write_exchange(&mut big), None);
-        e.settle().unwrap();
-        assert_eq!(e.written_until(), Some(4 * 8192));
-        let mut back = vec![0u8; data.len()];
-        assert_eq!(e.read_at(&mut back, 0), Ok(data.len()));
-        assert_eq!(back, data);
-    }
-
-    #[test]
-    fn a_failed_write_behind_is_reported_later_with_what_was_stored() {
-        #[derive(Debug)]
-        struct FailingWrites(MemoryDisk, u64);
-        impl CommandQueue for FailingWrites {
-            fn interface(&self) -> Interface {
-                self.0.interface()
-            }
-            fn geometry(&self) -> Geometry {
-                self.0.geometry()
-            }
-            fn slots(&self) -> usize {
-                self.0.slots()
-            }
-            fn describe(&self) -> String {
-                self.0.describe()
-            }
-            fn buffer(&self, slot: usize) -> Option<&[u8]> {
-                self.0.buffer(slot)
-            }
-            fn buffer_mut(&mut self, slot: usize) -> Option<&mut [u8]> {
-                self.0.buffer_mut(slot)
-            }
-            fn submit(&mut self, s: usize, op: Op, lba: u64, n: u32) -> Result<(), CommandError> {
-                self.0.submit(s, op, lba, n)
-            }
-            fn wait(&mut self) -> Option<(usize, Result<(), CommandError>)> {
-                let slot = *self.0.order.front()?;
-                let (_, lba, n) = self.0.busy[slot].unwrap();
-                let done = self.0.wait()?;
-                if (lba..lba + u64::from(n)).contains(&self.1) {
-                    return Some((
-                        slot,
-                        Err(CommandError {
-                            errno: Errno::IO,
-                            cause: format!("medium error, write error at LBA {}", self.1),
-                            bad_block: Some(self.1),
-                        }),
-                    ));
-                }
-                Some(done)
-            }
-            fn flush(&mut self) -> Result<(), CommandError> {
-                Ok(())
-            }
-        }
-        let disk = FailingWrites(MemoryDisk::new(vec![0; 64 * 512], 4, vec![]), 40);
-        let mut e = PassthroughEnd::new(Box::new(disk), false, None);
-        let block = [7u8; 4096];
-        // Four slots: every write is taken, the failure is still in flight.
-        for _ in 0..8 {
-            assert_eq!(e.write(&block), Ok(4096));
-        }
-        assert_eq!(e.settle(), Err(Errno::IO));
-        assert_eq!(
-            e.take_detail().as_deref(),
-            Some("medium error, write error at LBA 40")
-        );
-        assert_eq!(e.written_until(), Some(5 * 4096), "blocks 0-39 are stored");
-        assert_eq!(e.settle(), Ok(()), "reported once");
-        assert_eq!(
-            e.write_at(&block, 0),
-            Err(Errno::IO),
-            "and every write after fails"
-        );
     }
 }

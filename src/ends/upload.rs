@@ -117,6 +117,46 @@ impl UploadRecord {
     }
 }
 
+/// An end written as one upload of parts, which a map can keep
+/// resumable (see `ends::object::writer`). The engine's window gathers
+/// the bytes written into requests of [`Upload::part_len`] bytes, one per
+/// part, and hands the end what only the upload needs to know.
+pub trait Upload {
+    /// The bytes the copy will write, where known: parts are sized so
+    /// that the whole fits in the parts an upload may have.
+    fn expect(&mut self, total: Option<u64>);
+
+    /// The size of the next part: every part but the last has it (under
+    /// resume points, at least it).
+    fn part_len(&self) -> usize;
+
+    /// The next part is the last (the copy is ending): an upload whose
+    /// only part is the whole object may make it one PUT.
+    fn ending(&mut self);
+
+    /// Keep `journal` up to date with what the server has durably
+    /// stored (the upload's id and its stored parts), and, with
+    /// `resume`, go on with the upload it records once the server
+    /// confirms it still holds those parts. Err (with the end's detail)
+    /// when that cannot be.
+    fn keep_journal(
+        &mut self,
+        journal: Box<dyn Journal>,
+        resume: Option<&UploadRecord>,
+    ) -> Result<(), crate::sys::Errno>;
+
+    /// The bytes written from now on come in units a copy can resume
+    /// from (compressed frames), each ended by [`Upload::resume_point`]:
+    /// parts end only there. True when the upload holds units written by
+    /// an earlier run (a resumed upload): a stream this run adds nothing
+    /// to then adds no empty unit either.
+    fn mark_resume_points(&mut self) -> bool;
+
+    /// The bytes written up to `at` end a unit that `source` bytes of the
+    /// copy's input made.
+    fn resume_point(&mut self, at: u64, source: u64);
+}
+
 /// Where an upload records its progress (the copy keeps it in the map).
 pub trait Journal: Send {
     /// The upload as it stands: saved before the call returns, so that a

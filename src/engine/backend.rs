@@ -15,13 +15,13 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 
 use crate::diagnostic::Events;
-use crate::ends::{Input, Output};
 use crate::engine::cache::{CachePolicy, DropBehind};
 use crate::engine::counters::Counters;
 use crate::engine::handoff::Waiting;
 use crate::engine::offload::Offloaded;
 use crate::engine::reader::{Closed, Event, Reader, Sink, Stop};
 pub use crate::engine::shape::BulkShape;
+use crate::engine::stream::{Input, Output};
 use crate::engine::writer::{Handled, RunResult, StreamEnd, Writer};
 use crate::operands::CopyPlan;
 use crate::sys::buffer::AlignedBuf;
@@ -93,21 +93,6 @@ pub fn run(
         shaping,
         tap,
     } = how;
-    let mut input = input;
-    if let Some(shape) = shaping.bulk {
-        // Ends that can have several requests in flight (an NBD export)
-        // read ahead and write behind in the bulk requests to come.
-        let hint = crate::ends::Pipeline {
-            chunk: shape.chunk,
-            depth: match backend {
-                Backend::Threads { queue_depth } | Backend::Uring { queue_depth } => queue_depth,
-                Backend::Sync | Backend::Sequential => 1,
-            },
-            total: stream_total(&plan, &input),
-        };
-        input.end.pipeline(hint);
-        output.end.pipeline(hint);
-    }
     let input_drop_after = shaping
         .cache
         .drops_after()
@@ -203,8 +188,8 @@ fn skip_and_seek(reader: &mut Reader, writer: &mut Writer<'_>) -> Result<(), Str
 
 /// The bytes the stream will carry, where the input's size tells: what
 /// it holds past the offset and skip=, capped by count=.
-fn stream_total(plan: &CopyPlan, input: &Input) -> Option<u64> {
-    let size = input.end.size().ok().flatten()?;
+pub fn stream_total(plan: &CopyPlan, input: &Input) -> Option<u64> {
+    let size = input.stream.size().ok().flatten()?;
     let skip = plan.skip.total_bytes(plan.input_block_size)?;
     let left = size.saturating_sub((input.offset.max(0) as u64).saturating_add(skip));
     Some(left.min(count_limit(plan)))

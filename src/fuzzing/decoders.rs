@@ -9,7 +9,7 @@ use std::io::Read;
 
 use super::assert_one_line;
 use super::input::{drain, Bytes, Drained};
-use crate::ends::End;
+use crate::engine::stream::Stream;
 use crate::image::decompress::{self, FrameChecksums, Mode, Opened};
 use crate::image::{Decompressed, Format};
 use crate::sys::Errno;
@@ -23,7 +23,7 @@ const STEP: usize = 65521;
 /// The input as a file (positional, sized) or as a pipe (short reads),
 /// by the length of the data: one decoding per run keeps the runs
 /// quick, and the fuzzer's changes of length reach both.
-fn input(data: &[u8]) -> Box<dyn End> {
+fn input(data: &[u8]) -> Box<dyn Stream> {
     if data.len() % 2 == 0 {
         Bytes::file(data.to_vec())
     } else {
@@ -116,7 +116,7 @@ fn read_all(mut decoder: Decompressed) -> Drained {
             "reading on after {detail}"
         );
     }
-    let decoder: Box<dyn End> = Box::new(decoder);
+    let decoder: Box<dyn Stream> = Box::new(decoder);
     if got.cut {
         decoder.abandon();
     } else {

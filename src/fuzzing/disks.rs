@@ -15,7 +15,8 @@ use std::ops::Range;
 use super::assert_one_line;
 use super::input::drain;
 use crate::allocation::{self, Extents, FileSystem, Found, ReadError, Source, Table, Verdict};
-use crate::ends::{End, Kind, Whence};
+use crate::ends::{Kind, Whence};
+use crate::engine::stream::Stream;
 use crate::image::UsedOnly;
 use crate::sys::Errno;
 
@@ -355,7 +356,7 @@ struct Image {
     at: u64,
 }
 
-impl End for Image {
+impl Stream for Image {
     fn kind(&self) -> Kind {
         Kind::RegularFile
     }

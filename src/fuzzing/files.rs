@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use super::assert_one_line;
 use super::input::{drain, Bytes};
-use crate::ends::{End, Whence};
+use crate::ends::Whence;
+use crate::engine::stream::Stream;
 use crate::image::bmap::{Bmap, BmapFilter};
 use crate::integrity::{checkfile, Algorithm, Digest};
 use crate::rescue::mapfile::{BlockStatus, Map};

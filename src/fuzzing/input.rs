@@ -2,7 +2,8 @@
 //! size) or as a pipe (short reads, no seeking), so that the wrappers ddx
 //! puts around an input (a decoder, a bmap filter) meet both kinds.
 
-use crate::ends::{End, Kind, Whence};
+use crate::ends::{Kind, Whence};
+use crate::engine::stream::Stream;
 use crate::sys::Errno;
 
 /// Most bytes one read of a pipe returns: odd, so that reads end inside
@@ -17,7 +18,7 @@ pub struct Bytes {
 }
 
 impl Bytes {
-    pub fn file(data: Vec<u8>) -> Box<dyn End> {
+    pub fn file(data: Vec<u8>) -> Box<dyn Stream> {
         Box::new(Bytes {
             data,
             at: 0,
@@ -25,7 +26,7 @@ impl Bytes {
         })
     }
 
-    pub fn pipe(data: Vec<u8>) -> Box<dyn End> {
+    pub fn pipe(data: Vec<u8>) -> Box<dyn Stream> {
         Box::new(Bytes {
             data,
             at: 0,
@@ -34,7 +35,7 @@ impl Bytes {
     }
 }
 
-impl End for Bytes {
+impl Stream for Bytes {
     fn kind(&self) -> Kind {
         self.kind
     }
@@ -89,7 +90,7 @@ pub struct Drained {
 
 /// Read `end` until it ends, fails or has given `limit` bytes, in reads
 /// of `step` bytes.
-pub fn drain(end: &mut dyn End, step: usize, limit: usize) -> Drained {
+pub fn drain(end: &mut dyn Stream, step: usize, limit: usize) -> Drained {
     let mut data = Vec::new();
     let mut buf = vec![0u8; step];
     loop {

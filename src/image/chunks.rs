@@ -139,7 +139,7 @@ impl OrderedReader {
     }
 
     /// Pass over the next `len` bytes of the stream without copying them
-    /// (see [`crate::ends::End::discard`]); fewer only at its end. The
+    /// (see [`crate::engine::stream::Stream::discard`]); fewer only at its end. The
     /// same failures as [`OrderedReader::read`].
     pub fn discard(&mut self, len: u64) -> Result<u64, Fault> {
         self.pass(len, None)

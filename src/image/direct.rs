@@ -28,7 +28,8 @@ use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::ends::{forward_to_inner, Capabilities, End, Kind, Whence};
+use crate::ends::{Capabilities, Kind, Whence};
+use crate::engine::stream::{forward_to_inner, Stream};
 use crate::sys::Errno;
 
 /// The least alignment used: a page, whatever the device's sector.
@@ -63,7 +64,7 @@ impl DirectReport {
 
 #[derive(Debug)]
 pub struct DirectWrites {
-    inner: Box<dyn End>,
+    inner: Box<dyn Stream>,
     /// Offsets, lengths and buffers aligned to this go direct.
     align: usize,
     /// O_DIRECT is set on the descriptor now.
@@ -76,7 +77,9 @@ pub struct DirectWrites {
 impl DirectWrites {
     /// Wrap `output`, a block device end with a descriptor; given back
     /// unwrapped otherwise (nothing to set O_DIRECT on).
-    pub fn wrap(output: Box<dyn End>) -> Result<(DirectWrites, Arc<DirectReport>), Box<dyn End>> {
+    pub fn wrap(
+        output: Box<dyn Stream>,
+    ) -> Result<(DirectWrites, Arc<DirectReport>), Box<dyn Stream>> {
         if !output.capabilities().device {
             return Err(output);
         }
@@ -148,7 +151,7 @@ impl DirectWrites {
         &mut self,
         buf: &[u8],
         offset: u64,
-        write: fn(&mut dyn End, &[u8], u64) -> Result<usize, Errno>,
+        write: fn(&mut dyn Stream, &[u8], u64) -> Result<usize, Errno>,
     ) -> Result<usize, Errno> {
         if self.aligned(buf, offset) {
             if self.set(true) {
@@ -173,15 +176,15 @@ impl DirectWrites {
     }
 }
 
-fn pwrite(end: &mut dyn End, buf: &[u8], offset: u64) -> Result<usize, Errno> {
+fn pwrite(end: &mut dyn Stream, buf: &[u8], offset: u64) -> Result<usize, Errno> {
     end.write_at(buf, offset)
 }
 
-fn write_here(end: &mut dyn End, buf: &[u8], _offset: u64) -> Result<usize, Errno> {
+fn write_here(end: &mut dyn Stream, buf: &[u8], _offset: u64) -> Result<usize, Errno> {
     end.write(buf)
 }
 
-impl End for DirectWrites {
+impl Stream for DirectWrites {
     fn kind(&self) -> Kind {
         self.inner.kind()
     }
@@ -252,7 +255,7 @@ mod tests {
     fn an_end_without_a_block_device_descriptor_is_given_back() {
         for kind in [Kind::RegularFile, Kind::BlockDevice, Kind::Stream] {
             let (memory, _) = Memory::new(kind, vec![0; 4096]);
-            let end: Box<dyn End> = Box::new(memory);
+            let end: Box<dyn Stream> = Box::new(memory);
             let back = DirectWrites::wrap(end).expect_err("nothing to set O_DIRECT on");
             assert_eq!(back.kind(), kind);
         }

@@ -20,7 +20,8 @@
 use std::time::{Duration, Instant};
 
 use super::format::{recognise, Format, Recognised, MAGIC_LEN};
-use crate::ends::{End, Whence};
+use crate::ends::Whence;
+use crate::engine::stream::Stream;
 use crate::sys::buffer::AlignedBuf;
 
 /// Bytes looked at: the magic numbers, and the skippable frames pzstd
@@ -36,7 +37,7 @@ const PIPE_PATIENCE: Duration = Duration::from_millis(500);
 /// they are not compressed, or cannot be looked at without taking them
 /// (see the module header), or the look fails (the copy then meets that
 /// error itself, where GNU's would).
-pub fn compressed_format(input: &mut dyn End, skip: u64) -> Option<Format> {
+pub fn compressed_format(input: &mut dyn Stream, skip: u64) -> Option<Format> {
     let can = input.capabilities();
     if can.reads_at {
         let at = input.seek(Whence::Current(0)).ok()?.checked_add(skip)?;
@@ -66,7 +67,7 @@ pub fn compressed_format(input: &mut dyn End, skip: u64) -> Option<Format> {
 /// The format of what a positional end holds at `at`. Read through an
 /// aligned buffer from an aligned offset, so that an input opened with
 /// O_DIRECT can be looked at too.
-fn format_at(input: &mut dyn End, at: u64) -> Option<Format> {
+fn format_at(input: &mut dyn Stream, at: u64) -> Option<Format> {
     const ALIGN: u64 = 4096;
     let start = at - at % ALIGN;
     let lead = (at - start) as usize;
@@ -93,6 +94,7 @@ fn format_at(input: &mut dyn End, at: u64) -> Option<Format> {
 mod tests {
     use super::*;
     use crate::ends::file::FileEnd;
+    use crate::engine::window::Window;
     use crate::sys::file::Handle;
 
     #[test]
@@ -103,7 +105,7 @@ mod tests {
         bytes[5000..5006].copy_from_slice(&[0xFD, b'7', b'z', b'X', b'Z', 0x00]);
         std::fs::write(&path, &bytes).unwrap();
         let fd = crate::sys::file::open_input(&path, rustix::fs::OFlags::empty()).unwrap();
-        let mut end = FileEnd::new(Handle::Owned(fd));
+        let mut end = Window::over(Box::new(FileEnd::new(Handle::Owned(fd))));
         assert_eq!(compressed_format(&mut end, 0), None);
         assert_eq!(compressed_format(&mut end, 5000), Some(Format::Xz));
         assert_eq!(end.seek(Whence::Current(0)).unwrap(), 0, "not moved");
@@ -118,7 +120,7 @@ mod tests {
         let gzip = [0x1F, 0x8B, 0x08, 0x00, 1, 2, 3, 4, 5, 6];
         rustix::io::write(&writer, &gzip).unwrap();
         drop(writer);
-        let mut end = FileEnd::new(Handle::Owned(reader));
+        let mut end = Window::over(Box::new(FileEnd::new(Handle::Owned(reader))));
         assert_eq!(compressed_format(&mut end, 0), Some(Format::Gzip));
         let mut back = [0u8; 16];
         assert_eq!(end.read(&mut back).unwrap(), gzip.len());
@@ -126,7 +128,7 @@ mod tests {
         // An empty pipe at its end is no format, at once.
         let (reader, writer) = rustix::pipe::pipe().unwrap();
         drop(writer);
-        let mut end = FileEnd::new(Handle::Owned(reader));
+        let mut end = Window::over(Box::new(FileEnd::new(Handle::Owned(reader))));
         assert_eq!(compressed_format(&mut end, 0), None);
     }
 }

@@ -5,27 +5,28 @@
 //! seek gets them replayed by this wrapper, under `--decompress=auto`
 //! when the input turns out not to be compressed.
 //!
-//! The wrapper has no descriptor to offer ([`End::fd`] is None): a splice
+//! The wrapper has no descriptor to offer ([`Stream::fd`] is None): a splice
 //! or copy_file_range from the inner descriptor would skip the replayed
 //! bytes.
 
-use crate::ends::{forward_to_inner, Capabilities, End, Kind, Whence};
+use crate::ends::{Capabilities, Kind, Whence};
+use crate::engine::stream::{forward_to_inner, Stream};
 use crate::sys::Errno;
 
 #[derive(Debug)]
 pub struct Prefixed {
     head: Vec<u8>,
     at: usize,
-    inner: Box<dyn End>,
+    inner: Box<dyn Stream>,
 }
 
 impl Prefixed {
-    pub fn new(head: Vec<u8>, inner: Box<dyn End>) -> Prefixed {
+    pub fn new(head: Vec<u8>, inner: Box<dyn Stream>) -> Prefixed {
         Prefixed { head, at: 0, inner }
     }
 }
 
-impl End for Prefixed {
+impl Stream for Prefixed {
     fn kind(&self) -> Kind {
         self.inner.kind().in_order()
     }

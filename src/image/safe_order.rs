@@ -8,9 +8,9 @@
 //! half-written partitions, nor the *previous* image's partition table
 //! over new contents. So, before the first byte goes anywhere else, the
 //! first MiB ([`HELD`]) is overwritten with zeros and flushed; writes that
-//! fall in it are kept in memory; and at [`End::close`] everything else is
+//! fall in it are kept in memory; and at [`Stream::close`] everything else is
 //! flushed, then the kept MiB written and flushed. An interrupted or
-//! failed copy ([`End::abandon`]) leaves the zeros: a blank-looking disk.
+//! failed copy ([`Stream::abandon`]) leaves the zeros: a blank-looking disk.
 //!
 //! This is for a write of a whole device from its first byte (the planner
 //! applies it with `--bmap` or `--decompress` onto a whole block device
@@ -20,7 +20,8 @@
 //! Statistics after a failure count the kept MiB as written, though it
 //! never reaches the device: on purpose.
 
-use crate::ends::{forward_to_inner, End, Whence};
+use crate::ends::Whence;
+use crate::engine::stream::{forward_to_inner, Stream};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 
@@ -29,7 +30,7 @@ pub const HELD: usize = 1 << 20;
 
 #[derive(Debug)]
 pub struct SafeOrder {
-    inner: Box<dyn End>,
+    inner: Box<dyn Stream>,
     /// The first MiB as the copy writes it; zeros elsewhere. Page-aligned
     /// for an O_DIRECT output.
     held: AlignedBuf,
@@ -46,14 +47,14 @@ impl SafeOrder {
     /// Wrap `output`, a positional end (a block device). An end that
     /// cannot seek is given back unwrapped: there is no "first MiB" to go
     /// back to.
-    pub fn wrap(output: Box<dyn End>) -> Box<dyn End> {
+    pub fn wrap(output: Box<dyn Stream>) -> Box<dyn Stream> {
         match SafeOrder::new(output) {
             Ok(safe) => Box::new(safe),
             Err(output) => output,
         }
     }
 
-    pub fn new(mut output: Box<dyn End>) -> Result<SafeOrder, Box<dyn End>> {
+    pub fn new(mut output: Box<dyn Stream>) -> Result<SafeOrder, Box<dyn Stream>> {
         if !output.capabilities().writes_at {
             return Err(output);
         }
@@ -154,7 +155,7 @@ impl SafeOrder {
 /// pwrite where the end has it, else seek and write; `inner_pos` tracks
 /// the end's own position.
 fn put_at(
-    end: &mut dyn End,
+    end: &mut dyn Stream,
     data: &[u8],
     at: u64,
     inner_pos: &mut Option<u64>,
@@ -172,7 +173,7 @@ fn put_at(
     Ok(n)
 }
 
-impl End for SafeOrder {
+impl Stream for SafeOrder {
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
         let n = self.read_at(buf, self.pos)?;
         self.pos += n as u64;

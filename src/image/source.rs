@@ -11,7 +11,7 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::ends::End;
+use crate::engine::stream::Stream;
 use crate::sys::Errno;
 
 /// How far decompression has got through the compressed input: what the
@@ -54,7 +54,7 @@ pub struct InputFailure {
 
 #[derive(Debug)]
 pub struct Source {
-    end: Box<dyn End>,
+    end: Box<dyn Stream>,
     progress: Arc<InputProgress>,
     /// Bytes replayed before the end's own (the head read to recognise
     /// the format).
@@ -66,7 +66,7 @@ pub struct Source {
 }
 
 impl Source {
-    pub fn new(end: Box<dyn End>, head: Vec<u8>, progress: Arc<InputProgress>) -> Source {
+    pub fn new(end: Box<dyn Stream>, head: Vec<u8>, progress: Arc<InputProgress>) -> Source {
         Source {
             end,
             progress,
@@ -83,7 +83,7 @@ impl Source {
         self.offset
     }
 
-    pub fn into_end(self) -> Box<dyn End> {
+    pub fn into_end(self) -> Box<dyn Stream> {
         self.end
     }
 

@@ -1,7 +1,7 @@
 //! `--tee=OUT`: one stream written to several outputs at once.
 //!
 //! The first output is written by the engine's own thread, exactly as if
-//! it were the only one: its results are what [`End::write`] returns, so
+//! it were the only one: its results are what [`Stream::write`] returns, so
 //! GNU's statistics and messages are the first output's. Every further
 //! output has a thread of its own. How it gets the bytes depends on the
 //! write's size:
@@ -38,7 +38,8 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use crate::ends::{Capabilities, End, Kind, Pipeline, Whence};
+use crate::ends::{Capabilities, Kind, Whence};
+use crate::engine::stream::{Pipeline, Stream};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::{errno_text, Errno};
 use crate::text::human::{human, Base};
@@ -292,7 +293,7 @@ impl std::fmt::Debug for Command {
 /// The first output and the extra ones.
 #[derive(Debug)]
 pub struct Tee {
-    first: Box<dyn End>,
+    first: Box<dyn Stream>,
     extras: Vec<Extra>,
     report: Arc<TeeReport>,
     free: Arc<Mutex<Vec<AlignedBuf>>>,
@@ -319,7 +320,7 @@ impl Tee {
     }
 
     /// `first` and the `(name, end)` extra outputs.
-    pub fn new(first: Box<dyn End>, extras: Vec<(String, Box<dyn End>)>) -> Tee {
+    pub fn new(first: Box<dyn Stream>, extras: Vec<(String, Box<dyn Stream>)>) -> Tee {
         let report = Arc::new(TeeReport {
             outputs: extras
                 .iter()
@@ -454,7 +455,7 @@ impl Tee {
         Ok(())
     }
 
-    fn finish(self, last: fn() -> Command) -> Box<dyn End> {
+    fn finish(self, last: fn() -> Command) -> Box<dyn Stream> {
         let Tee { first, extras, .. } = self;
         for extra in &extras {
             let _ = extra.commands.send(last());
@@ -467,18 +468,14 @@ impl Tee {
     }
 }
 
-impl End for Tee {
+impl Stream for Tee {
     fn kind(&self) -> Kind {
         self.first.kind()
     }
 
-    /// The first output's, but for exchanging buffers, which the
-    /// further outputs could not follow.
+    /// The first output's.
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            exchanges_buffers: false,
-            ..self.first.capabilities()
-        }
+        self.first.capabilities()
     }
 
     /// None: a descriptor would let the engine write the first output
@@ -579,7 +576,12 @@ impl End for Tee {
 
 /// An extra output's thread: does what it is told until told to close or
 /// abandon, or until the tee goes.
-fn serve(mut end: Box<dyn End>, queue: &Receiver<Command>, budget: &Budget, report: &OutputReport) {
+fn serve(
+    mut end: Box<dyn Stream>,
+    queue: &Receiver<Command>,
+    budget: &Budget,
+    report: &OutputReport,
+) {
     let mut failed = false;
     let mut zeros: Vec<u8> = Vec::new();
     for command in queue {
@@ -680,7 +682,7 @@ fn serve(mut end: Box<dyn End>, queue: &Receiver<Command>, budget: &Budget, repo
 }
 
 fn write_all(
-    end: &mut dyn End,
+    end: &mut dyn Stream,
     mut data: &[u8],
     mut at: Option<u64>,
     report: &OutputReport,

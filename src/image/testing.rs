@@ -3,7 +3,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::ends::{End, Kind, Whence};
+use crate::ends::{Kind, Whence};
+use crate::engine::stream::Stream;
 use crate::sys::Errno;
 
 /// Bytes shared with the test, which looks at them after the end closed.
@@ -41,13 +42,13 @@ impl Memory {
         )
     }
 
-    pub fn boxed(kind: Kind, data: Vec<u8>) -> (Box<dyn End>, Shared) {
+    pub fn boxed(kind: Kind, data: Vec<u8>) -> (Box<dyn Stream>, Shared) {
         let (memory, shared) = Memory::new(kind, data);
         (Box::new(memory), shared)
     }
 }
 
-impl End for Memory {
+impl Stream for Memory {
     fn kind(&self) -> Kind {
         self.kind
     }

@@ -5,12 +5,13 @@ use std::io::Write as _;
 
 use super::testing::{sample, Memory};
 use super::*;
-use crate::ends::{End, Kind};
+use crate::ends::Kind;
+use crate::engine::stream::Stream;
 use crate::sys::Errno;
 
 fn compress(data: &[u8], spec: &str, piece: usize) -> Vec<u8> {
     let (output, bytes) = Memory::boxed(Kind::Pipe, Vec::new());
-    let mut end: Box<dyn End> = Box::new(Compressed::start(
+    let mut end: Box<dyn Stream> = Box::new(Compressed::start(
         output,
         Compression::parse(spec).unwrap(),
         2,
@@ -36,7 +37,7 @@ fn decompressing(data: Vec<u8>) -> Decompressed {
 }
 
 /// Read to the end in `bs` reads, which must all be full but the last.
-fn read_all(end: &mut dyn End, bs: usize) -> Result<Vec<u8>, Errno> {
+fn read_all(end: &mut dyn Stream, bs: usize) -> Result<Vec<u8>, Errno> {
     let mut out = Vec::new();
     let mut buf = vec![0u8; bs];
     loop {
@@ -135,7 +136,7 @@ fn an_abandoned_compression_does_not_look_complete() {
     let data = sample(compress::FRAME + 100, 15);
     for spec in ["zstd", "gzip", "xz"] {
         let (output, bytes) = Memory::boxed(Kind::Pipe, Vec::new());
-        let mut end: Box<dyn End> = Box::new(Compressed::start(
+        let mut end: Box<dyn Stream> = Box::new(Compressed::start(
             output,
             Compression::parse(spec).unwrap(),
             2,
@@ -159,7 +160,7 @@ fn an_output_that_fills_up_fails_a_later_write_or_the_close() {
     for spec in ["zstd:1", "xz:0"] {
         let (mut output, _) = Memory::new(Kind::Pipe, Vec::new());
         output.fail_at = Some((200_000, Errno::NOSPC));
-        let mut end: Box<dyn End> = Box::new(Compressed::start(
+        let mut end: Box<dyn Stream> = Box::new(Compressed::start(
             Box::new(output),
             Compression::parse(spec).unwrap(),
             2,
@@ -244,7 +245,7 @@ fn runs_of_zeros_go_in_as_one_frame_compressed_once_and_decode_in_place() {
     let tail = sample(4321, 6);
     for spec in ["zstd:1", "gzip:1", "xz:0"] {
         let (output, bytes) = Memory::boxed(Kind::Pipe, Vec::new());
-        let mut end: Box<dyn End> = Box::new(Compressed::start(
+        let mut end: Box<dyn Stream> = Box::new(Compressed::start(
             output,
             Compression::parse(spec).unwrap(),
             2,

@@ -2,7 +2,7 @@
 //!
 //! [`UsedOnly`] wraps the input (a disk, a partition, a disk image) once
 //! [`crate::allocation`] has read its partition table and allocation
-//! maps. It answers [`End::next_data`] and [`End::next_hole`] from the
+//! maps. It answers [`Stream::next_data`] and [`Stream::next_hole`] from the
 //! used set, so that the engine passes every unused range on as a hole
 //! without reading it (a hole in a file, nothing in a compressed stream,
 //! a range left alone on a device, and `--bmap-create` maps exactly the
@@ -26,7 +26,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::allocation::{self, Analysis, ReadError, Source};
-use crate::ends::{forward_to_inner, End, Whence};
+use crate::ends::Whence;
+use crate::engine::stream::{forward_to_inner, Stream};
 use crate::sys::Errno;
 
 /// Used bytes asked of the kernel ahead of the reads; asked again once
@@ -51,7 +52,7 @@ impl UsedProgress {
 
 /// The input end as the allocation parsers read it.
 struct Disk<'a> {
-    end: &'a mut dyn End,
+    end: &'a mut dyn Stream,
     size: u64,
 }
 
@@ -92,7 +93,7 @@ pub enum UsedError {
 /// The input read as its used blocks.
 #[derive(Debug)]
 pub struct UsedOnly {
-    inner: Box<dyn End>,
+    inner: Box<dyn Stream>,
     used: allocation::Extents,
     size: u64,
     pos: u64,
@@ -105,7 +106,7 @@ impl UsedOnly {
     /// Analyse `inner` (named `name` in messages; its logical sector,
     /// where known) and wrap it. The analysis is returned for `--verbose`.
     pub fn wrap(
-        mut inner: Box<dyn End>,
+        mut inner: Box<dyn Stream>,
         name: &str,
         sector: Option<u64>,
     ) -> Result<(UsedOnly, Analysis), UsedError> {
@@ -226,7 +227,7 @@ impl UsedOnly {
     }
 }
 
-impl End for UsedOnly {
+impl Stream for UsedOnly {
     forward_to_inner!(
         kind,
         size,

@@ -4,34 +4,43 @@
 //! byte with the input, re-read, when the input can be read again, so that
 //! the report names the first differing byte; otherwise it names the MiB.
 //!
-//! Bypassing the cache: the output is synced, its pages are dropped
-//! (fadvise DONTNEED, which only drops clean pages: hence the sync first),
-//! and it is read with O_DIRECT where the offsets allow; a filesystem that
-//! refuses O_DIRECT is read through the (now empty) cache.
-//!
-//! An output named by a URI (an NBD export, an object) is read back
-//! through its end, opened anew for reading: for an object that is the
-//! store's copy, fetched by ranged GETs, not anything ddx kept.
+//! The output is read back through what the copy gives here ([`Reopen`]):
+//! it is opened again as the copy opened it, with the copy's options, its
+//! requests kept in flight by the engine's window, and what it wrote
+//! synced and out of the page cache first (`copy::read_back`). This module
+//! only compares.
 //!
 //! An image written through a block map (`--bmap`) is read back by
 //! [`verify_ranges`] instead: only its mapped ranges (the unmapped
 //! blocks were never written and hold what they held), each checked
 //! against its digest (the map's, or one taken of the decoded range as
 //! it was written where the map gives none), several ranges at once on
-//! threads of their own, each with its own descriptor or connection.
+//! threads of their own, each with the output opened on its own.
 
-use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::ends::{uri, End, Pipeline, Whence};
 use crate::integrity::{ChunkDigests, VERIFY_CHUNK};
 use crate::sys::buffer::AlignedBuf;
-use crate::sys::file;
-use crate::sys::fill::fill;
 use crate::sys::Errno;
-use rustix::fs::OFlags;
+
+/// An output (or an input) opened again to be read back.
+pub trait ReadBack: Send {
+    /// Fill `buf` from `offset`: fewer bytes only at the end.
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, Errno>;
+}
+
+/// How to open what is read back, as many times as there are readers.
+pub trait Reopen: Sync {
+    /// Before the first read: make what was written reach the device
+    /// and leave the cache, over `total` bytes from `start`.
+    fn prepare(&self, start: u64, total: u64) -> Result<(), Errno>;
+
+    /// Open it for reading, in order from `start` on (`total` bytes: the
+    /// reads ahead need not pass them) or, with `total` None, by
+    /// position (a range at a time).
+    fn open(&self, start: u64, total: Option<u64>) -> Result<Box<dyn ReadBack>, Errno>;
+}
 
 /// How the read-back went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,39 +53,32 @@ pub enum Verdict {
     Differs { offset: u64, exact: bool },
 }
 
-/// Where the stream came from, to find the exact differing byte.
-#[derive(Debug, Clone, Copy)]
-pub struct Reference<'a> {
-    pub path: &'a Path,
-    /// Input offset of the stream's first byte.
-    pub start: u64,
-}
-
-/// Requests in flight reading an end back.
-const REMOTE_DEPTH: usize = 8;
-
-/// Read back `chunks.total` bytes of `path` from output offset `start`.
+/// Read back `chunks.total` bytes of the output `reopen` opens, from
+/// output offset `start`; `reference`: the input, opened again, and the
+/// input offset of the stream's first byte.
 pub fn verify(
-    path: &Path,
+    reopen: &dyn Reopen,
     start: u64,
     chunks: &ChunkDigests,
-    reference: Option<Reference<'_>>,
+    reference: Option<(&dyn Reopen, u64)>,
 ) -> Result<Verdict, Errno> {
-    let mut reader = ReadBack {
-        from: Source::open(path, start, chunks.total)?,
-        buf: AlignedBuf::new(VERIFY_CHUNK)?,
-    };
+    reopen.prepare(start, chunks.total)?;
+    let mut reader = reopen.open(start, Some(chunks.total))?;
+    let mut buf = AlignedBuf::new(VERIFY_CHUNK)?;
     for (index, &expected) in chunks.digests.iter().enumerate() {
         let chunk_start = index as u64 * VERIFY_CHUNK as u64;
         let want = (chunks.total - chunk_start).min(VERIFY_CHUNK as u64) as usize;
-        let got = reader.read_at(start + chunk_start, want)?;
-        let data = &reader.buf.as_slice()[..got];
+        let got = reader.read_at(&mut buf.as_mut_slice()[..want], start + chunk_start)?;
+        let data = &buf.as_slice()[..got];
         if got == want && xxhash_rust::xxh3::xxh3_64(data) == expected {
             continue;
         }
-        let exact = reference.and_then(|r| {
+        let exact = reference.and_then(|(input, input_start)| {
             let mut original = vec![0u8; want];
-            let n = read_reference(r.path, &mut original, r.start + chunk_start)?;
+            let mut from = input.open(input_start + chunk_start, None).ok()?;
+            let n = from
+                .read_at(&mut original, input_start + chunk_start)
+                .ok()?;
             if n != want || xxhash_rust::xxh3::xxh3_64(&original) != expected {
                 // The input changed since: it cannot say what was written.
                 return None;
@@ -106,105 +108,6 @@ pub fn verify(
     Ok(Verdict::Identical {
         bytes: chunks.total,
     })
-}
-
-struct ReadBack {
-    from: Source,
-    buf: AlignedBuf,
-}
-
-/// What the output is read back from.
-enum Source {
-    /// A file or device: O_DIRECT where it can, else the emptied cache.
-    Local {
-        direct: Option<OwnedFd>,
-        buffered: OwnedFd,
-    },
-    /// An end named by a URI, opened for reading.
-    ByUri(Box<dyn End>),
-}
-
-impl Source {
-    /// Open `path` to read `total` bytes from `start` back.
-    fn open(path: &Path, start: u64, total: u64) -> Result<Source, Errno> {
-        if let Some(opened) = open_by_uri(path) {
-            let mut end = opened?;
-            // Read in order, ahead of the comparison.
-            end.pipeline(Pipeline {
-                chunk: VERIFY_CHUNK,
-                depth: REMOTE_DEPTH,
-                total: Some(total),
-            });
-            end.seek(Whence::Start(start))?;
-            return Ok(Source::ByUri(end));
-        }
-        let buffered = file::open_input(path, OFlags::empty())?;
-        file::fdatasync(buffered.as_fd()).or_else(|e| match e {
-            // Not every output can be synced (a pipe cannot be verified anyway).
-            Errno::INVAL | Errno::ROFS => Ok(()),
-            e => Err(e),
-        })?;
-        let _ = file::drop_cache(buffered.as_fd(), start, total);
-        let direct = (start % 4096 == 0)
-            .then(|| file::open_input(path, OFlags::DIRECT).ok())
-            .flatten();
-        Ok(Source::Local { direct, buffered })
-    }
-}
-
-/// `path` opened for reading through its end, where it names one.
-fn open_by_uri(path: &Path) -> Option<Result<Box<dyn End>, Errno>> {
-    Some(match uri::recognise(path)? {
-        Ok(named) => uri::open(&named, uri::Opening::Read).map_err(|e| e.errno),
-        Err(_) => Err(Errno::INVAL),
-    })
-}
-
-/// The input's bytes at `offset`, where it can be read again.
-fn read_reference(path: &Path, buf: &mut [u8], offset: u64) -> Option<usize> {
-    if let Some(opened) = open_by_uri(path) {
-        return read_end_full(opened.ok()?.as_mut(), buf, offset).ok();
-    }
-    let input = file::open_input(path, OFlags::empty()).ok()?;
-    read_full(&input, buf, offset).ok()
-}
-
-impl ReadBack {
-    /// Read `want` bytes at `offset` into the buffer; fewer at end of file.
-    fn read_at(&mut self, offset: u64, want: usize) -> Result<usize, Errno> {
-        let buf = self.buf.as_mut_slice();
-        match &mut self.from {
-            Source::ByUri(end) => {
-                end.seek(Whence::Start(offset))?;
-                read_end_sequential(end.as_mut(), &mut buf[..want])
-            }
-            Source::Local { direct, buffered } => {
-                if let Some(fd) = direct {
-                    // O_DIRECT wants whole sectors: ask for the length rounded up.
-                    let asked = want.div_ceil(4096) * 4096;
-                    match read_full(fd, &mut buf[..asked], offset) {
-                        Ok(n) => return Ok(n.min(want)),
-                        Err(Errno::INVAL) => *direct = None,
-                        Err(e) => return Err(e),
-                    }
-                }
-                read_full(buffered, &mut buf[..want], offset)
-            }
-        }
-    }
-}
-
-/// Read `buf` full from an end's position; short only at its end.
-fn read_end_sequential(end: &mut dyn End, buf: &mut [u8]) -> Result<usize, Errno> {
-    fill(buf, |rest, _| end.read(rest)).all_or_error()
-}
-
-fn read_end_full(end: &mut dyn End, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
-    fill(buf, |rest, done| end.read_at(rest, offset + done)).all_or_error()
-}
-
-fn read_full(fd: &OwnedFd, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
-    fill(buf, |rest, done| rustix::io::pread(fd, rest, offset + done)).all_or_error()
 }
 
 /// What one range of an image must read back as.
@@ -279,24 +182,20 @@ pub enum RangesVerdict {
 /// Bytes per read of a range.
 const RANGE_READ: usize = 4 << 20;
 
-/// Read back `ranges` of `path` (sorted, disjoint) on up to `workers`
-/// threads, each range by one thread in order, and check each against
-/// its digest. Nothing outside the ranges is read. The output is synced
-/// and its cache dropped first, so that the device, not the cache, is
-/// read.
+/// Read back `ranges` of the output `reopen` opens (sorted, disjoint)
+/// on up to `workers` threads, each range by one thread in order, and
+/// check each against its digest. Nothing outside the ranges is read.
+/// The output is prepared once (synced, its cache emptied), so that the
+/// device, not the cache, is read.
 pub fn verify_ranges(
-    path: &Path,
+    reopen: &dyn Reopen,
     ranges: &[RangeCheck],
     workers: usize,
 ) -> Result<RangesVerdict, Errno> {
     let Some(last) = ranges.last() else {
         return Ok(RangesVerdict::Identical { bytes: 0 });
     };
-    // A file or device is synced and its cache emptied once; each worker
-    // then opens it (or connects to the end) on its own.
-    if uri::recognise(path).is_none() {
-        drop(Source::open(path, 0, last.end)?);
-    }
+    reopen.prepare(0, last.end)?;
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let differs = Mutex::new(None::<usize>);
@@ -306,16 +205,14 @@ pub fn verify_ranges(
         for _ in 0..workers {
             scope.spawn(|| {
                 let outcome = (|| -> Result<(), Errno> {
-                    let mut reader = ReadBack {
-                        from: Source::reopen(path)?,
-                        buf: AlignedBuf::new(RANGE_READ)?,
-                    };
+                    let mut reader = reopen.open(0, None)?;
+                    let mut buf = AlignedBuf::new(RANGE_READ)?;
                     while !stop.load(Ordering::Relaxed) {
                         let index = next.fetch_add(1, Ordering::Relaxed);
                         let Some(range) = ranges.get(index) else {
                             break;
                         };
-                        if !reader.matches(range)? {
+                        if !matches(reader.as_mut(), &mut buf, range)? {
                             let mut first = differs.lock().unwrap_or_else(|e| e.into_inner());
                             *first = Some(first.map_or(index, |f| f.min(index)));
                             stop.store(true, Ordering::Relaxed);
@@ -344,54 +241,23 @@ pub fn verify_ranges(
     })
 }
 
-impl Source {
-    /// `path` opened again for reading, its cache already dropped.
-    fn reopen(path: &Path) -> Result<Source, Errno> {
-        if let Some(opened) = open_by_uri(path) {
-            return Ok(Source::ByUri(opened?));
+/// Whether `range` reads back as its digest says (a range cut short by
+/// the output's end does not).
+fn matches(
+    reader: &mut dyn ReadBack,
+    buf: &mut AlignedBuf,
+    range: &RangeCheck,
+) -> Result<bool, Errno> {
+    let mut hasher = range.digest.hasher();
+    let mut at = range.start;
+    while at < range.end {
+        let want = (range.end - at).min(RANGE_READ as u64) as usize;
+        let got = reader.read_at(&mut buf.as_mut_slice()[..want], at)?;
+        hasher.update(&buf.as_slice()[..got]);
+        if got < want {
+            return Ok(false);
         }
-        let buffered = file::open_input(path, OFlags::empty())?;
-        let direct = file::open_input(path, OFlags::DIRECT).ok();
-        Ok(Source::Local { direct, buffered })
+        at += got as u64;
     }
-}
-
-impl ReadBack {
-    /// Whether `range` reads back as its digest says (a range cut short
-    /// by the output's end does not).
-    fn matches(&mut self, range: &RangeCheck) -> Result<bool, Errno> {
-        let mut hasher = range.digest.hasher();
-        let mut at = range.start;
-        while at < range.end {
-            let want = (range.end - at).min(RANGE_READ as u64) as usize;
-            let got = self.range_read(at, want)?;
-            hasher.update(&self.buf.as_slice()[..got]);
-            if got < want {
-                return Ok(false);
-            }
-            at += got as u64;
-        }
-        Ok(hasher.matches(&range.digest))
-    }
-
-    /// Read `want` bytes at `offset`, by position (a worker's own end is
-    /// read where it is asked, not in order).
-    fn range_read(&mut self, offset: u64, want: usize) -> Result<usize, Errno> {
-        if let Source::ByUri(end) = &mut self.from {
-            let buf = &mut self.buf.as_mut_slice()[..want];
-            return match read_end_full(end.as_mut(), buf, offset) {
-                Err(Errno::SPIPE) => {
-                    end.seek(Whence::Start(offset))?;
-                    read_end_sequential(end.as_mut(), buf)
-                }
-                other => other,
-            };
-        }
-        if offset % 4096 != 0 {
-            if let Source::Local { direct, .. } = &mut self.from {
-                *direct = None;
-            }
-        }
-        self.read_at(offset, want)
-    }
+    Ok(hasher.matches(&range.digest))
 }

@@ -22,8 +22,9 @@ use std::path::Path;
 use rustix::fs::{AtFlags, FileType, OFlags};
 
 use crate::ends::uri::UriEnd;
-use crate::ends::{Capabilities, Input, Kind};
+use crate::ends::{Capabilities, Kind};
 use crate::engine::depth::{self, Probe, QueueHint, Transport, PROBE_DEPTH, PROBE_READ};
+use crate::engine::stream::Input;
 use crate::image::Format;
 use crate::sys::block::{self, DeviceNumber};
 use crate::sys::filesystem::{storage_of, Storage};
@@ -191,7 +192,7 @@ const REMOTE_QUEUE: QueueHint = QueueHint::solid_state(64);
 /// beside the copy as they stand.
 pub fn gather(input: &Input, output: OutputProbe<'_>, beside: Beside<&Path>) -> Facts {
     let mut input_facts = input_facts(input);
-    if let Some(fd) = input.end.fd().filter(|_| worth_probing(&input_facts)) {
+    if let Some(fd) = input.stream.fd().filter(|_| worth_probing(&input_facts)) {
         input_facts.queue = measured(input_facts.queue, probe(fd, input_facts.size));
     }
     let mut output_facts = output_facts(output);
@@ -231,16 +232,16 @@ pub fn gather(input: &Input, output: OutputProbe<'_>, beside: Beside<&Path>) -> 
 pub fn input_facts(input: &Input) -> EndFacts {
     use std::os::unix::ffi::OsStrExt;
     let input_path = Path::new(std::ffi::OsStr::from_bytes(&input.name));
-    let mut facts = match input.end.fd() {
-        Some(fd) => of_descriptor(fd, input.end.kind()),
+    let mut facts = match input.stream.fd() {
+        Some(fd) => of_descriptor(fd, input.stream.kind()),
         None => passthrough_facts(input_path).unwrap_or_else(|| EndFacts {
-            size: input.end.size().ok().flatten(),
-            ..without_descriptor(input.end.kind(), input.end.capabilities())
+            size: input.stream.size().ok().flatten(),
+            ..without_descriptor(input.stream.kind(), input.stream.capabilities())
         }),
     };
-    facts.can = input.end.capabilities();
+    facts.can = input.stream.capabilities();
     facts.seekable = input.seekable;
-    if let (Kind::RegularFile, Some(fd)) = (facts.kind, input.end.fd()) {
+    if let (Kind::RegularFile, Some(fd)) = (facts.kind, input.stream.fd()) {
         facts.cached = crate::engine::cache::mostly_cached(fd, 0, u64::MAX);
     }
     facts

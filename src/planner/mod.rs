@@ -45,22 +45,22 @@ pub struct Strategy {
     pub cache: cache::Reason,
     /// Why the copy runs in turn (`Backend::Sequential`), where it does.
     pub in_turn: Option<InTurn>,
-    /// Writes to an O_DIRECT output kept in flight together, where they
-    /// pay ([`write_behind`]).
-    pub write_behind: Option<WritesInFlight>,
-    /// Reads of an O_DIRECT input kept in flight together, where they pay
-    /// ([`read_ahead`]).
-    pub read_ahead: Option<WritesInFlight>,
+    /// The input's requests kept in flight by its window (`engine::window`):
+    /// an O_DIRECT file or device's reads where they pay ([`read_ahead`]),
+    /// a served end's in the copy's bulk requests.
+    pub input_in_flight: Option<InFlight>,
+    /// The output's, likewise ([`write_behind`]).
+    pub output_in_flight: Option<InFlight>,
     /// Both ends on one disk that shares itself between reads and writes
     /// ([`one_shared_disk`]): a direct copy keeps at most
     /// [`SHARED_DISK_DEPTH`] reads and writes in flight.
     pub one_shared_disk: bool,
 }
 
-/// Several direct writes in flight (`ends::write_behind`): how many, of up to
-/// how many bytes each.
+/// Requests an end's window keeps in flight: how many, of up to how many
+/// bytes each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WritesInFlight {
+pub struct InFlight {
     pub depth: usize,
     pub request: usize,
 }
@@ -239,13 +239,26 @@ pub fn plan(request: &Request, facts: &Facts) -> Strategy {
             trim: settings.trim,
         },
     };
+    // An end that is not local storage (an export, an object, a disk's
+    // generic node) keeps the bulk requests in flight, as deep as the
+    // backend overlaps; a local file or device only where reads ahead or
+    // writes behind pay (see [`read_ahead`], [`write_behind`]).
+    let bulk_in_flight = shaping.bulk.map(|shape| InFlight {
+        depth: match backend {
+            Backend::Threads { queue_depth } | Backend::Uring { queue_depth } => queue_depth,
+            Backend::Sync | Backend::Sequential => 1,
+        },
+        request: shape.chunk,
+    });
     Strategy {
         backend,
         shaping,
         cache: cache.reason,
         in_turn: in_turn.filter(|_| backend == Backend::Sequential),
-        write_behind: write_behind(request, facts, backend),
-        read_ahead: read_ahead(request, facts, backend),
+        input_in_flight: read_ahead(request, facts, backend)
+            .or(bulk_in_flight.filter(|_| !facts.input.can.local_storage)),
+        output_in_flight: write_behind(request, facts, backend)
+            .or(bulk_in_flight.filter(|_| !facts.output.can.local_storage)),
         one_shared_disk: one_shared_disk(&request.settings, facts),
     }
 }
@@ -306,7 +319,7 @@ fn local_storage(end: &EndFacts) -> bool {
     end.can.local_storage && end.descriptor && !end.null_device
 }
 
-/// Whether reads of the input go several at once (`ends::read_ahead`).
+/// Whether an O_DIRECT input's reads go several at once.
 ///
 /// Under `iflag=direct` the kernel reads nothing ahead, so each record's
 /// read waits for the device however deep its queue. A reader thread
@@ -316,7 +329,7 @@ fn local_storage(end: &EndFacts) -> bool {
 /// records of one size (not `iflag=fullblock`, whose reads follow what
 /// the previous one returned), and where the output, if local storage,
 /// takes parallel requests too (see [`takes_parallel_requests`]).
-pub fn read_ahead(request: &Request, facts: &Facts, backend: Backend) -> Option<WritesInFlight> {
+pub fn read_ahead(request: &Request, facts: &Facts, backend: Backend) -> Option<InFlight> {
     let Request { plan, settings } = request;
     let queue_depth = match backend {
         Backend::Threads { queue_depth } => queue_depth,
@@ -331,13 +344,13 @@ pub fn read_ahead(request: &Request, facts: &Facts, backend: Backend) -> Option<
         && (!local_storage(&facts.output) || takes_parallel_requests(settings, &facts.output))
         && queue_depth > 1
         && size <= WRITE_BEHIND_MEMORY / 2;
-    fits.then(|| WritesInFlight {
+    fits.then(|| InFlight {
         depth: queue_depth.min(WRITE_BEHIND_MEMORY / size),
         request: size,
     })
 }
 
-/// Whether writes to the output go several at once (`ends::write_behind`).
+/// Whether an O_DIRECT output's writes go several at once.
 ///
 /// Under `oflag=direct` each write waits for the device, so GNU's loop
 /// (and a writer thread) keeps one request in flight however deep the
@@ -350,7 +363,7 @@ pub fn read_ahead(request: &Request, facts: &Facts, backend: Backend) -> Option<
 /// O_DIRECT too, only together with its reads in flight ([`read_ahead`]):
 /// with one read at a time, writes in flight made the lab's 1 MiB
 /// O_DIRECT copy 1.24x slower.
-pub fn write_behind(request: &Request, facts: &Facts, backend: Backend) -> Option<WritesInFlight> {
+pub fn write_behind(request: &Request, facts: &Facts, backend: Backend) -> Option<InFlight> {
     let Request { plan, .. } = request;
     let queue_depth = match backend {
         Backend::Threads { queue_depth } | Backend::Uring { queue_depth } => queue_depth,
@@ -366,7 +379,7 @@ pub fn write_behind(request: &Request, facts: &Facts, backend: Backend) -> Optio
         && facts.output.descriptor
         && queue_depth > 1
         && size <= WRITE_BEHIND_MEMORY / 2;
-    fits.then(|| WritesInFlight {
+    fits.then(|| InFlight {
         depth: queue_depth.min(WRITE_BEHIND_MEMORY / size),
         request: size,
     })

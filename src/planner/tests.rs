@@ -635,13 +635,13 @@ fn direct_reads_go_several_at_once_only_where_both_ends_take_parallel_requests()
             queue_depth: depth,
             ..auto()
         };
-        plan(&request(words, settings), facts).read_ahead
+        plan(&request(words, settings), facts).input_in_flight
     };
     let ssd = |number| on(device(number), 8 + number as u32, SSD);
     let hdd = |number| on(device(number), 8 + number as u32, HDD);
     let direct = ["bs=64K", "iflag=direct"];
     // Solid-state queues give a queue depth of 16.
-    let expected = Some(WritesInFlight {
+    let expected = Some(InFlight {
         depth: 16,
         request: 64 << 10,
     });
@@ -705,12 +705,12 @@ fn direct_writes_go_several_at_once_only_where_the_copy_overlaps() {
             queue_depth: depth,
             ..auto()
         };
-        plan(&request(words, settings), facts).write_behind
+        plan(&request(words, settings), facts).output_in_flight
     };
     let direct = ["bs=1M", "oflag=direct"];
     assert_eq!(
         with(&direct, Some(8), &to_device),
-        Some(WritesInFlight {
+        Some(InFlight {
             depth: 8,
             request: 1 << 20
         })
@@ -788,16 +788,16 @@ fn one_disk_that_serves_requests_in_parallel_overlaps_its_reads_and_writes() {
     // more of each.
     let direct = ["bs=1M", "iflag=direct", "oflag=direct"];
     let s = plan(&request(&direct, auto()), &on_virtio);
-    let two = Some(WritesInFlight {
+    let two = Some(InFlight {
         depth: SHARED_DISK_DEPTH,
         request: 1 << 20,
     });
-    assert_eq!((s.read_ahead, s.write_behind), (two, two));
+    assert_eq!((s.input_in_flight, s.output_in_flight), (two, two));
     assert_eq!(s.backend, threads(SHARED_DISK_DEPTH));
     assert!(s.one_shared_disk);
     // An NVMe drive, or a disk measured gaining 4x with depth, keeps
     // reads and writes in flight within itself.
-    let in_flight = Some(WritesInFlight {
+    let in_flight = Some(InFlight {
         depth: 16,
         request: 1 << 20,
     });
@@ -809,7 +809,10 @@ fn one_disk_that_serves_requests_in_parallel_overlaps_its_reads_and_writes() {
         &request(&direct, auto()),
         &facts(on(ext4(1), 8, nvme), on(ext4(2), 8, nvme)),
     );
-    assert_eq!((s.read_ahead, s.write_behind), (in_flight, in_flight));
+    assert_eq!(
+        (s.input_in_flight, s.output_in_flight),
+        (in_flight, in_flight)
+    );
     assert!(!s.one_shared_disk);
     let deep = QueueHint {
         measured: Some(Probe {
@@ -822,13 +825,19 @@ fn one_disk_that_serves_requests_in_parallel_overlaps_its_reads_and_writes() {
         &request(&direct, auto()),
         &facts(on(ext4(1), 8, deep), on(ext4(2), 8, deep)),
     );
-    assert_eq!((s.read_ahead, s.write_behind), (in_flight, in_flight));
+    assert_eq!(
+        (s.input_in_flight, s.output_in_flight),
+        (in_flight, in_flight)
+    );
     // Between two such disks, the reads and writes do not share one.
     let s = plan(
         &request(&direct, auto()),
         &facts(on(ext4(1), 8, virtio), on(ext4(2), 9, virtio)),
     );
-    assert_eq!((s.read_ahead, s.write_behind), (in_flight, in_flight));
+    assert_eq!(
+        (s.input_in_flight, s.output_in_flight),
+        (in_flight, in_flight)
+    );
     // A disk measured gaining less than 4x (this machine's virtio disk:
     // 1.1x to 2.6x) keeps one of each, and --queue-depth more.
     let shallow = QueueHint {
@@ -840,13 +849,13 @@ fn one_disk_that_serves_requests_in_parallel_overlaps_its_reads_and_writes() {
     };
     let on_shallow = facts(on(ext4(1), 8, shallow), on(ext4(2), 8, shallow));
     let s = plan(&request(&direct, auto()), &on_shallow);
-    assert_eq!((s.read_ahead, s.write_behind), (two, two));
+    assert_eq!((s.input_in_flight, s.output_in_flight), (two, two));
     let asked = Settings {
         queue_depth: Some(4),
         ..auto()
     };
     let s = plan(&request(&direct, asked), &on_shallow);
-    assert_eq!(s.read_ahead.map(|r| r.depth), Some(4));
+    assert_eq!(s.input_in_flight.map(|r| r.depth), Some(4));
     assert!(!s.one_shared_disk);
     // A measurement outweighs the kind: a disk measured serving one
     // request at a time copies in turn, and keeps nothing in flight.
@@ -862,7 +871,7 @@ fn one_disk_that_serves_requests_in_parallel_overlaps_its_reads_and_writes() {
     assert_eq!(s.backend, Backend::Sequential);
     assert_eq!(s.in_turn, Some(InTurn::OneDisk));
     let s = plan(&request(&direct, auto()), &measured_serial);
-    assert_eq!((s.read_ahead, s.write_behind), (None, None));
+    assert_eq!((s.input_in_flight, s.output_in_flight), (None, None));
     // Reads faster than a seek whose rate did not grow with depth (a
     // virtio disk its host caches) still copy in turn within the disk.
     let cached_host = QueueHint {
@@ -892,5 +901,5 @@ fn one_disk_that_serves_requests_in_parallel_overlaps_its_reads_and_writes() {
         ..auto()
     };
     let s = plan(&request(&direct, deep), &measured_serial);
-    assert_eq!(s.read_ahead.map(|r| r.depth), Some(8));
+    assert_eq!(s.input_in_flight.map(|r| r.depth), Some(8));
 }

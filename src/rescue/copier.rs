@@ -22,8 +22,8 @@ use super::mapfile::{BlockStatus, Map};
 use super::phases::{Phase, Standing};
 use super::{Ended, Job, RescueOutcome};
 use crate::diagnostic::Events;
-use crate::ends::End;
 use crate::engine::counters::{add, Counters};
+use crate::engine::stream::Stream;
 use crate::integrity::Tap;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
@@ -568,7 +568,7 @@ impl PositionalSink<'_> {
     /// half-way counts its first half).
     fn write(
         &mut self,
-        output: &mut dyn End,
+        output: &mut dyn Stream,
         at: u64,
         data: &[u8],
         how: Written,

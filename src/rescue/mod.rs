@@ -39,7 +39,8 @@ use crate::diagnostic::Events;
 use crate::engine::counters::Counters;
 use crate::integrity::Tap;
 
-use crate::ends::{End, Whence};
+use crate::ends::Whence;
+use crate::engine::stream::Stream;
 use crate::operands::CopyPlan;
 use crate::sys::Errno;
 use mapfile::{BlockStatus, Map};
@@ -304,11 +305,11 @@ pub fn resume_summary(map: &Map, path: &Path, retrying: bool) -> String {
 
 /// The copy's two ends and its extent, opened.
 pub struct Job<'a> {
-    pub input: &'a mut dyn End,
+    pub input: &'a mut dyn Stream,
     /// The input's path, where sectors can be read again with O_DIRECT
     /// (a file or block device).
     pub input_path: Option<&'a Path>,
-    pub output: &'a mut dyn End,
+    pub output: &'a mut dyn Stream,
     /// The output's path, where it can be opened again to read back what
     /// a rescue wrote out of order, for the digests.
     pub output_path: Option<&'a Path>,
@@ -386,7 +387,7 @@ pub fn run(job: Job<'_>, counters: &Counters, events: &dyn Events) -> Result<Res
 
 /// The input's size: its data size (a file's, an export's), else where
 /// its end is (a device's). The position is left at the end.
-pub fn input_size(input: &mut dyn End) -> Result<u64, Errno> {
+pub fn input_size(input: &mut dyn Stream) -> Result<u64, Errno> {
     match input.size()? {
         Some(size) => Ok(size),
         None => input.seek(Whence::End(0)),
@@ -395,7 +396,7 @@ pub fn input_size(input: &mut dyn End) -> Result<u64, Errno> {
 
 /// The input's logical sector size (its logical block, where the end
 /// addresses one; BLKSSZGET for a block device).
-pub fn logical_sector(input: &dyn End) -> usize {
+pub fn logical_sector(input: &dyn Stream) -> usize {
     input
         .logical_block()
         .map(|b| b as usize)

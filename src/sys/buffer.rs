@@ -28,6 +28,12 @@ unsafe impl Send for AlignedBuf {}
 // Box<[u8]>, so threads sharing one AlignedBuf only read it.
 unsafe impl Sync for AlignedBuf {}
 
+impl AsRef<[u8]> for AlignedBuf {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
 impl std::fmt::Debug for AlignedBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "AlignedBuf({} bytes)", self.len)

@@ -230,6 +230,189 @@ impl Drop for Ring {
     }
 }
 
+/// io_uring for requests that bring their own buffers: a buffer moves
+/// into the queue with its request and comes back with its completion
+/// (the ownership rule above, with the buffer's owner changing hands
+/// rather than a slot's state). What an end keeps in flight on a
+/// descriptor goes through it; the requests carry the caller's tag.
+pub struct Queue {
+    ring: IoUring,
+    /// The request in flight in each slot: its tag and its buffer, which
+    /// the kernel may be reading or writing until the completion.
+    slots: Vec<Option<(u64, AlignedBuf)>>,
+    free: Vec<usize>,
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Queue({} slots, {} in flight)",
+            self.slots.len(),
+            self.in_flight()
+        )
+    }
+}
+
+/// A request the queue finished: its tag, what the kernel returned, and
+/// its buffer back.
+#[derive(Debug)]
+pub struct Finished {
+    pub tag: u64,
+    pub result: Result<usize, Errno>,
+    pub buf: AlignedBuf,
+}
+
+impl Queue {
+    /// A queue of `slots` requests in flight at most. Fails as
+    /// [`Ring::new`] does where io_uring cannot read and write.
+    pub fn new(slots: usize) -> Result<Queue, Errno> {
+        let slots = slots.max(1);
+        let entries = slots.next_power_of_two() as u32;
+        let ring = IoUring::new(entries).map_err(|e| errno_of(&e))?;
+        let mut probe = io_uring::Probe::new();
+        ring.submitter()
+            .register_probe(&mut probe)
+            .map_err(|e| errno_of(&e))?;
+        if !(probe.is_supported(opcode::Read::CODE) && probe.is_supported(opcode::Write::CODE)) {
+            return Err(Errno::OPNOTSUPP);
+        }
+        Ok(Queue {
+            ring,
+            slots: (0..slots).map(|_| None).collect(),
+            free: (0..slots).rev().collect(),
+        })
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// Queue a read of `buf`'s length from `offset` of `fd` into `buf`.
+    /// Err gives the buffer back: EBUSY when every slot is in flight.
+    pub fn read(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        tag: u64,
+        mut buf: AlignedBuf,
+        offset: u64,
+    ) -> Result<(), (Errno, AlignedBuf)> {
+        let target = buf.as_mut_slice();
+        let entry = opcode::Read::new(
+            types::Fd(fd.as_raw_fd()),
+            target.as_mut_ptr(),
+            target.len() as u32,
+        )
+        .offset(offset);
+        self.queue(entry.build(), tag, buf)
+    }
+
+    /// Queue a write of `buf` at `offset` of `fd`. Err gives the buffer
+    /// back: EBUSY when every slot is in flight.
+    pub fn write(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        tag: u64,
+        buf: AlignedBuf,
+        offset: u64,
+    ) -> Result<(), (Errno, AlignedBuf)> {
+        let source = buf.as_slice();
+        let entry = opcode::Write::new(
+            types::Fd(fd.as_raw_fd()),
+            source.as_ptr(),
+            source.len() as u32,
+        )
+        .offset(offset);
+        self.queue(entry.build(), tag, buf)
+    }
+
+    fn queue(
+        &mut self,
+        entry: squeue::Entry,
+        tag: u64,
+        buf: AlignedBuf,
+    ) -> Result<(), (Errno, AlignedBuf)> {
+        let Some(slot) = self.free.pop() else {
+            return Err((Errno::BUSY, buf));
+        };
+        let entry = entry.user_data(slot as u64);
+        loop {
+            // SAFETY: the entry points into `buf`'s mapping, which moves
+            // into slot `slot` below and stays there (neither handed out
+            // nor freed) until the completion of user_data `slot` is
+            // reaped in wait() or drained in Drop; moving the AlignedBuf
+            // value does not move its mapping.
+            let pushed = unsafe { self.ring.submission().push(&entry) };
+            if pushed.is_ok() {
+                break;
+            }
+            match self.ring.submit() {
+                Ok(_) => {}
+                Err(e) if matches!(errno_of(&e), Errno::INTR | Errno::AGAIN | Errno::BUSY) => {}
+                Err(e) => {
+                    self.free.push(slot);
+                    return Err((errno_of(&e), buf));
+                }
+            }
+        }
+        self.slots[slot] = Some((tag, buf));
+        Ok(())
+    }
+
+    /// Submit what is queued and take the next completion: waiting for
+    /// one when `wait`, else only one that is there. None when nothing is
+    /// in flight (or, without `wait`, nothing has finished); Err when the
+    /// ring cannot be waited on.
+    pub fn finished(&mut self, wait: bool) -> Option<Result<Finished, Errno>> {
+        if self.in_flight() == 0 {
+            return None;
+        }
+        loop {
+            if let Some(cqe) = self.ring.completion().next() {
+                let slot = cqe.user_data() as usize;
+                let Some((tag, buf)) = self.slots.get_mut(slot).and_then(Option::take) else {
+                    continue;
+                };
+                self.free.push(slot);
+                let result = if cqe.result() < 0 {
+                    Err(Errno::from_raw_os_error(-cqe.result()))
+                } else {
+                    Ok(cqe.result() as usize)
+                };
+                return Some(Ok(Finished { tag, result, buf }));
+            }
+            let waited = if wait {
+                self.ring.submit_and_wait(1)
+            } else {
+                self.ring.submit()
+            };
+            match waited {
+                Ok(_) if !wait && self.ring.completion().is_empty() => return None,
+                Ok(_) => {}
+                Err(e) if matches!(errno_of(&e), Errno::INTR | Errno::AGAIN | Errno::BUSY) => {}
+                Err(e) => return Some(Err(errno_of(&e))),
+            }
+        }
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        // Buffers may be unmapped only once the kernel is done with them.
+        while self.in_flight() > 0 {
+            match self.finished(true) {
+                Some(Ok(_)) => {}
+                // The ring cannot be waited on: leak the buffers rather
+                // than let a late completion write into freed memory.
+                Some(Err(_)) | None => {
+                    std::mem::forget(std::mem::take(&mut self.slots));
+                    return;
+                }
+            }
+        }
+    }
+}
+
 fn errno_of(error: &std::io::Error) -> Errno {
     error
         .raw_os_error()
@@ -299,5 +482,42 @@ mod tests {
         let out = std::fs::read(dir.path().join("out")).unwrap();
         assert_eq!(&out[100..], &data[4096 + 2048..]);
         assert_eq!(ring.read(input.as_fd(), 0, 0, 0..8192), Err(Errno::INVAL));
+    }
+
+    #[test]
+    fn a_queue_gives_each_buffer_back_with_its_tag() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..16384u32).map(|i| (i / 4096) as u8 + 1).collect();
+        std::fs::write(dir.path().join("in"), &data).unwrap();
+        let input = std::fs::File::open(dir.path().join("in")).unwrap();
+        let Ok(mut queue) = Queue::new(2)
+            .map_err(|e| crate::sys::skips::skip(&format!("io_uring unavailable here ({e})")))
+        else {
+            return;
+        };
+        for tag in [7u64, 9] {
+            let buf = AlignedBuf::new(4096).unwrap();
+            queue
+                .read(input.as_fd(), tag, buf, (tag - 6) * 4096)
+                .unwrap();
+        }
+        let third = AlignedBuf::new(4096).unwrap();
+        let (errno, _) = queue.read(input.as_fd(), 1, third, 0).unwrap_err();
+        assert_eq!(errno, Errno::BUSY, "two slots, both in flight");
+        let mut seen = Vec::new();
+        while let Some(done) = queue.finished(true) {
+            let done = done.unwrap();
+            assert_eq!(done.result, Ok(4096));
+            let block = (done.tag - 6) as u8 + 1;
+            assert!(
+                done.buf.as_slice().iter().all(|&b| b == block),
+                "{}",
+                done.tag
+            );
+            seen.push(done.tag);
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, [7, 9]);
+        assert!(queue.finished(false).is_none());
     }
 }

@@ -15,7 +15,8 @@ use std::process::Command;
 use std::sync::Arc;
 
 use ddx::ends::file::FileEnd;
-use ddx::ends::{End, Kind, Whence};
+use ddx::ends::{Kind, Whence};
+use ddx::engine::stream::{stream_of, Stream};
 use ddx::image::bmap::{Bmap, BmapFilter, BmapRecorder};
 use ddx::image::{
     self, Compressed, Compression, Decompressed, FrameChecksums, Mode, Opened, SafeOrder, Tee,
@@ -26,19 +27,19 @@ use ddx::sys::Errno;
 use crate::rigs;
 
 /// The project's file end over `file`.
-fn end_of(file: File) -> Box<dyn End> {
-    Box::new(FileEnd::new(Handle::Owned(OwnedFd::from(file))))
+fn end_of(file: File) -> Box<dyn Stream> {
+    stream_of(Box::new(FileEnd::new(Handle::Owned(OwnedFd::from(file)))))
 }
 
-fn open(path: &Path) -> Box<dyn End> {
+fn open(path: &Path) -> Box<dyn Stream> {
     end_of(File::open(path).unwrap())
 }
 
-fn create(path: &Path) -> Box<dyn End> {
+fn create(path: &Path) -> Box<dyn Stream> {
     end_of(File::create(path).unwrap())
 }
 
-fn read_write(path: &Path) -> Box<dyn End> {
+fn read_write(path: &Path) -> Box<dyn Stream> {
     end_of(
         std::fs::OpenOptions::new()
             .read(true)
@@ -53,13 +54,13 @@ const BS: usize = 1 << 20;
 /// Copy `input` to `output` in `BS` requests, leaving out the holes the
 /// input reports (as the engine does with --bmap), then close both.
 fn copy(
-    mut input: Box<dyn End>,
-    mut output: Box<dyn End>,
+    mut input: Box<dyn Stream>,
+    mut output: Box<dyn Stream>,
     skip_holes: bool,
 ) -> Result<u64, (Errno, Option<String>)> {
     let mut buf = vec![0u8; BS];
     let mut at = 0u64;
-    let fail = |end: &mut Box<dyn End>, e: Errno| (e, end.take_detail());
+    let fail = |end: &mut Box<dyn Stream>, e: Errno| (e, end.take_detail());
     loop {
         let mut upto = u64::MAX;
         if skip_holes {
@@ -135,7 +136,7 @@ fn tempdir() -> tempfile::TempDir {
 
 /// Compress `data` into `path` with ddx's end.
 fn ddx_compress(data: &[u8], path: &Path, spec: &str) {
-    let mut end: Box<dyn End> = Box::new(Compressed::start(
+    let mut end: Box<dyn Stream> = Box::new(Compressed::start(
         create(path),
         Compression::parse(spec).unwrap(),
         2,
@@ -160,7 +161,7 @@ fn ddx_decompress_checking(path: &Path, checksums: FrameChecksums) -> Decompress
 }
 
 /// Read everything in `bs` requests, each full but the last.
-fn read_all(end: &mut dyn End, bs: usize) -> Result<Vec<u8>, Errno> {
+fn read_all(end: &mut dyn Stream, bs: usize) -> Result<Vec<u8>, Errno> {
     let mut out = Vec::new();
     let mut buf = vec![0u8; bs];
     loop {
@@ -499,7 +500,7 @@ fn bmaptools_map_of_a_real_image_is_read_checked_and_leaves_out_the_holes() {
 }
 
 /// Record a map of `input` through the copy loop and write it to `path`.
-fn record(input: Box<dyn End>, path: &Path, size: u64, skip_holes: bool) -> Bmap {
+fn record(input: Box<dyn Stream>, path: &Path, size: u64, skip_holes: bool) -> Bmap {
     let (recorder, slot) = BmapRecorder::new(input, 4096, 0);
     let sink = create(Path::new("/dev/null"));
     copy(Box::new(recorder), sink, skip_holes).unwrap();

@@ -11,7 +11,9 @@ use crate::rigs;
 use crate::rigs::bytes::pattern;
 use crate::rigs::object::{s3_or_skip, HttpServer, PythonHttpServer, S3Server, TestCa, TlsFront};
 use ddx::ends::object::{recognise, Config, ObjectError, ObjectReader, ObjectUrl, ObjectWriter};
-use ddx::ends::{End, Kind, Pipeline, Whence};
+use ddx::ends::{Kind, Whence};
+use ddx::engine::stream::{stream_of, Pipeline, Stream};
+use ddx::engine::window::Window;
 use ddx::sys::Errno;
 
 const MIB: usize = 1 << 20;
@@ -34,7 +36,8 @@ fn url(value: &str) -> ObjectUrl {
 
 /// Write `data` to `url` in `chunk`-byte writes, after `hint`.
 fn upload(url: &ObjectUrl, config: &Config, data: &[u8], chunk: usize, hint: Option<Pipeline>) {
-    let mut end: Box<dyn End> = Box::new(ObjectWriter::create(url, config).expect("create"));
+    let mut end: Box<dyn Stream> =
+        stream_of(Box::new(ObjectWriter::create(url, config).expect("create")));
     if let Some(hint) = hint {
         end.pipeline(hint);
     }
@@ -45,7 +48,7 @@ fn upload(url: &ObjectUrl, config: &Config, data: &[u8], chunk: usize, hint: Opt
 }
 
 /// Read `end` to its end in `chunk`-byte reads.
-fn read_all(end: &mut dyn End, chunk: usize) -> Vec<u8> {
+fn read_all(end: &mut dyn Stream, chunk: usize) -> Vec<u8> {
     let mut all = Vec::new();
     let mut buf = vec![0u8; chunk];
     loop {
@@ -77,7 +80,9 @@ fn a_multipart_upload_round_trips_byte_for_byte() {
     assert!(stored == data, "s3s-fs stored other bytes");
     server.assert_no_pending_upload();
 
-    let mut reader = ObjectReader::open(&target, &config).expect("open");
+    let mut reader = Window::over(Box::new(
+        ObjectReader::open(&target, &config).expect("open"),
+    ));
     assert_eq!(reader.kind(), Kind::Object);
     assert_eq!(reader.size(), Ok(Some(data.len() as u64)));
     reader.pipeline(Pipeline {
@@ -99,7 +104,9 @@ fn ranged_reads_seeks_and_reads_at_an_offset_return_the_right_bytes() {
     let data = pattern(5, 20 * MIB + 999);
     std::fs::write(bucket.join("put-on-disk"), &data).expect("seed");
     let config = config_for(&server, &[]);
-    let mut reader = ObjectReader::open(&url("s3://bkt/put-on-disk"), &config).expect("open");
+    let mut reader = Window::over(Box::new(
+        ObjectReader::open(&url("s3://bkt/put-on-disk"), &config).expect("open"),
+    ));
     assert_eq!(reader.size(), Ok(Some(data.len() as u64)));
 
     // Unpipelined: each read is the range asked for.
@@ -153,8 +160,9 @@ fn a_small_object_is_one_put_and_appears_only_at_close() {
     };
     let config = config_for(&server, &[]);
     let data = pattern(3, 100_000);
-    let mut writer: Box<dyn End> =
-        Box::new(ObjectWriter::create(&url("s3://bkt/small"), &config).expect("create"));
+    let mut writer: Box<dyn Stream> = stream_of(Box::new(
+        ObjectWriter::create(&url("s3://bkt/small"), &config).expect("create"),
+    ));
     assert_eq!(writer.kind(), Kind::Object);
     assert_eq!(writer.write(&data), Ok(data.len()));
     assert!(!server.object_file("bkt", "small").exists());
@@ -166,13 +174,17 @@ fn a_small_object_is_one_put_and_appears_only_at_close() {
     );
 
     // Nothing written: an empty object, as dd makes an empty file.
-    let writer = Box::new(ObjectWriter::create(&url("s3://bkt/empty"), &config).expect("create"));
+    let writer = stream_of(Box::new(
+        ObjectWriter::create(&url("s3://bkt/empty"), &config).expect("create"),
+    ));
     writer.close().expect("close");
     assert_eq!(
         std::fs::read(server.object_file("bkt", "empty")).expect("stored"),
         b""
     );
-    let mut reader = ObjectReader::open(&url("s3://bkt/empty"), &config).expect("open");
+    let mut reader = Window::over(Box::new(
+        ObjectReader::open(&url("s3://bkt/empty"), &config).expect("open"),
+    ));
     assert_eq!(reader.size(), Ok(Some(0)));
     assert_eq!(reader.read(&mut [0u8; 10]), Ok(0));
 }
@@ -184,8 +196,9 @@ fn a_large_object_appears_only_when_its_upload_completes() {
     };
     let config = config_for(&server, &[]);
     let data = pattern(9, 40 * MIB);
-    let mut writer: Box<dyn End> =
-        Box::new(ObjectWriter::create(&url("s3://bkt/big"), &config).expect("create"));
+    let mut writer: Box<dyn Stream> = stream_of(Box::new(
+        ObjectWriter::create(&url("s3://bkt/big"), &config).expect("create"),
+    ));
     writer.write(&data).expect("write");
     writer.sync(true).expect("parts sent so far are stored");
     assert!(!server.object_file("bkt", "big").exists());
@@ -206,8 +219,9 @@ fn an_abandoned_upload_leaves_no_object_and_no_pending_upload() {
     let bucket = server.bucket("bkt");
     let config = config_for(&server, &[]);
     // A new key: nothing at all afterwards.
-    let mut writer: Box<dyn End> =
-        Box::new(ObjectWriter::create(&url("s3://bkt/new"), &config).expect("create"));
+    let mut writer: Box<dyn Stream> = stream_of(Box::new(
+        ObjectWriter::create(&url("s3://bkt/new"), &config).expect("create"),
+    ));
     writer.write(&pattern(1, 50 * MIB)).expect("write");
     assert!(!server.pending_uploads().is_empty());
     writer.abandon();
@@ -217,16 +231,18 @@ fn an_abandoned_upload_leaves_no_object_and_no_pending_upload() {
     // An existing key: the old object stays as it was.
     let old = pattern(2, 1000);
     std::fs::write(bucket.join("old"), &old).expect("seed");
-    let mut writer: Box<dyn End> =
-        Box::new(ObjectWriter::create(&url("s3://bkt/old"), &config).expect("create"));
+    let mut writer: Box<dyn Stream> = stream_of(Box::new(
+        ObjectWriter::create(&url("s3://bkt/old"), &config).expect("create"),
+    ));
     writer.write(&pattern(3, 33 * MIB)).expect("write");
     writer.abandon();
     assert_eq!(std::fs::read(bucket.join("old")).expect("old"), old);
     server.assert_no_pending_upload();
 
     // Abandoned before a part was full: no request was ever made.
-    let mut writer: Box<dyn End> =
-        Box::new(ObjectWriter::create(&url("s3://bkt/tiny"), &config).expect("create"));
+    let mut writer: Box<dyn Stream> = stream_of(Box::new(
+        ObjectWriter::create(&url("s3://bkt/tiny"), &config).expect("create"),
+    ));
     writer.write(b"tiny").expect("write");
     writer.abandon();
     assert!(!server.object_file("bkt", "tiny").exists());
@@ -238,8 +254,9 @@ fn a_part_that_cannot_be_uploaded_is_named() {
         return;
     };
     let config = config_for(&server, &[]);
-    let mut writer: Box<dyn End> =
-        Box::new(ObjectWriter::create(&url("s3://bkt/cut"), &config).expect("create"));
+    let mut writer: Box<dyn Stream> = stream_of(Box::new(
+        ObjectWriter::create(&url("s3://bkt/cut"), &config).expect("create"),
+    ));
     writer
         .write(&pattern(4, 16 * MIB))
         .expect("the first part starts the upload");
@@ -267,8 +284,9 @@ fn parts_sent_while_the_server_is_down_are_retried_until_it_is_back() {
     // cannot use them all up.
     let config = config_for(&server, &[("AWS_MAX_ATTEMPTS", "50")]);
     let data = pattern(12, 3 * 16 * MIB + 5);
-    let mut writer: Box<dyn End> =
-        Box::new(ObjectWriter::create(&url("s3://bkt/outage"), &config).expect("create"));
+    let mut writer: Box<dyn Stream> = stream_of(Box::new(
+        ObjectWriter::create(&url("s3://bkt/outage"), &config).expect("create"),
+    ));
     writer.write(&data[..16 * MIB]).expect("first part");
     writer.sync(true).expect("first part stored");
     server.kill();
@@ -327,7 +345,9 @@ fn secrets_appear_in_no_error_and_no_debug_text() {
     );
     texts.push(error.to_string());
     texts.push(format!("{error:?}"));
-    let mut writer = ObjectWriter::create(&url("s3://bkt/new"), &config).expect("create");
+    let mut writer = Window::over(Box::new(
+        ObjectWriter::create(&url("s3://bkt/new"), &config).expect("create"),
+    ));
     texts.push(format!("{writer:?}"));
     writer
         .write(&pattern(6, 16 * MIB))
@@ -362,7 +382,9 @@ fn an_http_endpoint_ignores_a_ca_bundle_meant_for_https() {
     };
     let config = config_for(&server, &[("AWS_CA_BUNDLE", "/nonexistent/bundle.pem")]);
     upload(&url("s3://bkt/k"), &config, b"plain http", 4, None);
-    let mut reader = ObjectReader::open(&url("s3://bkt/k"), &config).expect("open");
+    let mut reader = Window::over(Box::new(
+        ObjectReader::open(&url("s3://bkt/k"), &config).expect("open"),
+    ));
     assert_eq!(read_all(&mut reader, 3), b"plain http");
 }
 
@@ -378,7 +400,9 @@ fn http_urls_are_read_and_refused_for_writing() {
     let config = Config::from_lookup(|name| (name == "HOME").then(|| "/nonexistent".into()))
         .expect("config");
     let target = url(&server.url("image.raw"));
-    let mut reader = ObjectReader::open(&target, &config).expect("open");
+    let mut reader = Window::over(Box::new(
+        ObjectReader::open(&target, &config).expect("open"),
+    ));
     assert_eq!(reader.size(), Ok(Some(data.len() as u64)));
     let mut buf = vec![0u8; 1000];
     assert_eq!(reader.read_at(&mut buf, 5 * MIB as u64), Ok(1000));
@@ -427,7 +451,9 @@ fn https_is_read_with_an_explicitly_trusted_certificate_only() {
         _ => None,
     })
     .expect("config");
-    let mut reader = ObjectReader::open(&target, &trusting).expect("open");
+    let mut reader = Window::over(Box::new(
+        ObjectReader::open(&target, &trusting).expect("open"),
+    ));
     assert_eq!(reader.size(), Ok(Some(data.len() as u64)));
     reader.pipeline(Pipeline {
         chunk: MIB,
@@ -448,7 +474,9 @@ fn a_server_that_ignores_ranges_is_read_whole_and_in_order() {
     };
     let config = Config::from_lookup(|name| (name == "HOME").then(|| "/nonexistent".into()))
         .expect("config");
-    let mut reader = ObjectReader::open(&url(&server.url("plain.img")), &config).expect("open");
+    let mut reader = Window::over(Box::new(
+        ObjectReader::open(&url(&server.url("plain.img")), &config).expect("open"),
+    ));
     assert_eq!(reader.size(), Ok(Some(data.len() as u64)));
     let mut buf = vec![0u8; 100_000];
     // Forward: skipped by reading; backward: started again.
@@ -520,7 +548,9 @@ fn an_https_endpoint_is_trusted_through_aws_ca_bundle() {
     upload(&url("s3://bkt/tls"), &config, &data, 3 * MIB, None);
     let stored = std::fs::read(server.object_file("bkt", "tls")).expect("stored");
     assert!(stored == data, "s3s-fs stored other bytes");
-    let mut reader = ObjectReader::open(&url("s3://bkt/tls"), &config).expect("open");
+    let mut reader = Window::over(Box::new(
+        ObjectReader::open(&url("s3://bkt/tls"), &config).expect("open"),
+    ));
     reader.pipeline(Pipeline {
         chunk: MIB,
         depth: 2,

@@ -2,24 +2,24 @@
 //! file of the export's size that reads and writes at offsets, flushes,
 //! zeroes and knows its extents.
 //!
-//! Unpipelined, every call is synchronous: a read or write is sent and
-//! waited for before the call returns, its error returned by that call.
-//! After [`End::pipeline`] the end reads ahead (up to `depth` requests of
-//! `chunk` bytes in flight beyond the position, none for runs the extents
-//! say read as zeros) and writes behind (a write is copied into one of
-//! the end's buffers, sent, and the call returns; up to `depth` in
-//! flight, completed in any order; the first failure is returned by the
-//! next write, sync, settle or close, and [`End::written_until`] tells
-//! where the acknowledged prefix ends). When the server allows multi-conn
-//! the requests are spread over up to [`MAX_CONNECTIONS`] connections to
-//! the same URI.
+//! As a transport it sends reads, writes and zero requests at offsets and
+//! hands back each completion (`ends::transport`): the engine's window
+//! keeps them in flight, in order, and knows what is stored. When the
+//! server allows multi-conn the requests are spread over up to
+//! [`MAX_CONNECTIONS`] connections to the same URI, a new one made when
+//! every connection has a request in flight. A fast zero the server
+//! refuses is sent again as a plain zero request on the same connection,
+//! under the same request. Calls that are not requests (a read or write
+//! at the position, a flush) are sent and waited for before they return,
+//! their error returned by that call; completions of requests in flight
+//! that arrive meanwhile are kept for [`End::complete`].
 //!
-//! Under oflag=sync or oflag=dsync ([`NbdEnd::make_writes_durable`]) a
-//! write is never left behind: it is sent, acknowledged and flushed
-//! before the call returns, so that what the statistics count survives
-//! the server losing its power. A failure says where it happened ("at
-//! offset N") and, when the connection is gone, says so plainly before
-//! libnbd's own words.
+//! Under oflag=sync or oflag=dsync ([`NbdEnd::make_writes_durable`]) the
+//! end takes one request at a time and every write is flushed before the
+//! call returns, so that what the statistics count survives the server
+//! losing its power. A failure says where it happened ("at offset N")
+//! and, when the connection is gone, says so plainly before libnbd's own
+//! words.
 //!
 //! Everything runs on the caller's thread: no thread of its own, no
 //! callback that runs elsewhere. Requests progress whenever the end waits
@@ -27,22 +27,27 @@
 //! ready); between calls nothing moves, which costs nothing because a
 //! request already sent is being served meanwhile.
 
+use std::collections::HashMap;
 use std::fmt;
 
-use super::buffers::Buffers;
 use super::extents::ExtentMap;
-use super::handle::{self, Completion, Cookie, Direction, ExportInfo, Handle, Lent, NbdError};
-use super::reads::{self, Piece, ReadWindow};
+use super::handle::{
+    self, Completion as Done, Cookie, Direction, ExportInfo, Handle, Lent, NbdError,
+};
 use super::uri::NbdUri;
-use super::writes::{self, Op, WriteWindow};
-use crate::ends::{Capabilities, End, Kind, Pipeline, Whence};
+use crate::ends::transport::{Completion, Fault, Op, Request, Requests, Submitted};
+use crate::ends::{Capabilities, End, Kind, Whence};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 
 /// Most connections to one export (nbdcopy's default too).
 pub const MAX_CONNECTIONS: usize = 4;
 
-/// The largest zero or trim request sent at once.
+/// Requests in flight at most, over all connections (the window keeps
+/// fewer: the copy's queue depth).
+const MOST_IN_FLIGHT: usize = 64;
+
+/// The largest zero request sent at once.
 const ZERO_MAX: u64 = 1 << 30;
 
 /// How much block status is asked for at once (a hint to the server).
@@ -56,27 +61,14 @@ pub enum Access {
     Write,
 }
 
-/// A read sent by [`NbdEnd::start_read`]: its connection and cookie.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Ticket {
-    pub conn: usize,
-    pub cookie: Cookie,
-}
-
-/// Where a read's bytes go: copied into a slice, or into a buffer that
-/// may change places with a read-ahead piece's.
-enum ReadInto<'a> {
-    Slice(&'a mut [u8]),
-    Exchange(&'a mut AlignedBuf),
-}
-
-impl ReadInto<'_> {
-    fn len(&self) -> usize {
-        match self {
-            ReadInto::Slice(buf) => buf.len(),
-            ReadInto::Exchange(buf) => buf.len(),
-        }
-    }
+/// A request in flight: the window's id for it, and what it asked.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    id: u64,
+    offset: u64,
+    len: u64,
+    /// A zero request sent as fast zero (refused ones are sent again).
+    fast: bool,
 }
 
 pub struct NbdEnd {
@@ -84,24 +76,22 @@ pub struct NbdEnd {
     conns: Vec<Handle>,
     next_conn: usize,
     max_connections: usize,
+    /// A further connection failed once: not tried again.
+    no_more_connections: bool,
     info: ExportInfo,
     access: Access,
     /// The server answers block status and has not failed at it.
     extents_usable: bool,
     pos: u64,
-    /// Reads before this offset are sent exactly as asked (see `read`).
-    suspect_until: u64,
-    hint: Option<Pipeline>,
-    reads: ReadWindow,
-    writes: WriteWindow,
-    /// A write returned before it was acknowledged (pipelined).
-    deferred: bool,
+    /// Requests in flight, by connection and cookie.
+    sent: HashMap<(usize, Cookie), Sent>,
+    /// Completions of requests that arrived while a call waited for its
+    /// own, for [`End::complete`].
+    arrived: Vec<Completion>,
+    /// Completions of the calls' own commands, by connection and cookie.
+    own: Vec<(usize, Done)>,
     extents: ExtentMap,
-    pool: Buffers,
     detail: Option<String>,
-    /// Completions of requests a synchronous call is waiting for (and of
-    /// requests whose waiter gave up).
-    stray: Vec<(usize, Completion)>,
     /// oflag=sync/dsync: every write is flushed before it returns.
     durable: bool,
 }
@@ -113,13 +103,14 @@ impl fmt::Debug for NbdEnd {
             .field("size", &self.info.size)
             .field("pos", &self.pos)
             .field("connections", &self.conns.len())
+            .field("in_flight", &self.sent.len())
             .finish_non_exhaustive()
     }
 }
 
 impl NbdEnd {
     /// Connect to the export `uri` names, for reading or writing, with up
-    /// to [`MAX_CONNECTIONS`] connections once pipelined.
+    /// to [`MAX_CONNECTIONS`] connections once requests go in flight.
     pub fn open(uri: &NbdUri, access: Access) -> Result<NbdEnd, NbdError> {
         NbdEnd::open_with(uri, access, MAX_CONNECTIONS)
     }
@@ -147,19 +138,16 @@ impl NbdEnd {
             conns: vec![handle],
             next_conn: 0,
             max_connections: max_connections.max(1),
+            no_more_connections: false,
             extents_usable: info.extents,
             info,
             access,
             pos: 0,
-            suspect_until: 0,
-            hint: None,
-            reads: ReadWindow::default(),
-            writes: WriteWindow::default(),
-            deferred: false,
+            sent: HashMap::new(),
+            arrived: Vec::new(),
+            own: Vec::new(),
             extents: ExtentMap::default(),
-            pool: Buffers::default(),
             detail: None,
-            stray: Vec::new(),
             durable: false,
         })
     }
@@ -169,104 +157,18 @@ impl NbdEnd {
         self.info
     }
 
-    /// Connections open now (more after `pipeline` when multi-conn).
+    /// Connections open now (more once requests go in flight, when
+    /// multi-conn).
     pub fn connections(&self) -> usize {
         self.conns.len()
     }
 
-    /// Discard the next `len` bytes at the position (an NBD trim: the
-    /// server may free them; what they read as after is unspecified) and
-    /// move past them. EOPNOTSUPP where the server cannot trim.
-    pub fn trim(&mut self, len: u64) -> Result<(), Errno> {
-        if !self.info.can_trim && !self.info.read_only {
-            return Err(Errno::NOTSUP);
-        }
-        self.no_write_op(len, writes::NbdCommand::Trim)
-    }
-
-    /// Send a read of `len` bytes at `offset` and return at once, for a
-    /// measurement that keeps several requests in flight at random offsets
-    /// (`ddx bench`'s queue-depth sweep), which read-ahead does not do.
-    /// The data is not kept: [`NbdEnd::next_read`] says when one is done.
-    pub fn start_read(&mut self, len: usize, offset: u64) -> Result<Ticket, Errno> {
-        let buf = self.pool.take(len);
-        match self.send(Direction::Read, buf, offset) {
-            Ok((conn, cookie)) => Ok(Ticket { conn, cookie }),
-            Err(e) => Err(self.fail(e)),
-        }
-    }
-
-    /// Wait until a read sent by [`NbdEnd::start_read`] completes (any
-    /// of them, in the order the server answers) and say which.
-    pub fn next_read(&mut self) -> Result<Ticket, Errno> {
-        loop {
-            self.collect();
-            if let Some((conn, done)) = self.stray.pop() {
-                if let Some(buf) = done.buffer {
-                    self.pool.give(buf);
-                }
-                return match done.result {
-                    Ok(()) => Ok(Ticket {
-                        conn,
-                        cookie: done.cookie,
-                    }),
-                    Err(e) => Err(self.fail(e)),
-                };
-            }
-            self.drive().map_err(|e| self.fail(e))?;
-        }
-    }
-
     /// From now on a write returns only once the server has it durably
     /// (oflag=sync or oflag=dsync): it is sent, acknowledged and followed
-    /// by a flush, never left behind, so that what the statistics count
-    /// as written survives a power cut of the server.
+    /// by a flush, never left in flight, so that what the statistics
+    /// count as written survives a power cut of the server.
     pub fn make_writes_durable(&mut self) {
         self.durable = true;
-    }
-
-    /// `write`'s work: behind when pipelined (not under oflag=sync or
-    /// dsync), else sent and waited for.
-    fn write_now(&mut self, buf: &[u8]) -> Result<usize, Errno> {
-        self.before_writing()?;
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        if self.pos >= self.info.size {
-            return Err(Errno::NOSPC);
-        }
-        let start = self.pos;
-        let n = (buf.len() as u64).min(self.info.size - start) as usize;
-        if self.hint.is_some() && !self.durable {
-            self.submit_data(&buf[..n], start);
-            self.deferred = true;
-            self.pos = start + n as u64;
-            return Ok(n);
-        }
-        self.settle_writes();
-        self.write_lent(&buf[..n], start);
-        let done = match self.writes.failure_offset() {
-            // What was written before the failure is a short write; the
-            // error comes with the next call.
-            Some(at) if at > start => (at - start) as usize,
-            Some(_) => return self.report().map(|()| 0),
-            None => n,
-        };
-        self.pos = start + done as u64;
-        Ok(done)
-    }
-
-    /// After a write: under oflag=sync/dsync, flush it before returning.
-    fn made_durable<T>(&mut self, written: Result<T, Errno>) -> Result<T, Errno> {
-        let written = written?;
-        if self.durable {
-            self.sync(true)?;
-        }
-        Ok(written)
-    }
-
-    fn depth(&self) -> usize {
-        self.hint.map_or(1, |h| h.depth)
     }
 
     /// Keep `error`'s message for take_detail; its errno for the caller.
@@ -281,61 +183,86 @@ impl NbdEnd {
         error.errno
     }
 
+    /// The connection for the next request: the next in turn, after
+    /// making one more where the server allows multi-conn and every
+    /// connection has a request in flight (one that cannot be made is
+    /// done without).
     fn pick(&mut self) -> usize {
+        let busy = self.sent.len() >= self.conns.len();
+        if busy
+            && self.info.can_multi_conn
+            && !self.no_more_connections
+            && self.conns.len() < self.max_connections
+        {
+            match Handle::connect(&self.uri) {
+                Ok(handle) => self.conns.push(handle),
+                Err(_) => self.no_more_connections = true,
+            }
+        }
         let conn = self.next_conn % self.conns.len();
         self.next_conn = conn + 1;
         conn
     }
 
-    /// Send a read into `buf` or a write of it at `offset` on the next
-    /// connection: which connection and cookie, or the refusal (the
-    /// buffer back in the pool).
-    fn send(
-        &mut self,
-        direction: Direction,
-        buf: AlignedBuf,
-        offset: u64,
-    ) -> Result<(usize, Cookie), NbdError> {
-        let conn = self.pick();
-        match self.conns[conn].transfer(direction, buf, offset) {
-            Ok(cookie) => Ok((conn, cookie)),
-            Err((e, buf)) => {
-                self.pool.give(buf);
-                Err(e)
-            }
-        }
-    }
-
-    /// Retire every completed request and hand it to whoever waits for
-    /// it; how many there were.
-    fn collect(&mut self) -> usize {
-        let mut retired = 0;
+    /// Take every completion there is: a request's becomes a
+    /// [`Completion`] for the window (a refused fast zero is sent again
+    /// plain instead), a call's own is kept for it.
+    fn collect(&mut self) {
         for conn in 0..self.conns.len() {
             while let Some(done) = self.conns[conn].completed() {
-                retired += 1;
-                let Some(done) = self.reads.accept(conn, done, &mut self.pool) else {
+                let Some(sent) = self.sent.remove(&(conn, done.cookie)) else {
+                    self.own.push((conn, done));
                     continue;
                 };
-                let Some(done) = self.writes.accept(conn, done, &mut self.pool) else {
-                    continue;
-                };
-                self.stray.push((conn, done));
+                if let (true, Err(e)) = (sent.fast, &done.result) {
+                    if e.errno == Errno::NOTSUP {
+                        // Refused as a fast zero: still cheaper than
+                        // sending the zeros, so plain.
+                        match self.conns[conn].zero(sent.len, sent.offset, false) {
+                            Ok(cookie) => {
+                                self.sent.insert(
+                                    (conn, cookie),
+                                    Sent {
+                                        fast: false,
+                                        ..sent
+                                    },
+                                );
+                                continue;
+                            }
+                            Err(e) => {
+                                self.arrived.push(self.completion(sent, Err(e), None));
+                                continue;
+                            }
+                        }
+                    }
+                }
+                let completion = self.completion(sent, done.result, done.buffer);
+                self.arrived.push(completion);
             }
         }
-        for op in self.writes.refused() {
-            let writes::State::Refused { conn } = op.state else {
-                continue;
-            };
-            op.kind = writes::NbdCommand::Zero { fast: false };
-            op.state = match self.conns[conn].zero(op.len, op.offset, false) {
-                Ok(cookie) => writes::State::InFlight { conn, cookie },
-                Err(e) => writes::State::Failed(e),
-            };
-        }
-        retired
     }
 
-    /// Wait until some request makes progress, and collect. Err: none can
+    /// The window's completion of `sent`.
+    fn completion(
+        &self,
+        sent: Sent,
+        result: Result<(), NbdError>,
+        buf: Option<AlignedBuf>,
+    ) -> Completion {
+        Completion {
+            id: sent.id,
+            result: match result {
+                Ok(()) => Ok(sent.len),
+                Err(e) => Err(Fault::with_words(
+                    e.errno,
+                    format!("at offset {}: {}", sent.offset, words(&e)),
+                )),
+            },
+            buf,
+        }
+    }
+
+    /// Wait until some command makes progress, and collect. Err: none can
     /// (no connection has anything in flight, or poll failed).
     fn drive(&mut self) -> Result<(), NbdError> {
         let mut interest = Vec::with_capacity(self.conns.len());
@@ -347,9 +274,6 @@ impl NbdEnd {
             }
         }
         if interest.is_empty() {
-            if self.collect() > 0 {
-                return Ok(());
-            }
             return Err(NbdError::new(
                 Errno::NOTCONN,
                 "the NBD connection has nothing in flight to wait for",
@@ -365,7 +289,7 @@ impl NbdEnd {
             }
         }
         self.collect();
-        // A connection that died completes its requests with errors;
+        // A connection that died completes its commands with errors;
         // what is still pending on it can never complete.
         if let Some(e) = lost {
             if which
@@ -378,191 +302,70 @@ impl NbdEnd {
         Ok(())
     }
 
-    /// Wait for one request sent for a synchronous call.
-    fn wait_for(&mut self, conn: usize, cookie: Cookie) -> Result<Completion, NbdError> {
+    /// Every request in flight fails with `error` (its connection is
+    /// gone); their buffers stay with their handles.
+    fn fail_in_flight(&mut self, error: &NbdError) {
+        let sent: Vec<Sent> = self.sent.drain().map(|(_, sent)| sent).collect();
+        for sent in sent {
+            let completion = self.completion(sent, Err(error.clone()), None);
+            self.arrived.push(completion);
+        }
+    }
+
+    /// Wait for one command a call sent itself.
+    fn wait_for(&mut self, conn: usize, cookie: Cookie) -> Result<Done, NbdError> {
         loop {
             self.collect();
             if let Some(at) = self
-                .stray
+                .own
                 .iter()
                 .position(|(c, done)| *c == conn && done.cookie == cookie)
             {
-                return Ok(self.stray.swap_remove(at).1);
+                return Ok(self.own.swap_remove(at).1);
             }
             self.drive()?;
         }
     }
 
-    /// Wait until no write is in flight; writes that cannot complete
-    /// fail with the reason.
-    fn settle_writes(&mut self) {
-        while self.writes.in_flight() > 0 || self.writes.refused().next().is_some() {
-            if let Err(e) = self.drive() {
-                self.writes.fail_in_flight(&e);
-            }
-        }
-    }
-
-    /// The first failed write not yet reported, once; after that the end
-    /// has failed and every write says so again (without detail).
-    fn report(&mut self) -> Result<(), Errno> {
-        if let Some(errno) = self.writes.reported() {
-            return Err(errno);
-        }
-        if self.writes.failure().is_none() {
-            return Ok(());
-        }
-        self.settle_writes();
-        let error = self.writes.failure().cloned().expect("a failure");
-        self.writes.mark_reported(error.errno);
-        match self.writes.failure_offset() {
-            Some(offset) => Err(self.fail_at(error, offset)),
-            None => Err(self.fail(error)),
-        }
-    }
-
-    /// Before writing: the reads planned may be stale now, and so may the
-    /// extents.
-    fn before_writing(&mut self) -> Result<(), Errno> {
-        self.report()?;
+    fn writable(&mut self) -> Result<(), Errno> {
         if self.info.read_only {
             return Err(self.fail(NbdError::new(
                 Errno::ROFS,
                 "the server exports it read-only",
             )));
         }
-        self.reads.discard(&mut self.pool);
+        // What was known of the allocation may be stale now.
         self.extents.clear();
         Ok(())
     }
 
-    /// Send `data` to `offset` through the window, in requests the server
-    /// takes, waiting for room as the depth requires. Stops at the first
-    /// failure (what is left is not sent: the prefix is what counts).
-    fn submit_data(&mut self, data: &[u8], offset: u64) {
-        let max = self.info.max_request;
-        for (k, piece) in data.chunks(max).enumerate() {
-            let at = offset + (k * max) as u64;
-            if !self.room_for_one(at, piece.len() as u64) {
-                return;
-            }
-            let mut buf = self.pool.take(piece.len());
-            buf.as_mut_slice().copy_from_slice(piece);
-            self.send_write(buf, at);
-        }
-    }
-
     /// Write `data` at `offset` and wait, straight from the caller's
-    /// memory (no write may be in flight): a synchronous write need not
-    /// copy into a buffer of the end's. A failure goes into the window
-    /// as a write-behind failure would, for the caller to report.
-    fn write_lent(&mut self, data: &[u8], offset: u64) {
+    /// memory (a synchronous write need not copy into a buffer of the
+    /// end's): the bytes written, or the first failure and where.
+    fn write_lent(&mut self, data: &[u8], offset: u64) -> Result<usize, Errno> {
         let max = self.info.max_request;
         for (k, piece) in data.chunks(max).enumerate() {
             let at = offset + (k * max) as u64;
             let conn = self.pick();
             if let Err(e) = self.conns[conn].transfer_now(Lent::Write(piece), at) {
-                self.push_data(at, piece.len() as u64, writes::State::Failed(e));
-                return;
+                if k > 0 {
+                    // What was written before the failure is a short
+                    // write; the error comes with the next call.
+                    return Ok(k * max);
+                }
+                return Err(self.fail_at(e, at));
             }
         }
+        Ok(data.len())
     }
 
-    /// Send `buf` to `at` as a write in the window (room made already).
-    fn send_write(&mut self, buf: AlignedBuf, at: u64) {
-        let len = buf.len() as u64;
-        let state = match self.send(Direction::Write, buf, at) {
-            Ok((conn, cookie)) => writes::State::InFlight { conn, cookie },
-            Err(e) => writes::State::Failed(e),
-        };
-        self.push_data(at, len, state);
-    }
-
-    /// A data write of `len` bytes at `at` into the window, in `state`.
-    fn push_data(&mut self, at: u64, len: u64, state: writes::State) {
-        self.writes.push(Op {
-            offset: at,
-            len,
-            kind: writes::NbdCommand::Data,
-            state,
-        });
-    }
-
-    /// Wait for a free place in the window for a request over `len` bytes
-    /// at `offset`, and for the requests in flight over those bytes (the
-    /// server would apply overlapping requests in any order); false once a
-    /// write failed.
-    fn room_for_one(&mut self, offset: u64, len: u64) -> bool {
-        while self.writes.failure().is_none()
-            && (self.writes.in_flight() >= self.depth() || self.writes.overlaps(offset, len))
-        {
-            if let Err(e) = self.drive() {
-                self.writes.fail_in_flight(&e);
-            }
+    /// After a write: under oflag=sync/dsync, flush it before returning.
+    fn made_durable<T>(&mut self, written: Result<T, Errno>) -> Result<T, Errno> {
+        let written = written?;
+        if self.durable {
+            self.sync(true)?;
         }
-        self.writes.failure().is_none()
-    }
-
-    /// A zero or trim request for `len` bytes at the position, which must
-    /// lie within the export.
-    fn no_write_op(&mut self, len: u64, kind: writes::NbdCommand) -> Result<(), Errno> {
-        self.before_writing()?;
-        if len == 0 {
-            return Ok(());
-        }
-        if self.pos >= self.info.size || len > self.info.size - self.pos {
-            // Past the end the caller's own write gives GNU's short count
-            // and ENOSPC.
-            return Err(Errno::NOTSUP);
-        }
-        let start = self.pos;
-        let mut at = start;
-        while at < start + len {
-            let n = (start + len - at).min(ZERO_MAX);
-            if !self.room_for_one(at, n) {
-                break;
-            }
-            let conn = self.pick();
-            let sent = match kind {
-                writes::NbdCommand::Zero { fast } => self.conns[conn].zero(n, at, fast),
-                _ => self.conns[conn].trim(n, at),
-            };
-            let state = match sent {
-                Ok(cookie) => writes::State::InFlight { conn, cookie },
-                Err(e) => writes::State::Failed(e),
-            };
-            self.writes.push(Op {
-                offset: at,
-                len: n,
-                kind,
-                state,
-            });
-            at += n;
-        }
-        if self.hint.is_some() && !self.durable {
-            self.deferred = true;
-        } else {
-            self.settle_writes();
-            self.report()?;
-            self.made_durable(Ok(()))?;
-        }
-        self.pos = start + len;
-        Ok(())
-    }
-
-    /// Where `at`'s allocation run ends (before `horizon`) and whether it
-    /// reads as zeros; asks the server when the map does not know.
-    fn allocation(&mut self, at: u64, horizon: u64) -> (u64, bool) {
-        if !self.extents_usable {
-            return (horizon, false);
-        }
-        if self.extents.lookup(at).is_none() && self.learn_extents(at).is_err() {
-            return (horizon, false);
-        }
-        match self.extents.lookup(at) {
-            Some((end, zero)) => (end.min(horizon), zero),
-            None => (horizon, false),
-        }
+        Ok(written)
     }
 
     /// Block status from `at` on into the map. A server that fails at it
@@ -583,119 +386,45 @@ impl NbdEnd {
         }
     }
 
-    /// `read`'s work, into a slice or, where the next piece is whole, by
-    /// exchanging buffers.
-    fn read_into(&mut self, mut out: ReadInto<'_>) -> Result<usize, Errno> {
-        self.settle_writes();
-        let size = self.info.size;
-        if out.len() == 0 || self.pos >= size {
-            return Ok(0);
+    /// The run of the allocation holding `at`: where it ends and whether
+    /// it reads as zeros, asking the server when the map does not know.
+    fn run_at(&mut self, at: u64) -> Result<(u64, bool), Errno> {
+        if !self.extents_usable {
+            return Err(Errno::NOTSUP);
         }
-        let start = self.pos;
-        let want = (out.len() as u64).min(size - start) as usize;
-        'attempt: loop {
-            if self.reads.next_offset() != Some(start) && !self.reads.skip_to(start, &mut self.pool)
-            {
-                self.reads.restart(start, &mut self.pool);
-            }
-            // Inside a read-ahead piece that failed, reads are sent as the
-            // caller asks for them, so that an error lands on the block GNU
-            // dd's read(2) would have failed on, not on the whole piece.
-            let exact = start < self.suspect_until;
-            let (horizon, chunk) = match self.hint {
-                Some(hint) if !exact => (size, hint.chunk as u64),
-                _ => (start + want as u64, want as u64),
-            };
-            let mut filled = 0;
-            while filled < want {
-                self.plan(horizon, chunk);
-                loop {
-                    match self.reads.front() {
-                        Some(Piece {
-                            state: reads::State::InFlight { .. },
-                            ..
-                        }) => {
-                            if let Err(e) = self.drive() {
-                                self.reads.discard(&mut self.pool);
-                                return Err(self.fail_at(e, start));
-                            }
-                        }
-                        Some(Piece {
-                            state: reads::State::Failed(e),
-                            offset,
-                            len,
-                        }) => {
-                            let (e, piece_start, piece_end) = (e.clone(), *offset, offset + len);
-                            self.reads.discard(&mut self.pool);
-                            if !exact && e.errno != Errno::NOTCONN && !lost(&e) {
-                                self.suspect_until = piece_end;
-                                continue 'attempt;
-                            }
-                            return Err(self.fail_at(e, piece_start.max(start)));
-                        }
-                        Some(_) => break,
-                        None => {
-                            return Err(self.fail(NbdError::new(
-                                Errno::IO,
-                                "read-ahead planned nothing at the position",
-                            )))
-                        }
-                    }
-                }
-                debug_assert!(self.reads.front_left() > 0);
-                filled += match &mut out {
-                    ReadInto::Exchange(buf) => {
-                        if filled == 0 && self.reads.exchange_front(buf, &mut self.pool) {
-                            want
-                        } else {
-                            let rest = &mut buf.as_mut_slice()[filled..want];
-                            self.reads.take_front(rest, &mut self.pool)
-                        }
-                    }
-                    ReadInto::Slice(buf) => self
-                        .reads
-                        .take_front(&mut buf[filled..want], &mut self.pool),
-                };
-            }
-            self.pos = start + want as u64;
-            self.extents.forget_before(self.pos);
-            if self.hint.is_some() {
-                self.plan(horizon, chunk);
-            }
-            return Ok(want);
+        if self.extents.lookup(at).is_none() {
+            self.learn_extents(at)?;
         }
+        self.extents.lookup(at).ok_or(Errno::NOTSUP)
     }
 
-    /// Plan and send read-ahead up to `horizon`: pieces of `chunk` bytes
-    /// at most, until `depth` pieces hold or await data.
-    fn plan(&mut self, horizon: u64, chunk: u64) {
-        while self.reads.data_pieces() < self.depth() {
-            let Some(at) = self.reads.planned_until() else {
-                return;
-            };
-            if at >= horizon {
-                return;
+    /// Send `request` on `conn`: its cookie, or the refusal with the
+    /// buffer back.
+    fn send(&mut self, conn: usize, request: &mut Request) -> Result<Cookie, NbdError> {
+        let offset = request.offset;
+        match request.op {
+            Op::Zero => {
+                let fast = self.info.can_fast_zero;
+                self.conns[conn].zero(request.len, offset, fast)
             }
-            let (end, zero) = self.allocation(at, horizon);
-            if zero {
-                self.reads.push(Piece {
-                    offset: at,
-                    len: end - at,
-                    state: reads::State::Zeros,
-                });
-                continue;
+            Op::Read | Op::Write => {
+                let buf = request
+                    .buf
+                    .take()
+                    .expect("a read or write carries its buffer");
+                let direction = if request.op == Op::Read {
+                    Direction::Read
+                } else {
+                    Direction::Write
+                };
+                match self.conns[conn].transfer(direction, buf, offset) {
+                    Ok(cookie) => Ok(cookie),
+                    Err((e, buf)) => {
+                        request.buf = Some(buf);
+                        Err(e)
+                    }
+                }
             }
-            let len = (end - at).min(chunk).min(self.info.max_request as u64);
-            let buf = self.pool.take(len as usize);
-            let state = match self.send(Direction::Read, buf, at) {
-                Ok((conn, cookie)) => reads::State::InFlight { conn, cookie },
-                Err(e) => reads::State::Failed(e),
-            };
-            self.reads.push(Piece {
-                offset: at,
-                len,
-                state,
-            });
         }
     }
 }
@@ -705,53 +434,43 @@ impl End for NbdEnd {
         Kind::NbdExport
     }
 
+    /// Its kind's, with requests in flight up to the server's largest
+    /// (one at a time under oflag=sync/dsync); read only where the
+    /// server says so.
     fn capabilities(&self) -> Capabilities {
+        let requests = if self.durable {
+            Requests::ONE_AT_A_TIME
+        } else {
+            Requests {
+                most: MOST_IN_FLIGHT,
+                max_len: self.info.max_request,
+                ..Requests::ONE_AT_A_TIME
+            }
+        };
         Capabilities {
-            exchanges_buffers: true,
+            requests,
+            read_only: self
+                .info
+                .read_only
+                .then_some("the server exports it read-only"),
             ..Capabilities::of(Kind::NbdExport)
         }
     }
 
     /// Full requests until the end of the export, then 0. An error leaves
-    /// the position at the start of the request (what was read ahead is
-    /// given up: a retry asks the server again).
+    /// the position at the start of the request.
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        self.read_into(ReadInto::Slice(buf))
-    }
-
-    /// Where the next bytes are a whole read-ahead piece of `buf`'s
-    /// length, the piece's buffer and `buf` change places.
-    fn read_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
-        self.hint?;
-        Some(self.read_into(ReadInto::Exchange(buf)))
-    }
-
-    /// Under write-behind, a whole buffer that fits in the export is sent
-    /// as it is, and one of the pool's takes its place.
-    fn write_exchange(&mut self, buf: &mut AlignedBuf) -> Option<Result<usize, Errno>> {
-        let len = buf.len();
-        let fits = self.pos < self.info.size && len as u64 <= self.info.size - self.pos;
-        if self.hint.is_none() || self.durable || len == 0 || len > self.info.max_request || !fits {
-            return None;
-        }
-        if let Err(errno) = self.before_writing() {
-            return Some(Err(errno));
-        }
-        let start = self.pos;
-        if self.room_for_one(start, len as u64) {
-            let data = std::mem::replace(buf, self.pool.take(len));
-            self.send_write(data, start);
-        }
-        self.deferred = true;
-        self.pos = start + len as u64;
-        Some(Ok(len))
+        let n = self.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
     }
 
     /// Up to the end of the export: a write across it is written up to it
     /// (a short count), one at or past it fails with ENOSPC.
     fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
-        let written = self.write_now(buf);
-        self.made_durable(written)
+        let n = self.write_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
     }
 
     fn seek(&mut self, to: Whence) -> Result<u64, Errno> {
@@ -766,8 +485,7 @@ impl End for NbdEnd {
             // past a device's end is EINVAL, so seek= past the end fails
             // as GNU dd fails on a device ("cannot seek"), and conv=sparse
             // falls back to writing, which meets ENOSPC at the end. An
-            // input keeps a file's behaviour (skip= past the end warns),
-            // as the issue asks of if=.
+            // input keeps a file's behaviour (skip= past the end warns).
             return Err(Errno::INVAL);
         }
         self.pos = target;
@@ -783,24 +501,29 @@ impl End for NbdEnd {
     /// a hole without that bit may read as anything, so it is data.
     /// EOPNOTSUPP when the server gives no extents.
     fn next_data(&mut self, offset: u64) -> Result<Option<u64>, Errno> {
-        if !self.extents_usable {
-            return Err(Errno::NOTSUP);
-        }
-        self.settle_writes();
         let mut at = offset;
         loop {
             if at >= self.info.size {
                 return Ok(None);
             }
-            if self.extents.lookup(at).is_none() {
-                self.learn_extents(at)?;
-            }
-            match self.extents.lookup(at) {
-                Some((_, false)) => return Ok(Some(at)),
-                Some((end, true)) => at = end,
-                None => return Err(Errno::NOTSUP),
+            match self.run_at(at)? {
+                (_, false) => return Ok(Some(at)),
+                (end, true) => at = end,
             }
         }
+    }
+
+    /// Where the data at `offset` ends: the first run from there that
+    /// reads as zeros, or the end of the export.
+    fn next_hole(&mut self, offset: u64) -> Result<u64, Errno> {
+        let mut at = offset;
+        while at < self.info.size {
+            match self.run_at(at)? {
+                (_, true) => return Ok(at),
+                (end, false) => at = end,
+            }
+        }
+        Ok(self.info.size)
     }
 
     /// An export's size is fixed: like a block device it is never
@@ -812,14 +535,11 @@ impl End for NbdEnd {
         Ok(())
     }
 
-    /// An NBD flush (after every write in flight is acknowledged): one on
-    /// the first connection covers all of them, which is what the
-    /// server's multi-conn promises. A server that cannot flush has
-    /// nothing to flush.
+    /// An NBD flush: one on the first connection covers all of them,
+    /// which is what the server's multi-conn promises. A server that
+    /// cannot flush has nothing to flush.
     fn sync(&mut self, data_only: bool) -> Result<(), Errno> {
         let _ = data_only;
-        self.settle_writes();
-        self.report()?;
         if !self.info.can_flush {
             return Ok(());
         }
@@ -835,56 +555,25 @@ impl End for NbdEnd {
     }
 
     fn read_at(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
-        self.settle_writes();
         let size = self.info.size;
         if buf.is_empty() || offset >= size {
             return Ok(0);
         }
         let want = (buf.len() as u64).min(size - offset) as usize;
         let max = self.info.max_request;
-        if want <= max {
-            // One request: straight into the caller's memory.
-            let conn = self.pick();
-            return match self.conns[conn].transfer_now(Lent::Read(&mut buf[..want]), offset) {
-                Ok(()) => Ok(want),
-                Err(e) => Err(self.fail_at(e, offset)),
-            };
-        }
-        let mut sent = Vec::new();
-        for (k, piece) in buf[..want].chunks(max).enumerate() {
+        for (k, piece) in buf[..want].chunks_mut(max).enumerate() {
+            // Straight into the caller's memory, one request at a time.
             let at = offset + (k * max) as u64;
-            let buf = self.pool.take(piece.len());
-            sent.push(self.send(Direction::Read, buf, at));
-        }
-        let mut first_error = None;
-        for (k, request) in sent.into_iter().enumerate() {
-            let done = request.and_then(|(conn, cookie)| self.wait_for(conn, cookie));
-            let result = done.and_then(|done| {
-                let buf_back = done.buffer;
-                done.result.map(|()| buf_back)
-            });
-            match result {
-                Ok(Some(data)) => {
-                    let from = k * max;
-                    buf[from..from + data.len()].copy_from_slice(data.as_slice());
-                    self.pool.give(data);
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
+            let conn = self.pick();
+            if let Err(e) = self.conns[conn].transfer_now(Lent::Read(piece), at) {
+                return Err(self.fail_at(e, at));
             }
         }
-        match first_error {
-            Some(e) => Err(self.fail_at(e, offset)),
-            None => Ok(want),
-        }
+        Ok(want)
     }
 
     fn write_at(&mut self, buf: &[u8], offset: u64) -> Result<usize, Errno> {
-        self.before_writing()?;
-        self.settle_writes();
-        self.report()?;
+        self.writable()?;
         if buf.is_empty() {
             return Ok(0);
         }
@@ -892,80 +581,135 @@ impl End for NbdEnd {
             return Err(Errno::NOSPC);
         }
         let n = (buf.len() as u64).min(self.info.size - offset) as usize;
-        self.write_lent(&buf[..n], offset);
-        let written = match self.writes.failure_offset() {
-            Some(at) if at > offset => Ok((at - offset) as usize),
-            Some(_) => self.report().map(|()| 0),
-            None => Ok(n),
-        };
+        let written = self.write_lent(&buf[..n], offset);
         self.made_durable(written)
     }
 
-    /// Read ahead and write behind from now on, over more connections
-    /// when the server allows multi-conn (a connection that cannot be
-    /// made is done without).
-    fn pipeline(&mut self, hint: Pipeline) {
-        let hint = Pipeline {
-            chunk: hint.chunk.max(1),
-            depth: hint.depth.max(1),
-            total: hint.total,
-        };
-        self.hint = Some(hint);
-        self.pool.keep(2 * hint.depth + 2);
-        if self.info.can_multi_conn {
-            let wanted = self.max_connections.min(hint.depth);
-            while self.conns.len() < wanted {
-                match Handle::connect(&self.uri) {
-                    Ok(handle) => self.conns.push(handle),
-                    Err(_) => break,
-                }
-            }
-        }
-    }
-
-    fn written_until(&self) -> Option<u64> {
-        if self.deferred {
-            self.writes.written_until()
-        } else {
-            None
-        }
-    }
-
-    /// An NBD zero request, with fast-zero where the server offers it (a
-    /// refused fast zero is sent again plain: it still saves sending the
-    /// zeros). EOPNOTSUPP where the server cannot zero, or past the end
-    /// of the export: the caller writes the zeros instead.
+    /// An NBD zero request at the position, with fast-zero where the
+    /// server offers it (a refused fast zero is sent again plain: it
+    /// still saves sending the zeros). EOPNOTSUPP where the server cannot
+    /// zero, or past the end of the export: the caller writes the zeros
+    /// instead.
     fn write_zeroes(&mut self, len: u64) -> Result<(), Errno> {
         if !self.info.can_zero && !self.info.read_only {
             return Err(Errno::NOTSUP);
         }
-        let fast = self.info.can_fast_zero;
-        self.no_write_op(len, writes::NbdCommand::Zero { fast })
+        self.writable()?;
+        if self.pos >= self.info.size || len > self.info.size - self.pos {
+            return Err(Errno::NOTSUP);
+        }
+        let start = self.pos;
+        let mut at = start;
+        while at < start + len {
+            let n = (start + len - at).min(ZERO_MAX);
+            let mut fast = self.info.can_fast_zero;
+            loop {
+                let done = self.conns[0]
+                    .zero(n, at, fast)
+                    .and_then(|cookie| self.wait_for(0, cookie))
+                    .and_then(|done| done.result);
+                match done {
+                    Ok(()) => break,
+                    Err(e) if fast && e.errno == Errno::NOTSUP => fast = false,
+                    Err(e) => return Err(self.fail_at(e, at)),
+                }
+            }
+            at += n;
+        }
+        self.made_durable(Ok(()))?;
+        self.pos = start + len;
+        Ok(())
+    }
+
+    /// A read, write or zero request at its offset, on the next
+    /// connection. A write past the export's end stores nothing (0
+    /// bytes: ENOSPC for the window), one across it what fits.
+    fn submit(&mut self, mut request: Request) -> Submitted {
+        let size = self.info.size;
+        let past_end = request.offset >= size;
+        if request.op != Op::Read {
+            if let Err(errno) = self.writable() {
+                return Submitted::Done(Completion {
+                    id: request.id,
+                    result: Err(Fault {
+                        errno,
+                        words: self.detail.take(),
+                        at: None,
+                    }),
+                    buf: request.buf,
+                });
+            }
+        }
+        if past_end || request.len == 0 {
+            return Submitted::Done(Completion {
+                id: request.id,
+                result: Ok(0),
+                buf: request.buf,
+            });
+        }
+        request.len = request.len.min(size - request.offset);
+        if let Some(buf) = &mut request.buf {
+            buf.set_len(request.len as usize);
+        }
+        let conn = self.pick();
+        match self.send(conn, &mut request) {
+            Ok(cookie) => {
+                let fast = request.op == Op::Zero && self.info.can_fast_zero;
+                self.sent.insert(
+                    (conn, cookie),
+                    Sent {
+                        id: request.id,
+                        offset: request.offset,
+                        len: request.len,
+                        fast,
+                    },
+                );
+                Submitted::InFlight
+            }
+            Err(e) => Submitted::Done(Completion {
+                id: request.id,
+                result: Err(Fault::with_words(
+                    e.errno,
+                    format!("at offset {}: {}", request.offset, words(&e)),
+                )),
+                buf: request.buf,
+            }),
+        }
+    }
+
+    fn complete(&mut self, wait: bool) -> Option<Completion> {
+        loop {
+            if let Some(done) = self.arrived.pop() {
+                return Some(done);
+            }
+            if self.sent.is_empty() {
+                return None;
+            }
+            self.collect();
+            if !self.arrived.is_empty() {
+                continue;
+            }
+            if !wait {
+                return None;
+            }
+            if let Err(e) = self.drive() {
+                self.fail_in_flight(&e);
+            }
+        }
     }
 
     fn take_detail(&mut self) -> Option<String> {
         self.detail.take()
     }
 
-    fn settle(&mut self) -> Result<(), Errno> {
-        self.settle_writes();
-        self.report()
-    }
-
-    /// Flushes nothing (conv=fsync is `sync`): waits for the writes in
-    /// flight and reports a failure not reported yet, then disconnects.
+    /// Flushes nothing (conv=fsync is `sync`): waits for the requests in
+    /// flight, then disconnects.
     fn close(mut self: Box<Self>) -> Result<(), Errno> {
-        self.reads.discard(&mut self.pool);
-        self.settle_writes();
-        let reported = self.writes.reported().is_some();
-        let result = match self.report() {
-            Err(_) if reported => Ok(()),
-            other => other,
-        };
+        while self.complete(true).is_some() {}
         for handle in &mut self.conns {
             handle.shutdown();
         }
-        result
+        Ok(())
     }
 
     /// Drops the connections at once, requests in flight and all.

@@ -123,7 +123,6 @@ libnbd_functions! {
     fn nbd_aio_pread(h: *mut nbd_handle, buf: *mut c_void, count: usize, offset: u64, completion: nbd_completion_callback, flags: u32) -> i64;
     fn nbd_aio_pwrite(h: *mut nbd_handle, buf: *const c_void, count: usize, offset: u64, completion: nbd_completion_callback, flags: u32) -> i64;
     fn nbd_aio_flush(h: *mut nbd_handle, completion: nbd_completion_callback, flags: u32) -> i64;
-    fn nbd_aio_trim(h: *mut nbd_handle, count: u64, offset: u64, completion: nbd_completion_callback, flags: u32) -> i64;
     fn nbd_aio_zero(h: *mut nbd_handle, count: u64, offset: u64, completion: nbd_completion_callback, flags: u32) -> i64;
     fn nbd_aio_block_status(h: *mut nbd_handle, count: u64, offset: u64, extent: nbd_extent_callback, completion: nbd_completion_callback, flags: u32) -> i64;
     fn nbd_aio_get_fd(h: *mut nbd_handle) -> c_int;

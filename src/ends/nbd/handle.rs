@@ -383,13 +383,6 @@ impl Handle {
         self.cookie(r).map(|c| self.hold(c, Held::Nothing))
     }
 
-    pub fn trim(&mut self, len: u64, offset: u64) -> Result<Cookie, NbdError> {
-        let (h, done) = (self.raw.as_ptr(), ffi::nbd_completion_callback::NULL);
-        // SAFETY: no memory of ours is involved.
-        let r = unsafe { ffi::nbd_aio_trim(h, len, offset, done, 0) };
-        self.cookie(r).map(|c| self.hold(c, Held::Nothing))
-    }
-
     /// Ask for the `base:allocation` extents from `offset` on (`len` is a
     /// hint: the server may answer for less, or a little more).
     pub fn block_status(&mut self, len: u64, offset: u64) -> Result<Cookie, NbdError> {

@@ -6,9 +6,9 @@
 //! operand is), the library nbdcopy is built on, never through a protocol
 //! client of its own: `ffi` declares
 //! the C calls, `handle` makes one connection safe (and owns the rule for
-//! buffers in flight), `reads` and `writes` keep read-ahead and the
-//! write-behind window, `extents` what block status said, and `end`
-//! puts them together as [`NbdEnd`], an [`crate::ends::End`].
+//! buffers in flight), `extents` keeps what block status said, and `end`
+//! puts them together as [`NbdEnd`], an [`crate::ends::End`]: a
+//! transport whose requests the engine's window keeps in flight.
 //!
 //! `uri` is always built: recognising an NBD URI needs no libnbd, and a
 //! ddx built without the `nbd` feature says so for such an operand
@@ -19,8 +19,6 @@ pub mod uri;
 pub use uri::{recognise, NbdUri, Transport, UriError};
 
 #[cfg(feature = "nbd")]
-mod buffers;
-#[cfg(feature = "nbd")]
 mod end;
 #[cfg(feature = "nbd")]
 pub(crate) mod extents;
@@ -28,12 +26,8 @@ pub(crate) mod extents;
 mod ffi;
 #[cfg(feature = "nbd")]
 mod handle;
-#[cfg(feature = "nbd")]
-mod reads;
-#[cfg(feature = "nbd")]
-mod writes;
 
 #[cfg(feature = "nbd")]
-pub use end::{Access, NbdEnd, Ticket, MAX_CONNECTIONS};
+pub use end::{Access, NbdEnd, MAX_CONNECTIONS};
 #[cfg(feature = "nbd")]
 pub use handle::{ExportInfo, NbdError};

@@ -9,14 +9,15 @@
 //! tokio leaks out of here.
 //!
 //! - [`ObjectReader`] learns the size with a HEAD, then reads by ranged
-//!   GETs: one per read until [`End::pipeline`](super::End::pipeline)
-//!   says the copy goes on sequentially, then several ranges in flight
-//!   ahead of the position. Seeks cost nothing; [`End::read_at`] is one
-//!   ranged GET.
-//! - [`ObjectWriter`] (S3 only) gathers parts and uploads them in
-//!   parallel as one multipart upload, started only once a whole part is
-//!   there, so that a small object is a single PUT. The object appears at
-//!   [`End::close`] and not before; [`End::abandon`] aborts the upload.
+//!   GETs: one per read, or ranges fetched in flight as the engine's
+//!   window asks. Seeks cost nothing; [`End::read_at`](super::End::read_at)
+//!   is one ranged GET.
+//! - [`ObjectWriter`] (S3 only) uploads the parts the window gathers in
+//!   parallel as one multipart upload, so that a small object is a single
+//!   PUT: part sizes (`parts`), the map's journal (`journal`), aborting
+//!   an upload that will not complete (`abort`) and the ListParts reader
+//!   (`list_parts`) each have a module of their own. The object appears
+//!   at close and not before; abandoning the copy aborts the upload.
 //!
 //! Configuration is the standard AWS one (see `config`); secrets never
 //! reach a text (see `secret`).
@@ -30,7 +31,15 @@ mod url;
 pub use url::{recognise, shown, ObjectUrl, UrlError};
 
 #[cfg(feature = "object")]
+mod abort;
+#[cfg(feature = "object")]
 mod config;
+#[cfg(feature = "object")]
+mod journal;
+#[cfg(feature = "object")]
+pub(crate) mod list_parts;
+#[cfg(feature = "object")]
+pub mod parts;
 #[cfg(feature = "object")]
 pub(crate) mod profile;
 #[cfg(feature = "object")]

@@ -1,21 +1,13 @@
 //! Reading an object: a HEAD for its size, then ranged GETs.
 //!
-//! Until the engine says how it will read ([`End::pipeline`]), every read
-//! is one GET of exactly the bytes asked for (what `skip=`/`count=` and
-//! odd probes need). After, ranges of at least [`MIN_RANGE`] bytes are
-//! kept in flight ahead of the position, [`MIN_DEPTH`] or the hint's
-//! depth of them, each a tokio task on the end's runtime; a read takes
-//! its bytes from the oldest and starts the next. A seek moves the
-//! position only: ranges that no longer follow it are dropped at the
-//! next read, and new ones started from there.
-//!
-//! Copies the engine does not pipeline (record by record, to a pipe or a
-//! terminal, with conversions) still read sequentially: reads that follow
-//! each other start read-ahead by themselves, in ranges that grow with
-//! the run of sequential bytes (twice what was read so far, from
-//! [`FIRST_AUTO_RANGE`] to [`MIN_RANGE`]), so that `bs=512` costs no GET
-//! per record while `count=` of a few records fetches little more than
-//! it reads.
+//! A read at the position, or at an offset, is one GET of exactly the
+//! bytes asked for (what `skip=`/`count=` and odd probes need). As a
+//! transport the end takes requests for ranges and fetches each in a
+//! tokio task of its own on the end's runtime, into the request's buffer
+//! (`ends::transport`); it asks the engine's window to keep at least
+//! [`MIN_DEPTH`] ranges of at least [`MIN_RANGE`] bytes in flight when
+//! it is read in order, so that a copy the engine does not plan for
+//! (record by record, to a pipe) costs no GET per record either.
 //!
 //! A web server that ignores `Range` (python's http.server) is found at
 //! open, by asking for the first byte: its object is then read as one
@@ -40,20 +32,23 @@
 //! itself when the answer has an ETag; these tries cover servers that
 //! give only a Last-Modified, as most file servers do.)
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::ops::Range;
+use std::sync::mpsc;
 
 use bytes::Bytes;
 use futures_util::stream::{BoxStream, StreamExt};
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use tokio::runtime::Runtime;
-use tokio::task::JoinHandle;
+use tokio::task::AbortHandle;
 
 use super::config::{Config, Direction, Store};
 use super::url::ObjectUrl;
 use super::{runtime, ObjectError};
-use crate::ends::{End, Kind, Pipeline, Whence};
+use crate::ends::transport::{Completion, Fault, Op, Request, Requests, Submitted};
+use crate::ends::{Capabilities, End, Kind, Whence};
+use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
 
 /// The smallest range read ahead: below this, requests cost more than
@@ -67,10 +62,6 @@ pub const MIN_RANGE: usize = 8 << 20;
 /// connection is slow on its own (AWS suggests one per 85-90 MB/s
 /// wanted). With 8 MiB ranges that is 128 MiB in flight.
 pub const MIN_DEPTH: usize = 16;
-
-/// The first range read ahead when reads turn out sequential without a
-/// pipeline hint.
-const FIRST_AUTO_RANGE: u64 = 1 << 20;
 
 /// The most bytes kept in flight, whatever the hint: ranges are fetched
 /// whole into memory.
@@ -86,26 +77,34 @@ pub struct ObjectReader {
     /// Tries in a row without progress, for a body cut short.
     attempts: usize,
     position: u64,
-    /// Bytes fetched, as the server's body arrived: chunks in order,
-    /// contiguous from `held_start`. Kept as they came, because joining
-    /// them into one buffer would copy every byte once more (on loopback
-    /// the copy's CPU, not the network, is what a download costs).
+    /// Bytes of the whole body arrived, for a server without ranges:
+    /// chunks in order, contiguous from `held_start`.
     held: VecDeque<Bytes>,
     held_start: u64,
-    /// Ranges in flight, in order, contiguous.
-    ahead: VecDeque<Fetch>,
-    /// Read-ahead: from the pipeline hint, or found by sequential reads.
-    plan: Option<ReadAhead>,
-    /// The engine gave a pipeline hint: the plan is its, not found.
-    pipelined: bool,
-    /// Bytes read in a row, ending at `run_end`.
-    run: u64,
-    run_end: u64,
     /// Whether the server serves ranges.
     ranges: bool,
     /// The whole body being read, where it does not.
     body: Option<Body>,
+    /// Ranges being fetched, by request, and where their completions
+    /// arrive.
+    fetching: HashMap<u64, AbortHandle>,
+    fetched: mpsc::Receiver<Fetched>,
+    fetched_tx: mpsc::Sender<Fetched>,
     detail: Option<String>,
+}
+
+struct Fetch {
+    range: Range<u64>,
+    task: tokio::task::JoinHandle<object_store::Result<VecDeque<Bytes>>>,
+}
+
+/// A range fetched into a request's buffer: the request, the range, and
+/// how it went.
+struct Fetched {
+    id: u64,
+    range: Range<u64>,
+    result: object_store::Result<u64>,
+    buf: AlignedBuf,
 }
 
 /// One GET of the whole object, read in order. Every request and every
@@ -116,11 +115,6 @@ struct Body {
     /// The offset of the stream's next byte.
     next: u64,
     stream: BoxStream<'static, object_store::Result<Bytes>>,
-}
-
-struct Fetch {
-    range: Range<u64>,
-    task: JoinHandle<object_store::Result<VecDeque<Bytes>>>,
 }
 
 /// The object's version as the HEAD gave it.
@@ -212,18 +206,6 @@ fn pause_before(n: usize) -> std::time::Duration {
     std::time::Duration::from_millis(100 << n.min(6))
 }
 
-#[derive(Debug, Clone, Copy)]
-struct ReadAhead {
-    range: u64,
-    depth: usize,
-    /// Bytes the copy will read (the hint's total, `count=`).
-    total: Option<u64>,
-    /// Where reading ahead stops: the end, or `total` bytes after where
-    /// the first pipelined read began (after any `skip=`, whichever came
-    /// first, pipeline or seek).
-    limit: Option<u64>,
-}
-
 impl ObjectReader {
     /// Open `url` for reading: one HEAD, for its size and ETag.
     pub fn open(url: &ObjectUrl, config: &Config) -> Result<ObjectReader, ObjectError> {
@@ -249,6 +231,7 @@ impl ObjectReader {
                 }
             }
         };
+        let (fetched_tx, fetched) = mpsc::channel();
         Ok(ObjectReader {
             runtime,
             size: meta.size,
@@ -258,13 +241,11 @@ impl ObjectReader {
             position: 0,
             held: VecDeque::new(),
             held_start: 0,
-            ahead: VecDeque::new(),
-            plan: None,
-            pipelined: false,
-            run: 0,
-            run_end: 0,
             ranges,
             body: None,
+            fetching: HashMap::new(),
+            fetched,
+            fetched_tx,
             detail: None,
         })
     }
@@ -360,10 +341,100 @@ impl ObjectReader {
         error.errno
     }
 
-    /// Start a GET of `range` on the runtime. A body cut short is asked
+    /// Start a GET of `range` into `buf` on the runtime; its outcome
+    /// arrives on `fetched`. A body cut short is asked for again from
+    /// where its bytes stopped, the version checked, up to the configured
+    /// tries in a row without progress.
+    fn fetch(&mut self, id: u64, range: Range<u64>, mut buf: AlignedBuf) {
+        let store = self.store.store.clone();
+        let path = self.store.path.clone();
+        let version = self.version.clone();
+        let attempts = self.attempts;
+        let wanted = range.clone();
+        let done = self.fetched_tx.clone();
+        let task = self.runtime.spawn(async move {
+            let mut from = wanted.start;
+            let mut failures = 0;
+            let result = loop {
+                let progress = from;
+                let tried: object_store::Result<()> = async {
+                    let got = store
+                        .get_opts(&path, version.options(Some(from..wanted.end)))
+                        .await?;
+                    version.check(&got.meta)?;
+                    let mut body = got.into_stream();
+                    while let Some(chunk) = body.next().await {
+                        let chunk = chunk?;
+                        let at = (from - wanted.start) as usize;
+                        let take = chunk.len().min(buf.len().saturating_sub(at));
+                        buf.as_mut_slice()[at..at + take].copy_from_slice(&chunk[..take]);
+                        from += take as u64;
+                    }
+                    Ok(())
+                }
+                .await;
+                match tried {
+                    Ok(()) => break Ok(from - wanted.start),
+                    Err(e) if worth_retrying(&e) => {
+                        if let Err(changed) = still_the_version(&*store, &path, &version).await {
+                            break Err(changed);
+                        }
+                        failures = if from > progress { 1 } else { failures + 1 };
+                        if failures >= attempts {
+                            break Err(e);
+                        }
+                        tokio::time::sleep(pause_before(failures)).await;
+                    }
+                    Err(e) => break Err(e),
+                }
+            };
+            let _ = done.send(Fetched {
+                id,
+                range: wanted,
+                result,
+                buf,
+            });
+        });
+        self.fetching.insert(id, task.abort_handle());
+    }
+
+    /// A fetched range as the window's completion: its bytes, checked to
+    /// be the whole range, or the failure in the store's words.
+    fn completion(&mut self, fetched: Fetched) -> Completion {
+        self.fetching.remove(&fetched.id);
+        let Fetched {
+            id,
+            range,
+            result,
+            buf,
+        } = fetched;
+        let wanted = range.end - range.start;
+        let result = match result {
+            Ok(sent) if sent == wanted => Ok(sent),
+            Ok(sent) => Err(Fault::with_words(
+                Errno::IO,
+                self.store.redactor.clean(&format!(
+                    "reading {wanted} bytes at {}: the server sent {sent}",
+                    range.start
+                )),
+            )),
+            Err(e) => {
+                let error = self.store.error(&format!("reading at {}", range.start), &e);
+                Err(Fault::with_words(error.errno, error.detail))
+            }
+        };
+        Completion {
+            id,
+            result,
+            buf: Some(buf),
+        }
+    }
+
+    /// Start a GET of `range` on the runtime, its chunks kept as they
+    /// come (for a read of the caller's: no buffer of the end's). A body cut short is asked
     /// for again from where its bytes stopped, the version checked, up to
     /// the configured tries in a row without progress.
-    fn fetch(&self, range: Range<u64>) -> Fetch {
+    fn fetch_chunks(&self, range: Range<u64>) -> Fetch {
         let store = self.store.store.clone();
         let path = self.store.path.clone();
         let version = self.version.clone();
@@ -409,7 +480,7 @@ impl ObjectReader {
     }
 
     /// Wait for `fetch`; its chunks, checked to be the whole range.
-    fn wait(&mut self, fetch: Fetch) -> Result<VecDeque<Bytes>, Errno> {
+    fn wait_chunks(&mut self, fetch: Fetch) -> Result<VecDeque<Bytes>, Errno> {
         let Fetch { range, task } = fetch;
         let result = match self.runtime.block_on(task) {
             Ok(result) => result,
@@ -432,23 +503,51 @@ impl ObjectReader {
         }
     }
 
-    /// Hold the chunks of a range fetched from `start`; the bytes at the
-    /// position, at most `want` (the position is in the range).
-    fn hold(&mut self, start: u64, chunks: VecDeque<Bytes>, want: usize) -> Bytes {
-        self.held = chunks;
-        self.held_start = start;
-        self.take_held(want).unwrap_or_default()
+    /// Fill `buf` from `offset` on: one GET (a range), or the whole body
+    /// read in order where the server serves no ranges.
+    fn get(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
+        let end = self.size.min(offset + buf.len() as u64);
+        if offset >= end {
+            return Ok(0);
+        }
+        let want = (end - offset) as usize;
+        if self.ranges {
+            let fetch = self.fetch_chunks(offset..end);
+            let mut done = 0;
+            for chunk in self.wait_chunks(fetch)? {
+                buf[done..done + chunk.len()].copy_from_slice(&chunk);
+                done += chunk.len();
+            }
+            return Ok(done);
+        }
+        let position = std::mem::replace(&mut self.position, offset);
+        let mut done = 0;
+        let mut result = Ok(want);
+        while done < want {
+            match self.next_from_held_or_body() {
+                Ok(bytes) => {
+                    let take = bytes.len().min(want - done);
+                    buf[done..done + take].copy_from_slice(&bytes[..take]);
+                    done += take;
+                    self.position += take as u64;
+                }
+                Err(errno) => {
+                    result = Err(errno);
+                    break;
+                }
+            }
+        }
+        self.position = position;
+        result
     }
 
-    /// The held bytes at the position, at most `want`; chunks behind the
-    /// position are let go, and all of them when it moved elsewhere.
-    fn take_held(&mut self, want: usize) -> Option<Bytes> {
+    /// The held body bytes at the position, or the next from the body.
+    fn next_from_held_or_body(&mut self) -> Result<Bytes, Errno> {
         while let Some(front) = self.held.front() {
             let end = self.held_start + front.len() as u64;
             if (self.held_start..end).contains(&self.position) {
                 let from = (self.position - self.held_start) as usize;
-                let take = want.min(front.len() - from);
-                return Some(front.slice(from..from + take));
+                return Ok(front.slice(from..));
             }
             if self.position < self.held_start {
                 self.held.clear();
@@ -457,121 +556,12 @@ impl ObjectReader {
                 self.held.pop_front();
             }
         }
-        None
+        self.next_from_body()
     }
 
     fn fail(&mut self, what: &str) -> Errno {
         self.detail = Some(self.store.redactor.clean(what));
         Errno::IO
-    }
-
-    /// Drop the ranges in flight if they do not start at the position
-    /// (it was sought elsewhere).
-    fn drop_stale(&mut self) {
-        if self
-            .ahead
-            .front()
-            .is_some_and(|f| f.range.start != self.position)
-        {
-            for fetch in self.ahead.drain(..) {
-                fetch.task.abort();
-            }
-        }
-    }
-
-    /// Start ranges after those in flight (or at `from` when none are),
-    /// up to the plan's depth.
-    fn fill(&mut self, plan: ReadAhead, from: u64) {
-        let limit = plan.limit.unwrap_or(self.size);
-        let mut next = self.ahead.back().map_or(from, |f| f.range.end);
-        while self.ahead.len() < plan.depth && next < limit {
-            let end = limit.min(next + plan.range);
-            let fetch = self.fetch(next..end);
-            self.ahead.push_back(fetch);
-            next = end;
-        }
-    }
-
-    /// Without a pipeline hint: read ahead once reads follow each other,
-    /// in ranges twice the run so far; a read elsewhere starts over.
-    fn follow_run(&mut self, start: u64, want: usize) {
-        if start != self.run_end || self.run == 0 {
-            self.plan = None;
-            self.run = 0;
-        }
-        if self.run > 0 {
-            let range = (self.run * 2)
-                .next_power_of_two()
-                .clamp(FIRST_AUTO_RANGE, MIN_RANGE as u64);
-            let depth = if range == MIN_RANGE as u64 {
-                MIN_DEPTH
-            } else {
-                2
-            };
-            self.plan = Some(ReadAhead {
-                range,
-                depth,
-                total: None,
-                limit: Some(self.size),
-            });
-        }
-        self.run += want as u64;
-        self.run_end = start + want as u64;
-    }
-
-    /// Fill `buf` from `offset` on, without read-ahead: one GET.
-    fn get_direct(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
-        let end = self.size.min(offset + buf.len() as u64);
-        if offset >= end {
-            return Ok(0);
-        }
-        let fetch = self.fetch(offset..end);
-        let mut done = 0;
-        for chunk in self.wait(fetch)? {
-            buf[done..done + chunk.len()].copy_from_slice(&chunk);
-            done += chunk.len();
-        }
-        Ok(done)
-    }
-
-    /// Bytes held or fetched for the position, at most `want`.
-    fn next_bytes(&mut self, want: usize) -> Result<Bytes, Errno> {
-        if let Some(bytes) = self.take_held(want) {
-            return Ok(bytes);
-        }
-        if !self.ranges {
-            let bytes = self.next_from_body()?;
-            return Ok(bytes.slice(..want.min(bytes.len())));
-        }
-        let Some(mut plan) = self.plan else {
-            let end = self.size.min(self.position + want as u64);
-            let fetch = self.fetch(self.position..end);
-            let chunks = self.wait(fetch)?;
-            return Ok(self.hold(self.position, chunks, want));
-        };
-        if plan.limit.is_none() {
-            let limit = match plan.total {
-                Some(total) => self.size.min(self.position.saturating_add(total)),
-                None => self.size,
-            };
-            plan.limit = Some(limit);
-            self.plan = Some(plan);
-        }
-        self.drop_stale();
-        self.fill(plan, self.position);
-        let Some(fetch) = self.ahead.pop_front() else {
-            // Past where reading ahead stops (a guess from the hint's
-            // total): one GET, as before pipelining.
-            let end = self.size.min(self.position + want as u64);
-            let fetch = self.fetch(self.position..end);
-            let chunks = self.wait(fetch)?;
-            return Ok(self.hold(self.position, chunks, want));
-        };
-        let (start, end) = (fetch.range.start, fetch.range.end);
-        // The next range starts while this one is waited for.
-        self.fill(plan, end);
-        let chunks = self.wait(fetch)?;
-        Ok(self.hold(start, chunks, want))
     }
 }
 
@@ -580,31 +570,34 @@ impl End for ObjectReader {
         Kind::Object
     }
 
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        let want = self
-            .size
-            .saturating_sub(self.position)
-            .min(buf.len() as u64) as usize;
-        let start = self.position;
-        if self.ranges && !self.pipelined && want > 0 {
-            self.follow_run(start, want);
-        }
-        let mut done = 0;
-        while done < want {
-            match self.next_bytes(want - done) {
-                Ok(bytes) => {
-                    buf[done..done + bytes.len()].copy_from_slice(&bytes);
-                    done += bytes.len();
-                    self.position += bytes.len() as u64;
-                }
-                Err(errno) => {
-                    // All or nothing: a short count would read as the end.
-                    self.position = start;
-                    return Err(errno);
-                }
+    /// Its kind's, with ranges fetched in flight: at least [`MIN_DEPTH`]
+    /// of at least [`MIN_RANGE`] bytes whenever it is read in order, and
+    /// no more than [`MAX_AHEAD`] bytes; one GET at a time where the
+    /// server serves no ranges.
+    fn capabilities(&self) -> Capabilities {
+        let requests = if self.ranges {
+            Requests {
+                most: (MAX_AHEAD / MIN_RANGE).max(MIN_DEPTH),
+                least: MIN_DEPTH,
+                min_len: MIN_RANGE,
+                max_len: MAX_AHEAD / MIN_DEPTH,
+                ..Requests::ONE_AT_A_TIME
             }
+        } else {
+            Requests::ONE_AT_A_TIME
+        };
+        Capabilities {
+            requests,
+            ..Capabilities::of(Kind::Object)
         }
-        Ok(done)
+    }
+
+    /// Everything asked for up to the end of the object, or an error with
+    /// the position unchanged: a short count would read as the end.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
+        let n = self.get(buf, self.position)?;
+        self.position += n as u64;
+        Ok(n)
     }
 
     fn seek(&mut self, to: Whence) -> Result<u64, Errno> {
@@ -626,25 +619,49 @@ impl End for ObjectReader {
     }
 
     fn read_at(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
-        if self.ranges {
-            return self.get_direct(buf, offset);
-        }
-        let position = std::mem::replace(&mut self.position, offset);
-        let read = self.read(buf);
-        self.position = position;
-        read
+        self.get(buf, offset)
     }
 
-    fn pipeline(&mut self, hint: Pipeline) {
-        let range = hint.chunk.max(MIN_RANGE);
-        let depth = hint.depth.max(MIN_DEPTH).min((MAX_AHEAD / range).max(2));
-        self.pipelined = true;
-        self.plan = Some(ReadAhead {
-            range: range as u64,
-            depth,
-            total: hint.total,
-            limit: None,
-        });
+    /// A range, fetched by a task of its own; a range past the object's
+    /// end moves nothing.
+    fn submit(&mut self, request: Request) -> Submitted {
+        let Request {
+            id,
+            op,
+            offset,
+            len,
+            buf,
+        } = request;
+        let (Op::Read, Some(mut buf), true) = (op, buf, self.ranges) else {
+            return Submitted::Done(Completion {
+                id,
+                result: Err(Fault::new(Errno::BADF)),
+                buf: None,
+            });
+        };
+        let end = self.size.min(offset.saturating_add(len));
+        if offset >= end {
+            return Submitted::Done(Completion {
+                id,
+                result: Ok(0),
+                buf: Some(buf),
+            });
+        }
+        buf.set_len((end - offset) as usize);
+        self.fetch(id, offset..end, buf);
+        Submitted::InFlight
+    }
+
+    fn complete(&mut self, wait: bool) -> Option<Completion> {
+        if self.fetching.is_empty() {
+            return None;
+        }
+        let fetched = if wait {
+            self.fetched.recv().ok()?
+        } else {
+            self.fetched.try_recv().ok()?
+        };
+        Some(self.completion(fetched))
     }
 
     fn take_detail(&mut self) -> Option<String> {
@@ -652,15 +669,15 @@ impl End for ObjectReader {
     }
 
     fn close(self: Box<Self>) -> Result<(), Errno> {
-        for fetch in &self.ahead {
-            fetch.task.abort();
+        for task in self.fetching.values() {
+            task.abort();
         }
         Ok(())
     }
 
     fn abandon(self: Box<Self>) {
-        for fetch in &self.ahead {
-            fetch.task.abort();
+        for task in self.fetching.values() {
+            task.abort();
         }
     }
 }
@@ -672,8 +689,7 @@ impl fmt::Debug for ObjectReader {
             .field("size", &self.size)
             .field("position", &self.position)
             .field("ranges", &self.ranges)
-            .field("ranges_in_flight", &self.ahead.len())
-            .field("plan", &self.plan)
+            .field("ranges_in_flight", &self.fetching.len())
             .finish()
     }
 }

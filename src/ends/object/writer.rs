@@ -1,114 +1,62 @@
-//! Writing an object: a multipart upload with parts in flight in
-//! parallel, or one PUT for a small object.
+//! Writing an object: one multipart upload, each part a request the
+//! engine's window keeps in flight, or one PUT for a small object.
 //!
-//! Writes are gathered into a part ([`part_size`]: from the input's size
-//! when the hint gives it, growing with the part number otherwise, within
-//! S3's limits). When the first part is full the multipart upload is
-//! created and the part handed to a tokio task; later parts follow, at
-//! most [`MIN_UPLOADS`] or the hint's depth in flight, a write waiting
-//! for the oldest when that many are. object_store retries a failed part
-//! (a 5xx answer such as 503 SlowDown, a connection reset) with
-//! exponential backoff; a part that still fails is the copy's error,
-//! named in the detail with the server's answer, and every write after it
-//! fails too. Every request runs on the end's runtime (see `runtime`).
+//! The window gathers what is written into requests of the next part's
+//! size ([`Upload::part_len`], `parts`); each is handed to a tokio task
+//! that uploads it as the next part, at most as many at once as memory
+//! allows (the end is busy beyond), and its completion comes when the
+//! server stored it. The multipart upload is created with the first
+//! part; when the last (and only) part is the whole object, it is one
+//! PUT instead. object_store retries a failed part (a 5xx answer such as
+//! 503 SlowDown, a connection reset) with exponential backoff; a part
+//! that still fails is the copy's error, named in the detail with the
+//! server's answer, and every write after it fails too. Every request
+//! runs on the end's runtime (see `runtime`).
 //!
 //! Nothing is visible under the key before [`End::finalise`] (or a close
-//! without it): it sends the last part and completes the upload, or PUTs
-//! the whole object when no part was ever full. A copy that failed or was
-//! abandoned aborts the upload, so that it leaves neither an object nor a
-//! pending upload (whose parts a bucket would keep, and bill, until a
-//! lifecycle rule removes them): the parts in flight are given a few
-//! seconds to end (a part cancelled after its body was sent can still be
-//! stored after the abort), then the abort is tried until the server
-//! takes it or [`ABORT_WAIT`] has passed, so that an upload cut off by a
-//! server that went away is still aborted once it is back.
+//! without it), which completes the upload. A copy that failed or was
+//! abandoned aborts it (`abort`), so that it leaves neither an object
+//! nor a pending upload.
 //!
-//! With a journal ([`End::keep_journal`], the map of `--map`/`--resume`)
-//! the upload is kept instead: every part stored is recorded (the prefix
-//! of parts stored without a gap, see `ends::upload`), a failed or
-//! interrupted copy leaves the upload for the next run, and `--resume`
-//! goes on with it once ListParts shows the server still holds the parts
-//! recorded. Under `--compress` parts end only at the compressor's frame
-//! boundaries ([`End::resume_point`]), so that where a recorded part ends
-//! a new run can start a new frame.
-//!
-//! Dying of SIGINT or SIGTERM skips every close, so the writer registers
-//! the same abort with [`before_dying`]: the upload (shared with it
-//! behind a mutex) is taken from the writer, no part starts after, and
-//! it is aborted (or, journaled, left) by a thread of the writer's that
-//! the signal's thread wakes. A signal that comes once the completing
-//! request is sent does not interrupt the copy (see
-//! `sys::signals::begin_commit`): the upload cannot be taken back.
+//! With a journal ([`Upload::keep_journal`], the map of `--map`/`--resume`:
+//! `journal`) the upload is kept instead: every part stored is recorded,
+//! a failed or interrupted copy leaves the upload for the next run, and
+//! `--resume` goes on with it once ListParts (`list_parts`) shows the
+//! server still holds the parts recorded. Under `--compress` parts end
+//! only at the compressor's frame boundaries ([`Upload::resume_point`]),
+//! so that where a recorded part ends a new run can start a new frame.
 
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use object_store::multipart::{MultipartStore, PartId};
-use object_store::path::Path;
-use object_store::{MultipartId, ObjectStoreExt, PutPayload};
-use tokio::runtime::{Handle, Runtime};
+use object_store::{ObjectStoreExt, PutPayload};
+use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 
+use super::abort::{self, InFlight, Shared, PARTS_WAIT};
 use super::config::{Config, Direction, Store};
+use super::journal::{self, Kept, Part};
+use super::list_parts;
+use super::parts::{self, MAX_PARTS, MAX_UPLOADS, MIN_UPLOADS};
 use super::url::ObjectUrl;
 use super::{runtime, ObjectError};
-use crate::ends::upload::{Journal, StoredPart, UploadRecord};
-use crate::ends::{End, Kind, Pipeline, Whence};
-use crate::sys::signals::{before_dying, begin_commit, BeforeDying};
+use crate::ends::transport::{Completion, Fault, Op, Request, Requests, Submitted};
+use crate::ends::upload::{Journal, Upload, UploadRecord};
+use crate::ends::{Capabilities, End, Kind, Whence};
+use crate::sys::signals::{begin_commit, BeforeDying, Commit};
 use crate::sys::Errno;
 
-/// S3's limits: parts per upload, the smallest part (all but the last)
-/// and the largest.
-pub const MAX_PARTS: usize = 10_000;
-pub const S3_MIN_PART: usize = 5 << 20;
-pub const S3_MAX_PART: usize = 5 << 30;
-
-/// The part size ddx starts from: larger parts cost fewer requests,
-/// smaller ones less memory and an earlier start.
-pub const BASE_PART: usize = 16 << 20;
-const _: () = assert!(BASE_PART >= S3_MIN_PART && BASE_PART % (1 << 20) == 0);
-
-/// Parts in flight at least, whatever the hint.
-pub const MIN_UPLOADS: usize = 4;
-
-/// The most bytes of parts in flight (one part at least): memory is the
-/// parts in flight and the one being gathered. Parts grow large only for
-/// inputs of unknown size past hundreds of GiB (S3 allows 10,000 parts),
-/// and then fewer are in flight.
-const MAX_IN_FLIGHT_BYTES: usize = 512 << 20;
-
-/// How long the parts in flight may take to end when the copy is
-/// abandoned, and how long the abort may be tried for: an interrupted
-/// ddx should end, even with the server gone.
-const PARTS_WAIT: Duration = Duration::from_secs(10);
-pub const ABORT_WAIT: Duration = Duration::from_secs(30);
-
-/// Parts of the same size grow this many at a time (unknown sizes).
-const PARTS_PER_STEP: usize = 1_000;
-
-/// The size of part `index` (from 0) of an upload of `total` bytes (None:
-/// unknown, as from a pipe). With the total known, the smallest size that
-/// fits it in [`MAX_PARTS`], at least [`BASE_PART`]; either way the size
-/// doubles every [`PARTS_PER_STEP`] parts, so that an unknown input (or
-/// one larger than announced) still fits: from 16 MiB that reaches 16 TiB
-/// in 10,000 parts. Whole MiB, never over [`S3_MAX_PART`].
-pub fn part_size(total: Option<u64>, index: usize) -> usize {
-    let fitting = total.map_or(0, |t| t.div_ceil(MAX_PARTS as u64)) as usize;
-    let base = fitting.max(BASE_PART).next_multiple_of(1 << 20);
-    let doublings = (index / PARTS_PER_STEP).min(20) as u32;
-    base.saturating_mul(1 << doublings).min(S3_MAX_PART)
-}
+/// What a task sending bytes ends with: the window's request, the part
+/// it was (None: the whole object in one PUT), and the server's answer.
+type Sent = (u64, Option<usize>, object_store::Result<Option<PartId>>);
 
 /// An object being written.
 pub struct ObjectWriter {
     runtime: Runtime,
     store: Store,
     multipart: Arc<dyn MultipartStore>,
-    /// The part being gathered.
-    part: Vec<u8>,
     total: Option<u64>,
     /// The multipart upload, once started; shared with the work to do
     /// before dying of a signal.
@@ -117,34 +65,26 @@ pub struct ObjectWriter {
     /// Every part of the upload by index (part number - 1): those of an
     /// earlier run, then those sent by this one.
     parts: Vec<Part>,
-    in_flight: JoinSet<(usize, object_store::Result<PartId>)>,
-    max_in_flight: usize,
-    /// Bytes written by this run.
+    sending: JoinSet<Sent>,
+    /// Bytes handed to the end by this run.
     accepted: u64,
     /// Bytes of the copy's input before this run's (a resumed upload).
     source_base: u64,
-    /// Parts end only at resume points (`--compress`); the input offset
-    /// of the last one, from this run's start.
+    /// Parts end only at resume points (`--compress`); the last one: the
+    /// object offset of this run it is at, and the input offset.
     marked: bool,
-    source: u64,
-    journal: Option<Box<dyn Journal>>,
-    /// Parts recorded in the journal (a prefix of `parts`).
-    recorded: usize,
+    point: Option<(u64, u64)>,
+    /// The next part is the last: the whole object, if it is the first.
+    ending: bool,
+    journal: Option<Kept>,
     /// The multipart upload was created (by this run or an earlier one).
     started: bool,
+    /// The completing request (or the one PUT) is sent: a signal waits
+    /// for its outcome.
+    commit: Option<Commit>,
     state: State,
     failure: Option<ObjectError>,
     detail: Option<String>,
-}
-
-/// One part of the upload.
-#[derive(Debug, Clone)]
-struct Part {
-    size: u64,
-    /// The input offset where its bytes end (see `ends::upload`).
-    source_end: u64,
-    /// Set once the server stored it.
-    etag: Option<String>,
 }
 
 /// Where the writer stands.
@@ -157,184 +97,9 @@ enum State {
     Ended,
 }
 
-/// What the writer shares with its abort on a signal.
-#[derive(Default)]
-struct Shared {
-    upload: Mutex<Upload>,
-    /// Parts being sent.
-    in_flight: AtomicUsize,
-    /// Held by the abort on a signal while it runs: the copy thread,
-    /// which goes on meanwhile and may end with the error of a part
-    /// refused, must not drop the runtime under it (its requests would
-    /// be cancelled, and the upload left on the server).
-    dying_abort: Mutex<()>,
-}
-
-#[derive(Default)]
-struct Upload {
-    /// Dying: no part may start.
-    stopping: bool,
-    id: Option<MultipartId>,
-    /// Journaled: a signal leaves the upload for `--resume`.
-    keep: bool,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Upload> {
-        self.upload.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Wait for the abort on a signal to end, if one is running (taking
-    /// the lock whatever `stopping` says closes the window between the
-    /// abort taking it and setting `stopping`).
-    fn wait_for_dying_abort(&self) {
-        drop(
-            self.dying_abort
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-    }
-}
-
-/// The request that aborts `id`, tried until the server takes it (or says
-/// the upload is gone) or `deadline`: Err is the last answer.
-async fn abort_until(
-    multipart: Arc<dyn MultipartStore>,
-    path: Path,
-    id: MultipartId,
-    deadline: Instant,
-) -> object_store::Result<()> {
-    let mut pause = Duration::from_millis(200);
-    loop {
-        let tried = tokio::time::timeout(
-            deadline.saturating_duration_since(Instant::now()),
-            multipart.abort_multipart(&path, &id),
-        )
-        .await;
-        match tried {
-            Ok(Ok(())) | Ok(Err(object_store::Error::NotFound { .. })) => return Ok(()),
-            Ok(Err(e)) if Instant::now() + pause >= deadline => return Err(e),
-            Err(_) => {
-                return Err(object_store::Error::Generic {
-                    store: "S3",
-                    source: format!("no answer within {} s", ABORT_WAIT.as_secs()).into(),
-                })
-            }
-            Ok(Err(_)) => {
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(5));
-            }
-        }
-    }
-}
-
-/// Dying of a signal: take the upload, let the parts in flight end (for
-/// up to [`PARTS_WAIT`]) and abort it, twice if parts were cut off (one
-/// may still land after the first abort); a journaled upload is left.
-fn abort_before_dying(
-    shared: &Shared,
-    runtime: &Handle,
-    multipart: &Arc<dyn MultipartStore>,
-    path: &Path,
-) {
-    // Held for the whole abort: dropping the writer waits for it.
-    let _running = shared
-        .dying_abort
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    let id = {
-        let mut upload = shared.lock();
-        upload.stopping = true;
-        if upload.keep {
-            None
-        } else {
-            upload.id.take()
-        }
-    };
-    let Some(id) = id else {
-        return;
-    };
-    let (multipart, path) = (Arc::clone(multipart), path.clone());
-    let in_flight = |shared: &Shared| shared.in_flight.load(Ordering::Acquire) > 0;
-    let deadline = Instant::now() + PARTS_WAIT;
-    while in_flight(shared) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let cut_off = in_flight(shared);
-    let aborted = runtime.spawn(async move {
-        let _ = abort_until(
-            Arc::clone(&multipart),
-            path.clone(),
-            id.clone(),
-            Instant::now() + ABORT_WAIT,
-        )
-        .await;
-        if cut_off {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            let _ = abort_until(multipart, path, id, Instant::now() + ABORT_WAIT).await;
-        }
-    });
-    let _ = runtime.block_on(aborted);
-}
-
-/// Register the abort to run before dying of a signal. The thread that
-/// catches the signal keeps a private descriptor table (see
-/// `sys::threads`), where the runtime's sockets and wake-up descriptor
-/// are not: it only wakes a thread of this writer's, made here with the
-/// process's table, and waits for it to abort.
-fn abort_on_signal(
-    shared: &Arc<Shared>,
-    runtime: &Handle,
-    multipart: &Arc<dyn MultipartStore>,
-    path: &Path,
-) -> BeforeDying {
-    let (wake, woken) = mpsc::channel::<mpsc::Sender<()>>();
-    let aborter = {
-        let shared = Arc::clone(shared);
-        let runtime = runtime.clone();
-        let multipart = Arc::clone(multipart);
-        let path = path.clone();
-        // Ends when the registration, which holds `wake`, is dropped.
-        move || {
-            crate::sys::signals::block_in_network_thread();
-            while let Ok(done) = woken.recv() {
-                abort_before_dying(&shared, &runtime, &multipart, &path);
-                let _ = done.send(());
-            }
-        }
-    };
-    let spawned = std::thread::Builder::new()
-        .name("ddx-object-abort".into())
-        .spawn(aborter)
-        .is_ok();
-    before_dying(move || {
-        let (done, finished) = mpsc::channel();
-        if spawned && wake.send(done).is_ok() {
-            let _ = finished.recv_timeout(PARTS_WAIT + 2 * ABORT_WAIT + Duration::from_secs(2));
-        }
-    })
-}
-
-/// Counts a part in flight until the task sending it ends, however it
-/// ends.
-struct InFlight(Arc<Shared>);
-
-impl InFlight {
-    fn new(shared: &Arc<Shared>) -> InFlight {
-        shared.in_flight.fetch_add(1, Ordering::AcqRel);
-        InFlight(Arc::clone(shared))
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 impl ObjectWriter {
     /// Prepare to write `url` (S3 only). No request is made: the first
-    /// comes when a part is full, or at close.
+    /// comes with the first part, or at close.
     pub fn create(url: &ObjectUrl, config: &Config) -> Result<ObjectWriter, ObjectError> {
         if !url.writable() {
             return Err(ObjectError {
@@ -351,33 +116,29 @@ impl ObjectWriter {
             });
         };
         let shared = Arc::new(Shared::default());
-        let before_dying = abort_on_signal(&shared, runtime.handle(), &multipart, &store.path);
+        let before_dying =
+            abort::abort_on_signal(&shared, runtime.handle(), &multipart, &store.path);
         Ok(ObjectWriter {
             runtime,
             store,
             multipart,
-            part: Vec::new(),
             total: None,
             shared,
             _before_dying: before_dying,
             parts: Vec::new(),
-            in_flight: JoinSet::new(),
-            max_in_flight: MIN_UPLOADS,
+            sending: JoinSet::new(),
             accepted: 0,
             source_base: 0,
             marked: false,
-            source: 0,
+            point: None,
+            ending: false,
             journal: None,
-            recorded: 0,
             started: false,
+            commit: None,
             state: State::Writing,
             failure: None,
             detail: None,
         })
-    }
-
-    fn next_part_size(&self) -> usize {
-        part_size(self.total, self.parts.len())
     }
 
     /// Record the first failure; its errno for the caller. A journaled
@@ -404,99 +165,18 @@ impl ObjectWriter {
         self.parts[..index].iter().map(|p| p.size).sum()
     }
 
-    /// Wait until at most `limit` parts are in flight; the first failure.
-    /// Parts that ended meanwhile are taken first, without waiting: a
-    /// failure shows at the next write, and the journal hears of every
-    /// part stored as soon as it can.
-    fn reap(&mut self, limit: usize) -> Result<(), Errno> {
-        while let Some(joined) = self.in_flight.try_join_next() {
-            self.reaped(joined)?;
-        }
-        while self.in_flight.len() > limit {
-            let joined = self
-                .runtime
-                .block_on(self.in_flight.join_next())
-                .expect("a part in flight");
-            self.reaped(joined)?;
-        }
-        Ok(())
-    }
-
-    /// A part's task ended: its ETag recorded, or its failure returned.
-    fn reaped(
-        &mut self,
-        joined: Result<(usize, object_store::Result<PartId>), tokio::task::JoinError>,
-    ) -> Result<(), Errno> {
-        let (index, result) = match joined {
-            Ok(done) => done,
-            Err(join) => (
-                usize::MAX,
-                Err(object_store::Error::JoinError { source: join }),
-            ),
-        };
-        match result {
-            Ok(part) => {
-                self.parts[index].etag = Some(part.content_id);
-                self.record()
-            }
-            Err(e) => {
-                let what = if index == usize::MAX {
-                    "uploading a part".to_owned()
-                } else {
-                    format!(
-                        "uploading part {} (from byte {})",
-                        index + 1,
-                        self.offset_of(index)
-                    )
-                };
-                let error = self.error(&what, &e);
-                Err(self.failed(error))
-            }
-        }
-    }
-
-    /// The upload as a journal records it: its id and the parts stored
-    /// without a gap from the first.
-    fn upload_record(&self) -> Option<UploadRecord> {
-        let id = self.shared.lock().id.clone()?;
-        let parts = self
-            .parts
-            .iter()
-            .enumerate()
-            .map_while(|(index, part)| {
-                Some(StoredPart {
-                    number: index + 1,
-                    size: part.size,
-                    source_end: part.source_end,
-                    etag: part.etag.clone()?,
-                })
-            })
-            .collect();
-        Some(UploadRecord { id, parts })
-    }
-
-    /// Bring the journal up to date when the stored prefix grew (or the
-    /// upload was just created).
+    /// Bring the journal up to date.
     fn record(&mut self) -> Result<(), Errno> {
-        let Some(record) = self.upload_record() else {
+        let Some(id) = self.shared.lock().id.clone() else {
             return Ok(());
         };
-        let first = self.recorded == 0 && record.parts.is_empty();
-        if !first && record.parts.len() <= self.recorded {
-            return Ok(());
-        }
-        let Some(journal) = self.journal.as_mut() else {
+        let Some(kept) = self.journal.as_mut() else {
             return Ok(());
         };
-        if let Err(why) = journal.record(&record) {
-            let error = ObjectError {
-                errno: Errno::IO,
-                detail: format!("saving the upload's progress in the map: {why}"),
-            };
-            return Err(self.failed(error));
+        match kept.record(&id, &self.parts) {
+            Ok(()) => Ok(()),
+            Err(error) => Err(self.failed(error)),
         }
-        self.recorded = record.parts.len().max(1);
-        Ok(())
     }
 
     /// Create the multipart upload if it is not yet.
@@ -520,10 +200,71 @@ impl ObjectWriter {
         }
     }
 
-    /// Hand the gathered part to a task, once fewer than the most allowed
-    /// are in flight; the upload is created first if this is its first
-    /// part. `source_end`: the input offset where its bytes end.
-    fn send_part(&mut self, source_end: u64) -> Result<(), Errno> {
+    /// A task that sent bytes ended: the window's completion of it, the
+    /// part's ETag recorded (and the journal told), or its failure.
+    fn sent(&mut self, joined: Result<Sent, tokio::task::JoinError>) -> Completion {
+        let (id, index, result) = match joined {
+            Ok(done) => done,
+            Err(join) => (
+                0,
+                None,
+                Err(object_store::Error::JoinError { source: join }),
+            ),
+        };
+        let outcome = match (index, result) {
+            (Some(index), Ok(Some(part))) => {
+                self.parts[index].etag = Some(part.content_id);
+                self.record().map(|()| self.parts[index].size)
+            }
+            (None, Ok(_)) => {
+                if let Some(commit) = self.commit.take() {
+                    commit.done(true);
+                }
+                let size = self.accepted;
+                self.committed().map(|()| size)
+            }
+            (index, Err(e)) => {
+                if index.is_none() {
+                    if let Some(commit) = self.commit.take() {
+                        commit.done(false);
+                    }
+                }
+                let what = match index {
+                    Some(index) => format!(
+                        "uploading part {} (from byte {})",
+                        index + 1,
+                        self.offset_of(index)
+                    ),
+                    None => "writing the object".to_owned(),
+                };
+                let error = self.error(&what, &e);
+                Err(self.failed(error))
+            }
+            (Some(_), Ok(None)) => Err(Errno::IO),
+        };
+        Completion {
+            id,
+            result: outcome.map_err(|errno| Fault {
+                errno,
+                words: self.detail.clone(),
+                at: None,
+            }),
+            buf: None,
+        }
+    }
+
+    /// The input offset where the object's bytes up to `end` (of this
+    /// run) come from: the resume point there, where parts end at them.
+    fn source_at(&self, end: u64) -> u64 {
+        match self.point {
+            Some((at, source)) if self.marked && at == end => self.source_base + source,
+            Some((_, source)) if self.marked => self.source_base + source,
+            _ => self.source_base + end,
+        }
+    }
+
+    /// Send the part `index`, its bytes `data`, in a task of its own.
+    fn send_part(&mut self, id: u64, data: Bytes) -> Result<(), Errno> {
         if self.parts.len() >= MAX_PARTS {
             let error = ObjectError {
                 errno: Errno::FBIG,
@@ -531,11 +272,6 @@ impl ObjectWriter {
             };
             return Err(self.failed(error));
         }
-        let parts = self
-            .max_in_flight
-            .min(MAX_IN_FLIGHT_BYTES / self.part.len().max(1))
-            .max(1);
-        self.reap(parts - 1)?;
         if self.shared.lock().stopping {
             return Err(Errno::INTR);
         }
@@ -545,37 +281,62 @@ impl ObjectWriter {
         if upload.stopping {
             return Err(Errno::INTR);
         }
-        let id = upload.id.clone().expect("started above");
+        let upload_id = upload.id.clone().expect("started above");
         let counted = InFlight::new(&self.shared);
         drop(upload);
-        let data = Bytes::from(std::mem::take(&mut self.part));
         let index = self.parts.len();
+        let end = self.accepted + data.len() as u64;
         self.parts.push(Part {
             size: data.len() as u64,
-            source_end,
+            source_end: self.source_at(end),
             etag: None,
         });
         let (multipart, path) = (Arc::clone(&self.multipart), self.store.path.clone());
-        self.in_flight.spawn_on(
+        self.sending.spawn_on(
             async move {
                 let sent = multipart
-                    .put_part(&path, &id, index, PutPayload::from(data))
+                    .put_part(&path, &upload_id, index, PutPayload::from(data))
                     .await;
                 drop(counted);
-                (index, sent)
+                (id, Some(index), sent.map(Some))
             },
             self.runtime.handle(),
         );
         Ok(())
     }
 
+    /// The whole object in one PUT, the commit announced first.
+    fn send_whole(&mut self, id: u64, data: Bytes) -> Result<(), Errno> {
+        let Some(commit) = begin_commit() else {
+            return Err(Errno::INTR);
+        };
+        self.commit = Some(commit);
+        let (store, path) = (self.store.store.clone(), self.store.path.clone());
+        self.sending.spawn_on(
+            async move {
+                let put = store.put(&path, PutPayload::from(data)).await;
+                (id, None, put.map(|_| None))
+            },
+            self.runtime.handle(),
+        );
+        Ok(())
+    }
+
+    /// Wait for every task sending bytes; the first failure.
+    fn wait_for_all(&mut self) -> Result<(), Errno> {
+        let mut first = Ok(());
+        while let Some(joined) = self.runtime.block_on(self.sending.join_next()) {
+            let done = self.sent(joined);
+            if let (Ok(()), Err(fault)) = (&first, done.result) {
+                first = Err(fault.errno);
+            }
+        }
+        first
+    }
+
     /// The copy will not complete: a journaled upload is left for the
     /// next run (what the parts in flight store by the deadline still
-    /// recorded); any other is aborted, once the parts in flight ended (a
-    /// part cancelled after its body was sent can still be stored by the
-    /// server after the abort, and outlive it), tried until the server
-    /// takes it, and sent again a moment later if parts were cut off (S3
-    /// says to abort again when parts were in progress). Err: the upload
+    /// recorded); any other is aborted (see `abort`). Err: the upload
     /// could not be aborted, and why.
     fn abort(&mut self) -> Result<(), ObjectError> {
         if self.state != State::Writing {
@@ -583,27 +344,27 @@ impl ObjectWriter {
         }
         self.state = State::Ended;
         let deadline = tokio::time::Instant::now() + PARTS_WAIT;
-        let mut cancelled = false;
-        while !self.in_flight.is_empty() {
+        let mut cut_off = false;
+        while !self.sending.is_empty() {
             let joined = self.runtime.block_on(async {
-                tokio::time::timeout_at(deadline, self.in_flight.join_next()).await
+                tokio::time::timeout_at(deadline, self.sending.join_next()).await
             });
             match joined {
-                Ok(Some(Ok((index, Ok(part))))) => {
+                Ok(Some(Ok((_, Some(index), Ok(Some(part)))))) => {
                     self.parts[index].etag = Some(part.content_id);
                 }
                 Ok(Some(_)) => {}
                 Ok(None) => break,
                 Err(_) => {
-                    cancelled = true;
+                    cut_off = true;
                     break;
                 }
             }
         }
-        self.in_flight.abort_all();
-        let in_flight = &mut self.in_flight;
+        self.sending.abort_all();
+        let sending = &mut self.sending;
         self.runtime
-            .block_on(async { while in_flight.join_next().await.is_some() {} });
+            .block_on(async { while sending.join_next().await.is_some() {} });
         if self.journal.is_some() {
             let _ = self.record();
             return Ok(());
@@ -611,33 +372,27 @@ impl ObjectWriter {
         let Some(id) = self.shared.lock().id.take() else {
             return Ok(());
         };
-        let (multipart, path) = (Arc::clone(&self.multipart), self.store.path.clone());
         let shown = id.clone();
-        let aborted = runtime::run(&self.runtime, async move {
-            let aborted = abort_until(
-                Arc::clone(&multipart),
-                path.clone(),
-                id.clone(),
-                Instant::now() + ABORT_WAIT,
-            )
-            .await;
-            if cancelled && aborted.is_ok() {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                return abort_until(multipart, path, id, Instant::now() + ABORT_WAIT).await;
-            }
-            aborted
-        });
+        let (multipart, path) = (Arc::clone(&self.multipart), self.store.path.clone());
+        let aborted = runtime::run(
+            &self.runtime,
+            abort::abort_twice(multipart, path, id, cut_off),
+        );
         aborted.map_err(|e| {
             self.store.error(
-                &format!("the unfinished upload {shown} could not be aborted, its parts stay on the server"),
+                &format!(
+                    "the unfinished upload {shown} could not be aborted, its parts stay on the \
+                     server"
+                ),
                 &e,
             )
         })
     }
 
-    /// Make the object whole: the last part and the completing request,
-    /// or one PUT. The commit is announced to the signal handling first
-    /// (a signal after it waits for its outcome).
+    /// Make the object whole: every part stored, then the completing
+    /// request (or, for an object never written, one empty PUT). The
+    /// commit is announced to the signal handling first (a signal after
+    /// it waits for its outcome).
     fn finish(&mut self) -> Result<(), Errno> {
         match self.state {
             State::Committed => return Ok(()),
@@ -647,13 +402,18 @@ impl ObjectWriter {
         if let Some(failure) = &self.failure {
             return Err(failure.errno);
         }
+        self.wait_for_all()?;
+        if self.state == State::Committed {
+            return Ok(());
+        }
         if !self.started {
-            let data = PutPayload::from(Bytes::from(std::mem::take(&mut self.part)));
             let Some(commit) = begin_commit() else {
                 return Err(Errno::INTR);
             };
             let (store, path) = (self.store.store.clone(), self.store.path.clone());
-            let put = runtime::run(&self.runtime, async move { store.put(&path, data).await });
+            let put = runtime::run(&self.runtime, async move {
+                store.put(&path, PutPayload::from(Bytes::new())).await
+            });
             commit.done(put.is_ok());
             return match put {
                 Ok(_) => self.committed(),
@@ -663,11 +423,6 @@ impl ObjectWriter {
                 }
             };
         }
-        if !self.part.is_empty() {
-            let source_end = self.source_base + self.source_now();
-            self.send_part(source_end)?;
-        }
-        self.reap(0)?;
         if self.shared.lock().stopping {
             return Err(Errno::INTR);
         }
@@ -707,8 +462,8 @@ impl ObjectWriter {
     /// The object is whole: the journal is told.
     fn committed(&mut self) -> Result<(), Errno> {
         self.state = State::Committed;
-        if let Some(journal) = self.journal.as_mut() {
-            if let Err(why) = journal.completed() {
+        if let Some(kept) = self.journal.as_mut() {
+            if let Err(why) = kept.completed() {
                 self.detail = Some(format!(
                     "the object is complete, but the map could not say so: {why}"
                 ));
@@ -718,106 +473,11 @@ impl ObjectWriter {
         Ok(())
     }
 
-    /// The input offset (from this run's start) the bytes written so far
-    /// end at: the last resume point when parts end only there.
-    fn source_now(&self) -> u64 {
-        if self.marked {
-            self.source
-        } else {
-            self.accepted
-        }
-    }
-
-    /// The parts the server holds of upload `id` (ListParts, page by
-    /// page): number, size and ETag where it gives one.
-    fn list_parts(&self, id: &str) -> Result<Vec<(usize, u64, Option<String>)>, ObjectError> {
-        let failed = |detail: String| ObjectError {
-            errno: Errno::IO,
-            detail: self.store.redactor.clean(&detail),
-        };
-        let (Some(signer), Some(options)) = (&self.store.signer, &self.store.client_options) else {
-            return Err(failed("listing the upload's parts: not an S3 store".into()));
-        };
-        use object_store::client::HttpConnector;
-        let client = object_store::client::ReqwestConnector::default()
-            .connect(options)
-            .map_err(|e| self.error("listing the upload's parts", &e))?;
-        let mut parts = Vec::new();
-        let mut marker: Option<String> = None;
-        loop {
-            let mut query = vec![("uploadId".to_owned(), id.to_owned())];
-            if let Some(marker) = &marker {
-                query.push(("part-number-marker".to_owned(), marker.clone()));
-            }
-            let (signer, client, path) =
-                (Arc::clone(signer), client.clone(), self.store.path.clone());
-            let attempts = self.store.retry.max_retries + 1;
-            let answer = runtime::run(&self.runtime, async move {
-                list_parts_page(&*signer, &client, &path, query, attempts).await
-            })
-            .map_err(|e| self.error("listing the upload's parts", &e))?;
-            let (status, body) = answer;
-            if !(200..300).contains(&status) {
-                let text = format!("Server returned non-2xx status code: {status}: {body}");
-                let said = super::config::describe(&object_store::Error::Generic {
-                    store: "S3",
-                    source: text.into(),
-                });
-                return Err(failed(format!("listing the upload's parts: {said}")));
-            }
-            let page = parse_list_parts(&body)
-                .map_err(|why| failed(format!("listing the upload's parts: {why}")))?;
-            parts.extend(page.parts);
-            match page.next {
-                Some(next) => marker = Some(next),
-                None => return Ok(parts),
-            }
-        }
-    }
-
     /// Go on with the upload `record` describes: its parts are checked
-    /// against ListParts (number, size, and ETag where the server gives
-    /// one), and the next part follows its last.
+    /// against ListParts, and the next part follows its last.
     fn resume(&mut self, record: &UploadRecord) -> Result<(), ObjectError> {
-        let listed = self.list_parts(&record.id)?;
-        for part in &record.parts {
-            let held = listed.iter().find(|(number, _, _)| *number == part.number);
-            let matches = held.is_some_and(|(_, size, etag)| {
-                *size == part.size
-                    && etag
-                        .as_deref()
-                        .is_none_or(|etag| etag.trim_matches('"') == part.etag.trim_matches('"'))
-            });
-            if !matches {
-                let why = match held {
-                    None => "is not on the server".to_owned(),
-                    Some((_, size, etag)) => format!(
-                        "differs on the server ({size} bytes, ETag {}; the map says {} bytes, ETag {})",
-                        etag.as_deref().unwrap_or("none"),
-                        part.size,
-                        part.etag
-                    ),
-                };
-                return Err(ObjectError {
-                    errno: Errno::STALE,
-                    detail: format!(
-                        "part {} of upload {} {why}: the upload was aborted, completed or \
-                         changed since the map was saved",
-                        part.number, record.id
-                    ),
-                });
-            }
-        }
-        self.parts = record
-            .parts
-            .iter()
-            .map(|p| Part {
-                size: p.size,
-                source_end: p.source_end,
-                etag: Some(p.etag.clone()),
-            })
-            .collect();
-        self.recorded = self.parts.len().max(1);
+        let listed = list_parts::list_parts(&self.store, &self.runtime, &record.id)?;
+        self.parts = journal::resumed_parts(record, &listed)?;
         self.source_base = record.source_end();
         self.shared.lock().id = Some(record.id.clone());
         self.started = true;
@@ -825,127 +485,22 @@ impl ObjectWriter {
     }
 }
 
-/// One ListParts page: the HTTP status and the body.
-async fn list_parts_page(
-    signer: &dyn object_store::signer::Signer,
-    client: &object_store::client::HttpClient,
-    path: &Path,
-    query: Vec<(String, String)>,
-    attempts: usize,
-) -> object_store::Result<(u16, String)> {
-    use object_store::signer::SignedUrlOptions;
-    let mut pause = Duration::from_millis(100);
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        let url = signer
-            .signed_url_opts(
-                http::Method::GET,
-                path,
-                Duration::from_secs(300),
-                &SignedUrlOptions::new().with_query(query.clone()),
-            )
-            .await?;
-        let request = http::Request::get(url.as_str())
-            .body(object_store::client::HttpRequestBody::empty())
-            .map_err(|e| object_store::Error::Generic {
-                store: "S3",
-                source: Box::new(e),
-            })?;
-        let failed = |e: object_store::client::HttpError| object_store::Error::Generic {
-            store: "S3",
-            source: Box::new(e),
-        };
-        let answered = match client.execute(request).await {
-            Ok(response) => {
-                let status = response.status().as_u16();
-                let body = response.into_body().bytes().await.map_err(failed);
-                body.map(|b| (status, String::from_utf8_lossy(&b).into_owned()))
-            }
-            Err(e) => Err(failed(e)),
-        };
-        match answered {
-            Ok((status, _)) if status >= 500 && tries < attempts => {}
-            Err(_) if tries < attempts => {}
-            other => return other,
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(5));
-    }
-}
-
-/// A ListParts page's parts, and the marker of the next page if it is cut.
-struct PartsPage {
-    parts: Vec<(usize, u64, Option<String>)>,
-    next: Option<String>,
-}
-
-fn parse_list_parts(body: &str) -> Result<PartsPage, String> {
-    let document =
-        roxmltree::Document::parse(body).map_err(|e| format!("an answer that is not XML: {e}"))?;
-    let root = document.root_element();
-    let child_text = |node: roxmltree::Node<'_, '_>, name: &str| {
-        node.children()
-            .find(|n| n.has_tag_name(name))
-            .and_then(|n| n.text())
-            .map(str::trim)
-            .map(str::to_owned)
-    };
-    let mut parts = Vec::new();
-    for part in root.children().filter(|n| n.has_tag_name("Part")) {
-        let number = child_text(part, "PartNumber").and_then(|n| n.parse::<usize>().ok());
-        let size = child_text(part, "Size").and_then(|n| n.parse::<u64>().ok());
-        let (Some(number), Some(size)) = (number, size) else {
-            return Err("a part without its number or size".into());
-        };
-        parts.push((number, size, child_text(part, "ETag")));
-    }
-    let truncated = child_text(root, "IsTruncated").is_some_and(|t| t == "true");
-    let next = truncated
-        .then(|| child_text(root, "NextPartNumberMarker"))
-        .flatten();
-    if truncated && next.is_none() {
-        return Err("a cut list without the marker of its next page".into());
-    }
-    Ok(PartsPage { parts, next })
-}
-
 impl End for ObjectWriter {
     fn kind(&self) -> Kind {
         Kind::Object
     }
 
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
-        if let Some(failure) = &self.failure {
-            self.detail = Some(failure.detail.clone());
-            return Err(failure.errno);
+    /// Its kind's, with parts in flight: at least [`MIN_UPLOADS`] whenever
+    /// it is written, as many as memory allows.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            requests: Requests {
+                most: MAX_UPLOADS,
+                least: MIN_UPLOADS,
+                ..Requests::ONE_AT_A_TIME
+            },
+            ..Capabilities::of(Kind::Object)
         }
-        if self.state != State::Writing {
-            return Err(Errno::IO);
-        }
-        if self.marked {
-            // Parts end at resume points only (see `resume_point`).
-            self.part.extend_from_slice(buf);
-            self.accepted += buf.len() as u64;
-            return Ok(buf.len());
-        }
-        let mut rest = buf;
-        while !rest.is_empty() {
-            let size = self.next_part_size();
-            if self.part.capacity() == 0 {
-                self.part.reserve_exact(size);
-            }
-            let take = size.saturating_sub(self.part.len()).min(rest.len());
-            self.part.extend_from_slice(&rest[..take]);
-            rest = &rest[take..];
-            self.accepted += take as u64;
-            if self.part.len() >= size {
-                let source_end = self.source_base + self.accepted;
-                // On failure, what was taken of this buffer is not written.
-                self.send_part(source_end)?;
-            }
-        }
-        Ok(buf.len())
     }
 
     /// Only to where the object already ends (a no-op): an object is
@@ -973,27 +528,89 @@ impl End for ObjectWriter {
         }
     }
 
-    /// Wait for the parts in flight (the part being gathered cannot be
-    /// sent early: parts but the last have a minimum size).
+    /// Nothing to do: the parts in flight are the window's requests,
+    /// and the part being gathered cannot be sent early (parts but the
+    /// last have a minimum size).
     fn sync(&mut self, _data_only: bool) -> Result<(), Errno> {
-        if let Some(failure) = &self.failure {
-            return Err(failure.errno);
+        match &self.failure {
+            Some(failure) => Err(failure.errno),
+            None => Ok(()),
         }
-        self.reap(0)
     }
 
-    fn pipeline(&mut self, hint: Pipeline) {
-        self.total = hint.total;
-        self.max_in_flight = hint.depth.max(MIN_UPLOADS);
+    /// The next part, from where the object's bytes end: sent in a task
+    /// of its own (busy while as many parts as memory allows are in
+    /// flight); the last part of an object of one part is one PUT.
+    fn submit(&mut self, request: Request) -> Submitted {
+        let Request {
+            id,
+            op,
+            offset,
+            len,
+            buf,
+        } = request;
+        let refuse = |errno, words: Option<String>, buf| {
+            Submitted::Done(Completion {
+                id,
+                result: Err(Fault {
+                    errno,
+                    words,
+                    at: None,
+                }),
+                buf,
+            })
+        };
+        let (Op::Write, Some(mut buf)) = (op, buf) else {
+            return refuse(Errno::BADF, None, None);
+        };
+        if let Some(failure) = &self.failure {
+            return refuse(failure.errno, Some(failure.detail.clone()), Some(buf));
+        }
+        if self.state != State::Writing || offset != self.accepted {
+            return refuse(Errno::SPIPE, None, Some(buf));
+        }
+        let len = (len as usize).min(buf.len());
+        if self.sending.len() >= parts::in_flight(len) {
+            return Submitted::Busy(Request {
+                id,
+                op,
+                offset,
+                len: len as u64,
+                buf: Some(buf),
+            });
+        }
+        buf.set_len(len);
+        let whole = self.ending && !self.started && self.parts.is_empty();
+        let data = Bytes::from_owner(buf);
+        let sent = if whole {
+            self.send_whole(id, data)
+        } else {
+            self.send_part(id, data)
+        };
+        match sent {
+            Ok(()) => {
+                self.accepted += len as u64;
+                Submitted::InFlight
+            }
+            Err(errno) => refuse(errno, self.detail.clone(), None),
+        }
     }
 
-    /// Nothing of an upload is kept unless it completes.
-    fn written_until(&self) -> Option<u64> {
-        Some(0)
+    fn complete(&mut self, wait: bool) -> Option<Completion> {
+        let joined = if wait {
+            self.runtime.block_on(self.sending.join_next())?
+        } else {
+            self.sending.try_join_next()?
+        };
+        Some(self.sent(joined))
     }
 
     fn take_detail(&mut self) -> Option<String> {
         self.detail.take()
+    }
+
+    fn upload(&mut self) -> Option<&mut dyn Upload> {
+        Some(self)
     }
 
     fn finalise(&mut self, copy_failed: bool) -> Result<(), Errno> {
@@ -1015,37 +632,6 @@ impl End for ObjectWriter {
         finished
     }
 
-    fn keep_journal(
-        &mut self,
-        journal: Box<dyn Journal>,
-        resume: Option<&UploadRecord>,
-    ) -> Result<(), Errno> {
-        if let Some(record) = resume {
-            if let Err(error) = self.resume(record) {
-                return Err(self.failed(error));
-            }
-        }
-        self.journal = Some(journal);
-        self.shared.lock().keep = true;
-        Ok(())
-    }
-
-    fn mark_resume_points(&mut self) -> bool {
-        self.marked = true;
-        !self.parts.is_empty()
-    }
-
-    fn resume_point(&mut self, source: u64) {
-        if !self.marked || self.state != State::Writing || self.failure.is_some() {
-            return;
-        }
-        self.source = source;
-        if self.part.len() >= self.next_part_size() {
-            // An error is kept for the next write, sync or close.
-            let _ = self.send_part(self.source_base + source);
-        }
-    }
-
     fn close(mut self: Box<Self>) -> Result<(), Errno> {
         self.finalise(false)
     }
@@ -1061,6 +647,49 @@ impl End for ObjectWriter {
     }
 }
 
+impl Upload for ObjectWriter {
+    fn expect(&mut self, total: Option<u64>) {
+        self.total = total;
+    }
+
+    fn part_len(&self) -> usize {
+        parts::part_size(self.total, self.parts.len())
+    }
+
+    fn ending(&mut self) {
+        self.ending = true;
+    }
+
+    fn keep_journal(
+        &mut self,
+        journal: Box<dyn Journal>,
+        resume: Option<&UploadRecord>,
+    ) -> Result<(), Errno> {
+        if let Some(record) = resume {
+            if let Err(error) = self.resume(record) {
+                return Err(self.failed(error));
+            }
+        }
+        let recorded = if self.parts.is_empty() {
+            0
+        } else {
+            self.parts.len()
+        };
+        self.journal = Some(Kept::new(journal, recorded));
+        self.shared.lock().keep = true;
+        Ok(())
+    }
+
+    fn mark_resume_points(&mut self) -> bool {
+        self.marked = true;
+        !self.parts.is_empty()
+    }
+
+    fn resume_point(&mut self, at: u64, source: u64) {
+        self.point = Some((at, source));
+    }
+}
+
 impl Drop for ObjectWriter {
     fn drop(&mut self) {
         self.shared.wait_for_dying_abort();
@@ -1073,74 +702,10 @@ impl fmt::Debug for ObjectWriter {
             .field("url", &self.store.label)
             .field("accepted", &self.accepted)
             .field("parts", &self.parts.len())
-            .field("in_flight", &self.in_flight.len())
+            .field("sending", &self.sending.len())
             .field("multipart", &self.started)
             .field("journaled", &self.journal.is_some())
             .field("failed", &self.failure.is_some())
             .finish()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const MIB: u64 = 1 << 20;
-
-    #[test]
-    fn small_and_unknown_inputs_start_from_the_base_part() {
-        assert_eq!(part_size(None, 0), BASE_PART);
-        assert_eq!(part_size(Some(0), 0), BASE_PART);
-        assert_eq!(part_size(Some(1 << 30), 2_500), BASE_PART * 4);
-    }
-
-    #[test]
-    fn a_known_size_fits_in_ten_thousand_parts_of_whole_mebibytes() {
-        for total in [200 << 30, 1 << 40, 3 * (1 << 40) + 12_345] {
-            let size = part_size(Some(total), 0) as u64;
-            assert_eq!(size % MIB, 0);
-            assert!(size * MAX_PARTS as u64 >= total, "{total}: {size}");
-            assert!(size >= S3_MIN_PART as u64);
-        }
-    }
-
-    #[test]
-    fn unknown_sizes_still_fit_five_tebibytes_and_parts_stay_within_limits() {
-        let mut sum = 0u64;
-        for index in 0..MAX_PARTS {
-            let size = part_size(None, index);
-            assert!(
-                (S3_MIN_PART..=S3_MAX_PART).contains(&size),
-                "{index}: {size}"
-            );
-            sum += size as u64;
-        }
-        assert!(sum >= 5 << 40, "{sum}");
-        assert_eq!(part_size(Some(u64::MAX), 50_000), S3_MAX_PART);
-    }
-
-    #[test]
-    fn list_parts_pages_are_read_with_their_marker() {
-        let page = parse_list_parts(
-            "<?xml version=\"1.0\"?><ListPartsResult><UploadId>u</UploadId>\
-             <IsTruncated>true</IsTruncated><NextPartNumberMarker>2</NextPartNumberMarker>\
-             <Part><PartNumber>1</PartNumber><ETag>\"a\"</ETag><Size>5</Size></Part>\
-             <Part><PartNumber>2</PartNumber><Size>7</Size></Part></ListPartsResult>",
-        )
-        .expect("a page");
-        assert_eq!(
-            page.parts,
-            vec![(1, 5, Some("\"a\"".to_owned())), (2, 7, None)]
-        );
-        assert_eq!(page.next.as_deref(), Some("2"));
-        let last =
-            parse_list_parts("<ListPartsResult><IsTruncated>false</IsTruncated></ListPartsResult>")
-                .expect("a page");
-        assert!(last.parts.is_empty() && last.next.is_none());
-        assert!(parse_list_parts(
-            "<ListPartsResult><IsTruncated>true</IsTruncated></ListPartsResult>"
-        )
-        .is_err());
-        assert!(parse_list_parts("not xml").is_err());
     }
 }

@@ -43,7 +43,7 @@ impl Reader {
             &mut next_buffer,
             &mut behind,
         );
-        if let (Some(behind), Some(fd)) = (&mut behind, self.input.end.fd()) {
+        if let (Some(behind), Some(fd)) = (&mut behind, self.input.stream.fd()) {
             behind.finish(fd);
         }
         match result {
@@ -92,19 +92,19 @@ impl Reader {
                 // Read a mapped range up to its end only: the hole after
                 // it is passed on as one, never written.
                 let offset = self.input.offset.max(0) as u64;
-                if let Ok(hole) = self.input.end.next_hole(offset) {
+                if let Ok(hole) = self.input.stream.next_hole(offset) {
                     if hole > offset {
                         want = want.min((hole - offset).min(usize::MAX as u64) as usize);
                     }
                 }
             }
-            if let (Some(behind), Some(fd)) = (behind.as_mut(), self.input.end.fd()) {
+            if let (Some(behind), Some(fd)) = (behind.as_mut(), self.input.stream.fd()) {
                 let offset = self.input.offset.max(0) as u64;
                 behind.before(fd, offset, want as u64);
             }
             // A regular file returns short only at end of file; fill anyway
             // so that a signal-shortened read changes nothing.
-            let end = &mut self.input.end;
+            let end = &mut self.input.stream;
             let exchanged = if want == buf.len() {
                 end.read_exchange(&mut buf)
             } else {
@@ -118,7 +118,7 @@ impl Reader {
                 },
                 None => fill(&mut buf.as_mut_slice()[..want], |rest, _| end.read(rest)),
             };
-            if let (Some(errno), false) = (error, self.input.end.capabilities().reads_at) {
+            if let (Some(errno), false) = (error, self.input.stream.capabilities().reads_at) {
                 // A stream ddx decodes (--decompress, --bmap) cannot be
                 // read again from the record that failed: what was read
                 // goes on, then GNU's message, and the copy ends there.
@@ -137,7 +137,7 @@ impl Reader {
                 // failed, so that the error is met exactly as GNU meets it.
                 let good = len / ibs as usize * ibs as usize;
                 let rewind = (len - good) as i64;
-                if rewind > 0 && self.input.end.seek(Whence::Current(-rewind)).is_err() {
+                if rewind > 0 && self.input.stream.seek(Whence::Current(-rewind)).is_err() {
                     sink.send(Event::End {
                         failed: true,
                         late: None,
@@ -156,7 +156,7 @@ impl Reader {
             advance_offset(&mut self.input.offset, len as u64);
             *remaining -= len as u64;
             *copied += len as u64;
-            if let (Some(behind), Some(fd)) = (behind.as_mut(), self.input.end.fd()) {
+            if let (Some(behind), Some(fd)) = (behind.as_mut(), self.input.stream.fd()) {
                 behind.after(fd, len as u64);
             }
             if len > 0 {
@@ -184,9 +184,9 @@ impl Reader {
             return None;
         }
         let offset = self.input.offset as u64;
-        let data = match self.input.end.next_data(offset) {
+        let data = match self.input.stream.next_data(offset) {
             Ok(Some(data)) => data,
-            Ok(None) => self.input.end.size().ok().flatten().unwrap_or(offset),
+            Ok(None) => self.input.stream.size().ok().flatten().unwrap_or(offset),
             Err(_) => offset,
         };
         // A block map's holes are passed on wherever they start.
@@ -205,7 +205,7 @@ impl Reader {
             0
         };
         let resume_at = offset + whole;
-        if self.input.end.seek(Whence::Start(resume_at)).is_err() {
+        if self.input.stream.seek(Whence::Start(resume_at)).is_err() {
             return None;
         }
         (whole > 0).then_some(whole)

@@ -20,7 +20,7 @@ impl Reader {
     /// written, which meets a real error, on whichever end, as GNU does.
     pub(super) fn splice_record(&mut self, want: usize) -> Option<ReadOutcome> {
         let output = self.splice_to.take()?;
-        let input = self.input.end.fd()?;
+        let input = self.input.stream.fd()?;
         let mut moved = 0;
         while moved < want {
             match file::splice(input, output.as_fd(), want - moved) {
@@ -46,9 +46,9 @@ impl Reader {
     fn read_once(&mut self, buf: &mut [u8]) -> ReadOutcome {
         let size = buf.len() as isize;
         let result = loop {
-            let read = match self.input.end.plain_fd() {
+            let read = match self.input.stream.plain_fd() {
                 Some(fd) => file::read(fd, buf),
-                None => self.input.end.read(buf),
+                None => self.input.stream.read(buf),
             };
             match read {
                 Err(Errno::INTR) => continue,

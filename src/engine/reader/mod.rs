@@ -19,9 +19,9 @@ use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use crate::diagnostic::{BufferKind, Diagnostic};
-use crate::ends::Input;
 use crate::engine::cache::CacheDropper;
 use crate::engine::shape::BulkShape;
+use crate::engine::stream::Input;
 use crate::operands::{CopyPlan, IoFlags, StatusLevel};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
@@ -178,7 +178,7 @@ impl Reader {
     /// the writer acts on each event before the next read (seek= must have
     /// happened before anything is spliced).
     pub fn with_splice(mut self, output: Option<std::os::fd::OwnedFd>) -> Self {
-        self.settings.input_is_pipe = self.input.end.capabilities().splices;
+        self.settings.input_is_pipe = self.input.stream.capabilities().splices;
         self.splice_to = output;
         self
     }
@@ -236,7 +236,7 @@ impl Reader {
     /// The input's descriptor, where it has one (for kernel offload
     /// between the two ends, and cache advice).
     pub fn input_fd(&self) -> Option<BorrowedFd<'_>> {
-        self.input.end.fd()
+        self.input.stream.fd()
     }
 
     /// Offload copied `bytes` (whole records) from the input's position:
@@ -256,7 +256,7 @@ impl Reader {
     /// The input is a descriptor (not an end that makes its own
     /// connections as it goes, such as an object's HTTP client).
     pub fn input_has_descriptor(&self) -> bool {
-        self.input.end.fd().is_some()
+        self.input.stream.fd().is_some()
     }
 
     pub fn into_input(self) -> Input {
@@ -274,7 +274,7 @@ impl Reader {
         sink: &mut S,
         errno: Errno,
     ) -> Result<(), Closed> {
-        let detail = self.input.end.take_detail();
+        let detail = self.input.stream.take_detail();
         let diagnostic = Diagnostic::ReadError {
             file: self.input.name.clone(),
             errno,
@@ -295,7 +295,7 @@ impl Reader {
     /// GNU reports it (after the output is synchronised).
     fn finish_cache(&mut self) -> Option<Diagnostic> {
         let offset = self.input.seekable.then_some(self.input.offset);
-        let fd = self.input.end.fd()?;
+        let fd = self.input.stream.fd()?;
         let result = self.cache.finish(fd, offset);
         match result {
             Err(errno) if self.plan.copies_nothing() => Some(Diagnostic::DiscardCacheFailed {

@@ -179,7 +179,7 @@ impl Reader {
                 advance_offset(&mut self.input.offset, n as u64);
                 let offset = self.input.offset;
                 if self.cache.enabled {
-                    if let Some(fd) = self.input.end.fd() {
+                    if let Some(fd) = self.input.stream.fd() {
                         self.cache.after_io(fd, offset, n as u64);
                     }
                 }
@@ -275,7 +275,7 @@ impl Reader {
             said.push(Diagnostic::OffsetOverflow { file: name() });
             return (false, said);
         }
-        match self.input.end.seek(Whence::Current(0)) {
+        match self.input.stream.seek(Whence::Current(0)) {
             Ok(offset) if offset as i64 == self.input.offset => (true, said),
             Ok(offset) => {
                 let diff = self.input.offset - offset as i64;
@@ -283,7 +283,7 @@ impl Reader {
                 if !plausible && !self.settings.quiet {
                     said.push(Diagnostic::InvalidOffsetAfterRead);
                 }
-                match self.input.end.seek(Whence::Current(diff)) {
+                match self.input.stream.seek(Whence::Current(diff)) {
                     Ok(_) => (true, said),
                     Err(errno) => {
                         said.push(Diagnostic::CannotSeek {

@@ -24,11 +24,11 @@ impl Reader {
 
         // Err(None): the offset does not fit an off_t, so no lseek was tried.
         let seek_result: Result<(), Option<Errno>> = match requested {
-            Some(offset) => match self.input.end.seek(Whence::Current(offset as i64)) {
+            Some(offset) => match self.input.stream.seek(Whence::Current(offset as i64)) {
                 Ok(_) => {
                     let mut advance = offset as i64;
                     records = 0;
-                    let size = match self.input.end.size() {
+                    let size = match self.input.stream.size() {
                         Ok(size) => size,
                         Err(errno) => {
                             let name = self.input.name.clone();
@@ -55,7 +55,7 @@ impl Reader {
         };
 
         if let Err(lseek_errno) = seek_result {
-            if self.input.end.seek(Whence::End(0)).is_ok() {
+            if self.input.stream.seek(Whence::End(0)).is_ok() {
                 // Seekable, but not to there: GNU gives up.
                 sink.send(Event::Diagnostic(Box::new(Diagnostic::CannotSkip {
                     file: self.input.name.clone(),

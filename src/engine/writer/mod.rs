@@ -19,10 +19,12 @@ use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use crate::diagnostic::{BufferKind, Diagnostic, Events};
-use crate::ends::{End, Output, Whence};
+use crate::ends::Whence;
 use crate::engine::cache::CachePolicy;
 use crate::engine::counters::{add, bump, Counters};
 use crate::engine::reader::{Event, Stop};
+use crate::engine::stream::Output;
+use crate::engine::stream::Stream;
 use crate::operands::{Conv, CopyPlan, IoFlags};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::Errno;
@@ -111,7 +113,7 @@ impl<'a> Writer<'a> {
         counters: &'a Counters,
         events: &'a dyn Events,
     ) -> Self {
-        let offset = output.end.seek(Whence::Current(0)).ok();
+        let offset = output.stream.seek(Whence::Current(0)).ok();
         Writer {
             out: Out {
                 raw: RawOutput::new(&plan, offset),
@@ -175,7 +177,7 @@ impl<'a> Writer<'a> {
     pub fn behind_before_at(&mut self, offset: u64, len: u64) {
         self.out
             .behind
-            .before(self.out.output.end.fd(), offset, len);
+            .before(self.out.output.stream.fd(), offset, len);
     }
 
     /// The kernel is about to copy `len` bytes to the output.
@@ -194,7 +196,7 @@ impl<'a> Writer<'a> {
     /// The output's descriptor, where it has one (for kernel offload
     /// between the two ends).
     pub fn output_fd(&self) -> Option<BorrowedFd<'_>> {
-        self.out.output.end.fd()
+        self.out.output.stream.fd()
     }
 
     /// status=progress: GNU prints its line between records, after a write
@@ -212,7 +214,7 @@ impl<'a> Writer<'a> {
                 self.seek_output()?;
                 self.out.base = self.out.raw.offset;
                 let offset = self.out.raw.offset.unwrap_or(0);
-                self.out.behind.start(self.out.output.end.fd(), offset);
+                self.out.behind.start(self.out.output.stream.fd(), offset);
                 if !self.plan.copies_nothing() && self.plan.two_buffers {
                     self.reblocker.allocate().map_err(|size| {
                         self.out.diag(Diagnostic::NoMemory {
@@ -286,7 +288,7 @@ impl<'a> Writer<'a> {
     /// After the stream: conv=fdatasync/fsync and cache advice, in GNU's
     /// order, then the run's result.
     pub fn conclude(&mut self, end: StreamEnd) -> RunResult {
-        self.out.behind.finish(self.out.output.end.fd());
+        self.out.behind.finish(self.out.output.stream.fd());
         let discards = self.out.raw.discards;
         let counters = self.out.counters;
         counters
@@ -301,7 +303,7 @@ impl<'a> Writer<'a> {
                 // "error writing" ends the copy) is not said again for the
                 // end's writes behind it.
                 let failed = if self.write_failed {
-                    let _ = self.out.output.end.settle();
+                    let _ = self.out.output.stream.settle();
                     true
                 } else {
                     self.settle() || failed
@@ -436,7 +438,7 @@ impl<'a> Writer<'a> {
         bump(records_out);
         add(&counters.bytes_out, len as u64);
         self.out.raw.ended_in_seek = false;
-        let fd = self.out.output.end.fd();
+        let fd = self.out.output.stream.fd();
         if let Some(at) = self.out.raw.offset {
             self.out.behind.before(fd, at, len as u64);
             self.out.behind.after(fd, len as u64);
@@ -542,7 +544,7 @@ impl<'a> Writer<'a> {
         debug_assert_eq!(self.reblocker.fill(), 0, "holes start on block boundaries");
         if self.mapped_holes
             && !self.out.raw.trims()
-            && self.out.raw.skip_over(self.out.output.end.as_mut(), len)
+            && self.out.raw.skip_over(self.out.output.stream.as_mut(), len)
         {
             add(&counters.bytes_out, len);
             self.count_out_from_bytes();
@@ -553,7 +555,10 @@ impl<'a> Writer<'a> {
         // zeros it compressed once).
         if self.mapped_holes
             && !self.out.raw.trims()
-            && self.out.raw.zeroes_over(self.out.output.end.as_mut(), len)
+            && self
+                .out
+                .raw
+                .zeroes_over(self.out.output.stream.as_mut(), len)
         {
             add(&counters.bytes_out, len);
             self.count_out_from_bytes();
@@ -561,7 +566,11 @@ impl<'a> Writer<'a> {
         }
         // --trim: the hole discarded whole where the output can, counted
         // as conv=sparse counts a seek over it; else written as zeros.
-        if self.out.raw.discard_over(self.out.output.end.as_mut(), len) {
+        if self
+            .out
+            .raw
+            .discard_over(self.out.output.stream.as_mut(), len)
+        {
             add(&counters.bytes_out, len);
             if self.mapped_holes {
                 self.count_out_from_bytes();
@@ -572,7 +581,7 @@ impl<'a> Writer<'a> {
         }
         let mut sought = 0;
         if self.out.raw.sparse() {
-            sought = (self.out.raw).seek_over(self.out.output.end.as_mut(), len, block as u64);
+            sought = (self.out.raw).seek_over(self.out.output.stream.as_mut(), len, block as u64);
             add(&counters.bytes_out, sought);
             add(&counters.records_out_full, sought / block as u64);
             if sought == len {
@@ -683,7 +692,7 @@ impl<'a> Writer<'a> {
     /// acknowledged, or the first that failed is reported now, with the
     /// counts of what was stored before it. True when one failed.
     fn settle(&mut self) -> bool {
-        let Err(errno) = self.out.output.end.settle() else {
+        let Err(errno) = self.out.output.stream.settle() else {
             return false;
         };
         if let Some(stored) = self.out.failed_before(None) {
@@ -715,7 +724,7 @@ impl<'a> Writer<'a> {
         if !tail.is_empty() {
             let fill = tail.len();
             let written = self.out.raw.write(
-                self.out.output.end.as_mut(),
+                self.out.output.stream.as_mut(),
                 &self.out.output.name,
                 tail,
                 false,
@@ -741,7 +750,7 @@ impl<'a> Writer<'a> {
 
     /// Sparse output may end in a hole: extend the file to its full size.
     fn extend_after_final_seek(&mut self) -> Result<(), ()> {
-        let end = self.out.output.end.as_mut();
+        let end = self.out.output.stream.as_mut();
         let size = match end.size() {
             Err(errno) => {
                 self.out.diag(Diagnostic::CannotFstat {
@@ -777,7 +786,7 @@ impl<'a> Writer<'a> {
         let obs = self.plan.output_block_size;
         let requested = self.plan.seek.total_bytes(obs);
         let lseek_errno = match requested {
-            Some(offset) => match self.out.output.end.seek(Whence::Current(offset as i64)) {
+            Some(offset) => match self.out.output.stream.seek(Whence::Current(offset as i64)) {
                 Ok(_) => {
                     self.out.raw.advance(offset);
                     return Ok(());
@@ -786,7 +795,7 @@ impl<'a> Writer<'a> {
             },
             None => None,
         };
-        if self.out.output.end.seek(Whence::End(0)).is_ok() {
+        if self.out.output.stream.seek(Whence::End(0)).is_ok() {
             self.out.diag(Diagnostic::CannotSeek {
                 file: self.out.output.name.clone(),
                 errno: Some(lseek_errno.unwrap_or(Errno::OVERFLOW)),
@@ -806,7 +815,7 @@ impl<'a> Writer<'a> {
         let read_over = loop {
             let want = left.next_request(obs);
             match read_block(
-                self.out.output.end.as_mut(),
+                self.out.output.stream.as_mut(),
                 &mut buf.as_mut_slice()[..want],
                 fullblock,
             ) {
@@ -850,7 +859,7 @@ impl<'a> Writer<'a> {
         let mut failed = false;
         let mut fsync = self.sync_pending.contains(Conv::FSYNC) || self.out.raw.fsync_required;
         if self.sync_pending.contains(Conv::FDATASYNC) {
-            if let Err(errno) = self.out.output.end.sync(true) {
+            if let Err(errno) = self.out.output.stream.sync(true) {
                 if errno != Errno::NOSYS && errno != Errno::INVAL {
                     self.out.diag(Diagnostic::FdatasyncFailed {
                         file: self.out.output.name.clone(),
@@ -862,7 +871,7 @@ impl<'a> Writer<'a> {
             }
         }
         if fsync {
-            if let Err(errno) = self.out.output.end.sync(false) {
+            if let Err(errno) = self.out.output.stream.sync(false) {
                 self.out.diag(Diagnostic::FsyncFailed {
                     file: self.out.output.name.clone(),
                     errno,
@@ -878,7 +887,7 @@ impl<'a> Writer<'a> {
     /// End-of-copy cache advice for oflag=nocache; true if it failed where
     /// GNU reports it (count=0 asks to drop a whole file's cache).
     fn drop_cache_at_end(&mut self) -> bool {
-        let Some(fd) = self.out.output.end.fd() else {
+        let Some(fd) = self.out.output.stream.fd() else {
             return false;
         };
         let offset = crate::sys::file::current_offset(fd).ok();
@@ -903,7 +912,7 @@ impl Out<'_> {
     /// GNU's message for a failed write, with what the end knows beyond
     /// its errno.
     fn write_error(&mut self, d: Diagnostic) {
-        let detail = self.output.end.take_detail();
+        let detail = self.output.stream.take_detail();
         self.diag(d.explained(detail));
     }
 
@@ -914,8 +923,8 @@ impl Out<'_> {
     fn failed_before(&mut self, at: Option<u64>) -> Option<u64> {
         // Every request still in flight ends first, so that what is
         // acknowledged is known exactly.
-        let _ = self.output.end.settle();
-        let stored_until = self.output.end.written_until()?;
+        let _ = self.output.stream.settle();
+        let stored_until = self.output.stream.written_until()?;
         if at.is_some_and(|at| stored_until >= at) {
             return None;
         }
@@ -926,7 +935,7 @@ impl Out<'_> {
     #[inline(always)]
     fn write(&mut self, buf: &[u8], uncached: bool) -> Written {
         self.raw.write(
-            self.output.end.as_mut(),
+            self.output.stream.as_mut(),
             &self.output.name,
             buf,
             uncached,
@@ -937,12 +946,12 @@ impl Out<'_> {
     /// About to write `len` bytes in bulk at the output's offset.
     fn behind_before(&mut self, len: u64) {
         let offset = self.raw.offset.unwrap_or(0);
-        self.behind.before(self.output.end.fd(), offset, len);
+        self.behind.before(self.output.stream.fd(), offset, len);
     }
 
     /// A kernel copy wrote `len` more bytes past the writer.
     fn kernel_wrote(&mut self, len: u64) {
-        self.behind.after(self.output.end.fd(), len);
+        self.behind.after(self.output.stream.fd(), len);
         self.raw.advance(len);
     }
 
@@ -960,7 +969,7 @@ impl Out<'_> {
         let want = data.len() as u64;
         let uncached = self.behind.uncached(at, data.len());
         if uncached {
-            self.behind.before_uncached(self.output.end.fd());
+            self.behind.before_uncached(self.output.stream.fd());
         } else {
             self.behind_before(want);
         }
@@ -972,7 +981,7 @@ impl Out<'_> {
             self.behind.uncached_refused(at, want);
         }
         self.behind
-            .after(self.output.end.fd(), written.bytes as u64);
+            .after(self.output.stream.fd(), written.bytes as u64);
         written
     }
 
@@ -1013,7 +1022,7 @@ impl Out<'_> {
                     // Refused: written below, where the raw layer counts
                     // the zeros it had to write.
                     let run = (end - done) as u64;
-                    if self.raw.discard_over(self.output.end.as_mut(), run) {
+                    if self.raw.discard_over(self.output.stream.as_mut(), run) {
                         add(&self.counters.bytes_out, run);
                         done = end;
                         continue;
@@ -1021,7 +1030,8 @@ impl Out<'_> {
                 } else if zero {
                     let run = (end - done) as u64;
                     let sought =
-                        (self.raw).seek_over(self.output.end.as_mut(), run, block as u64) as usize;
+                        (self.raw).seek_over(self.output.stream.as_mut(), run, block as u64)
+                            as usize;
                     add(&self.counters.bytes_out, sought as u64);
                     done += sought;
                     if done == end {
@@ -1063,7 +1073,7 @@ impl Out<'_> {
             // Drop-behind keeps books of every write (write_tracked).
             return None;
         }
-        let written = self.raw.write_exchange(self.output.end.as_mut(), buf)?;
+        let written = self.raw.write_exchange(self.output.stream.as_mut(), buf)?;
         add(&self.counters.bytes_out, written.bytes as u64);
         Some((written.bytes, written.error))
     }
@@ -1086,7 +1096,7 @@ impl Out<'_> {
 
 /// A read for seek= over an unseekable output (GNU reads with the input's
 /// fullblock setting here).
-fn read_block(end: &mut dyn End, buf: &mut [u8], fullblock: bool) -> Result<usize, Errno> {
+fn read_block(end: &mut dyn Stream, buf: &mut [u8], fullblock: bool) -> Result<usize, Errno> {
     let mut total = 0;
     loop {
         match end.read(&mut buf[total..]) {

@@ -5,8 +5,9 @@
 //! writes (RWF_DONTCACHE) where the copy drops its pages behind it.
 
 use crate::diagnostic::{Diagnostic, Events};
-use crate::ends::{End, Whence};
+use crate::ends::Whence;
 use crate::engine::cache::CacheDropper;
+use crate::engine::stream::Stream;
 use crate::operands::{Conv, CopyPlan, IoFlags, StatusLevel};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::file;
@@ -119,7 +120,7 @@ impl RawOutput {
     /// output did and the position moved past them; false when the
     /// caller must write the zeros (the output refused, or `--trim` is
     /// off).
-    pub fn discard_over(&mut self, end: &mut dyn End, len: u64) -> bool {
+    pub fn discard_over(&mut self, end: &mut dyn Stream, len: u64) -> bool {
         if !self.discard(end, len) {
             return false;
         }
@@ -129,7 +130,7 @@ impl RawOutput {
 
     /// As [`RawOutput::discard_over`], without moving the offset kept
     /// here.
-    fn discard(&mut self, end: &mut dyn End, len: u64) -> bool {
+    fn discard(&mut self, end: &mut dyn Stream, len: u64) -> bool {
         if self.trim != Trim::On {
             return false;
         }
@@ -160,7 +161,7 @@ impl RawOutput {
     /// sought, the rest is for the caller to write, meeting ENOSPC where
     /// GNU does. One seek when all fit; else halving steps, so a long run
     /// that crosses the end costs a few dozen seeks, not one per block.
-    pub fn seek_over(&mut self, end: &mut dyn End, len: u64, block: u64) -> u64 {
+    pub fn seek_over(&mut self, end: &mut dyn Stream, len: u64, block: u64) -> u64 {
         if self.try_seek(end, len) {
             return len;
         }
@@ -180,7 +181,7 @@ impl RawOutput {
         (sought_pieces * block).min(len)
     }
 
-    fn try_seek(&mut self, end: &mut dyn End, len: u64) -> bool {
+    fn try_seek(&mut self, end: &mut dyn Stream, len: u64) -> bool {
         if end.seek(Whence::Current(len as i64)).is_err() {
             return false;
         }
@@ -193,7 +194,7 @@ impl RawOutput {
     /// unmapped blocks); false where the output cannot seek, and the
     /// caller writes zeros instead. Unlike [`RawOutput::seek_over`], this
     /// leaves conv=sparse as it was.
-    pub fn skip_over(&mut self, end: &mut dyn End, len: u64) -> bool {
+    pub fn skip_over(&mut self, end: &mut dyn Stream, len: u64) -> bool {
         let Ok(len_signed) = i64::try_from(len) else {
             return false;
         };
@@ -206,11 +207,11 @@ impl RawOutput {
     }
 
     /// Write `len` zeros at the position of a stream (an output that has
-    /// no positions) through [`End::write_zeroes`], which a compressed
+    /// no positions) through [`Stream::write_zeroes`], which a compressed
     /// stream takes without the zeros being sent: true when it did. An
     /// output with positions is not asked, where it would leave a hole
     /// or discard instead of writing the zeros.
-    pub fn zeroes_over(&mut self, end: &mut dyn End, len: u64) -> bool {
+    pub fn zeroes_over(&mut self, end: &mut dyn Stream, len: u64) -> bool {
         if end.capabilities().writes_at || end.write_zeroes(len).is_err() {
             return false;
         }
@@ -229,7 +230,7 @@ impl RawOutput {
     #[inline(always)]
     pub fn write(
         &mut self,
-        end: &mut dyn End,
+        end: &mut dyn Stream,
         name: &[u8],
         buf: &[u8],
         mut uncached: bool,
@@ -306,11 +307,15 @@ impl RawOutput {
     }
 
     /// Write all of `buf` by handing the buffer itself to an end that
-    /// writes behind ([`End::write_exchange`]): `buf` comes back another
+    /// writes behind ([`Stream::write_exchange`]): `buf` comes back another
     /// buffer of the same length. None where the write needs what only
     /// [`RawOutput::write`] does (zero runs to seek over or discard, the
     /// O_DIRECT tail) or the end does not take buffers.
-    pub fn write_exchange(&mut self, end: &mut dyn End, buf: &mut AlignedBuf) -> Option<Written> {
+    pub fn write_exchange(
+        &mut self,
+        end: &mut dyn Stream,
+        buf: &mut AlignedBuf,
+    ) -> Option<Written> {
         let len = buf.len();
         if self.zero_runs() || (self.settings.direct && len < self.settings.block_size) {
             return None;
@@ -326,7 +331,7 @@ impl RawOutput {
     /// After a write of `written` bytes: the offset and the cache's books.
     fn wrote(
         &mut self,
-        end: &mut dyn End,
+        end: &mut dyn Stream,
         written: usize,
         error: Option<Errno>,
         uncached_refused: bool,
@@ -353,6 +358,7 @@ impl RawOutput {
 mod tests {
     use super::*;
     use crate::ends::file::FileEnd;
+    use crate::engine::window::Window;
     use crate::sys::file::Handle;
 
     struct Quiet;
@@ -370,9 +376,9 @@ mod tests {
         crate::operands::parse(&words).plan.expect("valid operands")
     }
 
-    fn memfd() -> FileEnd {
+    fn memfd() -> Window {
         let fd = rustix::fs::memfd_create("ddx-raw", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
-        FileEnd::new(Handle::Owned(fd))
+        Window::over(Box::new(FileEnd::new(Handle::Owned(fd))))
     }
 
     #[test]
@@ -393,7 +399,7 @@ mod tests {
     #[test]
     fn a_pipe_turns_sparse_into_writes() {
         let (r, w) = rustix::pipe::pipe().unwrap();
-        let mut end = FileEnd::new(Handle::Owned(w));
+        let mut end = Window::over(Box::new(FileEnd::new(Handle::Owned(w))));
         let mut raw = RawOutput::new(&plan(&["conv=sparse"]), None);
         let written = raw.write(&mut end, b"p", &[0; 16], false, &Quiet);
         assert_eq!(written.bytes, 16);
@@ -431,7 +437,7 @@ mod tests {
     #[test]
     fn trim_onto_an_end_that_cannot_discard_writes_the_zeros_and_counts_them() {
         let (r, w) = rustix::pipe::pipe().unwrap();
-        let mut end = FileEnd::new(Handle::Owned(w));
+        let mut end = Window::over(Box::new(FileEnd::new(Handle::Owned(w))));
         let mut raw = RawOutput::new(&plan(&[]), None);
         raw.set_trim(true);
         for _ in 0..2 {
@@ -455,7 +461,7 @@ mod tests {
     fn a_full_pipe_reader_gone_is_the_error_returned() {
         let (r, w) = rustix::pipe::pipe().unwrap();
         drop(r);
-        let mut end = FileEnd::new(Handle::Owned(w));
+        let mut end = Window::over(Box::new(FileEnd::new(Handle::Owned(w))));
         let mut raw = RawOutput::new(&plan(&[]), None);
         let written = raw.write(&mut end, b"p", b"x", false, &Quiet);
         assert_eq!((written.bytes, written.error), (0, Some(Errno::PIPE)));

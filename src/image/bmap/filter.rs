@@ -1,7 +1,7 @@
 //! `--bmap=FILE`: an input seen through its block map.
 //!
 //! Unmapped blocks read as holes: zeros, reported by
-//! [`End::next_data`]/[`End::next_hole`] so that the engine skips them and
+//! [`Stream::next_data`]/[`Stream::next_hole`] so that the engine skips them and
 //! writes only the mapped ranges. Their bytes are never asked of the
 //! input: a file is sought over, a stream (a decompressed image) is read
 //! over only when a mapped range after them is needed. Each mapped range
@@ -21,14 +21,15 @@
 use std::sync::Arc;
 
 use super::{Bmap, BmapError, Hasher};
-use crate::ends::{forward_to_inner, End, Kind, Whence};
+use crate::ends::{Kind, Whence};
+use crate::engine::stream::{forward_to_inner, Stream};
 use crate::sys::Errno;
 
 const SCRATCH: usize = 1 << 20;
 
 #[derive(Debug)]
 pub struct BmapFilter {
-    inner: Box<dyn End>,
+    inner: Box<dyn Stream>,
     map: Arc<Bmap>,
     name: String,
     /// The image offset of the next read.
@@ -79,7 +80,7 @@ impl BmapFilter {
     /// Refuses a map whose image size is not the input's, where the input
     /// knows its size.
     pub fn new(
-        input: Box<dyn End>,
+        input: Box<dyn Stream>,
         map: Arc<Bmap>,
         name: &str,
         file: &str,
@@ -311,7 +312,7 @@ impl BmapFilter {
     }
 }
 
-impl End for BmapFilter {
+impl Stream for BmapFilter {
     fn kind(&self) -> Kind {
         Kind::Stream
     }

@@ -21,12 +21,13 @@
 //! The map describes the stream from `origin` (the input offset where
 //! the copy starts, GNU's `skip=` in bytes) to the image size the caller
 //! gives [`Recording::finish`] (the bytes the copy wrote). The recording
-//! is handed over at [`End::close`]; an abandoned copy leaves none.
+//! is handed over at [`Stream::close`]; an abandoned copy leaves none.
 
 use std::sync::{Arc, Mutex};
 
 use super::{Bmap, ChecksumKind, Hasher, Range};
-use crate::ends::{forward_to_inner, Capabilities, End, Kind, Whence};
+use crate::ends::{Capabilities, Kind, Whence};
+use crate::engine::stream::{forward_to_inner, Stream};
 use crate::sys::Errno;
 use crate::transform::is_all_zero;
 
@@ -194,7 +195,7 @@ impl Recording {
 /// The input end, recorded.
 #[derive(Debug)]
 pub struct BmapRecorder {
-    inner: Box<dyn End>,
+    inner: Box<dyn Stream>,
     recording: Option<Recording>,
     handed: Arc<Mutex<Option<Recording>>>,
     classing: Classing,
@@ -216,7 +217,7 @@ impl BmapRecorder {
     /// `block_size`-byte blocks. The recording appears in the returned
     /// slot when the recorder is closed.
     pub fn new(
-        mut input: Box<dyn End>,
+        mut input: Box<dyn Stream>,
         block_size: u64,
         origin: u64,
     ) -> (BmapRecorder, Arc<Mutex<Option<Recording>>>) {
@@ -345,7 +346,7 @@ impl BmapRecorder {
     }
 }
 
-impl End for BmapRecorder {
+impl Stream for BmapRecorder {
     fn kind(&self) -> Kind {
         self.inner.kind().in_order()
     }

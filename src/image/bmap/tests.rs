@@ -1,7 +1,8 @@
 use std::sync::{Arc, Mutex};
 
 use super::*;
-use crate::ends::{End, Kind};
+use crate::ends::Kind;
+use crate::engine::stream::Stream;
 use crate::image::testing::{sample, Memory};
 use crate::sys::Errno;
 
@@ -44,7 +45,7 @@ fn image_and_map() -> (Vec<u8>, Bmap) {
 
 /// Close `recorder` and finish the recording it handed to `slot`, for an
 /// image of `size` bytes.
-fn closed_map(recorder: Box<dyn End>, slot: &Mutex<Option<Recording>>, size: u64) -> Bmap {
+fn closed_map(recorder: Box<dyn Stream>, slot: &Mutex<Option<Recording>>, size: u64) -> Bmap {
     recorder.close().unwrap();
     let recording = slot.lock().unwrap().take().unwrap();
     recording.finish(size).unwrap()
@@ -166,7 +167,7 @@ fn filter_over(kind: Kind, image: Vec<u8>, map: Bmap) -> BmapFilter {
     BmapFilter::new(input, Arc::new(map), "img", "m.bmap").unwrap()
 }
 
-fn read_all(end: &mut dyn End, bs: usize) -> Result<Vec<u8>, Errno> {
+fn read_all(end: &mut dyn Stream, bs: usize) -> Result<Vec<u8>, Errno> {
     let mut out = Vec::new();
     let mut buf = vec![0u8; bs];
     loop {
@@ -273,7 +274,7 @@ fn a_recorded_map_maps_extents_or_nonzero_blocks_and_checks_out() {
             input.extents = Some(vec![(0, 3 * 4096), (10 * 4096, image.len() as u64)]);
         }
         let (recorder, slot) = BmapRecorder::new(Box::new(input), 4096, 0);
-        let mut recorder: Box<dyn End> = Box::new(recorder);
+        let mut recorder: Box<dyn Stream> = Box::new(recorder);
         assert_eq!(read_all(&mut *recorder, 5000).unwrap(), image);
         let map = closed_map(recorder, &slot, image.len() as u64);
         let first = if extents { 0 } else { 1 };
@@ -292,7 +293,7 @@ fn a_recording_skips_what_precedes_its_origin_and_covers_holes_sought_over() {
     let (mut input, _) = Memory::new(Kind::RegularFile, image.clone());
     input.extents = Some(vec![(4096, 3 * 4096), (10 * 4096, image.len() as u64)]);
     let (recorder, slot) = BmapRecorder::new(Box::new(input), 4096, 4096);
-    let mut recorder: Box<dyn End> = Box::new(recorder);
+    let mut recorder: Box<dyn Stream> = Box::new(recorder);
     // skip=1 (4 KiB), read two blocks, seek over the hole, read the rest.
     recorder.seek(crate::ends::Whence::Start(4096)).unwrap();
     let mut buf = vec![0u8; 2 * 4096];
@@ -322,7 +323,7 @@ fn a_block_device_is_mapped_by_its_zeros_not_by_its_all_data_extents() {
     // What SEEK_DATA says on a block device: all of it is data.
     input.extents = Some(vec![(0, image.len() as u64)]);
     let (recorder, slot) = BmapRecorder::new(Box::new(input), 4096, 0);
-    let mut recorder: Box<dyn End> = Box::new(recorder);
+    let mut recorder: Box<dyn Stream> = Box::new(recorder);
     assert_eq!(read_all(&mut *recorder, 1 << 20).unwrap(), image);
     let map = closed_map(recorder, &slot, image.len() as u64);
     let spans: Vec<_> = map.ranges.iter().map(|r| (r.first, r.last)).collect();

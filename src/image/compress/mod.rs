@@ -15,25 +15,25 @@
 //! that record their sizes, the form liblzma's threaded decoder splits.
 //!
 //! A frame's end is a place a copy can resume from: the output is told
-//! so ([`End::mark_resume_points`] at the start, [`End::resume_point`]
+//! so ([`Stream::mark_resume_points`] at the start, [`Stream::resume_point`]
 //! after each frame with the input offset it ends at), and an upload
 //! ends its parts there, so that `--resume` starts a new frame where the
 //! stored parts end.
 //!
-//! Writes are behind: [`End::write`] queues the bytes and returns, and an
+//! Writes are behind: [`Stream::write`] queues the bytes and returns, and an
 //! error of the output end (ENOSPC...) surfaces on a later write, sync or
-//! close; [`End::written_until`] then says how much of the *uncompressed*
+//! close; [`Stream::written_until`] then says how much of the *uncompressed*
 //! stream is known to be in the output: the frames written whole for zstd
 //! and gzip, and for xz what the last sync flushed (liblzma does not say
 //! which blocks its output holds in between).
 //!
-//! [`End::settle`] and [`End::sync`] end the current frame or block and
+//! [`Stream::settle`] and [`Stream::sync`] end the current frame or block and
 //! wait for the output to have everything so far (sync then syncs it).
-//! [`End::close`] (or [`End::finalise`] before it, which also finalises
+//! [`Stream::close`] (or [`Stream::finalise`] before it, which also finalises
 //! the output and keeps its error's detail) finishes the stream (xz's
 //! index and footer) and, if the output was synced before (conv=fsync),
 //! syncs it again so that the end of the stream is as durable as the
-//! rest. [`End::abandon`] leaves a
+//! rest. [`Stream::abandon`] leaves a
 //! stream that says it is cut short: zstd and gzip get the start of a
 //! frame that never comes (so `zstd -d`/`gzip -d` report truncation
 //! instead of a complete, shorter file), xz is left without its footer.
@@ -48,9 +48,10 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use liblzma::stream::{Action, Check, MtStreamBuilder, Status, Stream};
+use liblzma::stream::{Action, Check, MtStreamBuilder, Status, Stream as XzStream};
 
-use crate::ends::{End, Kind, Whence};
+use crate::ends::{Kind, Whence};
+use crate::engine::stream::Stream;
 use crate::image::chunks::{next_job, BufferPool, Fault};
 use crate::sys::Errno;
 
@@ -130,9 +131,9 @@ pub struct Compressed {
     jobs: Option<SyncSender<Job>>,
     workers: Vec<JoinHandle<()>>,
     /// Taken when the threads are stopped (see `stop`).
-    driver: Option<JoinHandle<Box<dyn End>>>,
-    /// The output, once the stream is ended by [`End::finalise`].
-    finalised: Option<Box<dyn End>>,
+    driver: Option<JoinHandle<Box<dyn Stream>>>,
+    /// The output, once the stream is ended by [`Stream::finalise`].
+    finalised: Option<Box<dyn Stream>>,
     shared: Arc<Shared>,
     detail: Option<String>,
     /// A whole frame of zeros, compressed once and written again for
@@ -150,7 +151,11 @@ impl std::fmt::Debug for Step {
 
 impl Compressed {
     /// Compress into `output` with up to `threads` threads.
-    pub fn start(mut output: Box<dyn End>, compression: Compression, threads: usize) -> Compressed {
+    pub fn start(
+        mut output: Box<dyn Stream>,
+        compression: Compression,
+        threads: usize,
+    ) -> Compressed {
         let threads = threads.clamp(1, MAX_WORKERS);
         let shared = Arc::new(Shared::default());
         let framed = compression.algorithm != Algorithm::Xz;
@@ -314,7 +319,7 @@ impl Compressed {
     }
 
     /// Halt the threads after `last`; the output end back.
-    fn finish(mut self, last: Step) -> (Box<dyn End>, Arc<Shared>, Option<String>) {
+    fn finish(mut self, last: Step) -> (Box<dyn Stream>, Arc<Shared>, Option<String>) {
         let output = match self.finalised.take() {
             Some(output) => output,
             None => self.stop(last),
@@ -323,7 +328,7 @@ impl Compressed {
     }
 
     /// Send `last`, let the workers and the driver end; the output end.
-    fn stop(&mut self, last: Step) -> Box<dyn End> {
+    fn stop(&mut self, last: Step) -> Box<dyn Stream> {
         let _ = self.steps.send(last);
         drop(self.jobs.take());
         for worker in self.workers.drain(..) {
@@ -337,7 +342,7 @@ impl Compressed {
     }
 }
 
-impl End for Compressed {
+impl Stream for Compressed {
     fn kind(&self) -> Kind {
         Kind::Stream
     }
@@ -519,13 +524,13 @@ fn gzip_member(level: i32, data: &[u8]) -> Result<Vec<u8>, String> {
 /// The driver: takes the steps in order, writes the output, and gives the
 /// output end back at the end.
 fn drive(
-    mut output: Box<dyn End>,
+    mut output: Box<dyn Stream>,
     steps: Receiver<Step>,
     shared: &Shared,
     pool: &BufferPool,
     compression: Compression,
     threads: usize,
-) -> Box<dyn End> {
+) -> Box<dyn Stream> {
     let mut out = Output {
         end: &mut *output,
         offset: 0,
@@ -633,7 +638,7 @@ fn drive(
 /// The output end as the driver writes it: whole buffers, counted, errors
 /// recorded with where they happened.
 struct Output<'a> {
-    end: &'a mut dyn End,
+    end: &'a mut dyn Stream,
     offset: u64,
     shared: &'a Shared,
     algorithm: Algorithm,
@@ -682,7 +687,7 @@ impl Output<'_> {
 
 /// liblzma's multi-threaded encoder and its output buffer.
 struct XzEncoder {
-    stream: Stream,
+    stream: XzStream,
     out: Vec<u8>,
 }
 

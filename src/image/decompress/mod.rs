@@ -36,7 +36,8 @@ use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::ends::{End, Kind, Whence};
+use crate::ends::{Kind, Whence};
+use crate::engine::stream::Stream;
 use crate::image::chunks::{BufferPool, Fault, OrderedReader};
 use crate::image::format::{recognise, Format, Recognised};
 use crate::image::prefixed::Prefixed;
@@ -78,7 +79,7 @@ impl Decompressed {
     /// Start decoding `input`, whose first bytes `head` have been read
     /// already (to recognise the format), on up to `threads` threads.
     pub fn start(
-        input: Box<dyn End>,
+        input: Box<dyn Stream>,
         format: Format,
         head: Vec<u8>,
         threads: usize,
@@ -120,7 +121,7 @@ impl Decompressed {
     }
 
     /// Halt the threads and give back the input end.
-    fn finish(self) -> Box<dyn End> {
+    fn finish(self) -> Box<dyn Stream> {
         let Decompressed { reader, thread, .. } = self;
         // Dropping the reader closes the channels: threads blocked on
         // them stop at once.
@@ -132,7 +133,7 @@ impl Decompressed {
     }
 }
 
-impl End for Decompressed {
+impl Stream for Decompressed {
     fn kind(&self) -> Kind {
         Kind::Stream
     }
@@ -221,7 +222,7 @@ pub enum Opened {
     Decompressing(Decompressed),
     /// Not compressed, under `--decompress=auto`: the input as it was (its
     /// first bytes given back).
-    Plain(Box<dyn End>),
+    Plain(Box<dyn Stream>),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -239,7 +240,7 @@ pub enum OpenError {
 /// Recognise the format of `input` (named `name` in messages) from its
 /// first bytes, read at its current position, and start decompressing it.
 pub fn open(
-    mut input: Box<dyn End>,
+    mut input: Box<dyn Stream>,
     name: &str,
     mode: Mode,
     threads: usize,

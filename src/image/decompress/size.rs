@@ -20,7 +20,8 @@
 //! so it is done only on an end with a descriptor (a file, a device).
 
 use super::super::format::{is_skippable_magic, Format, ZSTD_MAGIC};
-use crate::ends::{End, Whence};
+use crate::ends::Whence;
+use crate::engine::stream::Stream;
 
 /// Bytes of an xz index read at most (a stream of 1 TiB in 1 MiB blocks
 /// has an index of about 16 MiB).
@@ -29,7 +30,7 @@ const MAX_XZ_INDEX: u64 = 64 << 20;
 /// What `input` decodes to from its position to its end, in `format`,
 /// where the format records it; None where it does not, or the input
 /// cannot be read by position.
-pub fn decoded_size(input: &mut dyn End, format: Format) -> Option<u64> {
+pub fn decoded_size(input: &mut dyn Stream, format: Format) -> Option<u64> {
     if !input.capabilities().reads_at {
         return None;
     }
@@ -45,7 +46,7 @@ pub fn decoded_size(input: &mut dyn End, format: Format) -> Option<u64> {
 }
 
 struct Positioned<'a> {
-    input: &'a mut dyn End,
+    input: &'a mut dyn Stream,
     start: u64,
     end: u64,
 }
@@ -241,6 +242,7 @@ fn xz_index(index: &[u8]) -> Option<(u64, u64)> {
 mod tests {
     use super::*;
     use crate::ends::file::FileEnd;
+    use crate::engine::window::Window;
     use crate::sys::file::Handle;
     use std::io::Read;
 
@@ -250,7 +252,10 @@ mod tests {
         let path = dir.path().join("packed");
         std::fs::write(&path, bytes).unwrap();
         let fd = crate::sys::file::open_input(&path, rustix::fs::OFlags::empty()).unwrap();
-        decoded_size(&mut FileEnd::new(Handle::Owned(fd)), format)
+        decoded_size(
+            &mut Window::over(Box::new(FileEnd::new(Handle::Owned(fd)))),
+            format,
+        )
     }
 
     fn xz(data: &[u8]) -> Vec<u8> {
