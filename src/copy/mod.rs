@@ -26,8 +26,8 @@ pub use verbose::expected_bytes;
 use std::sync::Arc;
 
 use crate::diagnostic::{Diagnostic, Events};
-use crate::ends::{self};
-use crate::engine::stream::{Input, Output};
+use crate::ends::{self, Whence};
+use crate::engine::stream::{Input, Output, Stream};
 use crate::engine::{self, Counters, RunResult};
 use crate::operands::{CopyPlan, StatusLevel};
 use crate::planner::{self, OutputProbe, Strategy};
@@ -343,7 +343,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
                     .with_cpu_since(cpu_at_start)
                     .with_ends(input.stream.describe(), output.stream.describe())
             });
-            close(input, output)?;
+            let failed = close(input, output, &copying)? || failed;
             ticker.stop();
             (failed, Some(aftermath), report)
         }
@@ -364,7 +364,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             // The reporter still watches signals while the output is made
             // final: one that comes before an upload's completing request
             // aborts it, one after it waits for its outcome.
-            close_output(output, failed)?;
+            let failed = close_output(output, failed, &copying)?;
             ticker.stop();
             (failed, None, report)
         }
@@ -521,9 +521,9 @@ fn stream(
 
 /// GNU closes both ends before the statistics; a close error ends it
 /// there.
-fn close(input: Input, output: Output) -> Result<(), Failure> {
+fn close(input: Input, output: Output, copying: &Copying<'_>) -> Result<bool, Failure> {
     close_input(input)?;
-    close_output(output, false)
+    close_output(output, false, copying)
 }
 
 fn close_input(input: Input) -> Result<(), Failure> {
@@ -536,32 +536,76 @@ fn close_input(input: Input) -> Result<(), Failure> {
 /// Close the output; after a `failed` copy, as its end finalises one
 /// (an upload is aborted rather than completed). The end is finalised
 /// first, so that what it says about that (the server's answer to an
-/// upload's completion or abort) is in the message.
-fn close_output(output: Output, failed: bool) -> Result<(), Failure> {
+/// upload's completion or abort) is in the message. Returns whether the
+/// copy failed: a failure to finalise (the last writes, an upload's
+/// completion) is the copy's, said here, and the statistics still come
+/// after it, saying what was read and what is stored; the same failure
+/// met again after a failed copy is not said twice. A failure of the
+/// close itself ends ddx there, as it ends GNU dd.
+fn close_output(output: Output, failed: bool, copying: &Copying<'_>) -> Result<bool, Failure> {
+    let reporter = copying.reporter;
     let Output {
         stream: mut end,
         name,
     } = output;
     let closing = |errno, detail| {
-        Failure::from(
-            Diagnostic::ClosingOutput {
-                file: name.clone(),
-                errno,
-            }
-            .explained(detail),
-        )
+        Diagnostic::ClosingOutput {
+            file: name.clone(),
+            errno,
+        }
+        .explained(detail)
     };
+    // Where the copy's writes end in the output, before it is finalised.
+    let reached = end.seek(Whence::Current(0)).ok();
     if let Err(errno) = end.finalise(failed) {
         let detail = end.take_detail();
+        if !failed {
+            count_stored(&*end, reached, copying);
+        }
         end.abandon();
-        return Err(closing(errno, detail));
+        if !detail.as_deref().is_some_and(|d| reporter.said_detail(d)) {
+            reporter.diagnostic(closing(errno, detail));
+        }
+        return Ok(true);
     }
     let closed = if failed {
         end.close_failed()
     } else {
         end.close()
     };
-    closed.map_err(|errno| closing(errno, None))
+    closed.map_err(|errno| Failure::from(closing(errno, None)))?;
+    Ok(failed)
+}
+
+/// After the output of a copy that did not fail otherwise failed to
+/// finalise (its last writes, an upload's parts, failed behind the
+/// copy; a failure met while writing was counted then): the bytes out are those the output
+/// stores, `reached` being where the copy's writes ended in it (None: a
+/// stream that counts from its own first byte, a compressor's). The
+/// records in stay what was read.
+fn count_stored(end: &dyn Stream, reached: Option<u64>, copying: &Copying<'_>) {
+    use std::sync::atomic::Ordering::{AcqRel, Release};
+    let Some(until) = end.written_until() else {
+        return;
+    };
+    let counters = copying.counters;
+    let out = counters
+        .bytes_out
+        .load(std::sync::atomic::Ordering::Acquire);
+    let lost = match reached {
+        Some(reached) => reached.saturating_sub(until),
+        None => out.saturating_sub(until),
+    };
+    if lost == 0 {
+        return;
+    }
+    let stored = out.saturating_sub(lost);
+    let block = copying.plan.output_block_size.max(1) as u64;
+    counters.bytes_out.fetch_min(stored, AcqRel);
+    counters.records_out_full.store(stored / block, Release);
+    counters
+        .records_out_partial
+        .store(u64::from(stored % block != 0), Release);
 }
 
 /// bs=auto: measure now that both ends are open (the probe only reads).
