@@ -44,8 +44,9 @@ pub enum Completes {
 /// operand's text can be made of it).
 macro_rules! bs_auto {
     () => {
-        "measure reading the input at 4 KiB to 4 MiB and take the smallest size within \
-         95% of the best (128 KiB where it cannot be measured: a pipe, a character \
+        "measure reading the input at 4 KiB to 4 MiB and take the smallest size that reaches \
+         95% of the best sizes' throughput, less the noise between rounds, never below 85% \
+         of it (128 KiB where it cannot be measured: a pipe, a character \
          device); count=, skip= and seek= must then be given in bytes (a 'B' suffix, \
          or the *_bytes flags)"
     };
