@@ -22,10 +22,19 @@ runs=${RUNS:-7}
 mib=${1:-64}
 
 dir=$(mktemp -d /var/tmp/ddx-rescue.XXXXXX)
+# stop PIDFILE: end the process it names, and wait until it has (the
+# server holds the image on the tmpfs until then).
+stop() {
+  [ -s "$1" ] || return 0
+  local pid
+  pid=$(cat "$1")
+  kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.05; done
+}
 cleanup() {
   fusermount3 -u "$dir/dev" 2>/dev/null || true
-  [ -s "$dir/fuse.pid" ] && kill "$(cat "$dir/fuse.pid")" 2>/dev/null || true
-  [ -s "$dir/nbdkit.pid" ] && kill "$(cat "$dir/nbdkit.pid")" 2>/dev/null || true
+  stop "$dir/fuse.pid"
+  stop "$dir/nbdkit.pid"
   umount "$dir/tmpfs" 2>/dev/null || true
   rm -rf "$dir"
 }
