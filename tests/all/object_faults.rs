@@ -535,29 +535,25 @@ fn a_mapped_upload_cut_off_by_its_server_is_kept_and_resumed_once_it_is_back() {
     server.assert_no_pending_upload();
 }
 
-/// An upload with `--map` whose server is killed after its first part
-/// is recorded: the error is said once, and the statistics and the last
-/// JSON record say what was read and what the server stores (the parts
-/// the map records, as input bytes), plain or compressed.
-fn cut_off_counts(compress: Option<&str>) {
+/// An upload with `--map` of `eighths` times 8 MiB, parts delayed by
+/// `delay`, whose server is killed after its first part is recorded: the
+/// error is said once, and the statistics and the last JSON record say
+/// what was read and what the server stores (the parts the map records,
+/// as input bytes), plain or compressed.
+fn cut_off_counts(compress: Option<&str>, eighths: u8, delay: Duration) {
     let Some(mut server) = s3_or_skip() else {
         return;
     };
     let proxy = FaultProxy::start(
         server.port,
-        vec![Rule::new(
-            "PUT",
-            "partNumber",
-            Fault::Delay(Duration::from_millis(200)),
-        )
-        .times(1000)],
+        vec![Rule::new("PUT", "partNumber", Fault::Delay(delay)).times(1000)],
     );
     let dir = tempfile::tempdir().expect("tempdir");
     // Half compressible: a compressed part holds more than its size.
     let mut data = Vec::new();
-    for n in 0..12 {
-        data.extend(pattern(n + 30, 4 * MIB));
-        data.extend(vec![n as u8; 4 * MIB]);
+    for n in 0..eighths {
+        data.extend(pattern(u64::from(n) + 30, 4 * MIB));
+        data.extend(vec![n; 4 * MIB]);
     }
     let input = dir.path().join("in");
     std::fs::write(&input, &data).expect("input");
@@ -644,12 +640,20 @@ fn cut_off_counts(compress: Option<&str>) {
 
 #[test]
 fn a_cut_off_upload_counts_what_was_read_and_what_is_stored() {
-    cut_off_counts(None);
+    cut_off_counts(None, 12, Duration::from_millis(200));
+}
+
+/// Slow parts and a short input: the whole input is read and its last
+/// parts are in flight when the server dies, so the failure is met as
+/// the upload is finalised.
+#[test]
+fn an_upload_cut_off_once_read_counts_what_is_stored() {
+    cut_off_counts(None, 5, Duration::from_millis(1500));
 }
 
 #[test]
 fn a_cut_off_compressed_upload_counts_what_was_read_and_what_is_stored() {
-    cut_off_counts(Some("zstd"));
+    cut_off_counts(Some("zstd"), 12, Duration::from_millis(200));
 }
 
 /// The last JSON progress record in `stderr`.
