@@ -450,11 +450,7 @@ pub fn parse(words: &[OsString]) -> Parsed {
             (None, Some(_)) => {
                 return Parsed::Error(format!("option '--{name}' doesn't allow an argument"))
             }
-            (Some(_), None) => {
-                return Parsed::Error(format!(
-                    "option '--{name}' requires an argument (as --{name}=VALUE)"
-                ))
-            }
+            (Some(_), None) => return Parsed::Error(getopt::missing_argument(&option.spec)),
             _ => {}
         }
         match name {
@@ -613,7 +609,7 @@ mod tests {
         );
         assert_eq!(
             error(&["--size", "8M", "x"]),
-            "option '--size' requires an argument (as --size=VALUE)"
+            "option '--size' requires an argument: give it in the same word, as --size=N"
         );
         assert_eq!(
             error(&["x", "--size=1"]),

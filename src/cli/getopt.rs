@@ -115,6 +115,15 @@ pub fn find<'t, 'w, T>(
     }
 }
 
+/// getopt's message for an option given without its value, and how to
+/// give it: in the same word (`--map=FILE`), never in the next (which is
+/// an operand or a target).
+pub fn missing_argument(spec: &OptionSpec) -> String {
+    let name = spec.name;
+    let value = spec.value.unwrap_or("VALUE");
+    format!("option '--{name}' requires an argument: give it in the same word, as --{name}={value}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

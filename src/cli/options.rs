@@ -37,7 +37,7 @@ const MAX_RETRY_PASSES: u32 = 1_000_000;
 /// README say it.
 pub const VALUE_RULE: &str = "An option that takes a value takes it in the same word, \
 as --option=VALUE; a separate word is always an operand, so '--map FILE' is an \
-error (option '--map' requires an argument).";
+error (option '--map' requires an argument: give it in the same word, as --map=FILE).";
 
 /// Every long option ddx knows, in the order `--help` lists them. Unique
 /// prefixes are accepted, as with getopt.
@@ -349,7 +349,7 @@ pub fn scan(words: &[OsString]) -> Scan {
             // must not take if=A for a file name), so `--opt` alone is
             // an option without its argument, whatever follows it.
             let Some(value) = inline_value else {
-                return Scan::Error(format!("option '--{}' requires an argument", chosen.name));
+                return Scan::Error(super::getopt::missing_argument(chosen));
             };
             if let Err(message) = apply_value(&mut settings, chosen, value) {
                 return Scan::Error(message);
@@ -681,7 +681,12 @@ mod tests {
             .iter()
             .filter(|o| o.value.is_some() && !matches!(o.values, Values::Optional(_)))
         {
-            let expected = Scan::Error(format!("option '--{}' requires an argument", option.name));
+            let expected = Scan::Error(format!(
+                "option '--{}' requires an argument: give it in the same word, as --{}={}",
+                option.name,
+                option.name,
+                option.value.unwrap()
+            ));
             let full = format!("--{}", option.name);
             let stem = &option.name[..option.name.len() - 1];
             let unique = OPTIONS.iter().filter(|o| o.name.starts_with(stem)).count() == 1;

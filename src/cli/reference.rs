@@ -12,6 +12,7 @@
 //! follow it.
 
 use crate::cli::options::{layout, OptionSpec, OPTIONS, VALUE_RULE};
+use crate::ends::Kind;
 use crate::text::wrap::wrap;
 
 /// One GNU `key=value` operand.
@@ -43,8 +44,9 @@ pub enum Completes {
 /// operand's text can be made of it).
 macro_rules! bs_auto {
     () => {
-        "measure reading the input at 4 KiB to 4 MiB and take the smallest size within \
-         95% of the best (128 KiB where it cannot be measured: a pipe, a character \
+        "measure reading the input at 4 KiB to 4 MiB and take the smallest size that reaches \
+         95% of the best sizes' throughput, less the noise between rounds, never below 85% \
+         of it (128 KiB where it cannot be measured: a pipe, a character \
          device); count=, skip= and seek= must then be given in bytes (a 'B' suffix, \
          or the *_bytes flags)"
     };
@@ -283,6 +285,9 @@ which figures decided.";
 pub struct EndSpec {
     pub form: &'static str,
     pub help: &'static str,
+    /// The kinds of end this form names (a test holds the table to every
+    /// kind a user can name).
+    pub kinds: &'static [Kind],
 }
 
 /// Every kind of end `if=` and `of=` can name.
@@ -291,47 +296,63 @@ pub const ENDS: &[EndSpec] = &[
         form: "FILE",
         help: "a regular file, a pipe or FIFO, or a character device (/dev/zero, \
                /dev/null), opened as GNU dd opens it",
+        kinds: &[Kind::RegularFile, Kind::Pipe, Kind::CharDevice],
     },
     EndSpec {
         form: "/dev/sdX",
         help: "a block device: a disk, a partition, a card, checked by the guard before \
                it is written",
+        kinds: &[Kind::BlockDevice],
+    },
+    EndSpec {
+        form: "/dev/sg*, /dev/bsg/*, /dev/ngXnY",
+        help: "a disk through its SCSI or NVMe generic node, read and written with the \
+               disk's own commands (its block device's bytes, with force unit access by \
+               --fua), checked by the guard as the disk behind it",
+        kinds: &[Kind::Passthrough],
     },
     EndSpec {
         form: "nbd://HOST[:PORT]/EXPORT",
         help: "an NBD export over TCP (port 10809 unless given); nbds://HOST[:PORT]/EXPORT \
                over TLS",
+        kinds: &[Kind::NbdExport],
     },
     EndSpec {
         form: "nbd+unix:///EXPORT?socket=PATH",
         help: "an NBD export on a Unix socket; nbds+unix:///EXPORT?socket=PATH over TLS, \
                with a pre-shared key as nbds+unix://USER@/EXPORT?socket=PATH&tls-psk-file=FILE",
+        kinds: &[Kind::NbdExport],
     },
     EndSpec {
         form: "nbd+vsock://CID[:PORT]/EXPORT",
         help: "an NBD export over vsock (a virtual machine's host or guest); \
                nbds+vsock:// over TLS",
+        kinds: &[Kind::NbdExport],
     },
     EndSpec {
         form: "s3://BUCKET/KEY",
         help: "an object in Amazon S3 or an S3-compatible store (MinIO, Ceph, ...), its \
                endpoint and credentials from the AWS settings (the environment, below)",
+        kinds: &[Kind::Object],
     },
     EndSpec {
         form: "http(s)://HOST/PATH",
         help: "an object a web server serves: http://... or https://..., as if= only",
+        kinds: &[Kind::Object],
     },
     EndSpec {
         form: "tcp://HOST:PORT",
         help: "a TCP connection to HOST, or with ?listen the first one made to HOST:PORT \
                (tcp://0.0.0.0:PORT?listen on every interface), read as a pipe is; neither \
                encrypted nor authenticated, as netcat's",
+        kinds: &[Kind::Socket],
     },
     EndSpec {
         form: "mem:PATH",
         help: "the file PATH held whole in memory while the copy runs (at most 4 GiB) and, \
                as of=, written back when the copy ends: an end without a descriptor, for \
                testing",
+        kinds: &[Kind::Memory],
     },
 ];
 
@@ -351,9 +372,10 @@ pub const REMOTE_ENDS: &[&str] = &[
     "An s3:// object is read with ranged GETs, several in flight, and written as a multipart \
      upload whose parts, sized from the input, go in parallel. It appears under its key only \
      when the upload completes: a failed or interrupted (SIGINT, SIGTERM) upload is aborted, \
-     leaving no object and no pending upload. As an output an object takes no seek=, \
-     conv=notrunc, conv=sparse, conv=excl, conv=nocreat or oflag=append, nor --rescue, --map, \
-     --resume or --trim; --verify reads it back.",
+     leaving no object and no pending upload, unless --map=FILE keeps it resumable: then it \
+     stays on the server, and the same command with --resume continues it after the parts \
+     the server holds. As an output an object takes no seek=, conv=notrunc, conv=sparse, \
+     conv=excl, conv=nocreat or oflag=append, nor --rescue or --trim; --verify reads it back.",
     "An http:// or https:// object is read with ranged GETs where the server takes them, \
      else as one body. https is verified against the system's trusted certificates and \
      AWS_CA_BUNDLE's. A password or a presigned URL's query in a URL never appears in a \
@@ -818,6 +840,51 @@ mod tests {
             );
         }
         assert_eq!(ungrouped_options().count(), 0);
+    }
+
+    /// Every kind of end a user can name is in the table of ends that
+    /// `--help` and the man page print, and shown there; the list of
+    /// kinds is `Kind`'s own, so a kind added there fails here until the
+    /// table names it (or this says why no one names it).
+    #[test]
+    fn the_table_of_ends_names_every_kind_a_user_can_name() {
+        // An exhaustive match: a new kind does not compile until it is
+        // placed here.
+        let named_by_a_user = |kind: Kind| match kind {
+            Kind::RegularFile
+            | Kind::BlockDevice
+            | Kind::CharDevice
+            | Kind::Pipe
+            | Kind::NbdExport
+            | Kind::Object
+            | Kind::Memory
+            | Kind::Passthrough => true,
+            // A socket or a directory fails as GNU dd's would; the others
+            // are what ddx makes of an end, never named.
+            Kind::Socket | Kind::Directory | Kind::Other | Kind::Stream => false,
+        };
+        let every = [
+            Kind::RegularFile,
+            Kind::BlockDevice,
+            Kind::CharDevice,
+            Kind::Pipe,
+            Kind::Socket,
+            Kind::Directory,
+            Kind::Other,
+            Kind::NbdExport,
+            Kind::Object,
+            Kind::Stream,
+            Kind::Memory,
+            Kind::Passthrough,
+        ];
+        let help = help_text("ddx");
+        for kind in every.into_iter().filter(|&k| named_by_a_user(k)) {
+            let rows: Vec<&EndSpec> = ENDS.iter().filter(|e| e.kinds.contains(&kind)).collect();
+            assert!(!rows.is_empty(), "{kind:?} is in no row of ENDS");
+            for row in rows {
+                assert!(help.contains(row.form), "--help lacks {}", row.form);
+            }
+        }
     }
 
     #[test]

@@ -34,6 +34,11 @@ pub struct Extras {
     pub positional: Option<PositionalCopy>,
     /// `--resume` continues from an existing map.
     pub resuming: bool,
+    /// What that map records of its copy's ends.
+    pub recorded: Option<rescue::identity::Recorded>,
+    /// The line saying that a map named was not there, and the copy
+    /// starts from the beginning.
+    pub notice: Option<String>,
     hash: Vec<Algorithm>,
     /// `--hash-file=FILE`, checked: where to write the one digest.
     hash_file: Option<std::path::PathBuf>,
@@ -63,9 +68,13 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Extras, Refus
     // An upload kept resumable by its map is a stream copy (`objects`).
     if asked.any() && !super::objects::is_upload(plan) {
         let request = rescue::request(plan, asked);
-        extras.resuming = rescue::resuming(&request, plan).map_err(Refusal)?;
-        if extras.resuming {
-            plan.conv |= Conv::NOTRUNC;
+        match rescue::resuming(&request, plan).map_err(Refusal)? {
+            rescue::Start::Fresh(notice) => extras.notice = notice,
+            rescue::Start::Resumed(recorded) => {
+                extras.resuming = true;
+                extras.recorded = Some(recorded);
+                plan.conv |= Conv::NOTRUNC;
+            }
         }
         extras.positional = Some(request);
     }

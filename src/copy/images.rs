@@ -73,6 +73,12 @@ pub struct Images {
     /// The input is an image written whole onto the output (an extracted
     /// index's blob), as `--decompress` and `--bmap` make it one.
     image: bool,
+    /// The size the compressed input decodes to, where its format records
+    /// it (`image::decompress::size`): what an output of fixed size must
+    /// hold, and the progress line's total.
+    decoded_size: Option<u64>,
+    /// `--no-decompress`: a compressed input is written as it is.
+    no_decompress: bool,
 }
 
 fn quoted(path: &Path) -> String {
@@ -90,6 +96,7 @@ pub fn prepare(plan: &CopyPlan, settings: &Settings) -> Result<Images, Refusal> 
         bmap_create: settings.bmap_create.clone(),
         tee: settings.tee.clone(),
         used_only: settings.used_only,
+        no_decompress: settings.no_decompress,
         verify: settings.verify && settings.bmap.is_some(),
         passthrough: Some(settings.passthrough()),
         ..Images::default()
@@ -195,6 +202,12 @@ impl Images {
             .map(|p| Arc::new(Decoding(Arc::clone(p))) as Arc<dyn InputPosition>)
     }
 
+    /// The size the compressed input decodes to, where its format records
+    /// it (known once the input is wrapped).
+    pub fn decoded_size(&self) -> Option<u64> {
+        self.decoded_size
+    }
+
     /// The input read through a block map (`--bmap`) or by its used
     /// blocks (`--used-only`): the planner leaves its holes unwritten.
     pub fn mapped(&self) -> bool {
@@ -233,8 +246,17 @@ impl Images {
             self.used = Some((used.progress(), analysis));
             end = Box::new(used);
         }
+        if self.decompress.is_some() && end.capabilities().reads_at {
+            if let Some(format) = image::peek::compressed_format(end.as_mut(), 0) {
+                self.decoded_size = image::decompress::size::decoded_size(end.as_mut(), format);
+            }
+        }
         if let (Some(_), Some((map, path))) = (self.decompress, &self.bmap) {
             check_decoded_size(end.as_mut(), map, path, &quoted_name)?;
+        }
+        if let (None, false, Some((map, path))) = (self.decompress, self.no_decompress, &self.bmap)
+        {
+            check_compressed_size(end.as_mut(), map, path, &quoted_name)?;
         }
         if let Some(mode) = self.decompress {
             let checksums = self.frame_checksums();
@@ -387,6 +409,31 @@ impl Images {
 
     /// `--verbose`: how the image went onto each device (see
     /// `image::direct`).
+    /// `--used-only`: a line for each part of the disk copied whole (no
+    /// file system recognised there, or one that cannot be trusted), and
+    /// for a partition table that cannot be read, said whatever
+    /// `--verbose` says: the backup is then larger and slower than the
+    /// user may expect.
+    pub fn used_whole(&self) -> Vec<String> {
+        let Some((_, analysis)) = &self.used else {
+            return Vec::new();
+        };
+        let show = |bytes: u64| human(bytes, Base::Iec, 1, 1);
+        let mut lines = Vec::new();
+        if let crate::allocation::Table::Unreadable(_) = &analysis.table {
+            lines.push(format!(
+                "--used-only: {}: the whole disk is copied",
+                analysis.table
+            ));
+        }
+        for part in &analysis.parts {
+            if matches!(part.found, crate::allocation::Found::Whole { .. }) {
+                lines.push(format!("--used-only: {}", part.describe(&show)));
+            }
+        }
+        lines
+    }
+
     pub fn print_verbose(&self, reporter: &Reporter) {
         for report in &self.direct {
             reporter.message(format_args!("image writes: {}", report.describe()));
@@ -573,6 +620,42 @@ fn check_decoded_size(
         .into()),
         _ => Ok(()),
     }
+}
+
+/// A map given for a compressed input without `--decompress`: the map
+/// is of the image the input decompresses to, so where the input's own
+/// size is not the map's, what is missing is `--decompress` (refused
+/// before anything is written, rather than found where the sizes part).
+fn check_compressed_size(
+    input: &mut dyn Stream,
+    map: &Bmap,
+    path: &Path,
+    name: &str,
+) -> Result<(), Failure> {
+    if !input.capabilities().reads_at {
+        return Ok(());
+    }
+    let Some(format) = image::peek::compressed_format(input, 0) else {
+        return Ok(());
+    };
+    let Some(size) = input.size().ok().flatten() else {
+        return Ok(());
+    };
+    if size == map.image_size {
+        return Ok(());
+    }
+    let decodes = match image::decompress::size::decoded_size(input, format) {
+        Some(decoded) => format!(", which decompresses to {decoded} bytes"),
+        None => String::new(),
+    };
+    Err(Refusal(format!(
+        "--bmap={}: the map is for a {}-byte image, and {name} is {format}-compressed, {size} \
+         bytes{decodes}: add --decompress to write the image it holds (or --no-decompress \
+         to write it as it is)",
+        quoted(path),
+        map.image_size
+    ))
+    .into())
 }
 
 /// The bytes of `map`'s mapped blocks in the image's first `bytes`: what

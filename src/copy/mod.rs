@@ -17,6 +17,7 @@ mod indexed;
 mod objects;
 mod positional;
 mod read_back;
+mod resumed;
 mod safety;
 mod verbose;
 
@@ -26,8 +27,8 @@ pub use verbose::expected_bytes;
 use std::sync::Arc;
 
 use crate::diagnostic::{Diagnostic, Events, Refusal};
-use crate::ends::{self};
-use crate::engine::stream::{Input, Output};
+use crate::ends::{self, Whence};
+use crate::engine::stream::{Input, Output, Stream};
 use crate::engine::{self, Counters, RunResult};
 use crate::operands::{CopyPlan, StatusLevel};
 use crate::planner::{self, OutputProbe, Strategy};
@@ -62,6 +63,8 @@ struct Copying<'a> {
     counters: &'a Counters,
     reporter: &'a Reporter,
     command_line: &'a str,
+    /// What identifies the input, for a map to record.
+    input_record: Option<&'a crate::rescue::identity::EndRecord>,
 }
 
 /// Run one copy.
@@ -149,6 +152,20 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     if let Some(ix) = indexed.as_mut().filter(|_| extracting) {
         input = ix.wrap_input(input, plan, request.settings.tee.is_empty())?;
     }
+    // A map records its copy's input; a resumed copy must read the same.
+    let map_path = extras
+        .positional
+        .as_ref()
+        .and_then(|p| p.map_path.as_deref())
+        .or_else(|| upload_map.as_ref().map(|u| u.path.as_path()));
+    let input_record = map_path.map(|_| resumed::input_record(plan, &input));
+    let recorded = extras
+        .recorded
+        .as_ref()
+        .or_else(|| upload_map.as_ref().and_then(|u| u.recorded.as_ref()));
+    if let (Some(recorded), Some(map), Some(now)) = (recorded, map_path, &input_record) {
+        resumed::check_input(recorded, map, now).map_err(Refusal)?;
+    }
     let remote_output = plan
         .output
         .as_deref()
@@ -179,9 +196,13 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     if !used_only {
         input = images.wrap_input(input, plan)?;
     }
+    let seen = planner::facts::Seen {
+        format: compressed,
+        decoded_size: images.decoded_size(),
+    };
     let mut facts = planner::facts::gather(
         &input,
-        compressed,
+        seen,
         output_probe(),
         planner::Beside {
             map: extras
@@ -194,6 +215,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
     );
     // Every option against the ends it got, before the output is opened.
     planner::admit(&request, &facts)?;
+    planner::needs::admit_room(&request, &facts.input, &tees)?;
     if used_only {
         // A disk without the positions to read used blocks at writes
         // nothing: refused above.
@@ -223,14 +245,28 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             &mut warnings,
         )?),
     };
+    // An output whose size only its opening tells (an export's): held
+    // to what the copy writes before the first write.
+    if let Some(opened) = facts.output_opened(&output) {
+        if let Err(refusal) = planner::needs::admit_opened_room(&request, &facts.input, &opened) {
+            output.stream.abandon();
+            return Err(refusal.into());
+        }
+    }
     if let Some(upload) = &upload_map {
+        let notes = input_record.as_ref().map_or_else(String::new, |input| {
+            crate::rescue::identity::Recorded::notes(
+                input,
+                Some(&resumed::output_record(plan, &output)),
+            )
+        });
         keep_upload_map(
             upload,
             plan,
             &input,
             &facts,
             &mut output,
-            &context.command_line,
+            (&context.command_line, notes),
             &reporter,
         )?;
     }
@@ -267,10 +303,26 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         counters: &counters,
         reporter: &reporter,
         command_line: &context.command_line,
+        input_record: input_record.as_ref(),
     };
 
     // What the output's store said of the bytes it holds, for --verify.
     let mut stored_as_written = None;
+    // A map named but not there: said once nothing refused the copy,
+    // before it reads anything.
+    // What `--used-only` copies whole, said whatever `--verbose` says.
+    if plan.status != StatusLevel::None {
+        let notices = [
+            &extras.notice,
+            &upload_map.as_ref().and_then(|u| u.notice.clone()),
+        ];
+        for notice in notices.into_iter().flatten() {
+            reporter.message(notice);
+        }
+        for line in images.used_whole() {
+            reporter.message(line);
+        }
+    }
     let (failed, aftermath, report) = match &extras.positional {
         Some(positional) => {
             let (failed, aftermath) = positional::run(
@@ -287,7 +339,7 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
                     .with_cpu_since(cpu_at_start)
                     .with_ends(input.stream.describe(), output.stream.describe())
             });
-            close(input, output)?;
+            let failed = close(input, output, &copying)? || failed;
             ticker.stop();
             (failed, Some(aftermath), report)
         }
@@ -308,7 +360,8 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             // The reporter still watches signals while the output is made
             // final: one that comes before an upload's completing request
             // aborts it, one after it waits for its outcome.
-            stored_as_written = close_output(output, failed)?;
+            let (failed, stored) = close_output(output, failed, &copying)?;
+            stored_as_written = stored;
             ticker.stop();
             (failed, None, report)
         }
@@ -390,7 +443,7 @@ fn keep_upload_map(
     input: &Input,
     facts: &planner::Facts,
     output: &mut Output,
-    command_line: &str,
+    (command_line, notes): (&str, String),
     reporter: &Reporter,
 ) -> Result<(), Failure> {
     let done = upload.resume.as_ref().map_or(0, |r| r.source_end());
@@ -402,7 +455,7 @@ fn keep_upload_map(
         ))
         .into());
     };
-    let journal = objects::MapJournal::new(upload, done + left, command_line);
+    let journal = objects::MapJournal::new(upload, done + left, command_line, notes);
     output
         .stream
         .keep_journal(Box::new(journal), upload.resume.as_ref())
@@ -481,9 +534,9 @@ fn stream(
 
 /// GNU closes both ends before the statistics; a close error ends it
 /// there.
-fn close(input: Input, output: Output) -> Result<(), Failure> {
+fn close(input: Input, output: Output, copying: &Copying<'_>) -> Result<bool, Failure> {
     close_input(input)?;
-    close_output(output, false).map(drop)
+    close_output(output, false, copying).map(|(failed, _)| failed)
 }
 
 fn close_input(input: Input) -> Result<(), Failure> {
@@ -496,26 +549,42 @@ fn close_input(input: Input) -> Result<(), Failure> {
 /// Close the output; after a `failed` copy, as its end finalises one
 /// (an upload is aborted rather than completed). The end is finalised
 /// first, so that what it says about that (the server's answer to an
-/// upload's completion or abort) is in the message. Ok: what the store
-/// said of the bytes it holds (`End::stored_as_written`).
-fn close_output(output: Output, failed: bool) -> Result<Option<Result<String, String>>, Failure> {
+/// upload's completion or abort) is in the message. Returns whether the
+/// copy failed, and what the store said of the bytes it holds
+/// (`End::stored_as_written`): a failure to finalise (the last writes, an
+/// upload's completion) is the copy's, said here, and the statistics
+/// still come after it, saying what was read and what is stored; the
+/// same failure met again after a failed copy is not said twice. A
+/// failure of the close itself ends ddx there, as it ends GNU dd.
+fn close_output(
+    output: Output,
+    failed: bool,
+    copying: &Copying<'_>,
+) -> Result<(bool, Option<Result<String, String>>), Failure> {
+    let reporter = copying.reporter;
     let Output {
         stream: mut end,
         name,
     } = output;
     let closing = |errno, detail| {
-        Failure::from(
-            Diagnostic::ClosingOutput {
-                file: name.clone(),
-                errno,
-            }
-            .explained(detail),
-        )
+        Diagnostic::ClosingOutput {
+            file: name.clone(),
+            errno,
+        }
+        .explained(detail)
     };
+    // Where the copy's writes end in the output, before it is finalised.
+    let reached = end.seek(Whence::Current(0)).ok();
     if let Err(errno) = end.finalise(failed) {
         let detail = end.take_detail();
+        if !failed {
+            count_stored(&*end, reached, copying);
+        }
         end.abandon();
-        return Err(closing(errno, detail));
+        if !detail.as_deref().is_some_and(|d| reporter.said_detail(d)) {
+            reporter.diagnostic(closing(errno, detail));
+        }
+        return Ok((true, None));
     }
     let stored = end.stored_as_written();
     let closed = if failed {
@@ -523,8 +592,39 @@ fn close_output(output: Output, failed: bool) -> Result<Option<Result<String, St
     } else {
         end.close()
     };
-    closed.map_err(|errno| closing(errno, None))?;
-    Ok(stored)
+    closed.map_err(|errno| Failure::from(closing(errno, None)))?;
+    Ok((failed, stored))
+}
+
+/// After the output of a copy that did not fail otherwise failed to
+/// finalise (its last writes, an upload's parts, failed behind the
+/// copy; a failure met while writing was counted then): the bytes out are those the output
+/// stores, `reached` being where the copy's writes ended in it (None: a
+/// stream that counts from its own first byte, a compressor's). The
+/// records in stay what was read.
+fn count_stored(end: &dyn Stream, reached: Option<u64>, copying: &Copying<'_>) {
+    use std::sync::atomic::Ordering::{AcqRel, Release};
+    let Some(until) = end.written_until() else {
+        return;
+    };
+    let counters = copying.counters;
+    let out = counters
+        .bytes_out
+        .load(std::sync::atomic::Ordering::Acquire);
+    let lost = match reached {
+        Some(reached) => reached.saturating_sub(until),
+        None => out.saturating_sub(until),
+    };
+    if lost == 0 {
+        return;
+    }
+    let stored = out.saturating_sub(lost);
+    let block = copying.plan.output_block_size.max(1) as u64;
+    counters.bytes_out.fetch_min(stored, AcqRel);
+    counters.records_out_full.store(stored / block, Release);
+    counters
+        .records_out_partial
+        .store(u64::from(stored % block != 0), Release);
 }
 
 /// bs=auto: measure now that both ends are open (the probe only reads).

@@ -22,6 +22,7 @@ use crate::ends::upload::{Journal, UploadRecord};
 use crate::ends::uri;
 use crate::operands::CopyPlan;
 use crate::request::Settings;
+use crate::rescue::identity::Recorded;
 use crate::rescue::mapfile::{BlockStatus, Map};
 use crate::text::quote::quote_file;
 
@@ -33,6 +34,11 @@ pub struct UploadMap {
     pub resume: Option<UploadRecord>,
     /// Where the copy's input starts (skip=, before any resume).
     pub start: u64,
+    /// What the map records of the resumed upload's input and output.
+    pub recorded: Option<Recorded>,
+    /// The line saying that the map named was not there, and the upload
+    /// starts from the beginning.
+    pub notice: Option<String>,
 }
 
 /// Whether the copy's output is an upload the server keeps in parts
@@ -53,14 +59,24 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Option<Upload
         return Ok(None);
     };
     let start = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
+    let shown = quote_file(map.as_os_str().as_encoded_bytes());
     if !map.exists() {
+        let named_by = if settings.resume {
+            "--resume: no map"
+        } else {
+            "--map: no map"
+        };
         return Ok(Some(UploadMap {
             path: map,
             resume: None,
             start,
+            recorded: None,
+            notice: Some(format!(
+                "{named_by} {shown} yet: the upload starts from the beginning, and {shown} \
+                 will record it"
+            )),
         }));
     }
-    let shown = quote_file(map.as_os_str().as_encoded_bytes());
     if !settings.resume {
         return Err(Refusal(format!(
             "the map {shown} exists: add --resume to continue that upload, or remove it to \
@@ -86,11 +102,26 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Option<Upload
                 .into(),
         ));
     }
+    let recorded = Recorded::read(&text);
+    if let (Some(was), Some(output)) = (&recorded.output, &plan.output) {
+        let now = String::from_utf8_lossy(&uri::shown(output)).into_owned();
+        if was.name != now {
+            return Err(Refusal(format!(
+                "--resume: the map {shown} records an upload to {}, not to {}: give of={} \
+                 to continue that upload, or remove the map to start over",
+                quote_file(was.name.as_bytes()),
+                quote_file(now.as_bytes()),
+                was.name
+            )));
+        }
+    }
     *plan = plan.clone().continued_after(record.source_end());
     Ok(Some(UploadMap {
         path: map,
         resume: Some(record),
         start,
+        recorded: Some(recorded),
+        notice: None,
     }))
 }
 
@@ -114,21 +145,26 @@ pub struct MapJournal {
     command_line: String,
     start: u64,
     end: u64,
+    /// What the map records of the copy's ends (`rescue::identity`).
+    ends: String,
 }
 
 impl MapJournal {
-    /// A journal in `upload`'s map for an input range of `len` bytes.
-    pub fn new(upload: &UploadMap, len: u64, command_line: &str) -> MapJournal {
+    /// A journal in `upload`'s map for an input range of `len` bytes,
+    /// recording the copy's `ends`.
+    pub fn new(upload: &UploadMap, len: u64, command_line: &str, ends: String) -> MapJournal {
         MapJournal {
             path: upload.path.clone(),
             command_line: command_line.to_owned(),
             start: upload.start,
             end: upload.start.saturating_add(len),
+            ends,
         }
     }
 
     fn save(&self, map: &Map, notes: &str) -> Result<(), String> {
-        map.save_noted(Path::new(&self.path), &self.command_line, notes)
+        let notes = format!("{}{notes}", self.ends);
+        map.save_noted(Path::new(&self.path), &self.command_line, &notes)
             .map_err(|e| e.to_string())
     }
 }

@@ -18,6 +18,10 @@ use crate::text::quote::quote_file;
 
 use super::{Copying, Failure};
 
+/// The bad ranges named one by one after the statistics; the rest are
+/// summed up in one line (the map lists them all).
+const SHOWN_BAD_RANGES: usize = 5;
+
 /// What is left to say once the statistics are out.
 pub struct Aftermath {
     input_name: Vec<u8>,
@@ -65,6 +69,7 @@ pub fn run(
         counters,
         reporter,
         command_line,
+        input_record,
     } = *copying;
     let size = rescue::input_size(input.stream.as_mut()).map_err(|errno| {
         Failure::from(Diagnostic::CannotFstat {
@@ -116,6 +121,10 @@ pub fn run(
         reporter.set_rescue(Arc::new(RescueProgress(Arc::clone(&standing))));
     }
     let tell = |start: &PhaseStart| reporter.message(start);
+    // What identifies the copy's ends, kept in the map with every save.
+    let notes = input_record.map_or_else(String::new, |input| {
+        rescue::identity::Recorded::notes(input, Some(&super::resumed::output_record(plan, output)))
+    });
     let job = Job {
         input: input.stream.as_mut(),
         input_path,
@@ -124,7 +133,8 @@ pub fn run(
         start,
         end,
         output_start: plan.seek.total_bytes(plan.output_block_size).unwrap_or(0),
-        chunk: plan.input_block_size,
+        chunk: rescue::request_size(plan, request.rescue),
+        record: plan.input_block_size,
         sector,
         rescue: request.rescue,
         retry_passes: request.retry_passes,
@@ -132,6 +142,7 @@ pub fn run(
         map,
         map_path: request.map_path.clone(),
         command_line: command_line.to_owned(),
+        notes,
         tap,
         standing,
         on_phase: (verbose && request.rescue).then_some(&tell as &dyn Fn(&PhaseStart)),
@@ -139,7 +150,7 @@ pub fn run(
     let report = rescue::run(job, counters, reporter).map_err(|_| {
         Failure::from(Diagnostic::NoMemory {
             buffer: crate::diagnostic::BufferKind::Input,
-            size: plan.input_block_size,
+            size: rescue::request_size(plan, request.rescue),
         })
     })?;
     // Where an error stopped the copy: GNU's line, with what the end said
@@ -270,7 +281,7 @@ impl Aftermath {
         let input = quote_file(&input_name);
         let mut failed = false;
         let bad = report.map.bad();
-        for range in &bad {
+        for range in bad.iter().take(SHOWN_BAD_RANGES) {
             let lba = match block {
                 Some(unit) if range.size > 0 => format!(
                     "LBA {} to {}, ",
@@ -282,6 +293,21 @@ impl Aftermath {
             reporter.message(format!(
                 "{input}: bad range at offset {}, {} bytes ({lba}zeros in the output)",
                 range.pos, range.size
+            ));
+        }
+        if let Some(rest) = bad.get(SHOWN_BAD_RANGES..).filter(|rest| !rest.is_empty()) {
+            let bytes: u64 = rest.iter().map(|b| b.size).sum();
+            let listed = match &request.map_path {
+                Some(path) => format!(
+                    "the map {} lists them all",
+                    quote_file(path.as_os_str().as_encoded_bytes())
+                ),
+                None => "a map (--map=FILE) would list them all".to_owned(),
+            };
+            reporter.message(format!(
+                "{input}: and {} more bad ranges, {bytes} bytes, from offset {}; {listed}",
+                rest.len(),
+                rest[0].pos
             ));
         }
         if !bad.is_empty() {

@@ -83,6 +83,10 @@ pub struct Capabilities {
     /// disk's own commands carry the flag, so a write is durable when it
     /// completes, without a cache flush.
     pub fua: bool,
+    /// Its size is fixed (a device, an export): a write past its end
+    /// fails, so an image larger than it is refused before the first
+    /// write, where both sizes are known.
+    pub fixed_size: bool,
 }
 
 /// How an end makes a range read as zeros without writing them.
@@ -116,6 +120,7 @@ impl Capabilities {
             requests: Requests::ONE_AT_A_TIME,
             block_addressed: None,
             fua: false,
+            fixed_size: false,
         };
         // Storage: whole reads at any offset, read back and again.
         const STORAGE: Capabilities = Capabilities {
@@ -138,6 +143,7 @@ impl Capabilities {
                 discards: Some(Discard::PunchHoles),
                 local_storage: true,
                 device: true,
+                fixed_size: true,
                 ..STORAGE
             },
             // A device's next read need not give the last one's bytes.
@@ -156,6 +162,7 @@ impl Capabilities {
                 discards: Some(Discard::ZeroRequests),
                 extents: true,
                 served: true,
+                fixed_size: true,
                 ..STORAGE
             },
             Kind::Object => Capabilities {
@@ -182,6 +189,7 @@ impl Capabilities {
                 writes_at: true,
                 device: true,
                 fua: true,
+                fixed_size: true,
                 ..STORAGE
             },
         }

@@ -110,9 +110,34 @@ fn open_by_uri(
     };
     let named = match uri::recognise(path)? {
         Ok(remote) => remote,
-        Err(why) => return Some(Err(failed(Errno::INVAL, why))),
+        Err(why) => {
+            let errno = match path.to_str().is_some_and(uri::of_unknown_scheme) {
+                true => Errno::PROTONOSUPPORT,
+                false => Errno::INVAL,
+            };
+            return Some(Err(failed(errno, why)));
+        }
     };
     Some(uri::open(&named, opening, connections).map_err(|e| failed(e.errno, e.detail)))
+}
+
+/// What stands in the way of opening `path` for writing, where the
+/// errno alone does not say it: a block device that is read-only (EPERM,
+/// EACCES or EROFS from open(2), which read as a matter of permissions).
+pub fn why_not_writable(path: &Path, errno: Errno) -> Option<String> {
+    if !matches!(errno, Errno::PERM | Errno::ACCESS | Errno::ROFS) {
+        return None;
+    }
+    let st = rustix::fs::stat(path).ok()?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::BlockDevice {
+        return None;
+    }
+    let number = crate::sys::block::DeviceNumber::from_raw(st.st_rdev);
+    crate::sys::block::read_only(number).then(|| {
+        "the device is read-only (a loop device attached with --read-only, a card's \
+         write-protect switch, or blockdev --setro)"
+            .to_owned()
+    })
 }
 
 /// Open the passthrough node at `path` (an sg, bsg or ng device) as an
@@ -292,9 +317,12 @@ pub fn open_output(
         }
         other => other,
     }
-    .map_err(|errno| Diagnostic::OpenFailed {
-        file: name.clone(),
-        errno,
+    .map_err(|errno| {
+        Diagnostic::OpenFailed {
+            file: name.clone(),
+            errno,
+        }
+        .explained(why_not_writable(path, errno))
     })?;
 
     if plan.seek.records != 0 && !plan.conv.contains(Conv::NOTRUNC) {

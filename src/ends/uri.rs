@@ -101,8 +101,40 @@ fn recognise_in(base: &Path, value: &Path) -> Option<Result<UriEnd, String>> {
     if let Some(parsed) = nbd::recognise(text) {
         return Some(parsed.map(UriEnd::Nbd).map_err(|e| e.0));
     }
-    let parsed = object::recognise(text)?;
-    Some(parsed.map(UriEnd::Object).map_err(|e| e.to_string()))
+    if let Some(parsed) = object::recognise(text) {
+        return Some(parsed.map(UriEnd::Object).map_err(|e| e.to_string()));
+    }
+    // Any other `scheme://`: a URI all the same (no file of that name
+    // exists, and GNU dd would fail on it too), of a scheme ddx does not
+    // speak; said as such, rather than as a file that is not there.
+    let scheme = unknown_scheme(text)?;
+    Some(Err(format!(
+        "{scheme}:// is not a scheme ddx reads or writes; it knows {KNOWN_SCHEMES}"
+    )))
+}
+
+/// The schemes ddx takes, as a message lists them.
+pub const KNOWN_SCHEMES: &str = "nbd://, nbds://, nbd+unix://, nbds+unix://, nbd+vsock://, \
+nbds+vsock:// (NBD exports), s3:// (objects, read and written), http:// and https:// \
+(read only) and mem:PATH";
+
+/// Whether `text` is a URI of a scheme ddx does not take.
+pub(crate) fn of_unknown_scheme(text: &str) -> bool {
+    memory::recognise(text).is_none()
+        && nbd::recognise(text).is_none()
+        && object::recognise(text).is_none()
+        && unknown_scheme(text).is_some()
+}
+
+/// The scheme of `text` when it begins as a URI does (RFC 3986: a letter,
+/// then letters, digits, '+', '-' or '.', then "://").
+fn unknown_scheme(text: &str) -> Option<&str> {
+    let (scheme, _) = text.split_once("://")?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+    .then_some(scheme)
 }
 
 /// How the operand `value` may appear in messages: as given, except that
@@ -259,5 +291,62 @@ mod tests {
         assert_eq!(recognise_in(base, uri), None);
         std::fs::create_dir(base.join("s3:")).unwrap();
         assert_eq!(recognise_in(base, Path::new("s3://bucket/disk.img")), None);
+    }
+
+    /// Any other `scheme://` is a URI of a scheme ddx does not speak,
+    /// said so with the schemes it does; a name that only looks a little
+    /// like one stays a file name.
+    #[test]
+    fn an_unknown_scheme_is_named_with_the_schemes_ddx_knows() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path();
+        for (uri, scheme) in [
+            ("ftp://host/disk.img", "ftp"),
+            ("sftp://user@host/disk.img", "sftp"),
+            ("gs://bucket/key", "gs"),
+            ("file:///tmp/x", "file"),
+            ("NBD://host/export", "NBD"),
+            ("git+ssh://host/x", "git+ssh"),
+        ] {
+            match recognise_in(base, Path::new(uri)) {
+                Some(Err(why)) => {
+                    assert!(
+                        why.starts_with(&format!("{scheme}:// is not a scheme")),
+                        "{why}"
+                    );
+                    assert!(why.contains("nbd://") && why.contains("s3://"), "{why}");
+                }
+                other => panic!("{uri}: {other:?}"),
+            }
+        }
+        for name in ["disk.img", "1ftp://x", "-x://y", "dir/ftp://x", "ftp:/x"] {
+            let recognised = recognise_in(base, Path::new(name));
+            assert!(
+                !matches!(&recognised, Some(Err(why)) if why.contains("not a scheme")),
+                "{name}: {recognised:?}"
+            );
+        }
+        // Every scheme the list names is one ddx takes.
+        for scheme in [
+            "nbd",
+            "nbds",
+            "nbd+unix",
+            "nbds+unix",
+            "nbd+vsock",
+            "nbds+vsock",
+        ] {
+            assert!(KNOWN_SCHEMES.contains(&format!("{scheme}://")));
+            assert!(
+                nbd::recognise(&format!("{scheme}://x/y")).is_some(),
+                "{scheme}"
+            );
+        }
+        for scheme in ["s3", "http", "https"] {
+            assert!(KNOWN_SCHEMES.contains(&format!("{scheme}://")));
+            assert!(
+                object::recognise(&format!("{scheme}://x/y")).is_some(),
+                "{scheme}"
+            );
+        }
     }
 }

@@ -100,13 +100,14 @@ impl Choice {
                 .collect();
             text.push_str(&format!(
                 ": {} is the smallest size whose read throughput reaches the bar of {} of \
-                 the best ({}, the highest; the bar is {:.0}% of {}, less the noise between \
-                 rounds, never below {:.0}% of it); throughput is the block size over a \
-                 round's median request time, the median of {rounds} rounds: {}",
+                 the best ({}, the highest; the bar is {:.0}% of {} ({}), less the noise \
+                 between rounds, never below {:.0}% of it); throughput is the block size over \
+                 a round's median request time, the median of {rounds} rounds: {}",
                 size(judgement.block_size),
                 percent(judgement.bar),
                 crate::text::human::rate_text(judgement.best_bytes_per_sec),
                 NEAR_BEST * 100.0,
+                crate::text::human::rate_text(judgement.reference_bytes_per_sec),
                 judgement.reference.text(),
                 recommend::FLOOR * 100.0,
                 points.join(", ")

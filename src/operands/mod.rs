@@ -103,6 +103,10 @@ pub struct CopyPlan {
     /// `engine::auto_block`); until [`CopyPlan::with_block_size`], ibs and
     /// obs hold GNU's default.
     pub auto_block_size: bool,
+    /// The input's record size was given (`bs=N` or `ibs=N`), not GNU's
+    /// default: what ddx may size its own requests by otherwise (a
+    /// rescue reads ddrescue's clusters).
+    pub input_block_size_given: bool,
 }
 
 impl CopyPlan {
@@ -408,6 +412,8 @@ fn validate(
         count,
     } = written;
     let auto_block_size = matches!(block_size, Some(BlockSize::Auto));
+    let input_block_size_given =
+        matches!(block_size, Some(BlockSize::Bytes(_))) || input_block_size.is_some();
     let mut two_buffers = conv.intersects(symbols::TWO_BUFFER_CONVERSIONS);
     let (input_block_size, output_block_size) = match block_size {
         Some(BlockSize::Bytes(size)) => (size, size),
@@ -490,6 +496,7 @@ fn validate(
         input_nocache,
         output_nocache,
         auto_block_size,
+        input_block_size_given,
     };
     if plan.output.is_some()
         && !plan.conv.contains(Conv::NOTRUNC)

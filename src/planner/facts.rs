@@ -188,17 +188,25 @@ pub enum OutputProbe<'a> {
 /// object store serves many requests at once, as a solid-state disk does.
 const REMOTE_QUEUE: QueueHint = QueueHint::solid_state(64);
 
+/// What the copy saw the input hold before the facts were gathered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// The compression format of its first bytes, where it was looked at.
+    pub format: Option<Format>,
+    /// The size a compressed image decodes to, where its format records
+    /// it: what the copy writes, which an output of fixed size must hold.
+    pub decoded_size: Option<u64>,
+}
+
 /// Gather the facts: the input as opened (with its stages but
-/// `--used-only`'s, see [`Facts::used_only_input`]) and the format it was
-/// seen to hold, the output and the files beside the copy as they stand.
-pub fn gather(
-    input: &Input,
-    compressed: Option<Format>,
-    output: OutputProbe<'_>,
-    beside: Beside<&Path>,
-) -> Facts {
+/// `--used-only`'s, see [`Facts::used_only_input`]) and what it was seen
+/// to hold, the output and the files beside the copy as they stand.
+pub fn gather(input: &Input, seen: Seen, output: OutputProbe<'_>, beside: Beside<&Path>) -> Facts {
     let mut input_facts = input_facts(input);
-    input_facts.compressed = compressed;
+    input_facts.compressed = seen.format;
+    if let Some(size) = seen.decoded_size {
+        input_facts.size = Some(size);
+    }
     if let Some(fd) = input.stream.fd().filter(|_| worth_probing(&input_facts)) {
         input_facts.queue = measured(input_facts.queue, probe(fd, input_facts.size));
     }
@@ -249,6 +257,18 @@ impl Facts {
             input: wrapped,
             ..self
         }
+    }
+
+    /// The output as opened, where only its opening tells its size (an
+    /// export's): None where the size was known before.
+    pub fn output_opened(&self, output: &Output) -> Option<EndFacts> {
+        let can = output.stream.capabilities();
+        (self.output.size.is_none() && can.fixed_size).then(|| EndFacts {
+            size: output.stream.size().ok().flatten(),
+            kind: output.stream.kind(),
+            can,
+            ..self.output.clone()
+        })
     }
 
     /// The ends as the copy's stages made them, once the output is open:
@@ -539,6 +559,20 @@ fn probe(fd: BorrowedFd<'_>, size: Option<u64>) -> Option<Probe> {
     judge(&mut alone, together.into_inner(), together_time)
 }
 
+/// Why a read-only block device cannot be written: the open succeeds,
+/// and every write fails with EPERM, which reads as a matter of
+/// permissions.
+pub const READ_ONLY_DEVICE: &str = "the device is read-only (a loop device attached with \
+--read-only, a card's write-protect switch, or blockdev --setro): make it writable first \
+(blockdev --setrw, or attach the loop device again without --read-only)";
+
+/// Whether the block device open as `fd` is read-only (sysfs's `ro`).
+fn device_read_only(fd: BorrowedFd<'_>) -> bool {
+    rustix::fs::fstat(fd).is_ok_and(|st| {
+        crate::sys::block::read_only(crate::sys::block::DeviceNumber::from_raw(st.st_rdev))
+    })
+}
+
 fn output_facts(output: OutputProbe<'_>) -> EndFacts {
     match output {
         OutputProbe::Uri(remote) => without_descriptor(remote.kind(), remote.capabilities()),
@@ -562,6 +596,9 @@ fn output_facts(output: OutputProbe<'_>) -> EndFacts {
                 // An O_PATH descriptor cannot lseek; the opened output will
                 // where its kind can.
                 facts.seekable = facts.can.reads_at;
+                if kind == Kind::BlockDevice && device_read_only(fd.as_fd()) {
+                    facts.can.read_only = Some(READ_ONLY_DEVICE);
+                }
                 facts
             }
             // Not there yet: open(2) will make a regular file in the

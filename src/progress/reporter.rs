@@ -47,6 +47,10 @@ struct State {
     window: RateWindow,
     /// SIGINT or SIGTERM that came after the output was committed.
     late_signal: Option<i32>,
+    /// The details of the diagnostics said so far (what an end said of
+    /// a failure), so that the same failure met again at close is not
+    /// said twice.
+    details: Vec<String>,
 }
 
 /// Why statistics are printed.
@@ -88,6 +92,7 @@ impl Reporter {
                 rescue: None,
                 window: RateWindow::default(),
                 late_signal: None,
+                details: Vec::new(),
             }),
         }
     }
@@ -182,6 +187,11 @@ impl Reporter {
     pub fn statistics(&self) {
         let mut state = self.lock();
         self.statistics_locked(&mut state, Moment::Running);
+    }
+
+    /// Whether a diagnostic said so far carried `detail`.
+    pub fn said_detail(&self, detail: &str) -> bool {
+        self.lock().details.iter().any(|d| d == detail)
     }
 
     /// The final statistics and, with --progress-fd, the last record.
@@ -346,6 +356,9 @@ impl Reporter {
 
 impl Events for Reporter {
     fn diagnostic(&self, diagnostic: Diagnostic) {
+        if let Diagnostic::Explained { detail, .. } = &diagnostic {
+            self.lock().details.push(detail.clone());
+        }
         self.message(diagnostic);
     }
 

@@ -8,7 +8,9 @@
 //! first reads write the whole extent of each request (data, and zeros
 //! where a read failed), and a later phase counts only what it recovers
 //! where this run had not written yet (`unwritten`: the failed blocks the
-//! map held when the run began).
+//! map held when the run began). So are GNU's records, on the grid of ibs
+//! whatever the request size ([`Copier::count`]): a resumed retry pass
+//! says in records too what it recovered.
 
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -20,7 +22,7 @@ use super::mapfile::{BlockStatus, Map};
 use super::phases::{Phase, Standing};
 use super::{Ended, Job, RescueOutcome};
 use crate::diagnostic::Events;
-use crate::engine::counters::{add, bump, Counters};
+use crate::engine::counters::{add, Counters};
 use crate::engine::stream::Stream;
 use crate::integrity::Tap;
 use crate::sys::buffer::AlignedBuf;
@@ -58,6 +60,12 @@ pub(super) struct Copier<'a, 'c> {
     /// The input again with O_DIRECT, for sector reads (a rescue of a
     /// file or block device).
     direct: Option<OwnedFd>,
+    /// The input's own reads go through the page cache (a file or block
+    /// device opened without O_DIRECT): a sector is read that way first.
+    cached: bool,
+    /// The input is served (an NBD export, an object): no page cache or
+    /// block layer under it reads a failed request again.
+    served: bool,
     buf: AlignedBuf,
     sector_buf: AlignedBuf,
     last_save: Instant,
@@ -84,6 +92,10 @@ impl<'a, 'c> Copier<'a, 'c> {
             Some(path) if job.rescue => file::open_input(path, OFlags::DIRECT).ok(),
             _ => None,
         };
+        let cached = job.input.fd().is_some_and(|fd| {
+            rustix::fs::fcntl_getfl(fd).is_ok_and(|flags| !flags.contains(OFlags::DIRECT))
+        });
+        let served = job.rescue && job.input.capabilities().served;
         let mut unwritten = Map::new(job.start, job.end);
         unwritten.mark(job.start, job.end - job.start, BlockStatus::Finished);
         for block in job.map.blocks() {
@@ -97,6 +109,8 @@ impl<'a, 'c> Copier<'a, 'c> {
             buf: AlignedBuf::new(job.chunk)?,
             sector_buf: AlignedBuf::new(job.sector)?,
             direct,
+            cached,
+            served,
             events,
             sink: PositionalSink {
                 counters,
@@ -195,26 +209,20 @@ impl<'a, 'c> Copier<'a, 'c> {
         let input = &mut self.job.input;
         let Filled {
             len: mut got,
-            error: failure,
+            error: mut failure,
         } = fill(&mut self.buf.as_mut_slice()[..want], |rest, done| {
             input.read_at(rest, pos + done)
         });
+        if failure.is_some_and(|errno| !input_gone(errno)) && self.served {
+            (got, failure) = self.read_once_more(pos, got, want);
+        }
         if failure.is_some() && on_error == OnError::Fill(BlockStatus::NonTrimmed) {
             got = self.read_up_to_named(pos, got, want);
         }
-        let counters = self.sink.counters;
-        // A request shorter than ibs (the input's or the map's last) is a
-        // partial record, however it went.
-        let (full_in, full_out) = if want == self.job.chunk {
-            (&counters.records_in_full, &counters.records_out_full)
-        } else {
-            (&counters.records_in_partial, &counters.records_out_partial)
-        };
         match failure {
             None if got == want => {
-                bump(full_in);
                 self.write_request(pos, want, true)?;
-                bump(full_out);
+                self.count(pos, want, want, want);
                 self.job.map.mark(pos, want as u64, BlockStatus::Finished);
                 Ok(Got::Whole)
             }
@@ -222,9 +230,8 @@ impl<'a, 'c> Copier<'a, 'c> {
                 // The input ends inside the map: it is shorter than it was
                 // (or than the map says); nothing past here to read.
                 if got > 0 {
-                    bump(&counters.records_in_partial);
                     self.write_request(pos, got, true)?;
-                    bump(&counters.records_out_partial);
+                    self.count(pos, got, got, got);
                 }
                 let end = pos + got as u64;
                 if end < self.job.end {
@@ -247,9 +254,8 @@ impl<'a, 'c> Copier<'a, 'c> {
                 match on_error {
                     OnError::Stop => {
                         if got > 0 {
-                            bump(&counters.records_in_partial);
                             self.write_request(pos, got, true)?;
-                            bump(&counters.records_out_partial);
+                            self.count(pos, got, got, got);
                             self.job.map.mark(pos, got as u64, BlockStatus::Finished);
                         }
                         Err(Ended::ReadError {
@@ -258,13 +264,12 @@ impl<'a, 'c> Copier<'a, 'c> {
                         })
                     }
                     OnError::Fill(status) => {
-                        bump(&counters.records_in_partial);
                         self.buf.as_mut_slice()[got..want].fill(0);
                         // Zeros that stay (bad sectors) are settled; those a
                         // rescue reads again later are not.
                         let settled = status == BlockStatus::BadSector;
                         self.write_request(pos, want, settled)?;
-                        bump(full_out);
+                        self.count(pos, want, got, want);
                         self.job.map.mark(pos, got as u64, BlockStatus::Finished);
                         self.job.map.mark(bad_from, (want - got) as u64, status);
                         Ok(Got::Failed)
@@ -272,6 +277,57 @@ impl<'a, 'c> Copier<'a, 'c> {
                 }
             }
         }
+    }
+
+    /// GNU's records of a read at `pos` of `tried` bytes, the first `got`
+    /// of them read, and its write of `written` bytes, as GNU dd counts
+    /// them reading record by record (with conv=noerror,sync where a read
+    /// failed): a record of the copy's grid read whole is a full record
+    /// in, every other record the read touched (cut short by an error or
+    /// the input's end, or only partly this read's) a partial one; out, a
+    /// record written whole is full, a piece of one partial.
+    pub(super) fn count(&self, pos: u64, tried: usize, got: usize, written: usize) {
+        let counters = self.sink.counters;
+        let (whole_read, _) = self.records(pos, pos + got as u64);
+        let (whole_tried, pieces_tried) = self.records(pos, pos + tried as u64);
+        add(&counters.records_in_full, whole_read);
+        add(
+            &counters.records_in_partial,
+            whole_tried + pieces_tried - whole_read,
+        );
+        let (whole_out, pieces_out) = self.records(pos, pos + written as u64);
+        add(&counters.records_out_full, whole_out);
+        add(&counters.records_out_partial, pieces_out);
+    }
+
+    /// The records of the copy's grid (ibs apart from its start) in input
+    /// positions `[from, to)`: how many lie wholly inside, and how many
+    /// pieces of records it holds besides (cut by either end).
+    fn records(&self, from: u64, to: u64) -> (u64, u64) {
+        if from >= to {
+            return (0, 0);
+        }
+        let (start, record) = (self.job.start, self.job.record as u64);
+        let first_boundary = start + (from - start).div_ceil(record) * record;
+        let last_boundary = start + (to - start) / record * record;
+        let whole = last_boundary.saturating_sub(first_boundary) / record;
+        let head = u64::from(from < first_boundary.min(to));
+        let tail = u64::from(last_boundary >= first_boundary && last_boundary < to);
+        (whole, head + tail)
+    }
+
+    /// A served input's request that failed after `got` of its `want`
+    /// bytes, read once more from there, as the page cache reads a failed
+    /// readahead of a file once more before a read fails (what ddrescue
+    /// reading a served disk through a file, nbdfuse, gets): how much is
+    /// read now, and the error if it failed again. The failure counts.
+    fn read_once_more(&mut self, pos: u64, got: usize, want: usize) -> (usize, Option<Errno>) {
+        self.read_errors += 1;
+        let input = &mut self.job.input;
+        let again = fill(&mut self.buf.as_mut_slice()[got..want], |rest, done| {
+            input.read_at(rest, pos + got as u64 + done)
+        });
+        (got + again.len, again.error)
     }
 
     /// After the request `[pos, pos+want)` failed with `got` bytes read:
@@ -338,6 +394,12 @@ impl<'a, 'c> Copier<'a, 'c> {
                         Written::Again,
                     )?;
                     add(&self.sink.counters.bytes_out, fresh);
+                    // Bytes this run had not written: read and written now,
+                    // as GNU's records (a retry pass's statistics are what
+                    // it recovered).
+                    if fresh > 0 {
+                        self.count(pos, n, n, n);
+                    }
                     self.unwritten.mark(pos, n as u64, BlockStatus::Finished);
                 }
                 // Short: the input ends here, nothing is left to read.
@@ -358,6 +420,16 @@ impl<'a, 'c> Copier<'a, 'c> {
     /// direct read must be aligned) and the wanted part moved to the front:
     /// a read through the cache would fail for the whole page.
     fn read_sector(&mut self, pos: u64, len: usize) -> Result<usize, Errno> {
+        // Through the cache first, as ddrescue reads a file (the kernel
+        // reads a failed page once more); where that fails, the sector
+        // alone with O_DIRECT, which a bad neighbour in its page cannot
+        // fail.
+        if self.cached && self.direct.is_some() {
+            match self.read_sector_as_opened(len, pos) {
+                Err(errno) if !input_gone(errno) => self.read_errors += 1,
+                other => return other,
+            }
+        }
         let sector = self.job.sector as u64;
         if let Some(direct) = &self.direct {
             let sector_start = pos / sector * sector;
@@ -377,6 +449,19 @@ impl<'a, 'c> Copier<'a, 'c> {
                 }
             }
         }
+        match self.read_sector_as_opened(len, pos) {
+            // Served: no layer under it reads a failed request again.
+            Err(errno) if self.served && !input_gone(errno) => {
+                self.read_errors += 1;
+                self.read_sector_as_opened(len, pos)
+            }
+            other => other,
+        }
+    }
+
+    /// Read `len` bytes at `pos` into the front of the sector buffer, as
+    /// the input was opened.
+    fn read_sector_as_opened(&mut self, len: usize, pos: u64) -> Result<usize, Errno> {
         loop {
             match self
                 .job
@@ -422,7 +507,11 @@ impl<'a, 'c> Copier<'a, 'c> {
                 return;
             }
         }
-        if let Err(e) = self.job.map.save(path, &self.job.command_line) {
+        if let Err(e) = self
+            .job
+            .map
+            .save_noted(path, &self.job.command_line, &self.job.notes)
+        {
             if last || self.map_error.is_none() {
                 self.map_error = Some((path.clone(), e.to_string()));
             }

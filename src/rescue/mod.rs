@@ -15,15 +15,20 @@
 //! Without `--rescue`, the pending ranges are read in requests of ibs,
 //! in order, and a read error stops the copy (or, with conv=noerror,sync,
 //! zero-fills the rest of its request and marks it bad). With it, the
-//! phases of [`phases`] run instead. Either way the requests of the first
-//! reads lie on one grid (ibs apart from skip=), and they are GNU's
-//! records: one read whole is a full record, one cut short by an error or
-//! the end of the input a partial one; a request whose failed part was
-//! filled with zeros was still written whole. The sector-by-sector reads
-//! of the later phases are not records: they fill in requests already
-//! counted. The bytes are the output bytes this run wrote, each once.
+//! phases of [`phases`] run instead, in requests of ddrescue's cluster
+//! (64 KiB) unless a record size is given. Either way the requests of the
+//! first reads lie on one grid (ibs apart from skip=), each a whole
+//! number of GNU's records, which the statistics count as GNU dd reading
+//! record by record would: a record read whole is a full record, one cut
+//! short by an error or the end of the input a partial one; a request
+//! whose failed part was filled with zeros was still written whole. The
+//! sector-by-sector reads of the later phases count only what they
+//! recover where this run had not written (a resumed retry pass), as
+//! records read and written. The bytes are the output bytes this run
+//! wrote, each once.
 
 mod copier;
+pub mod identity;
 pub mod mapfile;
 pub mod phases;
 
@@ -43,6 +48,23 @@ pub use phases::{Phase, PhaseStart, Standing};
 
 /// The sector size when the input does not tell (a file).
 pub const DEFAULT_SECTOR: usize = 512;
+
+/// A rescue's request when no record size is given: ddrescue's cluster
+/// (128 sectors of 512 bytes). GNU's default record (512 bytes) would
+/// make every read one sector: a healthy disk read a sector a request,
+/// and each transient failure a request of its own to trim.
+pub const RESCUE_CLUSTER: usize = 64 << 10;
+
+/// The request size of a copy by position's first reads: the record
+/// size (ibs) as given; for a rescue without one, [`RESCUE_CLUSTER`]
+/// (a whole number of GNU's records, which the statistics still count).
+pub fn request_size(plan: &CopyPlan, rescue: bool) -> usize {
+    let record = plan.input_block_size;
+    if !rescue || plan.input_block_size_given || record >= RESCUE_CLUSTER {
+        return record;
+    }
+    RESCUE_CLUSTER / record * record
+}
 
 /// ddx's options that ask for a copy by position, as given.
 #[derive(Debug, Clone, Copy, Default)]
@@ -117,36 +139,128 @@ pub fn request(plan: &CopyPlan, asked: Asked<'_>) -> PositionalCopy {
     }
 }
 
+/// How a copy by position starts, as its map (if any) says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Start {
+    /// No map to go on from: the copy starts from the beginning, and the
+    /// line that says so where a map was named (a mistyped map's name
+    /// would otherwise read a failing disk again from its start unseen).
+    Fresh(Option<String>),
+    /// The map exists and `--resume` continues it: what it records of
+    /// its copy's ends, to hold the input to once it is open.
+    Resumed(identity::Recorded),
+}
+
 /// Whether this request continues an earlier copy: a map to resume from
-/// exists. An existing map whose output is missing is an error (its
-/// finished ranges would be lost).
-pub fn resuming(request: &PositionalCopy, plan: &CopyPlan) -> Result<bool, String> {
+/// exists. An existing map without `--resume`, or one whose copy wrote
+/// another output than this one or an output that is gone, is an error:
+/// the one line saying which file the map's copy wrote and how to go on.
+pub fn resuming(request: &PositionalCopy, plan: &CopyPlan) -> Result<Start, String> {
     let Some(map) = &request.map_path else {
-        return Ok(false);
+        return Ok(Start::Fresh(None));
     };
+    let shown = crate::text::quote::quote_file(map.as_os_str().as_encoded_bytes());
     if !map.exists() {
-        return Ok(false);
+        let named_by = if request.map_is_checkpoint {
+            "--resume: no checkpoint"
+        } else if request.resume {
+            "--resume: no map"
+        } else {
+            "--map: no map"
+        };
+        return Ok(Start::Fresh(Some(format!(
+            "{named_by} {shown} yet: the copy starts from the beginning, and {shown} \
+             will record it"
+        ))));
     }
     if !request.resume {
         return Err(format!(
-            "the map '{}' exists: add --resume to continue that copy, or remove it to \
-             start over",
-            map.display()
+            "the map {shown} exists: add --resume to continue that copy, or remove it to \
+             start over"
         ));
     }
+    // Unreadable here: the copy says why when it reads it.
+    let recorded = std::fs::read_to_string(map)
+        .map(|text| identity::Recorded::read(&text))
+        .unwrap_or_default();
     let output = plan.output.as_deref().unwrap_or(Path::new(""));
+    if let Some(why) = wrong_output(&recorded, output) {
+        return Err(format!("--resume: the map {shown} {why}"));
+    }
+    Ok(Start::Resumed(recorded))
+}
+
+/// Why `output` is not where the map's copy can go on (the rest of the
+/// sentence after "the map M"), or None.
+fn wrong_output(recorded: &identity::Recorded, output: &Path) -> Option<String> {
+    use crate::text::quote::quote_file;
+    let quoted = |path: &Path| quote_file(path.as_os_str().as_encoded_bytes());
     // An export named by a URI is no file: whether it is there is for
     // its opening to say.
     let by_uri = crate::ends::uri::recognise(output).is_some();
-    if !by_uri && !output.exists() {
-        return Err(format!(
-            "the map '{}' records a copy to '{}', which does not exist: remove the map \
-             to start over",
-            map.display(),
-            output.display()
-        ));
+    let now = identity::EndRecord::at(output);
+    match &recorded.output {
+        Some(was) if !same_output(was, output, now.as_ref()) => {
+            let was_path = Path::new(&was.name);
+            let gone =
+                !by_uri && crate::ends::uri::recognise(was_path).is_none() && !was_path.exists();
+            let there = if gone {
+                " (which is not there either: put it back)"
+            } else {
+                ""
+            };
+            Some(format!(
+                "records a copy to {}, not to {}{there}: give of={} to continue that copy, \
+                 or remove the map to start over",
+                quoted(was_path),
+                quoted(output),
+                was.name
+            ))
+        }
+        _ if !by_uri && now.is_none() => Some(format!(
+            "records a copy to {}, which is not there: put it back to continue that copy \
+             (its finished ranges are in it), or remove the map to start over",
+            quoted(output)
+        )),
+        _ => None,
     }
-    Ok(true)
+}
+
+/// Whether `output` (what stands there now: `now`) is the output the
+/// map's copy wrote: the same name, or the same file under another name.
+fn same_output(
+    was: &identity::EndRecord,
+    output: &Path,
+    now: Option<&identity::EndRecord>,
+) -> bool {
+    use identity::Identity;
+    if Path::new(&was.name) == output {
+        return true;
+    }
+    let Some(now) = now else {
+        return false;
+    };
+    let same = |a: &Identity, b: &Identity| match (a, b) {
+        (
+            Identity::File { device, inode, .. },
+            Identity::File {
+                device: d,
+                inode: i,
+                ..
+            },
+        ) => (device, inode) == (d, i),
+        (Identity::Device { number, .. }, Identity::Device { number: n, .. }) => number == n,
+        (Identity::Uri(a), Identity::Uri(b)) => a == b,
+        _ => false,
+    };
+    if same(&was.identity, &now.identity) {
+        return true;
+    }
+    // Recorded by name only (an older map): the same file if that name
+    // leads to it.
+    matches!(was.identity, Identity::Unknown)
+        && identity::EndRecord::at(Path::new(&was.name))
+            .is_some_and(|there| same(&there.identity, &now.identity))
 }
 
 /// The bytes of the copy's extent that earlier runs dealt with, as its
@@ -204,8 +318,11 @@ pub struct Job<'a> {
     pub end: u64,
     /// Output position of input position `start`.
     pub output_start: u64,
-    /// The request size of the first reads (ibs).
+    /// The request size of the first reads: ibs, or a rescue's cluster
+    /// ([`request_size`]); a whole number of records.
     pub chunk: usize,
+    /// GNU's record (ibs), the unit the statistics count.
+    pub record: usize,
     pub sector: usize,
     /// ddrescue's phases (`--rescue`, `--retry-passes`).
     pub rescue: bool,
@@ -217,6 +334,9 @@ pub struct Job<'a> {
     pub map: Map,
     pub map_path: Option<PathBuf>,
     pub command_line: String,
+    /// Comment lines the saved map carries after the command line: what
+    /// identifies the copy's ends (`identity`).
+    pub notes: String,
     pub tap: Option<Tap>,
     /// Where the rescue stands, for the progress line.
     pub standing: Arc<Standing>,

@@ -254,6 +254,48 @@ fn model_of(disk: &Node) -> Option<String> {
     }
 }
 
+/// What identifies the disk behind device `number` whatever number it
+/// gets: its WWID, else its serial (virtio, NVMe, SCSI), a device-mapper
+/// device's UUID, or a loop device's backing file (by device and inode,
+/// and the offset into it); a partition adds where it starts. None when
+/// sysfs says none of these.
+pub fn identity(number: DeviceNumber) -> Option<String> {
+    identity_of_node(&Node::of(number)?)
+}
+
+fn identity_of_node(node: &Node) -> Option<String> {
+    let disk = node.disk()?;
+    let whole = if let Some(backing) = disk.text("loop/backing_file") {
+        let offset = disk.value::<u64>("loop/offset").unwrap_or(0);
+        match rustix::fs::stat(backing.as_str()) {
+            Ok(st) => format!(
+                "loop:{}:{}:{}@{offset}",
+                rustix::fs::major(st.st_dev),
+                rustix::fs::minor(st.st_dev),
+                st.st_ino
+            ),
+            Err(_) => format!("loop:{backing}@{offset}"),
+        }
+    } else {
+        ["wwid", "device/wwid", "serial", "device/serial", "dm/uuid"]
+            .iter()
+            .find_map(|attribute| disk.text(attribute))
+            .map(|id| format!("id:{id}"))?
+    };
+    if node.is_partition() {
+        Some(format!("{whole}+{}", node.start_bytes().unwrap_or(0)))
+    } else {
+        Some(whole)
+    }
+}
+
+/// Whether block device `number` is read-only (sysfs's `ro`: a loop
+/// device attached read-only, a write-protected card, `blockdev
+/// --setro`, or a partition of such a disk).
+pub fn read_only(number: DeviceNumber) -> bool {
+    Node::of(number).is_some_and(|node| node.value::<u8>("ro") == Some(1))
+}
+
 /// The name a holder goes by: a dm device's own name, or its kernel name.
 pub fn holder_label(kernel_name: &str) -> String {
     match Node::named(kernel_name).text("dm/name") {
@@ -395,6 +437,48 @@ mod tests {
         );
         // No size file: unknown reads as 0, not as a failure.
         assert_eq!(device.size, 0);
+    }
+
+    /// A disk is identified by what stays with it (its WWID, a loop
+    /// device's backing file and offset), a partition by its disk and
+    /// start; a disk that says nothing of itself, by nothing.
+    #[test]
+    fn a_disk_is_identified_by_what_stays_with_it() {
+        let root = tempfile::tempdir().unwrap();
+        let disk = fake::disk(root.path());
+        assert_eq!(identity_of_node(&Node::at(&disk)), None);
+        fake::tree(&disk, &[], &[("device/wwid", "naa.5000c500a1b2c3d4\n")]);
+        assert_eq!(
+            identity_of_node(&Node::at(&disk)).as_deref(),
+            Some("id:naa.5000c500a1b2c3d4")
+        );
+        assert_eq!(
+            identity_of_node(&Node::at(&disk.join("sdz1"))).as_deref(),
+            Some("id:naa.5000c500a1b2c3d4+1048576")
+        );
+        let backing = root.path().join("disk.img");
+        std::fs::write(&backing, b"").unwrap();
+        let st = rustix::fs::stat(&backing).unwrap();
+        let loop_disk = root.path().join("loop7");
+        fake::tree(
+            &loop_disk,
+            &[],
+            &[
+                ("dev", "7:7\n"),
+                ("loop/backing_file", &format!("{}\n", backing.display())),
+                ("loop/offset", "4096\n"),
+            ],
+        );
+        let expected = format!(
+            "loop:{}:{}:{}@4096",
+            rustix::fs::major(st.st_dev),
+            rustix::fs::minor(st.st_dev),
+            st.st_ino
+        );
+        assert_eq!(
+            identity_of_node(&Node::at(&loop_disk)).as_deref(),
+            Some(expected.as_str())
+        );
     }
 
     #[test]

@@ -41,6 +41,35 @@ fn check_the_stated_rule(stderr: &str) -> String {
     let answer = head.rsplit(": ").next().unwrap();
     let (bar, rest) = rest.split_once("% of the best (").unwrap();
     let bar: f64 = bar.parse().unwrap();
+    // "1.23 GB/s, the highest; the bar is 95% of 1.20 GB/s (the median of
+    // the three highest), less the noise between rounds, never below 85%
+    // of it)": the bar, a share of the best, is within those two shares
+    // of the reference, on the figures printed (three digits each).
+    let (best, rest) = rest.split_once(", the highest; the bar is ").unwrap();
+    let (top, rest) = rest.split_once("% of ").unwrap();
+    let (reference, rest) = rest.split_once(" (").unwrap();
+    let floor = rest.split_once("never below ").unwrap().1;
+    let floor: f64 = floor.split_once("% of it").unwrap().0.parse().unwrap();
+    let top: f64 = top.parse().unwrap();
+    let of_reference = bar / 100.0 * rate(best) / rate(reference) * 100.0;
+    assert!(
+        of_reference > floor - 1.0 && of_reference < top + 1.0,
+        "a bar of {bar}% of the best is {of_reference:.1}% of the reference, \
+         not between {floor}% and {top}%: {line}"
+    );
+    // And `--help` states that rule, not another.
+    let help = String::from_utf8_lossy(&Ddx::new().arg("--help").succeeds().stdout).into_owned();
+    let help: String = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    let said = help
+        .split_once("bs=auto")
+        .and_then(|(_, h)| h.split_once("count=, skip="))
+        .map(|(h, _)| h.to_owned())
+        .expect("bs=auto in --help");
+    assert!(
+        said.contains(&format!("{top:.0}% of the best"))
+            && said.contains(&format!("never below {floor:.0}%")),
+        "--help states another rule than the one applied: {said}"
+    );
     let points = rest.split_once(" rounds: ").unwrap().1;
     let points = points.split("; at least").next().unwrap();
     for point in points.split("), ") {
@@ -54,6 +83,21 @@ fn check_the_stated_rule(stderr: &str) -> String {
         assert!(share < bar + 0.05, "{point} reaches the bar: {line}");
     }
     panic!("{answer} not among the sizes listed: {line}");
+}
+
+/// Bytes per second of a printed rate ("1.23 GB/s", "38.2 MB/s").
+fn rate(text: &str) -> f64 {
+    let (n, unit) = text.trim().split_once(' ').unwrap();
+    let n: f64 = n.parse().unwrap_or_else(|_| panic!("no rate: {text}"));
+    let scale = match unit {
+        "B/s" => 1.0,
+        "kB/s" => 1e3,
+        "MB/s" => 1e6,
+        "GB/s" => 1e9,
+        "TB/s" => 1e12,
+        _ => panic!("no rate: {text}"),
+    };
+    n * scale
 }
 
 /// Copy `input` with bs=auto, then with GNU dd at the size chosen: the

@@ -1075,7 +1075,7 @@ fn options_and_errors_read_as_the_rest_of_ddx() {
         ),
         (
             &["--size", "8M", "."],
-            "option '--size' requires an argument (as --size=VALUE)",
+            "option '--size' requires an argument: give it in the same word, as --size=N",
         ),
         (
             &[".", "--runs=0"],

@@ -2,6 +2,7 @@
 //! suite cannot see: signals, stdin left for the next reader, validation
 //! before any file is touched, help and version.
 
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -195,8 +196,13 @@ fn an_option_never_takes_the_next_word_as_its_value() {
     ] {
         assert!(valued.contains(&name), "--{name} takes a value");
     }
-    for name in valued {
+    for spec in ddx::cli::options::OPTIONS
+        .iter()
+        .filter(|o| valued.contains(&o.name))
+    {
+        let name = spec.name;
         let option = format!("--{name}");
+        let value = spec.value.unwrap();
         let followers: [&[&str]; 4] = [&[&if_, &of], &[], &["FILE", &if_, &of], &[&of, "4"]];
         for after in followers {
             let out = ddx()
@@ -210,7 +216,8 @@ fn an_option_never_takes_the_next_word_as_its_value() {
             assert_eq!(
                 err,
                 format!(
-                    "ddx: option '{option}' requires an argument\n\
+                    "ddx: option '{option}' requires an argument: give it in the same \
+                     word, as {option}={value}\n\
                      Try 'ddx --help' for more information.\n"
                 ),
                 "{option} {after:?}"
@@ -458,4 +465,144 @@ fn a_directory_input_is_refused_before_the_output_is_opened() {
         .args(["count=0"])
         .output_file()
         .succeeds();
+}
+
+/// A value of `if=` or `of=` with a scheme ddx does not speak is a URI
+/// all the same (no file of that name exists): the one line says that
+/// the scheme is not one ddx reads or writes and lists those it does,
+/// and nothing is created; an s3:// URL says which part is missing.
+#[test]
+fn an_unknown_scheme_or_a_part_missing_is_said_and_nothing_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::write(&input, b"data").unwrap();
+    for uri in [
+        "ftp://host/disk.img",
+        "sftp://user@host/disk.img",
+        "gs://bucket/disk.img",
+        "file:///tmp/disk.img",
+        "webdav://host/x",
+    ] {
+        let scheme = uri.split_once("://").unwrap().0;
+        for (operands, quoted) in [
+            (vec![format!("if={uri}"), "of=out".to_owned()], uri),
+            (vec![operand("if", &input), format!("of={uri}")], uri),
+        ] {
+            let ran = Ddx::new().current_dir(dir.path()).args(&operands).fails();
+            assert_eq!(ran.stderr.lines().count(), 1, "{}", ran.stderr);
+            assert!(
+                ran.stderr
+                    .starts_with(&format!("ddx: failed to open '{quoted}': ")),
+                "{}",
+                ran.stderr
+            );
+            assert!(
+                ran.stderr
+                    .contains(&format!("{scheme}:// is not a scheme ddx reads or writes"))
+                    && ran.stderr.contains("nbd://")
+                    && ran.stderr.contains("s3://")
+                    && ran.stderr.contains("https://"),
+                "{}",
+                ran.stderr
+            );
+            assert!(!dir.path().join("out").exists());
+            assert!(!dir.path().join(format!("{scheme}:")).exists());
+        }
+    }
+    for (uri, says) in [
+        ("s3://", "no bucket and no key given"),
+        (
+            "s3:///disk.img",
+            "no bucket given before the key 'disk.img'",
+        ),
+        ("s3://bucket", "no key given after the bucket 'bucket'"),
+        ("s3://bucket/", "no key given after the bucket 'bucket'"),
+    ] {
+        for operands in [
+            vec![format!("if={uri}"), "of=out".to_owned()],
+            vec![operand("if", &input), format!("of={uri}")],
+        ] {
+            Ddx::new()
+                .current_dir(dir.path())
+                .args(&operands)
+                .fails_with(says);
+            assert!(!dir.path().join("out").exists());
+        }
+    }
+}
+
+/// Writing a device that is read-only (a loop device attached read-only,
+/// one set read-only with blockdev) fails saying so, not only with the
+/// open's errno, and writes nothing.
+#[test]
+fn a_read_only_device_is_named_as_such() {
+    if let Some(why) = rigs::LoopDevice::unavailable() {
+        return rigs::skip(&why);
+    }
+    if !rigs::tools_or_skip(&["blockdev"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("disk");
+    let before = rigs::bytes::pattern(3, 1 << 20);
+    std::fs::write(&backing, &before).unwrap();
+    let input = dir.path().join("in");
+    std::fs::write(&input, rigs::bytes::pattern(4, 1 << 20)).unwrap();
+    let attached = rigs::LoopDevice::attach(
+        &backing,
+        rigs::LoopOptions {
+            read_only: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let writable = rigs::LoopDevice::attach(&backing, Default::default()).unwrap();
+    /// Set read-only with blockdev, and writable again when dropped
+    /// (before the device is detached: the flag stays with the node).
+    struct SetReadOnly<'a>(&'a Path);
+    impl Drop for SetReadOnly<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("blockdev")
+                .arg("--setrw")
+                .arg(self.0)
+                .status();
+        }
+    }
+    rigs::must_run(
+        std::process::Command::new("blockdev")
+            .arg("--setro")
+            .arg(&writable.path),
+    );
+    let _set = SetReadOnly(&writable.path);
+    for device in [&attached, &writable] {
+        for extra in [&[][..], &["--decompress=auto"]] {
+            let ran = Ddx::new()
+                .arg(operand("if", &input))
+                .arg(operand("of", &device.path))
+                .args(["bs=64k", "--force"])
+                .args(extra)
+                .fails();
+            assert_eq!(ran.stderr.lines().count(), 1, "{}", ran.stderr);
+            assert!(
+                ran.stderr.contains(&device.name())
+                    && ran.stderr.contains("the device is read-only"),
+                "{}",
+                ran.stderr
+            );
+        }
+        // As a further output too.
+        let file = dir.path().join("copy");
+        let ran = Ddx::new()
+            .arg(operand("if", &input))
+            .arg(operand("of", &file))
+            .arg(operand("--tee", &device.path))
+            .args(["bs=64k", "--force"])
+            .fails();
+        assert!(
+            ran.stderr.contains("the device is read-only") && !file.exists(),
+            "{}",
+            ran.stderr
+        );
+    }
+    assert!(std::fs::read(&backing).unwrap() == before);
 }

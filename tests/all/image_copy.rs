@@ -1252,3 +1252,126 @@ fn a_map_for_another_size_is_refused_before_anything_is_written() {
     );
     assert!(std::fs::read(&device.path).unwrap() == before, "written");
 }
+
+/// A map given with a compressed image and no `--decompress`: the map is
+/// of the image the input holds, and the one line says that
+/// `--decompress` is what is missing, for each format, before anything is
+/// written; `--no-decompress` still writes the file as it is.
+#[test]
+fn a_map_with_a_compressed_image_says_that_decompress_is_missing() {
+    if !rigs::tools_or_skip(&["bmaptool", "mkfs.ext4", "zstd", "xz", "gzip"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let size: u64 = 8 << 20;
+    let (image, map) = ext4_image(dir.path(), size);
+    let out = dir.path().join("never");
+    for (tool, ext) in [("xz", "xz"), ("zstd", "zst"), ("gzip", "gz")] {
+        let input = rigs::images::packed(&image, tool, ext);
+        let ran = Ddx::new()
+            .arg(arg("if", &input))
+            .arg(arg("of", &out))
+            .arg(arg("--bmap", &map))
+            .fails();
+        let lines: Vec<&str> = ran.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{}", ran.stderr);
+        assert!(
+            lines[0].contains(&format!("the map is for a {size}-byte image"))
+                && lines[0].contains("add --decompress"),
+            "{tool}: {}",
+            ran.stderr
+        );
+        assert!(!out.exists(), "{tool}: the output was created");
+    }
+}
+
+/// A compressed image whose format records its decoded size (zstd's frame
+/// header, xz's index) is refused before the first write onto an output
+/// of fixed size that cannot hold it: a loop device (as of= and as a
+/// `--tee` output) and an NBD export; what fits is written.
+#[test]
+fn a_decoded_image_larger_than_its_device_is_refused_before_writing() {
+    if !rigs::tools_or_skip(&["zstd", "xz"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("image");
+    std::fs::write(&image, data(4 << 20)).unwrap();
+    let small = dir.path().join("small");
+    let before = rigs::bytes::pattern(5, 2 << 20);
+    std::fs::write(&small, &before).unwrap();
+    let Some(device) = rigs::or_skip(rigs::LoopDevice::attach(&small, Default::default())) else {
+        return;
+    };
+    let roomy = dir.path().join("roomy");
+    std::fs::write(&roomy, vec![0u8; 4 << 20]).unwrap();
+    let Some(large) = rigs::or_skip(rigs::LoopDevice::attach(&roomy, Default::default())) else {
+        return;
+    };
+    for (tool, ext) in [("zstd", "zst"), ("xz", "xz")] {
+        let input = rigs::images::packed(&image, tool, ext);
+        let ran = Ddx::new()
+            .arg(arg("if", &input))
+            .arg(arg("of", &device.path))
+            .args(["--decompress", "bs=1M"])
+            .fails();
+        assert_eq!(
+            ran.stderr,
+            format!(
+                "ddx: --decompress writes the whole image: of='{}' is a block device of {} \
+                 bytes, and the image is {} bytes\n",
+                device.name(),
+                2 << 20,
+                4 << 20
+            ),
+            "{tool}"
+        );
+        assert!(
+            std::fs::read(&device.path).unwrap() == before,
+            "{tool}: written"
+        );
+        // As a further output, beside one that holds it.
+        let ran = Ddx::new()
+            .arg(arg("if", &input))
+            .arg(arg("of", &large.path))
+            .arg(arg("--tee", &device.path))
+            .args(["--decompress", "bs=1M"])
+            .fails();
+        assert!(
+            ran.stderr
+                .contains(&format!("--tee='{}' is a block device", device.name())),
+            "{tool}: {}",
+            ran.stderr
+        );
+        assert!(
+            std::fs::read(&device.path).unwrap() == before,
+            "{tool}: tee written"
+        );
+        // What fits goes.
+        Ddx::new()
+            .arg(arg("if", &input))
+            .arg(arg("of", &large.path))
+            .args(["--decompress", "bs=1M"])
+            .succeeds();
+    }
+    // An export's size is known once it is opened, before a write.
+    if !cfg!(feature = "nbd") {
+        return;
+    }
+    let Some(server) = rigs::nbd::nbdkit(&["memory", "size=2M"]) else {
+        return;
+    };
+    let input = rigs::images::packed(&image, "zstd", "zst");
+    let ran = Ddx::new()
+        .arg(arg("if", &input))
+        .arg(format!("of={}", server.uri()))
+        .args(["--decompress", "bs=1M"])
+        .fails();
+    assert!(
+        ran.stderr
+            .contains("is an NBD export of 2097152 bytes, and the image is 4194304 bytes")
+            && !ran.stderr.contains("records out"),
+        "{}",
+        ran.stderr
+    );
+}

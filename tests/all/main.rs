@@ -53,6 +53,7 @@ mod progress;
 mod refusals;
 mod rescue;
 mod rescue_phases;
+mod resume;
 mod splice;
 mod tcp;
 mod trim;

@@ -274,6 +274,9 @@ fn a_server_killed_mid_rescue_stops_it_and_resume_finishes_it() {
     let ran = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&ran.stderr);
     assert_eq!(ran.status.code(), Some(1), "{stderr}");
+    // After the line saying that the map is new.
+    let (new_map, stderr) = stderr.split_once('\n').unwrap();
+    assert!(new_map.contains("--map: no map"), "{new_map}");
     assert!(
         stderr.starts_with(&format!(
             "ddx: error reading '{}': Transport endpoint is not connected; at offset ",
@@ -291,11 +294,10 @@ fn a_server_killed_mid_rescue_stops_it_and_resume_finishes_it() {
         text.lines().any(|l| l.trim_end().ends_with('?')),
         "the rest is left to try: {text}"
     );
-    let Some(back) = nbdkit(&["pattern", "size=8M"]) else {
-        return;
-    };
+    // Back at the same URI: the map's input.
+    server.restart_nbdkit(&["pattern", "size=8M"]).unwrap();
     Ddx::new()
-        .arg(format!("if={}", back.uri()))
+        .arg(format!("if={}", server.uri()))
         .arg(operand("of", &out))
         .arg(operand("--map", &map))
         .args(["--resume", "--rescue", "bs=64k"])

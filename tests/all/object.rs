@@ -15,7 +15,7 @@ use crate::rigs;
 use crate::rigs::bytes::pattern;
 use crate::rigs::cluster::{bucket_or_skip, Bucket};
 use crate::rigs::delay::DelayProxy;
-use crate::rigs::object::{HttpServer, PythonHttpServer, TestCa, TlsFront};
+use crate::rigs::object::{HttpServer, PythonHttpServer, S3Server, TestCa, TlsFront};
 use ddx::ends::object::{recognise, Config, ObjectError, ObjectReader, ObjectUrl, ObjectWriter};
 use ddx::ends::{Kind, Whence};
 use ddx::engine::stream::{stream_of, Pipeline, Stream};
@@ -602,4 +602,72 @@ fn a_profile_in_the_shared_files_is_enough_to_reach_the_server() {
     .expect("config");
     upload(&url(&bucket.url("p")), &config, b"by profile", 1024, None);
     assert_eq!(bucket.object("p").expect("stored"), b"by profile");
+}
+
+/// A server's 4xx answer without a word of its own (a HEAD's has no
+/// body) is not left bare: the message says what it means and what to
+/// check, for a missing object, a missing bucket, credentials refused,
+/// and a web server's missing file; through the binary, one line each.
+#[test]
+fn a_servers_bare_answer_is_said_with_what_it_means() {
+    let Some((server, _root)) = rigs::or_skip(S3Server::start()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let wrong_secret: Vec<(String, String)> = server
+        .env()
+        .into_iter()
+        .map(|(k, v)| {
+            let v = if k == "AWS_SECRET_ACCESS_KEY" {
+                "not-the-secret-at-all".to_owned()
+            } else {
+                v
+            };
+            (k, v)
+        })
+        .collect();
+    let http_dir = tempfile::tempdir().expect("tempdir");
+    let http = match HttpServer::start(http_dir.path(), None) {
+        Ok(http) => http,
+        Err(why) => return rigs::skip(&why),
+    };
+    let cases = [
+        (
+            "s3://bkt/nothing-here".to_owned(),
+            server.env(),
+            "404",
+            "no such object",
+        ),
+        (
+            "s3://no-bucket/key".to_owned(),
+            server.env(),
+            "404",
+            "no such object",
+        ),
+        (
+            "s3://bkt/anything".to_owned(),
+            wrong_secret,
+            "403",
+            "access denied",
+        ),
+        (http.url("nope.img"), Vec::new(), "404", "no such object"),
+    ];
+    for (uri, env, status, meaning) in cases {
+        let ran = crate::rigs::fixture::Ddx::new()
+            .env("HOME", "/nonexistent")
+            .env("AWS_MAX_ATTEMPTS", "1")
+            .envs(env)
+            .arg(format!("if={uri}"))
+            .arg(crate::rigs::cmd::operand("of", &out))
+            .fails();
+        let line = ran.stderr.trim_end();
+        assert_eq!(line.lines().count(), 1, "{}", ran.stderr);
+        assert!(
+            line.contains(&format!("the server answered {status}")) && line.contains(meaning),
+            "{uri}: {line}"
+        );
+        assert!(!line.ends_with(':'), "{uri}: a bare answer: {line}");
+        assert!(!out.exists());
+    }
 }

@@ -53,6 +53,8 @@ pub(crate) fn messages(stderr: &str) -> Vec<&str> {
                 && !l.contains(" bytes (")
                 && !l.contains(" bytes copied")
                 && !l.starts_with('{')
+                // A map named and not there yet: the upload starts afresh.
+                && !l.contains(": no map ")
         })
         .collect()
 }
@@ -467,6 +469,127 @@ fn a_resume_whose_upload_is_gone_from_the_server_is_refused_before_anything_is_s
     // Nothing was sent to the upload the server holds.
     assert_eq!(bucket.pending_uploads().len(), 1);
     assert_eq!(bucket.stored_parts(), 0);
+}
+
+/// An upload with `--map` of `eighths` times 8 MiB, parts delayed by
+/// `delay`, whose server is killed after its first part is recorded: the
+/// error is said once, and the statistics and the last JSON record say
+/// what was read and what the server stores (the parts the map records,
+/// as input bytes), plain or compressed.
+fn cut_off_counts(compress: Option<&str>, eighths: u8, delay: Duration) {
+    let Some((mut server, _root)) = rigs::or_skip(S3Server::start()) else {
+        return;
+    };
+    let proxy = FaultProxy::start(
+        server.port,
+        vec![Rule::new("PUT", "partNumber", Fault::Delay(delay)).times(1000)],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Half compressible: a compressed part holds more than its size.
+    let mut data = Vec::new();
+    for n in 0..eighths {
+        data.extend(pattern(u64::from(n) + 30, 4 * MIB));
+        data.extend(vec![n; 4 * MIB]);
+    }
+    let input = dir.path().join("in");
+    std::fs::write(&input, &data).expect("input");
+    let map = dir.path().join("m");
+    let key = if compress.is_some() { "c.zst" } else { "c" };
+    let mut cmd = ddx();
+    cmd.envs(env(server.env(), &proxy.endpoint(), 2))
+        .arg(format!("if={}", input.display()))
+        .arg(format!("of=s3://bkt/{key}"))
+        .args(["bs=1M", "--progress-fd=2"])
+        .arg(format!("--map={}", map.display()));
+    if let Some(compress) = compress {
+        cmd.arg(format!("--compress={compress}"));
+    }
+    let first = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let recorded = || {
+        std::fs::read_to_string(&map)
+            .unwrap_or_default()
+            .contains("# ddx part: 1 ")
+    };
+    while !recorded() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(recorded(), "no part recorded");
+    server.kill();
+    let out = first.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // Said once, and kept for --resume.
+    let line = one_line(&stderr, &format!("'s3://bkt/{key}'"));
+    assert!(
+        line.contains("the upload stays on the server, for --resume"),
+        "{line}"
+    );
+    // What the server stores: the input bytes the map's parts hold.
+    let stored: u64 = std::fs::read_to_string(&map)
+        .expect("map")
+        .lines()
+        .filter_map(|l| l.strip_prefix("# ddx part: "))
+        .filter_map(|l| l.split(' ').nth(2)?.parse().ok())
+        .max()
+        .expect("parts");
+    assert!(stored > 0);
+    let copied = stderr
+        .lines()
+        .find(|l| l.contains(" copied, "))
+        .unwrap_or_else(|| panic!("no statistics: {stderr}"));
+    assert!(
+        copied.starts_with(&format!("{stored} bytes")),
+        "{stored} bytes stored, the statistics say: {copied}"
+    );
+    let records_out = stderr
+        .lines()
+        .find(|l| l.ends_with(" records out"))
+        .unwrap_or_else(|| panic!("no statistics: {stderr}"));
+    let full = stored / MIB as u64;
+    let partial = u64::from(stored % MIB as u64 != 0);
+    assert_eq!(
+        records_out,
+        format!("{full}+{partial} records out"),
+        "{stderr}"
+    );
+    let records_in = stderr
+        .lines()
+        .find(|l| l.ends_with(" records in"))
+        .expect("records in");
+    let read: u64 = records_in
+        .split('+')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a count");
+    assert!(read >= full, "fewer read than stored: {stderr}");
+    let last = last_record(&stderr);
+    assert_eq!(last["done"], true, "{last}");
+    assert_eq!(last["bytes"], stored, "{last}");
+    assert_eq!(last["records_in_full"], read, "{last}");
+    server.restart().expect("the server again");
+}
+
+#[test]
+fn a_cut_off_upload_counts_what_was_read_and_what_is_stored() {
+    cut_off_counts(None, 12, Duration::from_millis(200));
+}
+
+/// Slow parts and a short input: the whole input is read and its last
+/// parts are in flight when the server dies, so the failure is met as
+/// the upload is finalised.
+#[test]
+fn an_upload_cut_off_once_read_counts_what_is_stored() {
+    cut_off_counts(None, 5, Duration::from_millis(1500));
+}
+
+#[test]
+fn a_cut_off_compressed_upload_counts_what_was_read_and_what_is_stored() {
+    cut_off_counts(Some("zstd"), 12, Duration::from_millis(200));
 }
 
 /// The last JSON progress record in `stderr`.

@@ -119,13 +119,22 @@ impl Scene {
     /// never), counting its requests into `count`.
     fn export(&self, cut: u64) -> Result<Server, String> {
         let dir = rigs::nbd::tempdir()?;
-        let plugin = dir.path().join("powercut.py");
+        let args = self.export_args(dir.path(), cut)?;
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Server::nbdkit_in(dir, &args)
+    }
+
+    /// nbdkit's arguments for the export, its plugin written into `dir`.
+    fn export_args(&self, dir: &Path, cut: u64) -> Result<Vec<String>, String> {
+        let plugin = dir.join("powercut.py");
         std::fs::write(&plugin, PLUGIN).map_err(|e| e.to_string())?;
-        let durable = format!("durable={}", self.disk().display());
-        let count = format!("count={}", self.path("count").display());
-        let cut = format!("cut={cut}");
-        let plugin = plugin.display().to_string();
-        Server::nbdkit_in(dir, &["python", &plugin, &durable, &cut, &count])
+        Ok(vec![
+            "python".into(),
+            plugin.display().to_string(),
+            format!("durable={}", self.disk().display()),
+            format!("cut={cut}"),
+            format!("count={}", self.path("count").display()),
+        ])
     }
 
     /// Requests the last export served (writes, zeros, flushes).
@@ -296,10 +305,15 @@ fn check(kind: &Kind, scene: &Scene, cut: u64, out: &std::process::Output) {
     }
 }
 
-/// After the cut: the copy made again (resumed, for a map) completes to
-/// the exact image.
-fn complete(kind: &Kind, scene: &Scene) {
-    let server = scene.export(0).expect("the export again");
+/// After the cut: the export back at the same URI (the map's output),
+/// and the copy made again (resumed, for a map) completes to the exact
+/// image.
+fn complete(kind: &Kind, scene: &Scene, server: &mut Server) {
+    let args = scene
+        .export_args(server.dir.path(), 0)
+        .expect("the export's plugin");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    server.restart_nbdkit(&args).expect("the export again");
     let out = scene.copy(kind, &server.uri(), true);
     assert!(
         out.status.success(),
@@ -309,7 +323,7 @@ fn complete(kind: &Kind, scene: &Scene) {
     );
     // Each kind's own flushes (conv=fdatasync for a resume, the safe
     // order's at its end) make the image durable.
-    drop(server);
+    server.kill();
     let disk = std::fs::read(scene.disk()).expect("disk");
     assert!(
         disk == scene.source,
@@ -351,11 +365,11 @@ fn what_a_copy_said_was_durable_survives_a_power_cut_of_the_export() {
         let mut rng = Rng::for_case(seed, n);
         let cut = 1 + rng.next_u64() % requests[which];
         let scene = scene(kind, n + 100);
-        let server = scene.export(cut).expect("an export");
+        let mut server = scene.export(cut).expect("an export");
         let out = scene.copy(kind, &server.uri(), false);
-        drop(server);
+        server.kill();
         check(kind, &scene, cut, &out);
-        complete(kind, &scene);
+        complete(kind, &scene, &mut server);
     }
 }
 

@@ -534,3 +534,248 @@ fn an_interrupted_rescue_dies_of_the_signal_and_resumes_from_its_map() {
     assert_eq!(bad_blocks(&std::fs::read_to_string(&map).unwrap()), BAD);
     holds_what_the_map_says(&output, &contents, &map);
 }
+
+/// The read requests an nbdkit log (`Server::nbdkit_logged`) records, as
+/// their byte counts.
+fn logged_reads(log: &str) -> Vec<u64> {
+    log.lines()
+        .filter(|l| l.contains(" Read id="))
+        .map(|l| {
+            let count = l
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("count=0x"))
+                .expect(l);
+            u64::from_str_radix(count, 16).unwrap()
+        })
+        .collect()
+}
+
+/// `--rescue` with no record size reads ddrescue's 64 KiB clusters, not
+/// GNU's 512-byte records, while its statistics still count GNU's
+/// records: a healthy 16 MiB export is 256 requests.
+#[cfg(feature = "nbd")]
+#[test]
+fn a_rescue_without_bs_reads_in_ddrescues_clusters() {
+    let size = 16 << 20;
+    let Some(server) = rigs::or_skip(rigs::nbd::Server::nbdkit_logged(&[
+        "pattern",
+        &format!("size={size}"),
+    ])) else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let output = scratch.path().join("out");
+    let ran = Ddx::as_dd()
+        .arg(format!("if={}", server.uri()))
+        .arg(operand("of", &output))
+        .arg("--rescue")
+        .succeeds();
+    let log = std::fs::read_to_string(server.log_file()).unwrap();
+    let reads = logged_reads(&log);
+    let copied: u64 = reads.iter().sum();
+    assert!(copied >= size, "{copied} bytes read");
+    assert!(
+        reads.iter().filter(|&&n| n == 65536).count() >= (size / 65536) as usize
+            && reads.len() <= (size / 65536) as usize + 4,
+        "{} reads: {:?}",
+        reads.len(),
+        &reads[..reads.len().min(8)]
+    );
+    let records = statistics(&ran.stderr);
+    assert_eq!(records[0], format!("{}+0 records in", size / 512));
+    assert_eq!(records[1], format!("{}+0 records out", size / 512));
+    // A record size given is the request size, as before.
+    let _ = std::fs::remove_file(&output);
+    std::fs::write(server.log_file(), b"").unwrap();
+    Ddx::as_dd()
+        .arg(format!("if={}", server.uri()))
+        .arg(operand("of", &output))
+        .args(["--rescue", "bs=4k"])
+        .succeeds();
+    let reads = logged_reads(&std::fs::read_to_string(server.log_file()).unwrap());
+    assert!(reads.iter().all(|&n| n <= 4096), "{:?}", &reads[..8]);
+}
+
+/// Bad sectors (bytes) a rescue's map leaves bad, not tried, or not yet
+/// trimmed or scraped.
+fn left_bad(map: &Path) -> u64 {
+    blocks(map).iter().filter(|b| b.2 != '+').map(|b| b.1).sum()
+}
+
+/// On a disk whose reads fail at random (2% of requests, seeded), ddx's
+/// default rescue leaves no more bad bytes than GNU ddrescue's on the same
+/// disk: read through the page cache (each tool's default on a file),
+/// read directly (`iflag=direct` and `-d`: the same phases, so the same
+/// requests meet the same failures), and read as an NBD export (ddx's
+/// own client, against ddrescue through nbdfuse).
+#[test]
+fn a_rescue_of_a_disk_failing_at_random_leaves_no_more_than_ddrescue() {
+    if !have_ddrescue() {
+        return;
+    }
+    let contents = pattern(SEED, 8 << 20);
+    let scratch = tempfile::tempdir().unwrap();
+    let (out, map) = (scratch.path().join("out"), scratch.path().join("map"));
+    for seed in [1, 2, 3] {
+        let weakness = Weakness {
+            rate: 0.02,
+            seed,
+            ..Weakness::default()
+        };
+        let fresh = || {
+            let _ = std::fs::remove_file(&out);
+            let _ = std::fs::remove_file(&map);
+            rigs::or_skip(NbdDevice::weak(&contents, &weakness))
+        };
+        let theirs = |args: &[&str]| {
+            let device = fresh()?;
+            Command::new("ddrescue")
+                .arg("-q")
+                .args(args)
+                .arg(&device.path)
+                .arg(&out)
+                .arg(&map)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .unwrap();
+            Some(left_bad(&map))
+        };
+        let (Some(cached), Some(direct)) = (theirs(&[]), theirs(&["-d"])) else {
+            return;
+        };
+        let ours = |input: &dyn Fn(&NbdDevice) -> String, args: &[&str]| {
+            let device = fresh()?;
+            let ran = Ddx::as_dd()
+                .arg(format!("if={}", input(&device)))
+                .arg(operand("of", &out))
+                .arg(operand("--map", &map))
+                .arg("--rescue")
+                .args(args)
+                .run();
+            assert!(
+                matches!(ran.status.code(), Some(0 | 2)),
+                "seed {seed}: {}",
+                ran.stderr
+            );
+            holds_what_the_map_says(&out, &contents, &map);
+            Some(left_bad(&map))
+        };
+        let file = |device: &NbdDevice| device.path.display().to_string();
+        let export = |device: &NbdDevice| {
+            format!(
+                "nbd+unix:///?socket={}",
+                device.dir.path().join("sock").display()
+            )
+        };
+        let Some(ours_cached) = ours(&file, &[]) else {
+            return;
+        };
+        assert!(
+            ours_cached <= cached,
+            "seed {seed}: through the page cache, ddx left {ours_cached} bytes, ddrescue {cached}"
+        );
+        let Some(ours_direct) = ours(&file, &["iflag=direct"]) else {
+            return;
+        };
+        assert!(
+            ours_direct <= direct,
+            "seed {seed}: direct, ddx left {ours_direct} bytes, ddrescue -d {direct}"
+        );
+        if !cfg!(feature = "nbd") {
+            continue;
+        }
+        let Some(ours_export) = ours(&export, &[]) else {
+            return;
+        };
+        assert!(
+            ours_export <= cached,
+            "seed {seed}: from the export, ddx left {ours_export} bytes, ddrescue {cached}"
+        );
+    }
+}
+
+/// A retry pass's statistics count what it recovered, as GNU's records
+/// read and written (512 bytes each, GNU's default), and its bytes.
+#[test]
+fn a_retry_pass_counts_what_it_recovered() {
+    if !have_ddrescue() {
+        return;
+    }
+    let contents = pattern(SEED, SIZE);
+    // Each sector of these heals after its third read.
+    let weakness = Weakness {
+        sectors: vec![(100, 4, 3), (1500, 2, 3)],
+        ..Weakness::default()
+    };
+    let Some(device) = rigs::or_skip(NbdDevice::weak(&contents, &weakness)) else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let (output, map) = (scratch.path().join("out"), scratch.path().join("map"));
+    let rescue = || {
+        Ddx::as_dd()
+            .arg(operand("if", &device.path))
+            .arg(operand("of", &output))
+            .arg(operand("--map", &map))
+            .args(["--rescue", "iflag=direct"])
+    };
+    rescue().leaves_bad_areas();
+    let bad: u64 = blocks(&map)
+        .iter()
+        .filter(|b| b.2 == '-')
+        .map(|b| b.1)
+        .sum();
+    assert!(bad > 0, "nothing left bad to retry");
+    let ran = rescue().args(["--resume", "--retry-passes=3"]).succeeds();
+    let records = statistics(&ran.stderr);
+    let sectors = bad / 512;
+    assert_eq!(
+        &records[..2],
+        [
+            format!("{sectors}+0 records in"),
+            format!("{sectors}+0 records out")
+        ],
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        records[2].starts_with(&format!("{bad} bytes")),
+        "{}",
+        ran.stderr
+    );
+    assert!(std::fs::read(&output).unwrap() == contents);
+}
+
+/// A rescue that leaves many bad ranges names a few, then sums up the
+/// rest in one line that says where the map lists them all.
+#[test]
+fn past_a_few_bad_ranges_the_rest_are_summed_up() {
+    let contents = pattern(SEED, SIZE);
+    let bad: Vec<(u64, u64)> = (0..12).map(|n| (0x10000 * (n + 1), 0x200)).collect();
+    let Some(device) = rigs::or_skip(NbdDevice::with_bad_ranges(&contents, &bad)) else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let (output, map) = (scratch.path().join("out"), scratch.path().join("out.map"));
+    let ran = rescue(&device.path, &output)
+        .arg(operand("--map", &map))
+        .args(["bs=64k", "iflag=direct"])
+        .leaves_bad_areas();
+    let named = ran
+        .stderr
+        .lines()
+        .filter(|l| l.contains(": bad range at offset "))
+        .count();
+    assert_eq!(named, 5, "{}", ran.stderr);
+    ran.says(&format!(
+        ": and 7 more bad ranges, 3584 bytes, from offset {}; the map '{}' lists them all\n",
+        0x60000,
+        map.display()
+    ));
+    ran.says(": 12 bad areas, 6144 bytes unreadable");
+    assert_eq!(
+        bad_blocks(&std::fs::read_to_string(&map).unwrap()).len(),
+        12
+    );
+}

@@ -1167,3 +1167,56 @@ fn a_pipe_or_an_image_is_refused_before_the_output_is_opened() {
     }
     assert!(!out.exists(), "the output was created");
 }
+
+/// What `--used-only` copies whole for want of a file system it knows (a
+/// partition of noise, or a disk with no table and no file system) is
+/// said without `--verbose`, once, before the statistics: such a backup
+/// is as large and as slow as the whole; status=none keeps it quiet.
+#[test]
+fn what_is_copied_whole_is_said_without_verbose() {
+    if !tools(&["sfdisk"]) {
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    let Some(partitioned) = disk(dir, "parts", 16 * MIB, 41, "label: dos\n,8M,83\n") else {
+        return;
+    };
+    let Some(bare) = target(dir, "bare", 4 * MIB, 42) else {
+        return;
+    };
+    for (source, said) in [
+        (
+            &partitioned,
+            "ddx: --used-only: partition 1 (bytes 1048576-9437184, 8.0 MiB): copied whole: no \
+             file system recognised",
+        ),
+        (
+            &bare,
+            "ddx: --used-only: the whole disk (bytes 0-4194304, 4.0 MiB): copied whole: no \
+             file system recognised",
+        ),
+    ] {
+        let image = dir.join("image.zst");
+        let ran = Ddx::new()
+            .arg(operand("if", &source.path))
+            .arg(operand("of", &image))
+            .args(["--compress=zstd", "--used-only"])
+            .succeeds();
+        let lines: Vec<&str> = ran.stderr.lines().collect();
+        assert_eq!(
+            lines.iter().filter(|l| l.contains("copied whole")).count(),
+            1,
+            "{}",
+            ran.stderr
+        );
+        assert_eq!(lines[0], said, "{}", ran.stderr);
+        assert!(lines[1].contains(" records in"), "{}", ran.stderr);
+        let quiet = Ddx::new()
+            .arg(operand("if", &source.path))
+            .arg(operand("of", &image))
+            .args(["--compress=zstd", "--used-only", "status=none"])
+            .succeeds();
+        assert_eq!(quiet.stderr, "");
+    }
+}

@@ -539,6 +539,8 @@ fn server_answer(text: &str) -> Option<String> {
         (None, &text[at + "returned error response: ".len()..])
     };
     let body = body.trim();
+    // An empty body leaves the status with its colon ("404 Not Found:").
+    let status = status.map(|s| s.trim_end_matches(':').trim_end());
     let (code, message) = s3_error(body);
     let mut said = status.unwrap_or("an error").to_owned();
     match (code, message) {
@@ -548,9 +550,55 @@ fn server_answer(text: &str) -> Option<String> {
             let short: String = body.chars().take(200).collect();
             said.push_str(&format!(": {short}"));
         }
-        (None, _) => {}
+        // No word of the server's own (a HEAD's answer has no body): what
+        // the status means here, and what to check.
+        (None, _) => {
+            if let Some(meaning) = status.and_then(status_meaning) {
+                said.push_str(&format!(": {meaning}"));
+            }
+        }
     }
     Some(format!("the server answered {said}"))
+}
+
+/// What an HTTP status the server gave without a word of its own means
+/// for an object, and what to check; None for a status not an error.
+fn status_meaning(status: &str) -> Option<&'static str> {
+    let code: u16 = status.split_whitespace().next()?.parse().ok()?;
+    let said = match code {
+        400 => {
+            "the server found the request malformed (an endpoint of another kind of \
+                server, or a bucket name it does not take?)"
+        }
+        401 => {
+            "the server wants credentials it was not given (AWS_ACCESS_KEY_ID and \
+                AWS_SECRET_ACCESS_KEY, a profile, or a user and password in the URL)"
+        }
+        403 => {
+            "access denied: these credentials may not read or write this object (check \
+                the key pair, the bucket's policy, and the clock, which signatures depend on)"
+        }
+        404 => {
+            "no such object: check the bucket and key (or the URL), and the endpoint \
+                (AWS_ENDPOINT_URL) and region"
+        }
+        405 => {
+            "the server does not allow this request on this URL (not an object store's \
+                endpoint?)"
+        }
+        408 => "the server gave up waiting for the request",
+        409 => "the request conflicts with the bucket's state (being created or removed?)",
+        411 | 413 => "the server refused the request's size",
+        416 => {
+            "the server would not serve that range of the object (it is shorter than \
+                it was?)"
+        }
+        429 => "the server asks for fewer requests: try again later",
+        _ if (400..500).contains(&code) => "the server refused the request",
+        _ if (500..600).contains(&code) => "the server failed the request: try again later",
+        _ => return None,
+    };
+    Some(said)
 }
 
 /// An S3 error document's `Code` and `Message`.
@@ -787,6 +835,11 @@ mod tests {
         assert_eq!(c.passthrough.len(), 2);
     }
 
+    /// A text on one line, as `one_line` makes an error's.
+    fn one_line_text(text: &str) -> String {
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
     #[test]
     fn a_servers_answer_is_its_status_code_and_message() {
         let text = "Generic S3 error: Error performing PUT http://127.0.0.1:9/bkt/x?partNumber=3&uploadId=u \
@@ -813,6 +866,27 @@ mod tests {
                       HTTP error: reset";
         assert_eq!(client_cause(secret), "reset (https://host:8)");
         assert_eq!(tries(refused), None);
+        // A HEAD's answer has no body: the status alone, and what it means.
+        for (status, meaning) in [
+            ("404 Not Found", "no such object"),
+            ("403 Forbidden", "access denied"),
+            ("401 Unauthorized", "wants credentials"),
+            ("400 Bad Request", "malformed"),
+            ("418 I'm a teapot", "refused the request"),
+            ("502 Bad Gateway", "failed the request"),
+        ] {
+            let bare = format!(
+                "Object at location k not found: Error performing HEAD http://h/b/k in 1ms - \
+                 Server returned non-2xx status code: {status}: "
+            );
+            let said = server_answer(&one_line_text(&bare)).unwrap();
+            assert!(
+                said.starts_with(&format!("the server answered {status}: ")),
+                "{said}"
+            );
+            assert!(said.contains(meaning), "{said}");
+            assert!(!said.ends_with(':'), "{said}");
+        }
         let plain = "Server returned non-2xx status code: 503 Service Unavailable: busy";
         assert_eq!(
             server_answer(plain).as_deref(),

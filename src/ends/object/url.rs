@@ -115,24 +115,32 @@ impl fmt::Debug for ObjectUrl {
 fn parse_s3(rest: &str) -> Result<ObjectUrl, UrlError> {
     // Messages show the URL one line long, whatever it holds.
     let shown = printable(rest);
-    let no_key = || {
-        UrlError(format!(
-            "s3://{shown}: expected s3://BUCKET/KEY (no key given)"
-        ))
+    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+    let missing = match (bucket.is_empty(), key.is_empty()) {
+        (true, true) => Some("no bucket and no key given".to_owned()),
+        (true, false) => Some(format!(
+            "no bucket given before the key '{}'",
+            printable(key)
+        )),
+        (false, true) => Some(format!(
+            "no key given after the bucket '{}'",
+            printable(bucket)
+        )),
+        (false, false) => None,
     };
-    let (bucket, key) = rest.split_once('/').ok_or_else(no_key)?;
-    let valid_bucket = !bucket.is_empty()
-        && bucket
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
+    if let Some(missing) = missing {
+        return Err(UrlError(format!(
+            "s3://{shown}: {missing}: expected s3://BUCKET/KEY"
+        )));
+    }
+    let valid_bucket = bucket
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
     if !valid_bucket {
         return Err(UrlError(format!(
             "s3://{shown}: '{}' is not a bucket name (letters, digits, '.', '-' and '_')",
             printable(bucket)
         )));
-    }
-    if key.is_empty() {
-        return Err(no_key());
     }
     // object_store's Path::parse would strip a leading or trailing '/'
     // (another key) and refuses the rest.
@@ -298,9 +306,11 @@ mod tests {
     #[test]
     fn s3_urls_without_a_usable_key_or_bucket_are_refused() {
         refused_because(&[
-            ("s3://bkt", "no key"),
-            ("s3://bkt/", "no key"),
-            ("s3:///key", "bucket"),
+            ("s3://bkt", "no key given after the bucket 'bkt'"),
+            ("s3://bkt/", "no key given after the bucket 'bkt'"),
+            ("s3:///key", "no bucket given before the key 'key'"),
+            ("s3://", "no bucket and no key given"),
+            ("s3:///", "no bucket and no key given"),
             ("s3://bad:bucket/key", "bucket"),
         ]);
         for key in ["a//b", "dir/", "/abs", "a/./b", "a/../b", "x\ty"] {

@@ -928,7 +928,14 @@ impl Out<'_> {
         if at.is_some_and(|at| stored_until >= at) {
             return None;
         }
-        Some(stored_until.saturating_sub(self.base?))
+        // A stream that cannot tell its offset (a compressor's) counts
+        // what it stored from its own first byte.
+        let base = match (self.base, at) {
+            (Some(base), _) => base,
+            (None, None) => 0,
+            (None, Some(_)) => return None,
+        };
+        Some(stored_until.saturating_sub(base))
     }
 
     /// Write `buf` whole, through the raw layer.

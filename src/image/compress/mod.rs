@@ -95,6 +95,9 @@ struct Shared {
     failure: Mutex<Option<Fault>>,
     written_until: AtomicU64,
     compressed: Arc<AtomicU64>,
+    /// Where each frame (or xz flush) ends, in the output and in the
+    /// stream: what the output stores translates back into the stream.
+    ends: Mutex<Vec<(u64, u64)>>,
 }
 
 impl Shared {
@@ -406,11 +409,14 @@ impl Stream for Compressed {
     /// accepted so far is in the output: its errors, with their detail,
     /// come here rather than from close.
     fn settle(&mut self) -> Result<(), Errno> {
-        self.submit()?;
+        // Settled even after a failure: what the output stores is then
+        // what `written_until` says.
+        let submitted = self.submit();
         let (reply, done) = sync_channel(1);
         if self.steps.send(Step::Settle(reply)).is_err() || done.recv().is_err() {
             return Err(self.failed().unwrap_or(Errno::IO));
         }
+        submitted?;
         match self.failed() {
             Some(errno) => Err(errno),
             None => Ok(()),
@@ -432,13 +438,21 @@ impl Stream for Compressed {
             };
             let output = self.stop(Step::Finish);
             self.finalised = Some(output);
+            // After a failed copy, a failure of the stream is that copy's,
+            // said already: the output is still finalised as a failed
+            // copy's (an upload kept for --resume, or aborted).
             if let Some(errno) = submitted.err().or(self.failed()) {
-                return Err(errno);
+                if !copy_failed {
+                    return Err(errno);
+                }
+                self.detail = None;
             }
         }
         let output = self.finalised.as_mut().expect("set above");
         output.finalise(copy_failed).inspect_err(|_| {
             self.detail = output.take_detail();
+            // What the output stores of the stream, now that it failed.
+            stored_in_output(output.as_mut(), &self.shared);
         })
     }
 
@@ -521,6 +535,37 @@ fn gzip_member(level: i32, data: &[u8]) -> Result<Vec<u8>, String> {
     encoder.finish().map_err(|e| e.to_string())
 }
 
+/// What the output stores, once its requests in flight are settled (an
+/// upload's parts the server took, where a later part failed), as the
+/// stream's bytes: the last frame (or xz flush) that ends within it. The
+/// output took more than it stores where it writes behind; what the
+/// copy stored is what a failed copy's statistics give.
+fn stored_in_output(end: &mut dyn Stream, shared: &Shared) {
+    let _ = end.settle();
+    let Some(stored) = end.written_until() else {
+        return;
+    };
+    let Ok(ends) = shared.ends.lock() else {
+        return;
+    };
+    let held = ends
+        .iter()
+        .rev()
+        .find(|&&(compressed, _)| compressed <= stored)
+        .map_or(0, |&(_, end)| end);
+    shared.written_until.fetch_min(held, Ordering::AcqRel);
+}
+
+impl Shared {
+    /// A frame (or xz flush) ends at `compressed` in the output and at
+    /// `end` in the stream.
+    fn frame_ends(&self, compressed: u64, end: u64) {
+        if let Ok(mut ends) = self.ends.lock() {
+            ends.push((compressed, end));
+        }
+    }
+}
+
 /// The driver: takes the steps in order, writes the output, and gives the
 /// output end back at the end.
 fn drive(
@@ -560,6 +605,7 @@ fn drive(
                     Ok(Ok(bytes)) => {
                         if out.put(&bytes).is_ok() {
                             shared.written_until.store(end, Ordering::Release);
+                            shared.frame_ends(out.offset, end);
                             out.end.resume_point(end);
                         }
                     }
@@ -589,6 +635,7 @@ fn drive(
                     if flushed.is_ok() {
                         if xz.is_some() {
                             shared.written_until.store(fed, Ordering::Release);
+                            shared.frame_ends(out.offset, fed);
                         }
                         out.sync(data_only);
                         synced = Some(data_only);
@@ -600,12 +647,16 @@ fn drive(
                 if let (false, Some(xz)) = (failed, xz.as_mut()) {
                     if xz.feed(&mut out, &[], Action::FullFlush).is_ok() {
                         shared.written_until.store(fed, Ordering::Release);
+                        shared.frame_ends(out.offset, fed);
                     }
                 }
+                stored_in_output(out.end, shared);
                 let _ = reply.send(());
             }
             Step::Finish => {
-                if !failed {
+                if failed {
+                    stored_in_output(out.end, shared);
+                } else {
                     if let Some(xz) = xz.as_mut() {
                         if xz.feed(&mut out, &[], Action::Finish).is_ok() {
                             shared.written_until.store(fed, Ordering::Release);

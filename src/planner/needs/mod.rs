@@ -49,8 +49,9 @@ pub enum Need {
     /// Bytes to read: not a directory, whose read(2) fails with EISDIR.
     Data,
     /// Room for the whole input where the output's size is fixed (a
-    /// block device): `--bmap` writes an image of the map's size, known
-    /// before the first write.
+    /// block device, an export): `--bmap` writes an image of the map's
+    /// size, `--decompress` one of the size its format records (xz, zstd
+    /// and lz4 record it), known before the first write.
     Room,
     /// Every byte has one fixed position, and reading or writing it there
     /// is what the option does (a copy by position and its map). An
@@ -304,7 +305,16 @@ pub const TABLE: &[Row] = &[
     free("--drop-cache", |r| r.settings.cache == CacheChoice::Drop),
     // Images: each wraps an end into a stream of its own kind, which the
     // planner plans for (a copy by position refuses them, above).
-    free("--decompress", |r| r.settings.decompress.is_some()),
+    // The decoded image must fit an output of fixed size, where its
+    // format records its size (facts: `input.size`, the decoded size).
+    row(
+        "--decompress",
+        |r| r.settings.decompress.is_some(),
+        Need::Any,
+        Need::Room,
+        WritesBeside::Nothing,
+        conflicts::none,
+    ),
     // What a compressed input onto a disk needs is a choice between these
     // two; without either, see `compressed_onto`.
     free("--no-decompress", |r| r.settings.no_decompress),
@@ -437,7 +447,7 @@ pub fn admit(request: &Request, facts: &Facts) -> Result<(), Refusal> {
         if let Some(why) = unmet_output(row.output, &written).filter(|_| !upload) {
             return Err(refusal(row, &output, why));
         }
-        if let Some(why) = no_room(row.output, &facts.input, &written) {
+        if let Some(why) = no_room(row.output, request, &facts.input, &written) {
             return Err(refusal(row, &output, why));
         }
         match row.beside {
@@ -475,8 +485,10 @@ pub fn admit_tees(
     let plan = &request.plan;
     for (index, (path, end)) in tees.iter().enumerate() {
         let name = EndName::tee(path);
-        if let Some(why) = unmet_output(TEE_OUTPUT, end) {
-            return Err(refusal_of("--tee", &name, why));
+        for need in [TEE_OUTPUT, Need::Writable] {
+            if let Some(why) = unmet_output(need, end) {
+                return Err(refusal_of("--tee", &name, why));
+            }
         }
         let is = |other: Option<&Path>, identity: Option<Identity>| {
             other == Some(*path) || (end.identity.is_some() && end.identity == identity)
@@ -672,16 +684,77 @@ fn unmet_output(need: Need, end: &EndFacts) -> Option<Unmet> {
     }
 }
 
-/// Some when the output's fixed size (a whole device's) cannot hold the
-/// whole input, whose size is known: a mapped image's.
-fn no_room(need: Need, input: &EndFacts, output: &EndFacts) -> Option<Unmet> {
-    let (Need::Room, Some(image), Some(room)) = (need, input.size, output.size) else {
+/// Some when the output's fixed size (a device's, an export's) cannot
+/// hold what the copy writes of an input whose size is known (a mapped
+/// image's, a compressed image's decoded size): its bytes after skip=,
+/// at most count=, from seek= on.
+fn no_room(need: Need, request: &Request, input: &EndFacts, output: &EndFacts) -> Option<Unmet> {
+    let (Need::Room, Some(image), Some(size)) = (need, input.size, output.size) else {
         return None;
     };
-    (output.can.device && room < image).then(|| Unmet::Lacks {
+    if !output.can.fixed_size {
+        return None;
+    }
+    let plan = &request.plan;
+    let skip = plan.skip.total_bytes(plan.input_block_size).unwrap_or(0);
+    let mut bytes = image.saturating_sub(skip);
+    if plan.has_count() {
+        let count = plan
+            .count
+            .records
+            .saturating_mul(plan.input_block_size as u64)
+            .saturating_add(plan.count.bytes);
+        bytes = bytes.min(count);
+    }
+    let seek = plan.seek.total_bytes(plan.output_block_size).unwrap_or(0);
+    let room = size.saturating_sub(seek);
+    let from = if seek > 0 {
+        format!(", written from byte {seek} (seek=), where {room} bytes are left")
+    } else {
+        String::new()
+    };
+    (room < bytes).then(|| Unmet::Lacks {
         does: "writes the whole image",
-        lacks: format!("is a block device of {room} bytes, and the image is {image} bytes"),
+        lacks: format!(
+            "is {} of {size} bytes, and the image is {bytes} bytes{from}",
+            output.kind.described()
+        ),
     })
+}
+
+/// Every further output (`--tee`) against what the copy writes, once the
+/// input's size is known (a compressed image's decoded size is known
+/// once it is open): an output of fixed size must hold it.
+pub fn admit_room(
+    request: &Request,
+    input: &EndFacts,
+    outputs: &[(&Path, EndFacts)],
+) -> Result<(), Refusal> {
+    for (path, end) in outputs {
+        let name = EndName::tee(path);
+        for row in asked(request) {
+            if let Some(why) = no_room(row.output, request, input, end) {
+                return Err(refusal(row, &name, why));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The output as opened, whose size only its opening tells (an NBD
+/// export's), against what the copy writes.
+pub fn admit_opened_room(
+    request: &Request,
+    input: &EndFacts,
+    output: &EndFacts,
+) -> Result<(), Refusal> {
+    let name = EndName::output(request.plan.output.as_deref());
+    for row in asked(request) {
+        if let Some(why) = no_room(row.output, request, input, &written(request, output)) {
+            return Err(refusal(row, &name, why));
+        }
+    }
+    Ok(())
 }
 
 fn refusal(row: &Row, end: &EndName, unmet: Unmet) -> Refusal {

@@ -571,6 +571,73 @@ fn a_mapped_image_must_fit_the_device_it_is_written_onto() {
     );
 }
 
+/// A compressed image whose format records its decoded size (the input's
+/// size in the facts) must fit an output of fixed size: a device, an
+/// export; a file grows to hold it.
+#[test]
+fn a_decoded_image_must_fit_an_output_of_fixed_size() {
+    let settings = asked(|s| s.decompress = Some(crate::image::Mode::Required));
+    let mut facts = facts(E::Stream, E::Block);
+    facts.input.size = Some(2 << 30);
+    facts.output.size = Some(128 << 20);
+    assert_eq!(
+        admit(
+            &request(&["if=img.zst", "of=/dev/sdz"], settings.clone()),
+            &facts
+        )
+        .expect_err("refused")
+        .to_string(),
+        "--decompress writes the whole image: of='/dev/sdz' is a block device of 134217728 \
+         bytes, and the image is 2147483648 bytes"
+    );
+    // What the copy writes: from skip=, at most count=, from seek=.
+    facts.input.size = Some(8 << 20);
+    facts.output.size = Some(8 << 20);
+    assert!(admit(
+        &request(
+            &["if=img.zst", "of=/dev/sdz", "seek=1", "bs=1M"],
+            settings.clone()
+        ),
+        &facts
+    )
+    .expect_err("refused")
+    .to_string()
+    .ends_with("written from byte 1048576 (seek=), where 7340032 bytes are left"));
+    for fits in [
+        &["if=img.zst", "of=/dev/sdz", "seek=1", "bs=1M", "count=7"][..],
+        &["if=img.zst", "of=/dev/sdz", "seek=1", "bs=1M", "skip=1"],
+    ] {
+        assert_eq!(
+            admit(&request(fits, settings.clone()), &facts),
+            Ok(()),
+            "{fits:?}"
+        );
+    }
+    facts.input.size = Some(2 << 30);
+    facts.output = end(E::Export);
+    facts.output.size = Some(128 << 20);
+    assert!(admit(
+        &request(&["if=img.zst", "of=nbd://h/e"], settings.clone()),
+        &facts
+    )
+    .expect_err("refused")
+    .to_string()
+    .contains("is an NBD export of 134217728 bytes"));
+    facts.output = end(E::File);
+    facts.output.size = Some(128 << 20);
+    assert_eq!(
+        admit(&request(&["if=img.zst", "of=f"], settings.clone()), &facts),
+        Ok(())
+    );
+    // Not recorded in the format: nothing to hold it to before writing.
+    let mut facts = self::facts(E::Stream, E::Block);
+    facts.output.size = Some(128 << 20);
+    assert_eq!(
+        admit(&request(&["if=img.gz", "of=/dev/sdz"], settings), &facts),
+        Ok(())
+    );
+}
+
 /// Whether the conflicts of `--rescue` (`rescue`) or `--resume` (not)
 /// accept `words`, with both ends named.
 fn positional_accepts(words: &[&str], rescue: bool) -> bool {

@@ -55,6 +55,8 @@ pub struct LoopOptions {
     pub sector_size: Option<u32>,
     /// Read the backing file's partition table, making LOOPp1, LOOPp2...
     pub partscan: bool,
+    /// Attach read-only (`losetup --read-only`).
+    pub read_only: bool,
 }
 
 /// A loop device over a file, detached when dropped (also on panic). The
@@ -91,6 +93,9 @@ impl LoopDevice {
         }
         if options.partscan {
             losetup.arg("--partscan");
+        }
+        if options.read_only {
+            losetup.arg("--read-only");
         }
         let out = run_tool(losetup.arg(backing), "losetup")?;
         let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
