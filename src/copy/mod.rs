@@ -455,7 +455,7 @@ fn keep_upload_map(
         ))
         .into());
     };
-    let journal = objects::MapJournal::new(upload, done + left, command_line, notes);
+    let journal = upload.kept(done + left, command_line, notes);
     output
         .stream
         .keep_journal(Box::new(journal), upload.resume.as_ref())

@@ -26,7 +26,11 @@ use crate::rescue::identity::Recorded;
 use crate::rescue::mapfile::{BlockStatus, Map};
 use crate::text::quote::quote_file;
 
-/// An upload kept resumable by `--map`.
+/// An upload kept resumable by `--map`: what the map holds when the copy
+/// starts and, once the copy knows its extent ([`UploadMap::kept`]), the
+/// [`Journal`] the upload records its progress in. The map's extent is
+/// the copy's input, the part the stored parts hold marked finished, and
+/// the upload's record in its comments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UploadMap {
     pub path: PathBuf,
@@ -39,6 +43,17 @@ pub struct UploadMap {
     /// The line saying that the map named was not there, and the upload
     /// starts from the beginning.
     pub notice: Option<String>,
+    /// What the map records once the copy knows it.
+    kept: Kept,
+}
+
+/// What a map records beside the upload: the command, where the input
+/// ends, and the copy's ends (`rescue::identity`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Kept {
+    command_line: String,
+    end: u64,
+    ends: String,
 }
 
 /// Whether the copy's output is an upload the server keeps in parts
@@ -75,6 +90,7 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Option<Upload
                 "{named_by} {shown} yet: the upload starts from the beginning, and {shown} \
                  will record it"
             )),
+            kept: Kept::default(),
         }));
     }
     if !settings.resume {
@@ -122,6 +138,7 @@ pub fn prepare(plan: &mut CopyPlan, settings: &Settings) -> Result<Option<Upload
         start,
         recorded: Some(recorded),
         notice: None,
+        kept: Kept::default(),
     }))
 }
 
@@ -137,51 +154,42 @@ pub fn resume_summary(upload: &UploadMap, record: &UploadRecord, left: Option<u6
     )
 }
 
-/// The map kept for an upload: its extent is the copy's input, the part
-/// the stored parts hold marked finished, and the upload's record in its
-/// comments.
-pub struct MapJournal {
-    path: PathBuf,
-    command_line: String,
-    start: u64,
-    end: u64,
-    /// What the map records of the copy's ends (`rescue::identity`).
-    ends: String,
-}
-
-impl MapJournal {
-    /// A journal in `upload`'s map for an input range of `len` bytes,
-    /// recording the copy's `ends`.
-    pub fn new(upload: &UploadMap, len: u64, command_line: &str, ends: String) -> MapJournal {
-        MapJournal {
-            path: upload.path.clone(),
-            command_line: command_line.to_owned(),
-            start: upload.start,
-            end: upload.start.saturating_add(len),
-            ends,
+impl UploadMap {
+    /// The map as the upload keeps it: for an input range of `len` bytes,
+    /// recording the command and the copy's `ends`.
+    pub fn kept(&self, len: u64, command_line: &str, ends: String) -> UploadMap {
+        UploadMap {
+            kept: Kept {
+                command_line: command_line.to_owned(),
+                end: self.start.saturating_add(len),
+                ends,
+            },
+            ..self.clone()
         }
     }
 
     fn save(&self, map: &Map, notes: &str) -> Result<(), String> {
-        let notes = format!("{}{notes}", self.ends);
-        map.save_noted(Path::new(&self.path), &self.command_line, &notes)
+        let notes = format!("{}{notes}", self.kept.ends);
+        map.save_noted(Path::new(&self.path), &self.kept.command_line, &notes)
             .map_err(|e| e.to_string())
     }
 }
 
-impl Journal for MapJournal {
+impl Journal for UploadMap {
     fn record(&mut self, upload: &UploadRecord) -> Result<(), String> {
-        let mut map = Map::new(self.start, self.end);
-        let done = upload.source_end().min(self.end - self.start);
+        let end = self.kept.end;
+        let mut map = Map::new(self.start, end);
+        let done = upload.source_end().min(end - self.start);
         map.mark(self.start, done, BlockStatus::Finished);
         map.current_pos = self.start + done;
         self.save(&map, &upload.render())
     }
 
     fn completed(&mut self) -> Result<(), String> {
-        let mut map = Map::new(self.start, self.end);
-        map.mark(self.start, self.end - self.start, BlockStatus::Finished);
-        map.current_pos = self.end;
+        let end = self.kept.end;
+        let mut map = Map::new(self.start, end);
+        map.mark(self.start, end - self.start, BlockStatus::Finished);
+        map.current_pos = end;
         map.current_status = '+';
         self.save(&map, "")
     }
