@@ -148,11 +148,11 @@ impl Settings {
     /// How a passthrough end (an sg, bsg or ng node) is opened: the
     /// commands in flight (`--queue-depth`, else the end's default) and
     /// FUA on writes.
-    pub fn passthrough(&self) -> crate::ends::passthrough::Options {
-        crate::ends::passthrough::Options {
+    pub fn passthrough(&self) -> crate::ends::generic_node::Options {
+        crate::ends::generic_node::Options {
             depth: self
                 .queue_depth
-                .unwrap_or(crate::ends::passthrough::DEFAULT_DEPTH),
+                .unwrap_or(crate::ends::generic_node::DEFAULT_DEPTH),
             fua: self.fua,
             mapped: true,
         }

@@ -43,7 +43,7 @@ use super::args::{BenchArgs, MIN_SIZE};
 use super::scenario::Op;
 use super::BenchError;
 use crate::ends::open::{open_input, open_output, Options};
-use crate::ends::{passthrough, Capabilities, End, Whence};
+use crate::ends::{generic_node, Capabilities, End, Whence};
 use crate::guard;
 use crate::operands::{Conv, IoFlags};
 use crate::sys::device::{device_info, DeviceInfo};
@@ -414,7 +414,7 @@ fn open_end(
         .plan
         .expect("no operands are GNU's defaults");
     let options = Options {
-        node: passthrough::Options {
+        node: generic_node::Options {
             depth: depth.max(1),
             fua: false,
             mapped,

@@ -309,7 +309,7 @@ pub const ENDS: &[EndSpec] = &[
         help: "a disk through its SCSI or NVMe generic node, read and written with the \
                disk's own commands (its block device's bytes, with force unit access by \
                --fua), checked by the guard as the disk behind it",
-        kinds: &[Kind::Passthrough],
+        kinds: &[Kind::GenericNode],
     },
     EndSpec {
         form: "nbd://HOST[:PORT]/EXPORT",
@@ -858,7 +858,7 @@ mod tests {
             | Kind::NbdExport
             | Kind::Object
             | Kind::Memory
-            | Kind::Passthrough => true,
+            | Kind::GenericNode => true,
             // A socket or a directory fails as GNU dd's would; the others
             // are what ddx makes of an end, never named.
             Kind::Socket | Kind::Directory | Kind::Other | Kind::Stream => false,
@@ -875,7 +875,7 @@ mod tests {
             Kind::Object,
             Kind::Stream,
             Kind::Memory,
-            Kind::Passthrough,
+            Kind::GenericNode,
         ];
         let help = help_text("ddx");
         for kind in every.into_iter().filter(|&k| named_by_a_user(k)) {

@@ -108,7 +108,7 @@ impl Extras {
         job: Option<HashJob>,
         plan: &CopyPlan,
         further: &[PathBuf],
-        passthrough: crate::ends::passthrough::Options,
+        passthrough: crate::ends::generic_node::Options,
         reporter: &Reporter,
         ended: Ended,
     ) -> bool {

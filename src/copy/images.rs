@@ -69,7 +69,7 @@ pub struct Images {
     /// What each output written with O_DIRECT where aligned did.
     direct: Vec<Arc<image::DirectReport>>,
     /// How a further output that is a passthrough node is opened.
-    passthrough: Option<crate::ends::passthrough::Options>,
+    passthrough: Option<crate::ends::generic_node::Options>,
     /// The input is an image written whole onto the output (an extracted
     /// index's blob), as `--decompress` and `--bmap` make it one.
     image: bool,

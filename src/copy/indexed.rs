@@ -381,7 +381,7 @@ impl Indexed {
         reporter: &Reporter,
         plan: &CopyPlan,
         outputs: &[PathBuf],
-        passthrough: crate::ends::passthrough::Options,
+        passthrough: crate::ends::generic_node::Options,
         copy_failed: bool,
     ) -> bool {
         let (true, Some(index), false) = (self.verify, &self.index, copy_failed) else {

@@ -15,8 +15,8 @@
 use std::os::fd::AsFd;
 use std::path::Path;
 
+use crate::ends::generic_node::Options as GenericNodeOptions;
 use crate::ends::open::open_input;
-use crate::ends::passthrough::Options as PassthroughOptions;
 use crate::ends::Whence;
 use crate::engine::stream::{stream_of, Pipeline, Stream};
 use crate::integrity::verify::{ReadBack, Reopen};
@@ -36,13 +36,13 @@ const DIRECT_ALIGN: u64 = 4096;
 pub struct ReadBackOf<'a> {
     path: &'a Path,
     plan: &'a CopyPlan,
-    passthrough: PassthroughOptions,
+    passthrough: GenericNodeOptions,
 }
 
 impl<'a> ReadBackOf<'a> {
     /// `path` (of=, a `--tee` output, or if=), with the copy's `plan` and
     /// generic-node options.
-    pub fn new(path: &'a Path, plan: &'a CopyPlan, passthrough: PassthroughOptions) -> Self {
+    pub fn new(path: &'a Path, plan: &'a CopyPlan, passthrough: GenericNodeOptions) -> Self {
         ReadBackOf {
             path,
             plan,

@@ -185,7 +185,7 @@ impl Capabilities {
             // A disk's own blocks through its commands: no descriptor for
             // O_DIRECT or io_uring's reads, and no discard; read back
             // with the same commands, which no page cache stands before.
-            Kind::Passthrough => Capabilities {
+            Kind::GenericNode => Capabilities {
                 writes_at: true,
                 device: true,
                 fua: true,

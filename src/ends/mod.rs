@@ -4,7 +4,7 @@
 //! An end carries bytes to and from its storage: a file, a block or
 //! character device and a pipe over a descriptor (`file`), an NBD export
 //! (`nbd`), an object in a store (`object`), a disk through its SCSI or
-//! NVMe generic node (`passthrough`), a TCP connection (`tcp`), a file
+//! NVMe generic node (`generic_node`), a TCP connection (`tcp`), a file
 //! held in memory (`memory`).
 //! It reads and writes at its position with lseek/read/write semantics
 //! (the engine's record reader and writer depend on them for GNU's), and,
@@ -32,11 +32,11 @@
 
 pub mod capabilities;
 pub mod file;
+pub mod generic_node;
 pub mod memory;
 pub mod nbd;
 pub mod object;
 pub mod open;
-pub mod passthrough;
 pub mod tcp;
 pub mod transport;
 pub mod upload;
@@ -83,7 +83,7 @@ pub enum Kind {
     /// generic node (`/dev/sg*`, `/dev/bsg/*`, `/dev/ngXnY`): read and
     /// written at any offset as its block device is, with no descriptor
     /// that read(2), O_DIRECT or the page cache would reach.
-    Passthrough,
+    GenericNode,
 }
 
 impl Kind {
@@ -101,7 +101,7 @@ impl Kind {
             Kind::Object => "an object",
             Kind::Stream => "a stream",
             Kind::Memory => "a file held in memory",
-            Kind::Passthrough => "a SCSI or NVMe generic node",
+            Kind::GenericNode => "a SCSI or NVMe generic node",
         }
     }
 
@@ -263,7 +263,7 @@ pub trait End: Send + fmt::Debug {
     }
 
     /// How the end reaches its device, where that is worth a line of
-    /// `--verbose` (a passthrough node: which commands, how many in
+    /// `--verbose` (a generic node: which commands, how many in
     /// flight).
     fn describe(&self) -> Option<String> {
         None

@@ -9,7 +9,7 @@ use std::os::fd::AsFd;
 use std::path::Path;
 
 use super::file::{open_flags, FileEnd};
-use super::passthrough::{self, Options as PassthroughOptions};
+use super::generic_node::{self, Options as GenericNodeOptions};
 use super::{uri, End, Whence};
 use crate::diagnostic::Diagnostic;
 use crate::operands::{Conv, CopyPlan, IoFlags};
@@ -23,14 +23,14 @@ use crate::sys::Errno;
 /// bench measures one connection, as fio's `nbd` engine does per job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
-    pub node: PassthroughOptions,
+    pub node: GenericNodeOptions,
     /// At most this many connections to an export; None: as many as the
     /// end makes where the server allows multi-conn.
     pub connections: Option<usize>,
 }
 
-impl From<PassthroughOptions> for Options {
-    fn from(node: PassthroughOptions) -> Options {
+impl From<GenericNodeOptions> for Options {
+    fn from(node: GenericNodeOptions) -> Options {
         Options {
             node,
             connections: None,
@@ -140,16 +140,16 @@ pub fn why_not_writable(path: &Path, errno: Errno) -> Option<String> {
     })
 }
 
-/// Open the passthrough node at `path` (an sg, bsg or ng device) as an
+/// Open the generic node at `path` (an sg, bsg or ng device) as an
 /// end that sends the disk's own commands; None for any other file.
 /// GNU's open flags do not apply: the commands bypass the page cache
 /// already (iflag=direct changes nothing), and oflag=sync or dsync asks
 /// for what FUA gives, each write durable when it completes.
-fn open_passthrough(
+fn open_generic_node(
     path: &Path,
     writing: bool,
     flags: IoFlags,
-    options: PassthroughOptions,
+    options: GenericNodeOptions,
 ) -> Option<Result<Box<dyn End>, OpenError>> {
     let interface = crate::sys::passthrough::interface_at(path)?;
     let failed = |errno, detail: Option<String>| OpenError {
@@ -159,7 +159,7 @@ fn open_passthrough(
         }
         .explained(detail),
     };
-    let access = passthrough::access(interface, writing);
+    let access = generic_node::access(interface, writing);
     let fd = match rustix::fs::open(
         path,
         access | rustix::fs::OFlags::CLOEXEC,
@@ -168,12 +168,12 @@ fn open_passthrough(
         Ok(fd) => fd,
         Err(errno) => return Some(Err(failed(errno, None))),
     };
-    let options = PassthroughOptions {
+    let options = GenericNodeOptions {
         fua: options.fua || (writing && flags.intersects(IoFlags::SYNC | IoFlags::DSYNC)),
         ..options
     };
     Some(
-        passthrough::open(fd, interface, path, options)
+        generic_node::open(fd, interface, path, options)
             .map(|end| Box::new(end) as Box<dyn End>)
             .map_err(|error| failed(error.errno, Some(error.cause))),
     )
@@ -198,10 +198,10 @@ fn inherit(
 }
 
 /// Open the input (`if=`, else standard input with iflag= added); a
-/// passthrough node or an export with `options`.
+/// generic node or an export with `options`.
 pub fn open_input(plan: &CopyPlan, options: Options) -> Result<OpenedInput, OpenError> {
     let special = plan.input.as_deref().and_then(|p| {
-        open_passthrough(p, false, plan.input_flags, options.node)
+        open_generic_node(p, false, plan.input_flags, options.node)
             .or_else(|| open_by_uri(p, uri::Opening::Read, options.connections))
     });
     if let Some(opened) = special {
@@ -248,7 +248,7 @@ pub fn open_input(plan: &CopyPlan, options: Options) -> Result<OpenedInput, Open
 }
 
 /// Open the output (`of=`, else standard output with oflag= added); a
-/// passthrough node or an export with `options`. `warnings` gets the
+/// generic node or an export with `options`. `warnings` gets the
 /// errors GNU reports without stopping (a failed ftruncate for seek=).
 pub fn open_output(
     plan: &CopyPlan,
@@ -261,7 +261,7 @@ pub fn open_output(
         } else {
             uri::Opening::Write
         };
-        if let Some(opened) = open_passthrough(path, true, plan.output_flags, options.node) {
+        if let Some(opened) = open_generic_node(path, true, plan.output_flags, options.node) {
             // A device exists already: excl fails as open(2) with
             // O_CREAT|O_EXCL does.
             if plan.conv.contains(Conv::EXCL) {

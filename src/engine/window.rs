@@ -1942,11 +1942,11 @@ mod tests {
     /// through the window as the copy sees it.
     mod passthrough {
         use super::*;
-        use crate::ends::passthrough::testing::{end, pattern, MemoryDisk};
-        use crate::ends::passthrough::PassthroughEnd;
+        use crate::ends::generic_node::testing::{end, pattern, MemoryDisk};
+        use crate::ends::generic_node::GenericNodeEnd;
         use crate::sys::passthrough::{CommandError, CommandQueue, Geometry, Interface, Op};
 
-        fn window(end: PassthroughEnd) -> Window {
+        fn window(end: GenericNodeEnd) -> Window {
             Window::over(Box::new(end))
         }
 
@@ -2116,7 +2116,7 @@ mod tests {
                 }
             }
             let disk = FailingWrites(MemoryDisk::new(vec![0; 64 * 512], 4, vec![]), 40);
-            let mut e = window(PassthroughEnd::new(Box::new(disk), false, None));
+            let mut e = window(GenericNodeEnd::new(Box::new(disk), false, None));
             let block = [7u8; 4096];
             // Four slots: every write is taken, the failure is still in flight.
             for _ in 0..8 {

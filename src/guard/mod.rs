@@ -286,7 +286,7 @@ fn place_of(st: &Stat) -> Option<Place> {
         // A passthrough node reaches the disk past the block layer, its
         // exclusivity and its mounts: the disk's block device is what is
         // in use, what overlaps, what a whole-disk write destroys.
-        FileType::CharacterDevice => passthrough_disk(DeviceNumber::from_raw(st.st_rdev)),
+        FileType::CharacterDevice => generic_node_disk(DeviceNumber::from_raw(st.st_rdev)),
         _ => None,
     }
 }
@@ -294,7 +294,7 @@ fn place_of(st: &Stat) -> Option<Place> {
 /// The block device of the disk behind the passthrough node `number`,
 /// described as the node's: "QEMU HARDDISK, SCSI generic node of
 /// /dev/sda".
-fn passthrough_disk(number: DeviceNumber) -> Option<Place> {
+fn generic_node_disk(number: DeviceNumber) -> Option<Place> {
     use crate::sys::passthrough;
     let interface = passthrough::interface_of_number(number)?;
     let name = passthrough::block_device_of(number)?;

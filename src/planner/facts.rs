@@ -295,7 +295,7 @@ fn input_facts(input: &Input) -> EndFacts {
     let input_path = Path::new(std::ffi::OsStr::from_bytes(&input.name));
     let mut facts = match input.stream.fd() {
         Some(fd) => of_descriptor(fd, input.stream.kind()),
-        None => passthrough_facts(input_path).unwrap_or_else(|| EndFacts {
+        None => generic_node_facts(input_path).unwrap_or_else(|| EndFacts {
             size: input.stream.size().ok().flatten(),
             ..without_descriptor(input.stream.kind(), input.stream.capabilities())
         }),
@@ -586,8 +586,8 @@ fn output_facts(output: OutputProbe<'_>) -> EndFacts {
             facts
         }
         OutputProbe::Path(path) => match path_descriptor(path) {
-            Some(_) if passthrough_facts(path).is_some() => {
-                passthrough_facts(path).expect("just seen")
+            Some(_) if generic_node_facts(path).is_some() => {
+                generic_node_facts(path).expect("just seen")
             }
             Some(fd) => {
                 let kind = crate::sys::file::file_type(fd.as_fd())
@@ -628,12 +628,12 @@ fn output_facts(output: OutputProbe<'_>) -> EndFacts {
 /// disk, as its block device is, without a descriptor the kernel's
 /// copies, cache advice or O_DIRECT could use; its size, identity and
 /// queue are the block device's. None for any other path.
-fn passthrough_facts(path: &Path) -> Option<EndFacts> {
+fn generic_node_facts(path: &Path) -> Option<EndFacts> {
     use crate::sys::passthrough;
     let st = rustix::fs::stat(path).ok()?;
     let node = DeviceNumber::from_raw(st.st_rdev);
     passthrough::interface_at(path)?;
-    let mut facts = EndFacts::of_kind(Kind::Passthrough);
+    let mut facts = EndFacts::of_kind(Kind::GenericNode);
     let block_device = passthrough::block_device_of(node);
     facts.command_bytes = Some(passthrough::command_limit(block_device.as_deref()));
     if let Some(name) = block_device {

@@ -428,7 +428,7 @@ fn bulk_requests_into_or_out_of_a_passthrough_node_are_one_command_each() {
     let node = |command| EndFacts {
         command_bytes: Some(command),
         seekable: true,
-        ..EndFacts::of_kind(Kind::Passthrough)
+        ..EndFacts::of_kind(Kind::GenericNode)
     };
     let s = plan(
         &request(&["bs=64k"], auto()),

@@ -1,4 +1,4 @@
-//! Passthrough ends in an emulated machine (`rigs::guest`): a virtio-scsi
+//! Generic-node ends in an emulated machine (`rigs::guest`): a virtio-scsi
 //! disk through its SCSI generic nodes (/dev/sg0, /dev/bsg/0:0:0:0), a
 //! scsi_debug disk with injected medium errors (/dev/sg1), and an NVMe
 //! namespace through its generic node (/dev/ng0n1).

@@ -58,7 +58,7 @@ fn end(e: E) -> EndFacts {
         E::Socket => with_fd(Kind::Socket),
         E::Export => EndFacts::of_kind(Kind::NbdExport),
         E::Stream => EndFacts::of_kind(Kind::Stream),
-        E::Generic => EndFacts::of_kind(Kind::Passthrough),
+        E::Generic => EndFacts::of_kind(Kind::GenericNode),
     }
 }
 

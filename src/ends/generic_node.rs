@@ -1,4 +1,4 @@
-//! [`PassthroughEnd`]: a disk reached through its passthrough node (SCSI
+//! [`GenericNodeEnd`]: a disk reached through its generic node (SCSI
 //! generic `/dev/sg*` or `/dev/bsg/*`, NVMe generic `/dev/ngXnY`), read
 //! and written with the disk's own commands, as an [`End`] that behaves
 //! as the block device of the same disk: the same bytes, the same sizes
@@ -43,7 +43,7 @@ use crate::sys::Errno;
 /// (sgp_dd's four threads keep four).
 pub const DEFAULT_DEPTH: usize = 8;
 
-/// How a passthrough end is opened.
+/// How a generic-node end is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     /// Commands kept in flight.
@@ -70,19 +70,19 @@ pub fn access(interface: Interface, writing: bool) -> rustix::fs::OFlags {
     }
 }
 
-/// Open the passthrough node `fd` (of `interface`, at `path`) as an end.
+/// Open the generic node `fd` (of `interface`, at `path`) as an end.
 pub fn open(
     fd: OwnedFd,
     interface: Interface,
     path: &Path,
     options: Options,
-) -> Result<PassthroughEnd, CommandError> {
+) -> Result<GenericNodeEnd, CommandError> {
     let _ = path;
     let (queue, block_device) = open_queue(fd, interface, options.depth, options.mapped)?;
-    Ok(PassthroughEnd::new(queue, options.fua, block_device))
+    Ok(GenericNodeEnd::new(queue, options.fua, block_device))
 }
 
-/// The command queue of the passthrough node `fd` (of `interface`), with
+/// The command queue of the generic node `fd` (of `interface`), with
 /// `depth` slots where the interface keeps that many in flight, and the
 /// kernel name of the block device of the same disk (whose queue limits
 /// size the commands). The end is built on it; `ddx bench` keeps its
@@ -145,7 +145,7 @@ enum Slot {
     Own,
 }
 
-pub struct PassthroughEnd {
+pub struct GenericNodeEnd {
     queue: Box<dyn CommandQueue>,
     geometry: Geometry,
     block: u64,
@@ -161,21 +161,21 @@ pub struct PassthroughEnd {
     failed_at: Option<u64>,
 }
 
-impl std::fmt::Debug for PassthroughEnd {
+impl std::fmt::Debug for GenericNodeEnd {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PassthroughEnd({:?} at {})", self.queue, self.pos)
+        write!(f, "GenericNodeEnd({:?} at {})", self.queue, self.pos)
     }
 }
 
-impl PassthroughEnd {
+impl GenericNodeEnd {
     pub fn new(
         queue: Box<dyn CommandQueue>,
         fua: bool,
         block_device: Option<String>,
-    ) -> PassthroughEnd {
+    ) -> GenericNodeEnd {
         let geometry = queue.geometry();
         let slots = queue.slots();
-        PassthroughEnd {
+        GenericNodeEnd {
             block: u64::from(geometry.block_len),
             size: geometry.size(),
             geometry,
@@ -329,10 +329,10 @@ impl PassthroughEnd {
     }
 }
 
-impl End for PassthroughEnd {
+impl End for GenericNodeEnd {
     /// A disk, as its block device is: positional, of a fixed size.
     fn kind(&self) -> Kind {
-        Kind::Passthrough
+        Kind::GenericNode
     }
 
     /// Its kind's, kept busy with as many requests as it has slots,
@@ -351,7 +351,7 @@ impl End for PassthroughEnd {
                 via: engine(self.queue.interface()),
             },
             block_addressed: Some(self.geometry.block_len),
-            ..Capabilities::of(Kind::Passthrough)
+            ..Capabilities::of(Kind::GenericNode)
         }
     }
 
@@ -659,8 +659,8 @@ pub(crate) mod testing {
         (0..len).map(|i| (i * 7 + i / 509) as u8).collect()
     }
 
-    pub(crate) fn end(data: Vec<u8>, bad: Vec<u64>) -> PassthroughEnd {
-        PassthroughEnd::new(Box::new(MemoryDisk::new(data, 4, bad)), false, None)
+    pub(crate) fn end(data: Vec<u8>, bad: Vec<u64>) -> GenericNodeEnd {
+        GenericNodeEnd::new(Box::new(MemoryDisk::new(data, 4, bad)), false, None)
     }
 }
 
