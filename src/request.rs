@@ -145,7 +145,7 @@ impl Request {
 }
 
 impl Settings {
-    /// How a passthrough end (an sg, bsg or ng node) is opened: the
+    /// How a generic-node end (an sg, bsg or ng node) is opened: the
     /// commands in flight (`--queue-depth`, else the end's default) and
     /// FUA on writes.
     pub fn passthrough(&self) -> crate::ends::generic_node::Options {

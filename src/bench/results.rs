@@ -221,7 +221,7 @@ pub struct Figure {
     pub queue_depth: u32,
     /// How the requests were made: "pread"/"pwrite" (one at a time),
     /// "io_uring" (several in flight), "libnbd" (an NBD export), "sg",
-    /// "bsg" or "io_uring_cmd" (a passthrough node's commands, in fio's
+    /// "bsg" or "io_uring_cmd" (a generic node's commands, in fio's
     /// names for the same engines).
     pub engine: &'static str,
     /// Where the zones test read.

@@ -68,7 +68,7 @@ pub struct Images {
     recorded: Option<Recorded>,
     /// What each output written with O_DIRECT where aligned did.
     direct: Vec<Arc<image::DirectReport>>,
-    /// How a further output that is a passthrough node is opened.
+    /// How a further output that is a generic node is opened.
     passthrough: Option<crate::ends::generic_node::Options>,
     /// The input is an image written whole onto the output (an extracted
     /// index's blob), as `--decompress` and `--bmap` make it one.

@@ -26,7 +26,7 @@ const SHOWN_BAD_RANGES: usize = 5;
 pub struct Aftermath {
     input_name: Vec<u8>,
     /// The input's logical block, where it is a disk addressed by block
-    /// number (a passthrough node): bad ranges are named by LBA too.
+    /// number (a generic node): bad ranges are named by LBA too.
     block: Option<u64>,
     report: rescue::RescueOutcome,
     request: PositionalCopy,

@@ -39,7 +39,7 @@ pub struct HowItRan {
     /// CPU time already used when the copy started (start-up, opening).
     cpu_before: Option<(std::time::Duration, std::time::Duration)>,
     /// How each end reaches its device, where that says something (a
-    /// passthrough node's commands): ("input", ...), ("output", ...).
+    /// generic node's commands): ("input", ...), ("output", ...).
     ends: Vec<(&'static str, String)>,
     /// How a rescue's phases went.
     rescue: Option<String>,

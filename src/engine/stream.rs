@@ -211,14 +211,14 @@ pub trait Stream: Send + fmt::Debug {
     }
 
     /// The logical block of a disk the end addresses by block number (a
-    /// passthrough node's): the unit of its commands, and what a bad
+    /// generic node's): the unit of its commands, and what a bad
     /// block's number counts in. None for ends addressed by byte.
     fn logical_block(&self) -> Option<u32> {
         None
     }
 
     /// How the end reaches its device, where that is worth a line of
-    /// `--verbose` (a passthrough node: which commands, how many in
+    /// `--verbose` (a generic node: which commands, how many in
     /// flight).
     fn describe(&self) -> Option<String> {
         None

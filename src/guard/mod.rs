@@ -283,7 +283,7 @@ fn place_of(st: &Stat) -> Option<Place> {
         FileType::BlockDevice => {
             block::describe(DeviceNumber::from_raw(st.st_rdev)).map(Place::Device)
         }
-        // A passthrough node reaches the disk past the block layer, its
+        // A generic node reaches the disk past the block layer, its
         // exclusivity and its mounts: the disk's block device is what is
         // in use, what overlaps, what a whole-disk write destroys.
         FileType::CharacterDevice => generic_node_disk(DeviceNumber::from_raw(st.st_rdev)),
@@ -291,7 +291,7 @@ fn place_of(st: &Stat) -> Option<Place> {
     }
 }
 
-/// The block device of the disk behind the passthrough node `number`,
+/// The block device of the disk behind the generic node `number`,
 /// described as the node's: "QEMU HARDDISK, SCSI generic node of
 /// /dev/sda".
 fn generic_node_disk(number: DeviceNumber) -> Option<Place> {

@@ -81,7 +81,7 @@ pub struct EndFacts {
     /// them as a disk image, and neither `--decompress` nor
     /// `--no-decompress` says what is meant).
     pub compressed: Option<Format>,
-    /// The most bytes one command carries, for a passthrough node (see
+    /// The most bytes one command carries, for a generic node (see
     /// `sys::passthrough::command_limit`): bulk requests of that size
     /// pass between the end and the engine whole, without a copy.
     pub command_bytes: Option<usize>,
@@ -624,7 +624,7 @@ fn output_facts(output: OutputProbe<'_>) -> EndFacts {
     }
 }
 
-/// What is known of a passthrough node (an sg, bsg or ng device): a
+/// What is known of a generic node (an sg, bsg or ng device): a
 /// disk, as its block device is, without a descriptor the kernel's
 /// copies, cache advice or O_DIRECT could use; its size, identity and
 /// queue are the block device's. None for any other path.

@@ -469,7 +469,7 @@ pub fn bulk_shape(plan: &CopyPlan, facts: &Facts) -> Option<BulkShape> {
     })
 }
 
-/// A passthrough end's command size where bulk requests would be larger:
+/// A generic-node end's command size where bulk requests would be larger:
 /// a request of one command's bytes is read ahead (or written behind) in
 /// one buffer, which the end and the engine exchange instead of copying.
 fn command_request(bulk: Option<BulkShape>, facts: &Facts) -> Option<usize> {
