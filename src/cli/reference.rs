@@ -322,6 +322,12 @@ pub const ENDS: &[EndSpec] = &[
         help: "an object a web server serves: http://... or https://..., as if= only",
     },
     EndSpec {
+        form: "tcp://HOST:PORT",
+        help: "a TCP connection to HOST, or with ?listen the first one made to HOST:PORT \
+               (tcp://0.0.0.0:PORT?listen on every interface), read as a pipe is; neither \
+               encrypted nor authenticated, as netcat's",
+    },
+    EndSpec {
         form: "mem:PATH",
         help: "the file PATH held whole in memory while the copy runs (at most 4 GiB) and, \
                as of=, written back when the copy ends: an end without a descriptor, for \

@@ -176,11 +176,10 @@ impl Capabilities {
                 ..STORAGE
             },
             // A disk's own blocks through its commands: no descriptor for
-            // O_DIRECT or io_uring's reads, no discard, and no read(2) for
-            // `--verify`'s read-back (its block device is read instead).
+            // O_DIRECT or io_uring's reads, and no discard; read back
+            // with the same commands, which no page cache stands before.
             Kind::Passthrough => Capabilities {
                 writes_at: true,
-                reads_back: false,
                 device: true,
                 fua: true,
                 ..STORAGE

@@ -66,11 +66,6 @@ impl FileEnd {
             queue,
         }
     }
-
-    /// The io_uring queue, where io_uring serves.
-    fn queue(&mut self) -> Option<&mut Queue> {
-        self.queue.as_mut()
-    }
 }
 
 /// The kind of end a descriptor of this file type is.
@@ -203,36 +198,28 @@ impl End for FileEnd {
 
     /// Under O_DIRECT, into the io_uring queue (busy when every slot is
     /// in flight); else, or where io_uring cannot serve, done at once.
-    fn submit(&mut self, request: Request) -> Submitted {
-        if !self.direct || request.op == Op::Zero || request.buf.is_none() || self.queue().is_none()
-        {
+    fn submit(&mut self, mut request: Request) -> Submitted {
+        if request.op == Op::Zero || self.queue.is_none() || request.buf.is_none() {
             return super::at_once(self, request);
         }
-        let Request {
-            id,
-            op,
-            offset,
-            len,
-            buf,
-        } = request;
-        let mut buf = buf.expect("checked above");
-        buf.set_len((len as usize).min(buf.capacity()));
-        let (handle, queue) = (&self.handle, self.queue.as_mut().expect("made above"));
-        let queued = match op {
-            Op::Read => queue.read(handle.as_fd(), id, buf, offset),
-            _ => queue.write(handle.as_fd(), id, buf, offset),
+        let mut buf = request.buf.take().expect("checked above");
+        buf.set_len((request.len as usize).min(buf.capacity()));
+        let (fd, queue) = (
+            self.handle.as_fd(),
+            self.queue.as_mut().expect("checked above"),
+        );
+        let queued = match request.op {
+            Op::Read => queue.read(fd, request.id, buf, request.offset),
+            _ => queue.write(fd, request.id, buf, request.offset),
         };
         match queued {
             Ok(()) => Submitted::InFlight,
-            Err((Errno::BUSY, buf)) => Submitted::Busy(Request {
-                id,
-                op,
-                offset,
-                len,
-                buf: Some(buf),
-            }),
+            Err((Errno::BUSY, buf)) => {
+                request.buf = Some(buf);
+                Submitted::Busy(request)
+            }
             Err((errno, buf)) => Submitted::Done(Completion {
-                id,
+                id: request.id,
                 result: Err(Fault::new(errno)),
                 buf: Some(buf),
             }),

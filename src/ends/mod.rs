@@ -4,7 +4,8 @@
 //! An end carries bytes to and from its storage: a file, a block or
 //! character device and a pipe over a descriptor (`file`), an NBD export
 //! (`nbd`), an object in a store (`object`), a disk through its SCSI or
-//! NVMe generic node (`passthrough`), a file held in memory (`memory`).
+//! NVMe generic node (`passthrough`), a TCP connection (`tcp`), a file
+//! held in memory (`memory`).
 //! It reads and writes at its position with lseek/read/write semantics
 //! (the engine's record reader and writer depend on them for GNU's), and,
 //! where it keeps several requests in flight, takes requests at offsets
@@ -36,6 +37,7 @@ pub mod nbd;
 pub mod object;
 pub mod open;
 pub mod passthrough;
+pub mod tcp;
 pub mod transport;
 pub mod upload;
 pub mod uri;
@@ -324,49 +326,37 @@ fn moved<E: End + ?Sized>(
 /// time: the request done at once, through [`End::read_at`] and
 /// [`End::write_at`].
 pub fn at_once<E: End + ?Sized>(end: &mut E, request: Request) -> Submitted {
-    let Request {
-        id,
-        op,
-        offset,
-        len,
-        buf,
-    } = request;
-    let (result, buf) = match (op, buf) {
-        (Op::Read, Some(mut buf)) => {
-            let want = (len as usize).min(buf.len());
-            let mut done = 0;
-            let mut error = None;
-            while done < want {
-                match end.read_at(&mut buf.as_mut_slice()[done..want], offset + done as u64) {
-                    Ok(0) => break,
-                    Ok(n) => done += n,
-                    Err(Errno::INTR) => {}
-                    Err(errno) => {
-                        error = Some(errno);
-                        break;
-                    }
-                }
-            }
-            (moved(end, done, error, true), Some(buf))
-        }
-        (Op::Write, Some(buf)) => {
-            let want = (len as usize).min(buf.len());
-            let mut done = 0;
-            let mut error = None;
-            while done < want {
-                match end.write_at(&buf.as_slice()[done..want], offset + done as u64) {
-                    Ok(0) => break,
-                    Ok(n) => done += n,
-                    Err(Errno::INTR) => {}
-                    Err(errno) => {
-                        error = Some(errno);
-                        break;
-                    }
-                }
-            }
-            (moved(end, done, error, false), Some(buf))
-        }
-        (_, buf) => (Err(Fault::new(Errno::NOTSUP)), buf),
+    let (id, op, offset) = (request.id, request.op, request.offset);
+    let Some(mut buf) = request.buf.filter(|_| op != Op::Zero) else {
+        return Submitted::Done(Completion {
+            id,
+            result: Err(Fault::new(Errno::NOTSUP)),
+            buf: None,
+        });
     };
-    Submitted::Done(Completion { id, result, buf })
+    let want = (request.len as usize).min(buf.len());
+    let mut done = 0;
+    let mut error = None;
+    while done < want {
+        let at = offset + done as u64;
+        let moved = match op {
+            Op::Read => end.read_at(&mut buf.as_mut_slice()[done..want], at),
+            _ => end.write_at(&buf.as_slice()[done..want], at),
+        };
+        match moved {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(Errno::INTR) => {}
+            Err(errno) => {
+                error = Some(errno);
+                break;
+            }
+        }
+    }
+    let result = moved(end, done, error, op == Op::Read);
+    Submitted::Done(Completion {
+        id,
+        result,
+        buf: Some(buf),
+    })
 }

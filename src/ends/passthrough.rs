@@ -412,51 +412,28 @@ impl End for PassthroughEnd {
     /// One command in a slot of its own (busy when none is free). A
     /// request past the disk's end moves nothing; one across it, what
     /// fits.
-    fn submit(&mut self, request: Request) -> Submitted {
-        let Request {
-            id,
-            op,
-            offset,
-            len,
-            buf,
-        } = request;
-        let (Some(mut buf), false) = (buf, op == RequestOp::Zero) else {
-            return Submitted::Done(Completion {
-                id,
-                result: Err(Fault::new(Errno::NOTSUP)),
-                buf: None,
-            });
-        };
-        if offset >= self.size || len == 0 {
+    fn submit(&mut self, mut request: Request) -> Submitted {
+        let (id, offset) = (request.id, request.offset);
+        if request.op == RequestOp::Zero || request.buf.is_none() {
+            return super::at_once(self, request);
+        }
+        if offset >= self.size || request.len == 0 {
             return Submitted::Done(Completion {
                 id,
                 result: Ok(0),
-                buf: Some(buf),
+                buf: request.buf,
             });
         }
-        let len = len.min(self.size - offset).min(self.max_bytes());
-        let aligned = offset % self.block == 0 && len % self.block == 0;
-        let Some(slot) = self.free_slot().filter(|_| aligned) else {
-            if !aligned {
-                return super::at_once(
-                    self,
-                    Request {
-                        id,
-                        op,
-                        offset,
-                        len,
-                        buf: Some(buf),
-                    },
-                );
-            }
-            return Submitted::Busy(Request {
-                id,
-                op,
-                offset,
-                len,
-                buf: Some(buf),
-            });
+        request.len = request.len.min(self.size - offset).min(self.max_bytes());
+        let len = request.len;
+        if offset % self.block != 0 || len % self.block != 0 {
+            return super::at_once(self, request);
+        }
+        let Some(slot) = self.free_slot() else {
+            return Submitted::Busy(request);
         };
+        let op = request.op;
+        let mut buf = request.buf.take().expect("checked above");
         let read = op == RequestOp::Read;
         buf.set_len(len as usize);
         let exchanged = self.queue.exchange(slot, &mut buf);

@@ -1,6 +1,7 @@
 //! Ends named by a URI in `if=`/`of=`: an NBD export (`nbd://`,
 //! `nbd+unix://`, ...), an object (`s3://BUCKET/KEY`, and for reading
-//! `http://` and `https://`), or a file held in memory (`mem:PATH`). A value is taken as a URI only when no file of
+//! `http://` and `https://`), a TCP connection (`tcp://HOST:PORT`), or a
+//! file held in memory (`mem:PATH`). A value is taken as a URI only when no file of
 //! that name exists, nor the directory its first component would be
 //! (`nbd+unix:` in `nbd+unix:///?socket=...`, where GNU dd would create
 //! a file): GNU dd could not open such a name, so no GNU behaviour
@@ -13,6 +14,7 @@ use std::path::{Component, Path, PathBuf};
 use super::memory;
 use super::nbd::{self, NbdUri};
 use super::object::{self, ObjectUrl};
+use super::tcp::{self, TcpUri};
 use super::{Capabilities, End, Kind};
 use crate::sys::Errno;
 
@@ -23,6 +25,8 @@ pub enum UriEnd {
     Object(ObjectUrl),
     /// `mem:PATH`: the file at PATH, held in memory.
     Memory(PathBuf),
+    /// `tcp://HOST:PORT`: a connection to, or from, another machine.
+    Tcp(TcpUri),
 }
 
 impl UriEnd {
@@ -31,6 +35,7 @@ impl UriEnd {
             UriEnd::Nbd(_) => Kind::NbdExport,
             UriEnd::Object(_) => Kind::Object,
             UriEnd::Memory(_) => Kind::Memory,
+            UriEnd::Tcp(_) => Kind::Socket,
         }
     }
 
@@ -90,6 +95,9 @@ fn recognise_in(base: &Path, value: &Path) -> Option<Result<UriEnd, String>> {
     if let Some(parsed) = memory::recognise(text) {
         return Some(parsed.map(UriEnd::Memory));
     }
+    if let Some(parsed) = tcp::recognise(text) {
+        return Some(parsed.map(UriEnd::Tcp));
+    }
     if let Some(parsed) = nbd::recognise(text) {
         return Some(parsed.map(UriEnd::Nbd).map_err(|e| e.0));
     }
@@ -135,6 +143,7 @@ pub fn open(named: &UriEnd, opening: Opening) -> Result<Box<dyn End>, UriError> 
                 errno: e.errno,
                 detail: e.detail,
             }),
+        UriEnd::Tcp(uri) => tcp::open(uri).map(|end| Box::new(end) as Box<dyn End>),
     }
 }
 
@@ -227,6 +236,10 @@ mod tests {
             recognise_in(base, Path::new("mem:disk.img")),
             Some(Ok(UriEnd::Memory("disk.img".into())))
         );
+        assert!(matches!(
+            recognise_in(base, Path::new("tcp://backup:9000")),
+            Some(Ok(UriEnd::Tcp(_)))
+        ));
         // A directory named like the scheme: GNU dd would write into it.
         std::fs::create_dir(base.join("nbd+unix:")).unwrap();
         assert_eq!(recognise_in(base, uri), None);

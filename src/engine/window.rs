@@ -567,7 +567,9 @@ impl Window {
         if self.hint.is_some() {
             return Some(shape);
         }
-        // Unasked: once reads follow each other, in pieces twice the run.
+        // Unasked: once reads follow each other, in pieces twice the run
+        // (within what the end takes), two at a time until they are as
+        // large as the end wants them, then as many as it wants.
         if at != self.reads.run_end || self.reads.run == 0 {
             self.reads.run = len as u64;
             self.reads.run_end = at + len as u64;
@@ -575,12 +577,18 @@ impl Window {
         }
         self.reads.run += len as u64;
         self.reads.run_end = at + len as u64;
+        let full = shape.request;
         let grown = (self.reads.run * 2)
             .next_power_of_two()
-            .clamp(FIRST_UNASKED_PIECE, shape.request.max(FIRST_UNASKED_PIECE));
+            .clamp(FIRST_UNASKED_PIECE.min(full), full);
+        let grown = (grown.div_ceil(unit) * unit).min(full);
         Some(Shape {
-            depth: shape.depth,
-            request: grown.div_ceil(unit) * unit,
+            depth: if grown < full {
+                shape.depth.min(2)
+            } else {
+                shape.depth
+            },
+            request: grown,
         })
     }
 
@@ -1691,6 +1699,42 @@ mod tests {
         let rest = read_all(&mut window, 512);
         assert!(rest == data[(1 << 20) + 512..]);
         assert!(!seen.lock().unwrap().submitted.is_empty());
+    }
+
+    #[test]
+    fn a_few_records_read_unasked_fetch_little_more_than_they_read() {
+        let data = pattern(64 << 20);
+        // A store: at least 16 ranges of 8 MiB wanted in flight.
+        let store = Requests {
+            most: 32,
+            least: 16,
+            min_len: 8 << 20,
+            ..Requests::ONE_AT_A_TIME
+        };
+        let (mut window, seen) = Lab::holding(data.clone(), store).window();
+        let mut buf = vec![0; 512];
+        for record in 0..3 {
+            assert_eq!(window.read(&mut buf), Ok(512));
+            assert_eq!(buf, data[record * 512..(record + 1) * 512]);
+        }
+        let asked: u64 = seen.lock().unwrap().submitted.iter().map(|r| r.2).sum();
+        assert!(
+            asked <= 2 << 20,
+            "three records asked for {asked} bytes ahead"
+        );
+        // A disk whose commands carry 256 KiB at most: no piece larger.
+        let disk = Requests {
+            most: 8,
+            least: 8,
+            unit: 512,
+            min_len: 256 << 10,
+            max_len: 256 << 10,
+            ..Requests::ONE_AT_A_TIME
+        };
+        let (mut window, seen) = Lab::holding(data.clone(), disk).window();
+        assert!(read_all(&mut window, 64 << 10) == data);
+        let largest = seen.lock().unwrap().submitted.iter().map(|r| r.2).max();
+        assert_eq!(largest, Some(256 << 10));
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! Images: the ends that make ddx an image writer, each a peer
-//! of the file end behind [`crate::ends::End`], built and tested on their
-//! own and wired into the copy by the planner.
+//! Images: the stages of a copy that make ddx an image writer, each a
+//! [`Stream`](crate::engine::stream::Stream) over the stream it is given
+//! (an end through its window, or another stage), built and tested on
+//! their own and wired into the copy by `copy::images`. A stage holds no
+//! data of its own: it is not an end.
 //!
 //! - [`format`]: which compression a stream is in, from its magic bytes;
 //!   [`peek`]: which one an input holds, without taking its bytes.
@@ -19,9 +21,14 @@
 //! - [`UsedOnly`]: a disk read as the blocks its file systems use
 //!   (`--used-only`), the rest passed on as holes.
 //!
-//! Every end here is `Kind::Stream` or wraps another end, and none offers
-//! a descriptor: the engine's descriptor-only paths (splice,
-//! copy_file_range, io_uring) would go around them.
+//! Every stage here is `Kind::Stream` or passes its inner stream's kind
+//! on, and none offers a descriptor: the engine's descriptor-only paths
+//! (splice, copy_file_range, io_uring) would go around them. What a
+//! compressed input decodes to, where its format records it, is read
+//! without taking its bytes from the copy (`decompress::size`: xz's
+//! index, zstd's and lz4's frame headers); a zstd frame too large to
+//! hold decodes block by block (`decompress::zstd_blocks`, zstd's
+//! buffer-less API over FFI, which no crate wraps).
 
 pub mod bmap;
 mod chunks;

@@ -1,5 +1,13 @@
 //! What the user sees while and after copying: GNU's statistics and
 //! progress lines, printed by a reporter that the copy loop never waits on.
+//!
+//! The copy loop only bumps atomic counters (`engine::counters`); a ticker
+//! thread samples them once a second, or when SIGUSR1 asks, and renders
+//! GNU's `status=progress` line, the live line on a terminal (with what a
+//! compressed or used-only input has left, from the stage's own position),
+//! or a JSON record per second to `--progress-fd`; the reporter prints the
+//! statistics in GNU's words and order, and the messages ddx adds after
+//! them.
 
 pub mod json;
 pub mod live;

@@ -1,6 +1,13 @@
 //! The thin platform layer: file descriptors, open flags, positional and
-//! sequential I/O, sizes, cache advice, aligned buffers, signals, and the
-//! memory and CPU time the kernel says are available.
+//! sequential I/O, sizes, cache advice, aligned buffers, signals (with the
+//! commit gate: a signal after an output's completing request was sent
+//! waits for its outcome), io_uring (`ring`: slots of the ring's own, and
+//! a queue of requests that bring their buffers), the memory and CPU time
+//! the kernel says are available, and a disk's own commands: which
+//! character device is a SCSI or NVMe generic node and which disk is
+//! behind it (`passthrough`), SCSI commands through SG_IO with the sense
+//! decoder (`scsi`: on an sg node each slot a descriptor of its own whose
+//! reserve buffer is mapped), NVMe commands through io_uring (`nvme`).
 //!
 //! It holds no policy: callers decide what to open and when; this module
 //! only makes the system calls and reports their errors as `Errno`.

@@ -175,6 +175,59 @@ fn every_module_is_in_the_layer_table_and_imports_only_lower_layers() {
     );
 }
 
+/// ARCHITECTURE.md's module table: one row per top-level module, each a
+/// line a successor reads at a glance (its detail is in the module's own
+/// `//!` header, which every module has).
+#[test]
+fn every_module_has_one_short_row_and_a_header_of_its_own() {
+    const MOST_WORDS: usize = 30;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let architecture =
+        std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let section = architecture
+        .split("## The modules")
+        .nth(1)
+        .expect("ARCHITECTURE.md has the section on modules");
+    let mut rows = BTreeMap::new();
+    for line in section.lines().take_while(|l| !l.starts_with("## ")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let Some(module) = cells.get(1).filter(|c| c.starts_with('`')) else {
+            continue;
+        };
+        let name = module
+            .trim_matches('`')
+            .trim_end_matches('/')
+            .trim_end_matches(".rs");
+        let words = cells.get(2).map_or(0, |c| c.split_whitespace().count());
+        assert!(
+            words <= MOST_WORDS,
+            "{name}'s row runs to {words} words (at most {MOST_WORDS}): the detail belongs in its header"
+        );
+        assert!(
+            rows.insert(name.to_owned(), words).is_none(),
+            "{name} has two rows"
+        );
+    }
+    let src = root.join("src");
+    for module in modules(&src) {
+        assert!(
+            rows.contains_key(&module),
+            "{module} has no row in ARCHITECTURE.md's module table"
+        );
+        let file = if src.join(&module).is_dir() {
+            src.join(&module).join("mod.rs")
+        } else {
+            src.join(format!("{module}.rs"))
+        };
+        let text = std::fs::read_to_string(&file).expect("a module's file");
+        assert!(
+            text.starts_with("//!"),
+            "{} has no //! header",
+            file.display()
+        );
+    }
+}
+
 /// The check itself, on a made-up tree: an import of a module on the
 /// same layer and one from below are both reported, a comment and
 /// another crate's path are not.

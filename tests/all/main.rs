@@ -52,5 +52,6 @@ mod refusals;
 mod rescue;
 mod rescue_phases;
 mod splice;
+mod tcp;
 mod trim;
 mod used_only;

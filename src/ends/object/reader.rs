@@ -35,7 +35,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::ops::Range;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 
 use bytes::Bytes;
 use futures_util::stream::{BoxStream, StreamExt};
@@ -206,6 +206,66 @@ fn pause_before(n: usize) -> std::time::Duration {
     std::time::Duration::from_millis(100 << n.min(6))
 }
 
+/// A GET of this object's bytes, held to its version, for a task.
+struct Getting {
+    store: Arc<dyn ObjectStore>,
+    path: object_store::path::Path,
+    version: Version,
+    attempts: usize,
+}
+
+impl Getting {
+    /// GET `range`, handing each chunk of the body to `sink` with its
+    /// offset in the range (`sink` says how many of its bytes it took):
+    /// the bytes taken in all. A body cut short is asked for again from
+    /// where its bytes stopped, the version checked, up to the configured
+    /// tries in a row without progress.
+    async fn range(
+        &self,
+        range: Range<u64>,
+        mut sink: impl FnMut(u64, &Bytes) -> usize,
+    ) -> object_store::Result<u64> {
+        let Getting {
+            store,
+            path,
+            version,
+            attempts,
+        } = self;
+        let mut from = range.start;
+        let mut failures = 0;
+        loop {
+            let progress = from;
+            let tried: object_store::Result<()> = async {
+                let got = store
+                    .get_opts(path, version.options(Some(from..range.end)))
+                    .await?;
+                version.check(&got.meta)?;
+                let mut body = got.into_stream();
+                while let Some(chunk) = body.next().await {
+                    let chunk = chunk?;
+                    if !chunk.is_empty() {
+                        from += sink(from - range.start, &chunk) as u64;
+                    }
+                }
+                Ok(())
+            }
+            .await;
+            match tried {
+                Ok(()) => return Ok(from - range.start),
+                Err(e) if worth_retrying(&e) => {
+                    still_the_version(&**store, path, version).await?;
+                    failures = if from > progress { 1 } else { failures + 1 };
+                    if failures >= *attempts {
+                        return Err(e);
+                    }
+                    tokio::time::sleep(pause_before(failures)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
 impl ObjectReader {
     /// Open `url` for reading: one HEAD, for its size and ETag.
     pub fn open(url: &ObjectUrl, config: &Config) -> Result<ObjectReader, ObjectError> {
@@ -342,52 +402,20 @@ impl ObjectReader {
     }
 
     /// Start a GET of `range` into `buf` on the runtime; its outcome
-    /// arrives on `fetched`. A body cut short is asked for again from
-    /// where its bytes stopped, the version checked, up to the configured
-    /// tries in a row without progress.
+    /// arrives on `fetched`.
     fn fetch(&mut self, id: u64, range: Range<u64>, mut buf: AlignedBuf) {
-        let store = self.store.store.clone();
-        let path = self.store.path.clone();
-        let version = self.version.clone();
-        let attempts = self.attempts;
+        let getting = self.getting();
         let wanted = range.clone();
         let done = self.fetched_tx.clone();
         let task = self.runtime.spawn(async move {
-            let mut from = wanted.start;
-            let mut failures = 0;
-            let result = loop {
-                let progress = from;
-                let tried: object_store::Result<()> = async {
-                    let got = store
-                        .get_opts(&path, version.options(Some(from..wanted.end)))
-                        .await?;
-                    version.check(&got.meta)?;
-                    let mut body = got.into_stream();
-                    while let Some(chunk) = body.next().await {
-                        let chunk = chunk?;
-                        let at = (from - wanted.start) as usize;
-                        let take = chunk.len().min(buf.len().saturating_sub(at));
-                        buf.as_mut_slice()[at..at + take].copy_from_slice(&chunk[..take]);
-                        from += take as u64;
-                    }
-                    Ok(())
-                }
+            let result = getting
+                .range(wanted.clone(), |at, chunk| {
+                    let at = at as usize;
+                    let take = chunk.len().min(buf.len().saturating_sub(at));
+                    buf.as_mut_slice()[at..at + take].copy_from_slice(&chunk[..take]);
+                    take
+                })
                 .await;
-                match tried {
-                    Ok(()) => break Ok(from - wanted.start),
-                    Err(e) if worth_retrying(&e) => {
-                        if let Err(changed) = still_the_version(&*store, &path, &version).await {
-                            break Err(changed);
-                        }
-                        failures = if from > progress { 1 } else { failures + 1 };
-                        if failures >= attempts {
-                            break Err(e);
-                        }
-                        tokio::time::sleep(pause_before(failures)).await;
-                    }
-                    Err(e) => break Err(e),
-                }
-            };
             let _ = done.send(Fetched {
                 id,
                 range: wanted,
@@ -396,6 +424,16 @@ impl ObjectReader {
             });
         });
         self.fetching.insert(id, task.abort_handle());
+    }
+
+    /// What a GET of this object needs, for a task of its own.
+    fn getting(&self) -> Getting {
+        Getting {
+            store: self.store.store.clone(),
+            path: self.store.path.clone(),
+            version: self.version.clone(),
+            attempts: self.attempts,
+        }
     }
 
     /// A fetched range as the window's completion: its bytes, checked to
@@ -431,50 +469,19 @@ impl ObjectReader {
     }
 
     /// Start a GET of `range` on the runtime, its chunks kept as they
-    /// come (for a read of the caller's: no buffer of the end's). A body cut short is asked
-    /// for again from where its bytes stopped, the version checked, up to
-    /// the configured tries in a row without progress.
+    /// come (for a read of the caller's: no buffer of the end's).
     fn fetch_chunks(&self, range: Range<u64>) -> Fetch {
-        let store = self.store.store.clone();
-        let path = self.store.path.clone();
-        let version = self.version.clone();
-        let attempts = self.attempts;
+        let getting = self.getting();
         let wanted = range.clone();
         let task = self.runtime.spawn(async move {
             let mut chunks = VecDeque::new();
-            let mut from = wanted.start;
-            let mut failures = 0;
-            loop {
-                let progress = from;
-                let tried: object_store::Result<()> = async {
-                    let got = store
-                        .get_opts(&path, version.options(Some(from..wanted.end)))
-                        .await?;
-                    version.check(&got.meta)?;
-                    let mut body = got.into_stream();
-                    while let Some(chunk) = body.next().await {
-                        let chunk = chunk?;
-                        if !chunk.is_empty() {
-                            from += chunk.len() as u64;
-                            chunks.push_back(chunk);
-                        }
-                    }
-                    Ok(())
-                }
-                .await;
-                match tried {
-                    Ok(()) => return Ok(chunks),
-                    Err(e) if worth_retrying(&e) => {
-                        still_the_version(&*store, &path, &version).await?;
-                        failures = if from > progress { 1 } else { failures + 1 };
-                        if failures >= attempts {
-                            return Err(e);
-                        }
-                        tokio::time::sleep(pause_before(failures)).await;
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
+            getting
+                .range(wanted, |_, chunk| {
+                    chunks.push_back(chunk.clone());
+                    chunk.len()
+                })
+                .await
+                .map(|_| chunks)
         });
         Fetch { range, task }
     }
@@ -625,21 +632,14 @@ impl End for ObjectReader {
     /// A range, fetched by a task of its own; a range past the object's
     /// end moves nothing.
     fn submit(&mut self, request: Request) -> Submitted {
-        let Request {
-            id,
-            op,
-            offset,
-            len,
-            buf,
-        } = request;
-        let (Op::Read, Some(mut buf), true) = (op, buf, self.ranges) else {
-            return Submitted::Done(Completion {
-                id,
-                result: Err(Fault::new(Errno::BADF)),
-                buf: None,
-            });
+        let (id, offset) = (request.id, request.offset);
+        if request.op != Op::Read || !self.ranges {
+            return crate::ends::at_once(self, request);
+        }
+        let Some(mut buf) = request.buf else {
+            return crate::ends::at_once(self, request);
         };
-        let end = self.size.min(offset.saturating_add(len));
+        let end = self.size.min(offset.saturating_add(request.len));
         if offset >= end {
             return Submitted::Done(Completion {
                 id,

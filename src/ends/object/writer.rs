@@ -577,14 +577,8 @@ impl End for ObjectWriter {
     /// The next part, from where the object's bytes end: sent in a task
     /// of its own (busy while as many parts as memory allows are in
     /// flight); the last part of an object of one part is one PUT.
-    fn submit(&mut self, request: Request) -> Submitted {
-        let Request {
-            id,
-            op,
-            offset,
-            len,
-            buf,
-        } = request;
+    fn submit(&mut self, mut request: Request) -> Submitted {
+        let (id, offset) = (request.id, request.offset);
         let refuse = |errno, words: Option<String>, buf| {
             Submitted::Done(Completion {
                 id,
@@ -596,7 +590,7 @@ impl End for ObjectWriter {
                 buf,
             })
         };
-        let (Op::Write, Some(mut buf)) = (op, buf) else {
+        let Some(mut buf) = request.buf.take().filter(|_| request.op == Op::Write) else {
             return refuse(Errno::BADF, None, None);
         };
         if let Some(failure) = &self.failure {
@@ -605,15 +599,10 @@ impl End for ObjectWriter {
         if self.state != State::Writing || offset != self.accepted {
             return refuse(Errno::SPIPE, None, Some(buf));
         }
-        let len = (len as usize).min(buf.len());
+        let len = (request.len as usize).min(buf.len());
         if self.sending.len() >= parts::in_flight(len) {
-            return Submitted::Busy(Request {
-                id,
-                op,
-                offset,
-                len: len as u64,
-                buf: Some(buf),
-            });
+            request.buf = Some(buf);
+            return Submitted::Busy(request);
         }
         buf.set_len(len);
         let whole = self.ending && !self.started && self.parts.is_empty();
