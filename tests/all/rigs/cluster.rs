@@ -219,6 +219,8 @@ impl Cluster {
                 &format!("-port={master_port}"),
                 &format!("-port.grpc={master_grpc}"),
                 "-mdir=.",
+                // One master: no Raft quorum to wait for.
+                "-peers=none",
                 &format!("-defaultReplication={copies}"),
                 // Reports go to a server on the internet by default.
                 "-telemetry=false",
@@ -291,7 +293,13 @@ impl Cluster {
             _dir: dir,
         };
         cluster.master.spawn()?;
-        cluster.wait_listening(&cluster.master)?;
+        // A volume server whose first heartbeat finds no leader waits a
+        // pulse (5 s) before the next.
+        cluster.wait("the master to lead", Duration::from_secs(60), || {
+            cluster
+                .master_says("/cluster/status")
+                .is_some_and(|s| s.contains("\"IsLeader\":true"))
+        })?;
         for volume in &cluster.volumes {
             volume.spawn()?;
         }
@@ -400,9 +408,14 @@ impl Cluster {
 
     /// The master's view of the topology (JSON), if it answers.
     fn master_status(&self) -> Option<String> {
+        self.master_says("/dir/status")
+    }
+
+    /// The master's answer to a GET of `path`, if it answers.
+    fn master_says(&self, path: &str) -> Option<String> {
         let out = Command::new("curl")
             .args(["-sS", "-f", "--max-time", "5"])
-            .arg(format!("http://127.0.0.1:{}/dir/status", self.master.port))
+            .arg(format!("http://127.0.0.1:{}{path}", self.master.port))
             .stdin(Stdio::null())
             .output()
             .ok()?;
