@@ -32,11 +32,13 @@ cluster_start() {
   printf '[master.volume_growth]\ncopy_1 = 1\ncopy_2 = 1\ncopy_3 = 1\ncopy_other = 1\n' \
     >"$dir/master/master.toml"
   (cd "$dir/master" && exec "$weed" master -ip=127.0.0.1 -ip.bind=127.0.0.1 -port="$mport" \
-    -port.grpc="$mgrpc" -mdir=. -defaultReplication=001 -telemetry=false >log 2>&1) &
+    -port.grpc="$mgrpc" -mdir=. -peers=none -defaultReplication=001 -telemetry=false >log 2>&1) &
   cluster_pids+=($!)
   local i
-  for i in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$mport") 2>/dev/null && break
+  # Volume servers once it leads (a first heartbeat that finds no leader
+  # waits a 5 s pulse for the next).
+  for i in $(seq 300); do
+    curl -s "http://127.0.0.1:$mport/cluster/status" 2>/dev/null | grep -q '"IsLeader":true' && break
     sleep 0.1
   done
   local volumes=()

@@ -372,10 +372,12 @@ pub const REMOTE_ENDS: &[&str] = &[
     "An s3:// object is read with ranged GETs, several in flight, and written as a multipart \
      upload whose parts, sized from the input, go in parallel. It appears under its key only \
      when the upload completes: a failed or interrupted (SIGINT, SIGTERM) upload is aborted, \
-     leaving no object and no pending upload, unless --map=FILE keeps it resumable: then it \
-     stays on the server, and the same command with --resume continues it after the parts \
-     the server holds. As an output an object takes no seek=, conv=notrunc, conv=sparse, \
-     conv=excl, conv=nocreat or oflag=append, nor --rescue or --trim; --verify reads it back.",
+     leaving no object and no pending upload. As an output an object takes no seek=, \
+     conv=notrunc, conv=sparse, conv=excl, conv=nocreat or oflag=append, nor --rescue or \
+     --trim. --map=FILE keeps the upload resumable: it stays on the server when the copy fails, \
+     and --resume sends only the parts the server does not hold. Every part carries its \
+     SHA-256, which the server checks; --verify compares the server's checksum of the whole \
+     object with ddx's, and reads the object back only from a server that gives none.",
     "An http:// or https:// object is read with ranged GETs where the server takes them, \
      else as one body. https is verified against the system's trusted certificates and \
      AWS_CA_BUNDLE's. A password or a presigned URL's query in a URL never appears in a \

@@ -248,6 +248,53 @@ fn a_part_changed_on_the_way_is_refused_by_the_server_and_never_completed() {
     bucket.assert_no_pending_upload();
 }
 
+/// An object whose checksum, as the store gives it once the object is
+/// whole, is not that of the bytes ddx sent (the proxy changes the
+/// store's answer to ddx's HEAD): the copy fails in one line that gives
+/// both checksums, and `--verify` never reports the object as checked.
+/// Both ways an object is stored: parts completed into one object, and
+/// one PUT.
+#[test]
+fn an_object_whose_stored_checksum_is_not_ddxs_is_named_and_never_called_verified() {
+    let Some(bucket) = bucket_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (key, size) in [("parts", 2 * 16 * MIB + 7), ("one", MIB + 3)] {
+        let proxy = FaultProxy::start(
+            bucket.cluster.port(),
+            vec![Rule::new(
+                "HEAD",
+                key,
+                Fault::SetAnswerHeader {
+                    name: "x-amz-checksum-sha256",
+                    value: "q0s6mvA4M6X2Y5UZxe3n5Cz8hDCXK9ehm2NqD5G0dFY=",
+                },
+            )
+            .times(100)],
+        );
+        let input = dir.path().join(key);
+        std::fs::write(&input, pattern(31, size)).expect("input");
+        let out = run(ddx()
+            .envs(env(bucket.env(), &proxy.endpoint(), 2))
+            .arg(format!("if={}", input.display()))
+            .arg(format!("of={}", bucket.url(key)))
+            .args(["bs=4M", "--verify"]));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{key}: {stderr}");
+        let line = one_line(&stderr, &format!("'{}'", bucket.url(key)));
+        for said in [
+            "the upload completed, but the server's SHA-256 of the object is ",
+            "q0s6mvA4M6X2Y5UZxe3n5Cz8hDCXK9ehm2NqD5G0dFY=",
+            "as of the bytes sent",
+        ] {
+            assert!(line.contains(said), "{key}: {said:?} not in: {line}");
+        }
+        assert!(proxy.faults() >= 1, "{key}: {:?}", proxy.seen());
+        assert!(!stderr.contains("verify:"), "{key}: {stderr}");
+    }
+}
+
 /// The parts the proxy saw uploaded, by number.
 fn parts_put(proxy: &FaultProxy) -> Vec<usize> {
     proxy

@@ -403,7 +403,14 @@ impl ObjectWriter {
     /// it waits for its outcome).
     fn finish(&mut self) -> Result<(), Errno> {
         match self.state {
-            State::Committed => return Ok(()),
+            // A one-PUT object whose answer came before the close: its
+            // checksum is still to be confirmed (once).
+            State::Committed => {
+                return match self.whole_sha256.take() {
+                    Some(sent) => self.confirm(Ok(sent)),
+                    None => Ok(()),
+                }
+            }
             State::Ended => return Err(self.failure.as_ref().map_or(Errno::IO, |f| f.errno)),
             State::Writing => {}
         }

@@ -43,6 +43,13 @@ pub enum Fault {
         after: usize,
         then: Option<Arc<dyn Fn() + Send + Sync>>,
     },
+    /// Pass it on, and give the answer the header `name` with `value`
+    /// instead of the server's (as a store that says it holds other
+    /// bytes than it was sent).
+    SetAnswerHeader {
+        name: &'static str,
+        value: &'static str,
+    },
 }
 
 /// Which requests a fault hits: by method, a piece of the request target
@@ -340,6 +347,14 @@ fn serve(client: TcpStream, upstream: u16, state: &Mutex<State>) -> std::io::Res
     if lines.is_empty() {
         let _ = client.shutdown(Shutdown::Both);
         return Ok(());
+    }
+    if let Some(Fault::SetAnswerHeader { name, value }) = &fault {
+        lines.retain(|l| {
+            !l.split(':')
+                .next()
+                .is_some_and(|n| n.trim().eq_ignore_ascii_case(name))
+        });
+        lines.push(format!("{name}: {value}"));
     }
     let left_out: &[&str] = if strip_etag { &["etag"] } else { &[] };
     client.write_all(&rewritten(&lines, left_out))?;

@@ -6,8 +6,8 @@
 //! no checksums) and rclone's HTTP server (ranges, HEAD, and TLS with a certificate the
 //! test makes with openssl and trusts explicitly), python's http.server,
 //! which ignores `Range`, a python server that hangs up mid-body (an
-//! input that fails mid-stream), and socat as a TLS front for s3s-fs (an
-//! https S3 endpoint).
+//! input that fails mid-stream), and socat as a TLS front for a plain
+//! S3 endpoint (the cluster's gateway, as an https one).
 
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -313,7 +313,8 @@ impl PythonHttpServer {
 }
 
 /// socat terminating TLS on a free port and passing the bytes on to
-/// `port`: an https endpoint in front of a plain one (s3s-fs has no TLS).
+/// `port`: an https endpoint in front of a plain one (the gateway here
+/// serves plain HTTP).
 pub struct TlsFront(Listening);
 
 impl TlsFront {
