@@ -25,6 +25,10 @@ pub struct Ended {
     /// What the output's store said of the bytes it holds
     /// (`End::stored_as_written`).
     pub stored_as_written: Option<Result<String, String>>,
+    /// The output was finalised; an output that failed to be (an upload
+    /// whose completion failed or was refused) is not read back: it is
+    /// not what was written.
+    pub finalised: bool,
 }
 
 /// What ddx's own options ask for, checked.
@@ -115,6 +119,7 @@ impl Extras {
         let Ended {
             failed: copy_failed,
             stored_as_written,
+            finalised,
         } = ended;
         let Some(job) = job else {
             return false;
@@ -153,6 +158,7 @@ impl Extras {
         let quoted = quote_file(&crate::ends::uri::shown(output));
         let reopen = super::read_back::ReadBackOf::new(output, plan, passthrough);
         match stored_as_written {
+            _ if !finalised => {}
             Some(Ok(how)) if !copy_failed => reporter.message(format!(
                 "verify: {} bytes of {quoted} not read back: {how}",
                 chunks.total

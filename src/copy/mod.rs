@@ -306,8 +306,9 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         input_record: input_record.as_ref(),
     };
 
-    // What the output's store said of the bytes it holds, for --verify.
-    let mut stored_as_written = None;
+    // How the output was closed (what its store said of the bytes it
+    // holds), for --verify.
+    let closed;
     // A map named but not there: said once nothing refused the copy,
     // before it reads anything.
     // What `--used-only` copies whole, said whatever `--verbose` says.
@@ -339,7 +340,8 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
                     .with_cpu_since(cpu_at_start)
                     .with_ends(input.stream.describe(), output.stream.describe())
             });
-            let failed = close(input, output, &copying)? || failed;
+            closed = close(input, output, &copying)?;
+            let failed = closed.failed || failed;
             ticker.stop();
             (failed, Some(aftermath), report)
         }
@@ -360,8 +362,8 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
             // The reporter still watches signals while the output is made
             // final: one that comes before an upload's completing request
             // aborts it, one after it waits for its outcome.
-            let (failed, stored) = close_output(output, failed, &copying)?;
-            stored_as_written = stored;
+            closed = close_output(output, failed, &copying)?;
+            let failed = closed.failed;
             ticker.stop();
             (failed, None, report)
         }
@@ -405,7 +407,8 @@ pub fn run(mut request: Request, context: Context) -> Result<Finished, Failure> 
         &reporter,
         extras::Ended {
             failed,
-            stored_as_written,
+            stored_as_written: closed.stored,
+            finalised: closed.finalised,
         },
     );
     if let Some(output) = &plan.output {
@@ -534,9 +537,9 @@ fn stream(
 
 /// GNU closes both ends before the statistics; a close error ends it
 /// there.
-fn close(input: Input, output: Output, copying: &Copying<'_>) -> Result<bool, Failure> {
+fn close(input: Input, output: Output, copying: &Copying<'_>) -> Result<Closed, Failure> {
     close_input(input)?;
-    close_output(output, false, copying).map(|(failed, _)| failed)
+    close_output(output, false, copying)
 }
 
 fn close_input(input: Input) -> Result<(), Failure> {
@@ -546,21 +549,29 @@ fn close_input(input: Input) -> Result<(), Failure> {
         .map_err(|errno| Failure::from(Diagnostic::ClosingInput { file: name, errno }))
 }
 
+/// How the output was closed.
+#[derive(Debug)]
+struct Closed {
+    /// The copy failed (before the close, or in finalising the output).
+    failed: bool,
+    /// What the output's store said of the bytes it holds
+    /// (`End::stored_as_written`).
+    stored: Option<Result<String, String>>,
+    /// The output was finalised: not an upload aborted or kept for
+    /// `--resume`, nor one whose completion failed.
+    finalised: bool,
+}
+
 /// Close the output; after a `failed` copy, as its end finalises one
 /// (an upload is aborted rather than completed). The end is finalised
 /// first, so that what it says about that (the server's answer to an
-/// upload's completion or abort) is in the message. Returns whether the
-/// copy failed, and what the store said of the bytes it holds
-/// (`End::stored_as_written`): a failure to finalise (the last writes, an
-/// upload's completion) is the copy's, said here, and the statistics
-/// still come after it, saying what was read and what is stored; the
-/// same failure met again after a failed copy is not said twice. A
-/// failure of the close itself ends ddx there, as it ends GNU dd.
-fn close_output(
-    output: Output,
-    failed: bool,
-    copying: &Copying<'_>,
-) -> Result<(bool, Option<Result<String, String>>), Failure> {
+/// upload's completion or abort) is in the message. A failure to
+/// finalise (the last writes, an upload's completion) is the copy's,
+/// said here, and the statistics still come after it, saying what was
+/// read and what is stored; the same failure met again after a failed
+/// copy is not said twice. A failure of the close itself ends ddx there,
+/// as it ends GNU dd.
+fn close_output(output: Output, failed: bool, copying: &Copying<'_>) -> Result<Closed, Failure> {
     let reporter = copying.reporter;
     let Output {
         stream: mut end,
@@ -584,7 +595,11 @@ fn close_output(
         if !detail.as_deref().is_some_and(|d| reporter.said_detail(d)) {
             reporter.diagnostic(closing(errno, detail));
         }
-        return Ok((true, None));
+        return Ok(Closed {
+            failed: true,
+            stored: None,
+            finalised: false,
+        });
     }
     let stored = end.stored_as_written();
     let closed = if failed {
@@ -593,7 +608,11 @@ fn close_output(
         end.close()
     };
     closed.map_err(|errno| Failure::from(closing(errno, None)))?;
-    Ok((failed, stored))
+    Ok(Closed {
+        failed,
+        stored,
+        finalised: true,
+    })
 }
 
 /// After the output of a copy that did not fail otherwise failed to

