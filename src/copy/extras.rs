@@ -23,7 +23,7 @@ pub struct Ended {
     /// The copy failed.
     pub failed: bool,
     /// What the output's store said of the bytes it holds
-    /// (`End::stored_as_written`).
+    /// (`Upload::stored_as_written`).
     pub stored_as_written: Option<Result<String, String>>,
     /// The output was finalised; an output that failed to be (an upload
     /// whose completion failed or was refused) is not read back: it is

@@ -555,7 +555,7 @@ struct Closed {
     /// The copy failed (before the close, or in finalising the output).
     failed: bool,
     /// What the output's store said of the bytes it holds
-    /// (`End::stored_as_written`).
+    /// (`Upload::stored_as_written`).
     stored: Option<Result<String, String>>,
     /// The output was finalised: not an upload aborted or kept for
     /// `--resume`, nor one whose completion failed.

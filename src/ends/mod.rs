@@ -294,16 +294,6 @@ pub trait End: Send + fmt::Debug {
         Ok(())
     }
 
-    /// After [`End::finalise`]: whether the store itself confirmed that
-    /// it holds exactly the bytes written (an object whose checksum, as
-    /// the server computed it, is the one of the bytes sent), for
-    /// `--verify` to report instead of reading the output back: Ok says
-    /// how it was confirmed, Err why the store could not say. None: the
-    /// end has no such word (read it back).
-    fn stored_as_written(&self) -> Option<Result<String, String>> {
-        None
-    }
-
     /// Complete the end and report its last error (close(2); completing
     /// an upload; the last flush of a remote end).
     fn close(self: Box<Self>) -> Result<(), Errno>;

@@ -146,6 +146,16 @@ impl UploadRecord {
 /// the bytes written into requests of [`Upload::part_len`] bytes, one per
 /// part, and hands the end what only the upload needs to know.
 pub trait Upload {
+    /// After the end is finalised: whether the store itself confirmed
+    /// that it holds exactly the bytes written (an object whose checksum,
+    /// as the server computed it, is the one of the bytes sent), for
+    /// `--verify` to report instead of reading the output back: Ok says
+    /// how it was confirmed, Err why the store could not say. None: no
+    /// such word (read it back).
+    fn stored_as_written(&self) -> Option<Result<String, String>> {
+        None
+    }
+
     /// The bytes the copy will write, where known: parts are sized so
     /// that the whole fits in the parts an upload may have.
     fn expect(&mut self, total: Option<u64>);

@@ -273,8 +273,8 @@ pub trait Stream: Send + fmt::Debug {
     }
 
     /// After [`Stream::finalise`]: what the output's store said of the
-    /// bytes it holds (`End::stored_as_written`). None: nothing.
-    fn stored_as_written(&self) -> Option<Result<String, String>> {
+    /// bytes it holds (`Upload::stored_as_written`). None: nothing.
+    fn stored_as_written(&mut self) -> Option<Result<String, String>> {
         None
     }
 

@@ -1318,8 +1318,8 @@ impl Stream for Window {
         self.detail.take().or_else(|| self.end.take_detail())
     }
 
-    fn stored_as_written(&self) -> Option<Result<String, String>> {
-        self.end.stored_as_written()
+    fn stored_as_written(&mut self) -> Option<Result<String, String>> {
+        self.end.upload()?.stored_as_written()
     }
 
     fn finalise(&mut self, copy_failed: bool) -> Result<(), Errno> {

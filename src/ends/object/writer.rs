@@ -665,13 +665,6 @@ impl End for ObjectWriter {
         finished
     }
 
-    fn stored_as_written(&self) -> Option<Result<String, String>> {
-        Some(match self.confirmation.as_ref()? {
-            Confirmation::Confirmed { sha256 } => Ok(checksum::described(sha256)),
-            Confirmation::Unchecked(why) => Err(why.clone()),
-        })
-    }
-
     fn close(mut self: Box<Self>) -> Result<(), Errno> {
         self.finalise(false)
     }
@@ -688,6 +681,13 @@ impl End for ObjectWriter {
 }
 
 impl Upload for ObjectWriter {
+    fn stored_as_written(&self) -> Option<Result<String, String>> {
+        Some(match self.confirmation.as_ref()? {
+            Confirmation::Confirmed { sha256 } => Ok(checksum::described(sha256)),
+            Confirmation::Unchecked(why) => Err(why.clone()),
+        })
+    }
+
     fn expect(&mut self, total: Option<u64>) {
         self.total = total;
     }
