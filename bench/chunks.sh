@@ -83,7 +83,8 @@ truncate -s "$size" "$release_n"
 printf 'label: gpt\nstart=2048, size=%d, type=EBD0A0A2-B9E5-4433-87C0-68B6B72699C7\nstart=%d, size=%d, type=0FC63DAF-8483-4772-8E79-3D69D8477DE4\n' \
   "$fat_sectors" "$ext_start" "$ext_sectors" | sfdisk -q --no-reread --no-tell-kernel "$release_n"
 mkfs.vfat --offset=2048 -F 32 -s 1 -S 512 -n BOOT "$release_n" $((fat_sectors / 2)) >/dev/null 2>&1
-first=$(find "$content" -type f -size +1M | head -n 20)
+# Files of 1-4 MiB, at most 12: within the 64 MiB FAT whatever the size.
+first=$(find "$content" -type f -size +1M -size -4M | head -n 12)
 # shellcheck disable=SC2086
 mcopy -i "$release_n@@$((2048 * 512))" $first ::/
 mkfs.ext4 -q -F -E "offset=$((ext_start * 512))" -d "$content" "$release_n" "$((ext_sectors / 2))k"
