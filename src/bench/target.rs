@@ -425,14 +425,14 @@ fn open_end(
         Op::Read => {
             plan.input = Some(path.to_owned());
             plan.input_flags = flags;
-            open_input(&plan, options).map(|opened| opened.end)
+            open_input(&plan, options).map(|opened| opened.stream)
         }
         Op::Write => {
             // The target is there, and is never created or truncated.
             plan.output = Some(path.to_owned());
             plan.output_flags = flags;
             plan.conv = Conv::NOTRUNC | Conv::NOCREAT;
-            open_output(&plan, options, &mut Vec::new()).map(|opened| opened.end)
+            open_output(&plan, options, &mut Vec::new()).map(|opened| opened.stream)
         }
     };
     match opened {

@@ -244,19 +244,19 @@ fn read_index(path: &std::path::Path) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
-        match input.end.read(&mut buf) {
+        match input.stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => bytes.extend_from_slice(&buf[..n]),
             Err(crate::sys::Errno::INTR) => {}
             Err(errno) => {
                 return Err(input
-                    .end
+                    .stream
                     .take_detail()
                     .unwrap_or_else(|| crate::sys::errno_text(errno)))
             }
         }
     }
-    let _ = input.end.close();
+    let _ = input.stream.close();
     Ok(bytes)
 }
 

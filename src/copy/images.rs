@@ -392,7 +392,7 @@ impl Images {
                         return Err(error.into());
                     }
                 };
-                let extra = crate::engine::stream::stream_of(opened.end);
+                let extra = crate::engine::stream::stream_of(opened.stream);
                 extras.push((quote_file(&opened.name), hold(extra)));
             }
             let tee = image::Tee::new(end, extras);
@@ -593,6 +593,15 @@ impl Images {
     }
 }
 
+/// The compressed format the input starts with, where it can be read
+/// at an offset without moving it (a pipe cannot be peeked at).
+fn compressed_format(input: &mut dyn Stream) -> Option<image::Format> {
+    if !input.capabilities().reads_at {
+        return None;
+    }
+    image::peek::compressed_format(input, 0)
+}
+
 /// A map made for another image than the compressed input decodes to,
 /// where its format records that size (see `image::decompress::size`):
 /// refused before anything is written. Where the size is not recorded,
@@ -604,10 +613,7 @@ fn check_decoded_size(
     path: &Path,
     name: &str,
 ) -> Result<(), Failure> {
-    if !input.capabilities().reads_at {
-        return Ok(());
-    }
-    let Some(format) = image::peek::compressed_format(input, 0) else {
+    let Some(format) = compressed_format(input) else {
         return Ok(());
     };
     match image::decompress::size::decoded_size(input, format) {
@@ -632,10 +638,7 @@ fn check_compressed_size(
     path: &Path,
     name: &str,
 ) -> Result<(), Failure> {
-    if !input.capabilities().reads_at {
-        return Ok(());
-    }
-    let Some(format) = image::peek::compressed_format(input, 0) else {
+    let Some(format) = compressed_format(input) else {
         return Ok(());
     };
     let Some(size) = input.size().ok().flatten() else {

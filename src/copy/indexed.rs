@@ -142,7 +142,7 @@ impl Indexed {
                     crate::request::Settings::default().passthrough().into(),
                     &mut warnings,
                 )?;
-                IndexFile::Stream(stream_of(output.end))
+                IndexFile::Stream(stream_of(output.stream))
             }
             None => IndexFile::Path(path.clone()),
         };
@@ -272,7 +272,7 @@ impl Indexed {
             },
             crate::request::Settings::default().passthrough().into(),
         )?;
-        let mut seed_stream = stream_of(opened.end);
+        let mut seed_stream = stream_of(opened.stream);
         let bytes = read_whole(seed_stream.as_mut()).map_err(|(errno, detail)| {
             let why = detail.unwrap_or_else(|| crate::sys::errno_text(errno));
             Failure::Refused(Refusal(format!("--seed={}: {why}", shown(path))))
@@ -447,7 +447,7 @@ fn open_seed(plan: &CopyPlan, path: &Path) -> Result<SeedReader, Failure> {
         crate::request::Settings::default().passthrough().into(),
     )
     .map_err(|e| Failure::Refused(Refusal(format!("--seed={}: {}", shown(path), e.diagnostic))))?;
-    let end = opened.end;
+    let end = opened.stream;
     if let Some(fd) = end.fd() {
         if let Ok(own) = fd.as_fd().try_clone_to_owned() {
             let _ = end.close();

@@ -58,7 +58,7 @@ impl<'a> ReadBackOf<'a> {
             ..self.plan.clone()
         };
         let opened = open_input(&plan, self.passthrough.into()).map_err(|e| e.errno())?;
-        Ok(stream_of(opened.end))
+        Ok(stream_of(opened.stream))
     }
 
     /// Whether `path` is a file or block device reached through a

@@ -38,10 +38,14 @@ impl From<GenericNodeOptions> for Options {
     }
 }
 
-/// The input as opened: its end, and GNU's notion of its offset.
+/// An input, with the name messages give it and GNU's notion of its
+/// offset. `S` reads it: the end as opened ([`OpenedInput`]), then the
+/// engine's stream over that end (`engine::stream::Input`), so the two
+/// share one record of where the input stands.
 #[derive(Debug)]
-pub struct OpenedInput {
-    pub end: Box<dyn End>,
+pub struct InputOf<S> {
+    /// What moves its bytes.
+    pub stream: S,
     /// The name used in messages ("standard input" or the path).
     pub name: Vec<u8>,
     /// Standard input, inherited: others may read it after ddx.
@@ -53,11 +57,43 @@ pub struct OpenedInput {
     pub offset: i64,
 }
 
-/// The output as opened: its end and the name messages give it.
+/// The input as opened: its end.
+pub type OpenedInput = InputOf<Box<dyn End>>;
+
+impl<S> InputOf<S> {
+    /// The same input, read through `wrap(stream)`.
+    pub fn map<T>(self, wrap: impl FnOnce(S) -> T) -> InputOf<T> {
+        InputOf {
+            stream: wrap(self.stream),
+            name: self.name,
+            inherited: self.inherited,
+            seekable: self.seekable,
+            seek_errno: self.seek_errno,
+            offset: self.offset,
+        }
+    }
+}
+
+/// An output and the name messages give it; `S` writes it, as for
+/// [`InputOf`].
 #[derive(Debug)]
-pub struct OpenedOutput {
-    pub end: Box<dyn End>,
+pub struct OutputOf<S> {
+    /// What moves its bytes.
+    pub stream: S,
     pub name: Vec<u8>,
+}
+
+/// The output as opened: its end.
+pub type OpenedOutput = OutputOf<Box<dyn End>>;
+
+impl<S> OutputOf<S> {
+    /// The same output, written through `wrap(stream)`.
+    pub fn map<T>(self, wrap: impl FnOnce(S) -> T) -> OutputOf<T> {
+        OutputOf {
+            stream: wrap(self.stream),
+            name: self.name,
+        }
+    }
 }
 
 /// The name messages give `path`: as given, an object URL without its
@@ -206,7 +242,7 @@ pub fn open_input(plan: &CopyPlan, options: Options) -> Result<OpenedInput, Open
     });
     if let Some(opened) = special {
         return Ok(OpenedInput {
-            end: opened?,
+            stream: opened?,
             name: plan.input.as_deref().map(path_name).unwrap_or_default(),
             inherited: false,
             seekable: true,
@@ -238,7 +274,7 @@ pub fn open_input(plan: &CopyPlan, options: Options) -> Result<OpenedInput, Open
         Err(errno) => (false, Some(errno), 0),
     };
     Ok(OpenedInput {
-        end,
+        stream: end,
         name,
         inherited,
         seekable,
@@ -272,7 +308,7 @@ pub fn open_output(
                 .into());
             }
             return Ok(OpenedOutput {
-                end: opened?,
+                stream: opened?,
                 name: path_name(path),
             });
         }
@@ -288,7 +324,7 @@ pub fn open_output(
                 .into());
             }
             return Ok(OpenedOutput {
-                end,
+                stream: end,
                 name: path_name(path),
             });
         }
@@ -297,7 +333,7 @@ pub fn open_output(
         let stdout = std::io::stdout();
         let name = inherit(stdout.as_fd(), "standard output", plan.output_flags, false)?;
         return Ok(OpenedOutput {
-            end: Box::new(FileEnd::new(Handle::Stdout(stdout))),
+            stream: Box::new(FileEnd::new(Handle::Stdout(stdout))),
             name,
         });
     };
@@ -353,7 +389,7 @@ pub fn open_output(
         }
     }
     Ok(OpenedOutput {
-        end: Box::new(FileEnd::new(Handle::Owned(fd))),
+        stream: Box::new(FileEnd::new(Handle::Owned(fd))),
         name,
     })
 }

@@ -30,6 +30,7 @@
 use std::fmt;
 use std::os::fd::BorrowedFd;
 
+use crate::ends::open::{InputOf, OpenedInput, OpenedOutput, OutputOf};
 use crate::ends::upload::{Journal, UploadRecord};
 use crate::ends::{Capabilities, End, Kind, Whence};
 use crate::operands::CopyPlan;
@@ -115,28 +116,21 @@ pub trait Stream: Send + fmt::Debug {
         None
     }
 
-    /// lseek(2): the new position. ESPIPE where the end cannot seek.
+    /// As [`End::seek`].
     fn seek(&mut self, to: Whence) -> Result<u64, Errno>;
 
-    /// The size GNU's `usable_st_size` gives (a regular file's, an
-    /// export's or an object's data size); None where the kind has none
-    /// that means the data (a pipe, a block device's st_size).
+    /// As [`End::size`].
     fn size(&self) -> Result<Option<u64>, Errno>;
 
-    /// Where data starts at or after `offset` (SEEK_DATA): None when only
-    /// a hole is left up to the end. The position is unspecified after.
-    /// ENXIO/EOPNOTSUPP-like errors mean "no hole information".
+    /// As [`End::next_data`].
     fn next_data(&mut self, offset: u64) -> Result<Option<u64>, Errno> {
         let _ = offset;
         Err(Errno::NOTSUP)
     }
 
-    /// Where the data at `offset` ends (SEEK_HOLE): the first hole at or
-    /// after `offset`, or the end of the data if no hole comes before it.
-    /// With [`Stream::next_data`] it gives a data extent whole, so that the
-    /// engine can leave out exactly the holes (`--bmap` writes only mapped
-    /// blocks) and `--bmap-create` can map the input's extents. The
-    /// position is unspecified after. EOPNOTSUPP: no hole information.
+    /// As [`End::next_hole`]: with [`Stream::next_data`] it lets the
+    /// engine leave out exactly the holes (`--bmap` writes only mapped
+    /// blocks) and `--bmap-create` map the input's extents.
     fn next_hole(&mut self, offset: u64) -> Result<u64, Errno> {
         let _ = offset;
         Err(Errno::NOTSUP)
@@ -151,22 +145,22 @@ pub trait Stream: Send + fmt::Debug {
         Err(Errno::NOTSUP)
     }
 
-    /// ftruncate(2).
+    /// As [`End::truncate`].
     fn truncate(&mut self, len: u64) -> Result<(), Errno> {
         let _ = len;
         Err(Errno::INVAL)
     }
 
-    /// fdatasync(2) (`data_only`) or fsync(2); a flush for a remote end.
+    /// As [`End::sync`].
     fn sync(&mut self, data_only: bool) -> Result<(), Errno>;
 
-    /// pread(2): read at `offset`, the position unchanged.
+    /// As [`End::read_at`].
     fn read_at(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
         let _ = (buf, offset);
         Err(Errno::SPIPE)
     }
 
-    /// pwrite(2): write at `offset`, the position unchanged.
+    /// As [`End::write_at`].
     fn write_at(&mut self, buf: &[u8], offset: u64) -> Result<usize, Errno> {
         let _ = (buf, offset);
         Err(Errno::SPIPE)
@@ -414,39 +408,12 @@ macro_rules! forward_to_inner {
 pub(crate) use forward_to_inner;
 
 /// The input side: its stream, and GNU's notion of its offset.
-#[derive(Debug)]
-pub struct Input {
-    pub stream: Box<dyn Stream>,
-    /// The name used in messages ("standard input" or the path).
-    pub name: Vec<u8>,
-    /// Standard input, inherited: others may read it after ddx.
-    pub inherited: bool,
-    pub seekable: bool,
-    /// The error of the initial lseek when not seekable.
-    pub seek_errno: Option<Errno>,
-    /// Bytes consumed from the start of the file; negative after overflow.
-    pub offset: i64,
-}
+pub type Input = InputOf<Box<dyn Stream>>;
 
 impl Input {
     /// The input the copy reads from the end `opened`.
-    pub fn of(opened: crate::ends::open::OpenedInput) -> Input {
-        let crate::ends::open::OpenedInput {
-            end,
-            name,
-            inherited,
-            seekable,
-            seek_errno,
-            offset,
-        } = opened;
-        Input {
-            stream: stream_of(end),
-            name,
-            inherited,
-            seekable,
-            seek_errno,
-            offset,
-        }
+    pub fn of(opened: OpenedInput) -> Input {
+        opened.map(stream_of)
     }
 
     /// After a copy that stopped short, leave an inherited seekable
@@ -480,19 +447,12 @@ impl Input {
 }
 
 /// The output side: its stream and the name messages give it.
-#[derive(Debug)]
-pub struct Output {
-    pub stream: Box<dyn Stream>,
-    pub name: Vec<u8>,
-}
+pub type Output = OutputOf<Box<dyn Stream>>;
 
 impl Output {
     /// The output the copy writes to the end `opened`.
-    pub fn of(opened: crate::ends::open::OpenedOutput) -> Output {
-        Output {
-            stream: stream_of(opened.end),
-            name: opened.name,
-        }
+    pub fn of(opened: OpenedOutput) -> Output {
+        opened.map(stream_of)
     }
 }
 

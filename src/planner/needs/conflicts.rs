@@ -323,30 +323,12 @@ pub fn bmap(request: &Request) -> Checked {
     // Holes are found and left out in large requests only (see
     // `planner::bulk_shape`): flags that give each request a meaning
     // would have them written as zeros.
-    let per_request = IoFlags::DIRECT
-        | IoFlags::DSYNC
-        | IoFlags::SYNC
-        | IoFlags::NONBLOCK
-        | IoFlags::NOCACHE
-        | IoFlags::FULLBLOCK;
-    if let Some(name) = flag_symbols_in(plan.input_flags & per_request).next() {
-        return refuse(format!(
-            "--bmap cannot be combined with iflag={name}: the map is read in large requests"
-        ));
-    }
-    if let Some(name) = flag_symbols_in(
-        plan.output_flags & (IoFlags::APPEND | IoFlags::NONBLOCK | IoFlags::NOCACHE),
+    sought_over(
+        request,
+        "--bmap",
+        "the map is read in large requests",
+        "unmapped blocks are sought over",
     )
-    .next()
-    {
-        return refuse(format!(
-            "--bmap cannot be combined with oflag={name}: unmapped blocks are sought over"
-        ));
-    }
-    if plan.input_nocache || plan.output_nocache {
-        return refuse("--bmap cannot be combined with nocache".into());
-    }
-    Ok(())
 }
 
 /// `--store`, `--seed`, `--chunk-size`: one end is a casync blob index
@@ -488,6 +470,21 @@ fn indexed_extract(request: &Request) -> Checked {
     }
     // As under --bmap: blocks that already hold their bytes are sought
     // over in large requests, which per-request flags would forbid.
+    sought_over(
+        request,
+        "extracting an index",
+        "if= is the index",
+        "blocks that already hold their bytes are sought over",
+    )
+}
+
+/// What a copy that seeks over blocks in large requests (`--bmap`'s
+/// holes, an extract's blocks that hold their bytes already) cannot be
+/// combined with: flags that give each request a meaning, and nocache.
+/// `what` names the option in the refusal; `input_why` and `output_why`
+/// say why for iflag= and oflag=.
+fn sought_over(request: &Request, what: &str, input_why: &str, output_why: &str) -> Checked {
+    let plan = &request.plan;
     let per_request = IoFlags::DIRECT
         | IoFlags::DSYNC
         | IoFlags::SYNC
@@ -496,7 +493,7 @@ fn indexed_extract(request: &Request) -> Checked {
         | IoFlags::FULLBLOCK;
     if let Some(name) = flag_symbols_in(plan.input_flags & per_request).next() {
         return refuse(format!(
-            "extracting an index cannot be combined with iflag={name}: if= is the index"
+            "{what} cannot be combined with iflag={name}: {input_why}"
         ));
     }
     if let Some(name) = flag_symbols_in(
@@ -505,12 +502,11 @@ fn indexed_extract(request: &Request) -> Checked {
     .next()
     {
         return refuse(format!(
-            "extracting an index cannot be combined with oflag={name}: blocks that already \
-             hold their bytes are sought over"
+            "{what} cannot be combined with oflag={name}: {output_why}"
         ));
     }
     if plan.input_nocache || plan.output_nocache {
-        return refuse("extracting an index cannot be combined with nocache".into());
+        return refuse(format!("{what} cannot be combined with nocache"));
     }
     Ok(())
 }
