@@ -161,7 +161,7 @@ echo "  release N+1 added $added chunks to the store; it has $lacking release N 
 
 # --- 2. update in place -----------------------------------------------------
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-RCLONE_CONFIG=/dev/null rclone serve http --dir-cache-time 0s --addr "127.0.0.1:$port" "$www" >/dev/null 2>&1 &
+RCLONE_CONFIG=/dev/null rclone serve http --addr "127.0.0.1:$port" "$www" >/dev/null 2>&1 &
 server_pid=$!
 for _ in $(seq 100); do
   (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break

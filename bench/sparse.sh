@@ -25,16 +25,20 @@ hyperfine --warmup 1 --runs "${RUNS:-5}" --prepare "rm -f $dir/out" --export-jso
   "dd if=$img of=$dir/out bs=1M conv=sparse status=none" \
   "$ddx if=$img of=$dir/out bs=1M conv=sparse status=none" \
   "cp --sparse=always $img $dir/out" >/dev/null 2>&1
-python3 - "$dir/r.json" <<'PY'
+python3 - "$dir/r.json" "$ddx" <<'PY'
 import json, sys
 results = json.load(open(sys.argv[1]))["results"]
+ddx = sys.argv[2]
+def tool(cmd):
+    # Whatever the binary's file is called, it is ddx here.
+    return "ddx" if cmd.split()[0] == ddx else cmd.split()[0].split("/")[-1]
 for r in results:
     cmd = r["command"]
-    name = cmd.split()[0].split("/")[-1] + (" bs=1M" if "bs=1M" in cmd else "")
+    name = tool(cmd) + (" bs=1M" if "bs=1M" in cmd else "")
     print(f"  {name:12s} median {r['median']:.3f} s")
 def median(prefix, bs):
     return next(r["median"] for r in results
-                if r["command"].split()[0].endswith(prefix) and (("bs=1M" in r["command"]) == bs))
+                if tool(r["command"]) == prefix and (("bs=1M" in r["command"]) == bs))
 for bs in (False, True):
     print(f"  dd/ddx at {'bs=1M' if bs else 'default bs'}: ddx is {median('dd', bs) / median('ddx', bs):.1f}x faster")
 PY

@@ -66,6 +66,9 @@ pub struct Machine {
     pub hostname: Option<String>,
     pub kernel: Option<String>,
     pub cpus: usize,
+    /// Where the CPU itself is emulated (QEMU's TCG), what shows it:
+    /// every figure is then mostly the CPU a tool spends per request.
+    pub emulated: Option<String>,
 }
 
 impl Machine {
@@ -75,8 +78,33 @@ impl Machine {
             hostname: read_trimmed("/proc/sys/kernel/hostname"),
             kernel: read_trimmed("/proc/sys/kernel/osrelease"),
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            emulated: emulated_cpu(
+                &std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default(),
+                &std::fs::read_to_string(
+                    "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+                )
+                .unwrap_or_default(),
+            ),
         }
     }
+}
+
+/// A CPU that QEMU emulates instruction by instruction (TCG), from
+/// /proc/cpuinfo and the clock sources: QEMU's own CPU model, with no
+/// KVM clock (a KVM guest has one whatever CPU model it is shown).
+/// There a request costs the tool that makes it many times what it
+/// would on hardware, and the emulated device runs on the same CPUs.
+fn emulated_cpu(cpuinfo: &str, clocksources: &str) -> Option<String> {
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name")?.split_once(':'))
+        .map(|(_, m)| m.trim())?;
+    if !model.starts_with("QEMU") || clocksources.contains("kvm-clock") {
+        return None;
+    }
+    Some(format!(
+        "the CPU is QEMU's emulation (TCG: model name '{model}', no kvm-clock)"
+    ))
 }
 
 fn read_trimmed(path: &str) -> Option<String> {
@@ -567,11 +595,13 @@ impl Report {
                 .judgement(result.figure.op)
                 .map(|j| j.share(result.throughput_bytes_per_sec));
         }
+        let machine = Machine::this();
         let summary = Summary::of(&Context {
             results: &out.results,
             skipped: &out.skipped,
             settings: &settings,
             target: &target,
+            machine: &machine,
             interrupted,
         });
         Report {
@@ -582,7 +612,7 @@ impl Report {
             started_unix: started
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |t| t.as_secs()),
-            machine: Machine::this(),
+            machine,
             target,
             settings,
             cache,
@@ -598,6 +628,17 @@ impl Report {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn an_emulated_cpu_is_told_from_a_kvm_guest_and_hardware() {
+        let qemu = "processor\t: 0\nmodel name\t: QEMU Virtual CPU version 2.5+\n";
+        let said = emulated_cpu(qemu, "tsc acpi_pm \n").expect("TCG is emulated");
+        assert!(said.contains("'QEMU Virtual CPU version 2.5+'"), "{said}");
+        assert_eq!(emulated_cpu(qemu, "kvm-clock tsc acpi_pm \n"), None);
+        let hardware = "model name\t: AMD EPYC 7B13\n";
+        assert_eq!(emulated_cpu(hardware, "tsc hpet\n"), None);
+        assert_eq!(emulated_cpu("", ""), None);
+    }
 
     fn figure(measure: Measure) -> Figure {
         Figure::new("seq-read", "direct", "read", "sequential", 1 << 20).measured_as(measure)

@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use super::results::{Measure, Parameters, Skip, TargetReport, TestResult};
+use super::results::{Machine, Measure, Parameters, Skip, TargetReport, TestResult};
 use super::scenario::COPIED;
 use crate::stats::Latency;
 use crate::sys::passthrough::Interface;
@@ -74,6 +74,9 @@ pub struct Summary {
     /// How every cell was measured, in one paragraph.
     pub method: String,
     pub rows: Vec<Row>,
+    /// Why no cell's figure is the device's own and fio's options give
+    /// others, where the machine says so (an emulated CPU).
+    pub not_the_device: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -136,6 +139,7 @@ pub struct Context<'a> {
     pub skipped: &'a [Skip],
     pub settings: &'a Parameters,
     pub target: &'a TargetReport,
+    pub machine: &'a Machine,
     pub interrupted: Option<&'static str>,
 }
 
@@ -174,7 +178,20 @@ impl Summary {
                  below.",
             );
         }
-        Summary { method, rows }
+        let not_the_device = context.machine.emulated.as_ref().map(|cpu| {
+            format!(
+                "{cpu}: each figure is mostly the CPU the tool spends per request, and the \
+                 emulated device runs on the same CPUs, so none is the device's own; fio's \
+                 options give other figures by fio's own cost per request, which its own \
+                 options move (--gtod_reduce=1 leaves out its clock reads for latency \
+                 statistics; --fixedbufs=1 its pinning of each buffer)"
+            )
+        });
+        Summary {
+            method,
+            rows,
+            not_the_device,
+        }
     }
 }
 
@@ -429,6 +446,15 @@ mod tests {
         }
     }
 
+    fn machine() -> Machine {
+        Machine {
+            hostname: None,
+            kernel: None,
+            cpus: 2,
+            emulated: None,
+        }
+    }
+
     fn target(kind: &'static str) -> TargetReport {
         TargetReport {
             path: "/var/tmp/x".into(),
@@ -460,6 +486,7 @@ mod tests {
             skipped: &out.skipped,
             settings: &settings(tests),
             target: &target(kind),
+            machine: &machine(),
             interrupted: None,
         })
     }
@@ -620,6 +647,7 @@ mod tests {
             skipped: &out.skipped,
             settings: &settings(vec!["seq-read", "seq-write"]),
             target: &target,
+            machine: &machine(),
             interrupted: None,
         });
         assert_eq!(s.rows[0].name, "SEQ512K Q8T1");

@@ -142,6 +142,9 @@ pub fn summary_notes(summary: &Summary) -> Vec<String> {
         lines.push(format!("- {}: {why}", names.join(", ")));
     }
     lines.extend(fio_way_lines(summary));
+    if let Some(why) = &summary.not_the_device {
+        lines.push(format!("- every cell: {why}"));
+    }
     lines
 }
 
