@@ -140,12 +140,27 @@ mod tests {
         assert!(rows.len() >= 10, "{table}");
         for row in rows {
             let cell = row.trim_end_matches('|').rsplit('|').next().unwrap().trim();
-            // "[0.51×](BENCHMARKS.md#slow-devices)"
+            // "[0.51×](BENCHMARKS.md#slow-devices)", and where the rounds
+            // spread widely their range after it: "... (0.38–0.71)".
             let (figure, link) = cell
                 .strip_prefix('[')
                 .and_then(|c| c.split_once("](BENCHMARKS.md#"))
                 .unwrap_or_else(|| panic!("{row}"));
-            let anchor = link.trim_end_matches(')');
+            let (anchor, spread) = link.split_once(')').unwrap_or_else(|| panic!("{row}"));
+            if let Some(range) = spread.trim().strip_prefix('(') {
+                let (low, high) = range
+                    .trim_end_matches(')')
+                    .split_once('–')
+                    .unwrap_or_else(|| panic!("a spread as low–high: {row}"));
+                let ratio: f64 = figure.trim_end_matches('×').parse().unwrap();
+                let (low, high): (f64, f64) = (low.parse().unwrap(), high.parse().unwrap());
+                assert!(
+                    low <= ratio && ratio <= high,
+                    "{figure} outside its spread: {row}"
+                );
+            } else {
+                assert!(spread.trim().is_empty(), "{row}");
+            }
             assert!(
                 figure.ends_with('×')
                     && figure[..figure.len() - '×'.len_utf8()]
