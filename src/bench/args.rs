@@ -509,14 +509,17 @@ bytes over wall time; each cell is the seq-read, seq-write or qd-sweep figure of
 requests, and the JSON gives fio's options for them. Then the recommended block size, the \
 bs-sweep, every other figure once with the way it was measured (mode, engine, block size, \
 queue depth), and the facts. A quantity two tests ask for is measured once and shown by \
-both.";
+both; the same requests measured another way (the bs-sweep's median request, a zone's \
+region) are shown with what differs. Where a figure cannot be the device's own (a loop \
+device over a file, a file in memory, writes a cache absorbs) the report says so beside \
+it, and names the loop device's backing file.";
 
 pub const RECOMMENDATION: &str = "The bs-sweep recommends, per direction, the smallest block \
 size whose figure reaches the bar: 95% of the median of the three highest figures, less \
-what the noise between rounds cannot resolve, never below 85% of it. Its figures are the \
-block size over each round's median request time (not bytes over wall time), the median \
-of the rounds; the report prints them, the best (the highest), the bar and each size's \
-share of the best.";
+what the noise between rounds cannot resolve, never below 85% of the best (the highest \
+figure). Its figures are the block size over each round's median request time (not bytes \
+over wall time), the median of the rounds; the report prints them, the best, and the bar \
+and each size's share as shares of the best, the floor's denominator.";
 
 pub const SIGNALS: &str = "SIGINT or SIGTERM stop the bench at the next request: the \
 report (table, JSON, Markdown, HTML, as asked) holds the runs completed before it, the \

@@ -139,6 +139,8 @@ impl Device for TargetDevice<'_> {
              server's own caches are its own)"
         } else if !can.local_storage {
             "none: a generic node's commands go to the disk past the page cache"
+        } else if let Some(words) = self.0.backing.cache_words() {
+            words
         } else {
             "fdatasync + posix_fadvise(DONTNEED) on the target before every run \
              (no root needed; O_DIRECT tests bypass the cache anyway)"

@@ -5,7 +5,9 @@
 //! Markdown or an HTML page with charts.
 //!
 //! Layout, in the order of the dependencies: `args` (the option table,
-//! parsed as GNU getopt would), `target` (what may be touched: the copy's
+//! parsed as GNU getopt would), `backing` (what answers the requests
+//! where it is not the target's own disk: a loop device's backing file,
+//! memory), `target` (what may be touched: the copy's
 //! wrong-device guard decides, memory is refused; every target is opened
 //! as the copy opens an operand, and what may be done with it is asked of
 //! its end's capabilities), `measure` (repetition,
@@ -18,6 +20,7 @@
 //! Scenarios and reports never import each other.
 
 pub mod args;
+pub mod backing;
 pub mod interrupt;
 pub mod measure;
 pub mod progress;
@@ -210,6 +213,8 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
             target.interface.map_or("generic", |i| i.name()),
             report::size_text(command)
         ));
+    } else if let Some(note) = target.backing.note() {
+        out.notes.push(note);
     } else if target.device.disk.is_none() && !target.can.device {
         out.notes.push(format!(
             "no disk under the target (filesystem {}): the figures measure memory or a \
@@ -247,6 +252,7 @@ fn bench(args: &BenchArgs, status: progress::Status) -> Result<Report, BenchErro
         writable: target.writable(),
         served: target.can.served,
         passthrough: target.interface,
+        backing: target.backing.clone(),
     };
     Ok(Report::assemble(
         started,

@@ -11,6 +11,7 @@
 
 use serde::Serialize;
 
+use super::backing::Backing;
 use super::measure::{CacheDrop, Sample};
 use super::summary::{Context, Summary};
 use crate::stats::recommend::{self, Judgement, NEAR_BEST};
@@ -137,6 +138,9 @@ pub struct TargetReport {
     /// and `io_uring_cmd` engines send too: for the summary's fio options.
     #[serde(skip)]
     pub passthrough: Option<crate::sys::passthrough::Interface>,
+    /// What answers the requests where it is not the target's own disk
+    /// (a loop device's backing file, memory).
+    pub backing: Backing,
 }
 
 /// How the bench was run: its tests, rounds and working set (the
@@ -551,8 +555,9 @@ pub fn rule_text() -> String {
         "the smallest bs-sweep block size whose figure reaches the bar: {:.0}% of the \
          median of the three highest figures (or of a peak above them by more than the \
          noise, less the noise), less what the noise between rounds cannot resolve, never \
-         below {:.0}% of it; a bs-sweep figure is the block size over a round's median \
-         request time, the median of the rounds; shares are of the best, the highest figure",
+         below {:.0}% of the best; the best is the highest figure, and the bar and every \
+         share printed are of it; a bs-sweep figure is the block size over a round's median \
+         request time, the median of the rounds",
         NEAR_BEST * 100.0,
         recommend::FLOOR * 100.0
     )
@@ -726,6 +731,7 @@ mod tests {
             writable: false,
             served: false,
             passthrough: None,
+            backing: Backing::Own,
         };
         let json = serde_json::to_string(&target).unwrap();
         assert_eq!(
@@ -735,7 +741,7 @@ mod tests {
                 + r#""model":null,"disk":"sdz","size_bytes":null,"logical_sector":null,"#
                 + r#""physical_sector":null,"rotational":false,"scheduler":null,"#
                 + r#""nr_requests":null,"filesystem":null,"dio_mem_align":null,"#
-                + r#""dio_offset_align":null,"writable":false}"#
+                + r#""dio_offset_align":null,"writable":false,"backing":{"kind":"own"}}"#
         );
     }
 

@@ -6,7 +6,10 @@
 //! measured (seq-read, seq-write, qd-sweep), shown again with the same
 //! value, so the first screen and the details cannot disagree. Each cell
 //! also carries the fio options that measure the same quantity, so a
-//! reader can check it with the tool they already trust.
+//! reader can check it with the tool they already trust. A row whose
+//! write outran its read by [`GAP`] or more says why beside it, in the
+//! terms of what backs the target (`bench::backing`): a loop device's
+//! backing file in the host's page cache, a device's write cache.
 
 use serde::Serialize;
 
@@ -89,6 +92,24 @@ pub struct Row {
     pub threads: u32,
     pub read: Cell,
     pub write: Cell,
+    /// Where the write cell is [`GAP`] times the read cell or more: by
+    /// how much, and why writes outrun reads on this target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writes_faster: Option<Gap>,
+}
+
+/// A write figure this many times its row's read figure is explained
+/// beside it: well past one run's noise, and past what a reader would
+/// take for a disk that writes as fast as it reads.
+pub const GAP: f64 = 1.25;
+
+/// How far a row's write outran its read, and what acknowledges the
+/// writes before the medium holds them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Gap {
+    /// The write's throughput over the read's.
+    pub ratio: f64,
+    pub why: String,
 }
 
 /// One direction of a row: the detail figure it shows, or why there is
@@ -154,6 +175,7 @@ impl Summary {
                     .iter()
                     .find_map(|c| c.1)
                     .unwrap_or(spec.nominal_block_size);
+                let writes_faster = gap(context, &read.0, &write.0);
                 Row {
                     name: format!(
                         "{}{} Q{}T1",
@@ -167,6 +189,7 @@ impl Summary {
                     threads: 1,
                     read: read.0,
                     write: write.0,
+                    writes_faster,
                 }
             })
             .collect();
@@ -193,6 +216,22 @@ impl Summary {
             not_the_device,
         }
     }
+}
+
+/// The write's lead over the read, where it is [`GAP`] or more.
+fn gap(context: &Context<'_>, read: &Cell, write: &Cell) -> Option<Gap> {
+    let (read, write) = (
+        read.throughput_bytes_per_sec?,
+        write.throughput_bytes_per_sec?,
+    );
+    let ratio = write / read;
+    (read > 0.0 && ratio >= GAP).then(|| Gap {
+        ratio,
+        why: context
+            .target
+            .backing
+            .writes_outrun_reads(context.target.served, context.target.passthrough.is_some()),
+    })
 }
 
 /// The detail figure a cell shows: the uncached mode, one offset-free
@@ -385,7 +424,8 @@ fn method(context: &Context<'_>) -> String {
     let size = crate::text::human::size_text(context.target.working_set_bytes);
     let (how, queue) = if export(context) {
         (
-            "NBD requests to the export over one connection (no cache of ddx's in between)",
+            "NBD requests to the export over one connection (no cache of ddx's in between)"
+                .to_owned(),
             "Q1: one request at a time; Qn: n requests in flight through libnbd",
         )
     } else if let Some(interface) = context.target.passthrough {
@@ -399,7 +439,8 @@ fn method(context: &Context<'_>) -> String {
                     "SCSI READ and WRITE commands through the disk's generic node (no page \
                      cache), each request one command"
                 }
-            },
+            }
+            .to_owned(),
             match interface {
                 Interface::NvmeGeneric => {
                     "Q1: one command at a time, through the copy's passthrough end; Qn: n \
@@ -413,7 +454,7 @@ fn method(context: &Context<'_>) -> String {
         )
     } else {
         (
-            "O_DIRECT (no page cache)",
+            context.target.backing.direct_words(),
             "Q1: one request at a time (pread, pwrite); Qn: n requests kept in flight \
              through io_uring",
         )
@@ -466,6 +507,7 @@ mod tests {
             writable: true,
             served: kind == "NBD export",
             passthrough: None,
+            backing: crate::bench::backing::Backing::Own,
         }
     }
 
@@ -693,6 +735,65 @@ mod tests {
             "{}",
             lines[0]
         );
+    }
+
+    /// A write well above its read says why beside the row, in the
+    /// target's terms (a loop device's writes land in its backing file's
+    /// pages); a write within [`GAP`] of its read, or one with no read
+    /// beside it, says nothing.
+    #[test]
+    fn a_write_that_outruns_its_read_says_why() {
+        let mut out = Outcome::default();
+        let seq = |op| Figure::new(seq_test(op), "direct", op, "sequential", 1 << 20);
+        fn seq_test(op: &str) -> &'static str {
+            match op {
+                "read" => "seq-read",
+                _ => "seq-write",
+            }
+        }
+        out.push(seq("read"), &[run(100, 1000, 100)]);
+        out.push(seq("write"), &[run(300, 1000, 300)]);
+        out.push(seq("read").in_flight(8, "io_uring"), &[run(100, 1000, 100)]);
+        out.push(
+            seq("write").in_flight(8, "io_uring"),
+            &[run(110, 1000, 110)],
+        );
+        let mut target = target("block device");
+        target.backing = crate::bench::backing::Backing::loop_file(
+            crate::sys::device::LoopBacking {
+                device: "loop7".into(),
+                file: "/var/disk.img".into(),
+                direct_io: false,
+            },
+            true,
+            Some("ext4".into()),
+            false,
+        );
+        let s = Summary::of(&Context {
+            results: &out.results,
+            skipped: &out.skipped,
+            settings: &settings(vec!["seq-read", "seq-write"]),
+            target: &target,
+            machine: &machine(),
+            interrupted: None,
+        });
+        assert!(s.rows[0].writes_faster.is_none(), "1.10x is no gap");
+        let gap = s.rows[1].writes_faster.as_ref().expect("3x is a gap");
+        assert!((gap.ratio - 3.0).abs() < 1e-9, "{gap:?}");
+        assert!(gap.why.contains("backing file's pages"), "{gap:?}");
+        assert!(s.rows[2].writes_faster.is_none() && s.rows[3].writes_faster.is_none());
+        assert!(
+            s.method
+                .starts_with("O_DIRECT to the loop device loop7, which stops it there"),
+            "{}",
+            s.method
+        );
+        let notes = crate::bench::report::summary_notes(&s);
+        let line = notes
+            .iter()
+            .find(|l| l.starts_with("- SEQ1M Q1T1 write 3.00x its read: "))
+            .unwrap_or_else(|| panic!("{notes:#?}"));
+        assert!(line.ends_with(&gap.why), "{line}");
     }
 
     #[test]

@@ -40,6 +40,7 @@ use std::sync::Mutex;
 use rustix::fs::OFlags;
 
 use super::args::{BenchArgs, MIN_SIZE};
+use super::backing::Backing;
 use super::scenario::Op;
 use super::BenchError;
 use crate::ends::open::{open_input, open_output, Options};
@@ -72,6 +73,8 @@ pub struct Target {
     /// ddx made the file and must fill it before reading.
     pub created: bool,
     pub device: DeviceInfo,
+    /// What answers the requests where it is not the target's own disk.
+    pub backing: Backing,
     /// The command set of a generic node, for the report's words and
     /// fio's options (never to decide what is measured).
     pub interface: Option<Interface>,
@@ -285,6 +288,10 @@ impl Target {
             _ => None,
         };
         let align = direct_align(&can, &device);
+        let backing = match can.local_storage {
+            true => backing_of(given, &device, can.device),
+            false => Backing::Own,
+        };
         Ok(Target {
             given: given.to_owned(),
             path: given.to_owned(),
@@ -295,6 +302,7 @@ impl Target {
             read_only,
             created: false,
             device,
+            backing,
             interface,
             _claim: claim,
             _temp: None,
@@ -307,6 +315,7 @@ impl Target {
         let device = device_info(fd.as_fd());
         let can = crate::ends::file::FileEnd::new(file::Handle::Owned(fd)).capabilities();
         let len = align_down(size, direct_align(&can, &device));
+        let backing = backing_of(given, &device, false);
         Ok(Target {
             given: given.to_owned(),
             path,
@@ -317,6 +326,7 @@ impl Target {
             read_only: None,
             created: true,
             device,
+            backing,
             interface: None,
             _claim: None,
             _temp: Some(temp),
@@ -483,6 +493,7 @@ impl Target {
             read_only: None,
             created: false,
             device: DeviceInfo::default(),
+            backing: Backing::Own,
             interface: None,
             _claim: None,
             _temp: None,
@@ -534,6 +545,41 @@ fn align_down(value: u64, unit: u64) -> u64 {
 fn open_path(path: &Path) -> Result<OwnedFd, BenchError> {
     file::open_with(path, OFlags::RDONLY, 0)
         .map_err(|e| BenchError::sys(format!("opening {}", path.display()), e))
+}
+
+/// What answers the requests to the descriptor's storage at `path` (a
+/// file, or a directory that holds the bench's file; a block device
+/// where `is_device`) whose disk is `device`'s: the backing file of a
+/// loop device (the target, or the disk under its filesystem), memory
+/// (tmpfs, ramfs, a RAM disk), or the target's own storage.
+fn backing_of(path: &Path, device: &DeviceInfo, is_device: bool) -> Backing {
+    if let Some(backing) = device.disk.and_then(crate::sys::device::loop_backing) {
+        let (filesystem, in_memory) = match open_path(Path::new(&backing.file)) {
+            Ok(fd) => (
+                device_info(fd.as_fd()).filesystem,
+                storage_of(fd.as_fd()) == Storage::Memory,
+            ),
+            Err(_) => (None, false),
+        };
+        return Backing::loop_file(backing, is_device, filesystem, in_memory);
+    }
+    if is_device {
+        return match device.disk_name.as_deref().filter(|d| ram_disk(d)) {
+            Some(disk) => Backing::Memory {
+                what: format!("the RAM disk {disk}"),
+            },
+            None => Backing::Own,
+        };
+    }
+    match open_path(path) {
+        Ok(fd) if storage_of(fd.as_fd()) == Storage::Memory => Backing::Memory {
+            what: device
+                .filesystem
+                .clone()
+                .unwrap_or_else(|| "a memory filesystem".to_owned()),
+        },
+        _ => Backing::Own,
+    }
 }
 
 /// Refuse a target whose data would live in memory (`place`: the file,

@@ -156,6 +156,7 @@ pub fn report(out: Outcome, tests: Vec<&'static str>) -> Report {
         writable: true,
         served: false,
         passthrough: None,
+        backing: crate::bench::backing::Backing::Own,
     };
     let settings = Parameters {
         tests,

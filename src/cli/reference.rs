@@ -46,7 +46,7 @@ macro_rules! bs_auto {
     () => {
         "measure reading the input at 4 KiB to 4 MiB and take the smallest size that reaches \
          95% of the best sizes' throughput, less the noise between rounds, never below 85% \
-         of it (128 KiB where it cannot be measured: a pipe, a character \
+         of the fastest size's (128 KiB where it cannot be measured: a pipe, a character \
          device); count=, skip= and seek= must then be given in bytes (a 'B' suffix, \
          or the *_bytes flags)"
     };

@@ -101,8 +101,8 @@ impl Choice {
             text.push_str(&format!(
                 ": {} is the smallest size whose read throughput reaches the bar of {} of \
                  the best ({}, the highest; the bar is {:.0}% of {} ({}), less the noise \
-                 between rounds, never below {:.0}% of it); throughput is the block size over \
-                 a round's median request time, the median of {rounds} rounds: {}",
+                 between rounds, never below {:.0}% of the best); throughput is the block size \
+                 over a round's median request time, the median of {rounds} rounds: {}",
                 size(judgement.block_size),
                 percent(judgement.bar),
                 crate::text::human::rate_text(judgement.best_bytes_per_sec),

@@ -22,13 +22,15 @@
 //!    figure less the margin;
 //! 3. the **bar** is 95% of the reference, less what the measurement
 //!    cannot resolve ([`Z`] standard errors of a median, from the scatter
-//!    between rounds), never below [`FLOOR`] of it; the answer is the
-//!    smallest size whose figure reaches the bar.
+//!    between rounds), never below [`FLOOR`] of the best; the answer is
+//!    the smallest size whose figure reaches the bar.
 //!
 //! A report states every share as a share of the **best**, the highest
 //! figure, so that no size is ever "above 100% of the best" (two of the
 //! three highest figures are above their median); the bar is stated both
-//! as a throughput and as a share of the best.
+//! as a throughput and as a share of the best, and the floor is a share
+//! of the best too, so the floor a report states and the bar it prints
+//! can be compared as they stand.
 //!
 //! The noise is measured within rounds: each sample is divided by its
 //! round's plateau, so a round that was slow as a whole (another job woke
@@ -61,8 +63,10 @@ pub const NEAR_BEST: f64 = 0.95;
 pub const Z: f64 = 2.0;
 
 /// However noisy the runs, a size measured below this fraction of the
-/// best is not recommended: the tolerance can bridge noise, not a real
-/// shortfall.
+/// best (the highest figure, not the reference) is not recommended: the
+/// tolerance can bridge noise, not a real shortfall. Of the best, so that
+/// the floor a report states and the bar it prints, a share of the best
+/// like every share it prints, are in one denominator.
 pub const FLOOR: f64 = 0.85;
 
 /// How many of the highest figures the plateau is the median of.
@@ -120,8 +124,11 @@ pub struct Judgement {
     pub reference: Reference,
     pub reference_bytes_per_sec: f64,
     /// The bar as a fraction of the reference: [`NEAR_BEST`] less the
-    /// noise margin, never below [`FLOOR`].
+    /// noise margin, or more where the floor sets the bar.
     pub bar_of_reference: f64,
+    /// Whether the floor ([`FLOOR`] of the best) set the bar, above the
+    /// noise's line.
+    pub at_floor: bool,
     /// The neighbouring sizes a run with other noise could recommend
     /// instead (within [`CLOSE`] standard errors of the bar): the next
     /// smaller one when it fell short of the bar by little; when the
@@ -255,10 +262,15 @@ pub fn judge(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<Judgement> {
     } else {
         (plateau_of_figures, Reference::Plateau)
     };
-    // 3. The bar, and the smallest size that reaches it. The epsilon: 95
-    // over 100 can round below 0.95.
-    let bar_of_reference = (fraction / margin).max(FLOOR.min(fraction));
-    let line = bar_of_reference * reference;
+    // 3. The bar, and the smallest size that reaches it: the noise's line,
+    // or the floor, a share of the best (the denominator of every share
+    // a report prints), where that is higher. The epsilon: 95 over 100
+    // can round below 0.95.
+    let noise_line = fraction / margin * reference;
+    let floor_line = FLOOR.min(fraction) * best;
+    let at_floor = floor_line > noise_line;
+    let line = noise_line.max(floor_line);
+    let bar_of_reference = line / reference;
     let reaches = |figure: f64| figure >= line * (1.0 - 1e-12);
     let chosen = figures.iter().position(|f| reaches(f.1))?;
     let neighbour = |i: usize| Neighbour {
@@ -292,6 +304,7 @@ pub fn judge(points: &[(u64, Vec<f64>)], fraction: f64) -> Option<Judgement> {
         reference: reference_kind,
         reference_bytes_per_sec: reference,
         bar_of_reference,
+        at_floor,
         close_calls,
         plateau_low,
         plateau_high,
@@ -441,11 +454,14 @@ mod tests {
                     assert!(j.reference_bytes_per_sec < highest[0], "seed {seed}");
                 }
             }
-            assert!(
-                (FLOOR..=NEAR_BEST).contains(&j.bar_of_reference),
-                "seed {seed}: {}",
-                j.bar_of_reference
-            );
+            // Never below the floor, a share of the best; above 95% of
+            // the reference only where the floor set it.
+            assert!(j.bar >= FLOOR * (1.0 - 1e-12), "seed {seed}: {j:?}");
+            if j.at_floor {
+                assert!((j.bar - FLOOR).abs() < 1e-12, "seed {seed}: {j:?}");
+            } else {
+                assert!(j.bar_of_reference <= NEAR_BEST, "seed {seed}: {j:?}");
+            }
             let line = j.bar_of_reference * j.reference_bytes_per_sec;
             assert!((j.bar_bytes_per_sec - line).abs() <= 1e-9 * line);
             assert!((j.bar - line / highest[0]).abs() < 1e-12);
@@ -649,6 +665,25 @@ mod tests {
             let judgement = judge(&measure(flat_from_1mib, seed, 6, 0.03), NEAR_BEST).unwrap();
             assert!(judgement.steady, "seed {seed}: {judgement:?}");
         }
+    }
+
+    /// Where the noise would lower the bar below the floor, the floor
+    /// sets it, as a share of the best: the bar a report prints (of the
+    /// best) is then never below the floor it states (of the best).
+    #[test]
+    fn heavy_noise_stops_at_the_floor_of_the_best() {
+        let mut floored = 0;
+        for seed in 0..100 {
+            let j = judge(&measure(flat_from_1mib, seed, 3, 0.3), NEAR_BEST).unwrap();
+            assert!(j.bar >= FLOOR * (1.0 - 1e-12), "seed {seed}: {j:?}");
+            assert!(j.of_best >= FLOOR * (1.0 - 1e-12), "seed {seed}: {j:?}");
+            if j.at_floor {
+                floored += 1;
+                assert!((j.bar_bytes_per_sec - FLOOR * j.best_bytes_per_sec).abs() < 1e-3);
+            }
+        }
+        // Noise this heavy puts the noise's line below the floor mostly.
+        assert!(floored >= 50, "{floored} of 100 at the floor");
     }
 
     #[test]

@@ -129,6 +129,31 @@ fn describe_disk(disk: &Node, info: &mut DeviceInfo) {
     info.size_bytes = disk.size_bytes();
 }
 
+/// A loop device's backing file, as sysfs gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopBacking {
+    /// The loop device's kernel name ("loop3").
+    pub device: String,
+    /// The backing file's path (`loop/backing_file`).
+    pub file: String,
+    /// Whether the loop device reads and writes the file with direct I/O
+    /// (`loop/dio`); without it, through the host's page cache.
+    pub direct_io: bool,
+}
+
+/// The backing file of the whole disk `disk` where it is a loop device.
+pub fn loop_backing(disk: Disk) -> Option<LoopBacking> {
+    loop_backing_of(&Node::of(disk)?)
+}
+
+fn loop_backing_of(disk: &Node) -> Option<LoopBacking> {
+    Some(LoopBacking {
+        device: disk.name()?,
+        file: disk.text("loop/backing_file")?,
+        direct_io: disk.value::<u8>("loop/dio") == Some(1),
+    })
+}
+
 /// The bracketed entry of sysfs's scheduler list ("none [mq-deadline]").
 fn active_scheduler(list: &str) -> String {
     list.split_whitespace()
@@ -169,6 +194,30 @@ mod tests {
         if let Some(sector) = info.logical_sector {
             assert!(sector >= 512 && sector.is_power_of_two(), "{info:?}");
         }
+    }
+
+    #[test]
+    fn a_loop_device_names_its_backing_file_and_direct_io() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("loop3");
+        let block = |files: &[(&str, &str)]| {
+            super::super::block::fake::tree(&dir, &["loop"], files);
+            loop_backing_of(&Node::at(&dir))
+        };
+        assert_eq!(block(&[("dev", "7:3\n")]), None, "no backing file: no loop");
+        assert_eq!(
+            block(&[
+                ("loop/backing_file", "/var/disk.img\n"),
+                ("loop/dio", "0\n")
+            ]),
+            Some(LoopBacking {
+                device: "loop3".into(),
+                file: "/var/disk.img".into(),
+                direct_io: false,
+            })
+        );
+        let direct = block(&[("loop/dio", "1\n")]).unwrap();
+        assert!(direct.direct_io, "{direct:?}");
     }
 
     #[test]

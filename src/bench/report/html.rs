@@ -70,12 +70,18 @@ pub fn render(report: &Report) -> String {
     page.push_str(&sweep_chart(report));
     if let Some(sweep) = sweep_table(report) {
         page.push_str(&table("bs-sweep", "Block sizes", &sweep));
+        for line in super::sweep_lines(report) {
+            let _ = writeln!(page, "<p class=\"method\">{}</p>", escape(&line));
+        }
     }
     page.push_str(&zones_chart(report));
     page.push_str(&latency_chart(report));
     let details = details_table(report);
     if !details.rows.is_empty() {
         page.push_str(&table("details", "Every other figure", &details));
+        for line in super::zones_lines(report) {
+            let _ = writeln!(page, "<p class=\"method\">{}</p>", escape(&line));
+        }
     }
     page.push_str("<h2>About this run</h2>\n<ul class=\"facts\">\n");
     for line in fact_lines(report) {
@@ -758,6 +764,7 @@ mod tests {
             writable: true,
             served: false,
             passthrough: None,
+            backing: crate::bench::backing::Backing::Own,
         };
         let settings = Parameters {
             tests: vec!["bs-sweep"],

@@ -6,7 +6,7 @@
 
 use super::{
     details_table, fact_lines, interrupted_line, recommendation_lines, summary_notes,
-    summary_table, sweep_table, Exporter, Report, Table,
+    summary_table, sweep_lines, sweep_table, zones_lines, Exporter, Report, Table,
 };
 use crate::bench::BenchError;
 
@@ -43,11 +43,17 @@ fn render(report: &Report) -> String {
     if let Some(sweep) = sweep_table(report) {
         out.push_str(&format!("\n#### bs-sweep\n\n{}\n\n", escape(&sweep.title)));
         out.push_str(&table(&sweep));
+        for line in sweep_lines(report) {
+            out.push_str(&format!("\n{}\n", escape(&line)));
+        }
     }
     let details = details_table(report);
     if !details.rows.is_empty() {
         out.push_str(&format!("\n#### Details\n\n{}\n\n", escape(&details.title)));
         out.push_str(&table(&details));
+        for line in zones_lines(report) {
+            out.push_str(&format!("\n{}\n", escape(&line)));
+        }
     }
     out.push_str("\n#### About this run\n\n");
     for line in fact_lines(report) {

@@ -6,16 +6,21 @@
 //! order: the summary (CrystalDiskMark's rows) and how it was measured,
 //! the recommended block size, the bs-sweep in the rule's own measure,
 //! every other figure once with the way it was measured, then the facts.
+//! Where two tests make the same requests and measure them otherwise
+//! (the bs-sweep's median request against seq-read's wall time, a zone's
+//! span against the whole working set), both figures are given side by
+//! side with what differs, so no access pattern shows two figures
+//! unexplained.
 
 pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod table;
 
-use super::results::{self, Report, TestResult};
+use super::results::{self, Figure, Report, TestResult};
 use super::summary::{Cell, Summary};
 use super::BenchError;
-use crate::stats::recommend::Judgement;
+use crate::stats::recommend::{self, Judgement};
 
 pub use crate::text::human::{rate_text, size_text};
 
@@ -141,11 +146,31 @@ pub fn summary_notes(summary: &Summary) -> Vec<String> {
     for (why, names) in reasons {
         lines.push(format!("- {}: {why}", names.join(", ")));
     }
+    lines.extend(gap_lines(summary));
     lines.extend(fio_way_lines(summary));
     if let Some(why) = &summary.not_the_device {
         lines.push(format!("- every cell: {why}"));
     }
     lines
+}
+
+/// Beside the rows whose write outran the read: by how much, and why
+/// (rows with one reason share a line).
+fn gap_lines(summary: &Summary) -> Vec<String> {
+    let mut whys: Vec<(&str, Vec<String>)> = Vec::new();
+    for row in &summary.rows {
+        let Some(gap) = &row.writes_faster else {
+            continue;
+        };
+        let text = format!("{} write {:.2}x its read", row.name, gap.ratio);
+        match whys.iter_mut().find(|(why, _)| *why == gap.why) {
+            Some((_, rows)) => rows.push(text),
+            None => whys.push((&gap.why, vec![text])),
+        }
+    }
+    whys.into_iter()
+        .map(|(why, rows)| format!("- {}: {why}", rows.join(", ")))
+        .collect()
 }
 
 /// Beside the cells fio's options cannot reproduce (ddx makes their
@@ -279,6 +304,99 @@ pub fn sweep_table(report: &Report) -> Option<Table> {
     })
 }
 
+/// The figure of the same requests as `f` (mode, direction, pattern,
+/// size, depth) that another test measured as bytes over a whole run's
+/// wall time from offset 0: what `f`'s test measures otherwise.
+fn same_requests<'a>(report: &'a Report, f: &Figure) -> Option<&'a TestResult> {
+    report.results.iter().find(|r| {
+        let g = &r.figure;
+        g.test != f.test
+            && r.same_as.is_none()
+            && g.measure == results::Measure::Run
+            && g.offset.is_none()
+            && (g.mode, g.op, g.pattern, g.block_size, g.queue_depth)
+                == (f.mode, f.op, f.pattern, f.block_size, f.queue_depth)
+    })
+}
+
+/// Under the bs-sweep: where a size's requests are those another test
+/// measured (seq-read's and seq-write's 1 MiB, one at a time), both
+/// figures and how they differ, so two figures of one access pattern
+/// never stand unexplained.
+pub fn sweep_lines(report: &Report) -> Vec<String> {
+    let seconds = report.settings.time_per_run_sec;
+    let working_set = size_text(report.target.working_set_bytes);
+    report
+        .results
+        .iter()
+        .filter(|r| r.figure.test == "bs-sweep")
+        .filter_map(|r| {
+            let other = same_requests(report, &r.figure)?;
+            Some(format!(
+                "{} {}: the bs-sweep's {} and {} {}'s {} are the same requests ({}, one at a \
+                 time) measured two ways: here the block size over the median request time, \
+                 in passes of at most {seconds} s; there bytes over the wall time of whole \
+                 passes over the {working_set} working set, the slower requests and the time \
+                 between requests included",
+                size_text(r.figure.block_size),
+                r.figure.op,
+                rate_text(r.throughput_bytes_per_sec),
+                other.figure.test,
+                other.figure.mode,
+                rate_text(other.throughput_bytes_per_sec),
+                r.figure.io,
+            ))
+        })
+        .collect()
+}
+
+/// Under the details: what a zone reads, which the sequential test of
+/// the same requests does not (a span at its offset, against the whole
+/// working set), so the zones and that figure are not taken for one
+/// quantity measured twice.
+pub fn zones_lines(report: &Report) -> Vec<String> {
+    let zones: Vec<&TestResult> = report
+        .results
+        .iter()
+        .filter(|r| r.figure.test == "zones")
+        .collect();
+    let Some(first) = zones.first() else {
+        return Vec::new();
+    };
+    let span = first.runs.first().map_or(0, |run| run.bytes);
+    let rates: Vec<f64> = zones.iter().map(|r| r.throughput_bytes_per_sec).collect();
+    let low = rates.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = rates.iter().copied().fold(0.0, f64::max);
+    let working_set = report.target.working_set_bytes;
+    let mut line = format!(
+        "zones: each of the {} figures ({}..{}) reads {} from its offset, again in every \
+         run",
+        zones.len(),
+        rate_text(low),
+        rate_text(high),
+        size_text(span)
+    );
+    let from_start = Figure {
+        offset: None,
+        ..first.figure
+    };
+    if let Some(other) = same_requests(report, &from_start).filter(|_| span < working_set) {
+        line.push_str(&format!(
+            "; {} {} ({}) makes the same requests over the whole {} working set: other \
+             spans, not one quantity measured twice, and a cache that holds {} but not {} \
+             (a disk's, or the host's page cache under a loop device) answers the zones \
+             faster",
+            other.figure.test,
+            other.figure.mode,
+            rate_text(other.throughput_bytes_per_sec),
+            size_text(working_set),
+            size_text(span),
+            size_text(working_set),
+        ));
+    }
+    vec![line]
+}
+
 /// Every figure but the bs-sweep's, each once, as measured.
 pub fn details_table(report: &Report) -> Table {
     let runs = match report.settings.runs {
@@ -348,20 +466,36 @@ fn short_rate(bytes_per_sec: f64) -> String {
 }
 
 /// How one direction's answer was reached, in the figures the table
-/// prints: the best, the bar, and the answer's share.
+/// prints: the best, the bar as a share of the best (the denominator of
+/// the rule's floor and of every share printed), what set the bar, and
+/// the answer's share.
 fn verdict_line(op: &str, judgement: &Judgement) -> String {
+    let set_by = if judgement.at_floor {
+        format!(
+            "the floor, {:.0}% of the best: {:.0}% of {} ({}) less the noise is lower",
+            recommend::FLOOR * 100.0,
+            recommend::NEAR_BEST * 100.0,
+            rate_text(judgement.reference_bytes_per_sec),
+            judgement.reference.text(),
+        )
+    } else {
+        format!(
+            "{:.1}% of {}, {}: {:.0}% less the noise",
+            judgement.bar_of_reference * 100.0,
+            rate_text(judgement.reference_bytes_per_sec),
+            judgement.reference.text(),
+            recommend::NEAR_BEST * 100.0,
+        )
+    };
     format!(
         "{op}: {} at {} of the best ({} at {}) is the smallest size at or over the bar of {} \
-         ({}; {:.1}% of {}, {})",
+         of the best ({}; {set_by})",
         size_text(judgement.block_size),
         percent_text(judgement.of_best),
         rate_text(judgement.best_bytes_per_sec),
         size_text(judgement.best_block_size),
         percent_text(judgement.bar),
         rate_text(judgement.bar_bytes_per_sec),
-        judgement.bar_of_reference * 100.0,
-        rate_text(judgement.reference_bytes_per_sec),
-        judgement.reference.text(),
     )
 }
 
@@ -514,8 +648,9 @@ mod tests {
             bar: 0.93,
             bar_bytes_per_sec: 0.977e9,
             reference: crate::stats::recommend::Reference::Plateau,
-            reference_bytes_per_sec: 1.0e9,
-            bar_of_reference: 0.977,
+            reference_bytes_per_sec: 1.03e9,
+            bar_of_reference: 0.9486,
+            at_floor: false,
             close_calls: vec![],
             plateau_low: 1.0e9,
             plateau_high: 1.1e9,
@@ -529,8 +664,22 @@ mod tests {
         assert_eq!(
             verdict_line("read", &firm()),
             "read: 1 MiB at 98.0% of the best (1.05 GB/s at 4 MiB) is the smallest size at \
-             or over the bar of 93.0% (977 MB/s; 97.7% of 1.00 GB/s, the median of the three \
-             highest)"
+             or over the bar of 93.0% of the best (977 MB/s; 94.9% of 1.03 GB/s, the median \
+             of the three highest: 95% less the noise)"
+        );
+        let floored = Judgement {
+            best_bytes_per_sec: 1.1e9,
+            bar: 0.85,
+            bar_bytes_per_sec: 0.935e9,
+            bar_of_reference: 0.935 / 1.03,
+            at_floor: true,
+            ..firm()
+        };
+        assert_eq!(
+            verdict_line("read", &floored),
+            "read: 1 MiB at 98.0% of the best (1.10 GB/s at 4 MiB) is the smallest size at \
+             or over the bar of 85.0% of the best (935 MB/s; the floor, 85% of the best: 95% \
+             of 1.03 GB/s (the median of the three highest) less the noise is lower)"
         );
     }
 
@@ -580,7 +729,7 @@ mod tests {
         assert!(lines[1].contains("from 600 MB/s to 1.10 GB/s"), "{lines:?}");
     }
 
-    use crate::bench::testing;
+    use crate::bench::testing::{self, MIB};
 
     fn full() -> Report {
         testing::report(testing::outcome(), testing::all_tests())
@@ -691,6 +840,104 @@ mod tests {
             .unwrap();
         assert!(modes.contains("dsync = O_DSYNC;"), "{modes}");
         assert!(modes.contains("direct+dsync = O_DIRECT|O_DSYNC"), "{modes}");
+    }
+
+    /// Two figures of one access pattern never stand unexplained: the
+    /// bs-sweep's 1 MiB figures and seq-read's and seq-write's O_DIRECT
+    /// ones are given side by side with how they differ, and the zones
+    /// say what span they read against seq-read's working set; every
+    /// format prints those lines.
+    #[test]
+    fn figures_of_the_same_requests_say_how_they_differ() {
+        let report = full();
+        let figure = |test: &str, op: &str| {
+            let r = report
+                .results
+                .iter()
+                .find(|r| {
+                    let f = &r.figure;
+                    (f.test, f.mode, f.op) == (test, "direct", op)
+                        && (f.block_size, f.queue_depth) == (MIB, 1)
+                })
+                .unwrap();
+            rate_text(r.throughput_bytes_per_sec)
+        };
+        let lines = sweep_lines(&report);
+        assert_eq!(lines.len(), 2, "{lines:#?}");
+        for (line, op) in lines.iter().zip(["read", "write"]) {
+            let seq = format!("seq-{op}");
+            let expected = format!(
+                "1 MiB {op}: the bs-sweep's {} and {seq} direct's {} are the same requests \
+                 (O_DIRECT, one at a time) measured two ways: here the block size over the \
+                 median request time, in passes of at most 0.25 s; there bytes over the wall \
+                 time of whole passes over the 256 MiB working set",
+                figure("bs-sweep", op),
+                figure(&seq, op),
+            );
+            assert!(line.starts_with(&expected), "{line}\n{expected}");
+        }
+        let zones = zones_lines(&report);
+        assert_eq!(
+            zones,
+            [
+                "zones: each of the 4 figures (650 MB/s..800 MB/s) reads 16 MiB from its offset, \
+              again in every run; seq-read direct (800 MB/s) makes the same requests over the \
+              whole 256 MiB working set: other spans, not one quantity measured twice, and a \
+              cache that holds 16 MiB but not 256 MiB (a disk's, or the host's page cache \
+              under a loop device) answers the zones faster"
+            ]
+        );
+        let exported = [
+            table::Table.export(&report).unwrap(),
+            markdown::Markdown.export(&report).unwrap(),
+        ];
+        for text in exported {
+            for line in lines.iter().chain(&zones) {
+                assert!(text.contains(line.as_str()), "{line}: {text}");
+            }
+        }
+    }
+
+    /// The rule's floor and the bar a verdict prints are shares of one
+    /// thing, the best: on curves noisy enough that the floor sets the
+    /// bar, the printed bar is the stated floor, never below it, and the
+    /// verdict says the floor set it.
+    #[test]
+    fn the_stated_floor_holds_on_the_printed_bar() {
+        let rule = results::rule_text();
+        let floor: f64 = rule
+            .split_once("never below ")
+            .and_then(|(_, rest)| rest.split_once("% of the best"))
+            .map(|(n, _)| n.parse().unwrap())
+            .unwrap_or_else(|| panic!("no floor of the best in {rule}"));
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut noise = move || {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            let unit =
+                (state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64;
+            0.6 + 0.8 * unit
+        };
+        let mut floored = 0;
+        for _ in 0..40 {
+            let points: Vec<(u64, Vec<f64>)> = (0..6)
+                .map(|k| (MIB << k, (0..3).map(|_| 1e9 * noise()).collect()))
+                .collect();
+            let j = recommend::judge(&points, recommend::NEAR_BEST).unwrap();
+            let line = verdict_line("read", &j);
+            let bar: f64 = line
+                .split_once("the bar of ")
+                .and_then(|(_, rest)| rest.split_once("% of the best"))
+                .map(|(n, _)| n.parse().unwrap())
+                .unwrap_or_else(|| panic!("no bar of the best in {line}"));
+            assert!(bar >= floor, "{line} under the rule's floor: {rule}");
+            if j.at_floor {
+                floored += 1;
+                assert!(line.contains("the floor, 85% of the best"), "{line}");
+            }
+        }
+        assert!(floored > 0, "no curve was noisy enough to reach the floor");
     }
 
     /// Every format puts the summary first and the recommendation right

@@ -5,7 +5,7 @@
 
 use super::{
     details_table, fact_lines, interrupted_line, recommendation_lines, summary_notes,
-    summary_table, sweep_table, Exporter, Report,
+    summary_table, sweep_lines, sweep_table, zones_lines, Exporter, Report,
 };
 use crate::bench::BenchError;
 
@@ -30,11 +30,13 @@ fn render(report: &Report) -> String {
     if let Some(sweep) = sweep_table(report) {
         out.push('\n');
         out.push_str(&layout(&sweep));
+        push_lines(&mut out, &sweep_lines(report));
     }
     let details = details_table(report);
     if !details.rows.is_empty() {
         out.push('\n');
         out.push_str(&layout(&details));
+        push_lines(&mut out, &zones_lines(report));
     }
     out.push('\n');
     push_lines(&mut out, &fact_lines(report));
