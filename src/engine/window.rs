@@ -102,7 +102,8 @@ struct Reads {
     used: u64,
     /// Where the next piece starts; None: not reading ahead.
     next: Option<u64>,
-    /// Where reading ahead stops: the end's size when it began.
+    /// Where reading ahead stops: the end's size when it began, or the
+    /// end of what the copy reads (its plan's total), if that comes first.
     limit: Option<u64>,
     /// Reads before this offset go to the end exactly as asked (a piece
     /// failed there).
@@ -336,7 +337,8 @@ impl Window {
     }
 
     /// The requests kept in flight, where the window keeps any: as the
-    /// plan says, within what the end takes; for an end that wants some
+    /// plan says, deeper where that would not carry the end's round trip
+    /// of bytes, within what the end takes; for an end that wants some
     /// whenever it is used in order, its own.
     fn shape(&self) -> Option<Shape> {
         let r = self.requests;
@@ -349,10 +351,14 @@ impl Window {
             len.min(r.max_len as u64 / unit * unit).max(unit)
         };
         match self.hint {
-            Some(hint) => Some(Shape {
-                depth: hint.depth.clamp(r.least.max(1), r.most),
-                request: fit(hint.chunk as u64),
-            }),
+            Some(hint) => {
+                let request = fit(hint.chunk as u64);
+                let round_trip = (r.round_trip_bytes as u64).div_ceil(request) as usize;
+                Some(Shape {
+                    depth: hint.depth.max(round_trip).clamp(r.least.max(1), r.most),
+                    request,
+                })
+            }
             None if r.least > 1 => Some(Shape {
                 depth: r.least.min(r.most),
                 request: fit(r.min_len as u64),
@@ -674,7 +680,17 @@ impl Window {
         if !ahead {
             self.give_up_reads();
             if self.reads.limit.is_none() {
-                self.reads.limit = self.end.size().ok().flatten();
+                // A copy of a few records fetches no more than it reads,
+                // however deep the end's requests go.
+                let size = self.end.size().ok().flatten();
+                let copied = self
+                    .hint
+                    .and_then(|hint| hint.total)
+                    .map(|total| at.saturating_add(total));
+                self.reads.limit = match (size, copied) {
+                    (Some(size), Some(copied)) => Some(size.min(copied)),
+                    (size, copied) => size.or(copied),
+                };
             }
             self.reads.next = Some(at);
             return;
@@ -1936,6 +1952,58 @@ mod tests {
         let seen = seen.lock().unwrap();
         assert_eq!(seen.most_in_flight, 2, "as many as the end takes");
         assert!(seen.data == data);
+    }
+
+    #[test]
+    fn reading_ahead_stops_where_the_copy_does() {
+        let data = pattern(1 << 20);
+        let (mut window, seen) = Lab::holding(data.clone(), in_flight(16, 1, 1)).window();
+        window.seek(Whence::Start(4096)).unwrap();
+        window.pipeline(Pipeline {
+            chunk: 16_384,
+            depth: 16,
+            total: Some(100_000),
+        });
+        let mut buf = vec![0; 10_000];
+        for k in 0..10 {
+            assert_eq!(window.read(&mut buf), Ok(10_000));
+            let at = 4096 + k * 10_000;
+            assert!(buf == data[at..at + 10_000]);
+        }
+        let seen = seen.lock().unwrap();
+        let end = seen.submitted.iter().map(|&(_, at, len)| at + len).max();
+        assert_eq!(end, Some(104_096), "{:?}", seen.submitted);
+    }
+
+    #[test]
+    fn small_requests_go_as_deep_as_the_ends_round_trip_of_bytes() {
+        let data = pattern(256 * 4096);
+        // An end over a link: 64 KiB worth keeping in flight, 32 requests
+        // at most; the plan asks for 2 in flight.
+        let link = Requests {
+            round_trip_bytes: 64 << 10,
+            ..in_flight(32, 1, 1)
+        };
+        for (chunk, deepest) in [(1024, 32), (4096, 16), (16_384, 4), (65_536, 2)] {
+            let (mut window, seen) = Lab::holding(Vec::new(), link).window();
+            window.pipeline(hint(chunk, 2));
+            for block in data.chunks(chunk) {
+                assert_eq!(window.write(block), Ok(chunk));
+            }
+            window.settle().unwrap();
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.most_in_flight, deepest, "writes of {chunk}");
+            assert!(seen.data == data);
+
+            let (mut window, seen) = Lab::holding(data.clone(), link).window();
+            window.pipeline(hint(chunk, 2));
+            assert!(read_all(&mut window, chunk) == data);
+            assert_eq!(
+                seen.lock().unwrap().most_in_flight,
+                deepest,
+                "reads of {chunk}"
+            );
+        }
     }
 
     /// A disk in memory behind its generic node's command queue, seen
