@@ -102,9 +102,11 @@ struct Reads {
     used: u64,
     /// Where the next piece starts; None: not reading ahead.
     next: Option<u64>,
-    /// Where reading ahead stops: the end's size when it began, or the
-    /// end of what the copy reads (its plan's total), if that comes first.
+    /// Where reading ahead stops: the end's size when it began.
     limit: Option<u64>,
+    /// Where the copy's reads end (its plan's total from where it
+    /// began): past it, nothing is read ahead of the reader.
+    stop: Option<u64>,
     /// Reads before this offset go to the end exactly as asked (a piece
     /// failed there).
     suspect_until: u64,
@@ -599,8 +601,9 @@ impl Window {
     }
 
     /// Keep the shape's depth of pieces in flight or ready from where the
-    /// window stands, up to where reading ahead stops.
-    fn fill(&mut self, shape: Shape) {
+    /// window stands, up to where reading ahead stops; past where the
+    /// copy's reads end, only the piece a read `needs` now.
+    fn fill(&mut self, shape: Shape, needs: bool) {
         let Some(mut at) = self.reads.next else {
             return;
         };
@@ -616,7 +619,17 @@ impl Window {
             if data >= shape.depth || at >= limit {
                 break;
             }
+            // A copy of a few records fetches no more than it reads,
+            // however deep the end's requests go; a reader that goes on
+            // past its total is served a piece at a time.
+            let stop = self.reads.stop.unwrap_or(u64::MAX);
+            if at >= stop && (data > 0 || !needs) {
+                break;
+            }
             let mut len = shape.request.min(limit - at);
+            if at < stop {
+                len = len.min(stop - at);
+            }
             if zero_runs {
                 // A run that reads as zeros is not asked for.
                 let zeros_until = match self.end.next_data(at) {
@@ -680,17 +693,11 @@ impl Window {
         if !ahead {
             self.give_up_reads();
             if self.reads.limit.is_none() {
-                // A copy of a few records fetches no more than it reads,
-                // however deep the end's requests go.
-                let size = self.end.size().ok().flatten();
-                let copied = self
+                self.reads.limit = self.end.size().ok().flatten();
+                self.reads.stop = self
                     .hint
                     .and_then(|hint| hint.total)
                     .map(|total| at.saturating_add(total));
-                self.reads.limit = match (size, copied) {
-                    (Some(size), Some(copied)) => Some(size.min(copied)),
-                    (size, copied) => size.or(copied),
-                };
             }
             self.reads.next = Some(at);
             return;
@@ -715,7 +722,7 @@ impl Window {
         self.stand_at(at);
         let mut filled = 0usize;
         while filled < want {
-            self.fill(shape);
+            self.fill(shape, true);
             let Some(front) = self.reads.pieces.front() else {
                 break;
             };
@@ -770,7 +777,7 @@ impl Window {
                 }
             }
         }
-        self.fill(shape);
+        self.fill(shape, false);
         Some(Ok(filled))
     }
 
@@ -1970,9 +1977,19 @@ mod tests {
             let at = 4096 + k * 10_000;
             assert!(buf == data[at..at + 10_000]);
         }
-        let seen = seen.lock().unwrap();
-        let end = seen.submitted.iter().map(|&(_, at, len)| at + len).max();
-        assert_eq!(end, Some(104_096), "{:?}", seen.submitted);
+        let end = |seen: &Arc<Mutex<Seen>>| {
+            let seen = seen.lock().unwrap();
+            seen.submitted.iter().map(|&(_, at, len)| at + len).max()
+        };
+        assert_eq!(end(&seen), Some(104_096));
+        // A reader that goes on past it still gets the end's bytes, read
+        // a piece at a time.
+        for k in 0..3 {
+            assert_eq!(window.read(&mut buf), Ok(10_000));
+            let at = 104_096 + k * 10_000;
+            assert!(buf == data[at..at + 10_000]);
+        }
+        assert!(end(&seen) < Some(104_096 + 3 * 16_384 + 1));
     }
 
     #[test]
