@@ -421,6 +421,16 @@ impl Window {
         }
     }
 
+    /// File the completions the end already has, without waiting: what
+    /// is stored (`written_until`, and an upload's journal, which records
+    /// a part as its completion is filed) keeps up with the end, not only
+    /// with the window's need of a free place for its next request.
+    fn take_done(&mut self) {
+        while let Some(done) = self.end.complete(false) {
+            self.file(done);
+        }
+    }
+
     /// Wait for one completion and file it; false when nothing was in
     /// flight.
     fn reap(&mut self) -> bool {
@@ -1065,6 +1075,12 @@ impl Window {
         self.give_up_reads();
         self.pool.keep = shape.depth + 2;
         if self.end.upload().is_some() {
+            // Parts the store holds are recorded as soon as it says so,
+            // not once the window needs a place: a process killed then
+            // loses only the parts still in flight. (Other ends need no
+            // word before a failure or the end, when the window waits
+            // for everything anyway.)
+            self.take_done();
             if let Err(errno) = self.write_failure(true) {
                 return Some(Err(errno));
             }
@@ -1453,6 +1469,8 @@ mod tests {
         pos: u64,
         /// An upload: its part size.
         part_len: Option<usize>,
+        /// Requests are done once sent: complete(false) hands them back.
+        done_at_once: bool,
     }
 
     /// What the test looks at after the fact.
@@ -1591,7 +1609,12 @@ mod tests {
             seen.most_in_flight = seen.most_in_flight.max(self.in_flight.len());
             Submitted::InFlight
         }
-        fn complete(&mut self, _wait: bool) -> Option<Completion> {
+        /// Requests complete when waited for (or at once, where the lab
+        /// says), the last sent first.
+        fn complete(&mut self, wait: bool) -> Option<Completion> {
+            if !wait && !self.done_at_once {
+                return None;
+            }
             let Request {
                 id,
                 op,
@@ -1990,6 +2013,25 @@ mod tests {
             assert!(buf == data[at..at + 10_000]);
         }
         assert!(end(&seen) < Some(104_096 + 3 * 16_384 + 1));
+    }
+
+    #[test]
+    fn parts_the_store_holds_count_as_stored_at_the_next_write() {
+        let data = pattern(4 * 4096);
+        let mut lab = Lab::holding(Vec::new(), in_flight(8, 1, 1));
+        lab.part_len = Some(4096);
+        lab.done_at_once = true;
+        let (mut window, seen) = lab.window();
+        window.pipeline(hint(4096, 8));
+        for (k, block) in data.chunks(4096).enumerate() {
+            assert_eq!(window.write(block), Ok(4096));
+            // Each write files the parts the store finished before it,
+            // without waiting for the depth to fill.
+            assert_eq!(window.written_until(), Some(k as u64 * 4096));
+        }
+        window.finalise(false).unwrap();
+        assert_eq!(window.written_until(), Some(data.len() as u64));
+        assert!(seen.lock().unwrap().data == data);
     }
 
     #[test]
