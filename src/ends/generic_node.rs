@@ -347,6 +347,7 @@ impl End for GenericNodeEnd {
                 unit: self.geometry.block_len,
                 min_len: self.max_bytes() as usize,
                 max_len: self.max_bytes() as usize,
+                round_trip_bytes: 0,
                 owns_buffers: self.queue.mapped(),
                 via: engine(self.queue.interface()),
             },

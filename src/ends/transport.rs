@@ -124,6 +124,11 @@ pub struct Requests {
     pub min_len: usize,
     /// The largest request the end takes.
     pub max_len: usize,
+    /// Bytes worth keeping in flight wherever requests go in flight: what
+    /// the link to the end carries over a round trip, which requests as
+    /// small as the copy's would not fill at the plan's depth (an NBD
+    /// export's). 0: the plan's depth is enough.
+    pub round_trip_bytes: usize,
     /// The requests' bytes pass through buffers of the end's own (an SCSI
     /// generic node's mapped reserve buffers): each is copied there, and
     /// a request's buffer can come back as soon as it is sent.
@@ -143,6 +148,7 @@ impl Requests {
         unit: 1,
         min_len: 1,
         max_len: usize::MAX,
+        round_trip_bytes: 0,
         owns_buffers: false,
         via: "",
     };

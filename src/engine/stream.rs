@@ -47,7 +47,7 @@ pub struct Pipeline {
     /// Requests worth keeping in flight.
     pub depth: usize,
     /// Bytes the copy will move, where known (an upload sizes its parts
-    /// by it).
+    /// by it; reading ahead stops where they end).
     pub total: Option<u64>,
 }
 

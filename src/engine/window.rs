@@ -104,6 +104,9 @@ struct Reads {
     next: Option<u64>,
     /// Where reading ahead stops: the end's size when it began.
     limit: Option<u64>,
+    /// Where the copy's reads end (its plan's total from where it
+    /// began): past it, nothing is read ahead of the reader.
+    stop: Option<u64>,
     /// Reads before this offset go to the end exactly as asked (a piece
     /// failed there).
     suspect_until: u64,
@@ -336,7 +339,8 @@ impl Window {
     }
 
     /// The requests kept in flight, where the window keeps any: as the
-    /// plan says, within what the end takes; for an end that wants some
+    /// plan says, deeper where that would not carry the end's round trip
+    /// of bytes, within what the end takes; for an end that wants some
     /// whenever it is used in order, its own.
     fn shape(&self) -> Option<Shape> {
         let r = self.requests;
@@ -349,10 +353,14 @@ impl Window {
             len.min(r.max_len as u64 / unit * unit).max(unit)
         };
         match self.hint {
-            Some(hint) => Some(Shape {
-                depth: hint.depth.clamp(r.least.max(1), r.most),
-                request: fit(hint.chunk as u64),
-            }),
+            Some(hint) => {
+                let request = fit(hint.chunk as u64);
+                let round_trip = (r.round_trip_bytes as u64).div_ceil(request) as usize;
+                Some(Shape {
+                    depth: hint.depth.max(round_trip).clamp(r.least.max(1), r.most),
+                    request,
+                })
+            }
             None if r.least > 1 => Some(Shape {
                 depth: r.least.min(r.most),
                 request: fit(r.min_len as u64),
@@ -410,6 +418,16 @@ impl Window {
                 Ok(())
             }
             Submitted::Busy(request) => Err(request),
+        }
+    }
+
+    /// File the completions the end already has, without waiting: what
+    /// is stored (`written_until`, and an upload's journal, which records
+    /// a part as its completion is filed) keeps up with the end, not only
+    /// with the window's need of a free place for its next request.
+    fn take_done(&mut self) {
+        while let Some(done) = self.end.complete(false) {
+            self.file(done);
         }
     }
 
@@ -593,8 +611,9 @@ impl Window {
     }
 
     /// Keep the shape's depth of pieces in flight or ready from where the
-    /// window stands, up to where reading ahead stops.
-    fn fill(&mut self, shape: Shape) {
+    /// window stands, up to where reading ahead stops; past where the
+    /// copy's reads end, only the piece a read `needs` now.
+    fn fill(&mut self, shape: Shape, needs: bool) {
         let Some(mut at) = self.reads.next else {
             return;
         };
@@ -610,7 +629,17 @@ impl Window {
             if data >= shape.depth || at >= limit {
                 break;
             }
+            // A copy of a few records fetches no more than it reads,
+            // however deep the end's requests go; a reader that goes on
+            // past its total is served a piece at a time.
+            let stop = self.reads.stop.unwrap_or(u64::MAX);
+            if at >= stop && (data > 0 || !needs) {
+                break;
+            }
             let mut len = shape.request.min(limit - at);
+            if at < stop {
+                len = len.min(stop - at);
+            }
             if zero_runs {
                 // A run that reads as zeros is not asked for.
                 let zeros_until = match self.end.next_data(at) {
@@ -675,6 +704,10 @@ impl Window {
             self.give_up_reads();
             if self.reads.limit.is_none() {
                 self.reads.limit = self.end.size().ok().flatten();
+                self.reads.stop = self
+                    .hint
+                    .and_then(|hint| hint.total)
+                    .map(|total| at.saturating_add(total));
             }
             self.reads.next = Some(at);
             return;
@@ -699,7 +732,7 @@ impl Window {
         self.stand_at(at);
         let mut filled = 0usize;
         while filled < want {
-            self.fill(shape);
+            self.fill(shape, true);
             let Some(front) = self.reads.pieces.front() else {
                 break;
             };
@@ -754,7 +787,7 @@ impl Window {
                 }
             }
         }
-        self.fill(shape);
+        self.fill(shape, false);
         Some(Ok(filled))
     }
 
@@ -1042,6 +1075,12 @@ impl Window {
         self.give_up_reads();
         self.pool.keep = shape.depth + 2;
         if self.end.upload().is_some() {
+            // Parts the store holds are recorded as soon as it says so,
+            // not once the window needs a place: a process killed then
+            // loses only the parts still in flight. (Other ends need no
+            // word before a failure or the end, when the window waits
+            // for everything anyway.)
+            self.take_done();
             if let Err(errno) = self.write_failure(true) {
                 return Some(Err(errno));
             }
@@ -1430,6 +1469,8 @@ mod tests {
         pos: u64,
         /// An upload: its part size.
         part_len: Option<usize>,
+        /// Requests are done once sent: complete(false) hands them back.
+        done_at_once: bool,
     }
 
     /// What the test looks at after the fact.
@@ -1568,7 +1609,12 @@ mod tests {
             seen.most_in_flight = seen.most_in_flight.max(self.in_flight.len());
             Submitted::InFlight
         }
-        fn complete(&mut self, _wait: bool) -> Option<Completion> {
+        /// Requests complete when waited for (or at once, where the lab
+        /// says), the last sent first.
+        fn complete(&mut self, wait: bool) -> Option<Completion> {
+            if !wait && !self.done_at_once {
+                return None;
+            }
             let Request {
                 id,
                 op,
@@ -1936,6 +1982,87 @@ mod tests {
         let seen = seen.lock().unwrap();
         assert_eq!(seen.most_in_flight, 2, "as many as the end takes");
         assert!(seen.data == data);
+    }
+
+    #[test]
+    fn reading_ahead_stops_where_the_copy_does() {
+        let data = pattern(1 << 20);
+        let (mut window, seen) = Lab::holding(data.clone(), in_flight(16, 1, 1)).window();
+        window.seek(Whence::Start(4096)).unwrap();
+        window.pipeline(Pipeline {
+            chunk: 16_384,
+            depth: 16,
+            total: Some(100_000),
+        });
+        let mut buf = vec![0; 10_000];
+        for k in 0..10 {
+            assert_eq!(window.read(&mut buf), Ok(10_000));
+            let at = 4096 + k * 10_000;
+            assert!(buf == data[at..at + 10_000]);
+        }
+        let end = |seen: &Arc<Mutex<Seen>>| {
+            let seen = seen.lock().unwrap();
+            seen.submitted.iter().map(|&(_, at, len)| at + len).max()
+        };
+        assert_eq!(end(&seen), Some(104_096));
+        // A reader that goes on past it still gets the end's bytes, read
+        // a piece at a time.
+        for k in 0..3 {
+            assert_eq!(window.read(&mut buf), Ok(10_000));
+            let at = 104_096 + k * 10_000;
+            assert!(buf == data[at..at + 10_000]);
+        }
+        assert!(end(&seen) < Some(104_096 + 3 * 16_384 + 1));
+    }
+
+    #[test]
+    fn parts_the_store_holds_count_as_stored_at_the_next_write() {
+        let data = pattern(4 * 4096);
+        let mut lab = Lab::holding(Vec::new(), in_flight(8, 1, 1));
+        lab.part_len = Some(4096);
+        lab.done_at_once = true;
+        let (mut window, seen) = lab.window();
+        window.pipeline(hint(4096, 8));
+        for (k, block) in data.chunks(4096).enumerate() {
+            assert_eq!(window.write(block), Ok(4096));
+            // Each write files the parts the store finished before it,
+            // without waiting for the depth to fill.
+            assert_eq!(window.written_until(), Some(k as u64 * 4096));
+        }
+        window.finalise(false).unwrap();
+        assert_eq!(window.written_until(), Some(data.len() as u64));
+        assert!(seen.lock().unwrap().data == data);
+    }
+
+    #[test]
+    fn small_requests_go_as_deep_as_the_ends_round_trip_of_bytes() {
+        let data = pattern(256 * 4096);
+        // An end over a link: 64 KiB worth keeping in flight, 32 requests
+        // at most; the plan asks for 2 in flight.
+        let link = Requests {
+            round_trip_bytes: 64 << 10,
+            ..in_flight(32, 1, 1)
+        };
+        for (chunk, deepest) in [(1024, 32), (4096, 16), (16_384, 4), (65_536, 2)] {
+            let (mut window, seen) = Lab::holding(Vec::new(), link).window();
+            window.pipeline(hint(chunk, 2));
+            for block in data.chunks(chunk) {
+                assert_eq!(window.write(block), Ok(chunk));
+            }
+            window.settle().unwrap();
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.most_in_flight, deepest, "writes of {chunk}");
+            assert!(seen.data == data);
+
+            let (mut window, seen) = Lab::holding(data.clone(), link).window();
+            window.pipeline(hint(chunk, 2));
+            assert!(read_all(&mut window, chunk) == data);
+            assert_eq!(
+                seen.lock().unwrap().most_in_flight,
+                deepest,
+                "reads of {chunk}"
+            );
+        }
     }
 
     /// A disk in memory behind its generic node's command queue, seen

@@ -1,5 +1,6 @@
 //! Faults a distributed object store has, through the command line,
-//! against a SeaweedFS cluster of each test's own (`rigs::cluster`): a
+//! against the SeaweedFS cluster these tests share, one at a time
+//! (`rigs::cluster::for_faults`), each in a bucket of its own: a
 //! volume server SIGKILLed during an upload and during a download, the
 //! S3 gateway killed during an upload kept by `--map`, the filer
 //! restarted during a download, and a bucket without replication with a
@@ -13,21 +14,23 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
+use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
 use crate::object_faults::{env, last_record, one_line, run};
 use crate::rigs;
 use crate::rigs::bytes::pattern;
-use crate::rigs::cluster::{Cluster, Replication, Role};
+use crate::rigs::cluster::{self, Cluster, Replication, Role};
 use crate::rigs::cmd::ddx;
 use crate::rigs::fault::{Fault, FaultProxy, Rule};
 use crate::rigs::fixture::statistics;
 
 const MIB: usize = 1 << 20;
 
-/// A cluster of this test's own, or None after `rigs::skip`.
-fn own_cluster(replication: Replication) -> Option<Cluster> {
-    rigs::or_skip(Cluster::start(replication))
+/// The cluster the fault tests share, held by this test until it ends,
+/// or None after `rigs::skip`.
+fn fault_cluster() -> Option<MutexGuard<'static, Cluster>> {
+    rigs::or_skip(cluster::for_faults())
 }
 
 /// Poll `done` every 10 ms for up to a minute; whether it came true.
@@ -83,7 +86,7 @@ impl Feeding {
 /// replica left, and the object and the download are the input.
 #[test]
 fn a_volume_server_killed_during_an_upload_or_a_download_costs_nothing() {
-    let Some(cluster) = own_cluster(Replication::TwoCopies) else {
+    let Some(cluster) = fault_cluster() else {
         return;
     };
     let bucket = cluster.bucket("replicated").expect("bucket");
@@ -168,7 +171,7 @@ fn a_volume_server_killed_during_an_upload_or_a_download_costs_nothing() {
 /// records; once the gateway is back, `--resume` completes the object.
 #[test]
 fn a_gateway_killed_during_a_mapped_upload_is_named_and_resumed_once_it_is_back() {
-    let Some(cluster) = own_cluster(Replication::TwoCopies) else {
+    let Some(cluster) = fault_cluster() else {
         return;
     };
     let bucket = cluster.bucket("kept").expect("bucket");
@@ -257,7 +260,7 @@ fn a_gateway_killed_during_a_mapped_upload_is_named_and_resumed_once_it_is_back(
 /// copy completes or fails in the server's own words.
 #[test]
 fn a_filer_restarted_during_a_download_is_retried_or_named_in_the_servers_words() {
-    let Some(cluster) = own_cluster(Replication::TwoCopies) else {
+    let Some(cluster) = fault_cluster() else {
         return;
     };
     let bucket = cluster.bucket("filer").expect("bucket");
@@ -308,10 +311,12 @@ fn a_filer_restarted_during_a_download_is_retried_or_named_in_the_servers_words(
 /// stored is missing once the server is back.
 #[test]
 fn an_unreplicated_bucket_with_a_volume_server_down_names_the_500_and_claims_nothing() {
-    let Some(cluster) = own_cluster(Replication::None) else {
+    let Some(cluster) = fault_cluster() else {
         return;
     };
-    let bucket = cluster.bucket("single").expect("bucket");
+    let bucket = cluster
+        .bucket_replicated("single", Replication::None)
+        .expect("bucket");
     let dir = tempfile::tempdir().expect("tempdir");
     let data = pattern(23, 2 * 16 * MIB + 5);
     let input = dir.path().join("in");

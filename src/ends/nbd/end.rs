@@ -6,13 +6,17 @@
 //! hands back each completion (`ends::transport`): the engine's window
 //! keeps them in flight, in order, and knows what is stored. When the
 //! server allows multi-conn the requests are spread over up to
-//! [`MAX_CONNECTIONS`] connections to the same URI, a new one made when
-//! every connection has a request in flight. A fast zero the server
-//! refuses is sent again as a plain zero request on the same connection,
-//! under the same request. Calls that are not requests (a read or write
-//! at the position, a flush) are sent and waited for before they return,
-//! their error returned by that call; completions of requests in flight
-//! that arrive meanwhile are kept for [`End::complete`].
+//! [`MAX_CONNECTIONS`] connections to the same URI: once every connection
+//! has a request in flight, the others are all begun at once, and each
+//! takes requests when its handshake is done. Their handshakes go on
+//! while the end waits for the first connection's requests, so over a
+//! link with latency they cost the copy no round trip. A fast zero the
+//! server refuses is sent again as a plain zero request on the same
+//! connection, under the same request. Calls that are not requests (a
+//! read or write at the position, a flush) are sent and waited for before
+//! they return, their error returned by that call; completions of
+//! requests in flight that arrive meanwhile are kept for
+//! [`End::complete`].
 //!
 //! Under oflag=sync or oflag=dsync ([`NbdEnd::make_writes_durable`]) the
 //! end takes one request at a time and every write is flushed before the
@@ -44,8 +48,17 @@ use crate::sys::Errno;
 pub const MAX_CONNECTIONS: usize = 4;
 
 /// Requests in flight at most, over all connections (the window keeps
-/// fewer: the copy's queue depth).
-const MOST_IN_FLIGHT: usize = 64;
+/// fewer: the copy's queue depth, or [`ROUND_TRIP_BYTES`] of them).
+const MOST_IN_FLIGHT: usize = 128;
+
+/// Bytes worth keeping in flight to an export: a server on another
+/// machine answers each request a round trip later, and only what is in
+/// flight meanwhile moves. 128 MiB carries 2.5 GiB/s over a round trip
+/// of 50 ms (25 ms each way, as in bench/latency.sh), where the plan's
+/// depth alone (a memory budget of 64 MiB, and 16 requests of 1 MiB
+/// for the default bs) carried 16 to 64 MiB. The copy's memory grows by
+/// as much: at most this much more in the window's buffers.
+const ROUND_TRIP_BYTES: usize = 128 << 20;
 
 /// The largest zero request sent at once.
 const ZERO_MAX: u64 = 1 << 30;
@@ -74,6 +87,9 @@ struct Sent {
 pub struct NbdEnd {
     uri: String,
     conns: Vec<Handle>,
+    /// Further connections whose handshakes are going on
+    /// ([`Handle::connect_later`]).
+    joining: Vec<Handle>,
     next_conn: usize,
     max_connections: usize,
     /// A further connection failed once: not tried again.
@@ -103,6 +119,7 @@ impl fmt::Debug for NbdEnd {
             .field("size", &self.info.size)
             .field("pos", &self.pos)
             .field("connections", &self.conns.len())
+            .field("joining", &self.joining.len())
             .field("in_flight", &self.sent.len())
             .finish_non_exhaustive()
     }
@@ -136,6 +153,7 @@ impl NbdEnd {
         Ok(NbdEnd {
             uri: uri.text.clone(),
             conns: vec![handle],
+            joining: Vec::new(),
             next_conn: 0,
             max_connections: max_connections.max(1),
             no_more_connections: false,
@@ -183,25 +201,48 @@ impl NbdEnd {
         error.errno
     }
 
-    /// The connection for the next request: the next in turn, after
-    /// making one more where the server allows multi-conn and every
-    /// connection has a request in flight (one that cannot be made is
-    /// done without).
+    /// The connection for the next request: the next in turn among those
+    /// made. Where the server allows multi-conn and every connection has
+    /// a request in flight, the rest up to the most are begun, all at
+    /// once, without waiting for them (one that cannot be made is done
+    /// without, and so are those after it).
     fn pick(&mut self) -> usize {
+        self.join();
         let busy = self.sent.len() >= self.conns.len();
-        if busy
-            && self.info.can_multi_conn
-            && !self.no_more_connections
-            && self.conns.len() < self.max_connections
-        {
-            match Handle::connect(&self.uri) {
-                Ok(handle) => self.conns.push(handle),
-                Err(_) => self.no_more_connections = true,
+        let more = self
+            .max_connections
+            .saturating_sub(self.conns.len() + self.joining.len());
+        if busy && self.info.can_multi_conn && !self.no_more_connections && more > 0 {
+            for _ in 0..more {
+                match Handle::connect_later(&self.uri) {
+                    Ok(handle) => self.joining.push(handle),
+                    Err(_) => {
+                        self.no_more_connections = true;
+                        break;
+                    }
+                }
             }
         }
         let conn = self.next_conn % self.conns.len();
         self.next_conn = conn + 1;
         conn
+    }
+
+    /// Connections whose handshake is done take requests from now on; one
+    /// whose handshake failed is let go, and no more are tried.
+    fn join(&mut self) {
+        let mut k = 0;
+        while k < self.joining.len() {
+            if self.joining[k].dead() {
+                drop(self.joining.swap_remove(k));
+                self.no_more_connections = true;
+            } else if !self.joining[k].connecting() {
+                let handle = self.joining.swap_remove(k);
+                self.conns.push(handle);
+            } else {
+                k += 1;
+            }
+        }
     }
 
     /// Take every completion there is: a request's becomes a
@@ -262,10 +303,11 @@ impl NbdEnd {
         }
     }
 
-    /// Wait until some command makes progress, and collect. Err: none can
-    /// (no connection has anything in flight, or poll failed).
+    /// Wait until some command makes progress (or a handshake of a
+    /// connection joining), and collect. Err: none can (no connection has
+    /// anything in flight, or poll failed).
     fn drive(&mut self) -> Result<(), NbdError> {
-        let mut interest = Vec::with_capacity(self.conns.len());
+        let mut interest = Vec::with_capacity(self.conns.len() + self.joining.len());
         let mut which = Vec::with_capacity(self.conns.len());
         for (conn, handle) in self.conns.iter().enumerate() {
             if let Some(wanted) = handle.interest() {
@@ -279,15 +321,33 @@ impl NbdEnd {
                 "the NBD connection has nothing in flight to wait for",
             ));
         }
+        let mut joining = Vec::with_capacity(self.joining.len());
+        for (k, handle) in self.joining.iter().enumerate() {
+            if let Some(wanted) = handle.interest() {
+                interest.push(wanted);
+                joining.push(k);
+            }
+        }
         let ready = handle::poll(&interest)?;
         let mut lost = None;
         for (k, revents) in ready.into_iter().enumerate() {
-            if !revents.is_empty() {
-                if let Err(e) = self.conns[which[k]].notify(revents) {
-                    lost = Some(e);
+            if revents.is_empty() {
+                continue;
+            }
+            match which.get(k) {
+                Some(&conn) => {
+                    if let Err(e) = self.conns[conn].notify(revents) {
+                        lost = Some(e);
+                    }
+                }
+                // A handshake that fails leaves its handle dead, which
+                // `join` lets go.
+                None => {
+                    let _ = self.joining[joining[k - which.len()]].notify(revents);
                 }
             }
         }
+        self.join();
         self.collect();
         // A connection that died completes its commands with errors;
         // what is still pending on it can never complete.
@@ -434,9 +494,9 @@ impl End for NbdEnd {
         Kind::NbdExport
     }
 
-    /// Its kind's, with requests in flight up to the server's largest
-    /// (one at a time under oflag=sync/dsync); read only where the
-    /// server says so.
+    /// Its kind's, with requests in flight up to the server's largest,
+    /// [`ROUND_TRIP_BYTES`] of them at least (one at a time under
+    /// oflag=sync/dsync); read only where the server says so.
     fn capabilities(&self) -> Capabilities {
         let requests = if self.durable {
             Requests {
@@ -447,6 +507,7 @@ impl End for NbdEnd {
             Requests {
                 most: MOST_IN_FLIGHT,
                 max_len: self.info.max_request,
+                round_trip_bytes: ROUND_TRIP_BYTES,
                 via: "libnbd",
                 ..Requests::ONE_AT_A_TIME
             }
@@ -690,13 +751,30 @@ impl End for NbdEnd {
     }
 
     /// Flushes nothing (conv=fsync is `sync`): waits for the requests in
-    /// flight, then disconnects.
+    /// flight, then tells the server on every connection at once that it
+    /// is going, and goes once that is sent.
     fn close(mut self: Box<Self>) -> Result<(), Errno> {
         while self.complete(true).is_some() {}
         for handle in &mut self.conns {
-            handle.shutdown();
+            handle.disconnect();
         }
-        Ok(())
+        loop {
+            let (sending, interest): (Vec<usize>, Vec<_>) = (0..self.conns.len())
+                .filter(|&conn| self.conns[conn].sending())
+                .filter_map(|conn| Some((conn, self.conns[conn].interest()?)))
+                .unzip();
+            if interest.is_empty() {
+                return Ok(());
+            }
+            let Ok(ready) = handle::poll(&interest) else {
+                return Ok(());
+            };
+            for (k, revents) in ready.into_iter().enumerate() {
+                if !revents.is_empty() {
+                    let _ = self.conns[sending[k]].notify(revents);
+                }
+            }
+        }
     }
 
     /// Drops the connections at once, requests in flight and all.

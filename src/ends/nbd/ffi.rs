@@ -57,7 +57,6 @@ pub struct nbd_extent_callback {
 }
 
 pub const LIBNBD_CMD_FLAG_FAST_ZERO: u32 = 0x10;
-pub const LIBNBD_SHUTDOWN_ABANDON_PENDING: u32 = 0x10000;
 pub const LIBNBD_AIO_DIRECTION_READ: c_uint = 1;
 pub const LIBNBD_AIO_DIRECTION_WRITE: c_uint = 2;
 pub const LIBNBD_SIZE_MINIMUM: c_int = 0;
@@ -110,7 +109,9 @@ libnbd_functions! {
     fn nbd_set_uri_allow_local_file(h: *mut nbd_handle, allow: bool) -> c_int;
     fn nbd_add_meta_context(h: *mut nbd_handle, name: *const c_char) -> c_int;
     fn nbd_connect_uri(h: *mut nbd_handle, uri: *const c_char) -> c_int;
-    fn nbd_shutdown(h: *mut nbd_handle, flags: u32) -> c_int;
+    fn nbd_aio_connect_uri(h: *mut nbd_handle, uri: *const c_char) -> c_int;
+    fn nbd_aio_is_connecting(h: *mut nbd_handle) -> c_int;
+    fn nbd_aio_disconnect(h: *mut nbd_handle, flags: u32) -> c_int;
     fn nbd_get_size(h: *mut nbd_handle) -> i64;
     fn nbd_get_block_size(h: *mut nbd_handle, size_type: c_int) -> i64;
     fn nbd_is_read_only(h: *mut nbd_handle) -> c_int;

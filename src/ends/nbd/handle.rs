@@ -201,6 +201,31 @@ impl Handle {
     /// (`tls-psk-file=`, `tls-certificates=`) are allowed: the URI is the
     /// user's own operand, not something received from elsewhere.
     pub fn connect(uri: &str) -> Result<Handle, NbdError> {
+        let (handle, text) = Handle::create(uri)?;
+        // SAFETY: h is a live handle we own; the URI is NUL-terminated and
+        // outlives the call (libnbd copies what it keeps).
+        check(unsafe { ffi::nbd_connect_uri(handle.raw.as_ptr(), text.as_ptr()) })?;
+        Ok(handle)
+    }
+
+    /// Start connecting to `uri` as [`Handle::connect`] does, without
+    /// waiting: the handshake goes on whenever the handle is driven
+    /// ([`Handle::interest`], then [`Handle::notify`]), and the handle
+    /// takes commands once it is no longer [`Handle::connecting`]. Over a
+    /// link with latency a handshake costs several round trips; made
+    /// this way, several connections pay them at once, while the ones
+    /// already made carry the requests.
+    pub fn connect_later(uri: &str) -> Result<Handle, NbdError> {
+        let (handle, text) = Handle::create(uri)?;
+        // SAFETY: as in `connect`; the call returns once the connection
+        // is under way.
+        check(unsafe { ffi::nbd_aio_connect_uri(handle.raw.as_ptr(), text.as_ptr()) })?;
+        Ok(handle)
+    }
+
+    /// A handle set up for `uri` (not connected yet), and the URI as C
+    /// text.
+    fn create(uri: &str) -> Result<(Handle, CString), NbdError> {
         let text = CString::new(uri)
             .map_err(|_| NbdError::new(Errno::INVAL, "an NBD URI cannot contain a NUL byte"))?;
         ffi::load().map_err(|message| NbdError::new(Errno::NOPKG, message))?;
@@ -223,9 +248,22 @@ impl Handle {
                 h,
                 ffi::LIBNBD_CONTEXT_BASE_ALLOCATION.as_ptr(),
             ))?;
-            check(ffi::nbd_connect_uri(h, text.as_ptr()))?;
         }
-        Ok(handle)
+        Ok((handle, text))
+    }
+
+    /// Whether the handshake of [`Handle::connect_later`] is still going
+    /// on.
+    pub fn connecting(&self) -> bool {
+        // SAFETY: h is live; this only reads the handle's state.
+        unsafe { ffi::nbd_aio_is_connecting(self.raw.as_ptr()) == 1 }
+    }
+
+    /// Whether the connection is gone (it failed, or was closed).
+    pub fn dead(&self) -> bool {
+        let h = self.raw.as_ptr();
+        // SAFETY: h is live; these only read the handle's state.
+        unsafe { ffi::nbd_aio_is_dead(h) == 1 || ffi::nbd_aio_is_closed(h) == 1 }
     }
 
     /// The export's size and what the server can do.
@@ -271,11 +309,9 @@ impl Handle {
         if r >= 1 {
             return Ok(r as Cookie);
         }
+        // The message is copied before `dead` could replace it.
         let mut error = last_error();
-        let h = self.raw.as_ptr();
-        // SAFETY: h is live; these only read its state (the message was
-        // copied above, before these calls could replace it).
-        if unsafe { ffi::nbd_aio_is_dead(h) == 1 || ffi::nbd_aio_is_closed(h) == 1 } {
+        if self.dead() {
             error.errno = Errno::NOTCONN;
         }
         Err(error)
@@ -454,7 +490,8 @@ impl Handle {
     }
 
     /// The socket and the events libnbd waits for, when it has commands
-    /// in flight (polling an idle connection would wait forever).
+    /// in flight or a handshake going on (polling an idle connection
+    /// would wait forever).
     pub fn interest(&self) -> Option<(RawFd, PollFlags)> {
         let h = self.raw.as_ptr();
         // SAFETY: h is live; these calls only read the handle's state.
@@ -465,7 +502,7 @@ impl Handle {
                 ffi::nbd_aio_get_fd(h),
             )
         };
-        if in_flight <= 0 || fd < 0 {
+        if (in_flight <= 0 && !self.connecting()) || fd < 0 {
             return None;
         }
         let mut events = PollFlags::empty();
@@ -497,12 +534,23 @@ impl Handle {
         check(r).map(drop)
     }
 
-    /// Tell the server we are going (NBD_CMD_DISC), dropping commands not
-    /// yet sent; errors are of no use then and are ignored.
-    pub fn shutdown(&mut self) {
-        // SAFETY: h is live; shutting down ends the use of held buffers
-        // only for commands never sent, and the rest stay held until Drop.
-        unsafe { ffi::nbd_shutdown(self.raw.as_ptr(), ffi::LIBNBD_SHUTDOWN_ABANDON_PENDING) };
+    /// Tell the server we are going (NBD_CMD_DISC), where the connection
+    /// is up and nothing is in flight on it; errors are of no use then and
+    /// are ignored. The command leaves once [`Handle::sending`] is false;
+    /// the server answers it only by closing the connection, which is not
+    /// waited for (nbd_shutdown would, a round trip per connection).
+    pub fn disconnect(&mut self) {
+        if self.connecting() || self.dead() || !self.held.is_empty() {
+            return;
+        }
+        // SAFETY: h is live; NBD_CMD_DISC carries no memory of ours.
+        unsafe { ffi::nbd_aio_disconnect(self.raw.as_ptr(), 0) };
+    }
+
+    /// Whether libnbd still has bytes to send on a live connection.
+    pub fn sending(&self) -> bool {
+        self.interest()
+            .is_some_and(|(_, events)| events.contains(PollFlags::OUT))
     }
 }
 

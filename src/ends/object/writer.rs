@@ -516,6 +516,17 @@ impl ObjectWriter {
         Ok(())
     }
 
+    /// How many parts of `len` bytes may be in flight: as memory allows,
+    /// or where the upload is kept resumable, as few as keep the store
+    /// busy (see [`parts::JOURNALED_IN_FLIGHT_BYTES`]): a kill loses them.
+    fn most_in_flight(&self, len: usize) -> usize {
+        if self.journal.is_some() {
+            parts::in_flight_within(parts::JOURNALED_IN_FLIGHT_BYTES, len)
+        } else {
+            parts::in_flight(len)
+        }
+    }
+
     /// Go on with the upload `record` describes: its parts are checked
     /// against ListParts, and the next part follows its last.
     fn resume(&mut self, record: &UploadRecord) -> Result<(), ObjectError> {
@@ -608,7 +619,7 @@ impl End for ObjectWriter {
             return refuse(Errno::SPIPE, None, Some(buf));
         }
         let len = (request.len as usize).min(buf.len());
-        if self.sending.len() >= parts::in_flight(len) {
+        if self.sending.len() >= self.most_in_flight(len) {
             request.buf = Some(buf);
             return Submitted::Busy(request);
         }
@@ -692,8 +703,16 @@ impl Upload for ObjectWriter {
         self.total = total;
     }
 
+    /// Parts of [`parts::JOURNALED_PART`] where the upload is kept
+    /// resumable, else of [`parts::BASE_PART`], as large as the total
+    /// needs.
     fn part_len(&self) -> usize {
-        parts::part_size(self.total, self.parts.len())
+        let base = if self.journal.is_some() {
+            parts::JOURNALED_PART
+        } else {
+            parts::BASE_PART
+        };
+        parts::part_size_from(base, self.total, self.parts.len())
     }
 
     fn ending(&mut self) {

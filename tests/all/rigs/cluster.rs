@@ -25,8 +25,8 @@
 //!
 //! Tests in one binary run in parallel: those that only need a bucket
 //! share one cluster per process ([`bucket_or_skip`], a new bucket each,
-//! the cluster stopped when the process exits), and a test that kills or
-//! restarts servers starts a cluster of its own ([`Cluster::start`]).
+//! the cluster stopped when the process exits), and tests that kill or
+//! restart servers share another, one test at a time ([`for_faults`]).
 //!
 //! The oracles are the store's own views, not the gateway's answers to
 //! ddx: an object's bytes and the multipart uploads in progress are read
@@ -44,7 +44,7 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Mutex, OnceLock, PoisonError};
+use std::sync::{mpsc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::have;
@@ -168,6 +168,10 @@ pub struct Cluster {
     volumes: Vec<Server>,
     filer: Server,
     gateway: Server,
+    /// The master's and the filer's addresses (`IP:PORT.GRPC_PORT`), for
+    /// `weed shell`.
+    master_address: String,
+    filer_address: String,
     /// Declared last: removed after every server stopped.
     _dir: tempfile::TempDir,
 }
@@ -204,10 +208,7 @@ impl Cluster {
         let (master_port, master_grpc) = (free_port(), free_port());
         let (filer_port, filer_grpc) = (free_port(), free_port());
         let master_address = format!("127.0.0.1:{master_port}.{master_grpc}");
-        let copies = match replication {
-            Replication::TwoCopies => "001",
-            Replication::None => "000",
-        };
+        let copies = copies(replication);
         let master = Server::new(
             "the master",
             root.join("master"),
@@ -290,6 +291,8 @@ impl Cluster {
             volumes,
             filer,
             gateway,
+            master_address,
+            filer_address: format!("127.0.0.1:{filer_port}.{filer_grpc}"),
             _dir: dir,
         };
         cluster.master.spawn()?;
@@ -352,6 +355,61 @@ impl Cluster {
             cluster: self,
             name: name.to_owned(),
         })
+    }
+
+    /// A bucket of this cluster by name, made if it is not there yet,
+    /// whose objects are stored with `replication` whatever the cluster's
+    /// default (the filer's rule for the bucket's path, `fs.configure`).
+    pub fn bucket_replicated(
+        &self,
+        name: &str,
+        replication: Replication,
+    ) -> Result<Bucket<'_>, String> {
+        let script = format!(
+            "fs.configure -locationPrefix=/buckets/{name}/ -replication={} -apply\nexit\n",
+            copies(replication)
+        );
+        let mut shell = Command::new("weed")
+            .args(["shell", &format!("-master={}", self.master_address)])
+            .arg(format!("-filer={}", self.filer_address))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("weed shell: {e}"))?;
+        {
+            use std::io::Write;
+            let mut stdin = shell.stdin.take().expect("piped");
+            stdin
+                .write_all(script.as_bytes())
+                .map_err(|e| format!("weed shell: {e}"))?;
+        }
+        let out = shell
+            .wait_with_output()
+            .map_err(|e| format!("weed shell: {e}"))?;
+        let said = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() || !said.contains(&format!("/buckets/{name}/")) {
+            return Err(format!(
+                "fs.configure for bucket {name}: {} {}",
+                said.trim(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        self.bucket(name)
+    }
+
+    /// Start again every server that is not running (a test that failed
+    /// may have left one killed).
+    fn revive(&self) -> Result<(), String> {
+        let roles = (0..VOLUME_SERVERS)
+            .map(Role::Volume)
+            .chain([Role::Filer, Role::Gateway]);
+        for role in roles {
+            if !self.server(role).running() {
+                self.restart(role)?;
+            }
+        }
+        Ok(())
     }
 
     /// Kill `role` with SIGKILL, as a machine that fails.
@@ -716,6 +774,14 @@ fn identities() -> String {
     .to_string()
 }
 
+/// SeaweedFS's replication setting for `replication`.
+fn copies(replication: Replication) -> &'static str {
+    match replication {
+        Replication::TwoCopies => "001",
+        Replication::None => "000",
+    }
+}
+
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| (*s).to_owned()).collect()
 }
@@ -761,6 +827,47 @@ extern "C" fn stop_shared() {
         // A static is never dropped: its directory goes here.
         let _ = std::fs::remove_dir_all(cluster._dir.path());
     }
+}
+
+/// The one cluster tests that kill and restart its servers share, one
+/// test at a time (see [`for_faults`]); stopped when the process exits.
+static FAULTS: OnceLock<Result<Mutex<Cluster>, String>> = OnceLock::new();
+
+/// The cluster the fault tests share, held by one test at a time: each
+/// kills servers of it, and brings back what it killed before it lets go
+/// (what a test that failed left down is started again here). Started,
+/// with two copies of everything by default, by the first test that
+/// asks; Err says why there is none. One cluster for them all, instead
+/// of one each, saves each test a cluster's start and stop.
+pub fn for_faults() -> Result<MutexGuard<'static, Cluster>, String> {
+    let cluster = FAULTS
+        .get_or_init(|| {
+            let cluster = Cluster::start(Replication::TwoCopies)?;
+            // SAFETY: as in start_shared (see stop_faults).
+            let rc = unsafe { libc::atexit(stop_faults) };
+            assert_eq!(rc, 0, "atexit");
+            Ok(Mutex::new(cluster))
+        })
+        .as_ref()
+        .map_err(Clone::clone)?;
+    let held = cluster.lock().unwrap_or_else(PoisonError::into_inner);
+    held.revive()?;
+    Ok(held)
+}
+
+/// Runs at exit: the fault tests' cluster is stopped. Must not unwind.
+extern "C" fn stop_faults() {
+    let Some(Ok(cluster)) = FAULTS.get() else {
+        return;
+    };
+    // A test that failed holding it left it poisoned, not held.
+    let cluster = match cluster.try_lock() {
+        Ok(cluster) => cluster,
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    cluster.shut_down();
+    let _ = std::fs::remove_dir_all(cluster._dir.path());
 }
 
 /// What the spawning thread is asked: a command to start, and where to

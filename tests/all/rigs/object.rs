@@ -101,7 +101,8 @@ impl Drop for Listening {
 pub struct S3Server {
     pub root: PathBuf,
     pub port: u16,
-    server: Listening,
+    /// The running server, stopped when this is dropped.
+    _server: Listening,
 }
 
 impl S3Server {
@@ -117,28 +118,8 @@ impl S3Server {
         Ok(S3Server {
             root: root.to_owned(),
             port,
-            server,
+            _server: server,
         })
-    }
-
-    /// s3s-fs in a temporary directory of its own, with an empty bucket
-    /// "bkt" (the directory goes with the server's test).
-    pub fn start() -> Result<(S3Server, tempfile::TempDir), String> {
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        Ok((S3Server::start_in(dir.path())?, dir))
-    }
-
-    /// Stop the server now (a test of a failure mid-upload).
-    pub fn kill(&mut self) {
-        self.server.stop();
-    }
-
-    /// Start it again on the same port and directory, after `kill`:
-    /// uploads in progress survive (s3s-fs keeps them on disk).
-    pub fn restart(&mut self) -> Result<(), String> {
-        self.server.stop();
-        self.server = S3Server::spawn(&self.root, self.port)?;
-        Ok(())
     }
 
     /// Every file of a multipart upload left on the server's disk: its
