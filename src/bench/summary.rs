@@ -523,11 +523,15 @@ mod tests {
     }
 
     fn summary(out: &Outcome, tests: Vec<&'static str>, kind: &'static str) -> Summary {
+        summary_on(out, tests, &target(kind))
+    }
+
+    fn summary_on(out: &Outcome, tests: Vec<&'static str>, target: &TargetReport) -> Summary {
         Summary::of(&Context {
             results: &out.results,
             skipped: &out.skipped,
             settings: &settings(tests),
-            target: &target(kind),
+            target,
             machine: &machine(),
             interrupted: None,
         })
@@ -684,14 +688,7 @@ mod tests {
         let mut target = target("SCSI generic node");
         target.path = "/dev/sg0".into();
         target.passthrough = Some(Interface::ScsiGeneric);
-        let s = Summary::of(&Context {
-            results: &out.results,
-            skipped: &out.skipped,
-            settings: &settings(vec!["seq-read", "seq-write"]),
-            target: &target,
-            machine: &machine(),
-            interrupted: None,
-        });
+        let s = summary_on(&out, vec!["seq-read", "seq-write"], &target);
         assert_eq!(s.rows[0].name, "SEQ512K Q8T1");
         let way = s.rows[0]
             .read
@@ -769,14 +766,7 @@ mod tests {
             Some("ext4".into()),
             false,
         );
-        let s = Summary::of(&Context {
-            results: &out.results,
-            skipped: &out.skipped,
-            settings: &settings(vec!["seq-read", "seq-write"]),
-            target: &target,
-            machine: &machine(),
-            interrupted: None,
-        });
+        let s = summary_on(&out, vec!["seq-read", "seq-write"], &target);
         assert!(s.rows[0].writes_faster.is_none(), "1.10x is no gap");
         let gap = s.rows[1].writes_faster.as_ref().expect("3x is a gap");
         assert!((gap.ratio - 3.0).abs() < 1e-9, "{gap:?}");
