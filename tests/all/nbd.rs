@@ -90,6 +90,48 @@ fn have_tools(tools: &[(&str, &str)]) -> bool {
     true
 }
 
+/// Over a link with latency each option of a handshake is a round trip.
+/// A reader asks for structured replies and the allocation map; a writer
+/// uses neither, so its handshakes (the first connection's and those of
+/// the connections that join once requests are in flight) ask only for
+/// the export. nbdkit's debug log names every option it was sent.
+#[test]
+fn a_writer_handshakes_without_the_options_only_a_reader_uses() {
+    let Some(server) = nbdkit(&["-v", "memory", "size=16M"]) else {
+        return;
+    };
+    let options = |log: &str, option: &str| log.matches(option).count();
+    let mut end = open(&server, Access::Read);
+    assert_eq!(end.read(&mut [0; 4096]), Ok(4096));
+    drop(end);
+    let read = server.log();
+    assert!(
+        options(&read, "handshake complete") > 0,
+        "nbdkit -v logs no handshake: {read}"
+    );
+    for option in ["NBD_OPT_STRUCTURED_REPLY", "NBD_OPT_SET_META_CONTEXT"] {
+        assert!(options(&read, option) > 0, "a reader asked for no {option}");
+    }
+
+    let data = pattern(16 * MIB, 5);
+    let mut end = open(&server, Access::Write);
+    pipelined(&mut end, MIB, 8);
+    write_all(&mut end, &data, MIB);
+    end.sync(false).expect("flush");
+    end.seek(Whence::Start(0)).unwrap();
+    assert!(read_to_end(&mut end, MIB) == data, "other bytes read back");
+    drop(end);
+    let log = server.log();
+    let written = &log[read.len()..];
+    assert!(
+        options(written, "handshake complete") > 1,
+        "the writer made one connection, and no more joined it"
+    );
+    for option in ["NBD_OPT_STRUCTURED_REPLY", "NBD_OPT_SET_META_CONTEXT"] {
+        assert_eq!(options(written, option), 0, "a writer asked for {option}");
+    }
+}
+
 #[test]
 fn a_memory_export_reads_back_what_was_written_and_ends_like_a_file() {
     // A size that is no multiple of the block, so the last write is short.

@@ -107,6 +107,7 @@ libnbd_functions! {
     fn nbd_get_errno() -> c_int;
     fn nbd_set_pread_initialize(h: *mut nbd_handle, request: bool) -> c_int;
     fn nbd_set_uri_allow_local_file(h: *mut nbd_handle, allow: bool) -> c_int;
+    fn nbd_set_request_structured_replies(h: *mut nbd_handle, request: bool) -> c_int;
     fn nbd_add_meta_context(h: *mut nbd_handle, name: *const c_char) -> c_int;
     fn nbd_connect_uri(h: *mut nbd_handle, uri: *const c_char) -> c_int;
     fn nbd_aio_connect_uri(h: *mut nbd_handle, uri: *const c_char) -> c_int;

@@ -170,6 +170,8 @@ const DEFAULT_MAX_REQUEST: usize = 32 << 20;
 pub struct Handle {
     raw: NonNull<ffi::nbd_handle>,
     held: HashMap<Cookie, Held>,
+    /// The handshake asked for `base:allocation` extents.
+    extents: bool,
 }
 
 // SAFETY: every libnbd call on a handle takes the handle's own lock (see
@@ -197,11 +199,18 @@ fn check(r: c_int) -> Result<c_int, NbdError> {
 
 impl Handle {
     /// Connect to `uri` as libnbd parses it (nbd_connect_uri), asking for
-    /// `base:allocation` extents. Local files named in the URI
-    /// (`tls-psk-file=`, `tls-certificates=`) are allowed: the URI is the
-    /// user's own operand, not something received from elsewhere.
-    pub fn connect(uri: &str) -> Result<Handle, NbdError> {
-        let (handle, text) = Handle::create(uri)?;
+    /// `base:allocation` extents when `extents` is true. Local files named
+    /// in the URI (`tls-psk-file=`, `tls-certificates=`) are allowed: the
+    /// URI is the user's own operand, not something received from
+    /// elsewhere.
+    ///
+    /// Each option of the handshake is a round trip to the server.
+    /// Without extents the handshake asks for neither structured replies
+    /// nor a meta context, which only reads of extents and of sparse data
+    /// use: it costs one and a half round trips instead of three and a
+    /// half, which is what an export to write to needs.
+    pub fn connect(uri: &str, extents: bool) -> Result<Handle, NbdError> {
+        let (handle, text) = Handle::create(uri, extents)?;
         // SAFETY: h is a live handle we own; the URI is NUL-terminated and
         // outlives the call (libnbd copies what it keeps).
         check(unsafe { ffi::nbd_connect_uri(handle.raw.as_ptr(), text.as_ptr()) })?;
@@ -215,8 +224,8 @@ impl Handle {
     /// link with latency a handshake costs several round trips; made
     /// this way, several connections pay them at once, while the ones
     /// already made carry the requests.
-    pub fn connect_later(uri: &str) -> Result<Handle, NbdError> {
-        let (handle, text) = Handle::create(uri)?;
+    pub fn connect_later(uri: &str, extents: bool) -> Result<Handle, NbdError> {
+        let (handle, text) = Handle::create(uri, extents)?;
         // SAFETY: as in `connect`; the call returns once the connection
         // is under way.
         check(unsafe { ffi::nbd_aio_connect_uri(handle.raw.as_ptr(), text.as_ptr()) })?;
@@ -225,7 +234,7 @@ impl Handle {
 
     /// A handle set up for `uri` (not connected yet), and the URI as C
     /// text.
-    fn create(uri: &str) -> Result<(Handle, CString), NbdError> {
+    fn create(uri: &str, extents: bool) -> Result<(Handle, CString), NbdError> {
         let text = CString::new(uri)
             .map_err(|_| NbdError::new(Errno::INVAL, "an NBD URI cannot contain a NUL byte"))?;
         ffi::load().map_err(|message| NbdError::new(Errno::NOPKG, message))?;
@@ -235,6 +244,7 @@ impl Handle {
         let handle = Handle {
             raw,
             held: HashMap::new(),
+            extents,
         };
         let h = handle.raw.as_ptr();
         // SAFETY: h is a live handle we own; the strings are NUL-terminated
@@ -244,10 +254,14 @@ impl Handle {
             // zeroing of each read buffer would only cost time.
             check(ffi::nbd_set_pread_initialize(h, false))?;
             check(ffi::nbd_set_uri_allow_local_file(h, true))?;
-            check(ffi::nbd_add_meta_context(
-                h,
-                ffi::LIBNBD_CONTEXT_BASE_ALLOCATION.as_ptr(),
-            ))?;
+            if extents {
+                check(ffi::nbd_add_meta_context(
+                    h,
+                    ffi::LIBNBD_CONTEXT_BASE_ALLOCATION.as_ptr(),
+                ))?;
+            } else {
+                check(ffi::nbd_set_request_structured_replies(h, false))?;
+            }
         }
         Ok((handle, text))
     }
@@ -287,10 +301,11 @@ impl Handle {
                 can_zero: flag(ffi::nbd_can_zero(h))?,
                 can_fast_zero: flag(ffi::nbd_can_fast_zero(h))?,
                 can_multi_conn: flag(ffi::nbd_can_multi_conn(h))?,
-                extents: flag(ffi::nbd_can_meta_context(
-                    h,
-                    ffi::LIBNBD_CONTEXT_BASE_ALLOCATION.as_ptr(),
-                ))?,
+                extents: self.extents
+                    && flag(ffi::nbd_can_meta_context(
+                        h,
+                        ffi::LIBNBD_CONTEXT_BASE_ALLOCATION.as_ptr(),
+                    ))?,
                 max_request: if max > 0 {
                     (max as usize).min(DEFAULT_MAX_REQUEST)
                 } else {
