@@ -942,3 +942,39 @@ fn one_disk_that_serves_requests_in_parallel_overlaps_its_reads_and_writes() {
     let s = plan(&request(&direct, deep), &measured_serial);
     assert_eq!(s.input_in_flight.map(|r| r.depth), Some(8));
 }
+
+#[test]
+fn records_go_in_flight_to_and_from_an_end_across_a_link() {
+    let mut export = EndFacts::of_kind(Kind::NbdExport);
+    export.can.requests = crate::ends::transport::Requests {
+        most: 128,
+        round_trip_bytes: 128 << 20,
+        ..crate::ends::transport::Requests::ONE_AT_A_TIME
+    };
+    let null = EndFacts {
+        null_device: true,
+        ..stream(Kind::CharDevice)
+    };
+    let records = |words: &[&str], input: &EndFacts, output: &EndFacts| {
+        let s = plan(
+            &request(words, auto()),
+            &facts(input.clone(), output.clone()),
+        );
+        assert_eq!(s.shaping.bulk, None, "{words:?}: GNU's records");
+        (s.input_in_flight, s.output_in_flight)
+    };
+    let several = |in_flight: Option<InFlight>, request: usize| matches!(in_flight, Some(f) if f.depth > 1 && f.request == request);
+    // From a pipe, each record is written as it came, several in flight.
+    let (_, out) = records(&["bs=1M"], &stream(Kind::Pipe), &export);
+    assert!(several(out, 1 << 20), "{out:?}");
+    // Into the null device (a character device: records), read ahead.
+    let (read, _) = records(&["bs=1M"], &export, &null);
+    assert!(several(read, 1 << 20), "{read:?}");
+    // Records re-blocked into another size: one write at a time.
+    let (_, out) = records(&["ibs=64k", "obs=1M"], &stream(Kind::Pipe), &export);
+    assert_eq!(out, None);
+    // An end a round trip costs nothing (local, or its kind's default).
+    let plain = EndFacts::of_kind(Kind::NbdExport);
+    assert_eq!(records(&["bs=1M"], &stream(Kind::Pipe), &plain).1, None);
+    assert_eq!(records(&["bs=1M"], &plain, &null).0, None);
+}
