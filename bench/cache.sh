@@ -206,7 +206,7 @@ for how in "taskset -c 0" "stress-ng --cpu 1"; do
     "dd|${prefix}dd if=$img of=$dir/out bs=1M conv=sparse status=none" \
     "ddx|${prefix}$ddx if=$img of=$dir/out bs=1M conv=sparse status=none"
   # shellcheck disable=SC2086 # the prefix is words
-  echo "  ddx chose: $($prefix $ddx --verbose if="$src" of="$dir/out" bs=1M 2>&1 | sed -n 's/^.*ddx: backend: //p')"
+  echo "  ddx chose: $($prefix $ddx --verbose if="$src" of="$dir/out" bs=1M 2>&1 | sed -n 's/^[^ ]*: backend: //p')"
   if [ -n "$stress" ]; then
     kill "$stress"
     wait "$stress" 2>/dev/null || true
