@@ -44,7 +44,11 @@
 //! device took only in part is sent again for its rest. An end that wants
 //! its writes in requests of a size of its own (an upload's parts:
 //! `End::request_len`) has them gathered, cut where the stream says a
-//! unit ends when it marks resume points.
+//! unit ends when it marks resume points. Across a link (an end that says
+//! what a round trip is worth), writes smaller than the plan's requests
+//! (a pipe's pieces, in GNU's records) are gathered into whole ones while
+//! each follows the last; anything that needs the end's writes done
+//! (another write elsewhere, a read, a sync) sends them first.
 //!
 //! **Ownership.** A buffer handed to the end belongs to it until its
 //! completion comes back (see `ends::transport`). Pieces given up while
@@ -892,6 +896,13 @@ impl Window {
     /// Wait for every write in flight. A failure leaves the position
     /// where GNU would stand: at the start of the write that failed.
     fn wait_for_writes(&mut self) {
+        if self.writes.gathered.is_some() && self.end.upload().is_none() {
+            // Writes gathered for a link go first (an upload's part
+            // waits to be whole: see `finalise`). A failure to send is
+            // one already latched, which the caller reports.
+            let depth = self.shape().map_or(1, |shape| shape.depth);
+            let _ = self.send_gathered(depth);
+        }
         while self
             .writes
             .sent
@@ -924,7 +935,7 @@ impl Window {
     /// Before a read: writes in flight end (a failure among them is the
     /// writes' to report).
     fn drain_quietly(&mut self) {
-        if !self.writes.sent.is_empty() {
+        if !self.writes.sent.is_empty() || self.writes.gathered.is_some() {
             self.wait_for_writes();
         }
     }
@@ -1042,11 +1053,15 @@ impl Window {
         Ok(())
     }
 
-    /// The size of the upload's next part.
+    /// The size of the upload's next part; for another end, of the
+    /// plan's requests.
     fn part_len(&mut self) -> usize {
+        let request = self
+            .shape()
+            .map_or(usize::MAX, |shape| shape.request as usize);
         self.end
             .upload()
-            .map_or(usize::MAX, |upload| upload.part_len())
+            .map_or(request, |upload| upload.part_len())
     }
 
     /// Send what is gathered as one request.
@@ -1085,6 +1100,26 @@ impl Window {
                 return Some(Err(errno));
             }
             return Some(self.gather(data.bytes(), at, shape.depth).map(|()| len));
+        }
+        if self.requests.round_trip_bytes > 0 {
+            // Across a link, writes smaller than the plan's requests (a
+            // pipe's, in GNU's records) are gathered into whole ones
+            // while each follows the last: sent one by one, the depth of
+            // them would carry too little over a round trip.
+            let planned = self.shape().map_or(shape.request, |s| s.request);
+            let follows = self
+                .writes
+                .gathered
+                .as_ref()
+                .map(|g| g.offset + g.filled as u64 == at);
+            if follows == Some(false) || (follows.is_some() && len as u64 >= planned) {
+                if let Err(errno) = self.send_gathered(shape.depth) {
+                    return Some(Err(errno));
+                }
+            }
+            if (len as u64) < planned {
+                return Some(self.gather(data.bytes(), at, shape.depth).map(|()| len));
+            }
         }
         let result = match data {
             WriteFrom::Exchange(buf) if len as u64 <= shape.request => {
@@ -1832,6 +1867,43 @@ mod tests {
         assert_eq!(window.read_exchange(&mut buf), Some(Ok(4096)));
         assert_eq!(buf.as_slice().as_ptr(), given, "copied, not exchanged");
         assert_eq!(buf.as_slice(), &data[100..4196]);
+    }
+
+    #[test]
+    fn small_writes_across_a_link_go_in_whole_requests_while_they_follow_one_another() {
+        let requests = Requests {
+            round_trip_bytes: 1 << 20,
+            ..in_flight(8, 1, 1)
+        };
+        let (mut window, seen) = Lab::holding(Vec::new(), requests).window();
+        window.pipeline(hint(4096, 4));
+        let data = pattern(10 * 4096);
+        for piece in data.chunks(1000) {
+            assert_eq!(window.write(piece), Ok(piece.len()));
+        }
+        // Read back before anything settled: what was gathered is sent
+        // first.
+        window.seek(Whence::Start(0)).unwrap();
+        assert!(read_all(&mut window, 4096) == data);
+        let writes = |seen: &Seen| -> Vec<(u64, u64)> {
+            seen.submitted
+                .iter()
+                .filter(|(op, _, _)| *op == Op::Write)
+                .map(|&(_, offset, len)| (offset, len))
+                .collect()
+        };
+        let whole: Vec<(u64, u64)> = (0..10).map(|k| (k * 4096, 4096)).collect();
+        assert_eq!(writes(&seen.lock().unwrap()), whole);
+        // A write elsewhere sends what was gathered before it.
+        window.seek(Whence::Start(20 * 4096)).unwrap();
+        assert_eq!(window.write(&[1; 100]), Ok(100));
+        window.seek(Whence::Start(30 * 4096)).unwrap();
+        assert_eq!(window.write(&[2; 100]), Ok(100));
+        window.settle().unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(writes(&seen)[10..], [(20 * 4096, 100), (30 * 4096, 100)]);
+        assert_eq!(seen.data[20 * 4096..20 * 4096 + 100], [1; 100]);
+        assert_eq!(seen.data[30 * 4096..], [2; 100]);
     }
 
     #[test]

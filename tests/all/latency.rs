@@ -141,7 +141,8 @@ fn connections(log: &std::path::Path, from: usize) -> usize {
 /// null device, a character device) go to and from an export across a
 /// link several at once: one at a time, each waited a round trip, and a
 /// pipe into an export 25 ms away moved 1.3 MB/s. The connections
-/// nbdkit's log shows are the test, not a time.
+/// nbdkit's log shows are the test, not a time; and a pipe's pieces,
+/// smaller than the records, reach the export gathered into whole ones.
 #[test]
 fn records_cross_a_link_with_latency_several_at_once() {
     if !rigs::nbd::nbdkit_has_filter("log") {
@@ -166,6 +167,14 @@ fn records_cross_a_link_with_latency_several_at_once() {
         .stdin(data.clone())
         .succeeds();
     assert!(std::fs::read(&served).expect("served") == data);
+    // The pipe's pieces went in whole records of bs= bytes, gathered.
+    let text = std::fs::read_to_string(&log).expect("log");
+    let sizes: Vec<&str> = text
+        .lines()
+        .filter(|line| line.contains(" Write id="))
+        .filter_map(|line| line.split_whitespace().find(|w| w.starts_with("count=")))
+        .collect();
+    assert_eq!(sizes, ["count=0x40000"; 64], "the writes the export saw");
     let writes = connections(&log, 0);
     assert!(
         writes > 1,
