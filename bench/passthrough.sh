@@ -240,7 +240,7 @@ for node in ["/dev/sg0", "/dev/ng0n1"]:
                         mine[(row["name"], op)].append(cell[key])
                         cpu.setdefault(("ddx", row["name"], op), []).append(
                             cpu_of(report, row, op, cell["mode"]))
-                    if cell["fio_way"] is not None:
+                    if cell.get("fio_way") is not None:
                         ways[(row["name"], op)].append(cell["fio_way"][key])
                         cpu.setdefault(("way", row["name"], op), []).append(
                             cpu_of(report, row, op, cell["fio_way"]["mode"]))
@@ -276,7 +276,7 @@ for node in ["/dev/sg0", "/dev/ng0n1"]:
         bar = 0.10 if sequential else 0.15
         median = lambda xs: statistics.median(xs) / scale
         ratios = [a / b for a, b in zip(mine[key], theirs[key])]
-        if cell["fio_way"] is None:
+        if cell.get("fio_way") is None:
             held, what = ratios, "ddx/fio"
             line = f"fio {median(theirs[key]):.1f} {unit}, ddx {median(mine[key]):.1f} {unit}"
         else:
@@ -297,11 +297,11 @@ for node in ["/dev/sg0", "/dev/ng0n1"]:
                          for who in labels if (who, name, op) in cpu)
         print(f"  {name} {op:5s}: {line}; CPU (% of one) {used}")
         print(f"  {'':17s}{what} {spread(held)}: bar ±{bar:.0%} {verdict}")
-        lightest = [a / b for a, b in zip(mine[key] if cell["fio_way"] is None else ways[key],
+        lightest = [a / b for a, b in zip(mine[key] if cell.get("fio_way") is None else ways[key],
                                           light[key])]
         print(f"  {'':17s}fio at its lightest {median(light[key]):.1f} {unit}: "
               f"{what.split('/')[0]}/that {spread(lightest)}")
-        if cell["fio_way"] is not None:
+        if cell.get("fio_way") is not None:
             print(f"  {'':17s}the cell: ddx/fio {spread(ratios)}, not held to the bar (*)")
             differs = cell["fio_way"]["differs"]
         print(f"  {'':17s}fio {cell['fio']}")
