@@ -1112,7 +1112,7 @@ impl Window {
                 .gathered
                 .as_ref()
                 .map(|g| g.offset + g.filled as u64 == at);
-            if follows == Some(false) || (follows.is_some() && len as u64 >= planned) {
+            if follows.is_some_and(|follows| !follows || len as u64 >= planned) {
                 if let Err(errno) = self.send_gathered(shape.depth) {
                     return Some(Err(errno));
                 }
