@@ -508,14 +508,19 @@ fn an_interrupted_rescue_dies_of_the_signal_and_resumes_from_its_map() {
         .spawn()
         .unwrap();
     let mut stderr = child.stderr.take().unwrap();
-    // Interrupted once trimming has begun, mid-phase.
+    // Interrupted once trimming has begun, mid-phase: trimming and
+    // scraping this disk take about 0.6 s, so the signal goes early.
     let mut said = Vec::new();
     let mut byte = [0u8; 1];
     while !String::from_utf8_lossy(&said).contains("--rescue: trimming") {
         assert_eq!(stderr.read(&mut byte).unwrap(), 1, "{said:?}");
         said.push(byte[0]);
     }
-    std::thread::sleep(std::time::Duration::from_millis(600));
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the rescue ended before it could be interrupted"
+    );
     rigs::signal::send(child.id(), libc::SIGINT);
     let status = child.wait().unwrap();
     stderr.read_to_end(&mut said).unwrap();
