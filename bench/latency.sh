@@ -90,21 +90,34 @@ same() {
 }
 
 echo "latency: $size_mib MiB, ${delay} ms each way, $(nproc) CPUs, DIR on $(df --output=fstype "$dir" | tail -1)"
+# Each round copies both ways in turn, the undelayed first in odd rounds
+# and the delayed first in even ones, so that neither is always the one
+# that finds the servers warm. Both downloads read the same object (the
+# round's undelayed upload): where its chunks lie is the same for both.
 for run in $(seq "$runs"); do
-  for held in 0 "$delay"; do
-    if objects; then
+  if ((run % 2)); then order=(0 "$delay"); else order=("$delay" 0); fi
+  if objects; then
+    for held in "${order[@]}"; do
       proxy "$CLUSTER_PORT" "$held"
-      s3=$proxy_port
-      t=$(AWS_ENDPOINT_URL=http://127.0.0.1:$s3 timed "$ddx" if="$input" \
+      t=$(AWS_ENDPOINT_URL=http://127.0.0.1:$proxy_port timed "$ddx" if="$input" \
         of="s3://bkt/up-$run-$held" bs=8M status=none)
       echo "upload $held $t" >>"$dir/times"
       curl -sf "$CLUSTER_FILER/buckets/bkt/up-$run-$held" -o "$dir/back"
       same "$dir/back" "upload"
-      t=$(AWS_ENDPOINT_URL=http://127.0.0.1:$s3 timed "$ddx" if="s3://bkt/up-$run-$held" \
+      rm -f "$dir/back"
+    done
+    for held in "${order[@]}"; do
+      proxy "$CLUSTER_PORT" "$held"
+      # Not there before the copy, as for the other copies: truncating
+      # a file of SIZE first would be timed too.
+      t=$(AWS_ENDPOINT_URL=http://127.0.0.1:$proxy_port timed "$ddx" if="s3://bkt/up-$run-0" \
         of="$dir/back" bs=8M status=none)
       echo "download $held $t" >>"$dir/times"
       same "$dir/back" "download"
-    fi
+      rm -f "$dir/back"
+    done
+  fi
+  for held in "${order[@]}"; do
     proxy "$nbd_port" "$held"
     nbd=$proxy_port
     t=$(timed "$ddx" if="$input" of="nbd://127.0.0.1:$nbd/" bs=8M status=none)

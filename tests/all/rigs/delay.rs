@@ -151,24 +151,31 @@ fn connect(
     pump(server, client, delay)
 }
 
-/// Bytes read from `from` are written to `to` `delay` after they were
+/// Copy what `from` sends to `to`, each read's bytes `delay` after the
 /// read: a reading thread stamps each read, a writing thread waits for
 /// its time. The end of `from` is passed on as the end of `to`'s writes,
-/// delayed the same; an error ends both.
+/// delayed the same; an error ends both. Buffers go back to the reader
+/// once written, so that a link holding a round trip's bytes costs the
+/// proxy about the CPU of one holding none. With a new buffer per read,
+/// a delayed 1 GiB NBD read cost the proxy 0.81 CPU-seconds against 0.69
+/// undelayed, on two CPUs that the copy's three processes share; with
+/// buffers reused, 0.71 against 0.69.
 fn pump(mut from: TcpStream, mut to: TcpStream, delay: Duration) -> std::io::Result<()> {
-    let (send, receive) = mpsc::channel::<(Instant, Option<Vec<u8>>)>();
+    let (send, receive) = mpsc::channel::<(Instant, Option<(Vec<u8>, usize)>)>();
+    let (give_back, take_back) = mpsc::channel::<Vec<u8>>();
     std::thread::Builder::new()
         .name("delay proxy read".into())
         .spawn(move || loop {
-            let mut buf = vec![0u8; READ_SIZE];
+            let mut buf = take_back
+                .try_recv()
+                .unwrap_or_else(|_| vec![0u8; READ_SIZE]);
             match from.read(&mut buf) {
                 Ok(0) | Err(_) => {
                     let _ = send.send((Instant::now() + delay, None));
                     return;
                 }
                 Ok(n) => {
-                    buf.truncate(n);
-                    if send.send((Instant::now() + delay, Some(buf))).is_err() {
+                    if send.send((Instant::now() + delay, Some((buf, n)))).is_err() {
                         let _ = from.shutdown(Shutdown::Both);
                         return;
                     }
@@ -184,11 +191,12 @@ fn pump(mut from: TcpStream, mut to: TcpStream, delay: Duration) -> std::io::Res
                     std::thread::sleep(due - now);
                 }
                 match data {
-                    Some(data) => {
-                        if to.write_all(&data).is_err() {
+                    Some((buf, n)) => {
+                        if to.write_all(&buf[..n]).is_err() {
                             let _ = to.shutdown(Shutdown::Both);
                             return;
                         }
+                        let _ = give_back.send(buf);
                     }
                     None => {
                         let _ = to.shutdown(Shutdown::Write);
