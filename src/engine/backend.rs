@@ -447,11 +447,16 @@ impl Sink for InlineSink<'_, '_> {
     }
 
     #[inline(always)]
-    fn write_now(&mut self, data: &[u8], full: bool) -> Option<Result<(), Closed>> {
+    fn write_now(
+        &mut self,
+        buf: &mut AlignedBuf,
+        len: usize,
+        full: bool,
+    ) -> Option<Result<(), Closed>> {
         if self.end.is_some() {
             return Some(Err(Closed));
         }
-        let handled = self.writer.record_now(data, full)?;
+        let handled = self.writer.record_now(buf, len, full)?;
         Some(self.settle(handled))
     }
 

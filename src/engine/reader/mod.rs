@@ -91,11 +91,18 @@ pub struct Closed;
 /// Where the reader's events go, and where its buffers come from.
 pub trait Sink {
     fn send(&mut self, event: Event) -> Result<(), Closed>;
-    /// Write a record at once, where the sink is the writer itself and
-    /// the record needs nothing but writing: the reader keeps its buffer
-    /// for the next read, and no event is made (GNU's loop at its cost
-    /// per record). None: send the record as an event.
-    fn write_now(&mut self, _data: &[u8], _full: bool) -> Option<Result<(), Closed>> {
+    /// Write a record (the first `len` bytes of `buf`) at once, where the
+    /// sink is the writer itself and the record needs nothing but
+    /// writing: the reader keeps a buffer of the same length for the next
+    /// read (`buf`, or one the output gave for it), and no event is made
+    /// (GNU's loop at its cost per record). None: send the record as an
+    /// event.
+    fn write_now(
+        &mut self,
+        _buf: &mut AlignedBuf,
+        _len: usize,
+        _full: bool,
+    ) -> Option<Result<(), Closed>> {
         None
     }
     /// A free buffer of `len` bytes: a recycled one, or a new one while the

@@ -207,7 +207,7 @@ impl Reader {
             }
         }
         self.records_read += 1;
-        if let Some(written) = sink.write_now(&buf.as_slice()[..len], full) {
+        if let Some(written) = sink.write_now(&mut buf, len, full) {
             turns.next_buffer = Some(buf);
             written?;
             return Ok(Turn::Next);
