@@ -402,8 +402,8 @@ impl<'a> Writer<'a> {
     /// that does not fill its buffer, the bytes are copied. (Copied, an
     /// SCSI generic node's record was copied twice, into the window's
     /// buffer and then into the driver's: ddx writing /dev/sg0 from
-    /// /dev/zero in the emulated machine took twice the CPU of GNU dd's
-    /// loop.)
+    /// /dev/zero in the emulated machine took twice the user CPU it took
+    /// before the window.)
     #[inline(always)]
     fn whole_record(
         &mut self,
