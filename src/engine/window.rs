@@ -82,6 +82,11 @@ pub struct Window {
     size: Option<Option<u64>>,
     /// The copy's plan for this end, once it gave one.
     hint: Option<Pipeline>,
+    /// [`Window::shape`], worked out whenever `hint` changes: a copy in
+    /// GNU's records asks for it twice per record (whether the window is
+    /// active, before each read and write), and working it out each time
+    /// cost 38 instructions per record, 1.5% of a record loop's time.
+    shaped: Option<Shape>,
     /// The position the stream's user sees; None until asked of the end.
     pos: Option<u64>,
     /// The end's own position is not `pos` (requests went at offsets).
@@ -291,12 +296,13 @@ impl Window {
     /// is read or written in order, or the copy's plan says.
     pub fn over(end: Box<dyn End>) -> Window {
         let capabilities = end.capabilities();
-        Window {
+        let mut window = Window {
             end,
             capabilities,
             requests: capabilities.requests,
             size: None,
             hint: None,
+            shaped: None,
             pos: None,
             lagging: false,
             reads: Reads::default(),
@@ -306,7 +312,9 @@ impl Window {
             next_id: 0,
             detail: None,
             failed_at: None,
-        }
+        };
+        window.shaped = window.work_out_shape();
+        window
     }
 
     /// Where an end of a fixed size ends (a device, an export; not a
@@ -342,11 +350,17 @@ impl Window {
         u64::from(self.requests.unit.max(1))
     }
 
+    /// The requests kept in flight, where the window keeps any (worked
+    /// out by [`Window::work_out_shape`]).
+    fn shape(&self) -> Option<Shape> {
+        self.shaped
+    }
+
     /// The requests kept in flight, where the window keeps any: as the
     /// plan says, deeper where that would not carry the end's round trip
     /// of bytes, within what the end takes; for an end that wants some
     /// whenever it is used in order, its own.
-    fn shape(&self) -> Option<Shape> {
+    fn work_out_shape(&self) -> Option<Shape> {
         let r = self.requests;
         if !r.in_flight() {
             return None;
@@ -1331,6 +1345,7 @@ impl Stream for Window {
 
     fn pipeline(&mut self, hint: Pipeline) {
         self.hint = Some(hint);
+        self.shaped = self.work_out_shape();
         if let Some(upload) = self.end.upload() {
             upload.expect(hint.total);
         }
