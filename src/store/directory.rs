@@ -82,13 +82,19 @@ impl Directory {
     pub fn put(&self, id: &ChunkId, file: &[u8]) -> Result<(), StoreError> {
         let target = self.file(id);
         let dir = target.parent().expect("a chunk's file is in a directory");
-        if let Err(e) = std::fs::create_dir(dir) {
-            if e.kind() != std::io::ErrorKind::AlreadyExists {
-                return Err(io_error(format!("making {}", dir.display()), &e));
-            }
-        }
+        let making = |e: &std::io::Error| io_error(format!("making {}", dir.display()), e);
         let writing = |e: &std::io::Error| io_error(format!("storing {}", id.store_path()), e);
+        let mut made = false;
+        let mut tries = 0;
         let (temporary, mut out) = loop {
+            if !made {
+                match std::fs::create_dir(dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(making(&e)),
+                }
+                made = true;
+            }
             let number = NEXT_TEMPORARY.fetch_add(1, Ordering::Relaxed);
             let name = format!("{id}.{:x}-{number:x}.tmp", std::process::id());
             let temporary = dir.join(name);
@@ -100,6 +106,15 @@ impl Directory {
             {
                 Ok(out) => break (temporary, out),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                // A gc removing the directory's last chunk removed the
+                // directory between its making and this file: made again.
+                // (Once the file is in it, the directory is not empty and
+                // stays.) Bounded, so that a directory that cannot be kept
+                // is an error and not a loop.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 1000 => {
+                    tries += 1;
+                    made = false;
+                }
                 Err(e) => return Err(writing(&e)),
             }
         };
@@ -178,5 +193,51 @@ impl Directory {
             errno,
             detail: format!("syncing its file system: {}", crate::sys::errno_text(errno)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A gc removing the last chunk of a directory while a writer adds
+    /// another to it: the writer's chunk is stored every time. Without
+    /// making the directory again, a put here failed with "No such file
+    /// or directory" within the first rounds.
+    #[test]
+    fn a_chunk_is_stored_while_a_gc_empties_its_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let store = std::sync::Arc::new(Directory::open(root.path(), true).unwrap());
+        // Two chunks in one directory (the same first four hex digits).
+        let mut kept = [0u8; 32];
+        kept[0] = 0xab;
+        kept[1] = 0xcd;
+        let mut added = kept;
+        added[31] = 1;
+        let (kept, added) = (ChunkId(kept), ChunkId(added));
+        assert_eq!(kept.store_path()[..4], added.store_path()[..4]);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let gc = {
+            let (store, stop) = (store.clone(), stop.clone());
+            std::thread::spawn(move || {
+                // A writer of the other chunk, and a gc removing it.
+                let mut removed = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    store.put(&kept, b"kept").unwrap();
+                    store.remove(&kept).unwrap();
+                    removed += 1;
+                }
+                removed
+            })
+        };
+        for round in 0..3000 {
+            store
+                .put(&added, b"chunk")
+                .unwrap_or_else(|e| panic!("round {round}: {e:?}"));
+            assert!(store.has(&added).unwrap());
+            store.remove(&added).unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(gc.join().unwrap() > 0);
     }
 }
