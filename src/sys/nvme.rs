@@ -135,6 +135,20 @@ fn status_errno(status: u16) -> Errno {
 }
 
 fn failure(what: &str, result: i32) -> CommandError {
+    if result == -libc::EINTR {
+        // Not a signal: the NVMe driver completes a command it cancelled
+        // (its timeout passed and the controller was reset, or the
+        // controller went away) with EINTR, and says nothing else.
+        return CommandError {
+            errno: Errno::IO,
+            cause: format!(
+                "{what}: the kernel cancelled the command (no answer within its {} s \
+                 timeout, or the controller was reset)",
+                TIMEOUT_MS / 1000
+            ),
+            bad_block: None,
+        };
+    }
     if result < 0 {
         return CommandError::system(Errno::from_raw_os_error(-result), what);
     }
@@ -453,7 +467,7 @@ impl CommandQueue for NvmeQueue {
         let rc = unsafe { libc::ioctl(self.fd.as_raw_fd(), NVME_IOCTL_IO_CMD as _, &mut cmd) };
         match rc {
             0 => Ok(()),
-            r if r < 0 => Err(CommandError::system(last_errno(), "NVMe Flush")),
+            r if r < 0 => Err(failure("NVMe Flush", -last_errno().raw_os_error())),
             r => Err(failure("NVMe Flush", r)),
         }
     }
@@ -525,6 +539,21 @@ mod tests {
     /// The status a device returns is 16 bits: every one of them reads
     /// as one line naming its type and code (a fuzzer has nothing more
     /// to find in so small a space).
+    #[test]
+    fn a_cancelled_command_is_named_as_one_not_as_a_signal() {
+        let e = failure("NVMe Read", -libc::EINTR);
+        assert_eq!(e.errno, Errno::IO);
+        assert!(
+            e.cause
+                .starts_with("NVMe Read: the kernel cancelled the command"),
+            "{}",
+            e.cause
+        );
+        assert!(!e.cause.contains("nterrupted"), "{}", e.cause);
+        let e = failure("NVMe Write", -libc::ENOSPC);
+        assert_eq!(e.errno, Errno::NOSPC);
+    }
+
     #[test]
     fn every_status_reads_as_one_line_with_its_codes() {
         for status in 0..=u16::MAX {
