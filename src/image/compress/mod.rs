@@ -39,6 +39,7 @@
 //! instead of a complete, shorter file), xz is left without its footer.
 
 mod spec;
+mod zstd_frame;
 
 pub use spec::{Algorithm, Compression, SpecError};
 
@@ -54,6 +55,7 @@ use crate::ends::{Kind, Whence};
 use crate::engine::stream::Stream;
 use crate::image::chunks::{next_job, BufferPool, Fault};
 use crate::sys::Errno;
+use zstd_frame::FrameCompressor;
 
 /// Uncompressed bytes per zstd frame or gzip member.
 pub const FRAME: usize = 16 << 20;
@@ -509,23 +511,14 @@ fn worker(jobs: &Mutex<Receiver<Job>>, compression: Compression, pool: &BufferPo
 }
 
 fn zstd_frame(
-    compressor: &mut Option<zstd::bulk::Compressor<'static>>,
+    compressor: &mut Option<FrameCompressor>,
     level: i32,
     data: &[u8],
 ) -> Result<Vec<u8>, String> {
     if compressor.is_none() {
-        let mut fresh = zstd::bulk::Compressor::new(level).map_err(|e| e.to_string())?;
-        fresh
-            .set_parameter(zstd::stream::raw::CParameter::ChecksumFlag(true))
-            .map_err(|e| e.to_string())?;
-        *compressor = Some(fresh);
+        *compressor = Some(FrameCompressor::new(level)?);
     }
-    let compressor = compressor.as_mut().expect("made above");
-    let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(data.len()));
-    compressor
-        .compress_to_buffer(data, &mut out)
-        .map_err(|e| e.to_string())?;
-    Ok(out)
+    compressor.as_mut().expect("made above").frame(data)
 }
 
 fn gzip_member(level: i32, data: &[u8]) -> Result<Vec<u8>, String> {
