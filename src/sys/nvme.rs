@@ -536,9 +536,6 @@ mod tests {
         assert_eq!(status_errno(0x080), Errno::NOSPC);
     }
 
-    /// The status a device returns is 16 bits: every one of them reads
-    /// as one line naming its type and code (a fuzzer has nothing more
-    /// to find in so small a space).
     #[test]
     fn a_cancelled_command_is_named_as_one_not_as_a_signal() {
         let e = failure("NVMe Read", -libc::EINTR);
@@ -554,6 +551,9 @@ mod tests {
         assert_eq!(e.errno, Errno::NOSPC);
     }
 
+    /// The status a device returns is 16 bits: every one of them reads
+    /// as one line naming its type and code (a fuzzer has nothing more
+    /// to find in so small a space).
     #[test]
     fn every_status_reads_as_one_line_with_its_codes() {
         for status in 0..=u16::MAX {
