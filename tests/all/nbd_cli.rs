@@ -379,7 +379,16 @@ fn qemu_nbd_serves_what_gnu_dd_does_to_a_copy_of_its_image() {
         &["ibs=1000", "obs=3000", "seek=7", "conv=notrunc,fsync"],
         &["bs=1M", "conv=sparse,notrunc"],
     ] {
-        std::fs::write(&image, &original).unwrap();
+        // Over the old bytes, never truncated: qemu-nbd has the file open,
+        // and a server that looked at its size while it was truncated
+        // would export fewer bytes. Once, under the whole suite's load, a
+        // copy here was refused "cannot seek" at 192 KiB of a 3 MiB
+        // export; this is the likeliest cause found, not a proven one.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&image)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, &original))
+            .unwrap();
         std::fs::write(&theirs, &original).unwrap();
         let ours = Ddx::new()
             .arg(operand("if", &source))
