@@ -11,7 +11,6 @@
 //! frames against 8 ms). Level 1 turns that splitting off; the frames
 //! are otherwise the ones the crate made, with their checksums.
 
-use std::ffi::CStr;
 use std::ptr::NonNull;
 
 use zstd::zstd_safe::zstd_sys as sys;
@@ -32,10 +31,7 @@ fn checked(code: usize) -> Result<usize, String> {
     if unsafe { sys::ZSTD_isError(code) } == 0 {
         return Ok(code);
     }
-    // SAFETY: ZSTD_getErrorName returns a static NUL-terminated string for
-    // any code.
-    let name = unsafe { CStr::from_ptr(sys::ZSTD_getErrorName(code)) };
-    Err(name.to_string_lossy().into_owned())
+    Err(zstd::zstd_safe::get_error_name(code).to_owned())
 }
 
 impl FrameCompressor {
