@@ -7,10 +7,11 @@
 //! keeps them in flight, in order, and knows what is stored. When the
 //! server allows multi-conn the requests are spread over up to
 //! [`MAX_CONNECTIONS`] connections to the same URI: once every connection
-//! has a request in flight, the others are all begun at once, and each
-//! takes requests when its handshake is done. Their handshakes go on
-//! while the end waits for the first connection's requests, so over a
-//! link with latency they cost the copy no round trip. An export opened
+//! has a request in flight, or a reader's first question about extents
+//! is asked, the others are all begun at once, and each takes requests
+//! when its handshake is done. Their handshakes go on while the end waits
+//! for the first connection's answers, so over a link with latency they
+//! cost the copy no round trip of its own. An export opened
 //! for writing asks for no extents, and so for neither structured replies
 //! nor a meta context: its handshake is one and a half round trips, a
 //! reader's three and a half. A fast zero the
@@ -190,7 +191,7 @@ impl NbdEnd {
             }
             _ => None,
         };
-        Ok(NbdEnd {
+        let mut end = NbdEnd {
             uri: uri.text.clone(),
             conns: vec![handle],
             joining: Vec::new(),
@@ -209,7 +210,14 @@ impl NbdEnd {
             detail: None,
             durable: false,
             round_trip_bytes,
-        })
+        };
+        // A reader waits a round trip for that answer before its first
+        // request: the other connections' handshakes go on meanwhile, and
+        // they take requests that much sooner.
+        if end.asked.is_some() {
+            end.begin_joining();
+        }
+        Ok(end)
     }
 
     /// What the server said about the export.
@@ -244,17 +252,27 @@ impl NbdEnd {
     }
 
     /// The connection for the next request: the next in turn among those
-    /// made. Where the server allows multi-conn and every connection has
-    /// a request in flight, the rest up to the most are begun, all at
-    /// once, without waiting for them (one that cannot be made is done
-    /// without, and so are those after it).
+    /// made. Once every connection has a request in flight, the rest are
+    /// begun ([`NbdEnd::begin_joining`]).
     fn pick(&mut self) -> usize {
         self.join();
-        let busy = self.sent.len() >= self.conns.len();
+        if self.sent.len() >= self.conns.len() {
+            self.begin_joining();
+        }
+        let conn = self.next_conn % self.conns.len();
+        self.next_conn = conn + 1;
+        conn
+    }
+
+    /// Where the server allows multi-conn, the connections beyond those
+    /// made or joining are begun, up to the most, all at once, without
+    /// waiting for them (one that cannot be made is done without, and so
+    /// are those after it).
+    fn begin_joining(&mut self) {
         let more = self
             .max_connections
             .saturating_sub(self.conns.len() + self.joining.len());
-        if busy && self.info.can_multi_conn && !self.no_more_connections && more > 0 {
+        if self.info.can_multi_conn && !self.no_more_connections && more > 0 {
             for _ in 0..more {
                 match Handle::connect_later(&self.uri, self.access == Access::Read) {
                     Ok(handle) => self.joining.push(handle),
@@ -265,9 +283,6 @@ impl NbdEnd {
                 }
             }
         }
-        let conn = self.next_conn % self.conns.len();
-        self.next_conn = conn + 1;
-        conn
     }
 
     /// Connections whose handshake is done take requests from now on; one
