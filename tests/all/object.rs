@@ -269,9 +269,14 @@ fn a_part_that_cannot_be_uploaded_is_named() {
     assert_eq!(failed, Some(Errno::IO));
     let detail = writer.take_detail().expect("a detail");
     assert!(detail.starts_with("uploading part "), "{detail}");
-    // Every later write fails too, and closing does not complete.
+    // Every later write fails too, and closing does not complete, even
+    // with the server back: it aborts the upload instead (which, with
+    // the server still gone, it would try for half a minute).
     assert_eq!(writer.write(b"more"), Err(Errno::IO));
+    proxy.restore().expect("the proxy back");
     assert_eq!(writer.close(), Err(Errno::IO));
+    assert!(!bucket.has("cut"));
+    bucket.assert_no_pending_upload();
 }
 
 #[test]
