@@ -56,6 +56,8 @@ mod runtime;
 #[cfg(feature = "object")]
 pub(crate) mod secret;
 #[cfg(feature = "object")]
+mod stall;
+#[cfg(feature = "object")]
 mod writer;
 
 #[cfg(feature = "object")]

@@ -10,8 +10,10 @@
 //! PUT instead. object_store retries a failed part (a 5xx answer such as
 //! 503 SlowDown, a connection reset) with exponential backoff; a part
 //! that still fails is the copy's error, named in the detail with the
-//! server's answer, and every write after it fails too. Every request
-//! runs on the end's runtime (see `runtime`).
+//! server's answer, and every write after it fails too; so does a part
+//! left unanswered once no part has been stored for a minute and what
+//! the bytes in flight need (`stall`). Every request runs on the end's
+//! runtime (see `runtime`).
 //!
 //! Nothing is visible under the key before [`End::finalise`] (or a close
 //! without it), which completes the upload. A copy that failed or was
@@ -41,6 +43,7 @@ use super::config::{Config, Direction, Store};
 use super::journal::{self, Kept, Part};
 use super::list_parts;
 use super::parts::{self, MAX_PARTS, MAX_UPLOADS, MIN_UPLOADS};
+use super::stall::{self, Watch};
 use super::url::ObjectUrl;
 use super::{runtime, ObjectError};
 use crate::ends::transport::{Completion, Fault, Op, Request, Requests, Submitted};
@@ -67,6 +70,8 @@ pub struct ObjectWriter {
     /// earlier run, then those sent by this one.
     parts: Vec<Part>,
     sending: JoinSet<Sent>,
+    /// Gives up on a part once no part has been stored for too long.
+    watch: Watch,
     /// Bytes handed to the end by this run.
     accepted: u64,
     /// Bytes of the copy's input before this run's (a resumed upload).
@@ -132,6 +137,7 @@ impl ObjectWriter {
             _before_dying: before_dying,
             parts: Vec::new(),
             sending: JoinSet::new(),
+            watch: Watch::new(stall::SILENCE),
             accepted: 0,
             source_base: 0,
             marked: false,
@@ -299,11 +305,11 @@ impl ObjectWriter {
             etag: None,
         });
         let (multipart, path) = (Arc::clone(&self.multipart), self.store.path.clone());
+        let (watch, len) = (self.watch.clone(), data.len() as u64);
         self.sending.spawn_on(
             async move {
-                let sent = multipart
-                    .put_part(&path, &upload_id, index, PutPayload::from(data))
-                    .await;
+                let put = multipart.put_part(&path, &upload_id, index, PutPayload::from(data));
+                let sent = watch.guard(len, put).await;
                 drop(counted);
                 (id, Some(index), sent.map(Some))
             },
@@ -320,9 +326,12 @@ impl ObjectWriter {
         self.whole_sha256 = Some(checksum::sha256(&data));
         self.commit = Some(commit);
         let (store, path) = (self.store.store.clone(), self.store.path.clone());
+        let (watch, len) = (self.watch.clone(), data.len() as u64);
         self.sending.spawn_on(
             async move {
-                let put = store.put(&path, PutPayload::from(data)).await;
+                let put = watch
+                    .guard(len, store.put(&path, PutPayload::from(data)))
+                    .await;
                 (id, None, put.map(|_| None))
             },
             self.runtime.handle(),
