@@ -165,9 +165,10 @@ fn reads_together(log: &std::path::Path, from: usize, within: Duration) -> usize
 /// GNU's records (a write per read as a pipe gives them; reads into the
 /// null device, a character device) go to and from an export across a
 /// link several at once: one at a time, each waited a round trip, and a
-/// pipe into an export 25 ms away moved 1.3 MB/s. The connections
-/// nbdkit's log shows are the test, not a time; and a pipe's pieces,
-/// smaller than the records, reach the export gathered into whole ones.
+/// pipe into an export 25 ms away moved 1.3 MB/s. nbdkit's log is the
+/// test, not a copy's time: the writer's connections, and the reads
+/// arriving together; and a pipe's pieces, smaller than the records,
+/// reach the export gathered into whole ones.
 #[test]
 fn records_cross_a_link_with_latency_several_at_once() {
     if !rigs::nbd::nbdkit_has_filter("log") {
