@@ -128,6 +128,19 @@ fn an_nbd_export_is_written_and_read_over_a_link_with_latency_unchanged() {
     assert_eq!(statistics(&up.stderr), statistics(&down.stderr));
 }
 
+/// nbdkit serving `served` with its log filter, and the log's path (beside
+/// `served`); None where there is no log filter or nbdkit (skipped, said).
+fn logged_export(served: &std::path::Path) -> Option<(TcpExport, std::path::PathBuf)> {
+    if !rigs::nbd::nbdkit_has_filter("log") {
+        rigs::skip("nbdkit has no log filter");
+        return None;
+    }
+    let log = served.with_file_name("requests.log");
+    let logfile = [format!("logfile={}", log.display())];
+    let export = rigs::or_skip(TcpExport::start(served, &["--filter=log"], &logfile))?;
+    Some((export, log))
+}
+
 /// How many connections nbdkit's log filter shows begun, in its log from
 /// byte `from` on. An NBD end that writes begins a connection beyond its
 /// first only when a request is in flight on each it has: one at a time,
@@ -171,18 +184,13 @@ fn reads_together(log: &std::path::Path, from: usize, within: Duration) -> usize
 /// reach the export gathered into whole ones.
 #[test]
 fn records_cross_a_link_with_latency_several_at_once() {
-    if !rigs::nbd::nbdkit_has_filter("log") {
-        return rigs::skip("nbdkit has no log filter");
-    }
     let dir = tempfile::tempdir().expect("tempdir");
     let data = pattern(33, 16 * MIB);
     let served = dir.path().join("export.img");
     std::fs::File::create(&served)
         .and_then(|f| f.set_len(data.len() as u64))
         .expect("export");
-    let log = dir.path().join("requests.log");
-    let logfile = [format!("logfile={}", log.display())];
-    let Some(export) = rigs::or_skip(TcpExport::start(&served, &["--filter=log"], &logfile)) else {
+    let Some((export, log)) = logged_export(&served) else {
         return;
     };
     let proxy = DelayProxy::start(export.port, DELAY).expect("proxy");
@@ -239,16 +247,11 @@ fn records_cross_a_link_with_latency_several_at_once() {
 /// machine's few milliseconds between the two cannot reorder them).
 #[test]
 fn a_reader_begins_its_other_connections_while_it_waits_for_extents() {
-    if !rigs::nbd::nbdkit_has_filter("log") {
-        return rigs::skip("nbdkit has no log filter");
-    }
     let dir = tempfile::tempdir().expect("tempdir");
     let data = pattern(34, 4 * MIB);
     let served = dir.path().join("export.img");
     std::fs::write(&served, &data).expect("export");
-    let log = dir.path().join("requests.log");
-    let logfile = [format!("logfile={}", log.display())];
-    let Some(export) = rigs::or_skip(TcpExport::start(&served, &["--filter=log"], &logfile)) else {
+    let Some((export, log)) = logged_export(&served) else {
         return;
     };
     let proxy = DelayProxy::start(export.port, Duration::from_millis(100)).expect("proxy");
